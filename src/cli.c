@@ -1,0 +1,373 @@
+/* cli.c — the wick command line, the same in the native build (main) and the wasm build
+ * (wick_cli_main, called by wasm_glue/cli.mjs under Node):
+ *   wick generate -m MODEL [-z TOKENIZER.bin] -p PROMPT -n N [--temp T] [--seed S] [--threads N] [--ctx N]
+ *   wick logits   -m MODEL --tokens 1,403,407 [--steps K] [--follow IDS]
+ *   wick tokenize -m MODEL -p TEXT [--no-bos]
+ *   wick info     -m MODEL
+ * Results go to stdout, timings and errors to stderr; any failure exits non-zero with one line. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "wick.h"
+
+#ifdef __EMSCRIPTEN__
+#include <emscripten.h>
+/* Node's stdout through the glue, unbuffered, so generated text streams as it is produced. */
+EM_JS(void, js_write, (int fd, const char *p, int n), { Module["wickWrite"](fd, HEAPU8.slice(p, p + n)); });
+static void out_write(int fd, const char *p, size_t n) { js_write(fd, p, (int)n); }
+#else
+static void out_write(int fd, const char *p, size_t n) {
+    FILE *f = fd == 1 ? stdout : stderr;
+    fwrite(p, 1, n, f);
+    fflush(f);
+}
+#endif
+
+static void outf(int fd, const char *fmt, ...) {
+    char small[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    if ((size_t)n < sizeof small) {
+        out_write(fd, small, (size_t)n);
+        return;
+    }
+    char *big = malloc((size_t)n + 1);
+    if (!big) return;
+    va_start(ap, fmt);
+    vsnprintf(big, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    out_write(fd, big, (size_t)n);
+    free(big);
+}
+
+static int error_exit(const char *fmt, ...) {
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    outf(2, "wick: %s\n", msg);
+    return 1;
+}
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Reads a whole file; the buffer is the model's backing store, so it lives until exit. */
+static int read_file(const char *path, uint8_t **out, size_t *size) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return error_exit("cannot open %s: %s", path, strerror(errno));
+    if (fseek(f, 0, SEEK_END) != 0) { fclose(f); return error_exit("cannot seek in %s", path); }
+    long len = ftell(f);
+    if (len < 0) { fclose(f); return error_exit("cannot size %s", path); }
+    rewind(f);
+    uint8_t *buf = malloc(len > 0 ? (size_t)len : 1);
+    if (!buf) { fclose(f); return error_exit("%s: out of memory reading %ld bytes", path, len); }
+    if (len > 0 && fread(buf, 1, (size_t)len, f) != (size_t)len) {
+        fclose(f);
+        free(buf);
+        return error_exit("cannot read %s", path);
+    }
+    fclose(f);
+    *out = buf;
+    *size = (size_t)len;
+    return 0;
+}
+
+typedef struct {
+    const char *cmd, *model, *tokenizer, *prompt, *tokens, *follow;
+    int n, steps, threads, ctx, kv_type, no_bos;
+    float temp;
+    uint64_t seed;
+} options;
+
+static int parse_int(const char *flag, const char *s, long lo, long hi, int *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || end == s || v < lo || v > hi)
+        return error_exit("%s expects an integer from %ld to %ld, got '%s'", flag, lo, hi, s);
+    *out = (int)v;
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, options *o) {
+    memset(o, 0, sizeof *o);
+    o->n = 256;
+    o->threads = 1;
+    o->temp = 1.0f;
+    o->seed = 42;
+    o->kv_type = WICK_KV_F16;
+    if (argc < 2) return error_exit("usage: wick generate|logits|tokenize|info -m MODEL … (see README)");
+    o->cmd = argv[1];
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        bool takes_value = strcmp(a, "--no-bos") != 0;
+        if (takes_value && !v) return error_exit("%s needs a value", a);
+        if (!strcmp(a, "-m") || !strcmp(a, "--model")) o->model = v;
+        else if (!strcmp(a, "-z") || !strcmp(a, "--tokenizer")) o->tokenizer = v;
+        else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) o->prompt = v;
+        else if (!strcmp(a, "--tokens")) o->tokens = v;
+        else if (!strcmp(a, "--follow")) o->follow = v;
+        else if (!strcmp(a, "-n")) { if (parse_int(a, v, 0, 1 << 24, &o->n)) return 1; }
+        else if (!strcmp(a, "--steps")) { if (parse_int(a, v, 0, 1 << 20, &o->steps)) return 1; }
+        else if (!strcmp(a, "--threads") || !strcmp(a, "-t")) { if (parse_int(a, v, 1, 256, &o->threads)) return 1; }
+        else if (!strcmp(a, "--ctx") || !strcmp(a, "-c")) { if (parse_int(a, v, 1, 1 << 22, &o->ctx)) return 1; }
+        else if (!strcmp(a, "--kv")) {
+            if (!strcmp(v, "f16")) o->kv_type = WICK_KV_F16;
+            else if (!strcmp(v, "f32")) o->kv_type = WICK_KV_F32;
+            else return error_exit("--kv expects f16 or f32, got '%s'", v);
+        } else if (!strcmp(a, "--temp")) {
+            char *end;
+            o->temp = strtof(v, &end);
+            if (*end || end == v || !(o->temp >= 0) || o->temp > 1e6) return error_exit("--temp expects a number ≥ 0, got '%s'", v);
+        } else if (!strcmp(a, "--seed")) {
+            char *end;
+            errno = 0;
+            o->seed = strtoull(v, &end, 10);
+            if (errno || *end || end == v || v[0] == '-') return error_exit("--seed expects a non-negative integer, got '%s'", v);
+        } else if (!strcmp(a, "--no-bos")) {
+            o->no_bos = 1;
+            continue;
+        } else return error_exit("unknown option %s", a);
+        i++;
+    }
+    if (!o->model) return error_exit("%s: -m MODEL is required", o->cmd);
+    return 0;
+}
+
+static int load_model(const options *o, wick_model **m) {
+    uint8_t *buf;
+    size_t size;
+    if (read_file(o->model, &buf, &size)) return 1;
+    wick_status s;
+    if (size >= 4 && memcmp(buf, "GGUF", 4) == 0) {
+        s = wick_model_load_gguf(buf, size, m);
+    } else if (o->tokenizer) {
+        uint8_t *tok;
+        size_t tok_size;
+        if (read_file(o->tokenizer, &tok, &tok_size)) return 1;
+        s = wick_model_load_llama2c(buf, size, tok, tok_size, m);
+    } else {
+        return error_exit("%s: not a GGUF file (a llama2.c checkpoint also needs -z TOKENIZER.bin)", o->model);
+    }
+    if (s != WICK_OK) return error_exit("%s: %s", o->model, wick_last_error());
+    return 0;
+}
+
+static int new_context(const options *o, wick_model *m, wick_ctx **c) {
+    wick_ctx_params p;
+    wick_ctx_default_params(&p);
+    p.n_ctx = o->ctx;
+    p.n_threads = o->threads;
+    p.kv_type = o->kv_type;
+    if (wick_ctx_new(m, &p, c) != WICK_OK) return error_exit("%s", wick_last_error());
+    return 0;
+}
+
+static int tokenize_prompt(wick_model *m, const char *text, bool bos, int32_t **ids, int32_t *n) {
+    size_t len = strlen(text);
+    int32_t need = 0;
+    if (wick_tokenize(m, text, len, bos, 0, NULL, 0, &need) != WICK_OK) return error_exit("%s", wick_last_error());
+    *ids = malloc(((size_t)need + 1) * sizeof(int32_t));
+    if (!*ids) return error_exit("out of memory");
+    if (wick_tokenize(m, text, len, bos, 0, *ids, need, n) != WICK_OK) return error_exit("%s", wick_last_error());
+    return 0;
+}
+
+static void print_logits_row(const float *row, int32_t n) {
+    /* one row as a JSON array, built in one buffer (a vocabulary of 150k floats is ~2 MB) */
+    size_t cap = (size_t)n * 18 + 8, len = 0;
+    char *s = malloc(cap);
+    if (!s) return;
+    s[len++] = '[';
+    for (int32_t i = 0; i < n; i++) len += (size_t)snprintf(s + len, cap - len, i ? ",%.9g" : "%.9g", row[i]);
+    s[len++] = ']';
+    out_write(1, s, len);
+    free(s);
+}
+
+static int32_t argmax(const float *v, int32_t n) {
+    int32_t best = 0;
+    for (int32_t i = 1; i < n; i++)
+        if (v[i] > v[best]) best = i;
+    return best;
+}
+
+/* "1,403,407" → ids, each below n_vocab */
+static int parse_ids(const char *flag, const char *list, int32_t n_vocab, int32_t **out, int32_t *n_out) {
+    int32_t n = 0, cap = 16;
+    int32_t *ids = malloc((size_t)cap * sizeof *ids);
+    for (const char *p = list; ids && *p;) {
+        char *end;
+        errno = 0;
+        long v = strtol(p, &end, 10);
+        if (end == p || errno || v < 0 || v >= n_vocab) {
+            free(ids);
+            return error_exit("%s: '%s' is not a list of ids below %d", flag, list, n_vocab);
+        }
+        if (*end && *end != ',') {
+            free(ids);
+            return error_exit("%s: unexpected '%c'", flag, *end);
+        }
+        if (n == cap) {
+            int32_t *grown = realloc(ids, (size_t)(cap *= 2) * sizeof *ids);
+            if (!grown) free(ids);
+            ids = grown;
+            if (!ids) break;
+        }
+        ids[n++] = (int32_t)v;
+        p = *end == ',' ? end + 1 : end;
+    }
+    if (!ids) return error_exit("out of memory");
+    *out = ids;
+    *n_out = n;
+    return 0;
+}
+
+/* Prompt logits of the tokens as one batch, then --steps greedy steps one token at a time
+ * (feeding the --follow ids instead of our own choices when given, so that a comparison with a
+ * reference run stays on its path even where two logits are nearly tied). */
+static int cmd_logits(const options *o, wick_model *m) {
+    if (!o->tokens) return error_exit("logits: --tokens 1,2,3 is required");
+    wick_model_info info;
+    wick_model_get_info(m, &info);
+    int32_t n, n_follow = 0, *ids, *follow = NULL;
+    if (parse_ids("--tokens", o->tokens, info.n_vocab, &ids, &n)) return 1;
+    if (n == 0) return error_exit("--tokens: no ids");
+    if (o->follow && parse_ids("--follow", o->follow, info.n_vocab, &follow, &n_follow)) return 1;
+    wick_ctx *c;
+    if (new_context(o, m, &c)) return 1;
+    if (wick_eval(c, ids, n, 1) != WICK_OK) return error_exit("%s", wick_last_error());
+    outf(1, "{\"n_vocab\":%d,\"prompt_logits\":[", info.n_vocab);
+    for (int32_t i = 0; i < n; i++) {
+        if (i) out_write(1, ",", 1);
+        print_logits_row(wick_get_logits(c, i), info.n_vocab);
+    }
+    out_write(1, "],\"greedy_step_logits\":[", 24);
+    int32_t *greedy = malloc(((size_t)o->steps + 1) * sizeof *greedy);
+    if (!greedy) return error_exit("out of memory");
+    /* step k prints the logits that chose greedy token k: the last prompt row first, then the
+     * row after feeding each chosen token (the layout of ../shared/reference) */
+    const float *row = wick_get_logits(c, n - 1);
+    for (int k = 0; k < o->steps; k++) {
+        if (k) {
+            int32_t fed = k - 1 < n_follow ? follow[k - 1] : greedy[k - 1];
+            if (wick_eval(c, &fed, 1, 0) != WICK_OK) return error_exit("%s", wick_last_error());
+            row = wick_get_logits(c, -1);
+            out_write(1, ",", 1);
+        }
+        print_logits_row(row, info.n_vocab);
+        greedy[k] = argmax(row, info.n_vocab);
+    }
+    out_write(1, "],\"greedy_tokens\":[", 19);
+    for (int k = 0; k < o->steps; k++) outf(1, k ? ",%d" : "%d", greedy[k]);
+    out_write(1, "]}\n", 3);
+    free(greedy);
+    free(follow);
+    free(ids);
+    wick_ctx_free(c);
+    return 0;
+}
+
+/* splitmix64: the CLI's seeded uniform draws in [0, 1) */
+static double next_uniform(uint64_t *state) {
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return (double)(z >> 11) * (1.0 / 9007199254740992.0);
+}
+
+static int cmd_generate(const options *o, wick_model *m) {
+    if (!o->prompt) return error_exit("generate: -p PROMPT is required");
+    int32_t *ids, n;
+    if (tokenize_prompt(m, o->prompt, !o->no_bos, &ids, &n)) return 1;
+    if (n == 0) return error_exit("generate: the prompt is empty and the model adds no BOS");
+    wick_model_info info;
+    wick_model_get_info(m, &info);
+    wick_ctx *c;
+    if (new_context(o, m, &c)) return 1;
+    if (n + (o->n > 0 ? 1 : 0) > wick_n_ctx(c))
+        return error_exit("the prompt has %d tokens; the context holds %d (use --ctx)", n, wick_n_ctx(c));
+    double t0 = now_seconds();
+    if (wick_eval(c, ids, n, 0) != WICK_OK) return error_exit("%s", wick_last_error());
+    double t1 = now_seconds();
+    uint64_t rng = o->seed;
+    int generated = 0;
+    char piece[256];
+    for (; generated < o->n; generated++) {
+        int32_t tok = wick_sample_simple(wick_get_logits(c, -1), info.n_vocab, o->temp, next_uniform(&rng));
+        if (wick_token_is_eog(m, tok)) break;
+        int32_t len;
+        if (wick_token_to_piece(m, tok, piece, sizeof piece, &len) == WICK_OK)
+            out_write(1, piece, (size_t)(len < (int32_t)sizeof piece ? len : (int32_t)sizeof piece));
+        if (generated + 1 == o->n) { generated++; break; }
+        if (wick_n_past(c) >= wick_n_ctx(c)) { generated++; outf(2, "\n[context full]\n"); break; }
+        if (wick_eval(c, &tok, 1, 0) != WICK_OK) return error_exit("%s", wick_last_error());
+    }
+    double t2 = now_seconds();
+    out_write(1, "\n", 1);
+    outf(2, "prefill: %d tokens in %.3f s (%.1f tok/s); decode: %d tokens in %.3f s (%.1f tok/s); threads %d\n", n,
+         t1 - t0, n / (t1 - t0 > 0 ? t1 - t0 : 1e-9), generated, t2 - t1, generated / (t2 - t1 > 0 ? t2 - t1 : 1e-9),
+         o->threads);
+    free(ids);
+    wick_ctx_free(c);
+    return 0;
+}
+
+static int cmd_tokenize(const options *o, wick_model *m) {
+    if (!o->prompt) return error_exit("tokenize: -p TEXT is required");
+    int32_t *ids, n;
+    if (tokenize_prompt(m, o->prompt, !o->no_bos, &ids, &n)) return 1;
+    out_write(1, "[", 1);
+    for (int32_t i = 0; i < n; i++) outf(1, i ? ",%d" : "%d", ids[i]);
+    out_write(1, "]\n", 2);
+    free(ids);
+    return 0;
+}
+
+static int cmd_info(wick_model *m) {
+    size_t need = 0;
+    wick_model_info_json(m, NULL, 0, &need);
+    char *s = malloc(need);
+    if (!s || wick_model_info_json(m, s, need, NULL) != WICK_OK) return error_exit("%s", wick_last_error());
+    outf(1, "%s\n", s);
+    free(s);
+    return 0;
+}
+
+#ifdef __EMSCRIPTEN__
+EMSCRIPTEN_KEEPALIVE int wick_cli_main(int argc, char **argv);
+int wick_cli_main(int argc, char **argv)
+#else
+int main(int argc, char **argv)
+#endif
+{
+    options o;
+    if (parse_args(argc, argv, &o)) return 1;
+    bool known = !strcmp(o.cmd, "generate") || !strcmp(o.cmd, "logits") || !strcmp(o.cmd, "tokenize") || !strcmp(o.cmd, "info");
+    if (!known) return error_exit("unknown command '%s' (generate, logits, tokenize, info)", o.cmd);
+    wick_model *m;
+    if (load_model(&o, &m)) return 1;
+    int rc;
+    if (!strcmp(o.cmd, "generate")) rc = cmd_generate(&o, m);
+    else if (!strcmp(o.cmd, "logits")) rc = cmd_logits(&o, m);
+    else if (!strcmp(o.cmd, "tokenize")) rc = cmd_tokenize(&o, m);
+    else rc = cmd_info(m);
+    wick_model_free(m);
+    return rc;
+}

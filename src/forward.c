@@ -1,0 +1,423 @@
+/* forward.c — the transformer forward pass (Llama / Qwen2) over a batch of tokens, with the
+ * KV cache. For each layer, per token:
+ *     xb  = rmsnorm(x) * attn_norm
+ *     q, k, v = xb·Wqᵀ (+bq), xb·Wkᵀ (+bk), xb·Wvᵀ (+bv); rotate q and k by their position (RoPE)
+ *     cache k, v;  att = softmax(q·Kᵀ / √head_dim) over positions ≤ own;  x += (att·V)·Woᵀ
+ *     xb  = rmsnorm(x) * ffn_norm;  x += (silu(xb·W_gateᵀ) ⊙ xb·W_upᵀ)·W_downᵀ
+ * then logits = rmsnorm(x) * output_norm · W_outᵀ.
+ * A batch (prefill) runs every matrix product as matrix × matrix: each weight row is loaded
+ * once and used for all tokens of a tile; a single token (decode) is matrix × vector. */
+#include "forward.h"
+#include "quant.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int fail(char *err, size_t err_len, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, err_len, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* Bytes per element, rounded up, of the largest activation block format (Q8_K: 292 bytes per 256). */
+#define ACT_BYTES_PER_ELEM_NUM 292
+#define ACT_BYTES_PER_ELEM_DEN 256
+
+static int kv_dim(const model_config *c) { return c->n_kv_heads * c->head_dim; }
+
+void wick_ctx_default_params(wick_ctx_params *p) {
+    p->n_ctx = 0;
+    p->n_batch = 0;
+    p->n_threads = 0;
+    p->kv_type = WICK_KV_F16;
+}
+
+int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_params *p, char *err, size_t err_len) {
+    memset(c, 0, sizeof *c);
+    if (!m->has_weights) return fail(err, err_len, "the model has no weights (vocab-only file)");
+    const model_config *mc = &m->c;
+    c->m = m;
+    c->n_ctx = p->n_ctx > 0 ? p->n_ctx : (mc->n_ctx_train < 4096 ? mc->n_ctx_train : 4096);
+    c->n_batch = p->n_batch > 0 ? p->n_batch : 256;
+    if (c->n_batch > c->n_ctx) c->n_batch = c->n_ctx;
+    int n_threads = p->n_threads > 0 ? p->n_threads : 1;
+    if (p->n_ctx < 0 || c->n_ctx > (1 << 22)) return fail(err, err_len, "context size %d out of range (1 to %d)", p->n_ctx, 1 << 22);
+    if (p->n_batch < 0 || p->n_threads < 0 || n_threads > 256)
+        return fail(err, err_len, "batch size %d or thread count %d out of range", p->n_batch, p->n_threads);
+    if (p->kv_type != WICK_KV_F16 && p->kv_type != WICK_KV_F32)
+        return fail(err, err_len, "KV cache type %d unknown (0 = f32, 1 = f16)", p->kv_type);
+    c->kv_type = p->kv_type;
+    c->kv_elem = p->kv_type == WICK_KV_F16 ? 2 : 4;
+
+    /* KV cache size checked in 64 bits before allocating: it is the one large allocation here */
+    uint64_t kv_bytes = (uint64_t)mc->n_layers * (uint64_t)c->n_ctx * (uint64_t)kv_dim(mc) * c->kv_elem;
+    if (kv_bytes > (uint64_t)1 << 31 || kv_bytes > SIZE_MAX / 2)
+        return fail(err, err_len, "a KV cache for %d tokens needs 2 x %llu MiB: too large for this build; ask for a smaller context",
+                    c->n_ctx, (unsigned long long)(kv_bytes >> 20));
+    c->k_cache = malloc((size_t)kv_bytes);
+    c->v_cache = malloc((size_t)kv_bytes);
+
+    size_t B = (size_t)c->n_batch, dim = (size_t)mc->dim, hid = (size_t)mc->hidden_dim, kvd = (size_t)kv_dim(mc);
+    size_t widest = hid > dim ? hid : dim;
+    c->x = malloc(B * dim * sizeof(float));
+    c->xb = malloc(B * dim * sizeof(float));
+    c->xb2 = malloc(B * dim * sizeof(float));
+    c->q = malloc(B * dim * sizeof(float));
+    c->k = malloc(B * kvd * sizeof(float));
+    c->v = malloc(B * kvd * sizeof(float));
+    c->hb = malloc(B * hid * sizeof(float));
+    c->hb2 = malloc(B * hid * sizeof(float));
+    size_t half = (size_t)(mc->rope_dim / 2 > 0 ? mc->rope_dim / 2 : 1);
+    c->rope_cos = malloc(B * half * sizeof(float));
+    c->rope_sin = malloc(B * half * sizeof(float));
+    c->att = malloc((size_t)n_threads * (size_t)c->n_ctx * sizeof(float));
+    c->qbuf_bytes = B * (widest * ACT_BYTES_PER_ELEM_NUM / ACT_BYTES_PER_ELEM_DEN + 64);
+    c->qbuf[0] = malloc(c->qbuf_bytes);
+    c->qbuf[1] = malloc(c->qbuf_bytes);
+    if (!c->k_cache || !c->v_cache || !c->x || !c->xb || !c->xb2 || !c->q || !c->k || !c->v || !c->hb ||
+        !c->hb2 || !c->rope_cos || !c->rope_sin || !c->att || !c->qbuf[0] || !c->qbuf[1]) {
+        ctx_release(c);
+        return fail(err, err_len, "out of memory allocating a context of %d tokens (KV cache 2 x %llu MiB)",
+                    p->n_ctx > 0 ? p->n_ctx : 0, (unsigned long long)(kv_bytes >> 20));
+    }
+    c->pool = pool_new(n_threads);
+    if (!c->pool) {
+        ctx_release(c);
+        return fail(err, err_len, "cannot start %d threads (this build may be single-threaded)", n_threads);
+    }
+    return 0;
+}
+
+void ctx_release(struct wick_ctx *c) {
+    if (c->pool) pool_free(c->pool);
+    void *bufs[] = {c->k_cache, c->v_cache, c->x, c->xb, c->xb2, c->q, c->k, c->v, c->hb, c->hb2,
+                    c->rope_cos, c->rope_sin, c->att, c->qbuf[0], c->qbuf[1], c->logits};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
+    memset(c, 0, sizeof *c);
+}
+
+/* ---- activation rows in the weights' dot-product format ---- */
+
+typedef struct {
+    act_rows *a;
+    int slot;
+    const quant_type *qt;
+} quantize_args;
+
+static void quantize_task(void *arg, int ith, int nth) {
+    quantize_args *qa = arg;
+    act_rows *a = qa->a;
+    long t0, t1;
+    pool_split(a->n_tok, ith, nth, &t0, &t1);
+    for (long t = t0; t < t1; t++)
+        qa->qt->from_float(a->x + (size_t)t * (size_t)a->cols,
+                           (uint8_t *)a->q[qa->slot] + (size_t)t * a->q_row_bytes[qa->slot], a->cols);
+}
+
+static void act_init(act_rows *a, struct wick_ctx *c, const float *x, int n_tok, int cols) {
+    memset(a, 0, sizeof *a);
+    a->x = x;
+    a->n_tok = n_tok;
+    a->cols = cols;
+    a->q[0] = c->qbuf[0];
+    a->q[1] = c->qbuf[1];
+}
+
+/* Returns the rows in format t, converting them the first time they are asked for. */
+static const void *act_get(act_rows *a, struct wick_ctx *c, uint32_t t, size_t *row_bytes) {
+    if (t == WICK_TYPE_F32) {
+        *row_bytes = (size_t)a->cols * sizeof(float);
+        return a->x;
+    }
+    for (int s = 0; s < 2; s++)
+        if (a->ready[s] && a->q_type[s] == t) {
+            *row_bytes = a->q_row_bytes[s];
+            return a->q[s];
+        }
+    int s = a->ready[0] ? 1 : 0; /* weights of one input use at most two activation formats */
+    const quant_type *qt = quant_get(t);
+    a->q_type[s] = t;
+    a->q_row_bytes[s] = quant_row_size(t, a->cols);
+    quantize_args qa = {a, s, qt};
+    if (a->n_tok > 1) pool_run(c->pool, quantize_task, &qa);
+    else quantize_task(&qa, 0, 1);
+    a->ready[s] = true;
+    *row_bytes = a->q_row_bytes[s];
+    return a->q[s];
+}
+
+/* ---- matrix products ---- */
+
+/* Weight rows per tile: a tile's rows stay in L1 while every token of the batch passes. */
+#define ROW_TILE 16
+
+typedef struct {
+    const weight *w;
+    const void *act;
+    size_t act_row_bytes;
+    int n_tok;
+    float *out;        /* out[t * out_stride + r] */
+    int out_stride;
+    const float *bias; /* added per row, or NULL */
+    const quant_type *qt;
+} matmul_args;
+
+static void matmul_task(void *arg, int ith, int nth) {
+    const matmul_args *a = arg;
+    const weight *w = a->w;
+    long r0, r1;
+    pool_split(w->rows, ith, nth, &r0, &r1);
+    const uint8_t *wdata = w->data;
+    const uint8_t *act = a->act;
+    int cols = (int)w->cols;
+    for (long rt = r0; rt < r1; rt += ROW_TILE) {
+        long rend = rt + ROW_TILE < r1 ? rt + ROW_TILE : r1;
+        for (int t = 0; t < a->n_tok; t++) {
+            const void *xrow = act + (size_t)t * a->act_row_bytes;
+            float *out = a->out + (size_t)t * (size_t)a->out_stride;
+            for (long r = rt; r < rend; r++) {
+                float s = a->qt->vec_dot(cols, wdata + (size_t)r * w->row_bytes, xrow);
+                out[r] = a->bias ? s + a->bias[r] : s;
+            }
+        }
+    }
+}
+
+/* out[t][r] = Σ_c W[r][c] · x[t][c] (+ bias[r]) for every token t of the activation rows */
+static void matmul(struct wick_ctx *c, const weight *w, act_rows *x, float *out, int out_stride, const float *bias) {
+    const quant_type *qt = quant_get(w->type);
+    matmul_args a = {w, NULL, 0, x->n_tok, out, out_stride, bias, qt};
+    a.act = act_get(x, c, qt->vec_dot_type, &a.act_row_bytes);
+    pool_run(c->pool, matmul_task, &a);
+}
+
+/* ---- elementwise pieces ---- */
+
+static void rmsnorm(float *out, const float *x, const float *w, int n, float eps) {
+    double ss = 0;
+    for (int i = 0; i < n; i++) ss += (double)x[i] * x[i];
+    float scale = (float)(1.0 / sqrt(ss / n + eps));
+    for (int i = 0; i < n; i++) out[i] = x[i] * scale * w[i];
+}
+
+/* cos/sin of every rotated pair for the batch's positions; θ_i = pos · scale · base^(−2i/rope_dim),
+ * formed by repeated multiplication as llama.cpp's rope does, so positions agree with it. */
+static void rope_tables(struct wick_ctx *c, int pos0, int n_tok) {
+    const model_config *mc = &c->m->c;
+    int half = mc->rope_dim / 2;
+    float theta_scale = powf(mc->rope_base, -2.0f / (float)mc->rope_dim);
+    for (int t = 0; t < n_tok; t++) {
+        float theta = (float)(pos0 + t) * mc->rope_scale;
+        for (int i = 0; i < half; i++) {
+            c->rope_cos[t * half + i] = cosf(theta);
+            c->rope_sin[t * half + i] = sinf(theta);
+            theta *= theta_scale;
+        }
+    }
+}
+
+/* Rotates the first rope_dim dimensions of each head of vec (n_heads heads) by the angles of cs/sn. */
+static void rope_apply(float *vec, int n_heads, const model_config *mc, const float *cs, const float *sn) {
+    int half = mc->rope_dim / 2;
+    for (int h = 0; h < n_heads; h++) {
+        float *v = vec + (size_t)h * mc->head_dim;
+        for (int i = 0; i < half; i++) {
+            int i0 = mc->rope_neox ? i : 2 * i, i1 = mc->rope_neox ? i + half : 2 * i + 1;
+            float a = v[i0], b = v[i1];
+            v[i0] = a * cs[i] - b * sn[i];
+            v[i1] = a * sn[i] + b * cs[i];
+        }
+    }
+}
+
+static inline float kv_load(const struct wick_ctx *c, const void *base, size_t i) {
+    return c->kv_type == WICK_KV_F16 ? quant_f16_to_f32(((const uint16_t *)base)[i]) : ((const float *)base)[i];
+}
+
+static inline void kv_store(const struct wick_ctx *c, void *base, size_t i, float v) {
+    if (c->kv_type == WICK_KV_F16) ((uint16_t *)base)[i] = quant_f32_to_f16(v);
+    else ((float *)base)[i] = v;
+}
+
+/* start of layer l, position pos in a cache */
+static void *kv_at(const struct wick_ctx *c, void *cache, int l, int pos) {
+    return (uint8_t *)cache + (((size_t)l * (size_t)c->n_ctx + (size_t)pos) * (size_t)kv_dim(&c->m->c)) * c->kv_elem;
+}
+
+/* ---- attention ---- */
+
+typedef struct {
+    struct wick_ctx *c;
+    int layer, pos0, n_tok;
+} attn_args;
+
+/* One (token, head) pair at a time: scores against every cached position up to the token's own,
+ * softmax, and the weighted sum of cached values into xb2. */
+static void attention_task(void *arg, int ith, int nth) {
+    attn_args *a = arg;
+    struct wick_ctx *c = a->c;
+    const model_config *mc = &c->m->c;
+    int hd = mc->head_dim, group = mc->n_heads / mc->n_kv_heads;
+    float *scores = c->att + (size_t)ith * (size_t)c->n_ctx;
+    float inv_sqrt = 1.0f / sqrtf((float)hd);
+    long p0, p1;
+    pool_split((long)a->n_tok * mc->n_heads, ith, nth, &p0, &p1);
+    for (long pair = p0; pair < p1; pair++) {
+        int t = (int)(pair / mc->n_heads), h = (int)(pair % mc->n_heads);
+        int pos = a->pos0 + t, kvh = h / group;
+        const float *q = c->q + (size_t)t * mc->dim + (size_t)h * hd;
+        float max = -INFINITY;
+        for (int j = 0; j <= pos; j++) {
+            const void *kb = kv_at(c, c->k_cache, a->layer, j);
+            float s = 0;
+            for (int i = 0; i < hd; i++) s += q[i] * kv_load(c, kb, (size_t)kvh * hd + i);
+            s *= inv_sqrt;
+            scores[j] = s;
+            if (s > max) max = s;
+        }
+        float sum = 0;
+        for (int j = 0; j <= pos; j++) {
+            scores[j] = expf(scores[j] - max);
+            sum += scores[j];
+        }
+        float inv_sum = 1.0f / sum;
+        float *out = c->xb2 + (size_t)t * mc->dim + (size_t)h * hd;
+        memset(out, 0, (size_t)hd * sizeof(float));
+        for (int j = 0; j <= pos; j++) {
+            const void *vb = kv_at(c, c->v_cache, a->layer, j);
+            float w = scores[j] * inv_sum;
+            for (int i = 0; i < hd; i++) out[i] += w * kv_load(c, vb, (size_t)kvh * hd + i);
+        }
+    }
+}
+
+/* ---- the forward pass ---- */
+
+static void add_rows(float *x, const float *y, size_t n) {
+    for (size_t i = 0; i < n; i++) x[i] += y[i];
+}
+
+static float silu(float x) { return x / (1.0f + expf(-x)); }
+
+/* Runs n_tok (≤ n_batch) tokens at positions n_past…; writes logits for the rows asked
+ * (none when logits_out is NULL). */
+static int forward_batch(struct wick_ctx *c, const int32_t *tokens, int n_tok, bool all_logits, float *logits_out) {
+    const struct wick_model *m = c->m;
+    const model_config *mc = &m->c;
+    int dim = mc->dim, kvd = kv_dim(mc), hid = mc->hidden_dim, half = mc->rope_dim / 2;
+    int pos0 = c->n_past;
+    const quant_type *emb_t = quant_get(m->tok_embd.type);
+    for (int t = 0; t < n_tok; t++)
+        emb_t->to_float((const uint8_t *)m->tok_embd.data + (size_t)tokens[t] * m->tok_embd.row_bytes,
+                        c->x + (size_t)t * dim, dim);
+    rope_tables(c, pos0, n_tok);
+    act_rows in;
+    for (int l = 0; l < mc->n_layers; l++) {
+        const layer_weights *w = &m->layers[l];
+        /* attention */
+        for (int t = 0; t < n_tok; t++)
+            rmsnorm(c->xb + (size_t)t * dim, c->x + (size_t)t * dim, w->attn_norm, dim, mc->rms_eps);
+        act_init(&in, c, c->xb, n_tok, dim);
+        matmul(c, &w->wq, &in, c->q, dim, w->bq);
+        matmul(c, &w->wk, &in, c->k, kvd, w->bk);
+        matmul(c, &w->wv, &in, c->v, kvd, w->bv);
+        for (int t = 0; t < n_tok; t++) {
+            float *q = c->q + (size_t)t * dim, *k = c->k + (size_t)t * kvd, *v = c->v + (size_t)t * kvd;
+            rope_apply(q, mc->n_heads, mc, c->rope_cos + (size_t)t * half, c->rope_sin + (size_t)t * half);
+            rope_apply(k, mc->n_kv_heads, mc, c->rope_cos + (size_t)t * half, c->rope_sin + (size_t)t * half);
+            void *kc = kv_at(c, c->k_cache, l, pos0 + t), *vc = kv_at(c, c->v_cache, l, pos0 + t);
+            for (int i = 0; i < kvd; i++) {
+                kv_store(c, kc, (size_t)i, k[i]);
+                kv_store(c, vc, (size_t)i, v[i]);
+            }
+        }
+        attn_args aa = {c, l, pos0, n_tok};
+        pool_run(c->pool, attention_task, &aa);
+        act_init(&in, c, c->xb2, n_tok, dim);
+        matmul(c, &w->wo, &in, c->xb, dim, NULL);
+        add_rows(c->x, c->xb, (size_t)n_tok * dim);
+
+        /* feed-forward (SwiGLU) */
+        for (int t = 0; t < n_tok; t++)
+            rmsnorm(c->xb + (size_t)t * dim, c->x + (size_t)t * dim, w->ffn_norm, dim, mc->rms_eps);
+        act_init(&in, c, c->xb, n_tok, dim);
+        matmul(c, &w->w_gate, &in, c->hb, hid, NULL);
+        matmul(c, &w->w_up, &in, c->hb2, hid, NULL);
+        for (size_t i = 0; i < (size_t)n_tok * hid; i++) c->hb[i] = silu(c->hb[i]) * c->hb2[i];
+        act_init(&in, c, c->hb, n_tok, hid);
+        matmul(c, &w->w_down, &in, c->xb, dim, NULL);
+        add_rows(c->x, c->xb, (size_t)n_tok * dim);
+    }
+    c->n_past += n_tok;
+    if (!logits_out) return 0;
+    /* the output head, for every row or only the last */
+    int first = all_logits ? 0 : n_tok - 1, n_out = n_tok - first;
+    for (int t = first; t < n_tok; t++)
+        rmsnorm(c->xb + (size_t)(t - first) * dim, c->x + (size_t)t * dim, m->output_norm, dim, mc->rms_eps);
+    act_init(&in, c, c->xb, n_out, dim);
+    matmul(c, &m->output, &in, logits_out, mc->n_vocab, NULL);
+    return 0;
+}
+
+int forward_eval(struct wick_ctx *c, const int32_t *tokens, int32_t n, bool all_logits, char *err, size_t err_len) {
+    const model_config *mc = &c->m->c;
+    if (n < 1 || !tokens) return fail(err, err_len, "no tokens to evaluate");
+    if (n > c->n_ctx - c->n_past)
+        return fail(err, err_len, "%d tokens do not fit in the context: %d of %d positions used", n, c->n_past, c->n_ctx);
+    for (int32_t i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= mc->n_vocab)
+            return fail(err, err_len, "token id %d out of range (vocabulary of %d)", tokens[i], mc->n_vocab);
+    int32_t rows = all_logits ? n : 1;
+    if (rows > c->logits_cap_rows) {
+        float *l = realloc(c->logits, (size_t)rows * (size_t)mc->n_vocab * sizeof(float));
+        if (!l) return fail(err, err_len, "out of memory for the logits of %d positions", rows);
+        c->logits = l;
+        c->logits_cap_rows = rows;
+    }
+    for (int32_t done = 0; done < n;) {
+        int32_t chunk = n - done < c->n_batch ? n - done : c->n_batch;
+        /* without all_logits only the final chunk needs the output head, for its last row */
+        float *out = all_logits ? c->logits + (size_t)done * mc->n_vocab : done + chunk == n ? c->logits : NULL;
+        forward_batch(c, tokens + done, chunk, all_logits, out);
+        done += chunk;
+    }
+    c->n_logit_rows = rows;
+    return 0;
+}
+
+int kv_cache_shift(struct wick_ctx *c, int32_t n_keep, int32_t n_discard, char *err, size_t err_len) {
+    const model_config *mc = &c->m->c;
+    if (n_keep < 0 || n_discard < 0 || n_keep + n_discard > c->n_past)
+        return fail(err, err_len, "cannot drop %d positions after %d of %d", n_discard, n_keep, c->n_past);
+    if (n_discard == 0) return 0;
+    int kvd = kv_dim(mc), half = mc->rope_dim / 2;
+    int moved = c->n_past - n_keep - n_discard;
+    /* a key at position p was rotated by p·θ_i; moved to p − n_discard it needs a further
+     * rotation by −n_discard·θ_i (rotations compose additively) */
+    float theta_scale = powf(mc->rope_base, -2.0f / (float)mc->rope_dim);
+    float *cs = c->rope_cos, *sn = c->rope_sin;
+    float theta = -(float)n_discard * mc->rope_scale;
+    for (int i = 0; i < half; i++) {
+        cs[i] = cosf(theta);
+        sn[i] = sinf(theta);
+        theta *= theta_scale;
+    }
+    float *tmp = c->k; /* scratch of at least kv_dim floats */
+    for (int l = 0; l < mc->n_layers; l++) {
+        for (int j = 0; j < moved; j++) {
+            int from = n_keep + n_discard + j, to = n_keep + j;
+            void *ks = kv_at(c, c->k_cache, l, from), *kd = kv_at(c, c->k_cache, l, to);
+            for (int i = 0; i < kvd; i++) tmp[i] = kv_load(c, ks, (size_t)i);
+            rope_apply(tmp, mc->n_kv_heads, mc, cs, sn);
+            for (int i = 0; i < kvd; i++) kv_store(c, kd, (size_t)i, tmp[i]);
+            memmove(kv_at(c, c->v_cache, l, to), kv_at(c, c->v_cache, l, from), (size_t)kvd * c->kv_elem);
+        }
+    }
+    c->n_past -= n_discard;
+    return 0;
+}

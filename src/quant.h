@@ -1,0 +1,161 @@
+/* quant.h — tensor element types: one table row per type (block layout, to-float,
+ * quantize, dot product), after ggml's type traits. Type ids are ggml's (ggml.h, enum ggml_type),
+ * since GGUF stores them verbatim. */
+#ifndef WICK_QUANT_H
+#define WICK_QUANT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum wick_type {
+    WICK_TYPE_F32 = 0, WICK_TYPE_F16 = 1, WICK_TYPE_Q4_0 = 2, WICK_TYPE_Q4_1 = 3,
+    WICK_TYPE_Q5_0 = 6, WICK_TYPE_Q5_1 = 7, WICK_TYPE_Q8_0 = 8, WICK_TYPE_Q8_1 = 9,
+    WICK_TYPE_Q2_K = 10, WICK_TYPE_Q3_K = 11, WICK_TYPE_Q4_K = 12, WICK_TYPE_Q5_K = 13,
+    WICK_TYPE_Q6_K = 14, WICK_TYPE_Q8_K = 15, WICK_TYPE_IQ4_NL = 20, WICK_TYPE_BF16 = 30,
+    WICK_TYPE_COUNT = 31
+};
+
+/* A weight row of type T (n elements, n a multiple of block_size) is multiplied with an
+ * activation row that was converted once to vec_dot_type (F32, or an 8-bit block format
+ * such as Q8_0 / Q8_1 / Q8_K). */
+typedef struct {
+    uint32_t type;
+    const char *name;          /* "q4_0" */
+    uint32_t block_size;       /* elements per block */
+    uint32_t type_size;        /* bytes per block */
+    uint32_t vec_dot_type;     /* format the activation row must be in for vec_dot */
+    /* dst[0..n) = value of the n elements at src (n a multiple of block_size) */
+    void (*to_float)(const void *src, float *dst, int64_t n);
+    /* quantize n floats into blocks of this type (NULL where the engine never needs it) */
+    void (*from_float)(const float *src, void *dst, int64_t n);
+    /* dot product of one weight row w and one activation row a (in vec_dot_type), n elements:
+     * the SIMD kernel (wasm_simd128.h; natively through SIMDe) and the plain scalar reference */
+    float (*vec_dot)(int n, const void *w, const void *a);
+    float (*vec_dot_ref)(int n, const void *w, const void *a);
+} quant_type;
+
+/* NULL for a type id wick does not support. */
+const quant_type *quant_get(uint32_t type);
+
+/* bytes of a row of n elements, or 0 when n is not a multiple of the block size */
+size_t quant_row_size(uint32_t type, int64_t n);
+
+/* scalar conversions used everywhere */
+float quant_f16_to_f32(uint16_t h);
+uint16_t quant_f32_to_f16(float f);
+float quant_bf16_to_f32(uint16_t h);
+uint16_t quant_f32_to_bf16(float f);
+
+/* ---- block layouts ------------------------------------------------------------------------
+ * Byte-for-byte those of llama.cpp (ggml/src/ggml-common.h, "block_q4_0" … "block_iq4_nl"),
+ * since GGUF stores the blocks verbatim. Every field is 1, 2 or 4 bytes wide and placed so that
+ * the natural alignment leaves no padding; quant.c asserts each size. fp16 fields are stored as
+ * raw uint16_t (IEEE binary16), converted with quant_f16_to_f32. */
+
+#define QK4_0 32
+#define QK4_1 32
+#define QK5_0 32
+#define QK5_1 32
+#define QK8_0 32
+#define QK8_1 32
+#define QK4_NL 32
+#define QK_K 256          /* elements of a K-quant super-block */
+#define K_SCALE_SIZE 12   /* bytes of packed 6-bit scales and mins in Q4_K / Q5_K */
+
+/* x = d * (q - 8), q in 0..15; element j in the low nibble of qs[j], element j+16 in the high one */
+typedef struct { uint16_t d; uint8_t qs[QK4_0 / 2]; } block_q4_0;
+/* x = d * q + m, q in 0..15, nibbles as in Q4_0 */
+typedef struct { uint16_t d; uint16_t m; uint8_t qs[QK4_1 / 2]; } block_q4_1;
+/* x = d * (q - 16), q in 0..31: low 4 bits as in Q4_0, bit 4 of element j is bit j of qh (LE u32) */
+typedef struct { uint16_t d; uint8_t qh[4]; uint8_t qs[QK5_0 / 2]; } block_q5_0;
+/* x = d * q + m, q in 0..31, bits as in Q5_0 */
+typedef struct { uint16_t d; uint16_t m; uint8_t qh[4]; uint8_t qs[QK5_1 / 2]; } block_q5_1;
+/* x = d * q */
+typedef struct { uint16_t d; int8_t qs[QK8_0]; } block_q8_0;
+/* x = d * q; s = d * sum(q), the block sum that the Q4_1 / Q5_1 dot products need */
+typedef struct { uint16_t d; uint16_t s; int8_t qs[QK8_1]; } block_q8_1;
+/* 16 sub-blocks of 16: x = d * (scales[j] & 15) * q - dmin * (scales[j] >> 4), q in 0..3 */
+typedef struct { uint8_t scales[QK_K / 16]; uint8_t qs[QK_K / 4]; uint16_t d; uint16_t dmin; } block_q2_K;
+/* 16 sub-blocks of 16: x = d * (s_j - 32) * (q - 4), q in 0..7 (2 low bits in qs, bit 2 in hmask),
+ * s_j 6-bit scales packed into 12 bytes */
+typedef struct { uint8_t hmask[QK_K / 8]; uint8_t qs[QK_K / 4]; uint8_t scales[12]; uint16_t d; } block_q3_K;
+/* 8 sub-blocks of 32: x = d * sc_j * q - dmin * m_j, q in 0..15, sc_j and m_j 6-bit in 12 bytes */
+typedef struct { uint16_t d; uint16_t dmin; uint8_t scales[K_SCALE_SIZE]; uint8_t qs[QK_K / 2]; } block_q4_K;
+/* as Q4_K with q in 0..31, the 5th bit in qh */
+typedef struct {
+    uint16_t d; uint16_t dmin; uint8_t scales[K_SCALE_SIZE]; uint8_t qh[QK_K / 8]; uint8_t qs[QK_K / 2];
+} block_q5_K;
+/* 16 sub-blocks of 16: x = d * scales[j] * (q - 32), q in 0..63 (4 low bits in ql, 2 high in qh) */
+typedef struct { uint8_t ql[QK_K / 2]; uint8_t qh[QK_K / 4]; int8_t scales[QK_K / 16]; uint16_t d; } block_q6_K;
+/* the K-quants' activation format: x = d * q, bsums[j] = sum of qs[16j .. 16j+16) */
+typedef struct { float d; int8_t qs[QK_K]; int16_t bsums[QK_K / 16]; } block_q8_K;
+/* x = d * kvalues_iq4nl[q], q in 0..15, nibbles as in Q4_0 */
+typedef struct { uint16_t d; uint8_t qs[QK4_NL / 2]; } block_iq4_nl;
+
+/* the non-linear IQ4_NL grid (llama.cpp ggml-common.h, kvalues_iq4nl) */
+extern const int8_t quant_kvalues_iq4nl[16];
+
+/* IEEE binary16 → binary32, exact, for use inside kernels (quant_f16_to_f32 is the same
+ * function out of line). The 15 exponent-and-mantissa bits moved up by 13 read as a float
+ * 2^-112 times the value, subnormals included, so one exact multiply rebiases them; only
+ * Inf/NaN (exponent 31) need the exponent forced to 255. */
+static inline float quant_f16_to_f32_inline(uint16_t h)
+{
+    union { uint32_t u; float f; } v;
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exp_mant = h & 0x7fffu;
+    v.u = exp_mant << 13;
+    v.f *= 0x1p112f;
+    if (exp_mant >= 0x7c00u)
+        v.u = 0x7f800000u | (exp_mant & 0x3ffu) << 13;
+    v.u |= sign;
+    return v.f;
+}
+
+/* Q4_K / Q5_K scales: 8 six-bit scales and 8 six-bit mins in 12 bytes (llama.cpp
+ * ggml-quants.c, get_scale_min_k4): entries 0..3 in the low 6 bits of bytes 0..3 (scales) and
+ * 4..7 (mins); entries 4..7 have their low 4 bits in the nibbles of bytes 8..11 (scale low,
+ * min high) and their top 2 bits in the top 2 bits of bytes 0..3 (scales) and 4..7 (mins). */
+static inline void quant_unpack_q4_K_scales(const uint8_t packed[K_SCALE_SIZE], uint8_t scale[8],
+                                            uint8_t min[8])
+{
+    for (int j = 0; j < 4; j++) {
+        scale[j] = packed[j] & 63;
+        min[j] = packed[j + 4] & 63;
+        scale[j + 4] = (uint8_t)((packed[j + 8] & 0x0f) | (packed[j] >> 6) << 4);
+        min[j + 4] = (uint8_t)((packed[j + 8] >> 4) | (packed[j + 4] >> 6) << 4);
+    }
+}
+
+/* Q3_K scales: 16 six-bit values stored biased by 32 in 12 bytes (llama.cpp ggml-quants.c,
+ * dequantize_row_q3_K): the low 4 bits of entry j in the low (j < 8) or high (j >= 8) nibble
+ * of byte j % 8, the top 2 bits in bits 2*(j/4).. of byte 8 + j % 4. Returns them unbiased. */
+static inline void quant_unpack_q3_K_scales(const uint8_t packed[12], int8_t scale[16])
+{
+    for (int j = 0; j < 16; j++) {
+        int low = j < 8 ? packed[j] & 0x0f : packed[j - 8] >> 4;
+        int high = (packed[8 + (j & 3)] >> (2 * (j >> 2))) & 3;
+        scale[j] = (int8_t)((low | high << 4) - 32);
+    }
+}
+
+/* The SIMD kernels (kernels_simd.c); quant_get() hands them out as vec_dot. Arguments as
+ * quant_type.vec_dot: n elements, weight row w, activation row a in the vec_dot_type. */
+float quant_vec_dot_f32_simd(int n, const void *w, const void *a);
+float quant_vec_dot_f16_simd(int n, const void *w, const void *a);
+float quant_vec_dot_bf16_simd(int n, const void *w, const void *a);
+float quant_vec_dot_q4_0_simd(int n, const void *w, const void *a);
+float quant_vec_dot_q4_1_simd(int n, const void *w, const void *a);
+float quant_vec_dot_q5_0_simd(int n, const void *w, const void *a);
+float quant_vec_dot_q5_1_simd(int n, const void *w, const void *a);
+float quant_vec_dot_q8_0_simd(int n, const void *w, const void *a);
+float quant_vec_dot_q8_1_simd(int n, const void *w, const void *a);
+float quant_vec_dot_q2_K_simd(int n, const void *w, const void *a);
+float quant_vec_dot_q3_K_simd(int n, const void *w, const void *a);
+float quant_vec_dot_q4_K_simd(int n, const void *w, const void *a);
+float quant_vec_dot_q5_K_simd(int n, const void *w, const void *a);
+float quant_vec_dot_q6_K_simd(int n, const void *w, const void *a);
+float quant_vec_dot_q8_K_simd(int n, const void *w, const void *a);
+float quant_vec_dot_iq4_nl_simd(int n, const void *w, const void *a);
+
+#endif

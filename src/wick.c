@@ -1,0 +1,257 @@
+/* wick.c — the public API (wick.h): argument checks, status codes and the error message,
+ * over the model, forward and tokenizer modules. */
+#include "wick.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "forward.h"
+#include "model.h"
+#include "quant.h"
+#include "tokenizer.h"
+
+/* One message for the whole engine: it is driven from one thread at a time (see wick.h). */
+static char last_error[512];
+
+const char *wick_last_error(void) { return last_error; }
+
+static wick_status set_error(wick_status s, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+static wick_status ok(void) {
+    last_error[0] = 0;
+    return WICK_OK;
+}
+
+/* Load failures are format errors unless the message says what is unsupported or missing memory. */
+static wick_status load_status(void) {
+    if (strstr(last_error, "out of memory")) return WICK_ERR_NOMEM;
+    if (strstr(last_error, "not supported") || strstr(last_error, "unsupported")) return WICK_ERR_UNSUPPORTED;
+    return WICK_ERR_FORMAT;
+}
+
+wick_status wick_model_load_gguf(const void *buf, size_t size, wick_model **out) {
+    if (!buf || !out) return set_error(WICK_ERR_INVALID_ARG, "wick_model_load_gguf: NULL argument");
+    *out = NULL;
+    wick_model *m = malloc(sizeof *m);
+    if (!m) return set_error(WICK_ERR_NOMEM, "out of memory");
+    if (model_load_gguf(m, buf, size, last_error, sizeof last_error)) {
+        free(m);
+        return load_status();
+    }
+    *out = m;
+    return ok();
+}
+
+wick_status wick_model_load_llama2c(const void *bin, size_t bin_size, const void *tok, size_t tok_size,
+                                    wick_model **out) {
+    if (!bin || !tok || !out) return set_error(WICK_ERR_INVALID_ARG, "wick_model_load_llama2c: NULL argument");
+    *out = NULL;
+    wick_model *m = malloc(sizeof *m);
+    if (!m) return set_error(WICK_ERR_NOMEM, "out of memory");
+    if (model_load_llama2c(m, bin, bin_size, tok, tok_size, last_error, sizeof last_error)) {
+        free(m);
+        return load_status();
+    }
+    *out = m;
+    return ok();
+}
+
+void wick_model_free(wick_model *m) {
+    if (!m) return;
+    model_release(m);
+    free(m);
+}
+
+static uint64_t weight_count(const weight *w) { return w->data ? (uint64_t)w->rows * (uint64_t)w->cols : 0; }
+static uint64_t weight_bytes(const weight *w) { return w->data ? (uint64_t)w->rows * w->row_bytes : 0; }
+
+wick_status wick_model_get_info(const wick_model *m, wick_model_info *o) {
+    if (!m || !o) return set_error(WICK_ERR_INVALID_ARG, "wick_model_get_info: NULL argument");
+    memset(o, 0, sizeof *o);
+    const model_config *c = &m->c;
+    snprintf(o->arch, sizeof o->arch, "%s", c->arch);
+    o->n_vocab = c->n_vocab;
+    o->dim = c->dim;
+    o->n_layers = c->n_layers;
+    o->n_heads = c->n_heads;
+    o->n_kv_heads = c->n_kv_heads;
+    o->head_dim = c->head_dim;
+    o->hidden_dim = c->hidden_dim;
+    o->n_ctx_train = c->n_ctx_train;
+    o->rope_dim = c->rope_dim;
+    o->rope_neox = c->rope_neox;
+    o->rope_base = c->rope_base;
+    o->rope_scale = c->rope_scale;
+    o->rms_eps = c->rms_eps;
+    o->bos = vocab_bos(m->vocab);
+    o->eos = vocab_eos(m->vocab);
+    o->has_weights = m->has_weights;
+    if (m->has_weights) {
+        const weight *tied = m->output.data == m->tok_embd.data ? NULL : &m->output;
+        o->n_params = weight_count(&m->tok_embd) + (tied ? weight_count(tied) : 0);
+        o->weight_bytes = weight_bytes(&m->tok_embd) + (tied ? weight_bytes(tied) : 0);
+        for (int l = 0; l < c->n_layers; l++) {
+            const layer_weights *w = &m->layers[l];
+            const weight *ws[] = {&w->wq, &w->wk, &w->wv, &w->wo, &w->w_gate, &w->w_down, &w->w_up};
+            for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) {
+                o->n_params += weight_count(ws[i]);
+                o->weight_bytes += weight_bytes(ws[i]);
+            }
+        }
+    }
+    return ok();
+}
+
+/* A tiny appending writer for the JSON of wick_model_info_json. */
+typedef struct {
+    char *buf;
+    size_t cap, len;
+} text_out;
+
+static void emit(text_out *o, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    size_t room = o->len < o->cap ? o->cap - o->len : 0;
+    int n = vsnprintf(room ? o->buf + o->len : NULL, room, fmt, ap);
+    va_end(ap);
+    if (n > 0) o->len += (size_t)n;
+}
+
+wick_status wick_model_info_json(const wick_model *m, char *buf, size_t buf_len, size_t *needed) {
+    wick_model_info i;
+    if (wick_model_get_info(m, &i)) return WICK_ERR_INVALID_ARG;
+    text_out o = {buf, buf_len, 0};
+    emit(&o, "{\"architecture\":\"%s\",\"has_weights\":%s,\"n_vocab\":%d,\"tokenizer\":\"%s\"", i.arch,
+         i.has_weights ? "true" : "false", i.n_vocab, vocab_model_name(m->vocab));
+    if (i.has_weights)
+        emit(&o,
+             ",\"embedding_length\":%d,\"block_count\":%d,\"head_count\":%d,\"head_count_kv\":%d,"
+             "\"head_dim\":%d,\"feed_forward_length\":%d,\"context_length\":%d,\"rope_dimension_count\":%d,"
+             "\"rope_neox\":%s,\"rope_freq_base\":%.9g,\"rope_scale\":%.9g,\"rms_epsilon\":%.9g,"
+             "\"n_params\":%llu,\"weight_bytes\":%llu",
+             i.dim, i.n_layers, i.n_heads, i.n_kv_heads, i.head_dim, i.hidden_dim, i.n_ctx_train, i.rope_dim,
+             i.rope_neox ? "true" : "false", i.rope_base, i.rope_scale, i.rms_eps, (unsigned long long)i.n_params,
+             (unsigned long long)i.weight_bytes);
+    emit(&o, ",\"bos\":%d,\"eos\":%d,\"format\":\"%s\"", i.bos, i.eos, m->is_gguf ? "gguf" : "llama2c");
+    if (m->is_gguf) emit(&o, ",\"gguf_version\":%u,\"tensor_count\":%llu", m->gguf.version, (unsigned long long)m->gguf.n_tensors);
+    emit(&o, ",\"tensor_types\":{");
+    uint64_t counts[WICK_TYPE_COUNT] = {0};
+    if (m->is_gguf)
+        for (uint64_t t = 0; t < m->gguf.n_tensors; t++) counts[m->gguf.tensors[t].type]++;
+    else if (m->has_weights)
+        counts[WICK_TYPE_F32] = 3 + 9 * (uint64_t)m->c.n_layers - (m->output.data == m->tok_embd.data);
+    bool first = true;
+    for (int t = 0; t < WICK_TYPE_COUNT; t++)
+        if (counts[t]) {
+            emit(&o, "%s\"%s\":%llu", first ? "" : ",", quant_get((uint32_t)t)->name, (unsigned long long)counts[t]);
+            first = false;
+        }
+    emit(&o, "}}");
+    if (needed) *needed = o.len + 1;
+    if (buf_len == 0) return ok();
+    return o.len < buf_len ? ok() : set_error(WICK_ERR_INVALID_ARG, "buffer of %zu bytes too small for the info (%zu)", buf_len, o.len + 1);
+}
+
+wick_status wick_tokenize(const wick_model *m, const char *text, size_t len, int add_bos, int parse_special,
+                          int32_t *tokens, int32_t max_tokens, int32_t *n_tokens) {
+    if (!m || (!text && len) || !n_tokens || max_tokens < 0 || (!tokens && max_tokens))
+        return set_error(WICK_ERR_INVALID_ARG, "wick_tokenize: bad argument");
+    int n = vocab_tokenize(m->vocab, text ? text : "", len, add_bos != 0, parse_special != 0, tokens, max_tokens);
+    if (n < 0) return set_error(WICK_ERR_INVALID_ARG, "tokenization failed");
+    *n_tokens = n;
+    return ok();
+}
+
+wick_status wick_token_to_piece(const wick_model *m, int32_t token, char *buf, int32_t buf_len, int32_t *n_bytes) {
+    if (!m || !n_bytes || buf_len < 0 || (!buf && buf_len)) return set_error(WICK_ERR_INVALID_ARG, "wick_token_to_piece: bad argument");
+    int n = vocab_token_to_piece(m->vocab, token, buf, buf_len);
+    if (n < 0) return set_error(WICK_ERR_INVALID_ARG, "token id %d out of range", token);
+    *n_bytes = n;
+    return ok();
+}
+
+int wick_token_is_eog(const wick_model *m, int32_t token) { return m && vocab_is_eog(m->vocab, token); }
+
+wick_status wick_ctx_new(const wick_model *m, const wick_ctx_params *p, wick_ctx **out) {
+    if (!m || !out) return set_error(WICK_ERR_INVALID_ARG, "wick_ctx_new: NULL argument");
+    *out = NULL;
+    wick_ctx_params defaults;
+    wick_ctx_default_params(&defaults);
+    wick_ctx *c = malloc(sizeof *c);
+    if (!c) return set_error(WICK_ERR_NOMEM, "out of memory");
+    if (ctx_init(c, m, p ? p : &defaults, last_error, sizeof last_error)) {
+        free(c);
+        return strstr(last_error, "memory") || strstr(last_error, "too large") ? WICK_ERR_NOMEM : WICK_ERR_INVALID_ARG;
+    }
+    *out = c;
+    return ok();
+}
+
+void wick_ctx_free(wick_ctx *c) {
+    if (!c) return;
+    ctx_release(c);
+    free(c);
+}
+
+wick_status wick_eval(wick_ctx *c, const int32_t *tokens, int32_t n, int all_logits) {
+    if (!c) return set_error(WICK_ERR_INVALID_ARG, "wick_eval: NULL context");
+    if (n > c->n_ctx - c->n_past)
+        return set_error(WICK_ERR_CONTEXT_FULL, "%d tokens do not fit in the context: %d of %d positions used", n,
+                         c->n_past, c->n_ctx);
+    if (forward_eval(c, tokens, n, all_logits != 0, last_error, sizeof last_error))
+        return strstr(last_error, "memory") ? WICK_ERR_NOMEM : WICK_ERR_INVALID_ARG;
+    return ok();
+}
+
+const float *wick_get_logits(const wick_ctx *c, int32_t i) {
+    if (!c || !c->logits || c->n_logit_rows == 0) return NULL;
+    if (i < 0) i = c->n_logit_rows - 1;
+    if (i >= c->n_logit_rows) return NULL;
+    return c->logits + (size_t)i * (size_t)c->m->c.n_vocab;
+}
+
+int32_t wick_n_past(const wick_ctx *c) { return c ? c->n_past : 0; }
+int32_t wick_n_ctx(const wick_ctx *c) { return c ? c->n_ctx : 0; }
+
+wick_status wick_kv_trim(wick_ctx *c, int32_t n_keep) {
+    if (!c || n_keep < 0 || n_keep > c->n_past)
+        return set_error(WICK_ERR_INVALID_ARG, "cannot keep %d positions of %d", n_keep, c ? c->n_past : 0);
+    c->n_past = n_keep;
+    return ok();
+}
+
+wick_status wick_kv_shift(wick_ctx *c, int32_t n_keep, int32_t n_discard) {
+    if (!c) return set_error(WICK_ERR_INVALID_ARG, "wick_kv_shift: NULL context");
+    if (kv_cache_shift(c, n_keep, n_discard, last_error, sizeof last_error)) return WICK_ERR_INVALID_ARG;
+    return ok();
+}
+
+size_t wick_kv_bytes(const wick_ctx *c) {
+    if (!c) return 0;
+    return 2 * (size_t)c->m->c.n_layers * (size_t)c->n_ctx * (size_t)c->m->c.n_kv_heads * (size_t)c->m->c.head_dim * c->kv_elem;
+}
+
+int32_t wick_sample_simple(const float *logits, int32_t n_vocab, float temperature, double u) {
+    if (!logits || n_vocab < 1) return -1;
+    int32_t best = 0;
+    for (int32_t i = 1; i < n_vocab; i++)
+        if (logits[i] > logits[best]) best = i;
+    if (!(temperature > 0)) return best;
+    double sum = 0;
+    for (int32_t i = 0; i < n_vocab; i++) sum += exp((double)(logits[i] - logits[best]) / temperature);
+    double target = u * sum, acc = 0;
+    for (int32_t i = 0; i < n_vocab; i++) {
+        acc += exp((double)(logits[i] - logits[best]) / temperature);
+        if (acc > target) return i;
+    }
+    return best;
+}

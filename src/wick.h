@@ -1,0 +1,109 @@
+/* wick.h — the public C API of the wick inference engine.
+ *
+ * Every function returns a wick_status; on failure wick_last_error() gives one readable line
+ * ("tensor blk.3.ffn_up.weight: data runs past end of file"). The engine is used from one
+ * thread at a time (the Web Worker that owns it); its own worker threads are internal.
+ *
+ * Lifetime: a model made by wick_model_load holds views into the caller's buffer, which must
+ * stay alive and unchanged until wick_model_free. A context (KV cache, scratch, threads) is
+ * made from a model and freed before it. */
+#ifndef WICK_H
+#define WICK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+    WICK_OK = 0,
+    WICK_ERR_INVALID_ARG = 1,  /* a bad argument from the caller */
+    WICK_ERR_FORMAT = 2,       /* the file is malformed */
+    WICK_ERR_UNSUPPORTED = 3,  /* a valid file using something wick does not implement */
+    WICK_ERR_NOMEM = 4,        /* an allocation failed or would not fit */
+    WICK_ERR_CONTEXT_FULL = 5, /* the tokens do not fit in the context window */
+} wick_status;
+
+typedef struct wick_model wick_model;
+typedef struct wick_ctx wick_ctx;
+
+/* The message of the last failure (empty when none). */
+const char *wick_last_error(void);
+
+/* ---- models ---- */
+
+/* A GGUF file (v2/v3) of architecture llama or qwen2, or a vocab-only GGUF (tokenizing only). */
+wick_status wick_model_load_gguf(const void *buf, size_t size, wick_model **out);
+/* A llama2.c checkpoint (.bin) and its tokenizer.bin. */
+wick_status wick_model_load_llama2c(const void *bin, size_t bin_size, const void *tok, size_t tok_size,
+                                    wick_model **out);
+void wick_model_free(wick_model *m);
+
+typedef struct {
+    char arch[32];          /* "llama", "qwen2" */
+    int32_t n_vocab, dim, n_layers, n_heads, n_kv_heads, head_dim, hidden_dim;
+    int32_t n_ctx_train, rope_dim, rope_neox;
+    float rope_base, rope_scale, rms_eps;
+    int32_t bos, eos;       /* -1 when none */
+    int32_t has_weights;    /* 0 for a vocab-only file */
+    uint64_t n_params, weight_bytes;
+} wick_model_info;
+
+wick_status wick_model_get_info(const wick_model *m, wick_model_info *out);
+/* JSON with the architecture, hyperparameters and the count of tensors of each type.
+ * Writes at most buf_len bytes (NUL-terminated); *needed gets the full length. */
+wick_status wick_model_info_json(const wick_model *m, char *buf, size_t buf_len, size_t *needed);
+
+/* ---- tokens ---- */
+
+/* Writes up to max_tokens ids and sets *n_tokens to the count needed (call again with more room
+ * when it is larger than max_tokens). add_bos: prepend BOS as the vocab asks. */
+wick_status wick_tokenize(const wick_model *m, const char *text, size_t len, int add_bos, int parse_special,
+                          int32_t *tokens, int32_t max_tokens, int32_t *n_tokens);
+/* The text of one token; *n_bytes gets its length (may exceed buf_len: then call again). */
+wick_status wick_token_to_piece(const wick_model *m, int32_t token, char *buf, int32_t buf_len, int32_t *n_bytes);
+int wick_token_is_eog(const wick_model *m, int32_t token);
+
+/* ---- contexts ---- */
+
+enum { WICK_KV_F32 = 0, WICK_KV_F16 = 1 };
+
+typedef struct {
+    int32_t n_ctx;      /* context window in tokens (0: the model's training context, at most 4096) */
+    int32_t n_batch;    /* largest batch evaluated in one pass (0: 256); longer batches are split */
+    int32_t n_threads;  /* 0: 1 */
+    int32_t kv_type;    /* WICK_KV_F16 (default) or WICK_KV_F32 */
+} wick_ctx_params;
+
+void wick_ctx_default_params(wick_ctx_params *p);
+wick_status wick_ctx_new(const wick_model *m, const wick_ctx_params *p, wick_ctx **out);
+void wick_ctx_free(wick_ctx *c);
+
+/* Evaluates n tokens at positions n_past … n_past+n-1 as one batch (prefill) or a single token
+ * (decode), appending their keys and values to the cache. all_logits: keep the logits of every
+ * position (else only the last). Fails with WICK_ERR_CONTEXT_FULL when they do not fit. */
+wick_status wick_eval(wick_ctx *c, const int32_t *tokens, int32_t n, int all_logits);
+/* Logits of position i of the last wick_eval (i = -1: the last one), n_vocab floats; NULL if not kept. */
+const float *wick_get_logits(const wick_ctx *c, int32_t i);
+int32_t wick_n_past(const wick_ctx *c);
+int32_t wick_n_ctx(const wick_ctx *c);
+/* Forget everything after the first n_keep positions (0: empty cache). */
+wick_status wick_kv_trim(wick_ctx *c, int32_t n_keep);
+/* Drop positions [n_keep, n_keep + n_discard) and move the later ones down, re-rotating
+ * their cached keys for their new positions (the context shift). */
+wick_status wick_kv_shift(wick_ctx *c, int32_t n_keep, int32_t n_discard);
+/* Bytes held by the KV cache. */
+size_t wick_kv_bytes(const wick_ctx *c);
+
+/* ---- sampling ---- */
+
+/* The simplest draw: temperature 0 → argmax; else softmax(logits/T) and a draw with the given
+ * uniform u in [0,1). The full sampler chain lives in sampler.h. */
+int32_t wick_sample_simple(const float *logits, int32_t n_vocab, float temperature, double u);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

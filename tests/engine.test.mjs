@@ -1,0 +1,135 @@
+// tests/engine.test.mjs — the engine end to end through both CLIs (native and wasm): greedy text
+// of stories260K, logits against llama.cpp's references, native ≡ wasm, and clean errors.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { runWick, loadReference, models, compareRows, toleranceFor } from './helpers.mjs';
+
+const builds = ['native', 'wasm'];
+const stories = loadReference('stories260K.json');
+
+for (const build of builds) {
+  test(`${build}: greedy stories260K.gguf reproduces the reference text (240 tokens)`, () => {
+    const r = runWick(build, ['generate', '-m', path.join(models, 'stories260K.gguf'), '-p', 'Once upon a time', '-n', '240', '--temp', '0']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout.replace(/\n$/, ''), stories.greedy_text);
+    assert.match(r.stderr, /decode: \d+ tokens/);
+  });
+
+  test(`${build}: greedy stories260K.bin + tok512.bin reproduces the reference text`, () => {
+    const r = runWick(build, ['generate', '-m', path.join(models, 'stories260K.bin'), '-z', path.join(models, 'tok512.bin'), '-p', 'Once upon a time', '-n', '240', '--temp', '0']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout.replace(/\n$/, ''), stories.greedy_text);
+  });
+
+  test(`${build}: tokenize matches llama.cpp's prompt tokens`, () => {
+    const r = runWick(build, ['tokenize', '-m', path.join(models, 'stories260K.gguf'), '-p', 'Once upon a time']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(JSON.parse(r.stdout), stories.prompt_tokens);
+    const mini = loadReference('mini-f32.json');
+    const r2 = runWick(build, ['tokenize', '-m', path.join(models, 'mini', 'mini-f32.gguf'), '-p', mini.prompt]);
+    assert.deepEqual(JSON.parse(r2.stdout), mini.prompt_tokens);
+  });
+
+  test(`${build}: info reports the architecture and hyperparameters`, () => {
+    const r = runWick(build, ['info', '-m', path.join(models, 'mini', 'mini-qwen2-q8_0.gguf')]);
+    assert.equal(r.code, 0, r.stderr);
+    const info = JSON.parse(r.stdout);
+    assert.equal(info.architecture, 'qwen2');
+    assert.equal(info.embedding_length, 256);
+    assert.equal(info.block_count, 2);
+    assert.equal(info.head_count, 4);
+    assert.equal(info.head_count_kv, 2);
+    assert.equal(info.feed_forward_length, 768);
+    assert.equal(info.rope_neox, true);
+    assert.equal(info.rope_freq_base, 1000000);
+    assert.ok(info.tensor_types.q8_0 > 0);
+  });
+}
+
+// Files of the engine-core issue; the kernels suite covers the other types.
+const logitFiles = ['mini/mini-f32.gguf', 'mini/mini-f16.gguf', 'mini/mini-bf16.gguf', 'mini/mini-q8_0.gguf', 'mini/mini-q4_0.gguf',
+  'mini/mini-qwen2-f32.gguf', 'mini/mini-qwen2-q8_0.gguf', 'stories260K.gguf'];
+
+function logitsOf(build, file, ref, threads = 1) {
+  const r = runWick(build, ['logits', '-m', path.join(models, file), '--tokens', ref.prompt_tokens.join(','), '--steps', String(ref.greedy_step_logits.length),
+    '--follow', ref.greedy_tokens.join(','), '--threads', String(threads)]);
+  assert.equal(r.code, 0, r.stderr);
+  return JSON.parse(r.stdout);
+}
+
+const results = {};
+for (const file of logitFiles) {
+  const ref = loadReference(path.basename(file).replace('.gguf', '.json'));
+  for (const build of builds) {
+    test(`${build}: logits of ${file} match llama.cpp within ${toleranceFor(file) * 100}%`, () => {
+      const out = logitsOf(build, file, ref);
+      results[`${build}:${file}`] = out;
+      assert.equal(out.n_vocab, ref.n_vocab);
+      const tol = toleranceFor(file);
+      const problems = [
+        ...compareRows(out.prompt_logits, ref.prompt_logits, tol, 'prompt'),
+        ...compareRows(out.greedy_step_logits, ref.greedy_step_logits, tol, 'step'),
+      ];
+      assert.deepEqual(problems, []);
+    });
+  }
+  test(`native and wasm logits of ${file} agree within 1e-5 relative`, () => {
+    const a = results[`native:${file}`] ?? logitsOf('native', file, ref);
+    const b = results[`wasm:${file}`] ?? logitsOf('wasm', file, ref);
+    assert.deepEqual(a.greedy_tokens, b.greedy_tokens);
+    const rows = (o) => [...o.prompt_logits, ...o.greedy_step_logits];
+    const ra = rows(a), rb = rows(b);
+    assert.equal(ra.length, rb.length);
+    let worst = 0;
+    ra.forEach((row, i) => {
+      const scale = Math.max(...row.map(Math.abs));
+      row.forEach((v, j) => { worst = Math.max(worst, Math.abs(v - rb[i][j]) / scale); });
+    });
+    assert.ok(worst <= 1e-5, `largest difference ${worst} of the row's magnitude`);
+  });
+}
+
+test('the greedy tokens of stories260K match the reference run', () => {
+  const out = results['native:stories260K.gguf'] ?? logitsOf('native', 'stories260K.gguf', stories);
+  assert.deepEqual(out.greedy_tokens, stories.greedy_tokens.slice(0, out.greedy_tokens.length));
+});
+
+// ---- bad input: one line naming the problem, non-zero exit, no crash ----
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'wick-bad-'));
+const good = fs.readFileSync(path.join(models, 'mini', 'mini-q4_0.gguf'));
+const badFiles = {
+  'missing.gguf': null,
+  'not-gguf.gguf': Buffer.from('this is not a model file at all\n'),
+  'truncated-header.gguf': good.subarray(0, 20),
+  'truncated-data.gguf': good.subarray(0, good.length - 1000),
+};
+for (const [name, bytes] of Object.entries(badFiles)) if (bytes) fs.writeFileSync(path.join(tmp, name), bytes);
+
+const expectations = {
+  'missing.gguf': /cannot open/,
+  'not-gguf.gguf': /not a GGUF/,
+  'truncated-header.gguf': /truncated/,
+  'truncated-data.gguf': /past end of file/,
+};
+for (const build of builds) {
+  for (const [name, pattern] of Object.entries(expectations)) {
+    test(`${build}: ${name} gives one clean error line`, () => {
+      const r = runWick(build, ['generate', '-m', path.join(tmp, name), '-p', 'hi', '-n', '4']);
+      assert.notEqual(r.code, 0);
+      assert.equal(r.signal, null);
+      assert.match(r.stderr, pattern);
+      assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
+      assert.equal(r.stdout, '');
+    });
+  }
+  test(`${build}: bad flags are refused clearly`, () => {
+    for (const args of [['generate'], ['frobnicate', '-m', 'x'], ['generate', '-m', 'x', '-n', 'many'], ['logits', '-m', path.join(models, 'stories260K.gguf'), '--tokens', '1,99999']]) {
+      const r = runWick(build, args);
+      assert.notEqual(r.code, 0, args.join(' '));
+      assert.match(r.stderr, /^wick: /);
+    }
+  });
+}

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what the builds and tests need, when it is missing (Debian 12, as root):
+# gcc/make, emscripten, libsimde-dev, clang (fuzzing), Node.js + npm, chromium (browser tests).
+# Idempotent: does nothing when everything is present.
+set -euo pipefail
+need=()
+command -v gcc >/dev/null || need+=(gcc)
+command -v make >/dev/null || need+=(make)
+command -v emcc >/dev/null || need+=(emscripten)
+[ -f /usr/include/simde/wasm/simd128.h ] || need+=(libsimde-dev)
+command -v node >/dev/null || need+=(nodejs)
+command -v npm >/dev/null || need+=(npm)
+[ -d /usr/share/unicode ] || need+=(unicode-data)
+if [ ${#need[@]} -eq 0 ]; then exit 0; fi
+echo "setup: installing ${need[*]}"
+if [ "$(id -u)" != 0 ]; then
+  echo "setup: missing ${need[*]}; run as root (or: sudo apt-get install ${need[*]})" >&2
+  exit 1
+fi
+if ! command -v apt-get >/dev/null; then
+  echo "setup: missing ${need[*]} and no apt-get here: install them with your system's package manager" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+echo "setup: done"
