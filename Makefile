@@ -22,7 +22,7 @@ _wick_model_free,_wick_model_get_info,_wick_model_info_json,_wick_tokenize,_wick
 _wick_token_is_eog,_wick_ctx_default_params,_wick_ctx_new,_wick_ctx_free,_wick_eval,_wick_get_logits,\
 _wick_n_past,_wick_n_ctx,_wick_kv_trim,_wick_kv_shift,_wick_kv_bytes,_wick_sample_simple
 WASM_LDFLAGS := -sMODULARIZE -sEXPORT_NAME=createWick -sALLOW_MEMORY_GROWTH -sMAXIMUM_MEMORY=4GB \
-  -sINITIAL_MEMORY=32MB -sSTACK_SIZE=1MB -sEXPORTED_FUNCTIONS=$(WASM_EXPORTS) \
+  -sINITIAL_MEMORY=32MB -sTOTAL_STACK=1MB -sEXPORTED_FUNCTIONS=$(WASM_EXPORTS) \
   -sEXPORTED_RUNTIME_METHODS=ccall,cwrap,UTF8ToString,stringToUTF8,lengthBytesUTF8,FS,NODEFS \
   -lnodefs.js -sFORCE_FILESYSTEM -sENVIRONMENT=web,worker,node
 # pthread pool: as many workers as the page or CLI asks for (Module.wickThreads), made before main work starts
@@ -73,7 +73,8 @@ test: all node_modules/.package-lock.json
 	node --test --test-concurrency=2 tests/
 
 # ---- the page ----
-serve: all node_modules/.package-lock.json
+serve: wasm
+	bash tools/prepare-model.sh
 	node tools/serve.mjs
 
 clean:
