@@ -42,7 +42,10 @@ int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_para
     if (!m->has_weights) return fail(err, err_len, "the model has no weights (vocab-only file)");
     const model_config *mc = &m->c;
     c->m = m;
-    c->n_ctx = p->n_ctx > 0 ? p->n_ctx : (mc->n_ctx_train < 4096 ? mc->n_ctx_train : 4096);
+    /* default window: the training context, at least 2048 (tiny models list short ones but
+     * extrapolate; llama.cpp runs them so) and at most 4096 (memory) */
+    int32_t def_ctx = mc->n_ctx_train < 2048 ? 2048 : mc->n_ctx_train > 4096 ? 4096 : mc->n_ctx_train;
+    c->n_ctx = p->n_ctx > 0 ? p->n_ctx : def_ctx;
     c->n_batch = p->n_batch > 0 ? p->n_batch : 256;
     if (c->n_batch > c->n_ctx) c->n_batch = c->n_ctx;
     int n_threads = p->n_threads > 0 ? p->n_threads : 1;

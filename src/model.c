@@ -136,6 +136,7 @@ static int read_gguf_config(struct wick_model *m, char *err, size_t err_len) {
     REQUIRE_INT(hidden_dim, "feed_forward_length");
     REQUIRE_INT(n_ctx_train, "context_length");
 #undef REQUIRE_INT
+    if (c->n_heads < 1) return fail(err, err_len, "head count %d out of range", c->n_heads);
     c->n_kv_heads = c->n_heads;
     if (meta_int(g, a, "attention.head_count_kv", &v)) {
         if (v < 1 || v > c->n_heads) return fail(err, err_len, "KV head count %lld out of range", (long long)v);

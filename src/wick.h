@@ -71,7 +71,7 @@ int wick_token_is_eog(const wick_model *m, int32_t token);
 enum { WICK_KV_F32 = 0, WICK_KV_F16 = 1 };
 
 typedef struct {
-    int32_t n_ctx;      /* context window in tokens (0: the model's training context, at most 4096) */
+    int32_t n_ctx;      /* context window in tokens (0: the training context clamped to 2048…4096) */
     int32_t n_batch;    /* largest batch evaluated in one pass (0: 256); longer batches are split */
     int32_t n_threads;  /* 0: 1 */
     int32_t kv_type;    /* WICK_KV_F16 (default) or WICK_KV_F32 */

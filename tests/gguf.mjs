@@ -71,7 +71,7 @@ class Writer {
   u64(v) { const b = Buffer.alloc(8); b.writeBigUInt64LE(BigInt.asUintN(64, BigInt(v))); this.push(b); }
   str(s) { const b = Buffer.from(s, 'utf8'); this.u64(b.length); this.push(b); }
   scalar(t, v) {
-    const b = Buffer.alloc(SCALAR[t]);
+    const b = Buffer.alloc(SCALAR[t] ?? 4); // an unknown type (hostile files) gets 4 zero bytes
     switch (t) {
       case T.U8: b.writeUInt8(v); break; case T.I8: b.writeInt8(v); break;
       case T.U16: b.writeUInt16LE(v); break; case T.I16: b.writeInt16LE(v); break;

@@ -1,0 +1,39 @@
+// tests/programs.test.mjs — the C test programs (kernels: SIMD against scalar; dequantization
+// against the F32 file; sampler; tokenizer), each run in the native and the wasm build. Each
+// program prints one line per check and closes with "N passed, M failed".
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { runProgram, shared } from './helpers.mjs';
+
+const programs = {
+  test_kernels: [],
+  test_dequant: [path.join(shared, 'models', 'mini')],
+  test_sampler: [],
+  test_tokenizer: [path.join(shared, 'vocab'), path.join(shared, 'models')],
+};
+
+const outputs = {};
+for (const [name, args] of Object.entries(programs)) {
+  for (const build of ['native', 'wasm']) {
+    test(`${build}: ${name}`, () => {
+      const r = runProgram(build, name, args);
+      outputs[`${build}:${name}`] = r.stdout;
+      const failures = r.stdout.split('\n').filter((l) => /^(FAIL|not ok)/i.test(l));
+      assert.equal(r.signal, null, r.stderr);
+      assert.equal(r.code, 0, `${failures.join('\n')}\n${r.stderr}`);
+      const m = /^(\d+) passed, (\d+) failed/m.exec(r.stdout);
+      assert.ok(m, 'closing line present');
+      assert.ok(Number(m[1]) > 0, 'checks ran');
+      assert.equal(Number(m[2]), 0);
+    });
+  }
+}
+
+test('the sampler draws the same sequence in the native and the wasm build', () => {
+  const hash = (s) => (s.match(/draw hash[^\n]*/gi) || []).join('\n');
+  const a = outputs['native:test_sampler'] ?? runProgram('native', 'test_sampler').stdout;
+  const b = outputs['wasm:test_sampler'] ?? runProgram('wasm', 'test_sampler').stdout;
+  assert.ok(hash(a).length > 0, 'the sampler test prints its draw hash');
+  assert.equal(hash(a), hash(b));
+});

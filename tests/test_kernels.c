@@ -1,0 +1,418 @@
+/* test_kernels.c — checks every tensor type of quant.h: the SIMD dot product against the scalar
+ * reference (quantized rows and random valid blocks, one block up to many), the reference
+ * against the dot product of the dequantized rows, the to_float∘from_float round trip, the type
+ * table, and the f16 / bf16 conversions at their edges. Prints one line per check and ends with
+ * "N passed, M failed"; exits non-zero on failure. */
+#include "quant.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int n_passed, n_failed;
+
+static void check(int ok, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    printf("%s ", ok ? "ok  " : "FAIL");
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+    if (ok)
+        n_passed++;
+    else
+        n_failed++;
+}
+
+/* xorshift64*: deterministic, the same stream natively and in wasm */
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static uint32_t rng_u32(void)
+{
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return (uint32_t)((rng_state * 0x2545f4914f6cdd1dull) >> 32);
+}
+
+static float rng_uniform(void) { return (float)(rng_u32() >> 8) / 16777216.0f; }
+
+/* roughly normal (sum of four uniforms), with an occasional outlier as real weights have */
+static float rng_normal(void)
+{
+    float v = (rng_uniform() + rng_uniform() + rng_uniform() + rng_uniform() - 2.0f) * 1.7f;
+    return rng_u32() % 64 == 0 ? v * 4 : v;
+}
+
+static void fill_normal(float *x, int n, float scale)
+{
+    for (int i = 0; i < n; i++)
+        x[i] = rng_normal() * scale;
+}
+
+static const uint32_t all_types[] = {
+    WICK_TYPE_F32, WICK_TYPE_F16, WICK_TYPE_BF16, WICK_TYPE_Q4_0, WICK_TYPE_Q4_1, WICK_TYPE_Q5_0,
+    WICK_TYPE_Q5_1, WICK_TYPE_Q8_0, WICK_TYPE_Q8_1, WICK_TYPE_Q2_K, WICK_TYPE_Q3_K, WICK_TYPE_Q4_K,
+    WICK_TYPE_Q5_K, WICK_TYPE_Q6_K, WICK_TYPE_Q8_K, WICK_TYPE_IQ4_NL,
+};
+#define N_TYPES (sizeof all_types / sizeof all_types[0])
+
+/* offsets of the fp16 scale fields of each block type: random bytes are a valid block once
+ * these hold finite scales */
+static int half_fields(uint32_t type, size_t off[3])
+{
+    switch (type) {
+    case WICK_TYPE_Q4_0: off[0] = offsetof(block_q4_0, d); return 1;
+    case WICK_TYPE_Q4_1: off[0] = offsetof(block_q4_1, d); off[1] = offsetof(block_q4_1, m); return 2;
+    case WICK_TYPE_Q5_0: off[0] = offsetof(block_q5_0, d); return 1;
+    case WICK_TYPE_Q5_1: off[0] = offsetof(block_q5_1, d); off[1] = offsetof(block_q5_1, m); return 2;
+    case WICK_TYPE_Q8_0: off[0] = offsetof(block_q8_0, d); return 1;
+    case WICK_TYPE_Q8_1: off[0] = offsetof(block_q8_1, d); off[1] = offsetof(block_q8_1, s); return 2;
+    case WICK_TYPE_Q2_K: off[0] = offsetof(block_q2_K, d); off[1] = offsetof(block_q2_K, dmin); return 2;
+    case WICK_TYPE_Q3_K: off[0] = offsetof(block_q3_K, d); return 1;
+    case WICK_TYPE_Q4_K: off[0] = offsetof(block_q4_K, d); off[1] = offsetof(block_q4_K, dmin); return 2;
+    case WICK_TYPE_Q5_K: off[0] = offsetof(block_q5_K, d); off[1] = offsetof(block_q5_K, dmin); return 2;
+    case WICK_TYPE_Q6_K: off[0] = offsetof(block_q6_K, d); return 1;
+    case WICK_TYPE_IQ4_NL: off[0] = offsetof(block_iq4_nl, d); return 1;
+    default: return 0;
+    }
+}
+
+/* a row of n elements of random valid blocks: every bit pattern of the quants is allowed */
+static void fill_random_blocks(const quant_type *t, void *row, int n)
+{
+    uint8_t *p = row;
+    size_t size = quant_row_size(t->type, n);
+    if (t->type == WICK_TYPE_F32) {
+        fill_normal(row, n, 1.0f);
+        return;
+    }
+    if (t->type == WICK_TYPE_BF16) {
+        for (int i = 0; i < n; i++)
+            ((uint16_t *)row)[i] = quant_f32_to_bf16(rng_normal());
+        return;
+    }
+    if (t->type == WICK_TYPE_F16) {               /* any finite half, subnormals included */
+        for (int i = 0; i < n; i++) {
+            uint16_t h;
+            do h = (uint16_t)rng_u32(); while ((h & 0x7c00) == 0x7c00);
+            ((uint16_t *)row)[i] = h;
+        }
+        return;
+    }
+    for (size_t i = 0; i < size; i++)
+        p[i] = (uint8_t)rng_u32();
+    size_t off[3];
+    int n_half = half_fields(t->type, off);
+    for (uint8_t *block = p; block < p + size; block += t->type_size) {
+        for (int k = 0; k < n_half; k++) {
+            uint16_t h = quant_f32_to_f16((rng_uniform() - 0.3f) * 0.02f);
+            memcpy(block + off[k], &h, 2);
+        }
+        if (t->type == WICK_TYPE_Q8_K) {
+            float d = (rng_uniform() - 0.3f) * 0.02f;
+            memcpy(block + offsetof(block_q8_K, d), &d, 4);
+        }
+    }
+}
+
+/* dot product of the dequantized rows in double, and the sum of |w_i a_i| (the magnitude that
+ * float rounding errors are measured against) */
+static double dequant_dot(const quant_type *t, const void *w, const void *a, int n, double *magnitude)
+{
+    const quant_type *ta = quant_get(t->vec_dot_type);
+    float *wf = malloc(sizeof(float) * (size_t)n), *af = malloc(sizeof(float) * (size_t)n);
+    t->to_float(w, wf, n);
+    ta->to_float(a, af, n);
+    double dot = 0, mag = 0;
+    for (int i = 0; i < n; i++) {
+        dot += (double)wf[i] * af[i];
+        mag += fabs((double)wf[i] * af[i]);
+    }
+    free(wf);
+    free(af);
+    *magnitude = mag;
+    return dot;
+}
+
+/* the row lengths to test: one block, a few blocks, odd counts, a model-sized row */
+static int test_lengths(const quant_type *t, int len[8])
+{
+    if (t->block_size == 1) {
+        static const int f[] = { 1, 3, 4, 15, 16, 17, 100, 4096 };
+        memcpy(len, f, sizeof f);
+        return 8;
+    }
+    static const int blocks[] = { 1, 2, 3, 5, 8, 16 };
+    int k = 0;
+    for (; k < 6; k++)
+        len[k] = blocks[k] * (int)t->block_size;
+    len[k++] = t->block_size == 32 ? 2048 : 4096;
+    len[k++] = t->block_size == 32 ? 5632 : 11008;
+    return k;
+}
+
+static int is_float_type(uint32_t type)
+{
+    return type == WICK_TYPE_F32 || type == WICK_TYPE_F16 || type == WICK_TYPE_BF16;
+}
+
+static void test_dot(const quant_type *t, int random_blocks)
+{
+    const quant_type *ta = quant_get(t->vec_dot_type);
+    int len[8], n_len = test_lengths(t, len);
+    const char *source = random_blocks ? "random blocks" : "from_float";
+    /* weight rows start 2 or 4 bytes into the buffer, as rows inside a tensor may */
+    size_t shift = t->type_size % 4 == 0 ? 4 : 2;
+    /* SIMD and scalar differ only in the order of float additions */
+    double tol_simd = is_float_type(t->type) ? 4e-5 : 1e-5;
+    /* the reference against the dequantized dot: float scale products in the reference; Q8_1's
+     * s is d * sum rounded to fp16, which Q4_1 / Q5_1 use for their min term */
+    double tol_ref = t->vec_dot_type == WICK_TYPE_Q8_1 ? 3e-3 : 1e-4;
+    for (int k = 0; k < n_len; k++) {
+        int n = len[k];
+        uint8_t *wbuf = malloc(quant_row_size(t->type, n) + shift);
+        void *w = wbuf + shift;
+        void *a = malloc(quant_row_size(ta->type, n));
+        float *xf = malloc(sizeof(float) * (size_t)n);
+        if (random_blocks) {
+            fill_random_blocks(t, w, n);
+        } else {
+            fill_normal(xf, n, 0.02f);
+            t->from_float(xf, w, n);
+        }
+        fill_normal(xf, n, 1.0f);
+        ta->from_float(xf, a, n);
+
+        double mag, exact = dequant_dot(t, w, a, n, &mag);
+        float simd = t->vec_dot(n, w, a), ref = t->vec_dot_ref(n, w, a);
+        double err_simd = fabs((double)simd - ref) / (mag > 0 ? mag : 1);
+        double err_ref = fabs((double)ref - exact) / (mag > 0 ? mag : 1);
+        check(err_simd <= tol_simd && isfinite(simd),
+              "%-6s vec_dot %-13s n=%-5d simd %-13.7g ref %-13.7g |diff|/sum|w*a| %.1e", t->name, source, n,
+              simd, ref, err_simd);
+        check(err_ref <= tol_ref, "%-6s vec_dot_ref %-13s n=%-5d ref %-13.7g dequantized %-13.7g rel %.1e",
+              t->name, source, n, ref, exact, err_ref);
+        free(wbuf);
+        free(a);
+        free(xf);
+    }
+}
+
+/* relative RMS error of to_float(from_float(x)) for roughly normal x, per type */
+static double round_trip_bound(uint32_t type)
+{
+    switch (type) {
+    case WICK_TYPE_F32: return 0;
+    case WICK_TYPE_F16: return 1e-3;
+    case WICK_TYPE_BF16: return 4e-3;
+    case WICK_TYPE_Q8_0: case WICK_TYPE_Q8_1: return 0.01;
+    case WICK_TYPE_Q8_K: return 0.02;          /* one scale per 256 values */
+    case WICK_TYPE_Q6_K: return 0.03;
+    case WICK_TYPE_Q5_0: case WICK_TYPE_Q5_1: case WICK_TYPE_Q5_K: return 0.06;
+    case WICK_TYPE_Q4_0: case WICK_TYPE_Q4_1: case WICK_TYPE_Q4_K: case WICK_TYPE_IQ4_NL: return 0.12;
+    case WICK_TYPE_Q3_K: return 0.25;
+    case WICK_TYPE_Q2_K: return 0.5;
+    default: return 0;
+    }
+}
+
+static void test_round_trip(const quant_type *t)
+{
+    const int n = 8192;
+    float *x = malloc(sizeof(float) * n), *y = malloc(sizeof(float) * n);
+    void *q = malloc(quant_row_size(t->type, n));
+    fill_normal(x, n, 0.05f);
+    t->from_float(x, q, n);
+    t->to_float(q, y, n);
+    double err = 0, ref = 0;
+    for (int i = 0; i < n; i++) {
+        err += (double)(x[i] - y[i]) * (x[i] - y[i]);
+        ref += (double)x[i] * x[i];
+    }
+    double rel = sqrt(err / ref), bound = round_trip_bound(t->type);
+    check(rel <= bound, "%-6s to_float(from_float(x)) relative RMS error %.4f (bound %.4f)", t->name, rel, bound);
+
+    /* an all-zero row quantizes to zeros (no division by a zero scale) */
+    memset(x, 0, sizeof(float) * n);
+    t->from_float(x, q, n);
+    t->to_float(q, y, n);
+    int zeros = 1;
+    for (int i = 0; i < n; i++)
+        zeros &= y[i] == 0;
+    check(zeros, "%-6s a zero row round-trips to zeros", t->name);
+    free(x);
+    free(y);
+    free(q);
+}
+
+/* the activation formats carry sums that the kernels rely on */
+static void test_activation_sums(void)
+{
+    float x[QK_K];
+    fill_normal(x, QK_K, 1.0f);
+    block_q8_K bk;
+    quant_get(WICK_TYPE_Q8_K)->from_float(x, &bk, QK_K);
+    int ok = 1;
+    for (int j = 0; j < QK_K / 16; j++) {
+        int sum = 0;
+        for (int k = 0; k < 16; k++)
+            sum += bk.qs[16 * j + k];
+        ok &= sum == bk.bsums[j];
+    }
+    check(ok, "q8_K bsums are the sums of the 16-element groups");
+    block_q8_1 b1;
+    quant_get(WICK_TYPE_Q8_1)->from_float(x, &b1, QK8_1);
+    int sum = 0;
+    for (int k = 0; k < QK8_1; k++)
+        sum += b1.qs[k];
+    float s = quant_f16_to_f32(b1.s), expect = quant_f16_to_f32(b1.d) * (float)sum;
+    check(fabsf(s - expect) <= 1e-3f * fabsf(expect) + 1e-6f, "q8_1 s = d * sum(q): %g vs %g", s, expect);
+}
+
+static void test_table(void)
+{
+    for (size_t k = 0; k < N_TYPES; k++) {
+        const quant_type *t = quant_get(all_types[k]);
+        check(t != NULL && t->type == all_types[k] && t->to_float && t->from_float && t->vec_dot && t->vec_dot_ref
+              && quant_get(t->vec_dot_type) != NULL,
+              "type %u has a complete table row (%s)", all_types[k], t ? t->name : "missing");
+    }
+    check(quant_get(4) == NULL && quant_get(5) == NULL && quant_get(WICK_TYPE_COUNT) == NULL
+          && quant_get(0xffffffffu) == NULL, "removed and unknown type ids give NULL");
+    check(quant_row_size(WICK_TYPE_Q4_0, 64) == 36 && quant_row_size(WICK_TYPE_Q4_K, 512) == 288
+          && quant_row_size(WICK_TYPE_Q6_K, 256) == 210 && quant_row_size(WICK_TYPE_F32, 3) == 12
+          && quant_row_size(WICK_TYPE_BF16, 5) == 10 && quant_row_size(WICK_TYPE_IQ4_NL, 32) == 18,
+          "quant_row_size of whole blocks");
+    check(quant_row_size(WICK_TYPE_Q4_0, 33) == 0 && quant_row_size(WICK_TYPE_Q4_K, 128) == 0
+          && quant_row_size(WICK_TYPE_Q8_0, -32) == 0 && quant_row_size(4, 32) == 0,
+          "quant_row_size refuses partial blocks, negative lengths and unknown types");
+    check(quant_get(WICK_TYPE_Q4_0)->vec_dot_type == WICK_TYPE_Q8_0 && quant_get(WICK_TYPE_Q4_1)->vec_dot_type == WICK_TYPE_Q8_1
+          && quant_get(WICK_TYPE_Q5_1)->vec_dot_type == WICK_TYPE_Q8_1 && quant_get(WICK_TYPE_IQ4_NL)->vec_dot_type == WICK_TYPE_Q8_0
+          && quant_get(WICK_TYPE_Q6_K)->vec_dot_type == WICK_TYPE_Q8_K && quant_get(WICK_TYPE_F16)->vec_dot_type == WICK_TYPE_F32,
+          "activation formats as llama.cpp's CPU backend");
+}
+
+/* ---- f16 / bf16 -------------------------------------------------------------------------- */
+
+static uint32_t bits_of(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static float float_of(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+
+/* the value of a finite half, computed independently with ldexp */
+static double half_value(uint16_t h)
+{
+    int e = (h >> 10) & 31, m = h & 0x3ff;
+    double v = e == 0 ? ldexp(m, -24) : ldexp(1024 + m, e - 25);
+    return h & 0x8000 ? -v : v;
+}
+
+static void test_f16(void)
+{
+    struct { float f; uint16_t h; const char *what; } cases[] = {
+        { 0.0f, 0x0000, "+0" }, { -0.0f, 0x8000, "-0" }, { 1.0f, 0x3c00, "1" }, { -2.0f, 0xc000, "-2" },
+        { 65504.0f, 0x7bff, "max half" }, { 65519.99f, 0x7bff, "just below the overflow threshold" },
+        { 65520.0f, 0x7c00, "65520 overflows to +inf" }, { 1e10f, 0x7c00, "1e10 to +inf" },
+        { -INFINITY, 0xfc00, "-inf" }, { 0x1p-14f, 0x0400, "smallest normal" },
+        { 0x1p-24f, 0x0001, "smallest subnormal" }, { 0x1p-25f, 0x0000, "half the smallest subnormal, tie to even 0" },
+        { 0x1.000002p-25f, 0x0001, "just above that" }, { 0x3p-25f, 0x0002, "1.5 subnormal units, tie to even 2" },
+        { 0x3ffp-24f, 0x03ff, "largest subnormal" }, { 0x7ffp-25f, 0x0400, "tie between largest subnormal and smallest normal" },
+        { 1.0f + 0x1p-11f, 0x3c00, "tie at 1 + 2^-11 to even" }, { 1.0f + 0x3p-11f, 0x3c02, "tie at 1 + 3*2^-11 to even" },
+        { 0x1.002002p+0f, 0x3c01, "just above the tie" }, { 1e-30f, 0x0000, "underflow to +0" },
+        { -1e-30f, 0x8000, "underflow to -0" }, { 0x1p-149f, 0x0000, "float subnormal to 0" },
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        uint16_t h = quant_f32_to_f16(cases[k].f);
+        check(h == cases[k].h, "f32_to_f16 %s: %a -> 0x%04x (expect 0x%04x)", cases[k].what, (double)cases[k].f, h, cases[k].h);
+    }
+    uint16_t hn = quant_f32_to_f16(NAN), hs = quant_f32_to_f16(float_of(0xff800001u));
+    check((hn & 0x7c00) == 0x7c00 && (hn & 0x3ff) != 0, "f32_to_f16 NaN stays NaN (0x%04x)", hn);
+    check((hs & 0x7c00) == 0x7c00 && (hs & 0x3ff) != 0 && (hs & 0x8000),
+          "f32_to_f16 a NaN with only low payload bits stays a negative NaN (0x%04x)", hs);
+
+    /* all 65536 halves: exact value, NaN-ness, and round trip back to the same bits */
+    int bad_value = 0, bad_trip = 0, bad_nan = 0;
+    for (uint32_t h = 0; h < 65536; h++) {
+        float f = quant_f16_to_f32((uint16_t)h);
+        int e = (h >> 10) & 31;
+        if (e == 31) {
+            int is_nan = (h & 0x3ff) != 0;
+            if (is_nan ? !isnan(f) : !(isinf(f) && (f < 0) == ((h & 0x8000) != 0)))
+                bad_nan++;
+            if (!is_nan && quant_f32_to_f16(f) != h)
+                bad_trip++;
+            continue;
+        }
+        if ((double)f != half_value((uint16_t)h) || !!signbit(f) != ((h & 0x8000) != 0))
+            bad_value++;
+        if (quant_f32_to_f16(f) != h)
+            bad_trip++;
+    }
+    check(bad_value == 0, "f16_to_f32 of all finite halves is exact (%d wrong)", bad_value);
+    check(bad_nan == 0, "f16_to_f32 of Inf and NaN halves (%d wrong)", bad_nan);
+    check(bad_trip == 0, "f32_to_f16(f16_to_f32(h)) == h for every non-NaN half (%d wrong)", bad_trip);
+
+    /* random floats over the whole half range: the result is a nearest half, ties to even */
+    int bad_round = 0;
+    for (int k = 0; k < 200000; k++) {
+        float f = float_of((rng_u32() & 0x80000000u) | (0x32000000u + rng_u32() % (0x47800000u - 0x32000000u)));
+        uint16_t h = quant_f32_to_f16(f);
+        if ((h & 0x7c00) == 0x7c00) {
+            if (fabsf(f) < 65520.0f)
+                bad_round++;
+            continue;
+        }
+        double err = fabs(half_value(h) - f);
+        uint16_t mag = h & 0x7fff, sign = h & 0x8000;
+        double up = mag < 0x7bff ? fabs(half_value((uint16_t)(sign | (mag + 1))) - f) : INFINITY;
+        double down = mag > 0 ? fabs(half_value((uint16_t)(sign | (mag - 1))) - f) : INFINITY;
+        if (err > up || err > down || ((err == up || err == down) && (h & 1)))
+            bad_round++;
+    }
+    check(bad_round == 0, "f32_to_f16 rounds 200000 random floats to nearest, ties to even (%d wrong)", bad_round);
+}
+
+static void test_bf16(void)
+{
+    struct { uint32_t f; uint16_t h; const char *what; } cases[] = {
+        { 0x3f800000u, 0x3f80, "1" }, { 0x80000000u, 0x8000, "-0" }, { 0x3f808000u, 0x3f80, "tie to even (down)" },
+        { 0x3f818000u, 0x3f82, "tie to even (up)" }, { 0x3f808001u, 0x3f81, "above the tie" },
+        { 0x7f800000u, 0x7f80, "+inf" }, { 0xff800000u, 0xff80, "-inf" }, { 0x7f7fffffu, 0x7f80, "max float rounds to inf" },
+        { 0x00010000u, 0x0001, "float subnormal kept" }, { 0x00008000u, 0x0000, "subnormal tie to even 0" },
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        uint16_t h = quant_f32_to_bf16(float_of(cases[k].f));
+        check(h == cases[k].h, "f32_to_bf16 %s: 0x%08x -> 0x%04x (expect 0x%04x)", cases[k].what, cases[k].f, h, cases[k].h);
+    }
+    uint16_t hn = quant_f32_to_bf16(float_of(0x7f800001u));
+    check((hn & 0x7f80) == 0x7f80 && (hn & 0x7f) != 0, "f32_to_bf16 a NaN with only low payload bits stays NaN (0x%04x)", hn);
+    int bad = 0;
+    for (uint32_t h = 0; h < 65536; h++) {
+        float f = quant_bf16_to_f32((uint16_t)h);
+        if (bits_of(f) != h << 16)
+            bad++;
+        else if (!isnan(f) && quant_f32_to_bf16(f) != h)
+            bad++;
+    }
+    check(bad == 0, "bf16 -> f32 -> bf16 is exact for every non-NaN value (%d wrong)", bad);
+}
+
+int main(void)
+{
+    test_table();
+    test_f16();
+    test_bf16();
+    test_activation_sums();
+    for (size_t k = 0; k < N_TYPES; k++) {
+        const quant_type *t = quant_get(all_types[k]);
+        if (t == NULL)
+            continue;
+        test_round_trip(t);
+        test_dot(t, 0);
+        test_dot(t, 1);
+    }
+    printf("%d passed, %d failed\n", n_passed, n_failed);
+    return n_failed != 0;
+}
