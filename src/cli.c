@@ -1,6 +1,9 @@
 /* cli.c — the wick command line, the same in the native build (main) and the wasm build
  * (wick_cli_main, called by wasm_glue/cli.mjs under Node):
  *   wick generate -m MODEL [-z TOKENIZER.bin] -p PROMPT -n N [--temp T] [--seed S] [--threads N] [--ctx N]
+ *                 [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R] [--repeat-last-n N]
+ *                 [--frequency-penalty F] [--presence-penalty P] [--stop TEXT]... [--keep N]
+ *                 [--ignore-eos] [--truncate] [--probs K] [--kv f16|f32]
  *   wick logits   -m MODEL --tokens 1,403,407 [--steps K] [--follow IDS]
  *   wick tokenize -m MODEL -p TEXT [--no-bos]
  *   wick info     -m MODEL
@@ -88,10 +91,21 @@ static int read_file(const char *path, uint8_t **out, size_t *size) {
 
 typedef struct {
     const char *cmd, *model, *tokenizer, *prompt, *tokens, *follow;
-    int n, steps, threads, ctx, kv_type, no_bos;
-    float temp;
-    uint64_t seed;
+    int n, steps, threads, ctx, kv_type, no_bos, probs, keep, ignore_eos, truncate;
+    const char *stops[16];
+    int n_stops;
+    /* sampler settings given on the command line, applied by name (wick_gen_set) */
+    const char *set_names[16];
+    double set_values[16];
+    int n_set;
 } options;
+
+/* flags that map one to one onto a generation setting */
+static const struct { const char *flag, *setting; } sampler_flags[] = {
+    {"--temp", "temperature"}, {"--top-k", "top_k"}, {"--top-p", "top_p"}, {"--min-p", "min_p"},
+    {"--repeat-penalty", "repeat_penalty"}, {"--repeat-last-n", "repeat_last_n"},
+    {"--frequency-penalty", "frequency_penalty"}, {"--presence-penalty", "presence_penalty"}, {"--seed", "seed"},
+};
 
 static int parse_int(const char *flag, const char *s, long lo, long hi, int *out) {
     char *end;
@@ -107,15 +121,13 @@ static int parse_args(int argc, char **argv, options *o) {
     memset(o, 0, sizeof *o);
     o->n = 256;
     o->threads = 1;
-    o->temp = 1.0f;
-    o->seed = 42;
     o->kv_type = WICK_KV_F16;
     if (argc < 2) return error_exit("usage: wick generate|logits|tokenize|info -m MODEL … (see README)");
     o->cmd = argv[1];
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        bool takes_value = strcmp(a, "--no-bos") != 0;
+        bool takes_value = strcmp(a, "--no-bos") && strcmp(a, "--ignore-eos") && strcmp(a, "--truncate");
         if (takes_value && !v) return error_exit("%s needs a value", a);
         if (!strcmp(a, "-m") || !strcmp(a, "--model")) o->model = v;
         else if (!strcmp(a, "-z") || !strcmp(a, "--tokenizer")) o->tokenizer = v;
@@ -130,19 +142,33 @@ static int parse_args(int argc, char **argv, options *o) {
             if (!strcmp(v, "f16")) o->kv_type = WICK_KV_F16;
             else if (!strcmp(v, "f32")) o->kv_type = WICK_KV_F32;
             else return error_exit("--kv expects f16 or f32, got '%s'", v);
-        } else if (!strcmp(a, "--temp")) {
-            char *end;
-            o->temp = strtof(v, &end);
-            if (*end || end == v || !(o->temp >= 0) || o->temp > 1e6) return error_exit("--temp expects a number ≥ 0, got '%s'", v);
-        } else if (!strcmp(a, "--seed")) {
-            char *end;
-            errno = 0;
-            o->seed = strtoull(v, &end, 10);
-            if (errno || *end || end == v || v[0] == '-') return error_exit("--seed expects a non-negative integer, got '%s'", v);
+        } else if (!strcmp(a, "--probs")) {
+            if (parse_int(a, v, 0, 64, &o->probs)) return 1;
+        } else if (!strcmp(a, "--keep")) {
+            if (parse_int(a, v, -1, 1 << 24, &o->keep)) return 1;
+        } else if (!strcmp(a, "--stop")) {
+            if (o->n_stops == 16) return error_exit("at most 16 --stop strings");
+            o->stops[o->n_stops++] = v;
+        } else if (!strcmp(a, "--ignore-eos")) {
+            o->ignore_eos = 1;
+            continue;
+        } else if (!strcmp(a, "--truncate")) {
+            o->truncate = 1;
+            continue;
         } else if (!strcmp(a, "--no-bos")) {
             o->no_bos = 1;
             continue;
-        } else return error_exit("unknown option %s", a);
+        } else {
+            size_t k = 0;
+            while (k < sizeof sampler_flags / sizeof sampler_flags[0] && strcmp(a, sampler_flags[k].flag)) k++;
+            if (k == sizeof sampler_flags / sizeof sampler_flags[0]) return error_exit("unknown option %s", a);
+            char *end;
+            double d = strtod(v, &end);
+            if (*end || end == v) return error_exit("%s expects a number, got '%s'", a, v);
+            if (o->n_set == 16) return error_exit("too many sampler options");
+            o->set_names[o->n_set] = sampler_flags[k].setting;
+            o->set_values[o->n_set++] = d;
+        }
         i++;
     }
     if (!o->model) return error_exit("%s: -m MODEL is required", o->cmd);
@@ -283,13 +309,15 @@ static int cmd_logits(const options *o, wick_model *m) {
     return 0;
 }
 
-/* splitmix64: the CLI's seeded uniform draws in [0, 1) */
-static double next_uniform(uint64_t *state) {
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    return (double)(z >> 11) * (1.0 / 9007199254740992.0);
+/* --probs: one JSON line per generated token on stderr: the top candidates after truncation and
+ * temperature, and the token drawn */
+static void print_probs(wick_gen *g) {
+    const int32_t *ids;
+    const float *probs;
+    int32_t n = wick_gen_probs(g, &ids, &probs);
+    outf(2, "{\"drawn\":%d,\"top\":[", wick_gen_token(g));
+    for (int32_t i = 0; i < n; i++) outf(2, "%s{\"id\":%d,\"p\":%.6g}", i ? "," : "", ids[i], probs[i]);
+    outf(2, "]}\n");
 }
 
 static int cmd_generate(const options *o, wick_model *m) {
@@ -297,33 +325,40 @@ static int cmd_generate(const options *o, wick_model *m) {
     int32_t *ids, n;
     if (tokenize_prompt(m, o->prompt, !o->no_bos, &ids, &n)) return 1;
     if (n == 0) return error_exit("generate: the prompt is empty and the model adds no BOS");
-    wick_model_info info;
-    wick_model_get_info(m, &info);
     wick_ctx *c;
     if (new_context(o, m, &c)) return 1;
-    if (n + (o->n > 0 ? 1 : 0) > wick_n_ctx(c))
-        return error_exit("the prompt has %d tokens; the context holds %d (use --ctx)", n, wick_n_ctx(c));
+    wick_gen *g;
+    if (wick_gen_new(c, &g) != WICK_OK) return error_exit("%s", wick_last_error());
+    for (int i = 0; i < o->n_set; i++)
+        if (wick_gen_set(g, o->set_names[i], o->set_values[i]) != WICK_OK) return error_exit("%s", wick_last_error());
+    for (int i = 0; i < o->n_stops; i++)
+        if (wick_gen_add_stop(g, o->stops[i]) != WICK_OK) return error_exit("%s", wick_last_error());
+    if (wick_gen_set(g, "max_tokens", o->n) || wick_gen_set(g, "n_keep", o->keep) ||
+        wick_gen_set(g, "ignore_eos", o->ignore_eos) || wick_gen_set(g, "n_probs", o->probs) ||
+        wick_gen_set(g, "truncate_prompt", o->truncate))
+        return error_exit("%s", wick_last_error());
     double t0 = now_seconds();
-    if (wick_eval(c, ids, n, 0) != WICK_OK) return error_exit("%s", wick_last_error());
+    if (o->n > 0 && wick_gen_start(g, ids, n) != WICK_OK) return error_exit("%s", wick_last_error());
     double t1 = now_seconds();
-    uint64_t rng = o->seed;
-    int generated = 0;
-    char piece[256];
-    for (; generated < o->n; generated++) {
-        int32_t tok = wick_sample_simple(wick_get_logits(c, -1), info.n_vocab, o->temp, next_uniform(&rng));
-        if (wick_token_is_eog(m, tok)) break;
+    int generated = 0, shifted = 0;
+    while (generated < o->n) {
+        if (wick_gen_next(g) != WICK_OK) return error_exit("%s", wick_last_error());
+        generated++;
+        shifted += wick_gen_shifted(g);
         int32_t len;
-        if (wick_token_to_piece(m, tok, piece, sizeof piece, &len) == WICK_OK)
-            out_write(1, piece, (size_t)(len < (int32_t)sizeof piece ? len : (int32_t)sizeof piece));
-        if (generated + 1 == o->n) { generated++; break; }
-        if (wick_n_past(c) >= wick_n_ctx(c)) { generated++; outf(2, "\n[context full]\n"); break; }
-        if (wick_eval(c, &tok, 1, 0) != WICK_OK) return error_exit("%s", wick_last_error());
+        const char *text = wick_gen_text(g, &len);
+        out_write(1, text, (size_t)len);
+        if (o->probs) print_probs(g);
+        if (wick_gen_finish(g) != WICK_FINISH_NONE) break;
     }
     double t2 = now_seconds();
     out_write(1, "\n", 1);
-    outf(2, "prefill: %d tokens in %.3f s (%.1f tok/s); decode: %d tokens in %.3f s (%.1f tok/s); threads %d\n", n,
-         t1 - t0, n / (t1 - t0 > 0 ? t1 - t0 : 1e-9), generated, t2 - t1, generated / (t2 - t1 > 0 ? t2 - t1 : 1e-9),
-         o->threads);
+    static const char *reasons[] = {"none", "end of generation", "stop string", "length"};
+    outf(2, "prefill: %d tokens in %.3f s (%.1f tok/s); decode: %d tokens in %.3f s (%.1f tok/s); threads %d; "
+            "finish: %s; context shifts dropped %d tokens\n",
+         n, t1 - t0, n / (t1 - t0 > 0 ? t1 - t0 : 1e-9), generated, t2 - t1,
+         generated / (t2 - t1 > 0 ? t2 - t1 : 1e-9), o->threads, reasons[wick_gen_finish(g) & 3], shifted);
+    wick_gen_free(g);
     free(ids);
     wick_ctx_free(c);
     return 0;

@@ -18,13 +18,15 @@ static char last_error[512];
 
 const char *wick_last_error(void) { return last_error; }
 
-static wick_status set_error(wick_status s, const char *fmt, ...) {
+/* for the other API files (generate.c) */
+wick_status wick_internal_error(wick_status s, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(last_error, sizeof last_error, fmt, ap);
     va_end(ap);
     return s;
 }
+#define set_error wick_internal_error
 
 static wick_status ok(void) {
     last_error[0] = 0;

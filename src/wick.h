@@ -97,6 +97,55 @@ wick_status wick_kv_shift(wick_ctx *c, int32_t n_keep, int32_t n_discard);
 /* Bytes held by the KV cache. */
 size_t wick_kv_bytes(const wick_ctx *c);
 
+/* ---- generation: the loop of the seed chapter, one token per call ----
+ *
+ * A generator owns the sampler chain (see sampler.h for the order: penalties → logit bias →
+ * top-k → top-p → min-p → temperature → seeded draw), the streaming detokenizer and the stop
+ * strings, and drives a context:
+ *     wick_gen_new → wick_gen_set(...) → wick_gen_start(prompt ids) → wick_gen_next() until finish
+ * wick_gen_start reuses the cached prefix the new prompt shares with what the context already
+ * holds (a chat turn only evaluates its new tokens). When prompt plus generation reach the
+ * context size, the first n_keep tokens stay, the oldest half of the rest is dropped and the
+ * cache is shifted (wick_kv_shift) instead of failing. */
+
+typedef struct wick_gen wick_gen;
+
+enum {
+    WICK_FINISH_NONE = 0,    /* still generating */
+    WICK_FINISH_EOG = 1,     /* an end-of-generation token */
+    WICK_FINISH_STOP = 2,    /* a stop string */
+    WICK_FINISH_LENGTH = 3,  /* max_tokens reached */
+};
+
+wick_status wick_gen_new(wick_ctx *c, wick_gen **out);
+void wick_gen_free(wick_gen *g);
+/* Sets one setting by name (checked: a bad name or value is an error, nothing changes):
+ *   temperature (0 = greedy, default 0.8), top_k (40, 0 = off), top_p (0.95, 1 = off),
+ *   min_p (0.05, 0 = off), repeat_penalty (1.1, 1 = off), repeat_last_n (64),
+ *   frequency_penalty (0), presence_penalty (0), seed (0; integers up to 2^53),
+ *   max_tokens (0 = no limit but the context), n_keep (tokens kept at a context shift; -1 = the
+ *   whole prompt, default 0 which keeps BOS when the model adds one), ignore_eos (0/1),
+ *   n_probs (top candidates reported per token, 0 = none, at most 64),
+ *   truncate_prompt (0/1: a prompt longer than the context keeps its last tokens instead of
+ *   failing with WICK_ERR_CONTEXT_FULL). Settings take effect at the next wick_gen_start. */
+wick_status wick_gen_set(wick_gen *g, const char *name, double value);
+wick_status wick_gen_add_stop(wick_gen *g, const char *text);      /* a stop string (UTF-8) */
+wick_status wick_gen_clear_stops(wick_gen *g);
+wick_status wick_gen_set_bias(wick_gen *g, int32_t token, float bias); /* -INFINITY bans */
+wick_status wick_gen_clear_bias(wick_gen *g);
+/* Prefills the prompt (reusing the cached common prefix) and resets sampler state. */
+wick_status wick_gen_start(wick_gen *g, const int32_t *tokens, int32_t n);
+/* Samples one token, streams its text through the detokenizer and the stop strings, and
+ * evaluates it when generation goes on. After it: */
+wick_status wick_gen_next(wick_gen *g);
+int32_t wick_gen_token(const wick_gen *g);                /* the token drawn */
+int32_t wick_gen_finish(const wick_gen *g);               /* WICK_FINISH_* */
+const char *wick_gen_text(const wick_gen *g, int32_t *len); /* text safe to show now (complete UTF-8) */
+/* top candidates of the last draw: probabilities after truncation and temperature, best first */
+int32_t wick_gen_probs(const wick_gen *g, const int32_t **ids, const float **probs);
+int32_t wick_gen_shifted(const wick_gen *g);   /* tokens dropped by a context shift in the last call */
+int32_t wick_gen_n_prompt_eval(const wick_gen *g); /* prompt tokens actually evaluated by the last start */
+
 /* ---- sampling ---- */
 
 /* The simplest draw: temperature 0 → argmax; else softmax(logits/T) and a draw with the given

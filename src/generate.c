@@ -1,0 +1,333 @@
+/* generate.c — the generation loop of the seed chapter (wick.h, "generation"): prefill the
+ * prompt into the KV cache (reusing the prefix already cached), then one token per call:
+ * logits → sampler chain → token → detokenizer (whole UTF-8 characters only) → stop strings,
+ * and the token is evaluated when generation goes on. When the context is full the cache is
+ * shifted: the first n_keep tokens stay, the oldest half of the rest is dropped. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "forward.h"
+#include "sampler.h"
+#include "tokenizer.h"
+#include "wick.h"
+
+#define MAX_PROBS 64
+
+struct wick_gen {
+    wick_ctx *c;
+    /* settings (wick_gen_set), used from the next start */
+    wick_sampler_params sp;
+    int32_t *bias_ids;
+    float *bias_vals;
+    int32_t n_bias;
+    char **stops;
+    int32_t n_stops;
+    int32_t max_tokens, n_keep, ignore_eos, n_probs, truncate_prompt;
+    /* the run */
+    wick_sampler *sampler;
+    stop_matcher sm;
+    bool sm_ready, started;
+    detok_stream dt;
+    int32_t *hist;      /* hist[i] is the token whose K/V sit at cache position i (i < n_past) */
+    int32_t hist_cap;
+    int32_t keep;       /* n_keep in effect for this run */
+    int32_t pending;    /* drawn but not yet evaluated, or -1 */
+    int32_t generated, finish, token, shifted, n_prompt_eval;
+    char *text;
+    int32_t text_len, text_cap;
+    int32_t top_ids[MAX_PROBS];
+    float top_probs[MAX_PROBS];
+    int32_t n_top;
+};
+
+/* set by wick.c */
+wick_status wick_internal_error(wick_status s, const char *fmt, ...);
+
+wick_status wick_gen_new(wick_ctx *c, wick_gen **out) {
+    if (!c || !out) return wick_internal_error(WICK_ERR_INVALID_ARG, "wick_gen_new: NULL argument");
+    wick_gen *g = calloc(1, sizeof *g);
+    if (!g) return wick_internal_error(WICK_ERR_NOMEM, "out of memory");
+    g->c = c;
+    sampler_params_default(&g->sp);
+    g->sp.repeat_penalty = 1.0f; /* off by default, as llama.cpp: penalties change greedy text */
+    g->pending = -1;
+    *out = g;
+    return wick_internal_error(WICK_OK, "");
+}
+
+static void free_stops(wick_gen *g) {
+    for (int32_t i = 0; i < g->n_stops; i++) free(g->stops[i]);
+    free(g->stops);
+    g->stops = NULL;
+    g->n_stops = 0;
+}
+
+void wick_gen_free(wick_gen *g) {
+    if (!g) return;
+    free_stops(g);
+    free(g->bias_ids);
+    free(g->bias_vals);
+    if (g->sampler) sampler_free(g->sampler);
+    if (g->sm_ready) stop_matcher_free(&g->sm);
+    free(g->hist);
+    free(g->text);
+    free(g);
+}
+
+static bool whole(double v) { return v == floor(v); }
+
+wick_status wick_gen_set(wick_gen *g, const char *name, double v) {
+    if (!g || !name) return wick_internal_error(WICK_ERR_INVALID_ARG, "wick_gen_set: NULL argument");
+    if (isnan(v)) return wick_internal_error(WICK_ERR_INVALID_ARG, "%s: not a number", name);
+#define RANGE(lo, hi)                                                                                     \
+    if (!(v >= (lo) && v <= (hi)))                                                                        \
+        return wick_internal_error(WICK_ERR_INVALID_ARG, "%s must be between %g and %g, got %g", name, (double)(lo), (double)(hi), v)
+#define INTEGER()                                                                                         \
+    if (!whole(v)) return wick_internal_error(WICK_ERR_INVALID_ARG, "%s must be an integer, got %g", name, v)
+    if (!strcmp(name, "temperature")) { RANGE(0, 1e6); g->sp.temperature = (float)v; }
+    else if (!strcmp(name, "top_k")) { RANGE(0, 1 << 30); INTEGER(); g->sp.top_k = (int32_t)v; }
+    else if (!strcmp(name, "top_p")) { RANGE(0, 1); g->sp.top_p = (float)v; }
+    else if (!strcmp(name, "min_p")) { RANGE(0, 1); g->sp.min_p = (float)v; }
+    else if (!strcmp(name, "repeat_penalty")) { RANGE(1e-6, 1e6); g->sp.repeat_penalty = (float)v; }
+    else if (!strcmp(name, "repeat_last_n")) { RANGE(0, 1 << 30); INTEGER(); g->sp.repeat_last_n = (int32_t)v; }
+    else if (!strcmp(name, "frequency_penalty")) { RANGE(-1e6, 1e6); g->sp.frequency_penalty = (float)v; }
+    else if (!strcmp(name, "presence_penalty")) { RANGE(-1e6, 1e6); g->sp.presence_penalty = (float)v; }
+    else if (!strcmp(name, "seed")) { RANGE(0, 9007199254740992.0); INTEGER(); g->sp.seed = (uint64_t)v; }
+    else if (!strcmp(name, "max_tokens")) { RANGE(0, 1 << 30); INTEGER(); g->max_tokens = (int32_t)v; }
+    else if (!strcmp(name, "n_keep")) { RANGE(-1, 1 << 30); INTEGER(); g->n_keep = (int32_t)v; }
+    else if (!strcmp(name, "ignore_eos")) { RANGE(0, 1); INTEGER(); g->ignore_eos = (int32_t)v; }
+    else if (!strcmp(name, "n_probs")) { RANGE(0, MAX_PROBS); INTEGER(); g->n_probs = (int32_t)v; }
+    else if (!strcmp(name, "truncate_prompt")) { RANGE(0, 1); INTEGER(); g->truncate_prompt = (int32_t)v; }
+    else return wick_internal_error(WICK_ERR_INVALID_ARG, "unknown generation setting '%s'", name);
+#undef RANGE
+#undef INTEGER
+    return wick_internal_error(WICK_OK, "");
+}
+
+wick_status wick_gen_add_stop(wick_gen *g, const char *text) {
+    if (!g || !text || !*text) return wick_internal_error(WICK_ERR_INVALID_ARG, "a stop string must be non-empty");
+    char **grown = realloc(g->stops, (size_t)(g->n_stops + 1) * sizeof *grown);
+    if (!grown) return wick_internal_error(WICK_ERR_NOMEM, "out of memory");
+    g->stops = grown;
+    size_t n = strlen(text);
+    char *copy = malloc(n + 1);
+    if (!copy) return wick_internal_error(WICK_ERR_NOMEM, "out of memory");
+    memcpy(copy, text, n + 1);
+    g->stops[g->n_stops++] = copy;
+    return wick_internal_error(WICK_OK, "");
+}
+
+wick_status wick_gen_clear_stops(wick_gen *g) {
+    if (!g) return wick_internal_error(WICK_ERR_INVALID_ARG, "NULL generator");
+    free_stops(g);
+    return wick_internal_error(WICK_OK, "");
+}
+
+wick_status wick_gen_set_bias(wick_gen *g, int32_t token, float bias) {
+    if (!g) return wick_internal_error(WICK_ERR_INVALID_ARG, "NULL generator");
+    if (token < 0 || token >= g->c->m->c.n_vocab)
+        return wick_internal_error(WICK_ERR_INVALID_ARG, "logit bias: token %d out of range", token);
+    if (isnan(bias) || bias == INFINITY)
+        return wick_internal_error(WICK_ERR_INVALID_ARG, "logit bias must be finite or -infinity");
+    int32_t *ids = realloc(g->bias_ids, (size_t)(g->n_bias + 1) * sizeof *ids);
+    if (ids) g->bias_ids = ids;
+    float *vals = realloc(g->bias_vals, (size_t)(g->n_bias + 1) * sizeof *vals);
+    if (vals) g->bias_vals = vals;
+    if (!ids || !vals) return wick_internal_error(WICK_ERR_NOMEM, "out of memory");
+    g->bias_ids[g->n_bias] = token;
+    g->bias_vals[g->n_bias++] = bias;
+    return wick_internal_error(WICK_OK, "");
+}
+
+wick_status wick_gen_clear_bias(wick_gen *g) {
+    if (!g) return wick_internal_error(WICK_ERR_INVALID_ARG, "NULL generator");
+    g->n_bias = 0;
+    return wick_internal_error(WICK_OK, "");
+}
+
+static int append_text(wick_gen *g, const char *s, size_t n) {
+    if (n == 0) return 0;
+    if ((size_t)g->text_len + n + 1 > (size_t)g->text_cap) {
+        size_t cap = ((size_t)g->text_len + n + 1) * 2;
+        char *t = realloc(g->text, cap);
+        if (!t) return -1;
+        g->text = t;
+        g->text_cap = (int32_t)cap;
+    }
+    memcpy(g->text + g->text_len, s, n);
+    g->text_len += (int32_t)n;
+    g->text[g->text_len] = 0;
+    return 0;
+}
+
+static int ensure_hist(wick_gen *g, int32_t n) {
+    if (n <= g->hist_cap) return 0;
+    int32_t *h = realloc(g->hist, (size_t)n * sizeof *h);
+    if (!h) return -1;
+    g->hist = h;
+    g->hist_cap = n;
+    return 0;
+}
+
+wick_status wick_gen_start(wick_gen *g, const int32_t *tokens, int32_t n) {
+    if (!g || (!tokens && n)) return wick_internal_error(WICK_ERR_INVALID_ARG, "wick_gen_start: NULL argument");
+    wick_ctx *c = g->c;
+    int32_t n_ctx = wick_n_ctx(c), n_vocab = c->m->c.n_vocab;
+    if (n < 1) return wick_internal_error(WICK_ERR_INVALID_ARG, "the prompt is empty");
+    for (int32_t i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= n_vocab)
+            return wick_internal_error(WICK_ERR_INVALID_ARG, "prompt token %d is out of range (vocabulary of %d)", tokens[i], n_vocab);
+    int32_t bos = vocab_bos(c->m->vocab);
+    int32_t keep = g->n_keep < 0 ? n : g->n_keep;
+    if (keep == 0 && tokens[0] == bos) keep = 1; /* BOS always stays */
+    if (keep > n) keep = n;
+    if (keep > n_ctx / 2) keep = n_ctx / 2;      /* a shift must free room */
+
+    /* the prompt as it will be cached: whole, or its first `keep` and last tokens */
+    int32_t *p = malloc((size_t)n * sizeof *p);
+    if (!p) return wick_internal_error(WICK_ERR_NOMEM, "out of memory");
+    int32_t np = n;
+    memcpy(p, tokens, (size_t)n * sizeof *p);
+    if (n > n_ctx - 1) {
+        if (!g->truncate_prompt) {
+            free(p);
+            return wick_internal_error(WICK_ERR_CONTEXT_FULL,
+                                       "the prompt has %d tokens but the context holds %d (ask for a larger context, or truncate the prompt)", n, n_ctx);
+        }
+        int32_t tail = n_ctx / 2 - keep; /* leave half the window for the answer */
+        memmove(p + keep, tokens + n - tail, (size_t)tail * sizeof *p);
+        np = keep + tail;
+    }
+    if (ensure_hist(g, n_ctx)) { free(p); return wick_internal_error(WICK_ERR_NOMEM, "out of memory"); }
+
+    /* reuse the cached prefix; at least the last prompt token is evaluated (its logits are needed) */
+    int32_t common = 0, cached = wick_n_past(c);
+    while (common < cached && common < np - 1 && g->hist[common] == p[common]) common++;
+    wick_kv_trim(c, common);
+    wick_status s = wick_eval(c, p + common, np - common, 0);
+    if (s != WICK_OK) {
+        wick_kv_trim(c, common);
+        free(p);
+        return s;
+    }
+    memcpy(g->hist, p, (size_t)np * sizeof *p);
+    g->n_prompt_eval = np - common;
+
+    /* a fresh sampler (settings may have changed) that has seen the prompt */
+    if (g->sampler) sampler_free(g->sampler);
+    g->sampler = NULL;
+    wick_sampler_params sp = g->sp;
+    sp.bias_tokens = g->bias_ids;
+    sp.bias_values = g->bias_vals;
+    sp.n_bias = g->n_bias;
+    char err[256];
+    if (sampler_new(&g->sampler, &sp, n_vocab, err, sizeof err)) {
+        free(p);
+        return wick_internal_error(WICK_ERR_INVALID_ARG, "%s", err);
+    }
+    for (int32_t i = 0; i < np; i++) sampler_accept(g->sampler, p[i]);
+    free(p);
+    if (g->sm_ready) stop_matcher_free(&g->sm);
+    g->sm_ready = false;
+    if (stop_matcher_init(&g->sm, (const char *const *)g->stops, g->n_stops, err, sizeof err))
+        return wick_internal_error(WICK_ERR_INVALID_ARG, "%s", err);
+    g->sm_ready = true;
+    detok_init_continuing(&g->dt, c->m->vocab);
+    g->keep = keep;
+    g->pending = -1;
+    g->generated = 0;
+    g->finish = WICK_FINISH_NONE;
+    g->token = -1;
+    g->text_len = 0;
+    g->n_top = 0;
+    g->started = true;
+    return wick_internal_error(WICK_OK, "");
+}
+
+/* Makes room for one more position: drops the oldest half of what follows the kept tokens. */
+static wick_status context_shift(wick_gen *g) {
+    wick_ctx *c = g->c;
+    int32_t n_past = wick_n_past(c);
+    int32_t discard = (n_past - g->keep) / 2;
+    if (discard < 1) return wick_internal_error(WICK_ERR_CONTEXT_FULL, "the context is full and nothing can be dropped");
+    wick_status s = wick_kv_shift(c, g->keep, discard);
+    if (s != WICK_OK) return s;
+    memmove(g->hist + g->keep, g->hist + g->keep + discard, (size_t)(n_past - g->keep - discard) * sizeof *g->hist);
+    g->shifted += discard;
+    return WICK_OK;
+}
+
+/* Appends the detokenizer's and the stop matcher's held text (end of generation). */
+static int flush_text(wick_gen *g) {
+    char buf[64];
+    int n = detok_flush(&g->dt, buf, sizeof buf);
+    const char *out;
+    size_t out_len;
+    if (n > 0 && !g->sm.stopped) {
+        if (stop_matcher_push(&g->sm, buf, (size_t)n, &out, &out_len) < 0) return -1;
+        if (append_text(g, out, out_len)) return -1;
+    }
+    stop_matcher_flush(&g->sm, &out, &out_len);
+    return append_text(g, out, out_len);
+}
+
+wick_status wick_gen_next(wick_gen *g) {
+    if (!g || !g->started) return wick_internal_error(WICK_ERR_INVALID_ARG, "wick_gen_next before wick_gen_start");
+    if (g->finish != WICK_FINISH_NONE) return wick_internal_error(WICK_ERR_INVALID_ARG, "generation has finished; start again");
+    wick_ctx *c = g->c;
+    g->text_len = 0;
+    g->shifted = 0;
+    if (g->pending >= 0) {
+        if (wick_n_past(c) >= wick_n_ctx(c)) {
+            wick_status s = context_shift(g);
+            if (s != WICK_OK) return s;
+        }
+        wick_status s = wick_eval(c, &g->pending, 1, 0);
+        if (s != WICK_OK) return s;
+        g->hist[wick_n_past(c) - 1] = g->pending;
+        g->pending = -1;
+    }
+    int32_t tok = sampler_sample(g->sampler, wick_get_logits(c, -1));
+    if (tok < 0) return wick_internal_error(WICK_ERR_INVALID_ARG, "no token can be drawn (every logit is banned)");
+    sampler_accept(g->sampler, tok);
+    g->token = tok;
+    g->n_top = g->n_probs ? sampler_top(g->sampler, g->n_probs, g->top_ids, g->top_probs) : 0;
+    g->generated++;
+    if (!g->ignore_eos && vocab_is_eog(c->m->vocab, tok)) {
+        g->finish = WICK_FINISH_EOG;
+        if (flush_text(g)) return wick_internal_error(WICK_ERR_NOMEM, "out of memory");
+        return wick_internal_error(WICK_OK, "");
+    }
+    char piece[1024];
+    int n = detok_push(&g->dt, tok, piece, sizeof piece);
+    if (n > 0) {
+        const char *out;
+        size_t out_len;
+        int r = stop_matcher_push(&g->sm, piece, (size_t)n, &out, &out_len);
+        if (r < 0 || append_text(g, out, out_len)) return wick_internal_error(WICK_ERR_NOMEM, "out of memory");
+        if (r == 1) g->finish = WICK_FINISH_STOP;
+    }
+    if (g->finish == WICK_FINISH_NONE && g->max_tokens > 0 && g->generated >= g->max_tokens) {
+        g->finish = WICK_FINISH_LENGTH;
+        if (flush_text(g)) return wick_internal_error(WICK_ERR_NOMEM, "out of memory");
+    }
+    if (g->finish == WICK_FINISH_NONE) g->pending = tok;
+    return wick_internal_error(WICK_OK, "");
+}
+
+int32_t wick_gen_token(const wick_gen *g) { return g ? g->token : -1; }
+int32_t wick_gen_finish(const wick_gen *g) { return g ? g->finish : WICK_FINISH_NONE; }
+const char *wick_gen_text(const wick_gen *g, int32_t *len) {
+    if (len) *len = g ? g->text_len : 0;
+    return g && g->text ? g->text : "";
+}
+int32_t wick_gen_probs(const wick_gen *g, const int32_t **ids, const float **probs) {
+    if (!g) return 0;
+    if (ids) *ids = g->top_ids;
+    if (probs) *probs = g->top_probs;
+    return g->n_top;
+}
+int32_t wick_gen_shifted(const wick_gen *g) { return g ? g->shifted : 0; }
+int32_t wick_gen_n_prompt_eval(const wick_gen *g) { return g ? g->n_prompt_eval : 0; }
