@@ -7,6 +7,7 @@
  *   wick logits   -m MODEL --tokens 1,403,407 [--steps K] [--follow IDS]
  *   wick tokenize -m MODEL -p TEXT [--no-bos]
  *   wick info     -m MODEL
+ *   wick synth    --shape 134m|1b --type f16|q8_0|q4_0|q4_k_m -o FILE.gguf [--vocab VOCAB.gguf] [--seed S]
  * Results go to stdout, timings and errors to stderr; any failure exits non-zero with one line. */
 #include <errno.h>
 #include <inttypes.h>
@@ -17,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "synth.h"
 #include "wick.h"
 
 #ifdef __EMSCRIPTEN__
@@ -90,7 +92,7 @@ static int read_file(const char *path, uint8_t **out, size_t *size) {
 }
 
 typedef struct {
-    const char *cmd, *model, *tokenizer, *prompt, *tokens, *follow;
+    const char *cmd, *model, *tokenizer, *prompt, *tokens, *follow, *shape, *type, *out, *vocab;
     int n, steps, threads, ctx, kv_type, no_bos, probs, keep, ignore_eos, truncate;
     const char *stops[16];
     int n_stops;
@@ -134,6 +136,10 @@ static int parse_args(int argc, char **argv, options *o) {
         else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) o->prompt = v;
         else if (!strcmp(a, "--tokens")) o->tokens = v;
         else if (!strcmp(a, "--follow")) o->follow = v;
+        else if (!strcmp(a, "--shape")) o->shape = v;
+        else if (!strcmp(a, "--type")) o->type = v;
+        else if (!strcmp(a, "-o") || !strcmp(a, "--output")) o->out = v;
+        else if (!strcmp(a, "--vocab")) o->vocab = v;
         else if (!strcmp(a, "-n")) { if (parse_int(a, v, 0, 1 << 24, &o->n)) return 1; }
         else if (!strcmp(a, "--steps")) { if (parse_int(a, v, 0, 1 << 20, &o->steps)) return 1; }
         else if (!strcmp(a, "--threads") || !strcmp(a, "-t")) { if (parse_int(a, v, 1, 256, &o->threads)) return 1; }
@@ -171,7 +177,7 @@ static int parse_args(int argc, char **argv, options *o) {
         }
         i++;
     }
-    if (!o->model) return error_exit("%s: -m MODEL is required", o->cmd);
+    if (!o->model && strcmp(o->cmd, "synth")) return error_exit("%s: -m MODEL is required", o->cmd);
     return 0;
 }
 
@@ -394,8 +400,19 @@ int main(int argc, char **argv)
 {
     options o;
     if (parse_args(argc, argv, &o)) return 1;
+    if (!strcmp(o.cmd, "synth")) {
+        if (!o.shape || !o.type || !o.out) return error_exit("synth: --shape, --type and -o are required");
+        char err[512];
+        /* the seed comes from --seed when given, as a generation setting */
+        unsigned long long seed = 1;
+        for (int i = 0; i < o.n_set; i++)
+            if (!strcmp(o.set_names[i], "seed")) seed = (unsigned long long)o.set_values[i];
+        const char *vocab = o.vocab ? o.vocab : "../shared/vocab/ggml-vocab-llama-spm.gguf";
+        if (synth_write(o.shape, o.type, vocab, o.out, seed, err, sizeof err)) return error_exit("synth: %s", err);
+        return 0;
+    }
     bool known = !strcmp(o.cmd, "generate") || !strcmp(o.cmd, "logits") || !strcmp(o.cmd, "tokenize") || !strcmp(o.cmd, "info");
-    if (!known) return error_exit("unknown command '%s' (generate, logits, tokenize, info)", o.cmd);
+    if (!known) return error_exit("unknown command '%s' (generate, logits, tokenize, info, synth)", o.cmd);
     wick_model *m;
     if (load_model(&o, &m)) return 1;
     int rc;

@@ -1,0 +1,131 @@
+/* unicode.c — UTF-8 decoding/encoding and character classes over the generated tables. */
+#include "unicode.h"
+
+#include "unicode_tables.h"
+
+enum unicode_category unicode_category_of(uint32_t cpt) {
+    if (cpt < 0x800) return (enum unicode_category)unicode_category_low[cpt];
+    if (cpt > 0x10FFFF) return UCAT_Cn;
+    /* the last range whose first code point is <= cpt */
+    size_t lo = 0, hi = sizeof unicode_category_ranges / sizeof unicode_category_ranges[0];
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if ((unicode_category_ranges[mid] >> 5) <= cpt) lo = mid;
+        else hi = mid;
+    }
+    return (enum unicode_category)(unicode_category_ranges[lo] & 31);
+}
+
+static const unsigned category_flag[UCAT_COUNT] = {
+    [UCAT_Cn] = UFLAG_UNDEFINED,
+    [UCAT_Lu] = UFLAG_LETTER, [UCAT_Ll] = UFLAG_LETTER, [UCAT_Lt] = UFLAG_LETTER,
+    [UCAT_Lm] = UFLAG_LETTER, [UCAT_Lo] = UFLAG_LETTER,
+    [UCAT_Mn] = UFLAG_MARK, [UCAT_Mc] = UFLAG_MARK, [UCAT_Me] = UFLAG_MARK,
+    [UCAT_Nd] = UFLAG_NUMBER, [UCAT_Nl] = UFLAG_NUMBER, [UCAT_No] = UFLAG_NUMBER,
+    [UCAT_Pc] = UFLAG_PUNCTUATION, [UCAT_Pd] = UFLAG_PUNCTUATION, [UCAT_Ps] = UFLAG_PUNCTUATION,
+    [UCAT_Pe] = UFLAG_PUNCTUATION, [UCAT_Pi] = UFLAG_PUNCTUATION, [UCAT_Pf] = UFLAG_PUNCTUATION,
+    [UCAT_Po] = UFLAG_PUNCTUATION,
+    [UCAT_Sm] = UFLAG_SYMBOL, [UCAT_Sc] = UFLAG_SYMBOL, [UCAT_Sk] = UFLAG_SYMBOL,
+    [UCAT_So] = UFLAG_SYMBOL,
+    [UCAT_Zs] = UFLAG_SEPARATOR, [UCAT_Zl] = UFLAG_SEPARATOR, [UCAT_Zp] = UFLAG_SEPARATOR,
+    [UCAT_Cc] = UFLAG_CONTROL, [UCAT_Cf] = UFLAG_CONTROL, [UCAT_Cs] = UFLAG_CONTROL,
+    [UCAT_Co] = UFLAG_CONTROL,
+};
+
+/* White_Space in PropList.txt, the list llama.cpp's gen-unicode-data.py hard-codes. */
+static bool is_whitespace(uint32_t c) {
+    if (c < 0x80) return c == 0x20 || (c >= 0x09 && c <= 0x0D);
+    return c == 0x85 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 ||
+           c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+}
+
+unsigned unicode_flags(uint32_t cpt) {
+    unsigned f = category_flag[unicode_category_of(cpt)];
+    if (is_whitespace(cpt)) f |= UFLAG_WHITESPACE;
+    return f;
+}
+
+uint32_t unicode_tolower(uint32_t cpt) {
+    if (cpt < 0x80) return cpt >= 'A' && cpt <= 'Z' ? cpt + 32 : cpt;
+    size_t lo = 0, hi = sizeof unicode_lower_runs / sizeof unicode_lower_runs[0];
+    /* the last run starting at or before cpt (runs are ascending and do not interleave) */
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if ((uint32_t)unicode_lower_runs[mid][0] <= cpt) lo = mid;
+        else hi = mid;
+    }
+    const int32_t *r = unicode_lower_runs[lo];
+    uint32_t first = (uint32_t)r[0], count = (uint32_t)r[1], stride = (uint32_t)r[2];
+    if (cpt < first || (cpt - first) % stride || (cpt - first) / stride >= count) return cpt;
+    return (uint32_t)((int32_t)cpt + r[3]);
+}
+
+int unicode_len_utf8(uint8_t lead) {
+    static const int8_t len_by_high_nibble[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
+    return len_by_high_nibble[lead >> 4];
+}
+
+static bool is_cont(uint8_t b) { return (b & 0xC0) == 0x80; }
+
+int unicode_decode_lenient(const uint8_t *s, size_t n, uint32_t *cpt) {
+    uint8_t b = s[0];
+    if (b < 0x80) { *cpt = b; return 1; }
+    if ((b & 0xE0) == 0xC0 && n >= 2 && is_cont(s[1])) {
+        *cpt = (uint32_t)(b & 0x1F) << 6 | (s[1] & 0x3F);
+        return 2;
+    }
+    if ((b & 0xF0) == 0xE0 && n >= 3 && is_cont(s[1]) && is_cont(s[2])) {
+        *cpt = (uint32_t)(b & 0x0F) << 12 | (uint32_t)(s[1] & 0x3F) << 6 | (s[2] & 0x3F);
+        return 3;
+    }
+    if ((b & 0xF8) == 0xF0 && n >= 4 && is_cont(s[1]) && is_cont(s[2]) && is_cont(s[3])) {
+        *cpt = (uint32_t)(b & 0x07) << 18 | (uint32_t)(s[1] & 0x3F) << 12 |
+               (uint32_t)(s[2] & 0x3F) << 6 | (s[3] & 0x3F);
+        return 4;
+    }
+    *cpt = UNICODE_REPLACEMENT;
+    return 1;
+}
+
+int unicode_valid_char_len(const uint8_t *s, size_t n) {
+    uint8_t b = s[0];
+    if (b < 0x80) return 1;
+    int len;
+    uint8_t lo = 0x80, hi = 0xBF; /* allowed range of the second byte (RFC 3629, table 3-7) */
+    if (b >= 0xC2 && b <= 0xDF) len = 2;
+    else if (b >= 0xE0 && b <= 0xEF) {
+        len = 3;
+        if (b == 0xE0) lo = 0xA0;      /* no overlong forms */
+        else if (b == 0xED) hi = 0x9F; /* no surrogates */
+    } else if (b >= 0xF0 && b <= 0xF4) {
+        len = 4;
+        if (b == 0xF0) lo = 0x90;      /* no overlong forms */
+        else if (b == 0xF4) hi = 0x8F; /* nothing past U+10FFFF */
+    } else return 0;
+    for (int i = 1; i < len; i++) {
+        if ((size_t)i >= n) return -1;
+        uint8_t c = s[i];
+        if (i == 1 ? (c < lo || c > hi) : !is_cont(c)) return 0;
+    }
+    return len;
+}
+
+int unicode_encode(uint32_t cpt, char *out) {
+    if (cpt < 0x80) { out[0] = (char)cpt; return 1; }
+    if (cpt < 0x800) {
+        out[0] = (char)(0xC0 | cpt >> 6);
+        out[1] = (char)(0x80 | (cpt & 0x3F));
+        return 2;
+    }
+    if (cpt < 0x10000) {
+        out[0] = (char)(0xE0 | cpt >> 12);
+        out[1] = (char)(0x80 | (cpt >> 6 & 0x3F));
+        out[2] = (char)(0x80 | (cpt & 0x3F));
+        return 3;
+    }
+    out[0] = (char)(0xF0 | (cpt >> 18 & 0x07));
+    out[1] = (char)(0x80 | (cpt >> 12 & 0x3F));
+    out[2] = (char)(0x80 | (cpt >> 6 & 0x3F));
+    out[3] = (char)(0x80 | (cpt & 0x3F));
+    return 4;
+}
