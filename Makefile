@@ -79,11 +79,11 @@ build/wasm/test_%.js: tests/test_%.c $(ENGINE_SRC) $(HEADERS) | build/.setup-sta
 	$(EMCC) $(WASM_CFLAGS) -DWICK_NO_THREADS -o $@ $< $(ENGINE_SRC) $(WASM_TEST_FLAGS)
 
 # ---- tests ----
-node_modules/.package-lock.json: package.json package-lock.json | build/.setup-stamp
+build/.npm-stamp: package.json package-lock.json | build/.setup-stamp
 	npm ci --no-audit --no-fund
 	@touch $@
 
-test: all node_modules/.package-lock.json
+test: all build/.npm-stamp
 	node --test --test-concurrency=2 tests/
 
 # ---- the page ----
