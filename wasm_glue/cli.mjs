@@ -47,7 +47,9 @@ export async function runCli(args) {
   Module.FS.mkdir('/host');
   Module.FS.mount(Module.NODEFS, { root: '/' }, '/host');
   const fileFlags = new Set(['-m', '--model', '-z', '--tokenizer']);
-  const argv = ['wick', ...args.map((a, i) => (i > 0 && fileFlags.has(args[i - 1]) ? '/host' + path.resolve(a) : a))];
+  // NODEFS does not follow symbolic links inside a path: hand it the real path where one exists
+  const hostPath = (p) => '/host' + (fs.existsSync(p) ? fs.realpathSync(p) : path.resolve(p));
+  const argv = ['wick', ...args.map((a, i) => (i > 0 && fileFlags.has(args[i - 1]) ? hostPath(a) : a))];
   const ptrs = argv.map((s) => {
     const n = Module.lengthBytesUTF8(s) + 1;
     const p = Module._malloc(n);
