@@ -9,6 +9,7 @@
  * once and used for all tokens of a tile; a single token (decode) is matrix × vector. */
 #include "forward.h"
 #include "quant.h"
+#include "simd.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -28,6 +29,9 @@ static int fail(char *err, size_t err_len, const char *fmt, ...) {
 #define ACT_BYTES_PER_ELEM_NUM 292
 #define ACT_BYTES_PER_ELEM_DEN 256
 
+/* The attention kernels take head dimensions that are multiples of 8, up to this. */
+#define MAX_HEAD_DIM 512
+
 static int kv_dim(const model_config *c) { return c->n_kv_heads * c->head_dim; }
 
 void wick_ctx_default_params(wick_ctx_params *p) {
@@ -41,6 +45,8 @@ int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_para
     memset(c, 0, sizeof *c);
     if (!m->has_weights) return fail(err, err_len, "the model has no weights (vocab-only file)");
     const model_config *mc = &m->c;
+    if (mc->head_dim % 8 || mc->head_dim > MAX_HEAD_DIM)
+        return fail(err, err_len, "head dimension %d is not supported (multiples of 8 up to %d are)", mc->head_dim, MAX_HEAD_DIM);
     c->m = m;
     /* default window: the training context, at least 2048 (tiny models list short ones but
      * extrapolate; llama.cpp runs them so) and at most 4096 (memory) */
@@ -78,7 +84,7 @@ int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_para
     size_t half = (size_t)(mc->rope_dim / 2 > 0 ? mc->rope_dim / 2 : 1);
     c->rope_cos = malloc(B * half * sizeof(float));
     c->rope_sin = malloc(B * half * sizeof(float));
-    c->att = malloc((size_t)n_threads * (size_t)c->n_ctx * sizeof(float));
+    c->att = malloc((size_t)n_threads * (size_t)(c->n_ctx + MAX_HEAD_DIM) * sizeof(float));
     c->qbuf_bytes = B * (widest * ACT_BYTES_PER_ELEM_NUM / ACT_BYTES_PER_ELEM_DEN + 64);
     c->qbuf[0] = malloc(c->qbuf_bytes);
     c->qbuf[1] = malloc(c->qbuf_bytes);
@@ -254,6 +260,51 @@ static void *kv_at(const struct wick_ctx *c, void *cache, int l, int pos) {
 
 /* ---- attention ---- */
 
+/* Eight F16 values → eight F32, exactly: the half's exponent and mantissa moved into a float's
+ * fields and scaled by 2^112 (the difference of the exponent biases, 127 − 15) handles normal
+ * and subnormal halves alike; Inf and NaN get the all-ones exponent back. */
+static inline v128_t f16_bits_to_f32(v128_t h /* u32 lanes holding half bits */) {
+    v128_t sign = wasm_i32x4_shl(wasm_v128_and(h, wasm_i32x4_splat(0x8000)), 16);
+    v128_t mag = wasm_i32x4_shl(wasm_v128_and(h, wasm_i32x4_splat(0x7fff)), 13);
+    v128_t f = wasm_f32x4_mul(mag, wasm_f32x4_splat(0x1p112f));
+    v128_t inf_nan = wasm_i32x4_eq(wasm_v128_and(h, wasm_i32x4_splat(0x7c00)), wasm_i32x4_splat(0x7c00));
+    f = wasm_v128_or(f, wasm_v128_and(inf_nan, wasm_i32x4_splat(0x7f800000)));
+    return wasm_v128_or(f, sign);
+}
+
+/* n (a multiple of 8) cached values → floats */
+static void kv_row_to_f32(const struct wick_ctx *c, const void *src, float *dst, int n) {
+    if (c->kv_type == WICK_KV_F32) {
+        memcpy(dst, src, (size_t)n * sizeof(float));
+        return;
+    }
+    const uint16_t *h = src;
+    for (int i = 0; i < n; i += 8) {
+        v128_t x = wasm_v128_load(h + i);
+        wasm_v128_store(dst + i, f16_bits_to_f32(wasm_u32x4_extend_low_u16x8(x)));
+        wasm_v128_store(dst + i + 4, f16_bits_to_f32(wasm_u32x4_extend_high_u16x8(x)));
+    }
+}
+
+/* Σ a_i·b_i over n (a multiple of 8) floats, in a fixed order: two 4-lane accumulators, then the lanes */
+static float dot_f32(const float *a, const float *b, int n) {
+    v128_t s0 = wasm_f32x4_splat(0), s1 = wasm_f32x4_splat(0);
+    for (int i = 0; i < n; i += 8) {
+        s0 = wasm_f32x4_add(s0, wasm_f32x4_mul(wasm_v128_load(a + i), wasm_v128_load(b + i)));
+        s1 = wasm_f32x4_add(s1, wasm_f32x4_mul(wasm_v128_load(a + i + 4), wasm_v128_load(b + i + 4)));
+    }
+    s0 = wasm_f32x4_add(s0, s1);
+    return (wasm_f32x4_extract_lane(s0, 0) + wasm_f32x4_extract_lane(s0, 1)) +
+           (wasm_f32x4_extract_lane(s0, 2) + wasm_f32x4_extract_lane(s0, 3));
+}
+
+/* out += w · v over n (a multiple of 4) floats */
+static void axpy_f32(float *out, float w, const float *v, int n) {
+    v128_t ww = wasm_f32x4_splat(w);
+    for (int i = 0; i < n; i += 4)
+        wasm_v128_store(out + i, wasm_f32x4_add(wasm_v128_load(out + i), wasm_f32x4_mul(ww, wasm_v128_load(v + i))));
+}
+
 typedef struct {
     struct wick_ctx *c;
     int layer, pos0, n_tok;
@@ -266,7 +317,8 @@ static void attention_task(void *arg, int ith, int nth) {
     struct wick_ctx *c = a->c;
     const model_config *mc = &c->m->c;
     int hd = mc->head_dim, group = mc->n_heads / mc->n_kv_heads;
-    float *scores = c->att + (size_t)ith * (size_t)c->n_ctx;
+    float *scores = c->att + (size_t)ith * (size_t)(c->n_ctx + MAX_HEAD_DIM);
+    float *row = scores + c->n_ctx; /* one cached key or value as floats */
     float inv_sqrt = 1.0f / sqrtf((float)hd);
     long p0, p1;
     pool_split((long)a->n_tok * mc->n_heads, ith, nth, &p0, &p1);
@@ -274,12 +326,11 @@ static void attention_task(void *arg, int ith, int nth) {
         int t = (int)(pair / mc->n_heads), h = (int)(pair % mc->n_heads);
         int pos = a->pos0 + t, kvh = h / group;
         const float *q = c->q + (size_t)t * mc->dim + (size_t)h * hd;
+        size_t head_off = (size_t)kvh * hd * c->kv_elem;
         float max = -INFINITY;
         for (int j = 0; j <= pos; j++) {
-            const void *kb = kv_at(c, c->k_cache, a->layer, j);
-            float s = 0;
-            for (int i = 0; i < hd; i++) s += q[i] * kv_load(c, kb, (size_t)kvh * hd + i);
-            s *= inv_sqrt;
+            kv_row_to_f32(c, (const uint8_t *)kv_at(c, c->k_cache, a->layer, j) + head_off, row, hd);
+            float s = dot_f32(q, row, hd) * inv_sqrt;
             scores[j] = s;
             if (s > max) max = s;
         }
@@ -292,9 +343,8 @@ static void attention_task(void *arg, int ith, int nth) {
         float *out = c->xb2 + (size_t)t * mc->dim + (size_t)h * hd;
         memset(out, 0, (size_t)hd * sizeof(float));
         for (int j = 0; j <= pos; j++) {
-            const void *vb = kv_at(c, c->v_cache, a->layer, j);
-            float w = scores[j] * inv_sum;
-            for (int i = 0; i < hd; i++) out[i] += w * kv_load(c, vb, (size_t)kvh * hd + i);
+            kv_row_to_f32(c, (const uint8_t *)kv_at(c, c->v_cache, a->layer, j) + head_off, row, hd);
+            axpy_f32(out, scores[j] * inv_sum, row, hd);
         }
     }
 }

@@ -37,3 +37,11 @@ test('the sampler draws the same sequence in the native and the wasm build', () 
   assert.ok(hash(a).length > 0, 'the sampler test prints its draw hash');
   assert.equal(hash(a), hash(b));
 });
+
+for (const build of ['native', 'wasm']) {
+  test(`${build}: test_context (cached keys after a context shift equal fresh ones)`, () => {
+    const r = runProgram(build, 'test_context', [path.join(shared, 'models', 'stories260K.gguf')]);
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    assert.match(r.stdout, /^\d+ passed, 0 failed/m);
+  });
+}
