@@ -93,3 +93,6 @@ serve: wasm
 
 clean:
 	rm -rf build
+
+# ---- hardening: fuzzing, sanitizers, valgrind (targets fuzz, test-asan, test-valgrind) ----
+-include mk/hardening.mk
