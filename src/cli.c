@@ -21,6 +21,10 @@
 #include "synth.h"
 #include "wick.h"
 
+#ifndef __EMSCRIPTEN__
+#include <sys/resource.h>
+#endif
+
 #ifdef __EMSCRIPTEN__
 #include <emscripten.h>
 /* Node's stdout through the glue, unbuffered, so generated text streams as it is produced. */
@@ -62,6 +66,17 @@ static int error_exit(const char *fmt, ...) {
     va_end(ap);
     outf(2, "wick: %s\n", msg);
     return 1;
+}
+
+/* Peak memory in MiB: the wasm heap (linear memory only grows) or the process's peak RSS. */
+static double peak_memory_mib(void) {
+#ifdef __EMSCRIPTEN__
+    return (double)__builtin_wasm_memory_size(0) * 65536.0 / 1048576.0;
+#else
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_maxrss / 1024.0;
+#endif
 }
 
 static double now_seconds(void) {
@@ -361,9 +376,9 @@ static int cmd_generate(const options *o, wick_model *m) {
     out_write(1, "\n", 1);
     static const char *reasons[] = {"none", "end of generation", "stop string", "length"};
     outf(2, "prefill: %d tokens in %.3f s (%.1f tok/s); decode: %d tokens in %.3f s (%.1f tok/s); threads %d; "
-            "finish: %s; context shifts dropped %d tokens\n",
+            "finish: %s; context shifts dropped %d tokens; peak memory %.1f MiB\n",
          n, t1 - t0, n / (t1 - t0 > 0 ? t1 - t0 : 1e-9), generated, t2 - t1,
-         generated / (t2 - t1 > 0 ? t2 - t1 : 1e-9), o->threads, reasons[wick_gen_finish(g) & 3], shifted);
+         generated / (t2 - t1 > 0 ? t2 - t1 : 1e-9), o->threads, reasons[wick_gen_finish(g) & 3], shifted, peak_memory_mib());
     wick_gen_free(g);
     free(ids);
     wick_ctx_free(c);
