@@ -1,0 +1,180 @@
+/* wasm_glue/gguf-header.js — reads the metadata of a GGUF file from its first bytes, and estimates
+ * the memory a model needs (file + KV cache + scratch) against what wasm32 can hold.
+ *
+ * A plain script with no import/export, so the same file runs as a classic script in the Web
+ * Worker (importScripts), as a module under Node, and is imported by wick.mjs on the page; it
+ * defines one global, `WickGguf`.
+ *
+ * Layout per the GGUF spec (ggml's docs/gguf.md), versions 2 and 3:
+ *   "GGUF" u32 version, u64 n_tensors, u64 n_kv, then n_kv × (string key, u32 type, value),
+ *   then the tensor directory and the aligned data. Strings are u64 length + UTF-8 bytes. */
+'use strict';
+(function (root) {
+  const TYPE = { U8: 0, I8: 1, U16: 2, I16: 3, U32: 4, I32: 5, F32: 6, BOOL: 7, STRING: 8, ARRAY: 9, U64: 10, I64: 11, F64: 12 };
+  const SCALAR_BYTES = { 0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8 };
+  // Arrays longer than this are summarised as {arrayOf, length} unless asked for by key (the
+  // vocabulary of a 150k-token model would otherwise be several MB of JS strings).
+  const SMALL_ARRAY = 64;
+  // A string or array length beyond this is not a real header: the file is damaged.
+  const MAX_COUNT = 2 ** 31;
+
+  // wasm32 with -sMAXIMUM_MEMORY=4GB, less what the engine holds besides the model, the KV cache
+  // and the scratch estimated below (code, stack, allocator bookkeeping, the JS side's buffers).
+  const WASM_MEMORY_LIMIT = 4 * 2 ** 30;
+  const ENGINE_RESERVE = 96 * 2 ** 20;
+
+  /** Thrown when the bytes end before the header does: read more and try again. */
+  class NeedMoreBytes extends Error {
+    constructor(needed) {
+      super(`the GGUF header needs more than ${needed} bytes`);
+      this.needed = needed;
+    }
+  }
+
+  /** Whether the first bytes are the GGUF magic. */
+  function isGguf(bytes) {
+    return bytes.length >= 4 && bytes[0] === 0x47 && bytes[1] === 0x47 && bytes[2] === 0x55 && bytes[3] === 0x46;
+  }
+
+  /**
+   * Parses the header in `bytes` (a Uint8Array over the start of the file; it may sit on a
+   * SharedArrayBuffer). Returns {version, tensorCount, metadata, headerBytes} where metadata maps
+   * each key to its value (numbers for integers, BigInt never: u64 values above 2^53 are rounded).
+   * Throws NeedMoreBytes when the header runs past the end of `bytes`, Error when it is not GGUF.
+   * keepArrays: keys whose arrays are kept whole however long.
+   */
+  function parseHeader(bytes, { keepArrays = [] } = {}) {
+    if (bytes.length < 24) throw new NeedMoreBytes(24);
+    if (!isGguf(bytes)) throw new Error('not a GGUF file (the first bytes are not "GGUF")');
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    const decoder = new TextDecoder('utf-8');
+    let p = 4;
+    const need = (n) => {
+      if (p + n > bytes.length) throw new NeedMoreBytes(p + n);
+    };
+    const u32 = () => { need(4); const v = view.getUint32(p, true); p += 4; return v; };
+    const u64 = () => { need(8); const v = Number(view.getBigUint64(p, true)); p += 8; return v; };
+    const count = (what) => {
+      const n = u64();
+      if (n > MAX_COUNT) throw new Error(`GGUF header: ${what} count ${n} is not plausible`);
+      return n;
+    };
+    // slice(): TextDecoder refuses views on a SharedArrayBuffer (the pthreads build's memory)
+    const str = () => { const n = count('string length'); need(n); const s = decoder.decode(bytes.slice(p, p + n)); p += n; return s; };
+    const scalar = (t) => {
+      const n = SCALAR_BYTES[t];
+      if (n === undefined) throw new Error(`GGUF header: unknown value type ${t}`);
+      need(n);
+      let v;
+      switch (t) {
+        case TYPE.U8: v = view.getUint8(p); break;
+        case TYPE.I8: v = view.getInt8(p); break;
+        case TYPE.U16: v = view.getUint16(p, true); break;
+        case TYPE.I16: v = view.getInt16(p, true); break;
+        case TYPE.U32: v = view.getUint32(p, true); break;
+        case TYPE.I32: v = view.getInt32(p, true); break;
+        case TYPE.F32: v = view.getFloat32(p, true); break;
+        case TYPE.BOOL: v = view.getUint8(p) !== 0; break;
+        case TYPE.U64: v = Number(view.getBigUint64(p, true)); break;
+        case TYPE.I64: v = Number(view.getBigInt64(p, true)); break;
+        case TYPE.F64: v = view.getFloat64(p, true); break;
+      }
+      p += n;
+      return v;
+    };
+    const value = (t, keep) => {
+      if (t === TYPE.STRING) return str();
+      if (t !== TYPE.ARRAY) return scalar(t);
+      const itemType = u32();
+      const n = count('array');
+      if (n <= SMALL_ARRAY || keep) {
+        const items = new Array(n);
+        for (let i = 0; i < n; i++) items[i] = value(itemType, false);
+        return items;
+      }
+      if (itemType === TYPE.ARRAY) throw new Error('GGUF header: nested arrays are not supported');
+      if (itemType === TYPE.STRING) for (let i = 0; i < n; i++) { const len = count('string length'); need(len); p += len; }
+      else { const size = SCALAR_BYTES[itemType]; if (size === undefined) throw new Error(`GGUF header: unknown array type ${itemType}`); need(n * size); p += n * size; }
+      return { arrayOf: itemType, length: n };
+    };
+
+    const version = u32();
+    if (version !== 2 && version !== 3) throw new Error(`GGUF version ${version} is not supported (2 and 3 are)`);
+    const tensorCount = count('tensor');
+    const kvCount = count('metadata');
+    const metadata = {};
+    for (let i = 0; i < kvCount; i++) {
+      const key = str();
+      metadata[key] = value(u32(), keepArrays.includes(key));
+    }
+    return { version, tensorCount, metadata, headerBytes: p };
+  }
+
+  /** The hyperparameters that size the KV cache, from the metadata. */
+  function hyperparameters(metadata) {
+    const arch = metadata['general.architecture'];
+    const get = (k) => metadata[`${arch}.${k}`];
+    const embd = get('embedding_length');
+    const heads = get('attention.head_count');
+    if (typeof arch !== 'string' || !Number.isFinite(embd) || !Number.isFinite(heads) || heads <= 0) return null;
+    const kvHeads = Number.isFinite(get('attention.head_count_kv')) ? get('attention.head_count_kv') : heads;
+    const keyLength = Number.isFinite(get('attention.key_length')) ? get('attention.key_length') : embd / heads;
+    const valueLength = Number.isFinite(get('attention.value_length')) ? get('attention.value_length') : keyLength;
+    const vocab = metadata['tokenizer.ggml.tokens'];
+    return {
+      arch,
+      layers: get('block_count') || 0,
+      embd,
+      heads,
+      kvHeads,
+      keyLength,
+      valueLength,
+      ffn: get('feed_forward_length') || 0,
+      contextTrain: get('context_length') || 0,
+      vocab: Array.isArray(vocab) ? vocab.length : vocab?.length || 0,
+    };
+  }
+
+  /** The context the engine picks when none is asked: the training context clamped to 2048…4096 (src/forward.c). */
+  function defaultContext(hp) {
+    return Math.min(4096, Math.max(2048, hp?.contextTrain || 0));
+  }
+
+  /** Bytes of the KV cache (keys and values of every layer and position), as wick_kv_bytes counts them. */
+  function kvCacheBytes(hp, nCtx, kvType = 'f16') {
+    if (!hp) return 0;
+    const elem = kvType === 'f32' ? 4 : 2;
+    return hp.layers * nCtx * hp.kvHeads * (hp.keyLength + hp.valueLength) * elem;
+  }
+
+  /** A rough bound of the forward pass's scratch: activations of one batch, logits, attention rows. */
+  function scratchBytes(hp, nCtx, nBatch = 256, threads = 8) {
+    if (!hp) return 0;
+    const perToken = 8 * hp.embd + 3 * hp.ffn + hp.heads * hp.keyLength * 2;
+    return 4 * (nBatch * perToken + 2 * hp.vocab + threads * nCtx);
+  }
+
+  /**
+   * Whether a model fits in wasm32 memory. Returns {fits, needed, available, fileBytes, kvBytes}.
+   * fileBytes: the model file(s); metadata may be null (only the file size is checked then).
+   */
+  function checkFits({ fileBytes, metadata = null, contextSize = 0, kvType = 'f16', threads = 1 }) {
+    const hp = metadata ? hyperparameters(metadata) : null;
+    const nCtx = contextSize > 0 ? contextSize : defaultContext(hp);
+    const kvBytes = kvCacheBytes(hp, nCtx, kvType);
+    const needed = fileBytes + kvBytes + scratchBytes(hp, nCtx, 256, threads);
+    const available = WASM_MEMORY_LIMIT - ENGINE_RESERVE;
+    return { fits: needed <= available, needed, available, fileBytes, kvBytes, contextSize: nCtx };
+  }
+
+  /** "1.2 GB" */
+  function formatBytes(n) {
+    if (n < 1024) return `${n} B`;
+    const units = ['KiB', 'MiB', 'GiB', 'TiB'];
+    let v = n, u = -1;
+    do { v /= 1024; u++; } while (v >= 1024 && u < units.length - 1);
+    return `${v.toFixed(v < 10 ? 2 : 1)} ${units[u]}`;
+  }
+
+  root.WickGguf = { TYPE, NeedMoreBytes, isGguf, parseHeader, hyperparameters, defaultContext, kvCacheBytes, checkFits, formatBytes, WASM_MEMORY_LIMIT, ENGINE_RESERVE };
+})(typeof self !== 'undefined' ? self : globalThis);

@@ -1,0 +1,235 @@
+// wasm_glue/wick.d.ts — TypeScript declarations of wick's public API (wick.mjs).
+
+export type WickErrorCode =
+  | 'E_FETCH' | 'E_NOT_GGUF' | 'E_TOO_LARGE' | 'E_UNSUPPORTED' | 'E_ABORTED' | 'E_INVALID_ARG' | 'E_FORMAT'
+  | 'E_NOMEM' | 'E_CONTEXT_FULL' | 'E_NO_TEMPLATE' | 'E_TEMPLATE' | 'E_NO_JINJA' | 'E_UNLOADED' | 'E_WORKER' | 'E_INTERNAL';
+
+export class WickError extends Error {
+  readonly code: WickErrorCode;
+  constructor(code: WickErrorCode, message: string);
+}
+
+export interface LoadProgress {
+  loaded: number;
+  total: number;
+  phase: 'download' | 'load';
+  /** true when the bytes come from the Cache API */
+  cached: boolean;
+}
+
+export interface LoadOptions {
+  /** compute threads (default: half the logical cores, 1…8); 1 in the single-threaded build */
+  threads?: number;
+  /** context window in tokens (default: the model's, clamped to 2048…4096) */
+  contextSize?: number;
+  kvType?: 'f16' | 'f32';
+  onProgress?: (p: LoadProgress) => void;
+  signal?: AbortSignal;
+  /** false: neither read nor keep the download in the Cache API (default true) */
+  cache?: boolean;
+  /** false: the single-threaded build even where threads are possible */
+  multiThreaded?: boolean;
+  /** folder with wick.js, wick.wasm, wick-mt.js, wick-mt.wasm, wick-mt.worker.js (default ../build/wasm/) */
+  wasmBase?: string | URL;
+  /** URL of worker.js (default: beside wick.mjs) */
+  workerUrl?: string | URL;
+}
+
+export type ModelSource = string | URL | Array<string | URL> | Blob | ArrayBuffer | ArrayBufferView;
+
+export interface GenerateOptions {
+  /** 0 = no limit but the context */
+  maxTokens?: number;
+  /** 0 = greedy (default 0.8) */
+  temperature?: number;
+  topK?: number;
+  topP?: number;
+  minP?: number;
+  /** 1 = off (default) */
+  repeatPenalty?: number;
+  repeatLastN?: number;
+  frequencyPenalty?: number;
+  presencePenalty?: number;
+  /** default: random */
+  seed?: number;
+  stop?: string | string[];
+  signal?: AbortSignal;
+  /** top candidates reported per token: true = 10, at most 64 */
+  probs?: boolean | number;
+  ignoreEos?: boolean;
+  /** prepend BOS to a string prompt as the model asks (default true) */
+  addBos?: boolean;
+}
+
+export interface TokenProb {
+  token: number;
+  text: string;
+  /** probability after truncation and temperature */
+  p: number;
+  /** the token drawn */
+  drawn: boolean;
+}
+
+export interface GenerateChunk {
+  text: string;
+  tokens: number[];
+  probs?: TokenProb[];
+  /** tokens dropped by a context shift before this token */
+  shifted?: number;
+  done?: undefined;
+}
+
+export interface Timings {
+  promptTokens: number;
+  /** prompt tokens actually evaluated (the rest was reused from the cache) */
+  promptEvalTokens: number;
+  cachedPromptTokens: number;
+  generatedTokens: number;
+  prefillMs: number;
+  decodeMs: number;
+  timeToFirstTokenMs: number | null;
+  prefillTokensPerSecond: number | null;
+  decodeTokensPerSecond: number | null;
+  contextShiftedTokens: number;
+  contextUsed: number;
+  contextSize: number;
+}
+
+export interface GenerateDone {
+  done: true;
+  finishReason: 'eog' | 'stop' | 'length' | 'abort';
+  timings: Timings | null;
+}
+
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant' | 'tool' | 'developer';
+  content: string | Array<{ type: 'text'; text: string }>;
+}
+
+export interface ChatCompletionRequest {
+  messages: ChatMessage[];
+  stream?: boolean;
+  max_tokens?: number | null;
+  max_completion_tokens?: number;
+  temperature?: number;
+  top_p?: number;
+  top_k?: number;
+  min_p?: number;
+  repetition_penalty?: number;
+  frequency_penalty?: number;
+  presence_penalty?: number;
+  seed?: number;
+  stop?: string | string[];
+  n?: 1;
+  logprobs?: boolean;
+  top_logprobs?: number;
+  /** a Jinja template used instead of the model's tokenizer.chat_template */
+  chat_template?: string;
+  chat_template_kwargs?: Record<string, unknown>;
+  signal?: AbortSignal;
+}
+
+export interface ChatCompletionUsage { prompt_tokens: number; completion_tokens: number; total_tokens: number }
+type FinishReason = 'stop' | 'length' | 'abort';
+
+export interface ChatCompletionChunk {
+  id: string;
+  object: 'chat.completion.chunk';
+  created: number;
+  model: string;
+  choices: Array<{ index: 0; delta: { role?: 'assistant'; content?: string }; finish_reason: FinishReason | null; logprobs: unknown }>;
+  /** on the last chunk */
+  usage?: ChatCompletionUsage;
+  timings?: Timings | null;
+}
+
+export interface ChatCompletion {
+  id: string;
+  object: 'chat.completion';
+  created: number;
+  model: string;
+  choices: Array<{ index: 0; message: { role: 'assistant'; content: string }; finish_reason: FinishReason; logprobs: unknown }>;
+  usage: ChatCompletionUsage;
+  timings: Timings | null;
+}
+
+export interface ModelInfo {
+  architecture: string;
+  name: string;
+  source: string;
+  n_vocab: number;
+  embedding_length?: number;
+  block_count?: number;
+  head_count?: number;
+  head_count_kv?: number;
+  context_length?: number;
+  n_params?: number;
+  bos: number;
+  eos: number;
+  tensor_types: Record<string, number>;
+  /** the GGUF metadata (arrays longer than 64 items summarised as {arrayOf, length}) */
+  metadata: Record<string, unknown>;
+  specialTokens: { bos?: string; eos?: string; unknown?: string; padding?: string };
+  chatTemplate: string | null;
+  fileBytes: number;
+  files: number;
+  fromCache: boolean;
+  contextSize: number;
+  kvBytes: number;
+  kvType: 'f16' | 'f32';
+  build: 'mt' | 'st';
+  multiThreaded: boolean;
+  threads: number;
+  wasmMemoryBytes: number;
+  [key: string]: unknown;
+}
+
+export interface Engine {
+  readonly info: ModelInfo;
+  /** 'mt': the pthreads build; 'st': the single-threaded build */
+  readonly build: 'mt' | 'st';
+  readonly multiThreaded: boolean;
+  readonly threads: number;
+  generate(prompt: string | number[], options?: GenerateOptions): AsyncGenerator<GenerateChunk | GenerateDone>;
+  chat: {
+    completions: {
+      create(request: ChatCompletionRequest & { stream: true }): Promise<AsyncIterable<ChatCompletionChunk>>;
+      create(request: ChatCompletionRequest & { stream?: false }): Promise<ChatCompletion>;
+    };
+  };
+  applyChatTemplate(messages: ChatMessage[], options?: { template?: string; addGenerationPrompt?: boolean; extra?: Record<string, unknown> }): Promise<string>;
+  tokenize(text: string, options?: { addBos?: boolean; special?: boolean }): Promise<number[]>;
+  detokenize(tokens: number[]): Promise<string>;
+  /** stops every generation in progress */
+  abort(): void;
+  /** frees the model and ends the worker */
+  unload(): Promise<void>;
+}
+
+export interface CacheEntry { url: string; bytes: number; date: string | null }
+
+export interface FitCheck { fits: boolean; needed: number; available: number; fileBytes: number; kvBytes: number; contextSize: number }
+
+export interface InspectResult { url: string; bytes: number; version: number; tensorCount: number; metadata: Record<string, unknown>; fits: FitCheck }
+
+export declare const Wick: {
+  load(source: ModelSource, options?: LoadOptions): Promise<Engine>;
+  inspect(url: string | URL, options?: { contextSize?: number; kvType?: 'f16' | 'f32' }): Promise<InspectResult>;
+  cache: {
+    readonly supported: boolean;
+    list(): Promise<CacheEntry[]>;
+    delete(url: string | URL): Promise<boolean>;
+    clear(): Promise<boolean>;
+    has(url: string | URL): Promise<boolean>;
+  };
+  defaultThreads(): number;
+  canUseThreads(): boolean;
+  splitUrls(firstUrl: string): string[];
+  useJinja(module: { Template: unknown }): void;
+  WickError: typeof WickError;
+};
+
+export declare function defaultThreads(): number;
+export declare function canUseThreads(): boolean;
+export declare function splitUrls(firstUrl: string): string[];
+export default Wick;

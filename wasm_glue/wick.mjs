@@ -1,0 +1,667 @@
+// wasm_glue/wick.mjs — wick's public JavaScript API, for a page, a worker or Node:
+//
+//   import { Wick } from './wasm_glue/wick.mjs';
+//   const engine = await Wick.load('models/stories260K.gguf', { onProgress: (p) => … });
+//   for await (const chunk of engine.generate('Once upon a time', { maxTokens: 100 })) …
+//   const stream = await engine.chat.completions.create({ messages, stream: true });
+//
+// Everything heavy runs in a dedicated worker (worker.js: a Web Worker on a page, a
+// worker_threads Worker under Node): this thread only sends requests and receives text.
+// The pthreads build is used when the page is cross-origin isolated (SharedArrayBuffer) and
+// under Node, the single-threaded build otherwise; `engine.multiThreaded` says which.
+import './gguf-header.js';
+
+const WickGguf = globalThis.WickGguf;
+const isNode = typeof process !== 'undefined' && !!process.versions?.node && typeof window === 'undefined' && typeof importScripts === 'undefined';
+const nodeOs = isNode ? await import('node:os') : null;
+const CACHE_NAME = 'wick-models-v1'; // the worker keeps downloads under the same name
+const PUSH_CHUNK = 16 << 20;         // an ArrayBuffer source is sent to the worker in pieces this big
+const MAX_THREADS = 8;
+const START_TIMEOUT_MS = 60000;
+const SPLIT_NAME = /-(\d{5})-of-(\d{5})\.gguf$/;
+
+/** An Error with a `code`: E_FETCH, E_NOT_GGUF, E_TOO_LARGE, E_UNSUPPORTED, E_ABORTED,
+ *  E_INVALID_ARG, E_FORMAT, E_NOMEM, E_CONTEXT_FULL, E_NO_TEMPLATE, E_NO_JINJA, E_UNLOADED, E_WORKER. */
+export class WickError extends Error {
+  constructor(code, message) {
+    super(message);
+    this.name = 'WickError';
+    this.code = code;
+  }
+}
+
+const invalid = (message) => new WickError('E_INVALID_ARG', message);
+
+/** About the number of physical cores: half the logical ones, at least 1, at most 8. */
+export function defaultThreads() {
+  const logical = isNode ? (nodeOs.availableParallelism?.() ?? nodeOs.cpus().length) : globalThis.navigator?.hardwareConcurrency || 2;
+  return Math.min(MAX_THREADS, Math.max(1, Math.floor(logical / 2)));
+}
+
+/** Whether this context can run the pthreads build (SharedArrayBuffer and cross-origin isolation). */
+export function canUseThreads() {
+  if (isNode) return true;
+  return globalThis.crossOriginIsolated === true && typeof SharedArrayBuffer !== 'undefined';
+}
+
+// ---- checking the caller's arguments ----
+
+function checkNumber(name, v, { min = -Infinity, max = Infinity, integer = false, minExclusive = false } = {}) {
+  if (typeof v !== 'number' || !Number.isFinite(v)) throw invalid(`${name} must be a finite number (got ${JSON.stringify(v)})`);
+  if (integer && !Number.isInteger(v)) throw invalid(`${name} must be an integer (got ${v})`);
+  if (minExclusive ? v <= min : v < min) throw invalid(`${name} must be ${minExclusive ? 'greater than' : 'at least'} ${min} (got ${v})`);
+  if (v > max) throw invalid(`${name} must be at most ${max} (got ${v})`);
+  return v;
+}
+
+function checkSignal(signal) {
+  if (signal !== undefined && signal !== null && typeof signal.aborted !== 'boolean') throw invalid('signal must be an AbortSignal');
+  if (signal?.aborted) throw new WickError('E_ABORTED', 'aborted before it started');
+}
+
+const GENERATE_OPTIONS = {
+  maxTokens: ['max_tokens', { min: 0, integer: true }],
+  temperature: ['temperature', { min: 0 }],
+  topK: ['top_k', { min: 0, integer: true }],
+  topP: ['top_p', { min: 0, max: 1, minExclusive: true }],
+  minP: ['min_p', { min: 0, max: 1 }],
+  repeatPenalty: ['repeat_penalty', { min: 0, minExclusive: true }],
+  repeatLastN: ['repeat_last_n', { min: 0, integer: true }],
+  frequencyPenalty: ['frequency_penalty', { min: -2, max: 2 }],
+  presencePenalty: ['presence_penalty', { min: -2, max: 2 }],
+  seed: ['seed', { min: 0, max: Number.MAX_SAFE_INTEGER, integer: true }],
+};
+// Every setting is sent with each request: the engine keeps settings between generations.
+// With temperature 0 and these defaults the text is the CLI's greedy text.
+const SETTING_DEFAULTS = {
+  max_tokens: 0, temperature: 0.8, top_k: 40, top_p: 0.95, min_p: 0.05, repeat_penalty: 1, // 1 = off, as llama.cpp
+  repeat_last_n: 64, frequency_penalty: 0, presence_penalty: 0, ignore_eos: 0,
+};
+const OTHER_GENERATE_OPTIONS = new Set(['stop', 'signal', 'probs', 'ignoreEos', 'addBos']);
+
+/** Turns generate() options into the engine's settings, refusing bad values with a clear Error. */
+function generateSettings(options) {
+  if (options === null || typeof options !== 'object') throw invalid('options must be an object');
+  const settings = { ...SETTING_DEFAULTS };
+  for (const [key, value] of Object.entries(options)) {
+    if (value === undefined) continue;
+    const known = GENERATE_OPTIONS[key];
+    if (known) settings[known[0]] = checkNumber(key, value, known[1]);
+    else if (!OTHER_GENERATE_OPTIONS.has(key)) throw invalid(`unknown option ${key} (known: ${[...Object.keys(GENERATE_OPTIONS), ...OTHER_GENERATE_OPTIONS].join(', ')})`);
+  }
+  if (settings.seed === undefined) settings.seed = Math.floor(Math.random() * 2 ** 32);
+  if (options.ignoreEos !== undefined) settings.ignore_eos = options.ignoreEos ? 1 : 0;
+  let stops = options.stop ?? [];
+  if (typeof stops === 'string') stops = [stops];
+  if (!Array.isArray(stops) || stops.some((s) => typeof s !== 'string' || s === '')) throw invalid('stop must be a non-empty string or an array of them');
+  let probs = options.probs ?? 0;
+  if (probs === true) probs = 10;
+  if (probs === false) probs = 0;
+  checkNumber('probs', probs, { min: 0, max: 64, integer: true });
+  checkSignal(options.signal);
+  return { settings, stops, probs };
+}
+
+// ---- where the files are ----
+
+function moduleUrl(rel) {
+  return new URL(rel, import.meta.url).href;
+}
+
+/** The absolute URL of a string source (relative ones against the page). */
+function absoluteUrl(s) {
+  const base = globalThis.location?.href;
+  try { return new URL(s, base).href; } catch { throw invalid(`not a URL: ${s}`); }
+}
+
+/** The absolute URL of wasmBase or workerUrl: against the page, or a file path under Node. */
+async function resourceUrl(u, folder) {
+  let s = String(u);
+  if (folder && !s.endsWith('/')) s += '/';
+  if (isNode && !/^[a-z][a-z0-9+.-]*:/i.test(s)) {
+    const { pathToFileURL } = await import('node:url');
+    return pathToFileURL(s).href + (folder && !pathToFileURL(s).href.endsWith('/') ? '/' : '');
+  }
+  return absoluteUrl(s);
+}
+
+/** The URLs of all parts of a split model, from the first one's name (name-00001-of-00003.gguf). */
+export function splitUrls(first) {
+  const m = SPLIT_NAME.exec(first);
+  if (!m) return [first];
+  const n = Number(m[2]);
+  if (Number(m[1]) !== 1) throw invalid(`${first} is part ${Number(m[1])} of a split model: give the first part (-00001-of-${m[2]})`);
+  return Array.from({ length: n }, (_, i) => first.replace(SPLIT_NAME, `-${String(i + 1).padStart(5, '0')}-of-${m[2]}.gguf`));
+}
+
+/** The description of a source the worker understands: {kind, items, sizes?}. */
+async function describeSource(source, useCache) {
+  if (typeof source === 'string' || source instanceof URL) {
+    const s = String(source);
+    if (isNode && !/^(https?|data|blob):/i.test(s)) {
+      const { fileURLToPath } = await import('node:url');
+      const path = await import('node:path');
+      const file = s.startsWith('file:') ? fileURLToPath(s) : path.resolve(s);
+      return { kind: 'path', items: splitUrls(file), label: file };
+    }
+    const urls = splitUrls(absoluteUrl(s));
+    return { kind: 'url', items: urls.map((url) => ({ url, cache: useCache })), label: urls[0], sizes: urls.length > 1 ? await headSizes(urls) : undefined };
+  }
+  if (Array.isArray(source)) {
+    if (!source.length || source.some((u) => typeof u !== 'string' && !(u instanceof URL))) throw invalid('an array source must hold the URLs of the parts of a split model');
+    if (isNode && source.every((u) => !/^(https?|data|blob):/i.test(String(u)))) {
+      const path = await import('node:path');
+      return { kind: 'path', items: source.map((u) => path.resolve(String(u))), label: String(source[0]) };
+    }
+    const urls = source.map((u) => absoluteUrl(String(u)));
+    return { kind: 'url', items: urls.map((url) => ({ url, cache: useCache })), label: urls[0], sizes: urls.length > 1 ? await headSizes(urls) : undefined };
+  }
+  if (typeof Blob !== 'undefined' && source instanceof Blob) return { kind: 'blob', items: [source], label: source.name || 'blob' };
+  if (source instanceof ArrayBuffer || ArrayBuffer.isView(source) || (typeof SharedArrayBuffer !== 'undefined' && source instanceof SharedArrayBuffer)) {
+    const bytes = source instanceof ArrayBuffer || source instanceof SharedArrayBuffer ? new Uint8Array(source) : new Uint8Array(source.buffer, source.byteOffset, source.byteLength);
+    return { kind: 'push', items: [{ size: bytes.length }], bytes, label: 'ArrayBuffer' };
+  }
+  throw invalid('source must be a URL, an array of URLs (a split model), a File/Blob or an ArrayBuffer');
+}
+
+/** Sizes of the parts of a split model (HEAD requests), so the whole is checked before any download. */
+async function headSizes(urls) {
+  try {
+    const sizes = await Promise.all(urls.map(async (u) => Number((await fetch(u, { method: 'HEAD' })).headers.get('Content-Length'))));
+    return sizes.every((n) => Number.isFinite(n) && n > 0) ? sizes : undefined;
+  } catch {
+    return undefined; // offline (the parts may be cached) or HEAD refused: each part is checked as it comes
+  }
+}
+
+// ---- the worker ----
+
+/** A worker of either kind behind one small interface: post, terminate, and three callbacks. */
+async function startWorker(url, { onMessage, onCrash }) {
+  if (isNode) {
+    const { Worker } = await import('node:worker_threads');
+    const w = new Worker(new URL(url));
+    w.on('message', onMessage);
+    w.on('error', (e) => onCrash(e));
+    w.on('exit', (code) => onCrash(new Error(`the worker exited (code ${code})`)));
+    return { post: (m, t) => w.postMessage(m, t), terminate: () => w.terminate(), ref: () => w.ref(), unref: () => w.unref(), raw: w };
+  }
+  const w = new Worker(url);
+  w.onmessage = (e) => onMessage(e.data);
+  w.onerror = (e) => { e.preventDefault?.(); onCrash(new Error(e.message || 'the worker failed to start or threw')); };
+  w.onmessageerror = () => onCrash(new Error('a message from the worker could not be read'));
+  return { post: (m, t) => w.postMessage(m, t), terminate: () => w.terminate(), ref() {}, unref() {}, raw: w };
+}
+
+/** A queue between the worker's messages and an async iterator. */
+class ChunkQueue {
+  constructor() { this.items = []; this.wake = null; }
+  push(item) { this.items.push(item); if (this.wake) { const w = this.wake; this.wake = null; w(); } }
+  async next() {
+    while (!this.items.length) await new Promise((r) => (this.wake = r));
+    return this.items.shift();
+  }
+}
+
+class Engine {
+  constructor() {
+    this._nextId = 1;
+    this._pending = new Map();
+    this._dead = null;
+    this.chat = { completions: { create: (request) => this._chatCompletion(request) } };
+  }
+
+  async _start({ threads, build }) {
+    const mt = build === 'mt';
+    const base = this._wasmBase;
+    this._worker = await startWorker(this._workerUrl, {
+      onMessage: (m) => this._onMessage(m),
+      onCrash: (e) => this._crash(e),
+    });
+    const starting = this._request({
+      type: 'init',
+      build,
+      threads,
+      scriptUrl: new URL(mt ? 'wick-mt.js' : 'wick.js', base).href,
+      wasmUrl: new URL(mt ? 'wick-mt.wasm' : 'wick.wasm', base).href,
+      ggufUrl: moduleUrl('./gguf-header.js'),
+    });
+    // A wasm module that never comes up (a missing or half-written file, a blocked thread
+    // worker) would otherwise leave the load pending for ever.
+    const timer = setTimeout(() => this._crash(new WickError('E_WORKER', `the engine did not start within ${START_TIMEOUT_MS / 1000} s (${base})`)), START_TIMEOUT_MS);
+    const init = await starting.finally(() => clearTimeout(timer));
+    /** 'mt' (pthreads) or 'st' (single-threaded) */
+    this.build = init.build;
+    /** true when the pthreads build is in use */
+    this.multiThreaded = init.build === 'mt';
+    /** threads the engine computes with */
+    this.threads = init.threads;
+  }
+
+  _onMessage(m) {
+    if (m.type === 'fatal') { this._crash(new WickError('E_WORKER', m.message)); return; }
+    const p = this._pending.get(m.id);
+    if (!p) return;
+    if (m.type === 'progress') p.onProgress?.(m);
+    else if (m.type === 'chunk') p.onChunk?.(m);
+    else {
+      this._pending.delete(m.id);
+      if (!this._pending.size) this._worker?.unref();
+      if (m.type === 'result') p.resolve(m.value);
+      else p.reject(new WickError(m.code, m.message));
+    }
+  }
+
+  _crash(e) {
+    if (this._dead) return;
+    this._dead = e instanceof WickError ? e : new WickError('E_WORKER', `the engine's worker died: ${e.message || e}`);
+    const pending = [...this._pending.values()];
+    this._pending.clear();
+    for (const p of pending) p.reject(this._dead);
+    try { this._worker?.terminate(); } catch { /* already gone */ }
+  }
+
+  _request(message, { onProgress, onChunk, transfer } = {}) {
+    if (this._dead) return Promise.reject(this._dead);
+    const id = this._nextId++;
+    const done = new Promise((resolve, reject) => this._pending.set(id, { resolve, reject, onProgress, onChunk }));
+    this._worker.ref();
+    this._worker.post({ ...message, id }, transfer);
+    done.id = id;
+    return done;
+  }
+
+  _abort(id) {
+    if (!this._dead && this._pending.has(id)) this._worker.post({ type: 'abort', id });
+  }
+
+  async _load(source, options) {
+    const described = await describeSource(source, options.cache !== false);
+    const onProgress = options.onProgress;
+    const report = (m) => {
+      try { onProgress?.({ loaded: m.loaded, total: m.total, phase: m.phase, cached: !!m.cached }); } catch (e) { console.error(e); }
+    };
+    const request = this._request({
+      type: 'load',
+      source: { kind: described.kind, items: described.items, sizes: described.sizes },
+      contextSize: options.contextSize || 0,
+      kvType: options.kvType || 'f16',
+    }, { onProgress: report });
+    const onAbort = () => this._abort(request.id);
+    options.signal?.addEventListener('abort', onAbort);
+    try {
+      if (described.kind === 'push') this._pushBytes(request.id, described.bytes);
+      const info = await request;
+      this._label = described.label;
+      this._setInfo(info);
+    } finally {
+      options.signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  /** Sends an ArrayBuffer source in pieces: the worker writes each into wasm memory as it comes. */
+  _pushBytes(id, bytes) {
+    for (let off = 0; off < bytes.length; off += PUSH_CHUNK) {
+      const piece = bytes.slice(off, Math.min(bytes.length, off + PUSH_CHUNK));
+      this._worker.post({ type: 'data', id, bytes: piece.buffer }, [piece.buffer]);
+    }
+    this._worker.post({ type: 'data', id, end: true });
+  }
+
+  _setInfo(r) {
+    const md = r.header?.metadata || {};
+    /** What the engine reports about the model, the GGUF metadata (big arrays summarised), and the run. */
+    this.info = {
+      ...r.model,
+      name: md['general.name'] || String(this._label).split(/[\\/]/).pop(),
+      source: this._label,
+      metadata: md,
+      specialTokens: r.header?.specialTokens || {},
+      chatTemplate: typeof md['tokenizer.chat_template'] === 'string' ? md['tokenizer.chat_template'] : null,
+      fileBytes: r.fileBytes,
+      files: r.files,
+      fromCache: r.cached,
+      contextSize: r.contextSize,
+      kvBytes: r.kvBytes,
+      kvType: this._kvType,
+      build: r.build,
+      multiThreaded: r.build === 'mt',
+      threads: r.threads,
+      wasmMemoryBytes: r.heapBytes,
+    };
+  }
+
+  /** Token ids of a text. addBos: prepend BOS as the model asks (default true); special: parse special-token texts. */
+  async tokenize(text, { addBos = true, special = false } = {}) {
+    if (typeof text !== 'string') throw invalid('tokenize: text must be a string');
+    return this._request({ type: 'tokenize', text, addBos, special });
+  }
+
+  /** The text of token ids. */
+  async detokenize(tokens) {
+    checkTokens(tokens, this.info?.n_vocab);
+    return this._request({ type: 'detokenize', tokens: Array.from(tokens) });
+  }
+
+  /**
+   * Streams a continuation of `prompt` (a string, or token ids used as they are): yields
+   * {text, tokens, probs?, shifted?} as tokens are produced, then
+   * {done: true, finishReason: 'eog'|'stop'|'length'|'abort', timings}.
+   */
+  generate(prompt, options = {}) {
+    const checked = generateSettings(options);
+    if (typeof prompt !== 'string' && !Array.isArray(prompt) && !ArrayBuffer.isView(prompt)) throw invalid('prompt must be a string or an array of token ids');
+    if (typeof prompt !== 'string') checkTokens(prompt, this.info?.n_vocab);
+    if (typeof prompt === 'string' && prompt === '' && options.addBos === false) throw invalid('the prompt is empty');
+    return this._generate(prompt, checked, options);
+  }
+
+  async *_generate(prompt, { settings, stops, probs }, options) {
+    const tokens = typeof prompt === 'string' ? await this.tokenize(prompt, { addBos: options.addBos !== false }) : Array.from(prompt);
+    if (!tokens.length) throw invalid('the prompt has no tokens');
+    yield* this._stream({ type: 'generate', tokens, settings, stops, probs }, options.signal);
+  }
+
+  async *_stream(message, signal) {
+    checkSignal(signal);
+    const queue = new ChunkQueue();
+    const request = this._request(message, { onChunk: (c) => queue.push({ chunk: c }) });
+    request.then((v) => queue.push({ end: v }), (e) => queue.push({ error: e }));
+    const id = request.id;
+    // Once stopped, text already on its way is dropped: the next record is the final one.
+    let stopped = false;
+    const onAbort = () => { stopped = true; this._abort(id); };
+    this._active = this._active || new Map();
+    this._active.set(id, onAbort);
+    signal?.addEventListener('abort', onAbort);
+    let finished = false;
+    try {
+      for (;;) {
+        const item = await queue.next();
+        if (item.chunk && stopped) continue;
+        if (item.chunk) {
+          const { text, tokens, probs, shifted } = item.chunk;
+          const out = { text, tokens };
+          if (probs) out.probs = probs;
+          if (shifted) out.shifted = shifted;
+          yield out;
+        } else if (item.error) {
+          finished = true;
+          if (item.error.code === 'E_ABORTED') { yield { done: true, finishReason: 'abort', timings: null }; return; }
+          throw item.error;
+        } else {
+          finished = true;
+          yield item.end;
+          return;
+        }
+      }
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+      this._active.delete(id);
+      if (!finished) this._abort(id); // the caller stopped iterating: stop the engine too
+    }
+  }
+
+  /** Stops every generation in progress (each ends with finishReason 'abort'). */
+  abort() {
+    for (const stop of this._active?.values() || []) stop();
+  }
+
+  /** Frees the model and ends the worker (and its threads). The engine cannot be used afterwards. */
+  async unload() {
+    if (this._dead) return;
+    this._dead = new WickError('E_UNLOADED', 'the engine was unloaded');
+    const pending = [...this._pending.values()];
+    this._pending.clear();
+    for (const p of pending) p.reject(this._dead);
+    await this._worker.terminate();
+  }
+
+  // ---- chat ----
+
+  /** The prompt text of a conversation, rendered with the model's chat template (or `template`). */
+  async applyChatTemplate(messages, { template, addGenerationPrompt = true, extra = {} } = {}) {
+    checkMessages(messages);
+    const source = template ?? this.info.chatTemplate;
+    if (typeof source !== 'string' || !source)
+      throw new WickError('E_NO_TEMPLATE', `${this.info.name} has no chat template (tokenizer.chat_template); pass chat_template with the request, or use engine.generate() for plain text`);
+    const { Template } = await loadJinja();
+    let compiled;
+    try {
+      compiled = new Template(source);
+    } catch (e) {
+      throw new WickError('E_TEMPLATE', `the chat template does not parse: ${e.message}`);
+    }
+    try {
+      return compiled.render({
+        ...extra,
+        messages: messages.map((m) => ({ ...m, content: messageText(m.content) })),
+        add_generation_prompt: addGenerationPrompt,
+        bos_token: this.info.specialTokens.bos ?? '',
+        eos_token: this.info.specialTokens.eos ?? '',
+      });
+    } catch (e) {
+      throw new WickError('E_TEMPLATE', `the chat template failed: ${e.message}`);
+    }
+  }
+
+  async _chatCompletion(request) {
+    if (request === null || typeof request !== 'object') throw invalid('create() takes a request object');
+    checkMessages(request.messages);
+    if (request.n !== undefined && request.n !== 1) throw invalid('only n = 1 is supported');
+    const options = {
+      maxTokens: request.max_completion_tokens ?? request.max_tokens ?? undefined,
+      temperature: request.temperature ?? undefined,
+      topP: request.top_p ?? undefined,
+      topK: request.top_k ?? undefined,
+      minP: request.min_p ?? undefined,
+      repeatPenalty: request.repetition_penalty ?? request.repeat_penalty ?? undefined,
+      frequencyPenalty: request.frequency_penalty ?? undefined,
+      presencePenalty: request.presence_penalty ?? undefined,
+      seed: request.seed ?? undefined,
+      stop: request.stop ?? undefined,
+      signal: request.signal ?? undefined,
+      probs: request.logprobs ? request.top_logprobs ?? 1 : undefined,
+    };
+    if (options.maxTokens === null) options.maxTokens = undefined;
+    const checked = generateSettings(options);
+    const text = await this.applyChatTemplate(request.messages, { template: request.chat_template, extra: request.chat_template_kwargs || {} });
+    const bos = this.info.specialTokens.bos;
+    const tokens = await this.tokenize(text, { addBos: !(bos && text.startsWith(bos)), special: true });
+    const stream = this._stream({ type: 'generate', tokens, settings: checked.settings, stops: checked.stops, probs: checked.probs }, options.signal);
+    const id = `chatcmpl-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
+    const created = Math.floor(Date.now() / 1000);
+    const model = this.info.name;
+    const finishReason = (r) => (r === 'length' ? 'length' : r === 'abort' ? 'abort' : 'stop');
+    const logprobsOf = (c) => c.probs && { content: [{ token: c.text, logprob: Math.log(c.probs.find((p) => p.drawn)?.p ?? 0), top_logprobs: c.probs.map((p) => ({ token: p.text, logprob: Math.log(p.p) })) }] };
+    const usageOf = (t) => t && { prompt_tokens: t.promptTokens, completion_tokens: t.generatedTokens, total_tokens: t.promptTokens + t.generatedTokens };
+
+    if (request.stream) {
+      return (async function* chunks() {
+        let first = true;
+        for await (const c of stream) {
+          if (c.done) {
+            yield { id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta: {}, finish_reason: finishReason(c.finishReason), logprobs: null }], usage: usageOf(c.timings), timings: c.timings };
+            return;
+          }
+          const delta = first ? { role: 'assistant', content: c.text } : { content: c.text };
+          first = false;
+          yield { id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, finish_reason: null, logprobs: logprobsOf(c) || null }] };
+        }
+      })();
+    }
+    let content = '';
+    let final = null;
+    const logprobs = [];
+    for await (const c of stream) {
+      if (c.done) final = c;
+      else {
+        content += c.text;
+        if (c.probs) logprobs.push(...logprobsOf(c).content);
+      }
+    }
+    return {
+      id, object: 'chat.completion', created, model,
+      choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: finishReason(final.finishReason), logprobs: request.logprobs ? { content: logprobs } : null }],
+      usage: usageOf(final.timings),
+      timings: final.timings,
+    };
+  }
+}
+
+function checkTokens(tokens, nVocab) {
+  if (!Array.isArray(tokens) && !ArrayBuffer.isView(tokens)) throw invalid('tokens must be an array of token ids');
+  for (const t of tokens) if (!Number.isInteger(t) || t < 0 || (nVocab && t >= nVocab)) throw invalid(`token id ${t} is not in the vocabulary${nVocab ? ` (0…${nVocab - 1})` : ''}`);
+}
+
+const ROLES = new Set(['system', 'user', 'assistant', 'tool', 'developer']);
+
+function messageText(content) {
+  if (typeof content === 'string') return content;
+  return content.map((part) => part.text).join('');
+}
+
+function checkMessages(messages) {
+  if (!Array.isArray(messages) || messages.length === 0) throw invalid('messages must be a non-empty array of {role, content}');
+  messages.forEach((m, i) => {
+    if (m === null || typeof m !== 'object') throw invalid(`messages[${i}] must be an object {role, content}`);
+    if (!ROLES.has(m.role)) throw invalid(`messages[${i}].role ${JSON.stringify(m.role)} is not one of ${[...ROLES].join(', ')}`);
+    const ok = typeof m.content === 'string' || (Array.isArray(m.content) && m.content.every((p) => p && p.type === 'text' && typeof p.text === 'string'));
+    if (!ok) throw invalid(`messages[${i}].content must be a string or an array of {type: 'text', text}`);
+  });
+}
+
+// @huggingface/jinja renders chat templates. Under Node and with a bundler or an import map the
+// bare name resolves; a page without either finds it in node_modules beside this package.
+let jinja = null;
+async function loadJinja() {
+  if (jinja) return jinja;
+  const candidates = ['@huggingface/jinja', moduleUrl('../node_modules/@huggingface/jinja/dist/index.js'), moduleUrl('../../@huggingface/jinja/dist/index.js')];
+  for (const c of candidates) {
+    try {
+      jinja = await import(c);
+      if (jinja.Template) return jinja;
+    } catch { /* try the next place */ }
+  }
+  jinja = null;
+  throw new WickError('E_NO_JINJA', 'chat templates need @huggingface/jinja: install it (npm install @huggingface/jinja) so that it is in node_modules beside wick, or map the name "@huggingface/jinja" with an import map, or call Wick.useJinja(module)');
+}
+
+// ---- the Cache API (downloads kept for offline use) ----
+
+async function openCache() {
+  if (typeof caches === 'undefined') return null;
+  return caches.open(CACHE_NAME);
+}
+
+const cache = {
+  /** Whether downloads can be kept here (the Cache API exists: pages and workers, not Node). */
+  get supported() { return typeof caches !== 'undefined'; },
+  /** The kept files: [{url, bytes, date}]. */
+  async list() {
+    const c = await openCache();
+    if (!c) return [];
+    const out = [];
+    for (const request of await c.keys()) {
+      const r = await c.match(request);
+      out.push({ url: request.url, bytes: Number(r?.headers.get('X-Wick-Bytes')) || 0, date: r?.headers.get('X-Wick-Date') || null });
+    }
+    return out;
+  },
+  /** Forgets one file (true when it was kept). */
+  async delete(url) {
+    const c = await openCache();
+    return c ? c.delete(absoluteUrl(String(url))) : false;
+  },
+  /** Forgets every file. */
+  async clear() {
+    if (typeof caches === 'undefined') return false;
+    return caches.delete(CACHE_NAME);
+  },
+  /** Whether the file at url is kept. */
+  async has(url) {
+    const c = await openCache();
+    return !!(c && (await c.match(absoluteUrl(String(url)))));
+  },
+};
+
+// ---- looking at a model before loading it ----
+
+/**
+ * The size and GGUF metadata of a model at a URL (from the cache, or the first bytes fetched with
+ * Range requests), and whether it fits: {url, bytes, metadata, fits: {fits, needed, available, kvBytes}}.
+ */
+async function inspect(url, { contextSize = 0, kvType = 'f16' } = {}) {
+  const abs = absoluteUrl(String(url));
+  const c = await openCache();
+  const hit = c && (await c.match(abs));
+  let bytes = hit ? Number(hit.headers.get('X-Wick-Bytes')) : null;
+  for (let want = 1 << 18; ; want *= 4) {
+    let head;
+    if (hit) head = new Uint8Array(await (await c.match(abs)).arrayBuffer()).subarray(0, want);
+    else {
+      const r = await fetch(abs, { headers: { Range: `bytes=0-${want - 1}` } }).catch((e) => { throw new WickError('E_FETCH', `could not fetch ${abs}: ${e.message}`); });
+      if (!r.ok) throw new WickError('E_FETCH', `could not fetch ${abs}: HTTP ${r.status}`);
+      const total = /\/(\d+)$/.exec(r.headers.get('Content-Range') || '');
+      bytes = total ? Number(total[1]) : Number(r.headers.get('Content-Length'));
+      head = new Uint8Array(await r.arrayBuffer());
+    }
+    try {
+      const header = WickGguf.parseHeader(head);
+      return { url: abs, bytes, version: header.version, tensorCount: header.tensorCount, metadata: header.metadata, fits: WickGguf.checkFits({ fileBytes: bytes, metadata: header.metadata, contextSize, kvType }) };
+    } catch (e) {
+      if (!(e instanceof WickGguf.NeedMoreBytes) || head.length < want || want >= 1 << 28) throw new WickError('E_NOT_GGUF', `${abs}: ${e.message}`);
+    }
+  }
+}
+
+// ---- loading ----
+
+/**
+ * Loads a model and returns a ready engine.
+ * source: a URL (split models: the first part's URL, or an array of the parts' URLs), a
+ *   File/Blob, or an ArrayBuffer/typed array; under Node also a file path.
+ * options: threads (default: about the physical cores), contextSize (0: the model's, clamped to
+ *   2048…4096), kvType ('f16' | 'f32'), onProgress({loaded, total, phase: 'download'|'load', cached}),
+ *   signal (AbortSignal), cache (false: neither read nor keep a download in the Cache API),
+ *   multiThreaded (false: the single-threaded build even where threads are possible),
+ *   wasmBase (the URL of the folder with wick.js, wick.wasm, wick-mt.*), workerUrl.
+ */
+async function load(source, options = {}) {
+  if (options === null || typeof options !== 'object') throw invalid('options must be an object');
+  const threadsAsked = options.threads === undefined ? defaultThreads() : checkNumber('threads', options.threads, { min: 1, max: 64, integer: true });
+  if (options.contextSize !== undefined && options.contextSize !== 0) checkNumber('contextSize', options.contextSize, { min: 1, max: 1 << 22, integer: true });
+  if (options.kvType !== undefined && options.kvType !== 'f16' && options.kvType !== 'f32') throw invalid(`kvType must be 'f16' or 'f32' (got ${JSON.stringify(options.kvType)})`);
+  if (options.onProgress !== undefined && typeof options.onProgress !== 'function') throw invalid('onProgress must be a function');
+  checkSignal(options.signal);
+  const mt = options.multiThreaded !== false && canUseThreads();
+  const engine = new Engine();
+  engine._wasmBase = options.wasmBase ? await resourceUrl(options.wasmBase, true) : moduleUrl('../build/wasm/');
+  engine._workerUrl = options.workerUrl ? await resourceUrl(options.workerUrl, false) : moduleUrl('./worker.js');
+  engine._kvType = options.kvType || 'f16';
+  try {
+    await engine._start({ threads: mt ? threadsAsked : 1, build: mt ? 'mt' : 'st' });
+    await engine._load(source, options);
+    return engine;
+  } catch (e) {
+    await engine.unload().catch(() => {});
+    throw e instanceof WickError ? e : new WickError('E_WORKER', e.message || String(e));
+  }
+}
+
+export const Wick = {
+  load,
+  inspect,
+  cache,
+  defaultThreads,
+  canUseThreads,
+  splitUrls,
+  /** Supplies @huggingface/jinja (the module object) where it cannot be imported by name. */
+  useJinja(module) {
+    if (!module?.Template) throw invalid('useJinja takes the @huggingface/jinja module (with its Template class)');
+    jinja = module;
+  },
+  WickError,
+};
+
+export default Wick;

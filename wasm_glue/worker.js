@@ -1,0 +1,708 @@
+/* wasm_glue/worker.js — the engine's own thread: it loads one of the two wasm builds, streams the
+ * model file into wasm memory (from the network, the Cache API, a Blob or chunks sent by the
+ * host), keeps the downloaded file in the Cache API, and runs generation one token at a time,
+ * posting each piece of text as it is produced.
+ *
+ * A classic script: a page starts it with `new Worker(url)` (importScripts loads the Emscripten
+ * script), Node starts it as a worker_threads Worker (it is then an ES module; the Emscripten
+ * script is loaded with createRequire). Both speak the same messages, made by wick.mjs:
+ *
+ *   host → worker  {id, type: 'init'|'load'|'generate'|'tokenize'|'detokenize'|'unload', ...}
+ *                  {id, type: 'abort'}              (stops request id: a load or a generation)
+ *                  {id, type: 'data', bytes|end}    (the bytes of a load from an ArrayBuffer)
+ *   worker → host  {id, type: 'result', value} | {id, type: 'error', code, message}
+ *                  {id, type: 'progress', loaded, total, phase, cached}
+ *                  {id, type: 'chunk', text, tokens, probs?, shifted?}
+ *                  {type: 'fatal', message}         (the wasm instance trapped: the worker is done)
+ *
+ * Requests run one at a time in arrival order; 'abort' and 'data' are handled at once. */
+'use strict';
+(function () {
+  const isNode = typeof importScripts !== 'function';
+  const CACHE_NAME = 'wick-models-v1';
+  const STATUS_CODES = { 1: 'E_INVALID_ARG', 2: 'E_FORMAT', 3: 'E_UNSUPPORTED', 4: 'E_NOMEM', 5: 'E_CONTEXT_FULL' };
+  const FINISH = { 1: 'eog', 2: 'stop', 3: 'length' };
+  const RESUME_ATTEMPTS = 5;     // Range requests after a download breaks off
+  const CACHE_WRITE_CHUNK = 1 << 20;
+  const PROGRESS_INTERVAL_MS = 50;
+  const HEADER_FIRST_TRY = 1 << 16; // bytes of the file before the first try at its header
+
+  let post = null;          // (message, transfer?) → void
+  let M = null;             // the Emscripten module
+  let buildInfo = null;     // {build, threads}
+  const state = { model: 0, ctx: 0, gen: 0, buffers: [], size: 0, meta: null };
+  const aborted = new Set();
+  const feeds = new Map();  // load id → pushed data {chunks, waiting, ended}
+  let queue = Promise.resolve();
+
+  class WorkerError extends Error {
+    constructor(code, message) {
+      super(message);
+      this.code = code;
+    }
+  }
+
+  // ---- the message loop ----
+
+  function onMessage(msg) {
+    if (msg.type === 'abort') { aborted.add(msg.id); feedWake(msg.id); return; }
+    if (msg.type === 'data') { feedPush(msg); return; }
+    queue = queue.then(() => handle(msg));
+  }
+
+  async function handle(msg) {
+    const { id } = msg;
+    try {
+      if (aborted.has(id)) throw new WorkerError('E_ABORTED', 'aborted');
+      const value = await HANDLERS[msg.type](msg);
+      post({ id, type: 'result', value });
+    } catch (e) {
+      if (isTrap(e)) { fatal(e); return; }
+      post({ id, type: 'error', code: /^E_[A-Z_]+$/.test(e.code) ? e.code : 'E_INTERNAL', message: e.message || String(e) });
+    } finally {
+      aborted.delete(id);
+      feeds.delete(id);
+    }
+  }
+
+  // A trap or an Emscripten abort leaves the instance unusable: report it and stop taking requests.
+  function isTrap(e) {
+    return (typeof WebAssembly !== 'undefined' && e instanceof WebAssembly.RuntimeError) || /^(abort|Aborted)\(/.test(e?.message || '');
+  }
+
+  function fatal(e) {
+    post({ type: 'fatal', message: `the engine crashed: ${e?.message || e}` });
+    queue = new Promise(() => {});
+  }
+
+  const HANDLERS = {
+    init, load, generate, tokenize: (m) => tokenize(m.text, m.addBos, m.special), detokenize: (m) => detokenize(m.tokens),
+    unload: () => { unloadModel(); return true; },
+  };
+
+  // ---- starting the wasm module ----
+
+  async function init({ scriptUrl, wasmUrl, build, threads }) {
+    const options = {
+      wickThreads: threads,
+      print: (s) => console.log(s),
+      printErr: (s) => console.warn(s),
+      onAbort: (what) => fatal(new Error(`abort(${what})`)),
+    };
+    let createWick;
+    if (isNode) {
+      const { createRequire } = await import('node:module');
+      const { fileURLToPath } = await import('node:url');
+      const fs = await import('node:fs');
+      const scriptPath = fileURLToPath(scriptUrl);
+      createWick = createRequire(scriptPath)(scriptPath);
+      options.wasmBinary = fs.readFileSync(fileURLToPath(wasmUrl));
+    } else {
+      importScripts(scriptUrl);
+      createWick = self.createWick;
+      options.mainScriptUrlOrBlob = scriptUrl;
+      options.locateFile = (name) => new URL(name, scriptUrl).href;
+    }
+    M = await createWick(options);
+    buildInfo = { build, threads };
+    return { build, threads, genApi: typeof M._wick_gen_new === 'function', splitApi: typeof M._wick_model_load_gguf_parts === 'function' };
+  }
+
+  // ---- calling C ----
+
+  function check(status, context) {
+    if (status === 0) return;
+    const detail = M.UTF8ToString(M._wick_last_error());
+    throw new WorkerError(STATUS_CODES[status] || 'E_INTERNAL', detail ? (context ? `${context}: ${detail}` : detail) : context || `status ${status}`);
+  }
+
+  function malloc(n) {
+    const p = M._malloc(Math.max(1, n)) >>> 0;
+    if (!p) throw new WorkerError('E_TOO_LARGE', `out of wasm memory: could not allocate ${n} bytes`);
+    return p;
+  }
+
+  /** Runs fn(ptr) with a scratch allocation of n bytes. */
+  function withScratch(n, fn) {
+    const p = malloc(n);
+    try { return fn(p); } finally { M._free(p); }
+  }
+
+  function withString(s, fn) {
+    const n = M.lengthBytesUTF8(s);
+    return withScratch(n + 1, (p) => { M.stringToUTF8(s, p, n + 1); return fn(p, n); });
+  }
+
+  // slice(): TextDecoder refuses views on a SharedArrayBuffer (the pthreads build)
+  function bytesAt(ptr, n) { return M.HEAPU8.slice(ptr, ptr + n); }
+  const i32At = (ptr) => M.HEAP32[ptr >>> 2];
+  const u32At = (ptr) => M.HEAPU32[ptr >>> 2];
+
+  // ---- loading ----
+
+  function unloadModel() {
+    if (!M) return;
+    if (state.gen) M._wick_gen_free(state.gen);
+    if (state.ctx) M._wick_ctx_free(state.ctx);
+    if (state.model) M._wick_model_free(state.model);
+    for (const b of state.buffers) M._free(b.ptr);
+    Object.assign(state, { model: 0, ctx: 0, gen: 0, buffers: [], size: 0, meta: null });
+    pieceCache.clear();
+  }
+
+  function throwIfAborted(id) {
+    if (aborted.has(id)) throw new WorkerError('E_ABORTED', 'the load was aborted');
+  }
+
+  /** Reports progress at most every PROGRESS_INTERVAL_MS, never going backwards. */
+  function progressReporter(id, phase, total, cached) {
+    let last = 0, best = 0;
+    return (loaded, force) => {
+      best = Math.max(best, loaded);
+      const now = performance.now();
+      if (!force && now - last < PROGRESS_INTERVAL_MS) return;
+      last = now;
+      post({ id, type: 'progress', phase, loaded: best, total, cached });
+    };
+  }
+
+  async function load(msg) {
+    const { id, source, contextSize, kvType } = msg;
+    if (!M) throw new WorkerError('E_INTERNAL', 'the worker was not initialised');
+    unloadModel();
+    if (source.items.length > 1 && typeof M._wick_model_load_gguf_parts !== 'function')
+      throw new WorkerError('E_UNSUPPORTED', `a model split into ${source.items.length} files needs wick_model_load_gguf_parts, which this build of the engine does not export`);
+    const parts = [];
+    try {
+      const sizes = source.sizes || [];
+      const total = sizes.length === source.items.length ? sizes.reduce((a, b) => a + b, 0) : 0;
+      let before = 0;
+      for (let i = 0; i < source.items.length; i++) {
+        const item = source.items[i];
+        const sink = {
+          id,
+          first: i === 0,
+          before,
+          total,
+          contextSize,
+          kvType,
+          headerChecked: false,
+          meta: null,
+        };
+        const part = await readSource(source.kind, item, sink);
+        parts.push(part);
+        before += part.size;
+        if (i === 0) state.meta = sink.meta;
+      }
+      throwIfAborted(id);
+      if (!state.meta) state.meta = headerOf(parts[0]);
+      const size = parts.reduce((a, p) => a + p.size, 0);
+      post({ id, type: 'progress', phase: 'load', loaded: 0, total: size });
+
+      const out = malloc(4);
+      try {
+        if (parts.length === 1) {
+          check(M._wick_model_load_gguf(parts[0].ptr, parts[0].size, out));
+        } else {
+          const n = parts.length;
+          withScratch(8 * n, (arr) => {
+            parts.forEach((p, k) => { M.HEAPU32[(arr >>> 2) + k] = p.ptr; M.HEAPU32[(arr >>> 2) + n + k] = p.size; });
+            check(M._wick_model_load_gguf_parts(arr, arr + 4 * n, n, out));
+          });
+        }
+        state.model = u32At(out);
+        state.buffers = parts;
+        state.size = size;
+
+        withScratch(16, (params) => {
+          M._wick_ctx_default_params(params);
+          const p32 = params >>> 2;
+          if (contextSize) M.HEAP32[p32] = contextSize;
+          M.HEAP32[p32 + 2] = buildInfo.threads;
+          M.HEAP32[p32 + 3] = kvType === 'f32' ? 0 : 1;
+          check(M._wick_ctx_new(state.model, params, out));
+        });
+        state.ctx = u32At(out);
+        if (typeof M._wick_gen_new === 'function') {
+          check(M._wick_gen_new(state.ctx, out));
+          state.gen = u32At(out);
+        }
+      } finally {
+        M._free(out);
+      }
+      post({ id, type: 'progress', phase: 'load', loaded: size, total: size });
+      return describe(parts);
+    } catch (e) {
+      if (state.model === 0) for (const p of parts) if (!state.buffers.includes(p)) M._free(p.ptr);
+      unloadModel();
+      throw e;
+    }
+  }
+
+  function headerOf(part) {
+    return summarize(WickGguf.parseHeader(M.HEAPU8.subarray(part.ptr, part.ptr + part.size), { keepArrays: ['tokenizer.ggml.tokens'] }));
+  }
+
+  /** The metadata to send to the host: arrays of the vocabulary dropped, BOS/EOS texts resolved. */
+  function summarize(header) {
+    const md = { ...header.metadata };
+    const tokens = md['tokenizer.ggml.tokens'];
+    const special = {};
+    if (Array.isArray(tokens)) {
+      for (const name of ['bos', 'eos', 'unknown', 'padding']) {
+        const tid = md[`tokenizer.ggml.${name}_token_id`];
+        if (Number.isInteger(tid) && tid >= 0 && tid < tokens.length) special[name] = tokens[tid];
+      }
+      md['tokenizer.ggml.tokens'] = { arrayOf: WickGguf.TYPE.STRING, length: tokens.length };
+    }
+    return { version: header.version, tensorCount: header.tensorCount, metadata: md, specialTokens: special };
+  }
+
+  function describe(parts) {
+    const json = withScratch(1 << 14, (buf) => withScratch(4, (needed) => {
+      check(M._wick_model_info_json(state.model, buf, 1 << 14, needed));
+      return M.UTF8ToString(buf);
+    }));
+    return {
+      model: JSON.parse(json),
+      header: state.meta,
+      fileBytes: state.size,
+      files: parts.length,
+      cached: parts.every((p) => p.cached),
+      contextSize: M._wick_n_ctx(state.ctx),
+      kvBytes: M._wick_kv_bytes(state.ctx) >>> 0,
+      build: buildInfo.build,
+      threads: buildInfo.threads,
+      heapBytes: M.HEAPU8.length,
+    };
+  }
+
+  /** Reads one file into its own allocation: {ptr, size, cached}. */
+  async function readSource(kind, item, sink) {
+    if (kind === 'url') return readUrl(item, sink);
+    if (kind === 'blob') return readStream(item.stream(), item.size, sink, false);
+    if (kind === 'path') {
+      const fs = await import('node:fs');
+      let size;
+      try {
+        size = fs.statSync(item).size;
+      } catch (e) {
+        throw new WorkerError('E_FETCH', `could not read ${item}: ${e.code === 'ENOENT' ? 'no such file' : e.message}`);
+      }
+      const { Readable } = await import('node:stream');
+      return readStream(Readable.toWeb(fs.createReadStream(item, { highWaterMark: 1 << 20 })), size, sink, false);
+    }
+    if (kind === 'push') return readStream(feedStream(sink.id), item.size, sink, false);
+    throw new WorkerError('E_INVALID_ARG', `unknown source kind ${kind}`);
+  }
+
+  /** Checks the size before any byte is read: the file alone against wasm32 and the allocator. */
+  function checkSize(size, sink) {
+    const fits = WickGguf.checkFits({ fileBytes: sink.before + size, contextSize: sink.contextSize, kvType: sink.kvType, threads: buildInfo.threads });
+    if (!fits.fits) throw tooLarge(sink.before + size, fits.needed, fits.available);
+  }
+
+  function tooLarge(fileBytes, needed, available) {
+    const f = WickGguf.formatBytes;
+    return new WorkerError('E_TOO_LARGE', `the model does not fit in WebAssembly memory: it needs ${f(needed)} (${needed} bytes: file ${f(fileBytes)} plus KV cache and scratch), and wasm32 holds ${f(available)} (${available} bytes)`);
+  }
+
+  /**
+   * Streams `stream` (size bytes) into a new allocation, checking the GGUF magic and, once the
+   * header has arrived, the full memory need (file + KV cache for the asked context).
+   * resume(loaded) → a new stream that continues at byte `loaded` (or null: give up).
+   */
+  async function readStream(stream, size, sink, cached, resume) {
+    checkSize(size, sink);
+    const ptr = malloc(size);
+    const report = progressReporter(sink.id, 'download', sink.total || sink.before + size, cached);
+    let loaded = 0, nextHeaderTry = HEADER_FIRST_TRY;
+    let reader = null;
+    try {
+      reader = stream.getReader();
+      report(sink.before, true);
+      for (;;) {
+        throwIfAborted(sink.id);
+        let step;
+        try {
+          step = await reader.read();
+        } catch (e) {
+          if (e.code === 'E_ABORTED' || aborted.has(sink.id)) throw new WorkerError('E_ABORTED', 'the load was aborted');
+          step = { done: true, error: e };
+        }
+        if (step.done) {
+          if (loaded === size) break;
+          const next = resume && (await resume(loaded, step.error));
+          if (!next) throw new WorkerError('E_FETCH', `the download ended after ${loaded} of ${size} bytes${step.error ? `: ${step.error.message}` : ''}`);
+          reader = next.reader;
+          loaded = next.from;
+          continue;
+        }
+        const chunk = step.value;
+        if (loaded + chunk.length > size) throw new WorkerError('E_FETCH', `the server sent more than the announced ${size} bytes`);
+        M.HEAPU8.set(chunk, ptr + loaded);
+        if (loaded < 4 && loaded + chunk.length >= 4 && !WickGguf.isGguf(M.HEAPU8.subarray(ptr, ptr + 4)))
+          throw notGguf(M.HEAPU8.slice(ptr, ptr + Math.min(64, loaded + chunk.length)));
+        loaded += chunk.length;
+        if (sink.first && !sink.headerChecked && (loaded >= nextHeaderTry || loaded === size)) {
+          nextHeaderTry = loaded * 2;
+          tryHeader(ptr, loaded, size, sink);
+        }
+        report(sink.before + loaded, false);
+      }
+      if (size < 4 || !WickGguf.isGguf(M.HEAPU8.subarray(ptr, ptr + 4))) throw notGguf(M.HEAPU8.slice(ptr, ptr + Math.min(64, size)));
+      report(sink.before + size, true);
+      return { ptr, size, cached };
+    } catch (e) {
+      M._free(ptr);
+      reader?.cancel().catch(() => {});
+      throw e;
+    }
+  }
+
+  /**
+   * A body of unknown size (no Content-Length, or a compressed transfer): its chunks are held in
+   * JS until it ends, then copied into wasm memory, so the peak is about twice the file.
+   */
+  async function readUnsized(stream, sink) {
+    const chunks = [];
+    let loaded = 0;
+    const report = progressReporter(sink.id, 'download', 0, false);
+    const reader = stream.getReader();
+    for (;;) {
+      throwIfAborted(sink.id);
+      let step;
+      try {
+        step = await reader.read();
+      } catch (e) {
+        throw new WorkerError(aborted.has(sink.id) ? 'E_ABORTED' : 'E_FETCH', `the download broke off after ${loaded} bytes: ${e.message}`);
+      }
+      if (step.done) break;
+      chunks.push(step.value);
+      loaded += step.value.length;
+      if (chunks.length === 1 || loaded - step.value.length < 4) {
+        const first = concat(chunks, Math.min(loaded, 64));
+        if (first.length >= 4 && !WickGguf.isGguf(first)) { reader.cancel().catch(() => {}); throw notGguf(first); }
+      }
+      checkSize(loaded, sink);
+      report(sink.before + loaded, false);
+    }
+    const all = concat(chunks, loaded);
+    chunks.length = 0;
+    return readStream(new Blob([all]).stream(), loaded, sink, false);
+  }
+
+  function concat(chunks, n) {
+    const out = new Uint8Array(n);
+    let o = 0;
+    for (const c of chunks) {
+      if (o >= n) break;
+      const take = Math.min(c.length, n - o);
+      out.set(c.subarray(0, take), o);
+      o += take;
+    }
+    return out;
+  }
+
+  function tryHeader(ptr, loaded, size, sink) {
+    let header;
+    try {
+      header = WickGguf.parseHeader(M.HEAPU8.subarray(ptr, ptr + loaded), { keepArrays: ['tokenizer.ggml.tokens'] });
+    } catch (e) {
+      if (e instanceof WickGguf.NeedMoreBytes && loaded < size) return;
+      throw new WorkerError('E_NOT_GGUF', `not a valid GGUF file: ${e.message}`);
+    }
+    sink.headerChecked = true;
+    sink.meta = summarize(header);
+    const fits = WickGguf.checkFits({ fileBytes: sink.total || size, metadata: header.metadata, contextSize: sink.contextSize, kvType: sink.kvType, threads: buildInfo.threads });
+    if (!fits.fits) throw tooLarge(sink.total || size, fits.needed, fits.available);
+  }
+
+  function notGguf(first) {
+    const text = new TextDecoder().decode(first).replace(/\s+/g, ' ').trim();
+    const html = /^<(!doctype|html|head|body|\?xml)/i.test(text);
+    return new WorkerError('E_NOT_GGUF', html ? `got an HTML page instead of a GGUF model ("${text.slice(0, 40)}…")` : 'not a GGUF file (the first bytes are not "GGUF")');
+  }
+
+  // ---- from the network, through the Cache API ----
+
+  async function openCache() {
+    if (typeof caches === 'undefined') return null;
+    try { return await caches.open(CACHE_NAME); } catch { return null; }
+  }
+
+  async function readUrl({ url, cache: useCache }, sink) {
+    const cache = useCache ? await openCache() : null;
+    if (cache) {
+      const hit = await cache.match(url);
+      const bytes = hit && Number(hit.headers.get('X-Wick-Bytes'));
+      if (hit && bytes > 0 && hit.body) {
+        try {
+          return await readStream(hit.body, bytes, sink, true);
+        } catch (e) {
+          if (e.code === 'E_ABORTED' || e.code === 'E_TOO_LARGE') throw e;
+          await cache.delete(url); // a damaged entry: fetch the file again
+        }
+      }
+    }
+    const controller = new AbortController();
+    const abortPoll = setInterval(() => { if (aborted.has(sink.id)) controller.abort(); }, 50);
+    try {
+      const first = await fetchChecked(url, {}, controller.signal, sink);
+      const size = first.size;
+      const validator = first.response.headers.get('ETag') || first.response.headers.get('Last-Modified');
+      let attempts = 0;
+      const resume = async (loaded, error) => {
+        if (aborted.has(sink.id) || attempts++ >= RESUME_ATTEMPTS) return null;
+        await new Promise((r) => setTimeout(r, 100 * attempts));
+        const headers = { Range: `bytes=${loaded}-` };
+        if (validator) headers['If-Range'] = validator;
+        let next;
+        try {
+          next = await fetch(url, { headers, signal: controller.signal, cache: 'no-store' });
+        } catch {
+          return resume(loaded, error);
+        }
+        const range = /^bytes (\d+)-(\d+)\/(\d+)$/.exec(next.headers.get('Content-Range') || '');
+        if (next.status === 206 && range && Number(range[1]) === loaded && Number(range[3]) === size) return { reader: next.body.getReader(), from: loaded };
+        if (next.status === 200 && Number(next.headers.get('Content-Length')) === size) return { reader: next.body.getReader(), from: 0 };
+        next.body?.cancel().catch(() => {});
+        return null;
+      };
+      const part = size === null ? await readUnsized(first.response.body, sink) : await readStream(first.response.body, size, sink, false, resume);
+      if (cache) await storeInCache(cache, url, part);
+      return part;
+    } finally {
+      clearInterval(abortPoll);
+    }
+  }
+
+  /** A GET that is refused early: HTTP errors, HTML pages, and sizes wasm32 cannot hold. */
+  async function fetchChecked(url, headers, signal, sink) {
+    let response;
+    try {
+      response = await fetch(url, { headers, signal, cache: 'no-store' });
+    } catch (e) {
+      if (aborted.has(sink.id)) throw new WorkerError('E_ABORTED', 'the load was aborted');
+      throw new WorkerError('E_FETCH', `could not fetch ${url}: ${e.message} (the network is down, the host is unreachable, or the server refused a cross-origin request: CORS)`);
+    }
+    if (!response.ok) {
+      response.body?.cancel().catch(() => {});
+      throw new WorkerError('E_FETCH', `could not fetch ${url}: HTTP ${response.status} ${response.statusText}`.trim());
+    }
+    const type = response.headers.get('Content-Type') || '';
+    if (/^text\/html/i.test(type)) {
+      response.body?.cancel().catch(() => {});
+      throw new WorkerError('E_NOT_GGUF', `${url} is an HTML page (Content-Type ${type}), not a GGUF model`);
+    }
+    const encoded = response.headers.get('Content-Encoding');
+    const length = response.headers.get('Content-Length');
+    const size = length !== null && (!encoded || encoded === 'identity') ? Number(length) : null;
+    return { response, size: Number.isFinite(size) ? size : null };
+  }
+
+  /** Keeps a complete file in the Cache API, copied out of wasm memory 1 MiB at a time. */
+  async function storeInCache(cache, url, part) {
+    let offset = 0;
+    const body = new ReadableStream({
+      pull(controller) {
+        if (offset >= part.size) { controller.close(); return; }
+        const n = Math.min(CACHE_WRITE_CHUNK, part.size - offset);
+        controller.enqueue(M.HEAPU8.slice(part.ptr + offset, part.ptr + offset + n));
+        offset += n;
+      },
+    }, { highWaterMark: 0 });
+    const headers = { 'Content-Type': 'application/octet-stream', 'X-Wick-Bytes': String(part.size), 'X-Wick-Date': new Date().toISOString() };
+    try {
+      await cache.put(url, new Response(body, { headers }));
+    } catch (e) {
+      await cache.delete(url).catch(() => {});
+      console.warn(`wick: could not keep ${url} for offline use: ${e.message}`);
+    }
+  }
+
+  // ---- bytes pushed by the host (ArrayBuffer sources) ----
+
+  function feedOf(id) {
+    let f = feeds.get(id);
+    if (!f) feeds.set(id, (f = { chunks: [], wake: null, ended: false }));
+    return f;
+  }
+  function feedPush({ id, bytes, end }) {
+    const f = feedOf(id);
+    if (bytes) f.chunks.push(new Uint8Array(bytes));
+    if (end) f.ended = true;
+    feedWake(id);
+  }
+  function feedWake(id) {
+    const f = feeds.get(id);
+    if (f && f.wake) { const w = f.wake; f.wake = null; w(); }
+  }
+  function feedStream(id) {
+    const f = feedOf(id);
+    return new ReadableStream({
+      async pull(controller) {
+        while (!f.chunks.length && !f.ended && !aborted.has(id)) await new Promise((r) => (f.wake = r));
+        if (aborted.has(id)) controller.error(new WorkerError('E_ABORTED', 'the load was aborted'));
+        else if (f.chunks.length) controller.enqueue(f.chunks.shift());
+        else controller.close();
+      },
+    }, { highWaterMark: 0 });
+  }
+
+  // ---- tokens ----
+
+  function tokenize(text, addBos = true, special = false) {
+    requireModel();
+    return withString(text, (ptr, len) => withScratch(4, (nOut) => {
+      let cap = len + 8;
+      for (;;) {
+        const ids = withScratch(4 * cap, (buf) => {
+          check(M._wick_tokenize(state.model, ptr, len, addBos ? 1 : 0, special ? 1 : 0, buf, cap, nOut));
+          const n = i32At(nOut);
+          return n <= cap ? Array.from(M.HEAP32.subarray(buf >>> 2, (buf >>> 2) + n)) : n;
+        });
+        if (Array.isArray(ids)) return ids;
+        cap = ids;
+      }
+    }));
+  }
+
+  const pieceCache = new Map();
+  const decoder = new TextDecoder('utf-8');
+  function pieceBytes(token) {
+    let bytes = pieceCache.get(token);
+    if (bytes) return bytes;
+    bytes = withScratch(4, (nOut) => {
+      let cap = 64;
+      for (;;) {
+        const r = withScratch(cap, (buf) => {
+          check(M._wick_token_to_piece(state.model, token, buf, cap, nOut));
+          const n = i32At(nOut);
+          return n <= cap ? bytesAt(buf, n) : n;
+        });
+        if (typeof r !== 'number') return r;
+        cap = r;
+      }
+    });
+    pieceCache.set(token, bytes);
+    return bytes;
+  }
+
+  function detokenize(tokens) {
+    requireModel();
+    const pieces = tokens.map(pieceBytes);
+    const all = new Uint8Array(pieces.reduce((a, p) => a + p.length, 0));
+    let o = 0;
+    for (const p of pieces) { all.set(p, o); o += p.length; }
+    return decoder.decode(all);
+  }
+
+  function requireModel() {
+    if (!state.model) throw new WorkerError('E_UNLOADED', 'no model is loaded');
+  }
+
+  // ---- generation ----
+
+  // A macrotask boundary between tokens, so that an 'abort' message can arrive.
+  const yieldToEvents = isNode
+    ? () => new Promise((r) => setImmediate(r))
+    : (() => {
+        const channel = new MessageChannel();
+        const waiting = [];
+        channel.port1.onmessage = () => waiting.shift()?.();
+        return () => new Promise((r) => { waiting.push(r); channel.port2.postMessage(0); });
+      })();
+
+  async function generate({ id, tokens, settings, stops, probs: nProbs }) {
+    requireModel();
+    if (!state.gen) throw new WorkerError('E_UNSUPPORTED', 'this build of the engine has no generation API (wick_gen_*)');
+    const g = state.gen;
+    for (const [name, value] of Object.entries({ ...settings, n_probs: nProbs || 0 }))
+      withString(name, (p) => check(M._wick_gen_set(g, p, value), `setting ${name}=${value}`));
+    check(M._wick_gen_clear_stops(g));
+    for (const s of stops) withString(s, (p) => check(M._wick_gen_add_stop(g, p), `stop string ${JSON.stringify(s)}`));
+
+    const t0 = performance.now();
+    withScratch(4 * Math.max(1, tokens.length), (buf) => {
+      M.HEAP32.set(tokens, buf >>> 2);
+      check(M._wick_gen_start(g, buf, tokens.length));
+    });
+    const t1 = performance.now();
+    const promptEval = M._wick_gen_n_prompt_eval(g);
+    let generated = 0, firstTokenAt = 0, finishReason = null, shiftedTotal = 0;
+    const scratch = malloc(8);
+    try {
+      for (;;) {
+        if (aborted.has(id)) { finishReason = 'abort'; break; }
+        check(M._wick_gen_next(g));
+        const token = M._wick_gen_token(g);
+        const finish = M._wick_gen_finish(g);
+        if (!firstTokenAt) firstTokenAt = performance.now();
+        const textPtr = M._wick_gen_text(g, scratch) >>> 0;
+        const textLen = i32At(scratch);
+        const text = textPtr && textLen > 0 ? decoder.decode(bytesAt(textPtr, textLen)) : '';
+        const chunk = { id, type: 'chunk', text, tokens: finish === 1 ? [] : [token] };
+        if (finish !== 1) generated++;
+        const shifted = M._wick_gen_shifted(g);
+        if (shifted) { chunk.shifted = shifted; shiftedTotal += shifted; }
+        if (nProbs) chunk.probs = readProbs(g, scratch, token);
+        if (chunk.text || chunk.tokens.length || chunk.shifted) post(chunk);
+        if (finish) { finishReason = FINISH[finish] || 'stop'; break; }
+        await yieldToEvents();
+      }
+    } finally {
+      M._free(scratch);
+    }
+    const t2 = performance.now();
+    const decodeMs = t2 - (firstTokenAt || t2);
+    return {
+      done: true,
+      finishReason,
+      timings: {
+        promptTokens: tokens.length,
+        promptEvalTokens: promptEval,
+        cachedPromptTokens: tokens.length - promptEval,
+        generatedTokens: generated,
+        prefillMs: t1 - t0,
+        decodeMs,
+        timeToFirstTokenMs: firstTokenAt ? firstTokenAt - t0 : null,
+        prefillTokensPerSecond: promptEval > 0 && t1 > t0 ? (promptEval * 1000) / (t1 - t0) : null,
+        decodeTokensPerSecond: generated > 1 && decodeMs > 0 ? ((generated - 1) * 1000) / decodeMs : null,
+        contextShiftedTokens: shiftedTotal,
+        contextUsed: M._wick_n_past(state.ctx),
+        contextSize: M._wick_n_ctx(state.ctx),
+      },
+    };
+  }
+
+  function readProbs(g, scratch, drawn) {
+    const n = M._wick_gen_probs(g, scratch, scratch + 4);
+    const ids = u32At(scratch), ps = u32At(scratch + 4);
+    const out = [];
+    for (let k = 0; k < n; k++) {
+      const token = M.HEAP32[(ids >>> 2) + k];
+      out.push({ token, text: decoder.decode(pieceBytes(token)), p: M.HEAPF32[(ps >>> 2) + k], drawn: token === drawn });
+    }
+    return out;
+  }
+
+  // ---- start ----
+
+  if (isNode) {
+    import('node:worker_threads').then(({ parentPort }) => {
+      post = (m, t) => parentPort.postMessage(m, t);
+      parentPort.on('message', (msg) => {
+        if (msg.type === 'init' && !globalThis.WickGguf) {
+          // the header reader sits beside the engine script's glue
+          queue = queue.then(() => import(msg.ggufUrl)).catch((e) => console.error(`wick: ${msg.ggufUrl}: ${e.message}`));
+        }
+        onMessage(msg);
+      });
+    });
+  } else {
+    importScripts(new URL('gguf-header.js', self.location.href).href);
+    post = (m, t) => self.postMessage(m, t);
+    self.onmessage = (e) => onMessage(e.data);
+  }
+})();
