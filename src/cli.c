@@ -196,9 +196,43 @@ static int parse_args(int argc, char **argv, options *o) {
     return 0;
 }
 
+/* "name-00001-of-00003.gguf" → 3 (and the prefix length, so part k's name can be formed); 0 if
+ * the name is not the first part of a split model */
+static int split_count(const char *path, size_t *prefix) {
+    size_t n = strlen(path);
+    const char *tail = "-00001-of-00000.gguf"; /* the shape of the suffix */
+    size_t tn = strlen(tail);
+    if (n < tn || strncmp(path + n - tn, "-00001-of-", 10) || strcmp(path + n - 5, ".gguf")) return 0;
+    int count = 0;
+    for (const char *p = path + n - 10; p < path + n - 5; p++) {
+        if (*p < '0' || *p > '9') return 0;
+        count = count * 10 + (*p - '0');
+    }
+    *prefix = n - tn;
+    return count;
+}
+
 static int load_model(const options *o, wick_model **m) {
     uint8_t *buf;
-    size_t size;
+    size_t size, prefix;
+    int parts = split_count(o->model, &prefix);
+    if (parts > 1) {
+        /* a split model: every part, in order */
+        const void *bufs[1024];
+        size_t sizes[1024];
+        if (parts > 1024) return error_exit("%s: %d parts is too many", o->model, parts);
+        char *name = malloc(prefix + 32);
+        if (!name) return error_exit("out of memory");
+        for (int i = 0; i < parts; i++) {
+            snprintf(name, prefix + 32, "%.*s-%05d-of-%05d.gguf", (int)prefix, o->model, i + 1, parts);
+            uint8_t *b;
+            if (read_file(name, &b, &sizes[i])) { free(name); return 1; }
+            bufs[i] = b;
+        }
+        free(name);
+        if (wick_model_load_gguf_parts(bufs, sizes, parts, m) != WICK_OK) return error_exit("%s: %s", o->model, wick_last_error());
+        return 0;
+    }
     if (read_file(o->model, &buf, &size)) return 1;
     wick_status s;
     if (size >= 4 && memcmp(buf, "GGUF", 4) == 0) {

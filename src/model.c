@@ -39,7 +39,7 @@ static const float *own_f32(struct wick_model *m, const gguf_tensor *t, int64_t 
 /* A 1-D vector of n elements, as F32 (converted and owned when stored otherwise). */
 static int bind_vector(struct wick_model *m, const char *name, int64_t n, bool optional, const float **out,
                        char *err, size_t err_len) {
-    const gguf_tensor *t = gguf_find_tensor(&m->gguf, name);
+    const gguf_tensor *t = model_find_tensor(m, name);
     *out = NULL;
     if (!t) return optional ? 0 : fail(err, err_len, "tensor %s is missing", name);
     if (t->ne[0] != (uint64_t)n || t->ne[1] != 1 || t->ne[2] != 1 || t->ne[3] != 1)
@@ -57,7 +57,7 @@ static int bind_vector(struct wick_model *m, const char *name, int64_t n, bool o
 
 static int bind_matrix(struct wick_model *m, const char *name, int64_t rows, int64_t cols, bool optional,
                        weight *w, char *err, size_t err_len) {
-    const gguf_tensor *t = gguf_find_tensor(&m->gguf, name);
+    const gguf_tensor *t = model_find_tensor(m, name);
     memset(w, 0, sizeof *w);
     if (!t) return optional ? 0 : fail(err, err_len, "tensor %s is missing", name);
     if (t->ne[0] != (uint64_t)cols || t->ne[1] != (uint64_t)rows || t->ne[2] != 1 || t->ne[3] != 1)
@@ -177,7 +177,7 @@ static int read_gguf_config(struct wick_model *m, char *err, size_t err_len) {
 
 static int bind_gguf_weights(struct wick_model *m, char *err, size_t err_len) {
     model_config *c = &m->c;
-    const gguf_tensor *emb = gguf_find_tensor(&m->gguf, "token_embd.weight");
+    const gguf_tensor *emb = model_find_tensor(m, "token_embd.weight");
     if (!emb) return fail(err, err_len, "tensor token_embd.weight is missing");
     if (emb->ne[1] < 1 || emb->ne[1] > MAX_VOCAB)
         return fail(err, err_len, "token_embd.weight: %lld rows is out of range", (long long)emb->ne[1]);
@@ -214,25 +214,78 @@ static int bind_gguf_weights(struct wick_model *m, char *err, size_t err_len) {
     return 0;
 }
 
-int model_load_gguf(struct wick_model *m, const uint8_t *buf, size_t size, char *err, size_t err_len) {
+const gguf_tensor *model_find_tensor(const struct wick_model *m, const char *name) {
+    const gguf_tensor *t = gguf_find_tensor(&m->gguf, name);
+    for (int i = 0; !t && i < m->n_shards; i++) t = gguf_find_tensor(&m->shards[i], name);
+    return t;
+}
+
+/* split.no / split.count of part i must say it is part i of n (absent on an unsplit file) */
+static int check_split(const gguf_file *g, int i, int n, char *err, size_t err_len) {
+    uint64_t no = 0, count = 1;
+    bool has_no = gguf_get_u64(g, "split.no", &no), has_count = gguf_get_u64(g, "split.count", &count);
+    if (n == 1 && !has_count) return 0;
+    if (!has_no || !has_count || count != (uint64_t)n || no != (uint64_t)i)
+        return fail(err, err_len, "part %d of %d: split.no / split.count say part %llu of %llu", i + 1, n,
+                    (unsigned long long)no + 1, (unsigned long long)count);
+    return 0;
+}
+
+static bool str_equal(gguf_str a, gguf_str b) { return a.len == b.len && !memcmp(a.ptr, b.ptr, a.len); }
+
+/* No tensor name may appear in two parts (each part checked its own already). */
+static int check_unique_across_parts(const struct wick_model *m, char *err, size_t err_len) {
+    for (int a = -1; a < m->n_shards; a++) {
+        const gguf_file *ga = a < 0 ? &m->gguf : &m->shards[a];
+        for (int b = a + 1; b < m->n_shards; b++)
+            for (uint64_t t = 0; t < ga->n_tensors; t++)
+                for (uint64_t u = 0; u < m->shards[b].n_tensors; u++)
+                    if (str_equal(ga->tensors[t].name, m->shards[b].tensors[u].name)) {
+                        gguf_str nm = ga->tensors[t].name;
+                        return fail(err, err_len, "tensor %.*s appears in two parts", (int)(nm.len < 80 ? nm.len : 80), nm.ptr);
+                    }
+    }
+    return 0;
+}
+
+int model_load_gguf(struct wick_model *m, const uint8_t *const *bufs, const size_t *sizes, int n, char *err,
+                    size_t err_len) {
     memset(m, 0, sizeof *m);
     m->is_gguf = true;
-    if (gguf_open(&m->gguf, buf, size, err, err_len)) return -1;
+    if (n < 1 || n > 1024) return fail(err, err_len, "%d parts: a model has 1 to 1024", n);
+    if (gguf_open(&m->gguf, bufs[0], sizes[0], err, err_len)) return -1;
+    if (n > 1) {
+        m->shards = calloc((size_t)n - 1, sizeof *m->shards);
+        if (!m->shards) { model_release(m); return fail(err, err_len, "out of memory"); }
+        for (int i = 1; i < n; i++) {
+            char perr[400];
+            if (gguf_open(&m->shards[i - 1], bufs[i], sizes[i], perr, sizeof perr)) {
+                model_release(m);
+                return fail(err, err_len, "part %d: %s", i + 1, perr);
+            }
+            m->n_shards = i;
+        }
+    }
+    for (int i = 0; i < n; i++)
+        if (check_split(i ? &m->shards[i - 1] : &m->gguf, i, n, err, err_len)) { model_release(m); return -1; }
+    if (n > 1 && check_unique_across_parts(m, err, err_len)) { model_release(m); return -1; }
+    uint64_t n_tensors = m->gguf.n_tensors;
+    for (int i = 0; i < m->n_shards; i++) n_tensors += m->shards[i].n_tensors;
     gguf_str arch;
     if (!gguf_get_str(&m->gguf, "general.architecture", &arch)) {
         /* a vocab-only file still tokenizes */
-        if (m->gguf.n_tensors == 0) goto vocab;
+        if (n_tensors == 0) goto vocab;
         model_release(m);
         return fail(err, err_len, "metadata general.architecture is missing");
     }
     if (!gguf_str_eq(arch, "llama") && !gguf_str_eq(arch, "qwen2")) {
-        if (m->gguf.n_tensors == 0) goto vocab;
+        if (n_tensors == 0) goto vocab;
         fail(err, err_len, "architecture '%.*s' is not supported (llama and qwen2 are)", (int)(arch.len < 40 ? arch.len : 40), arch.ptr);
         model_release(m);
         return -1;
     }
     snprintf(m->c.arch, sizeof m->c.arch, "%.*s", (int)arch.len, arch.ptr);
-    if (m->gguf.n_tensors == 0) goto vocab;
+    if (n_tensors == 0) goto vocab;
     if (read_gguf_config(m, err, err_len) || bind_gguf_weights(m, err, err_len)) {
         model_release(m);
         return -1;
@@ -322,5 +375,7 @@ void model_release(struct wick_model *m) {
     free(m->layers);
     if (m->vocab) vocab_free(m->vocab);
     gguf_close(&m->gguf);
+    for (int i = 0; i < m->n_shards; i++) gguf_close(&m->shards[i]);
+    free(m->shards);
     memset(m, 0, sizeof *m);
 }

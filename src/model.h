@@ -45,13 +45,20 @@ struct wick_model {
     weight output;                    /* [n_vocab][dim]; the embedding when tied */
     layer_weights *layers;
     wick_vocab *vocab;
-    gguf_file gguf;                   /* directory of the file, for info; zeroed for llama2.c */
+    gguf_file gguf;                   /* the (first) file: metadata and its tensors; zeroed for llama2.c */
+    gguf_file *shards;                /* the other files of a split model (gguf-split), n_shards of them */
+    int n_shards;
     bool is_gguf;
     void **owned;                     /* vectors converted to F32 at load */
     int n_owned;
 };
 
-int model_load_gguf(struct wick_model *m, const uint8_t *buf, size_t size, char *err, size_t err_len);
+/* One GGUF file, or the n parts of a split model (llama.cpp's gguf-split: the first holds the
+ * metadata, each holds some tensors and split.no / split.count). The buffers stay alive. */
+int model_load_gguf(struct wick_model *m, const uint8_t *const *bufs, const size_t *sizes, int n, char *err,
+                    size_t err_len);
+/* A tensor by name, in whichever part holds it. */
+const gguf_tensor *model_find_tensor(const struct wick_model *m, const char *name);
 int model_load_llama2c(struct wick_model *m, const uint8_t *bin, size_t bin_size, const uint8_t *tok,
                        size_t tok_size, char *err, size_t err_len);
 void model_release(struct wick_model *m);

@@ -45,7 +45,23 @@ wick_status wick_model_load_gguf(const void *buf, size_t size, wick_model **out)
     *out = NULL;
     wick_model *m = malloc(sizeof *m);
     if (!m) return set_error(WICK_ERR_NOMEM, "out of memory");
-    if (model_load_gguf(m, buf, size, last_error, sizeof last_error)) {
+    const uint8_t *b = buf;
+    if (model_load_gguf(m, &b, &size, 1, last_error, sizeof last_error)) {
+        free(m);
+        return load_status();
+    }
+    *out = m;
+    return ok();
+}
+
+wick_status wick_model_load_gguf_parts(const void *const *bufs, const size_t *sizes, int32_t n, wick_model **out) {
+    if (!bufs || !sizes || !out || n < 1) return set_error(WICK_ERR_INVALID_ARG, "wick_model_load_gguf_parts: bad argument");
+    *out = NULL;
+    for (int32_t i = 0; i < n; i++)
+        if (!bufs[i]) return set_error(WICK_ERR_INVALID_ARG, "part %d: NULL buffer", i + 1);
+    wick_model *m = malloc(sizeof *m);
+    if (!m) return set_error(WICK_ERR_NOMEM, "out of memory");
+    if (model_load_gguf(m, (const uint8_t *const *)bufs, sizes, n, last_error, sizeof last_error)) {
         free(m);
         return load_status();
     }
@@ -144,11 +160,18 @@ wick_status wick_model_info_json(const wick_model *m, char *buf, size_t buf_len,
              i.rope_neox ? "true" : "false", i.rope_base, i.rope_scale, i.rms_eps, (unsigned long long)i.n_params,
              (unsigned long long)i.weight_bytes);
     emit(&o, ",\"bos\":%d,\"eos\":%d,\"format\":\"%s\"", i.bos, i.eos, m->is_gguf ? "gguf" : "llama2c");
-    if (m->is_gguf) emit(&o, ",\"gguf_version\":%u,\"tensor_count\":%llu", m->gguf.version, (unsigned long long)m->gguf.n_tensors);
+    uint64_t n_tensors = m->gguf.n_tensors;
+    for (int p = 0; p < m->n_shards; p++) n_tensors += m->shards[p].n_tensors;
+    if (m->is_gguf)
+        emit(&o, ",\"gguf_version\":%u,\"tensor_count\":%llu,\"parts\":%d", m->gguf.version,
+             (unsigned long long)n_tensors, 1 + m->n_shards);
     emit(&o, ",\"tensor_types\":{");
     uint64_t counts[WICK_TYPE_COUNT] = {0};
     if (m->is_gguf)
-        for (uint64_t t = 0; t < m->gguf.n_tensors; t++) counts[m->gguf.tensors[t].type]++;
+        for (int p = -1; p < m->n_shards; p++) {
+            const gguf_file *g = p < 0 ? &m->gguf : &m->shards[p];
+            for (uint64_t t = 0; t < g->n_tensors; t++) counts[g->tensors[t].type]++;
+        }
     else if (m->has_weights)
         counts[WICK_TYPE_F32] = 3 + 9 * (uint64_t)m->c.n_layers - (m->output.data == m->tok_embd.data);
     bool first = true;

@@ -36,6 +36,10 @@ const char *wick_last_error(void);
 
 /* A GGUF file (v2/v3) of architecture llama or qwen2, or a vocab-only GGUF (tokenizing only). */
 wick_status wick_model_load_gguf(const void *buf, size_t size, wick_model **out);
+/* A model split into n GGUF files (llama.cpp's gguf-split, name-00001-of-0000N.gguf): one
+ * buffer per part, in order, each alive until wick_model_free. Also the way to hold a model
+ * larger than one allocation can be. */
+wick_status wick_model_load_gguf_parts(const void *const *bufs, const size_t *sizes, int32_t n, wick_model **out);
 /* A llama2.c checkpoint (.bin) and its tokenizer.bin. */
 wick_status wick_model_load_llama2c(const void *bin, size_t bin_size, const void *tok, size_t tok_size,
                                     wick_model **out);

@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { runWick, loadReference, models, compareRows, toleranceFor } from './helpers.mjs';
+import { readGguf, splitGguf } from './gguf.mjs';
 
 const builds = ['native', 'wasm'];
 const stories = loadReference('stories260K.json');
@@ -131,5 +132,25 @@ for (const build of builds) {
       assert.notEqual(r.code, 0, args.join(' '));
       assert.match(r.stderr, /^wick: /);
     }
+  });
+}
+
+// ---- split models (gguf-split): the parts load as one model and give the same logits ----
+for (const build of builds) {
+  test(`${build}: a model split in three parts gives the logits of the whole file`, () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wick-split-'));
+    const parts = splitGguf(readGguf(path.join(models, 'mini', 'mini-q4_k_m.gguf')), 3);
+    parts.forEach((b, i) => fs.writeFileSync(path.join(dir, `mini-0000${i + 1}-of-00003.gguf`), b));
+    const args = ['logits', '--tokens', '1,403,407,261', '--steps', '2'];
+    const whole = runWick(build, [...args, '-m', path.join(models, 'mini', 'mini-q4_k_m.gguf')]);
+    const split = runWick(build, [...args, '-m', path.join(dir, 'mini-00001-of-00003.gguf')]);
+    assert.equal(split.code, 0, split.stderr);
+    assert.equal(split.stdout, whole.stdout);
+    const info = JSON.parse(runWick(build, ['info', '-m', path.join(dir, 'mini-00001-of-00003.gguf')]).stdout);
+    assert.equal(info.parts, 3);
+    fs.unlinkSync(path.join(dir, 'mini-00002-of-00003.gguf'));
+    const missing = runWick(build, [...args, '-m', path.join(dir, 'mini-00001-of-00003.gguf')]);
+    assert.notEqual(missing.code, 0);
+    assert.match(missing.stderr, /cannot open .*00002-of-00003/);
   });
 }

@@ -129,3 +129,14 @@ export function setKv(g, key, type, value) {
 }
 export function dropKv(g, key) { g.kv = g.kv.filter((x) => x.key !== key); return g; }
 export function clone(g) { return { ...g, kv: g.kv.map((e) => ({ ...e })), tensors: g.tensors.map((t) => ({ ...t, ne: [...t.ne] })) }; }
+
+/** Splits a parsed model into n GGUF files the way llama.cpp's gguf-split does: the first keeps
+ * all metadata, every part gets split.no / split.count / split.tensors.count and a share of the tensors. */
+export function splitGguf(g, n) {
+  const per = Math.ceil(g.tensors.length / n);
+  return Array.from({ length: n }, (_, i) => {
+    const part = { version: g.version, alignment: g.alignment, kv: i === 0 ? g.kv.map((e) => ({ ...e })) : [], tensors: g.tensors.slice(i * per, (i + 1) * per) };
+    part.kv.push({ key: 'split.no', type: T.U16, value: i }, { key: 'split.count', type: T.U16, value: n }, { key: 'split.tensors.count', type: T.I32, value: g.tensors.length });
+    return writeGguf(part);
+  });
+}
