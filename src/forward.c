@@ -162,7 +162,9 @@ static const void *act_get(act_rows *a, struct wick_ctx *c, uint32_t t, size_t *
 
 /* ---- matrix products ---- */
 
-/* Weight rows per tile: a tile's rows stay in L1 while every token of the batch passes. */
+/* Weight rows per cache tile: a tile's rows stay in L1 while every token of the batch passes;
+ * within it the type's gemm kernel takes up to GEMM_MAX_ROWS rows × GEMM_MAX_TOKENS tokens at a
+ * time, unpacking each weight block once for all tokens of its tile. */
 #define ROW_TILE 16
 
 typedef struct {
@@ -179,22 +181,27 @@ typedef struct {
 static void matmul_task(void *arg, int ith, int nth) {
     const matmul_args *a = arg;
     const weight *w = a->w;
-    long r0, r1;
-    pool_split(w->rows, ith, nth, &r0, &r1);
-    const uint8_t *wdata = w->data;
-    const uint8_t *act = a->act;
+    /* threads take whole groups of GEMM_MAX_ROWS rows (a partial tile costs a full one) */
+    long g0, g1, groups = (w->rows + GEMM_MAX_ROWS - 1) / GEMM_MAX_ROWS;
+    pool_split(groups, ith, nth, &g0, &g1);
+    long r0 = g0 * GEMM_MAX_ROWS, r1 = g1 * GEMM_MAX_ROWS < w->rows ? g1 * GEMM_MAX_ROWS : w->rows;
+    const uint8_t *wdata = w->data, *act = a->act;
     int cols = (int)w->cols;
+    size_t stride = (size_t)a->out_stride;
     for (long rt = r0; rt < r1; rt += ROW_TILE) {
         long rend = rt + ROW_TILE < r1 ? rt + ROW_TILE : r1;
-        for (int t = 0; t < a->n_tok; t++) {
-            const void *xrow = act + (size_t)t * a->act_row_bytes;
-            float *out = a->out + (size_t)t * (size_t)a->out_stride;
-            for (long r = rt; r < rend; r++) {
-                float s = a->qt->vec_dot(cols, wdata + (size_t)r * w->row_bytes, xrow);
-                out[r] = a->bias ? s + a->bias[r] : s;
+        for (int t = 0; t < a->n_tok; t += GEMM_MAX_TOKENS) {
+            int nt = a->n_tok - t < GEMM_MAX_TOKENS ? a->n_tok - t : GEMM_MAX_TOKENS;
+            for (long r = rt; r < rend; r += GEMM_MAX_ROWS) {
+                int nr = rend - r < GEMM_MAX_ROWS ? (int)(rend - r) : GEMM_MAX_ROWS;
+                a->qt->gemm(cols, wdata + (size_t)r * w->row_bytes, w->row_bytes, nr, act + (size_t)t * a->act_row_bytes,
+                            a->act_row_bytes, nt, a->out + (size_t)t * stride + (size_t)r, stride);
             }
         }
     }
+    if (a->bias)
+        for (int t = 0; t < a->n_tok; t++)
+            for (long r = r0; r < r1; r++) a->out[(size_t)t * stride + (size_t)r] += a->bias[r];
 }
 
 /* out[t][r] = Σ_c W[r][c] · x[t][c] (+ bias[r]) for every token t of the activation rows */

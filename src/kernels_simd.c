@@ -1,5 +1,6 @@
-/* kernels_simd.c — the SIMD dot products of one weight row with one activation row, for every
- * tensor type, written with WebAssembly SIMD128 intrinsics (natively through SIMDe, simd.h).
+/* kernels_simd.c — the SIMD dot products of one weight row with one activation row (vec_dot)
+ * and the tile kernels of the matrix product (gemm, at the end of the file), for every tensor
+ * type, written with WebAssembly SIMD128 intrinsics (natively through SIMDe, simd.h).
  *
  * Quantized rows: the activation row was quantized once to 8-bit blocks (Q8_0, Q8_1 or Q8_K,
  * see quant.h), so a block's dot product is an integer sum. Weight quants are widened into
@@ -553,3 +554,479 @@ float quant_vec_dot_q8_K_simd(int n, const void *w, const void *a)
     }
     return hsum_f32x4(acc);
 }
+
+/* ---- tile kernels (gemm) -------------------------------------------------------------------
+ *
+ * A tile is GEMM_MAX_ROWS = 4 weight rows × up to GEMM_MAX_TOKENS activation rows. Its four
+ * rows fill the four lanes of a vector: per unit of 32 elements, each row's weights are unpacked
+ * once into four int16 vectors and multiplied with every token's activations (loaded once per
+ * token for all rows); the four rows' partial sums are then gathered side by side (sum4_lanes),
+ * so all the per-block float work — scales, products, accumulation — is done for four rows at
+ * once, lane r for row r. A tile of fewer rows repeats row 0 in the unused lanes and discards
+ * them. Each lane goes through exactly the reference's operations in the reference's order
+ * (quant.c: an exact integer sum per block, then sum += (float)sumi * (d_x * d_y), …), so every
+ * output equals vec_dot_ref bit for bit, whatever the tile shape and position.
+ *
+ * The token count is a template parameter (always_inline bodies instantiated for nt = 1..4), so
+ * the per-token accumulators live in registers. */
+
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+
+/* four halves at byte offset off of rows[0..3] as four floats */
+static ALWAYS_INLINE v128_t gather_half4(const uint8_t *const rows[4], size_t off)
+{
+    uint16_t h[4];
+    for (int r = 0; r < 4; r++)
+        memcpy(&h[r], rows[r] + off, 2);
+    return half4(h[0], h[1], h[2], h[3]);
+}
+
+static ALWAYS_INLINE float load_half(const uint8_t *p)
+{
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return quant_f16_to_f32_inline(h);
+}
+
+/* out[t * out_stride + r] = lane r of acc[t], for r < nr */
+static ALWAYS_INLINE void store_tile(const v128_t *acc, int nt, int nr, float *out, size_t out_stride)
+{
+    for (int t = 0; t < nt; t++) {
+        float *o = out + (size_t)t * out_stride;
+        if (nr == 4) {
+            wasm_v128_store(o, acc[t]);
+        } else {
+            float lanes[4];
+            wasm_v128_store(lanes, acc[t]);
+            for (int r = 0; r < nr; r++)
+                o[r] = lanes[r];
+        }
+    }
+}
+
+static ALWAYS_INLINE void tile_rows(const void *w, size_t w_stride, int nr, const uint8_t *rows[4])
+{
+    for (int r = 0; r < 4; r++)
+        rows[r] = (const uint8_t *)w + (r < nr ? (size_t)r * w_stride : 0);
+}
+
+/* the sum of the four partial dot products of one row's unit with the activations y[0..3] */
+static ALWAYS_INLINE v128_t dot_unit(const v128_t w[4], const v128_t y[4])
+{
+    return wasm_i32x4_add(wasm_i32x4_add(dot_i16(w[0], y[0]), dot_i16(w[1], y[1])),
+                          wasm_i32x4_add(dot_i16(w[2], y[2]), dot_i16(w[3], y[3])));
+}
+
+/* ---- 32-element blocks ---- */
+
+enum b32_kind { B32_Q4_0, B32_Q4_1, B32_Q5_0, B32_Q5_1, B32_Q8_0, B32_IQ4_NL };
+
+static ALWAYS_INLINE size_t b32_size(enum b32_kind k)
+{
+    switch (k) {
+    case B32_Q4_0: return sizeof(block_q4_0);
+    case B32_Q4_1: return sizeof(block_q4_1);
+    case B32_Q5_0: return sizeof(block_q5_0);
+    case B32_Q5_1: return sizeof(block_q5_1);
+    case B32_Q8_0: return sizeof(block_q8_0);
+    default: return sizeof(block_iq4_nl);
+    }
+}
+
+/* Q4_1 / Q5_1 carry a min and take Q8_1 activations */
+static ALWAYS_INLINE int b32_has_min(enum b32_kind k) { return k == B32_Q4_1 || k == B32_Q5_1; }
+
+/* Q4_0's stored q in 0..15 means q - 8. For one token the 8 is taken out of the activation sum
+ * instead (one subtraction per row instead of four per row and block); for several tokens it
+ * is subtracted from the unpacked weights, once for all of them. */
+static ALWAYS_INLINE int q4_0_offset_in_activation(enum b32_kind k, const int NT) { return k == B32_Q4_0 && NT == 1; }
+
+/* one block's 32 weights as four int16 vectors, w[k] pairing with activations 8k .. 8k+8
+ * (Q4_0's without the offset 8 when raw) */
+static ALWAYS_INLINE void b32_unpack(enum b32_kind k, const uint8_t *blk, v128_t w[4], const int raw)
+{
+    const v128_t low4 = wasm_i16x8_splat(0x0f);
+    switch (k) {
+    case B32_Q4_0: {
+        const block_q4_0 *x = (const block_q4_0 *)blk;
+        const v128_t eight = wasm_i16x8_splat(raw ? 0 : 8);
+        v128_t qa = load_u8x8(x->qs), qb = load_u8x8(x->qs + 8);
+        w[0] = wasm_i16x8_sub(wasm_v128_and(qa, low4), eight);
+        w[1] = wasm_i16x8_sub(wasm_v128_and(qb, low4), eight);
+        w[2] = wasm_i16x8_sub(wasm_u16x8_shr(qa, 4), eight);
+        w[3] = wasm_i16x8_sub(wasm_u16x8_shr(qb, 4), eight);
+        break;
+    }
+    case B32_Q4_1: {
+        const block_q4_1 *x = (const block_q4_1 *)blk;
+        v128_t qa = load_u8x8(x->qs), qb = load_u8x8(x->qs + 8);
+        w[0] = wasm_v128_and(qa, low4);
+        w[1] = wasm_v128_and(qb, low4);
+        w[2] = wasm_u16x8_shr(qa, 4);
+        w[3] = wasm_u16x8_shr(qb, 4);
+        break;
+    }
+    case B32_Q5_0: case B32_Q5_1: {
+        const uint8_t *qs = k == B32_Q5_0 ? ((const block_q5_0 *)blk)->qs : ((const block_q5_1 *)blk)->qs;
+        const uint8_t *qh = k == B32_Q5_0 ? ((const block_q5_0 *)blk)->qh : ((const block_q5_1 *)blk)->qh;
+        v128_t h_lo, h_hi;
+        q5_high_bits(qh, &h_lo, &h_hi);
+        v128_t q = wasm_v128_load(qs), l4 = wasm_i8x16_splat(0x0f), bias = wasm_i8x16_splat(k == B32_Q5_0 ? 16 : 0);
+        v128_t lo = wasm_i8x16_sub(wasm_v128_or(wasm_v128_and(q, l4), h_lo), bias);
+        v128_t hi = wasm_i8x16_sub(wasm_v128_or(wasm_u8x16_shr(q, 4), h_hi), bias);
+        w[0] = wasm_i16x8_extend_low_i8x16(lo);
+        w[1] = wasm_i16x8_extend_high_i8x16(lo);
+        w[2] = wasm_i16x8_extend_low_i8x16(hi);
+        w[3] = wasm_i16x8_extend_high_i8x16(hi);
+        break;
+    }
+    case B32_Q8_0: {
+        const block_q8_0 *x = (const block_q8_0 *)blk;
+        for (int j = 0; j < 4; j++)
+            w[j] = load_i8x8(x->qs + 8 * j);
+        break;
+    }
+    case B32_IQ4_NL: {
+        const block_iq4_nl *x = (const block_iq4_nl *)blk;
+        const v128_t grid = wasm_v128_load(quant_kvalues_iq4nl), l4 = wasm_i8x16_splat(0x0f);
+        v128_t q = wasm_v128_load(x->qs);
+        v128_t lo = wasm_i8x16_swizzle(grid, wasm_v128_and(q, l4)), hi = wasm_i8x16_swizzle(grid, wasm_u8x16_shr(q, 4));
+        w[0] = wasm_i16x8_extend_low_i8x16(lo);
+        w[1] = wasm_i16x8_extend_high_i8x16(lo);
+        w[2] = wasm_i16x8_extend_low_i8x16(hi);
+        w[3] = wasm_i16x8_extend_high_i8x16(hi);
+        break;
+    }
+    }
+}
+
+/* The reference per block: sum += (float)sumi * (d_x * d_y) [+ m_x * s_y], in four lanes. The
+ * fp16 scale d sits first in every block; Q4_1 / Q5_1's min m and Q8_1's s follow it. */
+static ALWAYS_INLINE void gemm_b32(enum b32_kind k, const int NT, int n, const void *w, size_t w_stride, int nr,
+                                   const void *a, size_t a_stride, float *out, size_t out_stride)
+{
+    const size_t bsize = b32_size(k), asize = b32_has_min(k) ? sizeof(block_q8_1) : sizeof(block_q8_0);
+    const size_t qs_off = b32_has_min(k) ? offsetof(block_q8_1, qs) : offsetof(block_q8_0, qs);
+    const uint8_t *rows[4];
+    tile_rows(w, w_stride, nr, rows);
+    v128_t acc[GEMM_MAX_TOKENS];
+    for (int t = 0; t < NT; t++)
+        acc[t] = wasm_f32x4_splat(0.0f);
+    for (int b = 0; b < n / 32; b++) {
+        const size_t off = (size_t)b * bsize;
+        v128_t wq[4][4];
+        for (int r = 0; r < 4; r++)
+            b32_unpack(k, rows[r] + off, wq[r], q4_0_offset_in_activation(k, NT));
+        v128_t dx = gather_half4(rows, off), mx = wasm_f32x4_splat(0.0f);
+        if (b32_has_min(k))
+            mx = gather_half4(rows, off + offsetof(block_q4_1, m));
+        for (int t = 0; t < NT; t++) {
+            const uint8_t *yb = (const uint8_t *)a + (size_t)t * a_stride + (size_t)b * asize;
+            const int8_t *q8 = (const int8_t *)(yb + qs_off);
+            v128_t ya[4] = { load_i8x8(q8), load_i8x8(q8 + 8), load_i8x8(q8 + 16), load_i8x8(q8 + 24) };
+            v128_t d0 = dot_unit(wq[0], ya), d1 = dot_unit(wq[1], ya), d2 = dot_unit(wq[2], ya), d3 = dot_unit(wq[3], ya);
+            if (q4_0_offset_in_activation(k, NT)) {
+                /* partial sums of 8 * y, the same for every row */
+                v128_t ysum = wasm_i16x8_add(wasm_i16x8_add(ya[0], ya[1]), wasm_i16x8_add(ya[2], ya[3]));
+                v128_t off8 = dot_i16(ysum, wasm_i16x8_splat(8));
+                d0 = wasm_i32x4_sub(d0, off8);
+                d1 = wasm_i32x4_sub(d1, off8);
+                d2 = wasm_i32x4_sub(d2, off8);
+                d3 = wasm_i32x4_sub(d3, off8);
+            }
+            v128_t isum = sum4_lanes(d0, d1, d2, d3);
+            v128_t term = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(isum), wasm_f32x4_mul(dx, wasm_f32x4_splat(load_half(yb))));
+            if (b32_has_min(k))
+                term = wasm_f32x4_add(term, wasm_f32x4_mul(mx, wasm_f32x4_splat(load_half(yb + offsetof(block_q8_1, s)))));
+            acc[t] = wasm_f32x4_add(acc[t], term);
+        }
+    }
+    store_tile(acc, NT, nr, out, out_stride);
+}
+
+/* a gemm entry point: the body instantiated for each token count */
+#define GEMM_ENTRY(name, BODY, ...)                                                                 \
+    void name(int n, const void *w, size_t w_stride, int nr, const void *a, size_t a_stride, int nt, \
+              float *out, size_t out_stride)                                                        \
+    {                                                                                               \
+        for (; nt > 0; nt -= GEMM_MAX_TOKENS, a = (const uint8_t *)a + GEMM_MAX_TOKENS * a_stride,  \
+                       out += GEMM_MAX_TOKENS * out_stride) {                                       \
+            switch (nt) {                                                                           \
+            case 1: BODY(__VA_ARGS__, 1, n, w, w_stride, nr, a, a_stride, out, out_stride); break;  \
+            case 2: BODY(__VA_ARGS__, 2, n, w, w_stride, nr, a, a_stride, out, out_stride); break;  \
+            case 3: BODY(__VA_ARGS__, 3, n, w, w_stride, nr, a, a_stride, out, out_stride); break;  \
+            default: BODY(__VA_ARGS__, 4, n, w, w_stride, nr, a, a_stride, out, out_stride); break; \
+            }                                                                                       \
+        }                                                                                           \
+    }
+
+GEMM_ENTRY(quant_gemm_q4_0, gemm_b32, B32_Q4_0)
+GEMM_ENTRY(quant_gemm_q4_1, gemm_b32, B32_Q4_1)
+GEMM_ENTRY(quant_gemm_q5_0, gemm_b32, B32_Q5_0)
+GEMM_ENTRY(quant_gemm_q5_1, gemm_b32, B32_Q5_1)
+GEMM_ENTRY(quant_gemm_q8_0, gemm_b32, B32_Q8_0)
+GEMM_ENTRY(quant_gemm_iq4_nl, gemm_b32, B32_IQ4_NL)
+
+/* ---- K-quants: super-blocks of 256 against Q8_K ----
+ * The unit of 32 elements u = 2j + p is taken with each weight already multiplied by its
+ * sub-block's integer scale (|scale * q| <= 63 * 128 fits int16; a super-block's sum fits int32),
+ * so each row and token accumulates its partial sums over the whole super-block and they are
+ * gathered into lanes once, at its end. The stored offsets (Q6_K's q - 32,
+ * Q3_K's q - 4) and the mins (Q2_K, Q4_K, Q5_K) go through the activation block sums, as in
+ * the vec_dot kernels above. */
+
+enum k_kind { K_Q2, K_Q3, K_Q4, K_Q5, K_Q6 };
+
+static ALWAYS_INLINE size_t k_size(enum k_kind k)
+{
+    switch (k) {
+    case K_Q2: return sizeof(block_q2_K);
+    case K_Q3: return sizeof(block_q3_K);
+    case K_Q4: return sizeof(block_q4_K);
+    case K_Q5: return sizeof(block_q5_K);
+    default: return sizeof(block_q6_K);
+    }
+}
+
+/* Q2_K, Q4_K and Q5_K subtract dmin times a sum of mins; Q3_K and Q6_K fold an offset in */
+static ALWAYS_INLINE int k_has_min(enum k_kind k) { return k == K_Q2 || k == K_Q4 || k == K_Q5; }
+
+/* A super-block's integer scales: sc[s] for sub-block s (16 sub-blocks of 16 elements, or for
+ * Q4_K / Q5_K 8 of 32); *c_lo, *c_hi the 16 coefficients of the activation's bsums (the mins,
+ * or the scales for the offset). */
+static ALWAYS_INLINE void k_scales(enum k_kind k, const uint8_t *blk, int16_t sc[16], v128_t *c_lo, v128_t *c_hi)
+{
+    switch (k) {
+    case K_Q2: {
+        const block_q2_K *x = (const block_q2_K *)blk;
+        v128_t lo = load_u8x8(x->scales), hi = load_u8x8(x->scales + 8), low4 = wasm_i16x8_splat(0x0f);
+        wasm_v128_store(sc, wasm_v128_and(lo, low4));
+        wasm_v128_store(sc + 8, wasm_v128_and(hi, low4));
+        *c_lo = wasm_u16x8_shr(lo, 4);
+        *c_hi = wasm_u16x8_shr(hi, 4);
+        break;
+    }
+    case K_Q3:
+        q3_K_scales(((const block_q3_K *)blk)->scales, c_lo, c_hi);
+        wasm_v128_store(sc, *c_lo);
+        wasm_v128_store(sc + 8, *c_hi);
+        break;
+    case K_Q4: case K_Q5: {
+        v128_t scale, min;
+        k_scales_mins(k == K_Q4 ? ((const block_q4_K *)blk)->scales : ((const block_q5_K *)blk)->scales, &scale, &min);
+        wasm_v128_store(sc, scale);
+        *c_lo = wasm_i16x8_shuffle(min, min, 0, 0, 1, 1, 2, 2, 3, 3);
+        *c_hi = wasm_i16x8_shuffle(min, min, 4, 4, 5, 5, 6, 6, 7, 7);
+        break;
+    }
+    case K_Q6: {
+        const block_q6_K *x = (const block_q6_K *)blk;
+        *c_lo = load_i8x8(x->scales);
+        *c_hi = load_i8x8(x->scales + 8);
+        wasm_v128_store(sc, *c_lo);
+        wasm_v128_store(sc + 8, *c_hi);
+        break;
+    }
+    }
+}
+
+/* A unit is 16 weight bytes of a super-block read for two sets of 16 elements (two nibbles, or
+ * two bit pairs): w[0], w[1] hold the first set, at elements first .. first+16, times scale
+ * sc[first / 16]; w[2], w[3] the second set, at second .. second+16, times sc[second / 16]
+ * (for Q4_K / Q5_K, sub-blocks of 32: sc[first / 32], sc[second / 32]). Reading every loaded
+ * byte for both sets also keeps the loads 8 → 16-bit widening (i16x8.load8x8_u), which LLVM
+ * turns into slower byte shifts and shuffles when one load feeds a single shift. */
+typedef struct { int first, second; } k_unit_sets;
+
+/* Unit number v (0..7) of each type, and its two element sets:
+ *   Q4_K / Q5_K  v = 2j + q:       qs[32j + 16q + l] (l < 16) low nibble = element 64j + 16q + l,
+ *                                  high nibble = 64j + 32 + 16q + l; Q5_K's bit 4 is bit 2j (low)
+ *                                  or 2j + 1 (high) of qh[16q + l]
+ *   Q6_K         v = 4h + 2p + q:  ql[64h + 32p + 16q + l] low nibble = element 128h + 32p + 16q + l,
+ *                                  high nibble = 128h + 32(p + 2) + 16q + l; bits 4, 5 from bits
+ *                                  2p.. (low) or 2(p + 2).. (high) of qh[32h + 16q + l]
+ *   Q2_K / Q3_K  v = 4h + 2i + q:  bits 4i.. of qs[32h + 16q + l] = element 128h + 64i + 16q + l,
+ *                                  bits 4i + 2.. = element 128h + 64i + 32 + 16q + l; Q3_K's bit 2
+ *                                  is bit 4h + 2i (first) or 4h + 2i + 1 (second) of hmask[16q + l] */
+static ALWAYS_INLINE k_unit_sets k_sets(enum k_kind k, const int v)
+{
+    k_unit_sets s;
+    if (k == K_Q4 || k == K_Q5) {
+        s.first = 64 * (v >> 1) + 16 * (v & 1);
+        s.second = s.first + 32;
+    } else {
+        s.first = 128 * (v >> 2) + 32 * ((v >> 1) & 1) * (k == K_Q6 ? 1 : 2) + 16 * (v & 1);
+        s.second = s.first + (k == K_Q6 ? 64 : 32);
+    }
+    return s;
+}
+
+static ALWAYS_INLINE void k_unpack(enum k_kind k, const uint8_t *blk, const int v, const int16_t sc[16], v128_t w[4])
+{
+    const k_unit_sets set = k_sets(k, v);
+    const int q = v & 1;
+    v128_t lo[2], hi[2];
+    switch (k) {
+    case K_Q2: case K_Q3: {
+        const uint8_t *qs = k == K_Q2 ? ((const block_q2_K *)blk)->qs : ((const block_q3_K *)blk)->qs;
+        const int h = v >> 2, i = (v >> 1) & 1, three = 3;
+        for (int m = 0; m < 2; m++) {
+            v128_t b = load_u8x8(qs + 32 * h + 16 * q + 8 * m);
+            lo[m] = wasm_v128_and(wasm_u16x8_shr(b, 4 * i), wasm_i16x8_splat(three));
+            hi[m] = wasm_v128_and(wasm_u16x8_shr(b, 4 * i + 2), wasm_i16x8_splat(three));
+            if (k == K_Q3) {
+                /* hmask bit 4h + 2i moved to bit 2 */
+                v128_t hm = wasm_i16x8_shl(load_u8x8(((const block_q3_K *)blk)->hmask + 16 * q + 8 * m), 2);
+                lo[m] = wasm_v128_or(lo[m], wasm_v128_and(wasm_u16x8_shr(hm, 4 * h + 2 * i), wasm_i16x8_splat(4)));
+                hi[m] = wasm_v128_or(hi[m], wasm_v128_and(wasm_u16x8_shr(hm, 4 * h + 2 * i + 1), wasm_i16x8_splat(4)));
+            }
+        }
+        break;
+    }
+    case K_Q4: case K_Q5: {
+        const uint8_t *qs = k == K_Q4 ? ((const block_q4_K *)blk)->qs : ((const block_q5_K *)blk)->qs;
+        const int j = v >> 1;
+        for (int m = 0; m < 2; m++) {
+            v128_t b = load_u8x8(qs + 32 * j + 16 * q + 8 * m);
+            lo[m] = wasm_v128_and(b, wasm_i16x8_splat(0x0f));
+            hi[m] = wasm_u16x8_shr(b, 4);
+            if (k == K_Q5) {
+                /* qh bit 2j moved to bit 4 for the low nibble, bit 2j + 1 for the high one */
+                v128_t hb = wasm_i16x8_shl(load_u8x8(((const block_q5_K *)blk)->qh + 16 * q + 8 * m), 4);
+                lo[m] = wasm_v128_or(lo[m], wasm_v128_and(wasm_u16x8_shr(hb, 2 * j), wasm_i16x8_splat(0x10)));
+                hi[m] = wasm_v128_or(hi[m], wasm_v128_and(wasm_u16x8_shr(hb, 2 * j + 1), wasm_i16x8_splat(0x10)));
+            }
+        }
+        break;
+    }
+    case K_Q6: {
+        const block_q6_K *x = (const block_q6_K *)blk;
+        const int h = v >> 2, p = (v >> 1) & 1;
+        for (int m = 0; m < 2; m++) {
+            v128_t b = load_u8x8(x->ql + 64 * h + 32 * p + 16 * q + 8 * m);
+            /* qh bits 2p.. (low) and 2p + 4.. (high) moved to bits 4, 5 */
+            v128_t hb = wasm_i16x8_shl(load_u8x8(x->qh + 32 * h + 16 * q + 8 * m), 4);
+            lo[m] = wasm_v128_or(wasm_v128_and(b, wasm_i16x8_splat(0x0f)), wasm_v128_and(wasm_u16x8_shr(hb, 2 * p), wasm_i16x8_splat(0x30)));
+            hi[m] = wasm_v128_or(wasm_u16x8_shr(b, 4), wasm_v128_and(wasm_u16x8_shr(hb, 2 * p + 4), wasm_i16x8_splat(0x30)));
+        }
+        break;
+    }
+    }
+    const int shift = k == K_Q4 || k == K_Q5 ? 5 : 4;   /* log2 of the sub-block size */
+    v128_t s0 = wasm_i16x8_splat(sc[set.first >> shift]), s1 = wasm_i16x8_splat(sc[set.second >> shift]);
+    w[0] = wasm_i16x8_mul(lo[0], s0);
+    w[1] = wasm_i16x8_mul(lo[1], s0);
+    w[2] = wasm_i16x8_mul(hi[0], s1);
+    w[3] = wasm_i16x8_mul(hi[1], s1);
+}
+
+/* part[r][t] += the partial sums of unit v of row r times token t's activations. One token
+ * (decode): the four rows' units are unpacked side by side and each activation vector is loaded
+ * once for all of them. Several tokens (prefill): one row at a time, so that its unit and its
+ * accumulators stay in registers while the tokens pass; the activations are loaded per row. */
+static ALWAYS_INLINE void k_unit(enum k_kind k, const int NT, const uint8_t *const rows[4], size_t off,
+                                 int16_t sc[4][16], const block_q8_K *const y[], v128_t part[4][GEMM_MAX_TOKENS],
+                                 const int v, const int row)
+{
+    const k_unit_sets set = k_sets(k, v);
+    const int r0 = NT == 1 ? 0 : row, r1 = NT == 1 ? 4 : row + 1;
+    v128_t wq[4][4];
+    for (int r = r0; r < r1; r++)
+        k_unpack(k, rows[r] + off, v, sc[r], wq[r]);
+    for (int t = 0; t < NT; t++) {
+        const int8_t *q8 = y[t]->qs;
+        v128_t ya[4] = { load_i8x8(q8 + set.first), load_i8x8(q8 + set.first + 8),
+                         load_i8x8(q8 + set.second), load_i8x8(q8 + set.second + 8) };
+        for (int r = r0; r < r1; r++)
+            part[r][t] = wasm_i32x4_add(part[r][t], dot_unit(wq[r], ya));
+    }
+}
+
+/* the reference per super-block, in four lanes:
+ *   Q3_K, Q6_K:        sum += d_x * d_y * (float)sumi
+ *   Q4_K, Q5_K:        sum += d_x * d_y * (float)sumi - dmin_x * d_y * (float)sum_mins
+ *   Q2_K:              sum += d_y * d_x * (float)sumi - d_y * dmin_x * (float)sum_mins
+ * (d_y * d_x == d_x * d_y exactly) */
+static ALWAYS_INLINE void gemm_k(enum k_kind k, const int NT, int n, const void *w, size_t w_stride, int nr,
+                                 const void *a, size_t a_stride, float *out, size_t out_stride)
+{
+    const size_t bsize = k_size(k);
+    size_t d_off, dmin_off;
+    switch (k) {
+    case K_Q2: d_off = offsetof(block_q2_K, d); dmin_off = offsetof(block_q2_K, dmin); break;
+    case K_Q3: d_off = offsetof(block_q3_K, d); dmin_off = 0; break;
+    case K_Q4: d_off = offsetof(block_q4_K, d); dmin_off = offsetof(block_q4_K, dmin); break;
+    case K_Q5: d_off = offsetof(block_q5_K, d); dmin_off = offsetof(block_q5_K, dmin); break;
+    default: d_off = offsetof(block_q6_K, d); dmin_off = 0; break;
+    }
+    const uint8_t *rows[4];
+    tile_rows(w, w_stride, nr, rows);
+    v128_t acc[GEMM_MAX_TOKENS];
+    for (int t = 0; t < NT; t++)
+        acc[t] = wasm_f32x4_splat(0.0f);
+    for (int i = 0; i < n / QK_K; i++) {
+        const size_t off = (size_t)i * bsize;
+        const block_q8_K *y[GEMM_MAX_TOKENS];
+        for (int t = 0; t < NT; t++)
+            y[t] = (const block_q8_K *)((const uint8_t *)a + (size_t)t * a_stride) + i;
+        int16_t sc[4][16];
+        v128_t c_lo[4], c_hi[4], part[4][GEMM_MAX_TOKENS];
+        for (int r = 0; r < 4; r++) {
+            k_scales(k, rows[r] + off, sc[r], &c_lo[r], &c_hi[r]);
+            for (int t = 0; t < NT; t++)
+                part[r][t] = wasm_i32x4_splat(0);
+        }
+        /* units spelled out so that every shift count in k_unpack is a constant */
+        for (int row = 0; row < (NT == 1 ? 1 : 4); row++) {
+            k_unit(k, NT, rows, off, sc, y, part, 0, row);
+            k_unit(k, NT, rows, off, sc, y, part, 1, row);
+            k_unit(k, NT, rows, off, sc, y, part, 2, row);
+            k_unit(k, NT, rows, off, sc, y, part, 3, row);
+            k_unit(k, NT, rows, off, sc, y, part, 4, row);
+            k_unit(k, NT, rows, off, sc, y, part, 5, row);
+            k_unit(k, NT, rows, off, sc, y, part, 6, row);
+            k_unit(k, NT, rows, off, sc, y, part, 7, row);
+        }
+        v128_t dx = gather_half4(rows, off + d_off);
+        v128_t dmin = k_has_min(k) ? gather_half4(rows, off + dmin_off) : dx;
+        for (int t = 0; t < NT; t++) {
+            v128_t bsum = sum4_lanes(dot_bsums(c_lo[0], c_hi[0], y[t]), dot_bsums(c_lo[1], c_hi[1], y[t]),
+                                     dot_bsums(c_lo[2], c_hi[2], y[t]), dot_bsums(c_lo[3], c_hi[3], y[t]));
+            v128_t dy = wasm_f32x4_splat(y[t]->d);
+            v128_t sumi = sum4_lanes(part[0][t], part[1][t], part[2][t], part[3][t]);
+            if (k == K_Q6)
+                sumi = wasm_i32x4_sub(sumi, wasm_i32x4_shl(bsum, 5));
+            if (k == K_Q3)
+                sumi = wasm_i32x4_sub(sumi, wasm_i32x4_shl(bsum, 2));
+            v128_t term = wasm_f32x4_mul(wasm_f32x4_mul(dx, dy), wasm_f32x4_convert_i32x4(sumi));
+            if (k_has_min(k))
+                term = wasm_f32x4_sub(term, wasm_f32x4_mul(wasm_f32x4_mul(dmin, dy), wasm_f32x4_convert_i32x4(bsum)));
+            acc[t] = wasm_f32x4_add(acc[t], term);
+        }
+    }
+    store_tile(acc, NT, nr, out, out_stride);
+}
+
+GEMM_ENTRY(quant_gemm_q2_K, gemm_k, K_Q2)
+GEMM_ENTRY(quant_gemm_q3_K, gemm_k, K_Q3)
+GEMM_ENTRY(quant_gemm_q4_K, gemm_k, K_Q4)
+GEMM_ENTRY(quant_gemm_q5_K, gemm_k, K_Q5)
+GEMM_ENTRY(quant_gemm_q6_K, gemm_k, K_Q6)
+
+/* ---- the rest: one vec_dot per output ---- */
+
+static ALWAYS_INLINE void gemm_by_vec_dot(float (*dot)(int, const void *, const void *), const int NT, int n,
+                                          const void *w, size_t w_stride, int nr, const void *a, size_t a_stride,
+                                          float *out, size_t out_stride)
+{
+    for (int t = 0; t < NT; t++)
+        for (int r = 0; r < nr; r++)
+            out[(size_t)t * out_stride + r] = dot(n, (const uint8_t *)w + (size_t)r * w_stride,
+                                                  (const uint8_t *)a + (size_t)t * a_stride);
+}
+
+GEMM_ENTRY(quant_gemm_f32, gemm_by_vec_dot, quant_vec_dot_f32_simd)
+GEMM_ENTRY(quant_gemm_f16, gemm_by_vec_dot, quant_vec_dot_f16_simd)
+GEMM_ENTRY(quant_gemm_bf16, gemm_by_vec_dot, quant_vec_dot_bf16_simd)
+GEMM_ENTRY(quant_gemm_q8_1, gemm_by_vec_dot, quant_vec_dot_q8_1_simd)
+GEMM_ENTRY(quant_gemm_q8_K, gemm_by_vec_dot, quant_vec_dot_q8_K_simd)

@@ -32,7 +32,24 @@ typedef struct {
      * the SIMD kernel (wasm_simd128.h; natively through SIMDe) and the plain scalar reference */
     float (*vec_dot)(int n, const void *w, const void *a);
     float (*vec_dot_ref)(int n, const void *w, const void *a);
+    /* tile of the matrix product: out[t * out_stride + r] = dot(weight row r, activation row t)
+     * for r < nr <= GEMM_MAX_ROWS, t < nt <= GEMM_MAX_TOKENS; weight row r at w + r * w_stride,
+     * activation row t (in vec_dot_type) at a + t * a_stride, n elements each. Each weight block
+     * is unpacked once per tile and used for every token; each activation block is loaded once
+     * per token and used for every row. Every output is computed by the same operations in the
+     * same order whatever nr, nt and its place in the tile, so a product does not depend on how
+     * it is split into tiles or threads. For the quantized types it equals vec_dot_ref bit for
+     * bit (integer sums per block, the float scaling in the reference's order); for F32, F16,
+     * BF16, Q8_1 and Q8_K it is vec_dot, element by element. A larger nt is taken
+     * GEMM_MAX_TOKENS tokens at a time. Never NULL. */
+    void (*gemm)(int n, const void *w, size_t w_stride, int nr, const void *a, size_t a_stride, int nt,
+                 float *out, size_t out_stride);
 } quant_type;
+
+/* The largest tile gemm computes: weight rows × activation rows (tokens). Four rows fill the
+ * four lanes of a vector, one lane per row, so a tile of fewer rows costs as much as four. */
+#define GEMM_MAX_ROWS 4
+#define GEMM_MAX_TOKENS 4
 
 /* NULL for a type id wick does not support. */
 const quant_type *quant_get(uint32_t type);
@@ -161,5 +178,13 @@ float quant_vec_dot_q5_K_simd(int n, const void *w, const void *a);
 float quant_vec_dot_q6_K_simd(int n, const void *w, const void *a);
 float quant_vec_dot_q8_K_simd(int n, const void *w, const void *a);
 float quant_vec_dot_iq4_nl_simd(int n, const void *w, const void *a);
+
+/* The tile kernels (kernels_simd.c), handed out as quant_type.gemm (arguments as there). The
+ * float types and the activation formats as weights loop over their vec_dot. */
+typedef void quant_gemm_fn(int n, const void *w, size_t w_stride, int nr, const void *a, size_t a_stride,
+                           int nt, float *out, size_t out_stride);
+quant_gemm_fn quant_gemm_f32, quant_gemm_f16, quant_gemm_bf16, quant_gemm_q4_0, quant_gemm_q4_1,
+    quant_gemm_q5_0, quant_gemm_q5_1, quant_gemm_q8_0, quant_gemm_q8_1, quant_gemm_q2_K, quant_gemm_q3_K,
+    quant_gemm_q4_K, quant_gemm_q5_K, quant_gemm_q6_K, quant_gemm_q8_K, quant_gemm_iq4_nl;
 
 #endif

@@ -1,8 +1,15 @@
-/* bench_kernels.c — times vec_dot per type over a 4096×4096 weight matrix against one activation
- * row (decode's matrix–vector product, single thread), for the SIMD kernel and the scalar
- * reference: nanoseconds per row and GB/s of weight data streamed.
+/* bench_kernels.c — times the matrix kernels per type, single thread, over a 2048×5632 weight
+ * matrix (the shape of a small model's FFN down projection):
+ *   - vec_dot: one call per (row, token), rows in tiles of 16 with the tokens inside, as a
+ *     forward pass without tile kernels does; for 1 token (decode) and for a batch;
+ *   - gemm: the tile kernel, GEMM_MAX_ROWS rows × 1 token (decode) and × GEMM_MAX_TOKENS tokens
+ *     (prefill);
+ *   - the scalar reference vec_dot_ref, 1 token, on fewer rows.
+ * Each line gives microseconds per token over the matrix, GB/s of weight data per token (for a
+ * batch, per-token equivalent: a batch of 4 that takes the time of one token counts 4×), and
+ * tokens per second through this one matrix.
  *
- * Usage: bench_kernels [type-name ...]   (default: every type; names as in quant.c, e.g. q4_K) */
+ * Usage: bench_kernels [type-name ...]   (default: q4_0 q8_0 q4_K q6_K; "all" for every type) */
 #define _POSIX_C_SOURCE 199309L   /* clock_gettime */
 #include "quant.h"
 
@@ -11,9 +18,11 @@
 #include <string.h>
 #include <time.h>
 
-#define ROWS 4096
-#define COLS 4096
-#define DISTINCT_ROWS 64   /* quantized once, then copied over the matrix */
+#define ROWS 2048
+#define COLS 5632
+#define TOKENS GEMM_MAX_TOKENS   /* the batch timed for prefill */
+#define DISTINCT_ROWS 64         /* quantized once, then copied over the matrix */
+#define VEC_DOT_ROW_TILE 16      /* rows per tile in the vec_dot loop */
 
 static double now_seconds(void)
 {
@@ -31,53 +40,97 @@ static float rng_float(void)
     return (float)(rng >> 8) / 8388608.0f - 1.0f;
 }
 
-typedef float (*dot_fn)(int n, const void *w, const void *a);
+typedef struct {
+    const quant_type *t;
+    const uint8_t *w;
+    size_t row_bytes;
+    const uint8_t *a;
+    size_t act_bytes;
+    float *out;                  /* out[token * ROWS + row] */
+} matrix;
 
-/* seconds per pass over the first `rows` rows, best of a few passes; *checksum keeps results live */
-static double time_matvec(dot_fn dot, const uint8_t *w, size_t row_bytes, const void *a, int rows,
-                          int passes, float *checksum)
+enum method { VEC_DOT, VEC_DOT_REF, GEMM };
+
+/* one product of the first `rows` rows with nt tokens */
+static void run(const matrix *m, enum method how, int rows, int nt)
+{
+    if (how == GEMM) {
+        for (int r = 0; r < rows; r += GEMM_MAX_ROWS)
+            m->t->gemm(COLS, m->w + (size_t)r * m->row_bytes, m->row_bytes, rows - r < GEMM_MAX_ROWS ? rows - r : GEMM_MAX_ROWS,
+                       m->a, m->act_bytes, nt, m->out + r, ROWS);
+        return;
+    }
+    float (*dot)(int, const void *, const void *) = how == VEC_DOT ? m->t->vec_dot : m->t->vec_dot_ref;
+    for (int rt = 0; rt < rows; rt += VEC_DOT_ROW_TILE)
+        for (int tok = 0; tok < nt; tok++)
+            for (int r = rt; r < rt + VEC_DOT_ROW_TILE && r < rows; r++)
+                m->out[(size_t)tok * ROWS + r] = dot(COLS, m->w + (size_t)r * m->row_bytes, m->a + (size_t)tok * m->act_bytes);
+}
+
+/* seconds per token over the whole matrix, best of `passes` */
+static double time_per_token(const matrix *m, enum method how, int rows, int nt, int passes)
 {
     double best = 1e30;
     for (int p = 0; p < passes; p++) {
         double t0 = now_seconds();
-        float sum = 0;
-        for (int r = 0; r < rows; r++)
-            sum += dot(COLS, w + (size_t)r * row_bytes, a);
+        run(m, how, rows, nt);
         double t = now_seconds() - t0;
-        *checksum += sum;
         if (t < best)
             best = t;
     }
-    return best;
+    return best * ROWS / rows / nt;
+}
+
+static void report(const matrix *m, const char *what, double sec, double base)
+{
+    double gb = (double)m->row_bytes * ROWS / 1e9;
+    printf("  %-26s %9.1f us/token %7.2f GB/s %9.0f tokens/s", what, sec * 1e6, gb / sec, 1 / sec);
+    if (base > 0)
+        printf("   x%.2f", base / sec);
+    printf("\n");
 }
 
 static void bench(const quant_type *t)
 {
     const quant_type *ta = quant_get(t->vec_dot_type);
-    size_t row_bytes = quant_row_size(t->type, COLS);
-    uint8_t *w = malloc(row_bytes * ROWS);
-    void *a = malloc(quant_row_size(ta->type, COLS));
+    matrix m = { t, NULL, quant_row_size(t->type, COLS), NULL, quant_row_size(ta->type, COLS), NULL };
+    uint8_t *w = malloc(m.row_bytes * ROWS), *a = malloc(m.act_bytes * TOKENS);
     float *x = malloc(sizeof(float) * COLS * DISTINCT_ROWS);
+    m.out = malloc(sizeof(float) * ROWS * TOKENS);
     for (int i = 0; i < COLS * DISTINCT_ROWS; i++)
         x[i] = 0.02f * rng_float();
     t->from_float(x, w, (int64_t)COLS * DISTINCT_ROWS);
     for (int r = DISTINCT_ROWS; r < ROWS; r++)
-        memcpy(w + (size_t)r * row_bytes, w + (size_t)(r % DISTINCT_ROWS) * row_bytes, row_bytes);
-    for (int i = 0; i < COLS; i++)
-        x[i] = rng_float();
-    ta->from_float(x, a, COLS);
+        memcpy(w + (size_t)r * m.row_bytes, w + (size_t)(r % DISTINCT_ROWS) * m.row_bytes, m.row_bytes);
+    for (int tok = 0; tok < TOKENS; tok++) {
+        for (int i = 0; i < COLS; i++)
+            x[i] = rng_float();
+        ta->from_float(x, a + (size_t)tok * m.act_bytes, COLS);
+    }
+    m.w = w;
+    m.a = a;
 
-    float checksum = 0;
-    double simd = time_matvec(t->vec_dot, w, row_bytes, a, ROWS, 5, &checksum);
-    int ref_rows = ROWS / 8;   /* the scalar code is slow: time fewer rows */
-    double ref = time_matvec(t->vec_dot_ref, w, row_bytes, a, ref_rows, 2, &checksum) * ROWS / ref_rows;
-    double gb = (double)row_bytes * ROWS / 1e9;
-    printf("%-6s %7.2f MB  simd %8.0f ns/row %6.2f GB/s   scalar %8.0f ns/row %6.2f GB/s   x%.1f  (checksum %g)\n",
-           t->name, gb * 1e3, simd / ROWS * 1e9, gb / simd, ref / ROWS * 1e9, gb / ref, ref / simd, checksum);
+    printf("%s: %d x %d, %.2f MB of weights\n", t->name, ROWS, COLS, (double)m.row_bytes * ROWS / 1e6);
+    int ref_rows = ROWS / 16;   /* the scalar code is slow: time fewer rows */
+    double ref = time_per_token(&m, VEC_DOT_REF, ref_rows, 1, 3);
+    double dot1 = time_per_token(&m, VEC_DOT, ROWS, 1, 15);
+    double dotn = time_per_token(&m, VEC_DOT, ROWS, TOKENS, 8);
+    double gemm1 = time_per_token(&m, GEMM, ROWS, 1, 15);
+    double gemmn = time_per_token(&m, GEMM, ROWS, TOKENS, 8);
+    char what[64];
+    report(&m, "scalar vec_dot_ref, 1 tok", ref, 0);
+    report(&m, "vec_dot, 1 token", dot1, ref);
+    snprintf(what, sizeof what, "vec_dot, %d tokens", TOKENS);
+    report(&m, what, dotn, ref);
+    snprintf(what, sizeof what, "gemm %dx1 (decode)", GEMM_MAX_ROWS);
+    report(&m, what, gemm1, dot1);
+    snprintf(what, sizeof what, "gemm %dx%d (prefill)", GEMM_MAX_ROWS, TOKENS);
+    report(&m, what, gemmn, dotn);
     fflush(stdout);
     free(w);
     free(a);
     free(x);
+    free(m.out);
 }
 
 int main(int argc, char **argv)
@@ -87,10 +140,16 @@ int main(int argc, char **argv)
         WICK_TYPE_Q5_K, WICK_TYPE_Q4_1, WICK_TYPE_Q5_0, WICK_TYPE_Q5_1, WICK_TYPE_IQ4_NL, WICK_TYPE_F16,
         WICK_TYPE_BF16, WICK_TYPE_F32, WICK_TYPE_Q8_1, WICK_TYPE_Q8_K,
     };
-    printf("vec_dot over a %dx%d matrix, one thread\n", ROWS, COLS);
+    static const char *const default_types[] = { "q4_0", "q8_0", "q4_K", "q6_K" };
+    printf("matrix kernels, %d x %d weights, one thread; xN: speed-up over the line it replaces\n"
+           "(vec_dot over the scalar reference, gemm over the vec_dot loop for the same tokens)\n", ROWS, COLS);
+    int all = argc > 1 && strcmp(argv[1], "all") == 0;
     for (size_t k = 0; k < sizeof order / sizeof order[0]; k++) {
         const quant_type *t = quant_get(order[k]);
-        int wanted = argc <= 1;
+        int wanted = all;
+        if (argc <= 1)
+            for (size_t i = 0; i < sizeof default_types / sizeof default_types[0]; i++)
+                wanted |= strcmp(default_types[i], t->name) == 0;
         for (int i = 1; i < argc; i++)
             wanted |= strcmp(argv[i], t->name) == 0;
         if (wanted)

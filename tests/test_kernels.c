@@ -1,7 +1,8 @@
 /* test_kernels.c — checks every tensor type of quant.h: the SIMD dot product against the scalar
  * reference (quantized rows and random valid blocks, one block up to many), the reference
  * against the dot product of the dequantized rows, the to_float∘from_float round trip, the type
- * table, and the f16 / bf16 conversions at their edges. Prints one line per check and ends with
+ * table, the f16 / bf16 conversions at their edges, and the gemm tile kernels: every tile shape
+ * and place against the reference and against gemm's own 1×1 result for the same element. Prints one line per check and ends with
  * "N passed, M failed"; exits non-zero on failure. */
 #include "quant.h"
 
@@ -202,6 +203,87 @@ static void test_dot(const quant_type *t, int random_blocks)
     }
 }
 
+static uint32_t bits_of(float f);
+
+/* Types whose gemm is a kernel of its own, claimed bit-identical to vec_dot_ref; the others
+ * (float types, activation formats as weights) loop over vec_dot. */
+static int gemm_matches_ref_bitwise(uint32_t type)
+{
+    return !is_float_type(type) && type != WICK_TYPE_Q8_1 && type != WICK_TYPE_Q8_K;
+}
+
+/* gemm over a matrix of GEMM_TEST_ROWS weight rows × GEMM_TEST_TOKENS activation rows, cut
+ * into tiles of every shape nr × nt (nr <= GEMM_MAX_ROWS, nt up to GEMM_MAX_TOKENS + 1, which
+ * gemm takes in two passes) at the matrix's start and at its far corner: each output must be
+ * bit-identical to gemm's 1×1 tile of the same element, equal vec_dot_ref (bit for bit where
+ * claimed, else within rounding), and outputs outside the tile must stay untouched. */
+#define GEMM_TEST_ROWS 6
+#define GEMM_TEST_TOKENS 7
+static void test_gemm(const quant_type *t)
+{
+    const quant_type *ta = quant_get(t->vec_dot_type);
+    static const int blocks[] = { 1, 2, 3, 9 };
+    static const int float_lengths[] = { 1, 7, 16, 100 };
+    for (int k = 0; k < 4; k++) {
+        int n = t->block_size == 1 ? float_lengths[k] : blocks[k] * (int)t->block_size;
+        /* rows 4 bytes apart beyond their length, as rows of a tensor need not be packed */
+        size_t w_stride = quant_row_size(t->type, n) + 4, a_stride = quant_row_size(ta->type, n);
+        uint8_t *w = malloc(w_stride * GEMM_TEST_ROWS), *a = malloc(a_stride * GEMM_TEST_TOKENS);
+        float *x = malloc(sizeof(float) * (size_t)n);
+        for (int r = 0; r < GEMM_TEST_ROWS; r++)
+            fill_random_blocks(t, w + (size_t)r * w_stride, n);
+        for (int tok = 0; tok < GEMM_TEST_TOKENS; tok++) {
+            fill_normal(x, n, 1.0f);
+            ta->from_float(x, a + (size_t)tok * a_stride, n);
+        }
+        float single[GEMM_TEST_TOKENS][GEMM_TEST_ROWS], ref[GEMM_TEST_TOKENS][GEMM_TEST_ROWS];
+        double worst_ref = 0;
+        int ref_bitwise = 1;
+        for (int tok = 0; tok < GEMM_TEST_TOKENS; tok++)
+            for (int r = 0; r < GEMM_TEST_ROWS; r++) {
+                const uint8_t *wr = w + (size_t)r * w_stride, *at = a + (size_t)tok * a_stride;
+                t->gemm(n, wr, w_stride, 1, at, a_stride, 1, &single[tok][r], 1);
+                ref[tok][r] = t->vec_dot_ref(n, wr, at);
+                double mag;
+                dequant_dot(t, wr, at, n, &mag);
+                double err = fabs((double)single[tok][r] - ref[tok][r]) / (mag > 0 ? mag : 1);
+                worst_ref = err > worst_ref ? err : worst_ref;
+                float expect = gemm_matches_ref_bitwise(t->type) ? ref[tok][r] : t->vec_dot(n, wr, at);
+                ref_bitwise &= bits_of(single[tok][r]) == bits_of(expect);
+            }
+        int tiles = 0, bad_tiles = 0;
+        const size_t out_stride = GEMM_TEST_ROWS + 3;
+        float out[GEMM_TEST_TOKENS * (GEMM_TEST_ROWS + 3)];
+        for (int nr = 1; nr <= GEMM_MAX_ROWS; nr++)
+            for (int nt = 1; nt <= GEMM_MAX_TOKENS + 1; nt++)
+                for (int corner = 0; corner < 2; corner++) {
+                    int r0 = corner ? GEMM_TEST_ROWS - nr : 0, t0 = corner ? GEMM_TEST_TOKENS - nt : 0;
+                    for (size_t i = 0; i < sizeof out / sizeof out[0]; i++)
+                        out[i] = -12345.0f;
+                    t->gemm(n, w + (size_t)r0 * w_stride, w_stride, nr, a + (size_t)t0 * a_stride, a_stride, nt,
+                            out + (size_t)t0 * out_stride + r0, out_stride);
+                    int ok = 1;
+                    for (int tok = 0; tok < GEMM_TEST_TOKENS; tok++)
+                        for (int r = 0; r < (int)out_stride; r++) {
+                            float v = out[(size_t)tok * out_stride + r];
+                            int inside = tok >= t0 && tok < t0 + nt && r >= r0 && r < r0 + nr;
+                            ok &= inside ? bits_of(v) == bits_of(single[tok][r]) : v == -12345.0f;
+                        }
+                    tiles++;
+                    bad_tiles += !ok;
+                }
+        check(bad_tiles == 0, "%-6s gemm n=%-5d %d tiles (nr 1..%d x nt 1..%d, two corners): each output is its 1x1 value%s (%d wrong)",
+              t->name, n, tiles, GEMM_MAX_ROWS, GEMM_MAX_TOKENS + 1, ", outside untouched", bad_tiles);
+        check(ref_bitwise, "%-6s gemm n=%-5d 1x1 equals %s bit for bit", t->name, n,
+              gemm_matches_ref_bitwise(t->type) ? "vec_dot_ref" : "vec_dot");
+        check(worst_ref <= (is_float_type(t->type) ? 4e-5 : 1e-5), "%-6s gemm n=%-5d vs vec_dot_ref |diff|/sum|w*a| %.1e",
+              t->name, n, worst_ref);
+        free(w);
+        free(a);
+        free(x);
+    }
+}
+
 /* relative RMS error of to_float(from_float(x)) for roughly normal x, per type */
 static double round_trip_bound(uint32_t type)
 {
@@ -278,7 +360,7 @@ static void test_table(void)
     for (size_t k = 0; k < N_TYPES; k++) {
         const quant_type *t = quant_get(all_types[k]);
         check(t != NULL && t->type == all_types[k] && t->to_float && t->from_float && t->vec_dot && t->vec_dot_ref
-              && quant_get(t->vec_dot_type) != NULL,
+              && t->gemm && quant_get(t->vec_dot_type) != NULL,
               "type %u has a complete table row (%s)", all_types[k], t ? t->name : "missing");
     }
     check(quant_get(4) == NULL && quant_get(5) == NULL && quant_get(WICK_TYPE_COUNT) == NULL
@@ -412,6 +494,7 @@ int main(void)
         test_round_trip(t);
         test_dot(t, 0);
         test_dot(t, 1);
+        test_gemm(t);
     }
     printf("%d passed, %d failed\n", n_passed, n_failed);
     return n_failed != 0;
