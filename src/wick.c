@@ -11,6 +11,7 @@
 #include "forward.h"
 #include "model.h"
 #include "quant.h"
+#include "sampler.h"
 #include "tokenizer.h"
 
 /* One message for the whole engine: it is driven from one thread at a time (see wick.h). */
@@ -279,4 +280,15 @@ int32_t wick_sample_simple(const float *logits, int32_t n_vocab, float temperatu
         if (acc > target) return i;
     }
     return best;
+}
+
+wick_status wick_softmax(const float *logits, int32_t n, float temperature, float *probs) {
+    if (!logits || !probs || n < 1 || !(temperature >= 0))
+        return set_error(WICK_ERR_INVALID_ARG, "wick_softmax: needs logits, n ≥ 1 and a temperature ≥ 0");
+    double *p = malloc((size_t)n * sizeof *p);
+    if (!p) return set_error(WICK_ERR_NOMEM, "out of memory");
+    sampler_softmax(logits, n, temperature, p);
+    for (int32_t i = 0; i < n; i++) probs[i] = (float)p[i];
+    free(p);
+    return ok();
 }

@@ -152,6 +152,10 @@ int32_t wick_gen_n_prompt_eval(const wick_gen *g); /* prompt tokens actually eva
 
 /* ---- sampling ---- */
 
+/* The seed chapter's formula: probs[i] = exp(logits[i]/T) / Σ_j exp(logits[j]/T), computed
+ * stably; T = 0 puts all the mass on the argmax. The same code as the sampler's. */
+wick_status wick_softmax(const float *logits, int32_t n, float temperature, float *probs);
+
 /* The simplest draw: temperature 0 → argmax; else softmax(logits/T) and a draw with the given
  * uniform u in [0,1). The full sampler chain lives in sampler.h. */
 int32_t wick_sample_simple(const float *logits, int32_t n_vocab, float temperature, double u);

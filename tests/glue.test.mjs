@@ -316,3 +316,15 @@ test('inspect reads the size and metadata of a model from its first bytes and ch
   const ranges = requests.filter((q) => q.url === '/models/mini/mini-chat-q8_0.gguf' && q.range);
   assert.ok(ranges.length >= 1, 'fetched with a Range request');
 });
+
+test('the seed chapter\'s worked example through the JS API: logits (2, 1, 0) at T = 0.5, 1, 2', async () => {
+  const expected = { 0.5: [86.7, 11.7, 1.6], 1: [66.5, 24.5, 9.0], 2: [50.6, 30.7, 18.6] };
+  for (const [t, want] of Object.entries(expected)) {
+    const p = await engine.softmax([2, 1, 0], Number(t));
+    p.forEach((v, i) => assert.ok(Math.abs(v * 100 - want[i]) <= 0.1, `T=${t}: ${v * 100} vs ${want[i]}`));
+  }
+  assert.deepEqual(await engine.softmax([2, 1, 0], 0), [1, 0, 0]);
+  const cold = await engine.softmax([2, 1, 0], 1e-3);
+  assert.ok(cold[0] > 0.999999);
+  await assert.rejects(engine.softmax([2, 1, 0], -1), /temperature/);
+});

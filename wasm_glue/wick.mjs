@@ -332,6 +332,14 @@ class Engine {
   }
 
   /** Token ids of a text. addBos: prepend BOS as the model asks (default true); special: parse special-token texts. */
+  /** p_i = exp(z_i/T) / Σ_j exp(z_j/T) computed by the engine (T = 0: all mass on the argmax). */
+  async softmax(logits, temperature = 1) {
+    if (!Array.isArray(logits) && !ArrayBuffer.isView(logits)) throw invalid('softmax: logits must be an array of numbers');
+    if (logits.length === 0 || Array.from(logits).some((z) => typeof z !== 'number' || Number.isNaN(z))) throw invalid('softmax: logits must be numbers');
+    if (typeof temperature !== 'number' || !(temperature >= 0)) throw invalid('softmax: temperature must be a number ≥ 0');
+    return this._request({ type: 'softmax', logits: Array.from(logits), temperature });
+  }
+
   async tokenize(text, { addBos = true, special = false } = {}) {
     if (typeof text !== 'string') throw invalid('tokenize: text must be a string');
     return this._request({ type: 'tokenize', text, addBos, special });

@@ -77,6 +77,7 @@
 
   const HANDLERS = {
     init, load, generate, tokenize: (m) => tokenize(m.text, m.addBos, m.special), detokenize: (m) => detokenize(m.tokens),
+    softmax: (m) => softmax(m.logits, m.temperature),
     unload: () => { unloadModel(); return true; },
   };
 
@@ -551,6 +552,16 @@
   }
 
   // ---- tokens ----
+
+  // the engine's softmax with temperature (the sampler's own code), for the seed chapter's example
+  function softmax(logits, temperature) {
+    const n = logits.length;
+    return withScratch(4 * n, (inp) => withScratch(4 * n, (out) => {
+      M.HEAPF32.set(Float32Array.from(logits), inp >>> 2);
+      check(M._wick_softmax(inp, n, temperature, out));
+      return Array.from(M.HEAPF32.subarray(out >>> 2, (out >>> 2) + n));
+    }));
+  }
 
   function tokenize(text, addBos = true, special = false) {
     requireModel();
