@@ -1,0 +1,313 @@
+// tests/page.test.mjs — the web page (web/) end to end in Debian's Chromium (playwright-core,
+// never a downloaded browser), served by tools/serve.mjs over a temporary root that links the
+// repository's web/, wasm_glue/, build/ and node_modules/ and the shared models:
+// the default model loads and streams; temperature 0 gives the CLI's greedy text; a fixed seed
+// repeats and another seed differs; Stop ends at once and the page goes on; the look-inside
+// panel (candidates, the drawn one, the context gauge with its drop mark); keyboard use; a
+// dropped local file and chat mode; a bad URL; the <wick-chat> example; a host without the
+// isolation headers (the service worker, and one thread where service workers are refused).
+// Screenshots go to $WICK_ARTIFACTS or the system's temporary folder (never committed).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createServer } from '../tools/serve.mjs';
+import { root, models, runWick } from './helpers.mjs';
+
+const CHROMIUM = '/usr/bin/chromium';
+const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+  '--disable-component-update', '--disable-sync'];
+const ARTIFACTS = process.env.WICK_ARTIFACTS || path.join(os.tmpdir(), 'wick-page-artifacts');
+if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is not installed: run tools/setup.sh (apt-get install chromium)`);
+
+let site, isolated, plain, browser, profiles = [];
+
+async function serve(isolate) {
+  const server = createServer(site, { isolate });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  return { server, base: `http://127.0.0.1:${server.address().port}` };
+}
+
+async function launch(options = {}) {
+  const { chromium } = await import('playwright-core');
+  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'wick-page-chromium-'));
+  profiles.push(profile);
+  return chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: ARGS, ...options });
+}
+
+before(async () => {
+  site = fs.mkdtempSync(path.join(os.tmpdir(), 'wick-page-site-'));
+  for (const d of ['web', 'wasm_glue', 'build', 'node_modules']) fs.symlinkSync(path.join(root, d), path.join(site, d));
+  fs.symlinkSync(models, path.join(site, 'models'));
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
+  isolated = await serve(true);
+  plain = await serve(false);
+  browser = await launch();
+});
+
+after(async () => {
+  await browser?.close();
+  for (const s of [isolated, plain]) if (s) { s.server.closeAllConnections(); s.server.close(); }
+  for (const d of [site, ...profiles]) if (d) fs.rmSync(d, { recursive: true, force: true });
+});
+
+async function openPage(context = browser, base = isolated.base, file = '', viewport = { width: 1400, height: 900 }) {
+  const page = await context.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  page.errors = errors;
+  await page.setViewportSize(viewport);
+  await page.goto(`${base}/web/${file}`);
+  return page;
+}
+
+async function ready(page) {
+  await page.waitForSelector('body[data-state=ready]', { timeout: 30000 });
+}
+
+/** Sets a range or number control as a user would, with the events the page listens to. */
+async function setControl(page, id, value) {
+  await page.evaluate(([id, value]) => {
+    const input = document.getElementById(id);
+    input.value = String(value);
+    input.dispatchEvent(new Event('input', { bubbles: true }));
+    input.dispatchEvent(new Event('change', { bubbles: true }));
+  }, [id, value]);
+}
+
+/** Sends a prompt with the keyboard and waits for the answer; returns its text (without the prompt) and stats. */
+async function ask(page, prompt) {
+  const before = await page.locator('.msg[data-done=true]').count();
+  await page.fill('#prompt', prompt);
+  await page.focus('#prompt');
+  await page.keyboard.press('Enter');
+  await page.waitForFunction((n) => document.querySelectorAll('.msg[data-done=true]').length > n, before, { timeout: 30000 });
+  return page.evaluate(() => {
+    const msg = [...document.querySelectorAll('.msg[data-done=true]')].at(-1);
+    const text = [...msg.querySelectorAll('.tok')].map((t) => t.textContent).join('');
+    const stats = msg.querySelector('.stats');
+    return { text, stats: stats.textContent, decodeTps: Number(stats.dataset.decodeTps || 0), finish: stats.dataset.finish, tokens: msg.querySelectorAll('.tok').length };
+  });
+}
+
+test('the page loads the default model and streams an answer with its stats', { timeout: 60000 }, async () => {
+  const page = await openPage();
+  try {
+    await ready(page);
+    assert.match(await page.textContent('#model-status'), /Loaded stories260K/);
+    assert.match(await page.textContent('#model-check'), /1\.\d+ MiB.*Needs about/s);
+    // count separate deliveries of text: one MutationObserver callback per task that added tokens
+    await page.evaluate(() => {
+      window.deliveries = 0;
+      new MutationObserver((records) => { if (records.some((r) => [...r.addedNodes].some((n) => n.classList?.contains('tok')))) window.deliveries++; })
+        .observe(document.getElementById('log'), { childList: true, subtree: true });
+    });
+    const r = await ask(page, 'Once upon a time');
+    assert.ok(r.text.length > 20, r.text);
+    assert.ok(await page.evaluate(() => window.deliveries) >= 3, 'text arrives in several separate updates');
+    assert.ok(r.decodeTps > 0, r.stats);
+    assert.match(r.stats, /first token after .* prefill \d+ tok .* decode \d+ tok at [\d,]+ tok\/s · context \d+ \/ 128.* KV cache .* of .* · \d threads? .* seed \d+/);
+    // the cache list shows the download with its size
+    await page.waitForSelector('.cache-entry');
+    assert.match(await page.textContent('.cache-entry'), /stories260K\.gguf\s*1\.\d+ MiB/);
+    // the prompt is shown as text, and model text never becomes markup
+    assert.equal(await page.locator('.msg.completion .prompt-text').textContent(), 'Once upon a time');
+    await page.screenshot({ path: path.join(ARTIFACTS, 'page-desktop.png') });
+    assert.deepEqual(page.errors, []);
+  } finally {
+    await page.close();
+  }
+});
+
+test('temperature 0 gives the CLI\'s greedy text; a fixed seed repeats and another seed differs', { timeout: 60000 }, async () => {
+  const page = await openPage();
+  try {
+    await ready(page);
+    // keyboard: the temperature slider to its minimum (0 = greedy)
+    await page.focus('#s-temperature');
+    await page.keyboard.press('Home');
+    assert.equal(await page.textContent('#o-temperature'), '0 (greedy)');
+    await setControl(page, 's-maxTokens', 100);
+    const greedy = await ask(page, 'Once upon a time');
+    const cli = runWick(fs.existsSync(path.join(root, 'build/native/wick')) ? 'native' : 'wasm',
+      ['generate', '-m', path.join(models, 'stories260K.gguf'), '-p', 'Once upon a time', '-n', '100', '--temp', '0', '--ctx', '128']);
+    assert.equal(cli.code, 0, cli.stderr);
+    assert.equal(greedy.text, cli.stdout.replace(/\n$/, ''));
+
+    await setControl(page, 's-temperature', 1);
+    await page.uncheck('#seed-random');
+    await page.fill('#seed', '1234');
+    const a = await ask(page, 'Once upon a time');
+    const b = await ask(page, 'Once upon a time');
+    assert.equal(a.text, b.text, 'the same seed gives the same text');
+    assert.match(a.stats, /seed 1234/);
+    await page.fill('#seed', '98765');
+    const c = await ask(page, 'Once upon a time');
+    assert.notEqual(c.text, a.text, 'another seed gives another text');
+  } finally {
+    await page.close();
+  }
+});
+
+test('Stop ends generation at once, the next prompt works; look inside shows candidates and the context gauge', { timeout: 60000 }, async () => {
+  const page = await openPage();
+  try {
+    await ready(page);
+    await setControl(page, 's-maxTokens', 2048);
+    await page.fill('#prompt', 'Once upon a time');
+    await page.click('#send');
+    // past the 128-token window: the engine has dropped tokens and shifted its cache
+    await page.waitForSelector('.tok.after-shift', { timeout: 20000 });
+    await page.screenshot({ path: path.join(ARTIFACTS, 'page-mid-generation.png') });
+    const t0 = Date.now();
+    await page.keyboard.press('Escape');
+    await page.waitForSelector('body[data-state=ready]', { timeout: 5000 });
+    const stopMs = Date.now() - t0;
+    assert.ok(stopMs < 2000, `stopped after ${stopMs} ms`);
+    const stopped = await page.evaluate(() => {
+      const stats = document.querySelector('.msg[data-done=true] .stats');
+      return { finish: stats.dataset.finish, tokens: document.querySelectorAll('.msg .tok').length };
+    });
+    assert.equal(stopped.finish, 'abort');
+    assert.ok(stopped.tokens < 2048);
+    assert.ok(Number(await page.getAttribute('#gauge', 'data-shifted')) > 0);
+    assert.equal(await page.locator('#gauge .gauge-drop').count(), 1);
+    assert.match(await page.textContent('#gauge-text'), /dropped/);
+    assert.equal(await page.getAttribute('#gauge', 'aria-valuemax'), '128');
+
+    await setControl(page, 's-maxTokens', 30);
+    const next = await ask(page, 'The cat');
+    assert.ok(next.text.length > 0);
+    assert.equal(next.finish, 'length');
+
+    // keyboard: focus the answer, move to its first token with the arrow keys
+    await page.focus('.msg[data-done=true]:last-of-type .tokens');
+    await page.keyboard.press('Home');
+    await page.keyboard.press('ArrowRight');
+    assert.match(await page.textContent('#cands-title'), /token 2 \(picked\)/);
+    // click a token: its candidates, probabilities after truncation summing to at most 1, the drawn one marked
+    await page.click('.msg[data-done=true]:last-of-type .tok >> nth=4');
+    assert.match(await page.textContent('#cands-title'), /token 5 \(picked\)/);
+    const cands = await page.$$eval('#cands li', (lis) => lis.map((li) => ({ p: Number(li.dataset.p), drawn: li.classList.contains('drawn'), current: li.getAttribute('aria-current') })));
+    assert.ok(cands.length >= 1);
+    const sum = cands.reduce((s, c) => s + c.p, 0);
+    assert.ok(sum <= 1 + 1e-5 && sum > 0, `sum ${sum}`);
+    assert.equal(cands.filter((c) => c.drawn).length, 1);
+    assert.equal(cands.find((c) => c.drawn).current, 'true');
+    for (let i = 1; i < cands.length; i++) assert.ok(cands[i].p <= cands[i - 1].p + 1e-7, 'ordered by probability');
+    assert.equal(await page.getAttribute('#phases', 'data-phase'), 'done');
+    assert.match(await page.textContent('#phases'), /Prefill.*prompt tokens in one batch.*Decode.*tokens, one at a time/s);
+    await page.locator('#inside-panel').screenshot({ path: path.join(ARTIFACTS, 'page-look-inside.png') });
+    assert.deepEqual(page.errors, []);
+  } finally {
+    await page.close();
+  }
+});
+
+test('a dropped local file loads (chat mode with its template); a bad URL shows its error and the page goes on', { timeout: 60000 }, async () => {
+  const page = await openPage();
+  try {
+    await ready(page);
+    // a URL that does not exist, then one that is not a GGUF file: errors, and the loaded model stays
+    await page.check('input[name=source][value=url]');
+    await page.fill('#model-url', `${isolated.base}/models/no-such-model.gguf`);
+    await page.dispatchEvent('#model-url', 'change');
+    await page.waitForSelector('#model-check .memory.error');
+    assert.match(await page.textContent('#model-check'), /Cannot use no-such-model\.gguf: .*404/);
+    await page.fill('#model-url', `${isolated.base}/web/index.html`);
+    await page.dispatchEvent('#model-url', 'change');
+    await page.waitForFunction(() => /GGUF/.test(document.querySelector('#model-check').textContent));
+    await page.click('#load-button');
+    assert.match(await page.textContent('#model-status'), /Loaded stories260K/);
+    const still = await ask(page, 'Once upon a time');
+    assert.ok(still.text.length > 0);
+
+    // drop a file on the page
+    await page.evaluate(async () => {
+      const bytes = await (await fetch('/models/mini/mini-chat-q8_0.gguf')).arrayBuffer();
+      const data = new DataTransfer();
+      data.items.add(new File([bytes], 'mini-chat-q8_0.gguf'));
+      const drop = (type) => document.body.dispatchEvent(new DragEvent(type, { dataTransfer: data, bubbles: true, cancelable: true }));
+      drop('dragenter');
+      drop('dragover');
+      drop('drop');
+    });
+    await page.waitForFunction(() => document.body.dataset.state === 'ready' && /mini-chat-q8_0\.gguf/.test(document.getElementById('model-check').textContent) &&
+      !/stories/.test(document.getElementById('model-status').textContent), null, { timeout: 30000 });
+    assert.match(await page.textContent('#model-status'), /^Loaded .*llama/);
+    assert.equal(await page.isChecked('input[name=mode][value=chat]'), true, 'a model with a chat template opens in chat mode');
+    await page.fill('#system-prompt', 'You are terse.');
+    const answer = await ask(page, 'Hello!');
+    assert.ok(answer.tokens > 0);
+    assert.equal(await page.locator('.msg.user .user-text').last().textContent(), 'Hello!');
+    // Regenerate replaces the last answer
+    const answers = await page.locator('.msg.assistant').count();
+    await page.click('#regenerate');
+    await page.waitForSelector('body[data-state=ready]');
+    await page.waitForFunction(() => document.querySelector('.msg.assistant:last-of-type')?.dataset.done === 'true');
+    assert.equal(await page.locator('.msg.assistant').count(), answers);
+    assert.deepEqual(page.errors, []);
+  } finally {
+    await page.close();
+  }
+});
+
+test('the <wick-chat> element works on its example page; the page is readable at phone width', { timeout: 60000 }, async () => {
+  const page = await openPage(browser, isolated.base, 'embed-example.html', { width: 390, height: 844 });
+  try {
+    const chat = page.locator('wick-chat');
+    await chat.locator('button.load').click();
+    await page.waitForFunction(() => document.querySelector('wick-chat').engine, null, { timeout: 30000 });
+    await chat.locator('textarea').fill('Once upon a time');
+    await chat.locator('textarea').press('Enter');
+    await chat.locator('.stats').waitFor({ timeout: 30000 });
+    const text = await chat.locator('.msg.completion').textContent();
+    assert.match(text, /^Once upon a time.{20,}/s);
+    assert.ok(Number(await chat.locator('.stats').getAttribute('data-decode-tps')) > 0);
+    await page.screenshot({ path: path.join(ARTIFACTS, 'embed-phone.png') });
+
+    const main = await openPage(browser, isolated.base, '', { width: 390, height: 844 });
+    try {
+      await ready(main);
+      const overflow = await main.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      assert.ok(overflow <= 1, `no sideways scrolling at phone width (overflow ${overflow}px)`);
+      await ask(main, 'Once upon a time');
+      await main.screenshot({ path: path.join(ARTIFACTS, 'page-phone.png'), fullPage: true });
+    } finally {
+      await main.close();
+    }
+  } finally {
+    await page.close();
+  }
+});
+
+test('without isolation headers: the service worker brings threads; where it is refused, one thread and a note', { timeout: 60000 }, async () => {
+  const page = await openPage(browser, plain.base);
+  try {
+    await ready(page); // after one reload by web/coi.js
+    const r = await page.evaluate(() => ({ isolated: crossOriginIsolated, build: window.wickPage.state.engine.build, badge: document.getElementById('env').textContent }));
+    assert.equal(r.isolated, true);
+    assert.equal(r.build, 'mt');
+    assert.match(r.badge, /threads ✓ \(via service worker\)/);
+    const answer = await ask(page, 'Once upon a time');
+    assert.ok(answer.decodeTps > 0);
+  } finally {
+    await page.close();
+  }
+
+  const refusing = await launch({ serviceWorkers: 'block' });
+  try {
+    const page2 = await openPage(refusing, plain.base);
+    await ready(page2);
+    const r = await page2.evaluate(() => ({ isolated: crossOriginIsolated, build: window.wickPage.state.engine.build }));
+    assert.equal(r.isolated, false);
+    assert.equal(r.build, 'st');
+    assert.match(await page2.textContent('#threads-note'), /one thread: the page is not cross-origin isolated/);
+    const answer = await ask(page2, 'Once upon a time');
+    assert.ok(answer.text.length > 0);
+    assert.match(answer.stats, /1 thread \(single-threaded build\)/);
+  } finally {
+    await refusing.close();
+  }
+});

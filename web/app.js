@@ -1,0 +1,542 @@
+// web/app.js — the page: pick and load a model, chat or continue text with streamed tokens,
+// sampling controls, stats under each answer, and the "Look inside" panel.
+// Everything the model writes is put on the page as text (textContent), never as HTML.
+import { Wick } from '../wasm_glue/wick.mjs';
+import { ensureCrossOriginIsolation, isolatedByServiceWorker, engineWorkerUrl } from './coi.js';
+import { LookInside } from './look-inside.js';
+import {
+  el, formatBytes, formatCount, formatDuration, formatParams, detectFeatures, threadsNote, inspectFile,
+  memoryCheck, describeMetadata, RateMeter, progressText,
+} from './util.js';
+
+const DEFAULT_MODEL = new URL('../models/stories260K.gguf', import.meta.url).href;
+const PROBS_SHOWN = 10;
+const $ = (id) => document.getElementById(id);
+
+// The sampling controls: [option, label, min, max, step, default, hint]
+const SAMPLING = [
+  ['temperature', 'Temperature', 0, 2, 0.05, 0.8, 'Divides the logits before softmax: 0 always takes the top token, above 1 flattens the odds.'],
+  ['topK', 'Top-k', 0, 200, 1, 40, 'Keep only the k most likely tokens (0: all).'],
+  ['topP', 'Top-p', 0.05, 1, 0.01, 0.95, 'Keep the smallest set of tokens whose probabilities add up to p.'],
+  ['minP', 'Min-p', 0, 1, 0.01, 0.05, 'Drop tokens less likely than min-p times the top one.'],
+  ['repeatPenalty', 'Repetition penalty', 1, 2, 0.01, 1, 'Makes tokens seen in the last 64 less likely (1: off).'],
+  ['maxTokens', 'Maximum tokens', 1, 2048, 1, 256, 'Stop after this many new tokens.'],
+];
+
+const state = {
+  features: null,
+  isolation: null,
+  engine: null,
+  loading: null,      // AbortController of the load in progress
+  generating: null,   // AbortController of the generation in progress
+  source: null,       // {kind, source, label, bytes, metadata} of the chosen model
+  messages: [],       // chat history: {role, content}
+  last: null,         // what Regenerate repeats: {kind: 'chat'|'completion', prompt?, view}
+};
+const records = new WeakMap(); // token span → its record
+
+// ---- small UI helpers ----
+
+function setState(s) { document.body.dataset.state = s; updateButtons(); }
+
+function notice(kind, text) {
+  const item = el('p', { className: `notice ${kind}`, role: kind === 'error' ? 'alert' : null }, text);
+  $('notices').append(item);
+  return item;
+}
+
+function updateButtons() {
+  const busy = !!state.generating;
+  const ready = !!state.engine && !state.loading;
+  $('send').disabled = !ready || busy;
+  $('stop').disabled = !busy;
+  $('regenerate').disabled = !ready || busy || !state.last;
+  $('load-button').disabled = !!state.loading || !state.features?.simd;
+  $('cancel-load').hidden = !state.loading;
+}
+
+function mode() { return document.querySelector('input[name=mode]:checked').value; }
+
+function settings() {
+  const s = {};
+  for (const [key] of SAMPLING) s[key] = Number($(`s-${key}`).value);
+  s.seed = $('seed-random').checked ? Math.floor(Math.random() * 2 ** 32) : Math.max(0, Math.floor(Number($('seed').value) || 0));
+  return s;
+}
+
+function buildSamplingControls() {
+  const box = $('sampling');
+  for (const [key, label, min, max, step, value, hint] of SAMPLING) {
+    const input = el('input', { type: 'range', id: `s-${key}`, min, max, step, value, 'aria-describedby': `h-${key}` });
+    const out = el('output', { id: `o-${key}`, for: `s-${key}` });
+    const show = () => {
+      const v = Number(input.value);
+      let text = step < 1 ? v.toFixed(2) : String(v);
+      if (key === 'topK' && v === 0) text = 'off';
+      if (key === 'repeatPenalty' && v === 1) text = 'off';
+      if (key === 'temperature' && v === 0) text = '0 (greedy)';
+      out.textContent = text;
+      input.setAttribute('aria-valuetext', text);
+    };
+    input.addEventListener('input', show);
+    show();
+    box.append(el('div', { className: 'control' },
+      el('div', { className: 'control-head' }, el('label', { for: `s-${key}` }, label), out),
+      input,
+      el('p', { className: 'hint', id: `h-${key}` }, hint)));
+  }
+  $('seed-random').addEventListener('change', () => { $('seed').disabled = $('seed-random').checked; });
+}
+
+// ---- the log ----
+
+function stickToBottom(fn) {
+  const log = $('log');
+  const atBottom = log.scrollHeight - log.scrollTop - log.clientHeight < 40;
+  fn();
+  if (atBottom) log.scrollTop = log.scrollHeight;
+}
+
+/** The view of one answer: its tokens (each a span with its record), a status and the stats line. */
+function answerView(kind, promptText) {
+  const tokens = el('div', { className: 'tokens', tabIndex: 0, role: 'group', 'aria-label': 'Answer (← → inspect its tokens)' });
+  if (kind === 'completion') tokens.append(el('span', { className: 'prompt-text' }, promptText));
+  const stats = el('p', { className: 'stats' });
+  const box = el('article', { className: `msg ${kind === 'chat' ? 'assistant' : 'completion'}`, 'aria-busy': 'true' },
+    el('h3', { className: 'visually-hidden' }, kind === 'chat' ? 'Answer' : 'Completion'), tokens, stats);
+  return { box, tokens, stats, text: '', records: [] };
+}
+
+function userView(text) {
+  return el('article', { className: 'msg user' }, el('h3', { className: 'visually-hidden' }, 'You'), el('div', { className: 'user-text' }, text));
+}
+
+function tokenSpan(record) {
+  const span = el('span', { className: record.shifted ? 'tok after-shift' : 'tok' }, record.text);
+  if (record.shifted) span.title = `The context window was full: ${record.shifted} older tokens were dropped before this one`;
+  records.set(span, record);
+  return span;
+}
+
+function selectToken(span) {
+  for (const s of document.querySelectorAll('.tok.selected')) s.classList.remove('selected');
+  span.classList.add('selected');
+  lookInside.pin(records.get(span));
+}
+
+function statsText(done, run) {
+  const t = done.timings;
+  if (!t) return `Stopped before the first token. ${run.threadsText}`;
+  const bits = [];
+  if (t.timeToFirstTokenMs !== null) bits.push(`first token after ${formatDuration(t.timeToFirstTokenMs)}`);
+  bits.push(`prefill ${formatCount(t.promptEvalTokens)} tok${t.prefillTokensPerSecond ? ` at ${formatCount(t.prefillTokensPerSecond)} tok/s` : ''}` +
+    (t.cachedPromptTokens ? ` (+${formatCount(t.cachedPromptTokens)} cached)` : ''));
+  bits.push(`decode ${formatCount(t.generatedTokens)} tok${t.decodeTokensPerSecond ? ` at ${formatCount(t.decodeTokensPerSecond)} tok/s` : ''}`);
+  bits.push(`context ${formatCount(t.contextUsed)} / ${formatCount(t.contextSize)}${t.contextShiftedTokens ? ` (${formatCount(t.contextShiftedTokens)} dropped)` : ''}`);
+  bits.push(`KV cache ${formatBytes((run.kvBytes * t.contextUsed) / t.contextSize)} of ${formatBytes(run.kvBytes)}`);
+  bits.push(run.threadsText);
+  bits.push(`seed ${run.settings.seed}`);
+  bits.push({ eog: 'end of text', length: 'length limit', stop: 'stop string', abort: 'stopped' }[done.finishReason] || done.finishReason);
+  return bits.join(' · ');
+}
+
+// ---- generating ----
+
+async function generate(view, tokens, run) {
+  const engine = state.engine;
+  const controller = new AbortController();
+  state.generating = controller;
+  setState('generating');
+  lookInside.startRun({ promptTokens: tokens.length, contextSize: engine.info.contextSize, settings: run.settings, kvBytes: run.kvBytes });
+  let done = null;
+  // Tokens can come faster than the screen refreshes: they are put on the page once a frame.
+  const pending = [];
+  let frame = 0;
+  const flush = () => {
+    frame = 0;
+    if (!pending.length) return;
+    stickToBottom(() => view.tokens.append(...pending.map(tokenSpan)));
+    pending.length = 0;
+  };
+  try {
+    const stream = engine.generate(tokens, { ...run.settings, probs: PROBS_SHOWN, signal: controller.signal });
+    for await (const chunk of stream) {
+      if (chunk.done) { done = chunk; break; }
+      const record = { index: view.records.length, text: chunk.text, tokenCount: chunk.tokens.length, probs: chunk.probs, shifted: chunk.shifted || 0, settings: run.settings };
+      view.records.push(record);
+      view.text += record.text;
+      pending.push(record);
+      frame ||= requestAnimationFrame(flush);
+      lookInside.onToken(record);
+    }
+  } catch (e) {
+    view.box.append(el('p', { className: 'msg-error', role: 'alert' }, `${e.code ? `${e.code}: ` : ''}${e.message}`));
+  } finally {
+    cancelAnimationFrame(frame);
+    flush();
+    state.generating = null;
+    view.box.setAttribute('aria-busy', 'false');
+    done ||= { done: true, finishReason: 'abort', timings: null };
+    lookInside.finishRun(done);
+    view.stats.textContent = statsText(done, run);
+    if (done.timings) {
+      view.stats.dataset.decodeTps = String(done.timings.decodeTokensPerSecond ?? 0);
+      view.stats.dataset.ttftMs = String(done.timings.timeToFirstTokenMs ?? 0);
+    }
+    view.stats.dataset.finish = done.finishReason;
+    view.box.dataset.done = 'true';
+    setState('ready');
+  }
+  return done;
+}
+
+function runInfo() {
+  const e = state.engine;
+  return {
+    settings: settings(),
+    kvBytes: e.info.kvBytes,
+    threadsText: e.multiThreaded ? `${e.threads} thread${e.threads > 1 ? 's' : ''}` : '1 thread (single-threaded build)',
+  };
+}
+
+/** Renders the chat so far with the model's template and turns it into token ids. */
+async function chatTokens() {
+  const system = $('system-prompt').value.trim();
+  const messages = system ? [{ role: 'system', content: system }, ...state.messages] : state.messages;
+  const engine = state.engine;
+  const text = await engine.applyChatTemplate(messages);
+  const bos = engine.info.specialTokens.bos;
+  return engine.tokenize(text, { addBos: !(bos && text.startsWith(bos)), special: true });
+}
+
+async function send(text) {
+  if (!state.engine || state.generating) return;
+  const kind = mode();
+  if (!text.trim() && kind === 'chat') return;
+  const run = runInfo();
+  let view, tokens;
+  try {
+    if (kind === 'chat') {
+      state.messages.push({ role: 'user', content: text });
+      stickToBottom(() => $('log').append(userView(text)));
+      $('prompt').value = '';
+      view = answerView('chat');
+      stickToBottom(() => $('log').append(view.box));
+      tokens = await chatTokens();
+    } else {
+      view = answerView('completion', text);
+      stickToBottom(() => $('log').append(view.box));
+      tokens = await state.engine.tokenize(text, { addBos: true });
+    }
+  } catch (e) {
+    if (kind === 'chat') state.messages.pop();
+    (view?.box || $('log')).append(el('p', { className: 'msg-error', role: 'alert' }, `${e.code ? `${e.code}: ` : ''}${e.message}`));
+    view?.box.setAttribute('aria-busy', 'false');
+    return;
+  }
+  state.last = { kind, prompt: text, view };
+  await generate(view, tokens, run);
+  if (kind === 'chat') state.messages.push({ role: 'assistant', content: view.text });
+  updateButtons();
+}
+
+async function regenerate() {
+  const last = state.last;
+  if (!last || !state.engine || state.generating) return;
+  const run = runInfo();
+  const fresh = answerView(last.kind, last.prompt);
+  last.view.box.replaceWith(fresh.box);
+  last.view = fresh;
+  let tokens;
+  try {
+    if (last.kind === 'chat') {
+      if (state.messages.at(-1)?.role === 'assistant') state.messages.pop();
+      tokens = await chatTokens();
+    } else {
+      tokens = await state.engine.tokenize(last.prompt, { addBos: true });
+    }
+  } catch (e) {
+    fresh.box.append(el('p', { className: 'msg-error', role: 'alert' }, e.message));
+    return;
+  }
+  await generate(fresh, tokens, run);
+  if (last.kind === 'chat') state.messages.push({ role: 'assistant', content: fresh.text });
+  updateButtons();
+}
+
+function stop() {
+  state.generating?.abort();
+}
+
+function newConversation() {
+  stop();
+  state.messages = [];
+  state.last = null;
+  $('log').replaceChildren();
+  updateButtons();
+}
+
+// ---- choosing and loading a model ----
+
+function sourceKind() { return document.querySelector('input[name=source]:checked').value; }
+
+function showSourceFields() {
+  const kind = sourceKind();
+  $('url-field').hidden = kind !== 'url';
+  $('file-field').hidden = kind !== 'file';
+}
+
+/** The model's training context (from its GGUF metadata), if known. */
+function trainedContext(metadata) {
+  const arch = metadata?.['general.architecture'];
+  const n = Number(metadata?.[`${arch}.context_length`]);
+  return Number.isFinite(n) && n > 0 ? n : 0;
+}
+
+// A model trained on a short window (stories260K: 128 tokens) gets that window, so what it
+// writes stays in the range it learned and the context gauge shows the window filling; others
+// get the glue's default (the training context clamped to 2048…4096).
+const SHORT_CONTEXT = 2048;
+
+function loadOptions(metadata = state.source?.metadata) {
+  const trained = trainedContext(metadata);
+  const ctx = Number($('ctx-size').value) || (trained && trained < SHORT_CONTEXT ? trained : 0);
+  const threads = Math.max(1, Math.min(8, Number($('threads').value) || Wick.defaultThreads()));
+  return { contextSize: ctx, threads };
+}
+
+/** The chosen source, looked at (size, metadata, memory) without loading it. */
+async function checkSource() {
+  const kind = sourceKind();
+  const box = $('model-check');
+  let chosen;
+  if (kind === 'default') chosen = { kind, source: DEFAULT_MODEL, label: 'stories260K' };
+  else if (kind === 'url') {
+    const url = $('model-url').value.trim();
+    if (!url) { box.replaceChildren(el('p', { className: 'hint' }, 'Enter the URL of a .gguf file.')); state.source = null; return null; }
+    chosen = { kind, source: url, label: url.split(/[?#]/)[0].split('/').pop() || url };
+  } else {
+    const file = state.droppedFile || $('model-file').files[0];
+    if (!file) { box.replaceChildren(el('p', { className: 'hint' }, 'Choose a .gguf file.')); state.source = null; return null; }
+    chosen = { kind, source: file, label: file.name };
+  }
+  box.replaceChildren(el('p', { className: 'hint' }, `Looking at ${chosen.label}…`));
+  try {
+    const head = kind === 'file' ? await inspectFile(chosen.source) : await Wick.inspect(chosen.source);
+    const { contextSize, threads } = loadOptions(head.metadata);
+    chosen.bytes = head.bytes;
+    chosen.metadata = head.metadata;
+    chosen.check = memoryCheck({ bytes: head.bytes, metadata: head.metadata, contextSize, threads }, state.features);
+    state.source = chosen;
+    const params = formatParams(Number(head.metadata['general.parameter_count']));
+    box.replaceChildren(
+      el('p', { className: 'model-facts' }, `${chosen.label}: ${formatBytes(head.bytes)}${params ? ` · ${params} parameters` : ''}`),
+      el('p', { className: 'hint' }, describeMetadata(head.metadata)),
+      el('p', { className: `memory ${chosen.check.level}`, role: chosen.check.level === 'ok' ? null : 'alert' }, chosen.check.message));
+    return chosen;
+  } catch (e) {
+    state.source = null;
+    box.replaceChildren(el('p', { className: 'memory error', role: 'alert' }, `Cannot use ${chosen.label}: ${e.message}`));
+    return null;
+  }
+}
+
+async function loadChosen() {
+  if (state.loading) return;
+  const chosen = (state.source && state.source.kind === sourceKind()) ? state.source : await checkSource();
+  if (!chosen) return;
+  if (chosen.check?.level === 'error') return;
+  stop();
+  const controller = new AbortController();
+  state.loading = controller;
+  setState('loading');
+  const meter = new RateMeter();
+  $('progress').hidden = false;
+  $('progress-bar').value = 0;
+  $('progress-text').textContent = 'Starting the engine…';
+  $('model-status').textContent = '';
+  const t0 = performance.now();
+  const previous = state.engine;
+  state.engine = null;
+  await previous?.unload().catch(() => {});
+  const { contextSize, threads } = loadOptions();
+  const options = {
+    contextSize,
+    threads,
+    signal: controller.signal,
+    onProgress: (p) => {
+      if (p.phase === 'download') meter.add(p.loaded);
+      $('progress-bar').value = p.total ? p.loaded / p.total : 0;
+      $('progress-text').textContent = progressText(p, meter);
+    },
+  };
+  if (isolatedByServiceWorker()) options.workerUrl = engineWorkerUrl();
+  try {
+    let engine;
+    try {
+      engine = await Wick.load(chosen.source, options);
+    } catch (e) {
+      // a browser that offers threads but cannot start the pthreads build: one thread still works
+      if (e.code !== 'E_WORKER' || !state.features.threadsPossible || controller.signal.aborted) throw e;
+      notice('warn', `The multi-threaded engine did not start (${e.message}); using one thread.`);
+      engine = await Wick.load(chosen.source, { ...options, multiThreaded: false, workerUrl: undefined });
+    }
+    state.engine = engine;
+    const info = engine.info;
+    state.messages = [];
+    const params = formatParams(info.n_params);
+    const name = info.name && info.name !== info.architecture ? info.name : chosen.label;
+    $('model-status').textContent = `Loaded ${name} (${params ? `${params} parameters, ` : ''}${info.architecture}) in ` +
+      `${formatDuration(performance.now() - t0)}${info.fromCache ? ' from the cache' : ''} · context ${formatCount(info.contextSize)} tokens · ` +
+      `KV cache ${formatBytes(info.kvBytes)} · ${engine.multiThreaded ? `${engine.threads} thread${engine.threads > 1 ? 's' : ''}` : '1 thread (single-threaded build)'}`;
+    $('model-status').dataset.loaded = name;
+    const chat = $('mode-field').querySelector('input[value=chat]');
+    chat.disabled = !info.chatTemplate;
+    $('chat-hint').textContent = info.chatTemplate ? "(messages in the model's chat template)" : '(this model has no chat template)';
+    const story = /stories|tinystories/i.test(info.name + String(chosen.label));
+    document.querySelector(`input[name=mode][value=${info.chatTemplate && !story ? 'chat' : 'completion'}]`).checked = true;
+    applyMode();
+    setState('ready');
+  } catch (e) {
+    const aborted = controller.signal.aborted || e.code === 'E_ABORTED';
+    $('model-status').textContent = aborted ? 'Loading cancelled.' : `Could not load ${chosen.label}: ${e.code ? `${e.code}: ` : ''}${e.message}`;
+    $('model-status').dataset.loaded = '';
+    setState(aborted ? 'idle' : 'error');
+  } finally {
+    state.loading = null;
+    $('progress').hidden = true;
+    updateButtons();
+    refreshCache();
+  }
+}
+
+function applyMode() {
+  const chat = mode() === 'chat';
+  $('system-field').hidden = !chat;
+  $('prompt').placeholder = chat ? 'Write a message' : 'Once upon a time';
+  document.body.dataset.mode = mode();
+}
+
+// ---- the cache ----
+
+async function refreshCache() {
+  const list = $('cache-list');
+  if (!Wick.cache.supported) { list.replaceChildren(el('li', { className: 'hint' }, 'This browser offers no Cache API: models are downloaded each time.')); return; }
+  let entries = [];
+  try { entries = await Wick.cache.list(); } catch (e) { list.replaceChildren(el('li', { className: 'hint' }, `The cache cannot be read: ${e.message}`)); return; }
+  const total = entries.reduce((a, e) => a + e.bytes, 0);
+  list.replaceChildren(...entries.map((e) => {
+    const name = decodeURIComponent(new URL(e.url).pathname.split('/').pop());
+    return el('li', { className: 'cache-entry', title: e.url },
+      el('span', { className: 'cache-name' }, name),
+      el('span', { className: 'cache-size' }, formatBytes(e.bytes)),
+      el('button', { type: 'button', className: 'small', 'aria-label': `Remove ${name} from the cache`, onclick: async () => { await Wick.cache.delete(e.url); refreshCache(); } }, 'Remove'));
+  }));
+  if (!entries.length) list.append(el('li', { className: 'hint' }, 'Nothing yet: a downloaded model is kept here.'));
+  else list.append(el('li', { className: 'cache-total hint' }, `${entries.length} file${entries.length > 1 ? 's' : ''}, ${formatBytes(total)} in all`));
+  $('cache-clear').disabled = !entries.length;
+}
+
+// ---- wiring ----
+
+const lookInside = new LookInside({
+  phases: $('phases'), cands: $('cands'), caption: $('cands-caption'), title: $('cands-title'), gauge: $('gauge'), gaugeText: $('gauge-text'),
+});
+
+function wire() {
+  $('composer').addEventListener('submit', (e) => { e.preventDefault(); send($('prompt').value); });
+  $('prompt').addEventListener('keydown', (e) => {
+    if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) { e.preventDefault(); if (!$('send').disabled) send($('prompt').value); }
+  });
+  document.addEventListener('keydown', (e) => { if (e.key === 'Escape' && state.generating) { e.preventDefault(); stop(); } });
+  $('stop').addEventListener('click', stop);
+  $('regenerate').addEventListener('click', regenerate);
+  $('new-conversation').addEventListener('click', newConversation);
+  for (const r of document.querySelectorAll('input[name=mode]')) r.addEventListener('change', applyMode);
+
+  // tokens: click one, or focus an answer and move with the arrow keys
+  $('log').addEventListener('click', (e) => {
+    const span = e.target.closest?.('.tok');
+    if (span) selectToken(span);
+  });
+  $('log').addEventListener('keydown', (e) => {
+    if (!e.target.classList?.contains('tokens') || !['ArrowLeft', 'ArrowRight', 'Home', 'End'].includes(e.key)) return;
+    const spans = [...e.target.querySelectorAll('.tok')];
+    if (!spans.length) return;
+    e.preventDefault();
+    let i = spans.findIndex((s) => s.classList.contains('selected'));
+    if (e.key === 'Home') i = 0;
+    else if (e.key === 'End') i = spans.length - 1;
+    else if (i < 0) i = e.key === 'ArrowLeft' ? spans.length - 1 : 0;
+    else i = Math.max(0, Math.min(spans.length - 1, i + (e.key === 'ArrowLeft' ? -1 : 1)));
+    selectToken(spans[i]);
+  });
+
+  for (const r of document.querySelectorAll('input[name=source]')) r.addEventListener('change', () => { state.droppedFile = null; showSourceFields(); checkSource(); });
+  $('model-url').addEventListener('change', checkSource);
+  $('model-file').addEventListener('change', () => { state.droppedFile = null; checkSource(); });
+  $('ctx-size').addEventListener('change', () => { if (state.source) checkSource(); });
+  $('model-form').addEventListener('submit', (e) => { e.preventDefault(); loadChosen(); });
+  $('cancel-load').addEventListener('click', () => state.loading?.abort());
+  $('cache-clear').addEventListener('click', async () => { await Wick.cache.clear(); refreshCache(); });
+
+  // a .gguf dropped anywhere on the page
+  let depth = 0;
+  const hasFiles = (e) => [...(e.dataTransfer?.types || [])].includes('Files');
+  document.addEventListener('dragenter', (e) => { if (hasFiles(e)) { depth++; $('drop-overlay').hidden = false; } });
+  document.addEventListener('dragleave', () => { if (--depth <= 0) { depth = 0; $('drop-overlay').hidden = true; } });
+  document.addEventListener('dragover', (e) => { if (hasFiles(e)) e.preventDefault(); });
+  document.addEventListener('drop', (e) => {
+    if (!hasFiles(e)) return;
+    e.preventDefault();
+    depth = 0;
+    $('drop-overlay').hidden = true;
+    const file = e.dataTransfer.files[0];
+    if (!file) return;
+    document.querySelector('input[name=source][value=file]').checked = true;
+    showSourceFields();
+    state.droppedFile = file;
+    state.source = null;
+    loadChosen();
+  });
+}
+
+function showEnvironment() {
+  const f = state.features;
+  const env = $('env');
+  const badge = (ok, text, title) => el('li', { className: `badge ${ok ? 'ok' : 'no'}`, title }, text);
+  env.replaceChildren(
+    badge(f.simd, f.simd ? 'SIMD ✓' : 'no SIMD', 'WebAssembly SIMD128'),
+    badge(f.threadsPossible, f.threadsPossible ? `threads ✓${state.isolation?.how === 'service worker' ? ' (via service worker)' : ''}` : '1 thread', 'cross-origin isolation and shared memory'));
+  if (!f.wasm) notice('error', 'This browser has no WebAssembly: wick cannot run here.');
+  else if (!f.simd) notice('error', 'This browser lacks WebAssembly SIMD, which wick needs. Use a current Chrome, Edge, Firefox (89+) or Safari (16.4+).');
+  const note = threadsNote(f, state.isolation);
+  if (f.simd && note) notice('warn', `Running on ${note}`).id = 'threads-note';
+}
+
+async function start() {
+  buildSamplingControls();
+  wire();
+  showSourceFields();
+  applyMode();
+  state.features = detectFeatures();
+  state.isolation = await ensureCrossOriginIsolation(); // may reload the page once
+  state.features = detectFeatures();
+  $('threads').value = state.features.threadsPossible ? String(Wick.defaultThreads()) : '1';
+  $('threads').disabled = !state.features.threadsPossible;
+  showEnvironment();
+  setState('idle');
+  refreshCache();
+  const params = new URLSearchParams(location.search);
+  if (params.get('model')) {
+    document.querySelector('input[name=source][value=url]').checked = true;
+    $('model-url').value = params.get('model');
+    showSourceFields();
+  }
+  if (!state.features.simd) return;
+  const chosen = await checkSource();
+  if (chosen && chosen.kind === 'default' && params.get('autoload') !== '0') loadChosen();
+}
+
+window.wickPage = { state, lookInside };
+start();

@@ -1,0 +1,294 @@
+// web/wick-chat.js — <wick-chat>: a language model chat box for any page, with one script tag.
+//
+//   <script type="module" src="https://example.org/wick/web/wick-chat.js"></script>
+//   <wick-chat model="https://example.org/models/stories260K.gguf"></wick-chat>
+//
+// Attributes:
+//   model           URL of a GGUF file (required; relative URLs resolve against the page)
+//   mode            "chat" (the model's chat template) or "completion" (continue the text);
+//                   default: chat when the model has a template, else completion
+//   system          system prompt (chat mode)
+//   placeholder     text of the empty prompt box
+//   max-tokens      default 200;  temperature (default 0.8);  seed (default random)
+//   context-size    the context window in tokens (default: the engine's choice)
+//   autoload        load the model at once (else: on the first Send, or the Load button)
+//   service-worker  URL of coi-sw.js beside the page: registered when the page is not
+//                   cross-origin isolated, so the engine gets threads (the page reloads once)
+// Events (bubbling, composed): wick-ready {info}, wick-token {text}, wick-done {text, timings,
+// finishReason}, wick-error {error}. Methods: load(), send(text), stop(). Property: engine.
+// The wick files (wasm_glue/, build/wasm/, node_modules/@huggingface/jinja) must be on the same
+// site as this script: browsers start Web Workers only from the page's own origin.
+import { Wick } from '../wasm_glue/wick.mjs';
+import { ensureCrossOriginIsolation, isolatedByServiceWorker, engineWorkerUrl } from './coi.js';
+import { formatBytes, formatCount, formatDuration, detectFeatures, RateMeter, progressText } from './util.js';
+
+const STYLE = `
+:host { display: block; --wick-accent: #b55d0b; --wick-bg: #fff; --wick-ink: #1d1d1f; --wick-muted: #5c5f66;
+  --wick-line: #d9d7d0; --wick-user: #e9f0fb; font: 15px/1.5 system-ui, sans-serif; color: var(--wick-ink); }
+@media (prefers-color-scheme: dark) { :host { --wick-accent: #f0a04b; --wick-bg: #202124; --wick-ink: #e8e6e3;
+  --wick-muted: #a4a7ad; --wick-line: #3a3b3f; --wick-user: #243049; } }
+.box { background: var(--wick-bg); border: 1px solid var(--wick-line); border-radius: 10px; padding: 0.75rem;
+  display: flex; flex-direction: column; gap: 0.6rem; }
+.head { display: flex; flex-wrap: wrap; gap: 0.5rem; align-items: center; justify-content: space-between; font-size: 0.85rem; }
+.name { font-weight: 600; }
+.status { color: var(--wick-muted); }
+progress { width: 100%; accent-color: var(--wick-accent); }
+progress[hidden], [hidden] { display: none !important; }
+.log { min-height: 6rem; max-height: var(--wick-log-height, 22rem); overflow-y: auto; display: flex; flex-direction: column; gap: 0.5rem; }
+.log:empty::before { content: attr(data-empty); color: var(--wick-muted); font-size: 0.9rem; }
+.msg { white-space: pre-wrap; overflow-wrap: anywhere; }
+.user { align-self: flex-end; background: var(--wick-user); padding: 0.35rem 0.6rem; border-radius: 8px; max-width: 85%; }
+.prompt { color: var(--wick-accent); font-weight: 600; }
+.error { color: #b3261e; font-size: 0.88rem; }
+.stats { font-size: 0.75rem; color: var(--wick-muted); white-space: normal; margin-top: 0.15rem; }
+form { display: flex; gap: 0.5rem; align-items: flex-end; flex-wrap: wrap; }
+textarea { flex: 1 1 12rem; font: inherit; color: inherit; background: transparent; border: 1px solid var(--wick-line);
+  border-radius: 6px; padding: 0.4rem 0.5rem; resize: vertical; min-width: 0; }
+button { font: inherit; font-size: 0.9rem; padding: 0.4rem 0.85rem; border-radius: 6px; border: 1px solid var(--wick-line);
+  background: transparent; color: inherit; cursor: pointer; min-height: 2.2rem; }
+button.primary { background: var(--wick-accent); border-color: var(--wick-accent); color: #fff; font-weight: 600; }
+button:disabled { opacity: 0.5; cursor: not-allowed; }
+:focus-visible { outline: 3px solid #1a66d2; outline-offset: 2px; }
+.note { font-size: 0.78rem; color: var(--wick-muted); margin: 0; }
+.sr { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
+`;
+
+let instances = 0;
+
+class WickChat extends HTMLElement {
+  static get observedAttributes() { return ['model']; }
+
+  constructor() {
+    super();
+    const id = ++instances;
+    const root = this.attachShadow({ mode: 'open' });
+    const style = document.createElement('style');
+    style.textContent = STYLE;
+    const box = document.createElement('div');
+    box.className = 'box';
+    box.setAttribute('part', 'box');
+    // static markup only: everything that varies is set as text below
+    box.innerHTML = `
+      <div class="head"><span class="name"></span><span class="status" role="status"></span>
+        <button type="button" class="load">Load model</button></div>
+      <progress max="1" value="0" hidden></progress>
+      <div class="log" part="log" aria-live="polite" data-empty="Ask something, or start a story."></div>
+      <form>
+        <label class="sr" for="wick-prompt-${id}">Prompt</label>
+        <textarea id="wick-prompt-${id}" rows="2"></textarea>
+        <button type="submit" class="primary send">Send</button>
+        <button type="button" class="stop" disabled>Stop</button>
+      </form>
+      <p class="note"></p>`;
+    root.append(style, box);
+    const q = (s) => root.querySelector(s);
+    this.ui = { name: q('.name'), status: q('.status'), loadButton: q('.load'), progress: q('progress'), log: q('.log'),
+      form: q('form'), prompt: q('textarea'), send: q('.send'), stop: q('.stop'), note: q('.note') };
+    this.engine = null;
+    this.messages = [];
+    this._loading = null;
+    this._controller = null;
+    this.ui.loadButton.addEventListener('click', () => this.load());
+    this.ui.form.addEventListener('submit', (e) => { e.preventDefault(); this.send(this.ui.prompt.value); });
+    this.ui.prompt.addEventListener('keydown', (e) => {
+      if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) { e.preventDefault(); this.send(this.ui.prompt.value); }
+      if (e.key === 'Escape') this.stop();
+    });
+    this.ui.stop.addEventListener('click', () => this.stop());
+  }
+
+  connectedCallback() {
+    this.ui.prompt.placeholder = this.getAttribute('placeholder') || 'Once upon a time';
+    this._describe();
+    if (this.hasAttribute('autoload')) this.load();
+  }
+
+  disconnectedCallback() {
+    this.stop();
+    // kept for a moment: moving the element around the page must not drop its model
+    setTimeout(() => { if (!this.isConnected) this._unload(); }, 1000);
+  }
+
+  attributeChangedCallback(name, before, after) {
+    if (name === 'model' && before !== null && before !== after) {
+      this._unload();
+      this._describe();
+    }
+  }
+
+  get modelUrl() { return this.getAttribute('model') ? new URL(this.getAttribute('model'), document.baseURI).href : null; }
+
+  _mode() {
+    const asked = this.getAttribute('mode');
+    if (asked === 'chat' || asked === 'completion') return asked;
+    return this.engine?.info.chatTemplate ? 'chat' : 'completion';
+  }
+
+  _setStatus(text) { this.ui.status.textContent = text; }
+
+  _emit(type, detail) { this.dispatchEvent(new CustomEvent(type, { detail, bubbles: true, composed: true })); }
+
+  /** Shows the model's name and size before anything is downloaded. */
+  async _describe() {
+    const url = this.modelUrl;
+    this.ui.name.textContent = url ? decodeURIComponent(new URL(url).pathname.split('/').pop()) : 'no model';
+    if (!url) { this._setStatus('set the model attribute to a GGUF URL'); return; }
+    const features = detectFeatures();
+    if (!features.simd) { this._setStatus('this browser lacks WebAssembly SIMD, which wick needs'); this.ui.loadButton.disabled = true; return; }
+    try {
+      const head = await Wick.inspect(url, { contextSize: Number(this.getAttribute('context-size')) || 0 });
+      if (this.engine || this._loading) return;
+      this._setStatus(`${formatBytes(head.bytes)} · needs about ${formatBytes(head.fits.needed)} of memory${head.fits.fits ? '' : ' (too large for WebAssembly)'}`);
+      this.ui.loadButton.textContent = `Load model (${formatBytes(head.bytes)})`;
+    } catch (e) {
+      if (!this.engine) this._setStatus(`cannot read the model: ${e.message}`);
+    }
+  }
+
+  /** Loads the model (once; later calls wait for the same load). */
+  load() {
+    if (this.engine) return Promise.resolve(this.engine);
+    if (this._loading) return this._loading.promise;
+    const controller = new AbortController();
+    const promise = this._load(controller.signal);
+    this._loading = { controller, promise };
+    return promise.finally(() => { this._loading = null; });
+  }
+
+  async _load(signal) {
+    const url = this.modelUrl;
+    const ui = this.ui;
+    ui.loadButton.disabled = true;
+    try {
+      if (!url) throw new Error('the model attribute is not set');
+      const sw = this.getAttribute('service-worker');
+      const isolation = sw ? await ensureCrossOriginIsolation(new URL(sw, document.baseURI)) : { isolated: globalThis.crossOriginIsolated === true, reason: 'the page is not cross-origin isolated' };
+      const meter = new RateMeter();
+      ui.progress.hidden = false;
+      const options = {
+        signal,
+        contextSize: Number(this.getAttribute('context-size')) || 0,
+        onProgress: (p) => {
+          if (p.phase === 'download') meter.add(p.loaded);
+          ui.progress.value = p.total ? p.loaded / p.total : 0;
+          this._setStatus(progressText(p, meter));
+        },
+      };
+      if (isolatedByServiceWorker()) options.workerUrl = engineWorkerUrl();
+      this._setStatus('starting the engine…');
+      const t0 = performance.now();
+      const engine = await Wick.load(url, options);
+      this.engine = engine;
+      ui.loadButton.hidden = true;
+      this._setStatus(`ready in ${formatDuration(performance.now() - t0)}${engine.info.fromCache ? ' (from the cache)' : ''}`);
+      ui.note.textContent = engine.multiThreaded
+        ? `${engine.threads} thread${engine.threads > 1 ? 's' : ''} · runs in your browser`
+        : `1 thread: ${isolation.reason || 'no cross-origin isolation'} · runs in your browser`;
+      if (!this.getAttribute('placeholder')) ui.prompt.placeholder = this._mode() === 'chat' ? 'Write a message' : 'Once upon a time';
+      this._emit('wick-ready', { info: engine.info });
+      return engine;
+    } catch (e) {
+      this._setStatus(`could not load the model: ${e.message}`);
+      ui.loadButton.disabled = false;
+      this._emit('wick-error', { error: e });
+      throw e;
+    } finally {
+      ui.progress.hidden = true;
+    }
+  }
+
+  _unload() {
+    this.stop();
+    this._loading?.controller.abort();
+    const engine = this.engine;
+    this.engine = null;
+    this.messages = [];
+    this.ui.log.replaceChildren();
+    this.ui.loadButton.hidden = false;
+    this.ui.loadButton.disabled = false;
+    this.ui.loadButton.textContent = 'Load model';
+    engine?.unload().catch(() => {});
+  }
+
+  stop() { this._controller?.abort(); }
+
+  /** Sends a prompt (chat: a user message; completion: text to continue); resolves with the answer. */
+  async send(text) {
+    if (this._controller || !String(text).trim()) return null;
+    const ui = this.ui;
+    const controller = new AbortController();
+    this._controller = controller;
+    ui.send.disabled = true;
+    ui.stop.disabled = false;
+    const line = (cls, ...children) => {
+      const p = document.createElement('div');
+      p.className = `msg ${cls}`;
+      p.append(...children);
+      ui.log.append(p);
+      ui.log.scrollTop = ui.log.scrollHeight;
+      return p;
+    };
+    let answer = '';
+    try {
+      const engine = await this.load();
+      const mode = this._mode();
+      const settings = {
+        max_tokens: Number(this.getAttribute('max-tokens')) || 200,
+        temperature: this.hasAttribute('temperature') ? Number(this.getAttribute('temperature')) : 0.8,
+        seed: this.hasAttribute('seed') ? Number(this.getAttribute('seed')) : undefined,
+        signal: controller.signal,
+      };
+      let out, done = null;
+      ui.prompt.value = '';
+      if (mode === 'chat') {
+        line('user', text);
+        out = line('assistant');
+        this.messages.push({ role: 'user', content: text });
+        const system = this.getAttribute('system');
+        const messages = system ? [{ role: 'system', content: system }, ...this.messages] : this.messages;
+        const stream = await engine.chat.completions.create({ ...settings, messages, stream: true });
+        for await (const c of stream) {
+          const piece = c.choices[0].delta.content;
+          if (piece) { answer += piece; out.append(piece); this._emit('wick-token', { text: piece }); }
+          if (c.choices[0].finish_reason) done = { finishReason: c.choices[0].finish_reason, timings: c.timings };
+          ui.log.scrollTop = ui.log.scrollHeight;
+        }
+        this.messages.push({ role: 'assistant', content: answer });
+      } else {
+        const prompt = document.createElement('span');
+        prompt.className = 'prompt';
+        prompt.textContent = text;
+        out = line('completion', prompt);
+        const { max_tokens: maxTokens, ...rest } = settings;
+        for await (const c of engine.generate(text, { ...rest, maxTokens })) {
+          if (c.done) { done = c; break; }
+          answer += c.text;
+          out.append(c.text);
+          this._emit('wick-token', { text: c.text });
+          ui.log.scrollTop = ui.log.scrollHeight;
+        }
+      }
+      const t = done?.timings;
+      const stats = document.createElement('div');
+      stats.className = 'stats';
+      stats.textContent = t
+        ? `${formatCount(t.generatedTokens)} tokens · first after ${formatDuration(t.timeToFirstTokenMs ?? 0)} · ${formatCount(t.decodeTokensPerSecond ?? 0)} tok/s · context ${formatCount(t.contextUsed)}/${formatCount(t.contextSize)}`
+        : 'stopped';
+      if (t) stats.dataset.decodeTps = String(t.decodeTokensPerSecond ?? 0);
+      out.append(stats);
+      this._emit('wick-done', { text: answer, timings: t || null, finishReason: done?.finishReason || 'abort' });
+      return answer;
+    } catch (e) {
+      line('error', e.message);
+      this._emit('wick-error', { error: e });
+      return null;
+    } finally {
+      this._controller = null;
+      ui.send.disabled = false;
+      ui.stop.disabled = true;
+    }
+  }
+}
+
+if (!customElements.get('wick-chat')) customElements.define('wick-chat', WickChat);
+export { WickChat };
