@@ -289,6 +289,8 @@ class Engine {
     }, { onProgress: report });
     const onAbort = () => this._abort(request.id);
     options.signal?.addEventListener('abort', onAbort);
+    // the signal may have fired while the worker was starting, before anyone listened
+    if (options.signal?.aborted) onAbort();
     try {
       if (described.kind === 'push') this._pushBytes(request.id, described.bytes);
       const info = await request;
