@@ -86,10 +86,9 @@ int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_para
     c->rope_sin = malloc(B * half * sizeof(float));
     c->att = malloc((size_t)n_threads * (size_t)(c->n_ctx + MAX_HEAD_DIM) * sizeof(float));
     c->qbuf_bytes = B * (widest * ACT_BYTES_PER_ELEM_NUM / ACT_BYTES_PER_ELEM_DEN + 64);
-    c->qbuf[0] = malloc(c->qbuf_bytes);
-    c->qbuf[1] = malloc(c->qbuf_bytes);
+    for (int i = 0; i < ACT_SLOTS; i++) c->qbuf[i] = malloc(c->qbuf_bytes);
     if (!c->k_cache || !c->v_cache || !c->x || !c->xb || !c->xb2 || !c->q || !c->k || !c->v || !c->hb ||
-        !c->hb2 || !c->rope_cos || !c->rope_sin || !c->att || !c->qbuf[0] || !c->qbuf[1]) {
+        !c->hb2 || !c->rope_cos || !c->rope_sin || !c->att || !c->qbuf[0] || !c->qbuf[1] || !c->qbuf[2]) {
         ctx_release(c);
         return fail(err, err_len, "out of memory allocating a context of %d tokens (KV cache 2 x %llu MiB)",
                     p->n_ctx > 0 ? p->n_ctx : 0, (unsigned long long)(kv_bytes >> 20));
@@ -105,7 +104,7 @@ int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_para
 void ctx_release(struct wick_ctx *c) {
     if (c->pool) pool_free(c->pool);
     void *bufs[] = {c->k_cache, c->v_cache, c->x, c->xb, c->xb2, c->q, c->k, c->v, c->hb, c->hb2,
-                    c->rope_cos, c->rope_sin, c->att, c->qbuf[0], c->qbuf[1], c->logits};
+                    c->rope_cos, c->rope_sin, c->att, c->qbuf[0], c->qbuf[1], c->qbuf[2], c->logits};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     memset(c, 0, sizeof *c);
 }
@@ -133,8 +132,7 @@ static void act_init(act_rows *a, struct wick_ctx *c, const float *x, int n_tok,
     a->x = x;
     a->n_tok = n_tok;
     a->cols = cols;
-    a->q[0] = c->qbuf[0];
-    a->q[1] = c->qbuf[1];
+    for (int i = 0; i < ACT_SLOTS; i++) a->q[i] = c->qbuf[i];
 }
 
 /* Returns the rows in format t, converting them the first time they are asked for. */
@@ -143,12 +141,13 @@ static const void *act_get(act_rows *a, struct wick_ctx *c, uint32_t t, size_t *
         *row_bytes = (size_t)a->cols * sizeof(float);
         return a->x;
     }
-    for (int s = 0; s < 2; s++)
-        if (a->ready[s] && a->q_type[s] == t) {
+    int s = 0;
+    for (; s < ACT_SLOTS && a->ready[s]; s++)
+        if (a->q_type[s] == t) {
             *row_bytes = a->q_row_bytes[s];
             return a->q[s];
         }
-    int s = a->ready[0] ? 1 : 0; /* weights of one input use at most two activation formats */
+    /* s is a free slot: there are as many slots as activation formats */
     const quant_type *qt = quant_get(t);
     a->q_type[s] = t;
     a->q_row_bytes[s] = quant_row_size(t, a->cols);
@@ -178,13 +177,20 @@ typedef struct {
     const quant_type *qt;
 } matmul_args;
 
-static void matmul_task(void *arg, int ith, int nth) {
-    const matmul_args *a = arg;
+/* Several products over the same input in one dispatch (Q, K and V; gate and up): one wake-up
+ * and one barrier instead of one per matrix. swiglu: the two products are gate and up, and each
+ * thread finishes its own rows with out0 = silu(out0) · out1. */
+#define MAX_GROUP 3
+typedef struct {
+    matmul_args m[MAX_GROUP];
+    int n;
+    bool swiglu;
+} matmul_group_args;
+
+static float silu(float x) { return x / (1.0f + expf(-x)); }
+
+static void matmul_rows(const matmul_args *a, long r0, long r1) {
     const weight *w = a->w;
-    /* threads take whole groups of GEMM_MAX_ROWS rows (a partial tile costs a full one) */
-    long g0, g1, groups = (w->rows + GEMM_MAX_ROWS - 1) / GEMM_MAX_ROWS;
-    pool_split(groups, ith, nth, &g0, &g1);
-    long r0 = g0 * GEMM_MAX_ROWS, r1 = g1 * GEMM_MAX_ROWS < w->rows ? g1 * GEMM_MAX_ROWS : w->rows;
     const uint8_t *wdata = w->data, *act = a->act;
     int cols = (int)w->cols;
     size_t stride = (size_t)a->out_stride;
@@ -204,12 +210,44 @@ static void matmul_task(void *arg, int ith, int nth) {
             for (long r = r0; r < r1; r++) a->out[(size_t)t * stride + (size_t)r] += a->bias[r];
 }
 
-/* out[t][r] = Σ_c W[r][c] · x[t][c] (+ bias[r]) for every token t of the activation rows */
+/* the rows of an n-row matrix that thread ith of nth computes: whole groups of GEMM_MAX_ROWS
+ * (a partial tile costs a full one) */
+static void thread_rows(long rows, int ith, int nth, long *r0, long *r1) {
+    long g0, g1, groups = (rows + GEMM_MAX_ROWS - 1) / GEMM_MAX_ROWS;
+    pool_split(groups, ith, nth, &g0, &g1);
+    *r0 = g0 * GEMM_MAX_ROWS;
+    *r1 = g1 * GEMM_MAX_ROWS < rows ? g1 * GEMM_MAX_ROWS : rows;
+}
+
+static void matmul_group_task(void *arg, int ith, int nth) {
+    const matmul_group_args *g = arg;
+    long r0 = 0, r1 = 0;
+    for (int i = 0; i < g->n; i++) {
+        thread_rows(g->m[i].w->rows, ith, nth, &r0, &r1);
+        matmul_rows(&g->m[i], r0, r1);
+    }
+    if (g->swiglu) /* gate and up have the same rows, so this thread owns rows [r0, r1) of both */
+        for (int t = 0; t < g->m[0].n_tok; t++) {
+            float *gate = g->m[0].out + (size_t)t * (size_t)g->m[0].out_stride;
+            const float *up = g->m[1].out + (size_t)t * (size_t)g->m[1].out_stride;
+            for (long r = r0; r < r1; r++) gate[r] = silu(gate[r]) * up[r];
+        }
+}
+
+/* out_i[t][r] = Σ_c W_i[r][c] · x[t][c] (+ bias_i[r]) for every token t, for each of n products */
+static void matmul_group(struct wick_ctx *c, act_rows *x, int n, const weight *const *ws, float *const *outs,
+                         const int *strides, const float *const *biases, bool swiglu) {
+    matmul_group_args g = {.n = n, .swiglu = swiglu};
+    for (int i = 0; i < n; i++) {
+        const quant_type *qt = quant_get(ws[i]->type);
+        g.m[i] = (matmul_args){ws[i], NULL, 0, x->n_tok, outs[i], strides[i], biases ? biases[i] : NULL, qt};
+        g.m[i].act = act_get(x, c, qt->vec_dot_type, &g.m[i].act_row_bytes);
+    }
+    pool_run(c->pool, matmul_group_task, &g);
+}
+
 static void matmul(struct wick_ctx *c, const weight *w, act_rows *x, float *out, int out_stride, const float *bias) {
-    const quant_type *qt = quant_get(w->type);
-    matmul_args a = {w, NULL, 0, x->n_tok, out, out_stride, bias, qt};
-    a.act = act_get(x, c, qt->vec_dot_type, &a.act_row_bytes);
-    pool_run(c->pool, matmul_task, &a);
+    matmul_group(c, x, 1, &w, &out, &out_stride, &bias, false);
 }
 
 /* ---- elementwise pieces ---- */
@@ -362,8 +400,6 @@ static void add_rows(float *x, const float *y, size_t n) {
     for (size_t i = 0; i < n; i++) x[i] += y[i];
 }
 
-static float silu(float x) { return x / (1.0f + expf(-x)); }
-
 /* Runs n_tok (≤ n_batch) tokens at positions n_past…; writes logits for the rows asked
  * (none when logits_out is NULL). */
 static int forward_batch(struct wick_ctx *c, const int32_t *tokens, int n_tok, bool all_logits, float *logits_out) {
@@ -383,9 +419,13 @@ static int forward_batch(struct wick_ctx *c, const int32_t *tokens, int n_tok, b
         for (int t = 0; t < n_tok; t++)
             rmsnorm(c->xb + (size_t)t * dim, c->x + (size_t)t * dim, w->attn_norm, dim, mc->rms_eps);
         act_init(&in, c, c->xb, n_tok, dim);
-        matmul(c, &w->wq, &in, c->q, dim, w->bq);
-        matmul(c, &w->wk, &in, c->k, kvd, w->bk);
-        matmul(c, &w->wv, &in, c->v, kvd, w->bv);
+        {
+            const weight *ws[] = {&w->wq, &w->wk, &w->wv};
+            float *outs[] = {c->q, c->k, c->v};
+            const int strides[] = {dim, kvd, kvd};
+            const float *biases[] = {w->bq, w->bk, w->bv};
+            matmul_group(c, &in, 3, ws, outs, strides, biases, false);
+        }
         for (int t = 0; t < n_tok; t++) {
             float *q = c->q + (size_t)t * dim, *k = c->k + (size_t)t * kvd, *v = c->v + (size_t)t * kvd;
             rope_apply(q, mc->n_heads, mc, c->rope_cos + (size_t)t * half, c->rope_sin + (size_t)t * half);
@@ -406,9 +446,12 @@ static int forward_batch(struct wick_ctx *c, const int32_t *tokens, int n_tok, b
         for (int t = 0; t < n_tok; t++)
             rmsnorm(c->xb + (size_t)t * dim, c->x + (size_t)t * dim, w->ffn_norm, dim, mc->rms_eps);
         act_init(&in, c, c->xb, n_tok, dim);
-        matmul(c, &w->w_gate, &in, c->hb, hid, NULL);
-        matmul(c, &w->w_up, &in, c->hb2, hid, NULL);
-        for (size_t i = 0; i < (size_t)n_tok * hid; i++) c->hb[i] = silu(c->hb[i]) * c->hb2[i];
+        {
+            const weight *ws[] = {&w->w_gate, &w->w_up};
+            float *outs[] = {c->hb, c->hb2};
+            const int strides[] = {hid, hid};
+            matmul_group(c, &in, 2, ws, outs, strides, NULL, true); /* hb = silu(gate) ⊙ up */
+        }
         act_init(&in, c, c->hb, n_tok, hid);
         matmul(c, &w->w_down, &in, c->xb, dim, NULL);
         add_rows(c->x, c->xb, (size_t)n_tok * dim);

@@ -12,14 +12,15 @@
 #include "wick.h"
 
 /* Activation rows converted once to the 8-bit block format a weight type multiplies with;
- * up to two formats per input (a Q4_K_M file mixes Q8_K and Q8_0 users). */
+ * one slot per format (Q8_0, Q8_1, Q8_K: a mixed file may use all three on one input). */
+#define ACT_SLOTS 3
 typedef struct {
     const float *x;
     int n_tok, cols;
-    uint32_t q_type[2];
-    bool ready[2];
-    void *q[2];
-    size_t q_row_bytes[2];
+    uint32_t q_type[ACT_SLOTS];
+    bool ready[ACT_SLOTS];
+    void *q[ACT_SLOTS];
+    size_t q_row_bytes[ACT_SLOTS];
 } act_rows;
 
 struct wick_ctx {
@@ -32,7 +33,7 @@ struct wick_ctx {
     float *x, *xb, *xb2, *q, *k, *v, *hb, *hb2;
     float *rope_cos, *rope_sin;   /* [n_batch][rope_dim/2] */
     float *att;                   /* [n_threads][n_ctx] attention scores */
-    void *qbuf[2];
+    void *qbuf[ACT_SLOTS];
     size_t qbuf_bytes;
     float *logits;                /* [n_logit_rows][n_vocab] */
     int32_t n_logit_rows, logits_cap_rows;

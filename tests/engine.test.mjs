@@ -50,9 +50,9 @@ for (const build of builds) {
   });
 }
 
-// Files of the engine-core issue; the kernels suite covers the other types.
-const logitFiles = ['mini/mini-f32.gguf', 'mini/mini-f16.gguf', 'mini/mini-bf16.gguf', 'mini/mini-q8_0.gguf', 'mini/mini-q4_0.gguf',
-  'mini/mini-qwen2-f32.gguf', 'mini/mini-qwen2-q8_0.gguf', 'stories260K.gguf'];
+// Every mini model (each tensor type, llama.cpp's mixes, qwen2) and stories260K.
+const logitFiles = [...fs.readdirSync(path.join(models, 'mini')).filter((f) => /^mini-.*\.gguf$/.test(f) && f !== 'mini-chat-q8_0.gguf')
+  .sort().map((f) => `mini/${f}`), 'stories260K.gguf'];
 
 function logitsOf(build, file, ref, threads = 1) {
   const r = runWick(build, ['logits', '-m', path.join(models, file), '--tokens', ref.prompt_tokens.join(','), '--steps', String(ref.greedy_step_logits.length),
@@ -77,6 +77,13 @@ for (const file of logitFiles) {
       assert.deepEqual(problems, []);
     });
   }
+  test(`${file}: 1 and 2 threads give identical logits (native and wasm)`, () => {
+    for (const build of builds) {
+      const one = results[`${build}:${file}`] ?? logitsOf(build, file, ref);
+      const two = logitsOf(build, file, ref, 2);
+      assert.deepEqual(two, one, build);
+    }
+  });
   test(`native and wasm logits of ${file} agree within 1e-5 relative`, () => {
     const a = results[`native:${file}`] ?? logitsOf('native', file, ref);
     const b = results[`wasm:${file}`] ?? logitsOf('wasm', file, ref);
