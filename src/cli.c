@@ -5,7 +5,8 @@
  *                 [--frequency-penalty F] [--presence-penalty P] [--stop TEXT]... [--keep N]
  *                 [--ignore-eos] [--truncate] [--probs K] [--kv f16|f32]
  *   wick logits   -m MODEL --tokens 1,403,407 [--steps K] [--follow IDS]
- *   wick tokenize -m MODEL -p TEXT [--no-bos]
+ *   wick tokenize -m MODEL -p TEXT [--no-bos] [--special]
+ *   wick detokenize -m MODEL --ids 1,403,407
  *   wick info     -m MODEL
  *   wick synth    --shape 134m|1b --type f16|q8_0|q4_0|q4_k_m -o FILE.gguf [--vocab VOCAB.gguf] [--seed S]
  * Results go to stdout, timings and errors to stderr; any failure exits non-zero with one line. */
@@ -85,6 +86,14 @@ static double now_seconds(void) {
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* The files read: the model's backing store lives until exit, then is freed (so that leak
+ * checkers see the load-generate-free cycle release everything). */
+static void *file_buffers[1026];
+static int n_file_buffers;
+static void free_file_buffers(void) {
+    while (n_file_buffers > 0) free(file_buffers[--n_file_buffers]);
+}
+
 /* Reads a whole file; the buffer is the model's backing store, so it lives until exit. */
 static int read_file(const char *path, uint8_t **out, size_t *size) {
     FILE *f = fopen(path, "rb");
@@ -101,6 +110,8 @@ static int read_file(const char *path, uint8_t **out, size_t *size) {
         return error_exit("cannot read %s", path);
     }
     fclose(f);
+    if (n_file_buffers == 0) atexit(free_file_buffers);
+    if (n_file_buffers < (int)(sizeof file_buffers / sizeof *file_buffers)) file_buffers[n_file_buffers++] = buf;
     *out = buf;
     *size = (size_t)len;
     return 0;
@@ -108,7 +119,7 @@ static int read_file(const char *path, uint8_t **out, size_t *size) {
 
 typedef struct {
     const char *cmd, *model, *tokenizer, *prompt, *tokens, *follow, *shape, *type, *out, *vocab;
-    int n, steps, threads, ctx, kv_type, no_bos, probs, keep, ignore_eos, truncate;
+    int n, steps, threads, ctx, kv_type, no_bos, special, probs, keep, ignore_eos, truncate;
     const char *stops[16];
     int n_stops;
     /* sampler settings given on the command line, applied by name (wick_gen_set) */
@@ -144,12 +155,12 @@ static int parse_args(int argc, char **argv, options *o) {
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        bool takes_value = strcmp(a, "--no-bos") && strcmp(a, "--ignore-eos") && strcmp(a, "--truncate");
+        bool takes_value = strcmp(a, "--no-bos") && strcmp(a, "--ignore-eos") && strcmp(a, "--truncate") && strcmp(a, "--special");
         if (takes_value && !v) return error_exit("%s needs a value", a);
         if (!strcmp(a, "-m") || !strcmp(a, "--model")) o->model = v;
         else if (!strcmp(a, "-z") || !strcmp(a, "--tokenizer")) o->tokenizer = v;
         else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) o->prompt = v;
-        else if (!strcmp(a, "--tokens")) o->tokens = v;
+        else if (!strcmp(a, "--tokens") || !strcmp(a, "--ids")) o->tokens = v;
         else if (!strcmp(a, "--follow")) o->follow = v;
         else if (!strcmp(a, "--shape")) o->shape = v;
         else if (!strcmp(a, "--type")) o->type = v;
@@ -170,6 +181,9 @@ static int parse_args(int argc, char **argv, options *o) {
         } else if (!strcmp(a, "--stop")) {
             if (o->n_stops == 16) return error_exit("at most 16 --stop strings");
             o->stops[o->n_stops++] = v;
+        } else if (!strcmp(a, "--special")) {
+            o->special = 1;
+            continue;
         } else if (!strcmp(a, "--ignore-eos")) {
             o->ignore_eos = 1;
             continue;
@@ -259,13 +273,13 @@ static int new_context(const options *o, wick_model *m, wick_ctx **c) {
     return 0;
 }
 
-static int tokenize_prompt(wick_model *m, const char *text, bool bos, int32_t **ids, int32_t *n) {
+static int tokenize_prompt(wick_model *m, const char *text, bool bos, bool special, int32_t **ids, int32_t *n) {
     size_t len = strlen(text);
     int32_t need = 0;
-    if (wick_tokenize(m, text, len, bos, 0, NULL, 0, &need) != WICK_OK) return error_exit("%s", wick_last_error());
+    if (wick_tokenize(m, text, len, bos, special, NULL, 0, &need) != WICK_OK) return error_exit("%s", wick_last_error());
     *ids = malloc(((size_t)need + 1) * sizeof(int32_t));
     if (!*ids) return error_exit("out of memory");
-    if (wick_tokenize(m, text, len, bos, 0, *ids, need, n) != WICK_OK) return error_exit("%s", wick_last_error());
+    if (wick_tokenize(m, text, len, bos, special, *ids, need, n) != WICK_OK) return error_exit("%s", wick_last_error());
     return 0;
 }
 
@@ -378,7 +392,7 @@ static void print_probs(wick_gen *g) {
 static int cmd_generate(const options *o, wick_model *m) {
     if (!o->prompt) return error_exit("generate: -p PROMPT is required");
     int32_t *ids, n;
-    if (tokenize_prompt(m, o->prompt, !o->no_bos, &ids, &n)) return 1;
+    if (tokenize_prompt(m, o->prompt, !o->no_bos, o->special, &ids, &n)) return 1;
     if (n == 0) return error_exit("generate: the prompt is empty and the model adds no BOS");
     wick_ctx *c;
     if (new_context(o, m, &c)) return 1;
@@ -422,10 +436,26 @@ static int cmd_generate(const options *o, wick_model *m) {
 static int cmd_tokenize(const options *o, wick_model *m) {
     if (!o->prompt) return error_exit("tokenize: -p TEXT is required");
     int32_t *ids, n;
-    if (tokenize_prompt(m, o->prompt, !o->no_bos, &ids, &n)) return 1;
+    if (tokenize_prompt(m, o->prompt, !o->no_bos, o->special, &ids, &n)) return 1;
     out_write(1, "[", 1);
     for (int32_t i = 0; i < n; i++) outf(1, i ? ",%d" : "%d", ids[i]);
     out_write(1, "]\n", 2);
+    free(ids);
+    return 0;
+}
+
+static int cmd_detokenize(const options *o, wick_model *m) {
+    if (!o->tokens) return error_exit("detokenize: --ids 1,2,3 is required");
+    wick_model_info info;
+    wick_model_get_info(m, &info);
+    int32_t *ids, n, len = 0;
+    if (parse_ids("--ids", o->tokens, info.n_vocab, &ids, &n)) return 1;
+    if (wick_detokenize(m, ids, n, NULL, 0, &len) != WICK_OK) return error_exit("%s", wick_last_error());
+    char *text = malloc((size_t)len + 1);
+    if (!text || wick_detokenize(m, ids, n, text, len + 1, &len) != WICK_OK) return error_exit("%s", wick_last_error());
+    out_write(1, text, (size_t)len);
+    out_write(1, "\n", 1);
+    free(text);
     free(ids);
     return 0;
 }
@@ -460,14 +490,16 @@ int main(int argc, char **argv)
         if (synth_write(o.shape, o.type, vocab, o.out, seed, err, sizeof err)) return error_exit("synth: %s", err);
         return 0;
     }
-    bool known = !strcmp(o.cmd, "generate") || !strcmp(o.cmd, "logits") || !strcmp(o.cmd, "tokenize") || !strcmp(o.cmd, "info");
-    if (!known) return error_exit("unknown command '%s' (generate, logits, tokenize, info, synth)", o.cmd);
+    bool known = !strcmp(o.cmd, "generate") || !strcmp(o.cmd, "logits") || !strcmp(o.cmd, "tokenize") ||
+                 !strcmp(o.cmd, "detokenize") || !strcmp(o.cmd, "info");
+    if (!known) return error_exit("unknown command '%s' (generate, logits, tokenize, detokenize, info, synth)", o.cmd);
     wick_model *m;
     if (load_model(&o, &m)) return 1;
     int rc;
     if (!strcmp(o.cmd, "generate")) rc = cmd_generate(&o, m);
     else if (!strcmp(o.cmd, "logits")) rc = cmd_logits(&o, m);
     else if (!strcmp(o.cmd, "tokenize")) rc = cmd_tokenize(&o, m);
+    else if (!strcmp(o.cmd, "detokenize")) rc = cmd_detokenize(&o, m);
     else rc = cmd_info(m);
     wick_model_free(m);
     return rc;

@@ -205,6 +205,19 @@ wick_status wick_token_to_piece(const wick_model *m, int32_t token, char *buf, i
     return ok();
 }
 
+wick_status wick_detokenize(const wick_model *m, const int32_t *tokens, int32_t n_tokens, char *buf, int32_t buf_len,
+                            int32_t *n_bytes) {
+    if (!m || !n_bytes || n_tokens < 0 || (!tokens && n_tokens) || buf_len < 0 || (!buf && buf_len))
+        return set_error(WICK_ERR_INVALID_ARG, "wick_detokenize: bad argument");
+    for (int32_t i = 0; i < n_tokens; i++)
+        if (tokens[i] < 0 || tokens[i] >= vocab_n_tokens(m->vocab))
+            return set_error(WICK_ERR_INVALID_ARG, "token id %d out of range (vocabulary of %d)", tokens[i], vocab_n_tokens(m->vocab));
+    int n = vocab_detokenize(m->vocab, tokens, n_tokens, buf, buf_len);
+    if (n < 0) return set_error(WICK_ERR_INVALID_ARG, "detokenization failed");
+    *n_bytes = n;
+    return ok();
+}
+
 int wick_token_is_eog(const wick_model *m, int32_t token) { return m && vocab_is_eog(m->vocab, token); }
 
 wick_status wick_ctx_new(const wick_model *m, const wick_ctx_params *p, wick_ctx **out) {

@@ -69,6 +69,10 @@ wick_status wick_tokenize(const wick_model *m, const char *text, size_t len, int
 /* The text of one token; *n_bytes gets its length (may exceed buf_len: then call again). */
 wick_status wick_token_to_piece(const wick_model *m, int32_t token, char *buf, int32_t buf_len, int32_t *n_bytes);
 int wick_token_is_eog(const wick_model *m, int32_t token);
+/* The text of a whole id sequence, as llama.cpp's llama_detokenize (SentencePiece's leading
+ * space of the first piece removed); *n_bytes gets the length (may exceed buf_len: call again). */
+wick_status wick_detokenize(const wick_model *m, const int32_t *tokens, int32_t n_tokens, char *buf, int32_t buf_len,
+                            int32_t *n_bytes);
 
 /* ---- contexts ---- */
 

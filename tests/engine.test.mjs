@@ -161,3 +161,23 @@ for (const build of builds) {
     assert.match(missing.stderr, /cannot open .*00002-of-00003/);
   });
 }
+
+// ---- tokenize --special and detokenize through both CLIs, on vocab-only files ----
+const vocab = path.join(models, '..', 'vocab');
+for (const build of builds) {
+  test(`${build}: tokenize --special recognises control tokens; detokenize gives the text back`, () => {
+    const phi3 = path.join(vocab, 'ggml-vocab-phi-3.gguf');
+    const special = JSON.parse(runWick(build, ['tokenize', '-m', phi3, '-p', '<|user|>', '--special']).stdout);
+    const plain = JSON.parse(runWick(build, ['tokenize', '-m', phi3, '-p', '<|user|>']).stdout);
+    assert.deepEqual(special, [1, 32010]);
+    assert.ok(plain.length > 2 && !plain.includes(32010));
+    const gpt2 = path.join(vocab, 'ggml-vocab-gpt-2.gguf');
+    const text = 'Hello world, héllo 世界 🙂';
+    const ids = JSON.parse(runWick(build, ['tokenize', '-m', gpt2, '-p', text, '--no-bos']).stdout);
+    const back = runWick(build, ['detokenize', '-m', gpt2, '--ids', ids.join(',')]);
+    assert.equal(back.code, 0, back.stderr);
+    assert.equal(back.stdout, text + '\n');
+    const bad = runWick(build, ['detokenize', '-m', gpt2, '--ids', '1,9999999']);
+    assert.notEqual(bad.code, 0);
+  });
+}
