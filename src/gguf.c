@@ -214,15 +214,18 @@ int gguf_open(gguf_file *g, const uint8_t *buf, size_t size, char *err, size_t e
         gguf_tensor *t = &g->tensors[i];
         char name[96];
         snprintf(name, sizeof name, "%.*s", (int)(t->name.len < 80 ? t->name.len : 80), t->name.ptr);
+        /* the message reads t, which lives in g->tensors: write it before gguf_close frees them */
         if (t->offset % g->alignment) {
+            fail(&r, "tensor %s: offset %llu is not aligned to %llu", name,
+                 (unsigned long long)t->offset, (unsigned long long)g->alignment);
             gguf_close(g);
-            return fail(&r, "tensor %s: offset %llu is not aligned to %llu", name,
-                        (unsigned long long)t->offset, (unsigned long long)g->alignment);
+            return -1;
         }
         if (t->offset > size - data || t->n_bytes > size - data - t->offset) {
+            fail(&r, "tensor %s: data runs past end of file (offset %llu + %llu bytes, %zu available)",
+                 name, (unsigned long long)t->offset, (unsigned long long)t->n_bytes, size - data);
             gguf_close(g);
-            return fail(&r, "tensor %s: data runs past end of file (offset %llu + %llu bytes, %zu available)",
-                        name, (unsigned long long)t->offset, (unsigned long long)t->n_bytes, size - data);
+            return -1;
         }
         t->data = buf + data + t->offset;
         for (uint64_t j = 0; j < i; j++)

@@ -9,7 +9,9 @@ export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '
 export const shared = process.env.WICK_SHARED || path.resolve(root, '..', 'shared');
 export const models = path.join(shared, 'models');
 export const reference = path.join(shared, 'reference');
-export const nativeCli = path.join(root, 'build', 'native', 'wick');
+// WICK_NATIVE_DIR points the native tests at another build of the same programs (build/asan)
+export const nativeDir = process.env.WICK_NATIVE_DIR ? path.resolve(root, process.env.WICK_NATIVE_DIR) : path.join(root, 'build', 'native');
+export const nativeCli = path.join(nativeDir, 'wick');
 export const wasmCli = path.join(root, 'wasm_glue', 'cli.mjs');
 
 /** Runs the CLI of one build ('native' or 'wasm') and returns {code, stdout, stderr}. */
@@ -24,7 +26,7 @@ export function runWick(build, args, opts = {}) {
 export function runProgram(build, name, args = [], opts = {}) {
   const [cmd, argv] =
     build === 'native'
-      ? [path.join(root, 'build', 'native', name), args]
+      ? [path.join(nativeDir, name), args]
       : [process.execPath, [path.join(root, 'build', 'wasm', `${name}.js`), ...args]];
   const r = spawnSync(cmd, argv, { encoding: 'utf8', maxBuffer: 1 << 28, timeout: opts.timeout ?? 600000, cwd: opts.cwd ?? root });
   if (r.error) throw r.error;

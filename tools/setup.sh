@@ -12,6 +12,9 @@ command -v node >/dev/null || need+=(nodejs)
 command -v npm >/dev/null || need+=(npm)
 [ -d /usr/share/unicode ] || need+=(unicode-data)
 [ -x /usr/bin/chromium ] || need+=(chromium)
+command -v clang >/dev/null || need+=(clang)
+compgen -G '/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-*.a' >/dev/null || need+=(libclang-rt-14-dev)
+command -v valgrind >/dev/null || need+=(valgrind)
 if [ ${#need[@]} -eq 0 ]; then exit 0; fi
 echo "setup: installing ${need[*]}"
 if [ "$(id -u)" != 0 ]; then
