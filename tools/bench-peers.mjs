@@ -1,0 +1,286 @@
+#!/usr/bin/env node
+// tools/bench-peers.mjs — `npm run bench:peers`: wick against its peers on the same GGUF file, the
+// same prompt, the same generation length and the same thread count:
+//   wick    in headless Chromium (Debian's /usr/bin/chromium, driven by playwright-core): the
+//           engine's C API called from a Web Worker by tools/bench-page/wick-worker.js, the
+//           single-threaded build for 1 thread, the pthreads build otherwise;
+//   wllama  @wllama/wllama 3.13.0 in the same browser, with the wasm file of its npm package;
+//   native  llama.cpp through node-llama-cpp 3.21.1 in Node (its prebuilt linux-x64 CPU binary
+//           from npm; never built or downloaded), the ceiling.
+// Prefill tokens/s = prompt tokens / time to evaluate the prompt as one batch (and pick the first
+// token); decode tokens/s = single-token evaluations / their time (greedy, EOS ignored). Every
+// engine runs once to warm up, then --repeat times; the table shows the best (or median) run.
+//
+//   node tools/bench-peers.mjs [--models models/synth-134m-q4_0.gguf,…] [--threads 1,2]
+//       [--prompt-tokens 64] [--gen 32] [--repeat 3] [--ctx 512] [--engines wick,wllama,native]
+//       [--stat best|median] [--timeout 300] [--idle-wait 30] [--record]
+//
+// Everything is served from 127.0.0.1 by tools/serve.mjs (COOP/COEP: the page is cross-origin
+// isolated, so both wasm engines may start threads). Before each engine's runs it waits (up to
+// --idle-wait seconds) for the machine to be quiet. --record appends the run to BENCHMARKS.md.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createServer } from './serve.mjs';
+import {
+  ROOT, parseArgs, list, ensureModel, modelInfo, modelLabel, buildPrompt, summarize, fmt,
+  markdownTable, appendBenchmarks, waitForIdle,
+} from './bench.mjs';
+
+const CHROMIUM = '/usr/bin/chromium';
+const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+
+const DEFAULTS = {
+  models: 'models/synth-134m-q4_0.gguf,models/synth-134m-q8_0.gguf,models/synth-134m-q4_k_m.gguf',
+  threads: '1,2', promptTokens: 64, gen: 32, repeat: 3, ctx: 512, batch: 512,
+  engines: 'wick,wllama,native', stat: 'best', timeout: 300, idleWait: 30, record: false,
+};
+
+const log = (s) => process.stderr.write(`bench:peers: ${s}\n`);
+
+function withTimeout(promise, seconds, what) {
+  let timer;
+  return Promise.race([
+    promise.finally(() => clearTimeout(timer)),
+    new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`${what}: no result after ${seconds} s`)), seconds * 1000); }),
+  ]);
+}
+
+// ---- the browser engines ----
+
+async function startBrowser() {
+  if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install chromium`);
+  const { chromium } = await import('playwright-core');
+  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'wick-bench-chromium-'));
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS,
+    handleSIGINT: false, handleSIGTERM: false, handleSIGHUP: false,  // main() closes it, see below
+  });
+  const close = async () => { await context.close().catch(() => {}); fs.rmSync(profile, { recursive: true, force: true }); };
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+    process.once(signal, () => { close().finally(() => process.exit(130)); });
+  }
+  return { context, close };
+}
+
+/** Runs window.benchWick or window.benchWllama in a fresh page and returns its result. */
+async function benchInBrowser(browser, base, fn, cfg, timeout) {
+  const page = await browser.context.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+  try {
+    await page.goto(`${base}/tools/bench-page/index.html`);
+    await page.waitForFunction(() => window.benchReady === true, null, { timeout: 30000 });
+    const isolated = await page.evaluate(() => self.crossOriginIsolated);
+    if (!isolated) throw new Error('the page is not cross-origin isolated');
+    return await withTimeout(page.evaluate(([name, c]) => window[name](c), [fn, cfg]), timeout, fn);
+  } catch (e) {
+    if (errors.length) e.message += `\npage errors: ${errors.slice(-5).join('\n')}`;
+    throw e;
+  } finally {
+    await page.close().catch(() => {});
+  }
+}
+
+// ---- native llama.cpp ----
+
+let llamaPromise = null;
+const llamaLog = [];  // llama.cpp's log lines (info and up): its perf counters are read from them
+
+function getNativeLlama() {
+  // gpu: false and build: 'never' — the prebuilt CPU binary of @node-llama-cpp/linux-x64 or an error,
+  // never a download of llama.cpp sources or a compilation
+  llamaPromise ??= import('node-llama-cpp').then(({ getLlama, LlamaLogLevel }) => getLlama({
+    gpu: false, build: 'never', usePrebuiltBinaries: true, skipDownload: true, progressLogs: false,
+    logLevel: LlamaLogLevel.info, logger: (level, message) => { llamaLog.push(message); if (llamaLog.length > 1000) llamaLog.splice(0, 500); },
+  }));
+  return llamaPromise;
+}
+
+/** llama_perf_context_print's "eval time = X ms / N runs" (decode) after printTimings(). */
+async function llamaPerfDecode(context) {
+  llamaLog.length = 0;
+  await context.printTimings();
+  const m = llamaLog.map((l) => /\beval time =\s*([\d.]+) ms \/\s*(\d+) runs/.exec(l)).find((x) => x && !/prompt/.test(x.input));
+  return m ? { ms: Number(m[1]), runs: Number(m[2]) } : null;
+}
+
+async function benchNative(modelPath, cfg) {
+  const llama = await getNativeLlama();
+  const model = await llama.loadModel({ modelPath, gpuLayers: 0 });
+  let context;
+  try {
+    context = await model.createContext({
+      contextSize: cfg.nCtx, batchSize: cfg.nBatch, threads: cfg.threads, sequences: 1,
+      batching: { dispatchSchedule: 'nextTick' },  // no wait for the next event-loop cycle per evaluation
+      performanceTracking: true,                   // llama.cpp's own perf counters, reported in the notes
+    });
+    const own = model.tokenize(cfg.promptText, false);
+    const sameTokens = own.length === cfg.promptIds.length - 1 && own.every((t, i) => t === cfg.promptIds[i + 1]);
+    const sequence = context.getSequence();
+    // Warm-up: greedy generation through node-llama-cpp's own sampler. Its generator evaluates the
+    // prompt and yields the first token, then evaluates each token it yielded before the next.
+    await sequence.clearHistory();
+    const greedy = [];
+    const it = sequence.evaluate(cfg.promptIds, { temperature: 0 })[Symbol.asyncIterator]();
+    greedy.push((await it.next()).value);
+    const s0 = performance.now();
+    for (let i = 0; i < cfg.gen; i++) greedy.push((await it.next()).value);
+    const sampledDecode = (cfg.gen / (performance.now() - s0)) * 1000;
+    await it.return?.();
+    await llamaPerfDecode(context).catch(() => null);  // printing resets the counters: start the timed runs from zero
+    // Timed runs: the same prompt as one batch, then the greedy tokens one evaluation each. The
+    // generator's sampling step costs node-llama-cpp several ms of JS per token (more than the
+    // model itself on small files), so the ceiling is measured without it.
+    const runs = [];
+    for (let r = 0; r < cfg.repeat; r++) {
+      await sequence.clearHistory();
+      const a = performance.now();
+      await sequence.evaluateWithoutGeneratingNewTokens(cfg.promptIds);
+      const b = performance.now();
+      for (let i = 0; i < cfg.gen; i++) await sequence.evaluateWithoutGeneratingNewTokens([greedy[i]]);
+      const c = performance.now();
+      const perf = await llamaPerfDecode(context).catch(() => null);
+      runs.push({
+        prefillMs: b - a, decodeMs: c - b, promptTokens: cfg.promptIds.length, decodeSteps: cfg.gen,
+        internalDecode: perf?.runs === cfg.gen ? (perf.runs / perf.ms) * 1000 : NaN,
+      });
+    }
+    return { engine: `llama.cpp (${llama.buildType}, ${llama.gpu || 'cpu'})`, runs, sameTokens, sampledDecode, tokens: greedy };
+  } finally {
+    await context?.dispose();
+    await model.dispose();
+  }
+}
+
+// ---- main ----
+
+function rates(result, stat) {
+  const runs = result.runs;
+  return {
+    prefill: summarize(runs.map((r) => (r.promptTokens / r.prefillMs) * 1000), stat),
+    decode: summarize(runs.map((r) => (r.decodeSteps / r.decodeMs) * 1000), stat),
+  };
+}
+
+async function main(argv) {
+  const opts = parseArgs(argv, DEFAULTS);
+  if (!['best', 'median'].includes(opts.stat)) throw new Error('--stat is best or median');
+  const engines = list(opts.engines);
+  for (const e of engines) if (!['wick', 'wllama', 'native'].includes(e)) throw new Error(`unknown engine ${e}`);
+  const threadCounts = list(opts.threads).map(Number);
+  if (engines.includes('wick')) {
+    for (const f of ['wick.js', 'wick.wasm', 'wick-mt.js', 'wick-mt.wasm', 'wick-mt.worker.js'])
+      if (!fs.existsSync(path.join(ROOT, 'build', 'wasm', f))) throw new Error(`build/wasm/${f} is missing: run make`);
+  }
+
+  const server = createServer(ROOT);
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  const base = `http://127.0.0.1:${server.address().port}`;
+  const browser = engines.some((e) => e !== 'native') ? await startBrowser() : null;
+  const rows = [];
+  const notes = [];
+  const sampled = [];  // native decode tok/s through node-llama-cpp's sampler (the warm-up run)
+  const agreement = []; // greedy tokens wick and llama.cpp agree on, from the first
+  const internal = [];  // native decode tok/s by llama.cpp's own perf counters
+  const started = Date.now();
+  try {
+    for (const file of list(opts.models)) {
+      const model = ensureModel(file);
+      const info = modelInfo(model);
+      const { text, ids } = buildPrompt(model, opts.promptTokens, info.bos >= 0 ? info.bos : 1);
+      const label = modelLabel(model);
+      for (const threads of threadCounts) {
+        const cfg = {
+          modelUrl: `/${path.relative(ROOT, model).split(path.sep).join('/')}`, threads, nCtx: opts.ctx, nBatch: opts.batch,
+          promptText: text, promptIds: ids, gen: opts.gen, repeat: opts.repeat,
+        };
+        if (!cfg.modelUrl.startsWith('/models/') && engines.some((e) => e !== 'native'))
+          throw new Error(`${file}: the browser engines load models from the repository's models/ folder`);
+        const result = {};
+        for (const engine of engines) {
+          const busy = await waitForIdle(opts.idleWait);
+          if (busy !== null && busy >= 0.15) notes.push(`${label}, ${threads} thread(s): ${engine} ran while other work kept ${(busy * 100).toFixed(0)}% of the CPU busy`);
+          const t0 = Date.now();
+          try {
+            if (engine === 'wick') result.wick = await benchInBrowser(browser, base, 'benchWick', cfg, opts.timeout);
+            else if (engine === 'wllama') result.wllama = await benchInBrowser(browser, base, 'benchWllama', cfg, opts.timeout);
+            else result.native = await withTimeout(benchNative(model, cfg), opts.timeout, 'node-llama-cpp');
+            const r = result[engine];
+            const bad = r.runs.find((x) => x.promptTokens !== ids.length);
+            if (bad) notes.push(`${label}, ${threads} thread(s): ${engine} evaluated a prompt of ${bad.promptTokens} tokens, not ${ids.length}`);
+            if (r.sameTokens === false) notes.push(`${label}: llama.cpp tokenizes the prompt differently from wick (the ids given were wick's)`);
+            if (engine === 'wllama' && threads > 1 && !r.multithread) notes.push(`${label}: wllama did not start threads`);
+            if (engine === 'native') {
+              sampled.push(`${label} t${threads} ${fmt(r.sampledDecode)}`);
+              internal.push(`${label} t${threads} ${fmt(summarize(r.runs.map((x) => x.internalDecode), opts.stat))}`);
+            }
+            const { prefill, decode } = rates(r, opts.stat);
+            log(`${label} t${threads} ${engine}: prefill ${fmt(prefill)} tok/s, decode ${fmt(decode)} tok/s (${((Date.now() - t0) / 1000).toFixed(0)} s)`);
+          } catch (e) {
+            log(`${label} t${threads} ${engine} FAILED: ${e.message}`);
+            notes.push(`${label}, ${threads} thread(s): ${engine} failed: ${e.message.split('\n')[0]}`);
+          }
+        }
+        // the same model should give the same greedy start (random weights make long runs diverge)
+        const wickTokens = result.wick?.runs[0]?.tokens, nativeTokens = result.native?.tokens;
+        if (wickTokens && nativeTokens) {
+          let k = 0;
+          while (k < Math.min(wickTokens.length, nativeTokens.length) && wickTokens[k] === nativeTokens[k]) k++;
+          agreement.push(`${label} t${threads} ${k}/${Math.min(wickTokens.length, nativeTokens.length)}`);
+        }
+        const r = Object.fromEntries(engines.map((e) => [e, result[e] ? rates(result[e], opts.stat) : { prefill: NaN, decode: NaN }]));
+        const get = (e, k) => r[e]?.[k] ?? NaN;
+        const ratio = (a, b) => (Number.isFinite(a) && Number.isFinite(b) && b > 0 ? `${(a / b).toFixed(2)}×` : '—');
+        rows.push([
+          label, String(threads),
+          fmt(get('wick', 'prefill')), fmt(get('wllama', 'prefill')), fmt(get('native', 'prefill')),
+          ratio(get('wick', 'prefill'), get('wllama', 'prefill')), ratio(get('wick', 'prefill'), get('native', 'prefill')),
+          fmt(get('wick', 'decode')), fmt(get('wllama', 'decode')), fmt(get('native', 'decode')),
+          ratio(get('wick', 'decode'), get('wllama', 'decode')), ratio(get('wick', 'decode'), get('native', 'decode')),
+        ]);
+      }
+    }
+  } finally {
+    await browser?.close();
+    server.closeAllConnections?.();
+    server.close();
+  }
+
+  const table = markdownTable([
+    'model', 'threads', 'prefill wick', 'prefill wllama', 'prefill native', 'wick/wllama', 'wick/native',
+    'decode wick', 'decode wllama', 'decode native', 'wick/wllama', 'wick/native',
+  ], rows);
+  const method = [
+    `Tokens/s; prompt ${opts.promptTokens} tokens (BOS included), ${opts.gen} decode steps (greedy, EOS ignored), ` +
+      `context ${opts.ctx}, F16 KV cache, ${opts.stat} of ${opts.repeat} runs after one warm-up run; ${((Date.now() - started) / 1000).toFixed(0)} s in all.`,
+    '- wick: headless Chromium, tools/bench-page/wick-worker.js in a Web Worker calling the C API ' +
+      '(wick_eval of the prompt as one batch, then one wick_eval per token, argmax in wick_sample_simple); ' +
+      'build/wasm/wick.js for 1 thread, wick-mt.js (pthreads) otherwise.',
+    '- wllama: @wllama/wllama 3.13.0 in the same browser with the package\'s own esm/wasm/wllama.wasm, createCompletion ' +
+      '(temperature 0, ignore_eos, cache_prompt false); figures from llama-server\'s timings (prompt_ms; predicted_ms ' +
+      'over predicted_n − 1 single-token evaluations).',
+    '- native: llama.cpp through node-llama-cpp 3.21.1 (prebuilt linux-x64 CPU binary, gpu: false, build: never) in Node: ' +
+      'a warm-up greedy generation (temperature 0) from the same token ids, then evaluateWithoutGeneratingNewTokens of ' +
+      'the prompt as one batch and of each greedy token in turn (node-llama-cpp\'s JS sampler, several ms per token, left out).',
+  ];
+  if (agreement.length) notes.push(`greedy tokens on which wick and llama.cpp agree, from the first: ${agreement.join(', ')}`);
+  if (internal.length) notes.push(`native decode by llama.cpp's own perf counters (llama_perf_context, no Node in the clock; tok/s): ${internal.join(', ')}`);
+  if (sampled.length) notes.push(`native decode through node-llama-cpp's generator and sampler (one warm-up run, tok/s): ${sampled.join(', ')}`);
+  const body = `${table}\n\n${method.join('\n')}${notes.length ? `\n\nNotes:\n${notes.map((n) => `- ${n}`).join('\n')}` : ''}`;
+  process.stdout.write(`${body}\n`);
+  if (opts.record) {
+    const command = `npm run bench:peers -- ${argv.filter((a) => a !== '--record').join(' ')}`.trim();
+    appendBenchmarks('npm run bench:peers', command, body);
+  }
+}
+
+main(process.argv.slice(2)).then(
+  () => process.exit(0),  // node-llama-cpp keeps native handles open
+  (e) => {
+    process.stderr.write(`bench:peers: ${e.stack || e.message || e}\n`);
+    process.exit(1);
+  },
+);

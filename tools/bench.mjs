@@ -1,0 +1,358 @@
+#!/usr/bin/env node
+// tools/bench.mjs — `npm run bench`: prefill and decode tokens/s of the wick WebAssembly build
+// under Node (the pthreads build when --threads > 1), with the native build alongside for
+// reference, and the peak memory of each run: the wasm heap at the end of the run (the heap only
+// grows, so its final size is its peak) and the process's peak resident set size.
+//
+//   node tools/bench.mjs [--models models/synth-134m-q4_0.gguf,…] [--threads 1,2]
+//                        [--prompt-tokens 87] [--gen 32] [--repeat 3] [--ctx 2048]
+//                        [--stat best|median] [--idle-wait 30] [--no-native] [--record]
+//
+// Each run is `wasm_glue/cli.mjs generate -m MODEL -p PROMPT -n GEN --temp 0 --ignore-eos
+// --threads T --ctx C` (and build/native/wick with the same flags); the figures come from the
+// `prefill: … decode: …` line the CLI writes on stderr. The prompt is English text cut so that,
+// with the BOS token the llama vocabulary adds, exactly --prompt-tokens tokens are evaluated.
+// A missing models/synth-<shape>-<type>.gguf is made with `build/native/wick synth`.
+// Before each run it waits (up to --idle-wait seconds) for the machine to be quiet, so that other
+// work does not share the CPU with the measurement; a run that had to start anyway is noted.
+// --record appends the table to BENCHMARKS.md with the date, command and machine.
+//
+// The helpers (prompt building, model creation, machine description, BENCHMARKS.md) are shared
+// with tools/bench-peers.mjs.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+export const NATIVE_WICK = path.join(ROOT, 'build', 'native', 'wick');
+const WASM_CLI = path.join(ROOT, 'wasm_glue', 'cli.mjs');
+export const BENCHMARKS_MD = path.join(ROOT, 'BENCHMARKS.md');
+const MiB = 1024 * 1024;
+
+// ---- arguments ----
+
+/** Parses `--name value` / `--flag` arguments against a table of defaults (booleans are flags). */
+export function parseArgs(argv, defaults) {
+  const opts = { ...defaults };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (!a.startsWith('--')) throw new Error(`unexpected argument ${a}`);
+    const key = a.slice(2).replace(/-([a-z])/g, (_, c) => c.toUpperCase());
+    if (!(key in defaults)) throw new Error(`unknown option ${a}`);
+    if (typeof defaults[key] === 'boolean') { opts[key] = true; continue; }
+    const v = argv[++i];
+    if (v === undefined) throw new Error(`${a} needs a value`);
+    opts[key] = typeof defaults[key] === 'number' ? Number(v) : v;
+    if (typeof defaults[key] === 'number' && !Number.isFinite(opts[key])) throw new Error(`${a}: not a number: ${v}`);
+  }
+  return opts;
+}
+
+export const list = (s) => String(s).split(',').map((x) => x.trim()).filter(Boolean);
+
+// ---- models ----
+
+const SYNTH_NAME = /synth-(134m|1b)-(f16|q8_0|q4_0|q4_k_m)\.gguf$/;
+
+/** Makes models/synth-<shape>-<type>.gguf with `wick synth` when it is missing. */
+export function ensureModel(file) {
+  const abs = path.resolve(ROOT, file);
+  if (fs.existsSync(abs)) return abs;
+  const m = SYNTH_NAME.exec(abs);
+  if (!m) throw new Error(`${file} does not exist (only models/synth-<134m|1b>-<f16|q8_0|q4_0|q4_k_m>.gguf are made on demand)`);
+  if (!fs.existsSync(NATIVE_WICK)) throw new Error(`${NATIVE_WICK} is missing: run make native`);
+  fs.mkdirSync(path.dirname(abs), { recursive: true });
+  process.stderr.write(`bench: making ${path.relative(ROOT, abs)} (wick synth --shape ${m[1]} --type ${m[2]})\n`);
+  const r = spawnSync(NATIVE_WICK, ['synth', '--shape', m[1], '--type', m[2], '-o', abs], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`wick synth failed: ${r.stderr || r.error}`);
+  return abs;
+}
+
+/** A short label for a model file: "134m Q4_0" for the synthetic files, else the file name. */
+export function modelLabel(file) {
+  const m = SYNTH_NAME.exec(file);
+  return m ? `${m[1]} ${m[2].toUpperCase()}` : path.basename(file);
+}
+
+/** Hyperparameters from `wick info` (JSON). */
+export function modelInfo(file) {
+  const r = spawnSync(NATIVE_WICK, ['info', '-m', file], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`wick info ${file}: ${r.stderr}`);
+  return JSON.parse(r.stdout);
+}
+
+/** Bytes of an F16 KV cache of n_ctx positions (keys and values of every layer). */
+export function kvCacheBytes(info, nCtx) {
+  return 2 * info.block_count * nCtx * info.head_count_kv * info.head_dim * 2;
+}
+
+// ---- the prompt ----
+
+// Plain prose, long enough for a few hundred tokens; cut to the asked length.
+const PROMPT_SOURCE = `The old lighthouse stood at the edge of the cliff, where the land gave way to a grey and restless
+sea. For more than a hundred years its lamp had turned every night, guiding fishing boats and cargo ships
+past the rocks that lay hidden beneath the waves. The keeper, a quiet woman named Margaret, climbed the
+spiral stairs each evening at dusk. She carried a small tin of oil, a clean cloth, and a notebook in which
+she wrote down the weather, the passing ships, and anything else that seemed worth remembering. Over the
+years the notebook had grown into a shelf of notebooks, and the shelf into a small library that filled
+the room below the lamp. Visitors sometimes asked her whether she felt lonely out there, so far from the
+village and its bright windows. She would smile and point to the sea, which changed its colour with every
+hour, and to the birds that nested in the rocks, and to the long line of the horizon where the sun went
+down. There was always something to watch, she said, and always something to write. One winter a storm
+came that was stronger than any she had seen before. The wind tore slates from the roof and the rain
+struck the glass so hard that she feared it would break. All night she kept the lamp burning, trimming
+the wick and polishing the lens, while the tower shook beneath her feet. In the morning the sea was calm
+again, and far below she saw a small boat rowing slowly toward the harbour, its crew waving their arms
+to thank the light that had brought them home. She wrote it all down in her notebook, closed it, and went
+to sleep until the afternoon.`;
+
+function tokenCount(model, text) {
+  const r = spawnSync(NATIVE_WICK, ['tokenize', '-m', model, '-p', text, '--no-bos'], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`wick tokenize: ${r.stderr}`);
+  return JSON.parse(r.stdout);
+}
+
+/**
+ * Text that tokenizes (llama vocabulary, no BOS) to exactly nTokens - 1 ids, so that with BOS the
+ * prefill evaluates nTokens tokens. Returns { text, ids } (ids with BOS first).
+ */
+export function buildPrompt(model, nTokens, bos = 1) {
+  const want = nTokens - 1;
+  if (want < 1) throw new Error('--prompt-tokens must be at least 2');
+  const words = PROMPT_SOURCE.split(/\s+/);
+  // the longest prefix of whole words that fits (binary search: counts grow with the prefix)
+  let lo = 0, hi = words.length;
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2);
+    if (tokenCount(model, words.slice(0, mid).join(' ')).length <= want) lo = mid; else hi = mid - 1;
+  }
+  let text = words.slice(0, lo).join(' ');
+  let ids = tokenCount(model, text);
+  // pad with short words (" a" is one token in the llama vocabulary) up to the exact count
+  for (let guard = 0; ids.length < want && guard < 4 * nTokens; guard++) {
+    text += ' a';
+    ids = tokenCount(model, text);
+  }
+  if (ids.length !== want) throw new Error(`prompt of ${ids.length + 1} tokens, wanted ${nTokens}`);
+  return { text, ids: [bos, ...ids] };
+}
+
+// ---- the machine, statistics, BENCHMARKS.md ----
+
+export function machineInfo() {
+  let cpu = os.cpus()[0]?.model || 'unknown CPU';
+  try {
+    const m = /^model name\s*:\s*(.+)$/m.exec(fs.readFileSync('/proc/cpuinfo', 'utf8'));
+    if (m) cpu = m[1].trim();
+  } catch { /* not Linux: keep os.cpus() */ }
+  const nproc = spawnSync('nproc', { encoding: 'utf8' }).stdout?.trim() || String(os.cpus().length);
+  return `${cpu}, nproc ${nproc}, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, ${os.type()} ${os.release()}, Node ${process.version}`;
+}
+
+function cpuTimes() {
+  const f = /^cpu\s+(.+)$/m.exec(fs.readFileSync('/proc/stat', 'utf8'))[1].trim().split(/\s+/).map(Number);
+  // user nice system idle iowait …: niced work counts as busy too — even at nice 19 it takes
+  // time slices that stall the barriers of a multi-threaded engine
+  return { idle: f[3] + (f[4] || 0), total: f.reduce((a, b) => a + b, 0) };
+}
+
+/**
+ * Waits (up to maxSeconds) until the machine is quiet: less than `threshold` of its CPU time
+ * busy at normal priority over one second, so that other work (builds, tests) does not share the
+ * CPU with a measurement.
+ * Returns the busy fraction of the last second sampled (null where /proc/stat is missing).
+ */
+export async function waitForIdle(maxSeconds, threshold = 0.15) {
+  if (!fs.existsSync('/proc/stat') || maxSeconds <= 0) return null;
+  const deadline = Date.now() + maxSeconds * 1000;
+  let busy, warned = false;
+  for (;;) {
+    const a = cpuTimes();
+    await new Promise((r) => setTimeout(r, 1000));
+    const b = cpuTimes();
+    busy = 1 - (b.idle - a.idle) / Math.max(1, b.total - a.total);
+    if (busy < threshold) break;
+    if (Date.now() >= deadline) {
+      process.stderr.write(`bench: still busy (${(busy * 100).toFixed(0)}% CPU): measuring anyway\n`);
+      break;
+    }
+    if (!warned) process.stderr.write(`bench: the machine is busy (${(busy * 100).toFixed(0)}% CPU): waiting up to ${maxSeconds} s\n`);
+    warned = true;
+  }
+  return busy;
+}
+
+/** best (highest tokens/s) or median of the repeats */
+export function summarize(values, stat) {
+  const v = values.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+  if (!v.length) return NaN;
+  if (stat === 'best') return v[v.length - 1];
+  const mid = v.length >> 1;
+  return v.length % 2 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
+}
+
+export const fmt = (x, digits = 1) => (Number.isFinite(x) ? x.toFixed(digits) : '—');
+
+export function markdownTable(header, rows) {
+  const line = (cells) => `| ${cells.join(' | ')} |`;
+  return [line(header), line(header.map(() => '---')), ...rows.map(line)].join('\n');
+}
+
+const BENCHMARKS_HEADER = `# wick benchmarks
+
+Runs recorded by \`npm run bench\` (the wick WebAssembly build under Node, native build for
+reference) and \`npm run bench:peers\` (wick against wllama in headless Chromium and against native
+llama.cpp through node-llama-cpp). Models are the deterministic random-weight files of
+\`build/native/wick synth\` (llama architecture, llama vocabulary), never committed. Tokens/s:
+prefill is the prompt evaluated as one batch; decode is greedy generation, one token per step.
+Newest runs at the end.
+`;
+
+/** Appends one run (a section with date, command, machine and the table) to BENCHMARKS.md. */
+export function appendBenchmarks(title, command, body) {
+  if (!fs.existsSync(BENCHMARKS_MD)) fs.writeFileSync(BENCHMARKS_MD, BENCHMARKS_HEADER);
+  const date = new Date().toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC');
+  const section = `\n## ${title} — ${date}\n\n- command: \`${command}\`\n- machine: ${machineInfo()}\n\n${body.trim()}\n`;
+  fs.appendFileSync(BENCHMARKS_MD, section);
+  process.stderr.write(`bench: appended to ${path.relative(ROOT, BENCHMARKS_MD)}\n`);
+}
+
+// ---- one run of the CLI ----
+
+const TIMING_LINE = /prefill: (\d+) tokens in ([\d.]+) s \(([\d.]+) tok\/s\); decode: (\d+) tokens in ([\d.]+) s \(([\d.]+) tok\/s\)/;
+const UNIT = { b: 1, byte: 1, bytes: 1, kb: 1e3, kib: 1024, mb: 1e6, mib: MiB, gb: 1e9, gib: 2 ** 30 };
+
+/** Reads the CLI's stderr: the timing line, an optional "peak memory N UNIT", and our memory line. */
+export function parseRun(stderr) {
+  const t = TIMING_LINE.exec(stderr);
+  if (!t) throw new Error(`no timing line in the output:\n${stderr.slice(-2000)}`);
+  const run = {
+    promptTokens: Number(t[1]), prefillSeconds: Number(t[2]),
+    genTokens: Number(t[4]), decodeSeconds: Number(t[5]),
+  };
+  run.prefill = run.promptTokens / run.prefillSeconds;
+  run.decode = run.genTokens / run.decodeSeconds;
+  const peak = /peak memory[^\d]{0,8}([\d.]+)\s*([KMG]i?B|bytes?|B)?/i.exec(stderr);
+  if (peak) run.enginePeakBytes = Number(peak[1]) * (UNIT[(peak[2] || 'mib').toLowerCase()] || MiB);
+  const mem = /^bench-memory (\{.*\})$/m.exec(stderr);
+  if (mem) Object.assign(run, JSON.parse(mem[1]));
+  const rss = /^bench-maxrss-kib (\d+)$/m.exec(stderr);
+  if (rss) run.maxRssBytes = Number(rss[1]) * 1024;
+  return run;
+}
+
+function runOnce(kind, model, prompt, opts, threads) {
+  const flags = ['generate', '-m', model, '-p', prompt, '-n', String(opts.gen), '--temp', '0',
+    '--ignore-eos', '--threads', String(threads), '--ctx', String(opts.ctx)];
+  let cmd, args;
+  if (kind === 'wasm') {
+    // this file as a child: it runs the CLI in-process and reports the wasm heap and peak RSS
+    cmd = process.execPath;
+    args = [fileURLToPath(import.meta.url), '--cli-child', ...flags];
+  } else {
+    // GNU time reports the peak RSS of the native process when it is installed
+    const time = fs.existsSync('/usr/bin/time');
+    cmd = time ? '/usr/bin/time' : NATIVE_WICK;
+    args = time ? ['-f', 'bench-maxrss-kib %M', NATIVE_WICK, ...flags] : flags;
+  }
+  const r = spawnSync(cmd, args, { encoding: 'utf8', maxBuffer: 64 * MiB, timeout: opts.timeout * 1000 });
+  if (r.error) throw new Error(`${kind} run: ${r.error.message}`);
+  if (r.status !== 0) throw new Error(`${kind} run exited with ${r.status}:\n${r.stderr.slice(-2000)}`);
+  return parseRun(r.stderr);
+}
+
+/**
+ * In the child: runs wasm_glue/cli.mjs in this process, capturing the module's WebAssembly.Memory
+ * when it is instantiated, and prints "bench-memory {heapBytes, maxRssBytes}" on stderr at the end.
+ */
+async function cliChild(args) {
+  let memory = null;
+  const instantiate = WebAssembly.instantiate;
+  WebAssembly.instantiate = async function (source, imports) {
+    const result = await instantiate.call(this, source, imports);
+    const instance = result.instance || result;
+    // -O3 minifies the export and import names: look for the Memory object itself
+    const isMemory = (x) => x instanceof WebAssembly.Memory;
+    memory = Object.values(instance.exports).find(isMemory) ||
+      Object.values(imports || {}).flatMap((ns) => Object.values(ns)).find(isMemory) || memory;
+    return result;
+  };
+  const { runCli } = await import(pathToFileURL(WASM_CLI).href);
+  const code = await runCli(args);
+  const report = { heapBytes: memory ? memory.buffer.byteLength : null, maxRssBytes: process.resourceUsage().maxRSS * 1024 };
+  process.stderr.write(`bench-memory ${JSON.stringify(report)}\n`);
+  process.exit(code);
+}
+
+// ---- main ----
+
+const DEFAULTS = {
+  models: 'models/synth-134m-q4_0.gguf,models/synth-134m-q8_0.gguf,models/synth-134m-q4_k_m.gguf',
+  threads: '1,2', promptTokens: 87, gen: 32, repeat: 3, ctx: 2048, stat: 'best', timeout: 600, idleWait: 30,
+  noNative: false, record: false,
+};
+
+async function main(argv) {
+  const opts = parseArgs(argv, DEFAULTS);
+  if (!['best', 'median'].includes(opts.stat)) throw new Error('--stat is best or median');
+  if (!fs.existsSync(NATIVE_WICK)) throw new Error(`${NATIVE_WICK} is missing: run make`);
+  const threadCounts = list(opts.threads).map(Number);
+  const kinds = opts.noNative ? ['wasm'] : ['wasm', 'native'];
+  const rows = [];
+  let busyRuns = 0;
+  for (const file of list(opts.models)) {
+    const model = ensureModel(file);
+    const info = modelInfo(model);
+    const { text } = buildPrompt(model, opts.promptTokens, info.bos >= 0 ? info.bos : 1);
+    const fileBytes = fs.statSync(model).size;
+    const budget = fileBytes + kvCacheBytes(info, opts.ctx) + 64 * MiB;
+    for (const threads of threadCounts) {
+      for (const kind of kinds) {
+        const runs = [];
+        for (let i = 0; i < opts.repeat; i++) {
+          const busy = await waitForIdle(opts.idleWait);
+          if (busy !== null && busy >= 0.15) busyRuns++;
+          const run = runOnce(kind, model, text, opts, threads);
+          if (run.promptTokens !== opts.promptTokens) throw new Error(`the prompt evaluated ${run.promptTokens} tokens, not ${opts.promptTokens}`);
+          runs.push(run);
+          process.stderr.write(`bench: ${modelLabel(model)} ${kind} t${threads} #${i + 1}: prefill ${fmt(run.prefill)} tok/s, decode ${fmt(run.decode)} tok/s\n`);
+        }
+        const heap = Math.max(...runs.map((r) => r.heapBytes ?? r.enginePeakBytes ?? NaN));
+        const enginePeak = Math.max(...runs.map((r) => r.enginePeakBytes ?? NaN));
+        rows.push([
+          modelLabel(model), String(threads), kind === 'wasm' ? 'wasm (Node)' : 'native',
+          fmt(summarize(runs.map((r) => r.prefill), opts.stat)),
+          fmt(summarize(runs.map((r) => r.decode), opts.stat)),
+          kind === 'wasm' ? `${fmt(heap / MiB, 0)} (≤ ${fmt(budget / MiB, 0)} ${heap <= budget ? 'ok' : 'OVER'})` : '—',
+          fmt(enginePeak / MiB, 0),
+          fmt(Math.max(...runs.map((r) => r.maxRssBytes ?? NaN)) / MiB, 0),
+        ]);
+      }
+    }
+  }
+  const table = markdownTable(
+    ['model', 'threads', 'build', 'prefill tok/s', 'decode tok/s', 'wasm heap MiB (budget: file + KV + 64)', 'CLI peak memory MiB', 'peak RSS MiB'],
+    rows,
+  );
+  const notes = `Prompt ${opts.promptTokens} tokens (BOS included), ${opts.gen} greedy tokens, context ${opts.ctx} (F16 KV), ` +
+    `${opts.stat} of ${opts.repeat} runs, figures as the CLI reports them (its sampler chain at temperature 0); ` +
+    'wasm heap = size of the wasm memory at the end of the run (it never shrinks, so this is its peak); ' +
+    'CLI peak memory = the "peak memory" the CLI reports; peak RSS = the process (Node for wasm) as the OS counts it.' +
+    (busyRuns ? ` ${busyRuns} run(s) started while other work kept the CPU busy: those figures are low.` : '');
+  process.stdout.write(`${table}\n\n${notes}\n`);
+  if (opts.record) {
+    const command = `npm run bench -- ${argv.filter((a) => a !== '--record').join(' ')}`.trim();
+    appendBenchmarks('npm run bench', command, `${table}\n\n${notes}`);
+  }
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
+  const argv = process.argv.slice(2);
+  const run = argv[0] === '--cli-child' ? cliChild(argv.slice(1)) : main(argv);
+  run.catch((e) => {
+    process.stderr.write(`bench: ${e.message || e}\n`);
+    process.exit(1);
+  });
+}
