@@ -91,6 +91,9 @@ serve: wasm
 	bash tools/prepare-model.sh
 	node tools/serve.mjs
 
+bench: native wasm build/.npm-stamp
+	npm run bench
+
 clean:
 	rm -rf build
 
