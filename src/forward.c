@@ -7,23 +7,15 @@
  * then logits = rmsnorm(x) * output_norm · W_outᵀ.
  * A batch (prefill) runs every matrix product as matrix × matrix: each weight row is loaded
  * once and used for all tokens of a tile; a single token (decode) is matrix × vector. */
+#include "errmsg.h"
 #include "forward.h"
 #include "quant.h"
 #include "simd.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int fail(char *err, size_t err_len, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, err_len, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 /* Bytes per element, rounded up, of the largest activation block format (Q8_K: 292 bytes per 256). */
 #define ACT_BYTES_PER_ELEM_NUM 292
@@ -43,10 +35,10 @@ void wick_ctx_default_params(wick_ctx_params *p) {
 
 int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_params *p, char *err, size_t err_len) {
     memset(c, 0, sizeof *c);
-    if (!m->has_weights) return fail(err, err_len, "the model has no weights (vocab-only file)");
+    if (!m->has_weights) return errorf(err, err_len, "the model has no weights (vocab-only file)");
     const model_config *mc = &m->c;
     if (mc->head_dim % 8 || mc->head_dim > MAX_HEAD_DIM)
-        return fail(err, err_len, "head dimension %d is not supported (multiples of 8 up to %d are)", mc->head_dim, MAX_HEAD_DIM);
+        return errorf(err, err_len, "head dimension %d is not supported (multiples of 8 up to %d are)", mc->head_dim, MAX_HEAD_DIM);
     c->m = m;
     /* default window: the training context, at least 2048 (tiny models list short ones but
      * extrapolate; llama.cpp runs them so) and at most 4096 (memory) */
@@ -55,18 +47,18 @@ int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_para
     c->n_batch = p->n_batch > 0 ? p->n_batch : 256;
     if (c->n_batch > c->n_ctx) c->n_batch = c->n_ctx;
     int n_threads = p->n_threads > 0 ? p->n_threads : 1;
-    if (p->n_ctx < 0 || c->n_ctx > (1 << 22)) return fail(err, err_len, "context size %d out of range (1 to %d)", p->n_ctx, 1 << 22);
+    if (p->n_ctx < 0 || c->n_ctx > (1 << 22)) return errorf(err, err_len, "context size %d out of range (1 to %d)", p->n_ctx, 1 << 22);
     if (p->n_batch < 0 || p->n_threads < 0 || n_threads > 256)
-        return fail(err, err_len, "batch size %d or thread count %d out of range", p->n_batch, p->n_threads);
+        return errorf(err, err_len, "batch size %d or thread count %d out of range", p->n_batch, p->n_threads);
     if (p->kv_type != WICK_KV_F16 && p->kv_type != WICK_KV_F32)
-        return fail(err, err_len, "KV cache type %d unknown (0 = f32, 1 = f16)", p->kv_type);
+        return errorf(err, err_len, "KV cache type %d unknown (0 = f32, 1 = f16)", p->kv_type);
     c->kv_type = p->kv_type;
     c->kv_elem = p->kv_type == WICK_KV_F16 ? 2 : 4;
 
     /* KV cache size checked in 64 bits before allocating: it is the one large allocation here */
     uint64_t kv_bytes = (uint64_t)mc->n_layers * (uint64_t)c->n_ctx * (uint64_t)kv_dim(mc) * c->kv_elem;
     if (kv_bytes > (uint64_t)1 << 31 || kv_bytes > SIZE_MAX / 2)
-        return fail(err, err_len, "a KV cache for %d tokens needs 2 x %llu MiB: too large for this build; ask for a smaller context",
+        return errorf(err, err_len, "a KV cache for %d tokens needs 2 x %llu MiB: too large for this build; ask for a smaller context",
                     c->n_ctx, (unsigned long long)(kv_bytes >> 20));
     c->k_cache = malloc((size_t)kv_bytes);
     c->v_cache = malloc((size_t)kv_bytes);
@@ -90,13 +82,13 @@ int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_para
     if (!c->k_cache || !c->v_cache || !c->x || !c->xb || !c->xb2 || !c->q || !c->k || !c->v || !c->hb ||
         !c->hb2 || !c->rope_cos || !c->rope_sin || !c->att || !c->qbuf[0] || !c->qbuf[1] || !c->qbuf[2]) {
         ctx_release(c);
-        return fail(err, err_len, "out of memory allocating a context of %d tokens (KV cache 2 x %llu MiB)",
+        return errorf(err, err_len, "out of memory allocating a context of %d tokens (KV cache 2 x %llu MiB)",
                     p->n_ctx > 0 ? p->n_ctx : 0, (unsigned long long)(kv_bytes >> 20));
     }
     c->pool = pool_new(n_threads);
     if (!c->pool) {
         ctx_release(c);
-        return fail(err, err_len, "cannot start %d threads (this build may be single-threaded)", n_threads);
+        return errorf(err, err_len, "cannot start %d threads (this build may be single-threaded)", n_threads);
     }
     return 0;
 }
@@ -469,16 +461,16 @@ static int forward_batch(struct wick_ctx *c, const int32_t *tokens, int n_tok, b
 
 int forward_eval(struct wick_ctx *c, const int32_t *tokens, int32_t n, bool all_logits, char *err, size_t err_len) {
     const model_config *mc = &c->m->c;
-    if (n < 1 || !tokens) return fail(err, err_len, "no tokens to evaluate");
+    if (n < 1 || !tokens) return errorf(err, err_len, "no tokens to evaluate");
     if (n > c->n_ctx - c->n_past)
-        return fail(err, err_len, "%d tokens do not fit in the context: %d of %d positions used", n, c->n_past, c->n_ctx);
+        return errorf(err, err_len, "%d tokens do not fit in the context: %d of %d positions used", n, c->n_past, c->n_ctx);
     for (int32_t i = 0; i < n; i++)
         if (tokens[i] < 0 || tokens[i] >= mc->n_vocab)
-            return fail(err, err_len, "token id %d out of range (vocabulary of %d)", tokens[i], mc->n_vocab);
+            return errorf(err, err_len, "token id %d out of range (vocabulary of %d)", tokens[i], mc->n_vocab);
     int32_t rows = all_logits ? n : 1;
     if (rows > c->logits_cap_rows) {
         float *l = realloc(c->logits, (size_t)rows * (size_t)mc->n_vocab * sizeof(float));
-        if (!l) return fail(err, err_len, "out of memory for the logits of %d positions", rows);
+        if (!l) return errorf(err, err_len, "out of memory for the logits of %d positions", rows);
         c->logits = l;
         c->logits_cap_rows = rows;
     }
@@ -496,7 +488,7 @@ int forward_eval(struct wick_ctx *c, const int32_t *tokens, int32_t n, bool all_
 int kv_cache_shift(struct wick_ctx *c, int32_t n_keep, int32_t n_discard, char *err, size_t err_len) {
     const model_config *mc = &c->m->c;
     if (n_keep < 0 || n_discard < 0 || n_keep + n_discard > c->n_past)
-        return fail(err, err_len, "cannot drop %d positions after %d of %d", n_discard, n_keep, c->n_past);
+        return errorf(err, err_len, "cannot drop %d positions after %d of %d", n_discard, n_keep, c->n_past);
     if (n_discard == 0) return 0;
     int kvd = kv_dim(mc), half = mc->rope_dim / 2;
     int moved = c->n_past - n_keep - n_discard;

@@ -1,22 +1,14 @@
 /* model.c — binds a parsed GGUF file or a llama2.c checkpoint to the model structure:
  * hyperparameters from metadata (or the checkpoint header) and every weight checked for its
  * type and shape before the forward pass may touch it. */
+#include "errmsg.h"
 #include "model.h"
 #include "quant.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int fail(char *err, size_t err_len, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, err_len, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 /* Upper bounds on hyperparameters: far above any model wasm32 can hold, low enough that the
  * products the engine forms (dim * n_ctx, n_heads * n_ctx …) stay well inside 64-bit range. */
@@ -41,32 +33,32 @@ static int bind_vector(struct wick_model *m, const char *name, int64_t n, bool o
                        char *err, size_t err_len) {
     const gguf_tensor *t = model_find_tensor(m, name);
     *out = NULL;
-    if (!t) return optional ? 0 : fail(err, err_len, "tensor %s is missing", name);
+    if (!t) return optional ? 0 : errorf(err, err_len, "tensor %s is missing", name);
     if (t->ne[0] != (uint64_t)n || t->ne[1] != 1 || t->ne[2] != 1 || t->ne[3] != 1)
-        return fail(err, err_len, "tensor %s: shape [%lld, %lld] where [%lld] was expected", name,
+        return errorf(err, err_len, "tensor %s: shape [%lld, %lld] where [%lld] was expected", name,
                     (long long)t->ne[0], (long long)t->ne[1], (long long)n);
     if (t->type == WICK_TYPE_F32 && ((uintptr_t)t->data & 3) == 0) {
         *out = t->data;
         return 0;
     }
     if (quant_get(t->type)->to_float == NULL)
-        return fail(err, err_len, "tensor %s: type %s cannot be converted", name, quant_get(t->type)->name);
+        return errorf(err, err_len, "tensor %s: type %s cannot be converted", name, quant_get(t->type)->name);
     *out = own_f32(m, t, n);
-    return *out ? 0 : fail(err, err_len, "out of memory converting %s", name);
+    return *out ? 0 : errorf(err, err_len, "out of memory converting %s", name);
 }
 
 static int bind_matrix(struct wick_model *m, const char *name, int64_t rows, int64_t cols, bool optional,
                        weight *w, char *err, size_t err_len) {
     const gguf_tensor *t = model_find_tensor(m, name);
     memset(w, 0, sizeof *w);
-    if (!t) return optional ? 0 : fail(err, err_len, "tensor %s is missing", name);
+    if (!t) return optional ? 0 : errorf(err, err_len, "tensor %s is missing", name);
     if (t->ne[0] != (uint64_t)cols || t->ne[1] != (uint64_t)rows || t->ne[2] != 1 || t->ne[3] != 1)
-        return fail(err, err_len, "tensor %s: shape [%lld, %lld, %lld] where [%lld, %lld] was expected", name,
+        return errorf(err, err_len, "tensor %s: shape [%lld, %lld, %lld] where [%lld, %lld] was expected", name,
                     (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2], (long long)cols,
                     (long long)rows);
     const quant_type *qt = quant_get(t->type);
     if (!qt->vec_dot || !qt->to_float)
-        return fail(err, err_len, "tensor %s: type %s is not supported for weights", name, qt->name);
+        return errorf(err, err_len, "tensor %s: type %s is not supported for weights", name, qt->name);
     w->data = t->data;
     w->type = t->type;
     w->rows = rows;
@@ -89,7 +81,7 @@ static bool meta_float(const gguf_file *g, const char *arch, const char *suffix,
 
 static int check_range(const char *what, int64_t v, int64_t lo, int64_t hi, char *err, size_t err_len) {
     if (v < lo || v > hi)
-        return fail(err, err_len, "%s = %lld is out of range (%lld to %lld)", what, (long long)v, (long long)lo,
+        return errorf(err, err_len, "%s = %lld is out of range (%lld to %lld)", what, (long long)v, (long long)lo,
                     (long long)hi);
     return 0;
 }
@@ -107,14 +99,14 @@ static int check_config(const model_config *c, char *err, size_t err_len) {
         check_range("rope dimension", c->rope_dim, 0, c->head_dim, err, err_len))
         return -1;
     if (c->n_heads % c->n_kv_heads)
-        return fail(err, err_len, "head count %d is not a multiple of the KV head count %d", c->n_heads,
+        return errorf(err, err_len, "head count %d is not a multiple of the KV head count %d", c->n_heads,
                     c->n_kv_heads);
-    if (c->rope_dim % 2) return fail(err, err_len, "rope dimension %d is odd", c->rope_dim);
-    if (!(c->rms_eps > 0 && c->rms_eps < 1)) return fail(err, err_len, "RMS epsilon %g out of range", c->rms_eps);
+    if (c->rope_dim % 2) return errorf(err, err_len, "rope dimension %d is odd", c->rope_dim);
+    if (!(c->rms_eps > 0 && c->rms_eps < 1)) return errorf(err, err_len, "RMS epsilon %g out of range", c->rms_eps);
     if (!(c->rope_base > 0 && isfinite(c->rope_base)))
-        return fail(err, err_len, "rope base %g out of range", c->rope_base);
+        return errorf(err, err_len, "rope base %g out of range", c->rope_base);
     if (!(c->rope_scale > 0 && isfinite(c->rope_scale)))
-        return fail(err, err_len, "rope scaling %g out of range", c->rope_scale);
+        return errorf(err, err_len, "rope scaling %g out of range", c->rope_scale);
     return 0;
 }
 
@@ -126,8 +118,8 @@ static int read_gguf_config(struct wick_model *m, char *err, size_t err_len) {
     double f;
 #define REQUIRE_INT(field, suffix)                                                          \
     do {                                                                                    \
-        if (!meta_int(g, a, suffix, &v)) return fail(err, err_len, "metadata %s.%s is missing", a, suffix); \
-        if (v < 0 || v > INT32_MAX) return fail(err, err_len, "metadata %s.%s = %lld out of range", a, suffix, (long long)v); \
+        if (!meta_int(g, a, suffix, &v)) return errorf(err, err_len, "metadata %s.%s is missing", a, suffix); \
+        if (v < 0 || v > INT32_MAX) return errorf(err, err_len, "metadata %s.%s = %lld out of range", a, suffix, (long long)v); \
         c->field = (int32_t)v;                                                              \
     } while (0)
     REQUIRE_INT(dim, "embedding_length");
@@ -136,21 +128,21 @@ static int read_gguf_config(struct wick_model *m, char *err, size_t err_len) {
     REQUIRE_INT(hidden_dim, "feed_forward_length");
     REQUIRE_INT(n_ctx_train, "context_length");
 #undef REQUIRE_INT
-    if (c->n_heads < 1) return fail(err, err_len, "head count %d out of range", c->n_heads);
+    if (c->n_heads < 1) return errorf(err, err_len, "head count %d out of range", c->n_heads);
     c->n_kv_heads = c->n_heads;
     if (meta_int(g, a, "attention.head_count_kv", &v)) {
-        if (v < 1 || v > c->n_heads) return fail(err, err_len, "KV head count %lld out of range", (long long)v);
+        if (v < 1 || v > c->n_heads) return errorf(err, err_len, "KV head count %lld out of range", (long long)v);
         c->n_kv_heads = (int32_t)v;
     }
     if (c->n_heads < 1 || c->dim % c->n_heads)
-        return fail(err, err_len, "embedding length %d is not a multiple of the head count %d", c->dim, c->n_heads);
+        return errorf(err, err_len, "embedding length %d is not a multiple of the head count %d", c->dim, c->n_heads);
     c->head_dim = c->dim / c->n_heads;
     if (meta_int(g, a, "attention.key_length", &v) && v != c->head_dim)
-        return fail(err, err_len, "attention.key_length %lld differs from embedding/heads %d (unsupported)",
+        return errorf(err, err_len, "attention.key_length %lld differs from embedding/heads %d (unsupported)",
                     (long long)v, c->head_dim);
     c->rope_dim = c->head_dim;
     if (meta_int(g, a, "rope.dimension_count", &v)) {
-        if (v < 0 || v > c->head_dim) return fail(err, err_len, "rope dimension %lld out of range", (long long)v);
+        if (v < 0 || v > c->head_dim) return errorf(err, err_len, "rope dimension %lld out of range", (long long)v);
         c->rope_dim = (int32_t)v;
     }
     c->rope_base = 10000.0f;
@@ -163,12 +155,12 @@ static int read_gguf_config(struct wick_model *m, char *err, size_t err_len) {
     snprintf(key, sizeof key, "%s.rope.scaling.type", a);
     bool scaled = gguf_get_str(g, key, &st) && !gguf_str_eq(st, "none");
     if (scaled && !gguf_str_eq(st, "linear"))
-        return fail(err, err_len, "rope scaling type %.*s is not supported (none and linear are)", (int)st.len, st.ptr);
+        return errorf(err, err_len, "rope scaling type %.*s is not supported (none and linear are)", (int)st.len, st.ptr);
     if (meta_float(g, a, "rope.scaling.factor", &f) && f != 0 && f != 1) {
-        if (!(f > 0)) return fail(err, err_len, "rope scaling factor %g out of range", f);
+        if (!(f > 0)) return errorf(err, err_len, "rope scaling factor %g out of range", f);
         c->rope_scale = (float)(1.0 / f);
     } else if (meta_float(g, a, "rope.scale_linear", &f) && f != 0 && f != 1) {
-        if (!(f > 0)) return fail(err, err_len, "rope scaling factor %g out of range", f);
+        if (!(f > 0)) return errorf(err, err_len, "rope scaling factor %g out of range", f);
         c->rope_scale = (float)(1.0 / f);
     }
     c->rope_neox = strcmp(a, "qwen2") == 0;
@@ -178,9 +170,9 @@ static int read_gguf_config(struct wick_model *m, char *err, size_t err_len) {
 static int bind_gguf_weights(struct wick_model *m, char *err, size_t err_len) {
     model_config *c = &m->c;
     const gguf_tensor *emb = model_find_tensor(m, "token_embd.weight");
-    if (!emb) return fail(err, err_len, "tensor token_embd.weight is missing");
+    if (!emb) return errorf(err, err_len, "tensor token_embd.weight is missing");
     if (emb->ne[1] < 1 || emb->ne[1] > MAX_VOCAB)
-        return fail(err, err_len, "token_embd.weight: %lld rows is out of range", (long long)emb->ne[1]);
+        return errorf(err, err_len, "token_embd.weight: %lld rows is out of range", (long long)emb->ne[1]);
     c->n_vocab = (int32_t)emb->ne[1];
     if (check_config(c, err, err_len)) return -1;
     int64_t kv_dim = (int64_t)c->n_kv_heads * c->head_dim;
@@ -190,7 +182,7 @@ static int bind_gguf_weights(struct wick_model *m, char *err, size_t err_len) {
         return -1;
     if (!m->output.data) m->output = m->tok_embd; /* tied embeddings */
     m->layers = calloc((size_t)c->n_layers, sizeof *m->layers);
-    if (!m->layers) return fail(err, err_len, "out of memory");
+    if (!m->layers) return errorf(err, err_len, "out of memory");
     bool biases = strcmp(c->arch, "qwen2") == 0;
     for (int l = 0; l < c->n_layers; l++) {
         layer_weights *w = &m->layers[l];
@@ -226,7 +218,7 @@ static int check_split(const gguf_file *g, int i, int n, char *err, size_t err_l
     bool has_no = gguf_get_u64(g, "split.no", &no), has_count = gguf_get_u64(g, "split.count", &count);
     if (n == 1 && !has_count) return 0;
     if (!has_no || !has_count || count != (uint64_t)n || no != (uint64_t)i)
-        return fail(err, err_len, "part %d of %d: split.no / split.count say part %llu of %llu", i + 1, n,
+        return errorf(err, err_len, "part %d of %d: split.no / split.count say part %llu of %llu", i + 1, n,
                     (unsigned long long)no + 1, (unsigned long long)count);
     return 0;
 }
@@ -242,7 +234,7 @@ static int check_unique_across_parts(const struct wick_model *m, char *err, size
                 for (uint64_t u = 0; u < m->shards[b].n_tensors; u++)
                     if (str_equal(ga->tensors[t].name, m->shards[b].tensors[u].name)) {
                         gguf_str nm = ga->tensors[t].name;
-                        return fail(err, err_len, "tensor %.*s appears in two parts", (int)(nm.len < 80 ? nm.len : 80), nm.ptr);
+                        return errorf(err, err_len, "tensor %.*s appears in two parts", (int)(nm.len < 80 ? nm.len : 80), nm.ptr);
                     }
     }
     return 0;
@@ -252,16 +244,16 @@ int model_load_gguf(struct wick_model *m, const uint8_t *const *bufs, const size
                     size_t err_len) {
     memset(m, 0, sizeof *m);
     m->is_gguf = true;
-    if (n < 1 || n > 1024) return fail(err, err_len, "%d parts: a model has 1 to 1024", n);
+    if (n < 1 || n > 1024) return errorf(err, err_len, "%d parts: a model has 1 to 1024", n);
     if (gguf_open(&m->gguf, bufs[0], sizes[0], err, err_len)) return -1;
     if (n > 1) {
         m->shards = calloc((size_t)n - 1, sizeof *m->shards);
-        if (!m->shards) { model_release(m); return fail(err, err_len, "out of memory"); }
+        if (!m->shards) { model_release(m); return errorf(err, err_len, "out of memory"); }
         for (int i = 1; i < n; i++) {
             char perr[400];
             if (gguf_open(&m->shards[i - 1], bufs[i], sizes[i], perr, sizeof perr)) {
                 model_release(m);
-                return fail(err, err_len, "part %d: %s", i + 1, perr);
+                return errorf(err, err_len, "part %d: %s", i + 1, perr);
             }
             m->n_shards = i;
         }
@@ -276,11 +268,11 @@ int model_load_gguf(struct wick_model *m, const uint8_t *const *bufs, const size
         /* a vocab-only file still tokenizes */
         if (n_tensors == 0) goto vocab;
         model_release(m);
-        return fail(err, err_len, "metadata general.architecture is missing");
+        return errorf(err, err_len, "metadata general.architecture is missing");
     }
     if (!gguf_str_eq(arch, "llama") && !gguf_str_eq(arch, "qwen2")) {
         if (n_tensors == 0) goto vocab;
-        fail(err, err_len, "architecture '%.*s' is not supported (llama and qwen2 are)", (int)(arch.len < 40 ? arch.len : 40), arch.ptr);
+        errorf(err, err_len, "architecture '%.*s' is not supported (llama and qwen2 are)", (int)(arch.len < 40 ? arch.len : 40), arch.ptr);
         model_release(m);
         return -1;
     }
@@ -311,10 +303,10 @@ int model_load_llama2c(struct wick_model *m, const uint8_t *bin, size_t bin_size
                        size_t tok_size, char *err, size_t err_len) {
     memset(m, 0, sizeof *m);
     int32_t h[7];
-    if (bin_size < sizeof h) return fail(err, err_len, "llama2.c checkpoint truncated: %zu bytes", bin_size);
+    if (bin_size < sizeof h) return errorf(err, err_len, "llama2.c checkpoint truncated: %zu bytes", bin_size);
     memcpy(h, bin, sizeof h);
     if (memcmp(bin, "24ka", 4) == 0) /* the magic 0x616b3432 of llama2.c's versioned export */
-        return fail(err, err_len, "llama2.c versioned checkpoints (export version %d) are not supported; use the legacy format", h[1]);
+        return errorf(err, err_len, "llama2.c versioned checkpoints (export version %d) are not supported; use the legacy format", h[1]);
     model_config *c = &m->c;
     snprintf(c->arch, sizeof c->arch, "llama");
     c->dim = h[0];
@@ -326,7 +318,7 @@ int model_load_llama2c(struct wick_model *m, const uint8_t *bin, size_t bin_size
     c->n_vocab = h[5] == INT32_MIN ? 0 : (h[5] > 0 ? h[5] : -h[5]);
     c->n_ctx_train = h[6];
     if (c->n_heads <= 0 || c->dim <= 0 || c->dim % c->n_heads)
-        return fail(err, err_len, "llama2.c header: dim %d is not a positive multiple of n_heads %d", c->dim, c->n_heads);
+        return errorf(err, err_len, "llama2.c header: dim %d is not a positive multiple of n_heads %d", c->dim, c->n_heads);
     c->head_dim = c->dim / c->n_heads;
     c->rope_dim = c->head_dim;
     c->rope_base = 10000.0f;
@@ -339,11 +331,11 @@ int model_load_llama2c(struct wick_model *m, const uint8_t *bin, size_t bin_size
     uint64_t floats = V * dim + L * dim + L * dim * dim * 2 + L * kv_dim * dim * 2 + L * dim + L * hid * dim * 3 +
                       dim + (uint64_t)c->n_ctx_train * (uint64_t)c->head_dim + (shared ? 0 : V * dim);
     if (floats > (bin_size - sizeof h) / 4)
-        return fail(err, err_len, "llama2.c checkpoint truncated: the header needs %llu bytes of weights, file has %zu",
+        return errorf(err, err_len, "llama2.c checkpoint truncated: the header needs %llu bytes of weights, file has %zu",
                     (unsigned long long)floats * 4, bin_size - sizeof h);
     const float *p = (const float *)(bin + sizeof h);
     m->layers = calloc((size_t)L, sizeof *m->layers);
-    if (!m->layers) return fail(err, err_len, "out of memory");
+    if (!m->layers) return errorf(err, err_len, "out of memory");
 #define MAT(w, r, cc) ((w) = (weight){p, WICK_TYPE_F32, (int64_t)(r), (int64_t)(cc), (size_t)(cc) * 4}, p += (uint64_t)(r) * (cc))
     MAT(m->tok_embd, V, dim);
     for (uint64_t l = 0; l < L; l++) m->layers[l].attn_norm = p, p += dim;

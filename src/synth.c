@@ -4,10 +4,10 @@
  * the same bytes. Type mixes follow llama.cpp's llama_model_quantize rules in outline: the output
  * head is Q6_K for the 4-bit types; Q4_K_M also gives attn_v and ffn_down Q6_K on the layers
  * llama.cpp's use_more_bits picks (the first and last eighth, and every third between). */
+#include "errmsg.h"
 #include "synth.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,14 +29,6 @@ static const synth_shape shapes[] = {
 
 /* llama.cpp's LLAMA_FTYPE values for general.file_type (llama.h) */
 enum { FTYPE_F16 = 1, FTYPE_Q4_0 = 2, FTYPE_Q8_0 = 7, FTYPE_Q4_K_M = 15 };
-
-static int fail(char *err, size_t err_len, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, err_len, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 typedef struct {
     char name[64];
@@ -79,18 +71,18 @@ int synth_write(const char *shape_name, const char *type, const char *vocab_path
     const synth_shape *sh = NULL;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         if (!strcmp(shapes[i].name, shape_name)) sh = &shapes[i];
-    if (!sh) return fail(err, err_len, "unknown shape '%s' (mini, 134m, 1b)", shape_name);
+    if (!sh) return errorf(err, err_len, "unknown shape '%s' (mini, 134m, 1b)", shape_name);
     uint32_t base, out_type, ftype;
     bool k_mix = false;
     if (!strcmp(type, "f16")) base = out_type = WICK_TYPE_F16, ftype = FTYPE_F16;
     else if (!strcmp(type, "q8_0")) base = out_type = WICK_TYPE_Q8_0, ftype = FTYPE_Q8_0;
     else if (!strcmp(type, "q4_0")) base = WICK_TYPE_Q4_0, out_type = WICK_TYPE_Q6_K, ftype = FTYPE_Q4_0;
     else if (!strcmp(type, "q4_k_m")) base = WICK_TYPE_Q4_K, out_type = WICK_TYPE_Q6_K, ftype = FTYPE_Q4_K_M, k_mix = true;
-    else return fail(err, err_len, "unknown type '%s' (f16, q8_0, q4_0, q4_k_m)", type);
+    else return errorf(err, err_len, "unknown type '%s' (f16, q8_0, q4_0, q4_k_m)", type);
 
     /* the vocabulary file: its tokenizer.* metadata is copied byte for byte */
     FILE *vf = fopen(vocab_path, "rb");
-    if (!vf) return fail(err, err_len, "cannot open vocabulary %s", vocab_path);
+    if (!vf) return errorf(err, err_len, "cannot open vocabulary %s", vocab_path);
     fseek(vf, 0, SEEK_END);
     long vsize = ftell(vf);
     rewind(vf);
@@ -98,19 +90,19 @@ int synth_write(const char *shape_name, const char *type, const char *vocab_path
     if (!vbuf || fread(vbuf, 1, (size_t)vsize, vf) != (size_t)vsize) {
         fclose(vf);
         free(vbuf);
-        return fail(err, err_len, "cannot read vocabulary %s", vocab_path);
+        return errorf(err, err_len, "cannot read vocabulary %s", vocab_path);
     }
     fclose(vf);
     gguf_file vg;
     if (gguf_open(&vg, vbuf, (size_t)vsize, err, err_len)) { free(vbuf); return -1; }
     const gguf_kv *tokens = gguf_get_arr(&vg, "tokenizer.ggml.tokens", GGUF_STRING);
-    if (!tokens) { gguf_close(&vg); free(vbuf); return fail(err, err_len, "%s has no tokenizer.ggml.tokens", vocab_path); }
+    if (!tokens) { gguf_close(&vg); free(vbuf); return errorf(err, err_len, "%s has no tokenizer.ggml.tokens", vocab_path); }
     int64_t n_vocab = (int64_t)tokens->arr_len;
 
     /* the tensor list, in llama.cpp's order */
     int n_t = 3 + 9 * sh->n_layers;
     synth_tensor *ts = calloc((size_t)n_t, sizeof *ts);
-    if (!ts) { gguf_close(&vg); free(vbuf); return fail(err, err_len, "out of memory"); }
+    if (!ts) { gguf_close(&vg); free(vbuf); return errorf(err, err_len, "out of memory"); }
     int kv_dim = sh->dim / sh->n_heads * sh->n_kv_heads, k = 0;
     uint32_t emb_type = base == WICK_TYPE_Q4_0 ? WICK_TYPE_Q4_0 : base;
 #define ADD(nm, t, a, b, fl) (snprintf(ts[k].name, sizeof ts[k].name, "%s", nm), ts[k].type = (t), ts[k].ne0 = (a), ts[k].ne1 = (b), ts[k].fill = (fl), k++)
@@ -139,7 +131,7 @@ int synth_write(const char *shape_name, const char *type, const char *vocab_path
     }
 
     FILE *f = fopen(out_path, "wb");
-    if (!f) { free(ts); gguf_close(&vg); free(vbuf); return fail(err, err_len, "cannot create %s", out_path); }
+    if (!f) { free(ts); gguf_close(&vg); free(vbuf); return errorf(err, err_len, "cannot create %s", out_path); }
     uint64_t n_tok_kv = 0;
     for (uint64_t i = 0; i < vg.n_kv; i++)
         if (vg.kv[i].key.len > 10 && !memcmp(vg.kv[i].key.ptr, "tokenizer.", 10)) n_tok_kv++;
@@ -201,8 +193,8 @@ int synth_write(const char *shape_name, const char *type, const char *vocab_path
         uint64_t pad = (i + 1 < n_t ? ts[i + 1].offset : ts[i].offset + ts[i].bytes) - ts[i].offset - ts[i].bytes;
         put(f, zeros, (size_t)pad);
     }
-    if (!row || !qrow) rc = fail(err, err_len, "out of memory");
-    if (fclose(f) != 0 && rc == 0) rc = fail(err, err_len, "writing %s failed", out_path);
+    if (!row || !qrow) rc = errorf(err, err_len, "out of memory");
+    if (fclose(f) != 0 && rc == 0) rc = errorf(err, err_len, "writing %s failed", out_path);
     free(row);
     free(qrow);
     free(ts);
