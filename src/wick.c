@@ -1,5 +1,8 @@
 /* wick.c — the public API (wick.h): argument checks, status codes and the error message,
  * over the model, forward and tokenizer modules. */
+#if defined(__EMSCRIPTEN__)
+#define _DEFAULT_SOURCE /* sbrk, for model buffers above 2 GiB (wick_buffer_alloc) */
+#endif
 #include "wick.h"
 
 #include <math.h>
@@ -51,6 +54,71 @@ static wick_status load_status(void) {
     if (strstr(last_error, "not supported") || strstr(last_error, "unsupported")) return WICK_ERR_UNSUPPORTED;
     return WICK_ERR_FORMAT;
 }
+
+#if defined(__EMSCRIPTEN__)
+#include <unistd.h>
+
+/* Buffers from this size up come from sbrk in steps of this size (each below 2^31). */
+#define LARGE_BUFFER ((size_t)1 << 30)
+
+/* the one large buffer freed and kept for reuse (models are loaded one at a time) */
+static char *spare_large;
+static size_t spare_large_size;
+
+/* gives [p, p + size) back to the heap top when it is there; else keeps it as the spare */
+static void release_large(char *p, size_t size) {
+    if ((char *)sbrk(0) == p + size) {
+        for (size_t left = size; left > 0;) {
+            size_t step = left < LARGE_BUFFER ? left : LARGE_BUFFER;
+            sbrk(-(intptr_t)step);
+            left -= step;
+        }
+        return;
+    }
+    if (size > spare_large_size) { /* keep the bigger of the two; the smaller stays reserved */
+        spare_large = p;
+        spare_large_size = size;
+    }
+}
+
+void *wick_buffer_alloc(size_t size) {
+    if (size < LARGE_BUFFER) return malloc(size ? size : 1);
+    if (spare_large && spare_large_size >= size) {
+        char *p = spare_large;
+        spare_large = NULL;
+        spare_large_size = 0;
+        return p;
+    }
+    char *start = sbrk(0);
+    size_t pad = (16 - (uintptr_t)start % 16) % 16; /* malloc's alignment */
+    if (pad && sbrk((intptr_t)pad) == (void *)-1) return NULL;
+    start += pad;
+    size_t done = 0;
+    while (done < size) {
+        size_t step = size - done < LARGE_BUFFER ? size - done : LARGE_BUFFER;
+        char *p = sbrk((intptr_t)step);
+        if (p == (char *)-1 || p != start + done) { /* no memory, or someone else's sbrk came between */
+            if (p != (char *)-1) sbrk(-(intptr_t)step);
+            release_large(start, done);
+            return NULL;
+        }
+        done += step;
+    }
+    return start;
+}
+
+void wick_buffer_free(void *buf, size_t size) {
+    if (!buf) return;
+    if (size < LARGE_BUFFER) free(buf);
+    else release_large(buf, size);
+}
+#else
+void *wick_buffer_alloc(size_t size) { return malloc(size ? size : 1); }
+void wick_buffer_free(void *buf, size_t size) {
+    (void)size;
+    free(buf);
+}
+#endif
 
 wick_status wick_model_load_gguf(const void *buf, size_t size, wick_model **out) {
     if (!buf || !out) return set_error(WICK_ERR_INVALID_ARG, "wick_model_load_gguf: NULL argument");

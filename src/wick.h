@@ -40,6 +40,12 @@ wick_status wick_model_load_gguf(const void *buf, size_t size, wick_model **out)
  * buffer per part, in order, each alive until wick_model_free. Also the way to hold a model
  * larger than one allocation can be. */
 wick_status wick_model_load_gguf_parts(const void *const *bufs, const size_t *sizes, int32_t n, wick_model **out);
+/* Memory for a model file, of any size wasm32 can hold. In the wasm build one malloc above
+ * 2 GiB fails (Emscripten 3.1.6's sbrk takes a signed 32-bit step), so a buffer of 1 GiB or more
+ * is taken from the top of the heap in steps below that; freed, it is kept for the next large
+ * buffer (or given back when it is still at the top). NULL when the memory is not there. */
+void *wick_buffer_alloc(size_t size);
+void wick_buffer_free(void *buf, size_t size);
 /* A llama2.c checkpoint (.bin) and its tokenizer.bin. */
 wick_status wick_model_load_llama2c(const void *bin, size_t bin_size, const void *tok, size_t tok_size,
                                     wick_model **out);

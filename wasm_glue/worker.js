@@ -146,7 +146,7 @@
     if (state.gen) M._wick_gen_free(state.gen);
     if (state.ctx) M._wick_ctx_free(state.ctx);
     if (state.model) M._wick_model_free(state.model);
-    for (const b of state.buffers) M._free(b.ptr);
+    for (const b of state.buffers) M._wick_buffer_free(b.ptr, b.size);
     Object.assign(state, { model: 0, ctx: 0, gen: 0, buffers: [], size: 0, meta: null });
     pieceCache.clear();
   }
@@ -234,7 +234,7 @@
       post({ id, type: 'progress', phase: 'load', loaded: size, total: size });
       return describe(parts);
     } catch (e) {
-      if (state.model === 0) for (const p of parts) if (!state.buffers.includes(p)) M._free(p.ptr);
+      if (state.model === 0) for (const p of parts) if (!state.buffers.includes(p)) M._wick_buffer_free(p.ptr, p.size);
       unloadModel();
       throw e;
     }
@@ -315,7 +315,9 @@
    */
   async function readStream(stream, size, sink, cached, resume) {
     checkSize(size, sink);
-    const ptr = malloc(size);
+    // a model buffer may be larger than one malloc can give: the engine's own allocator
+    const ptr = M._wick_buffer_alloc(size) >>> 0;
+    if (!ptr) throw new WorkerError('E_TOO_LARGE', `out of wasm memory: could not allocate ${size} bytes for the model`);
     const report = progressReporter(sink.id, 'download', sink.total || sink.before + size, cached);
     let loaded = 0, nextHeaderTry = HEADER_FIRST_TRY;
     let reader = null;
@@ -355,7 +357,7 @@
       report(sink.before + size, true);
       return { ptr, size, cached };
     } catch (e) {
-      M._free(ptr);
+      M._wick_buffer_free(ptr, size);
       reader?.cancel().catch(() => {});
       throw e;
     }
