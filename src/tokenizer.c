@@ -905,23 +905,31 @@ static void spm_try_bigram(const wick_vocab *v, merge_work *w, const char *s, in
     heap_push(w, (bigram){(uint64_t)score_priority(v->tok[id].score) << 32 | (uint32_t)left, right, size});
 }
 
-/* s[0..n): text already escaped ("▁" for spaces). llama.cpp's llm_tokenizer_spm_session. */
-static int spm_encode_run(const wick_vocab *v, merge_work *w, const char *s, size_t n, id_out *o) {
-    int32_t count = split_symbols(w, s, n);
-    if (count < 0) return -1;
-    if (count == 0) return 0;
+/* The merge loop both tokenizers share: queue every adjacent pair the model would merge
+ * (try_bigram decides and ranks: piece score for SentencePiece, merge rank for BPE), then merge
+ * the best live pair and queue its new neighbours until none is left. -1 when memory ran out. */
+typedef void try_bigram_fn(const wick_vocab *v, merge_work *w, const char *s, int32_t left, int32_t right);
+static int merge_all(const wick_vocab *v, merge_work *w, const char *s, int32_t count, try_bigram_fn *try_bigram) {
     w->heap_n = 0;
     w->filling = true;
-    for (int32_t i = 1; i < count; i++) spm_try_bigram(v, w, s, i - 1, i);
+    for (int32_t i = 1; i < count; i++) try_bigram(v, w, s, i - 1, i);
     heap_build(w);
     bigram b;
     while (next_live_bigram(w, &b)) {
         int32_t left = bigram_left(&b);
         merge_symbols(w, &b);
-        spm_try_bigram(v, w, s, w->sym[left].prev, left);
-        spm_try_bigram(v, w, s, left, w->sym[left].next);
+        try_bigram(v, w, s, w->sym[left].prev, left);
+        try_bigram(v, w, s, left, w->sym[left].next);
     }
-    if (w->oom) return -1;
+    return w->oom ? -1 : 0;
+}
+
+/* s[0..n): text already escaped ("▁" for spaces). llama.cpp's llm_tokenizer_spm_session. */
+static int spm_encode_run(const wick_vocab *v, merge_work *w, const char *s, size_t n, id_out *o) {
+    int32_t count = split_symbols(w, s, n);
+    if (count < 0) return -1;
+    if (count == 0) return 0;
+    if (merge_all(v, w, s, count, spm_try_bigram)) return -1;
     /* resegment: a symbol is a piece, or is spelled byte by byte */
     for (int32_t i = 0; i != -1; i = w->sym[i].next) {
         const symbol *sym = &w->sym[i];
@@ -1350,18 +1358,7 @@ static int bpe_encode_word(const wick_vocab *v, merge_work *w, const char *s, si
     if (whole >= 0) { emit(o, whole); return 0; }
     int32_t count = split_symbols(w, s, n);
     if (count < 0) return -1;
-    w->heap_n = 0;
-    w->filling = true;
-    for (int32_t i = 1; i < count; i++) bpe_try_bigram(v, w, s, i - 1, i);
-    heap_build(w);
-    bigram b;
-    while (next_live_bigram(w, &b)) {
-        int32_t left = bigram_left(&b);
-        merge_symbols(w, &b);
-        bpe_try_bigram(v, w, s, w->sym[left].prev, left);
-        bpe_try_bigram(v, w, s, left, w->sym[left].next);
-    }
-    if (w->oom) return -1;
+    if (merge_all(v, w, s, count, bpe_try_bigram)) return -1;
     for (int32_t i = 0; i < count; i++) {
         const symbol *sym = &w->sym[i];
         if (sym->n == 0) continue;
