@@ -298,39 +298,45 @@ static void q5_1_from_float(const float *src, void *dst, int64_t n)
     }
 }
 
+/* One 32-value 8-bit block (Q8_0 and Q8_1 share it): q = round(x / d) with d = max|x| / 127
+ * (quantize_row_q8_0_ref; half away from zero); returns d. */
+static float q8_block_quantize(const float *src, int8_t *qs)
+{
+    float amax = 0;
+    for (int j = 0; j < QK8_0; j++)
+        amax = fmaxf(amax, fabsf(src[j]));
+    float d = amax / 127, id = d != 0 ? 1.0f / d : 0.0f;
+    for (int j = 0; j < QK8_0; j++)
+        qs[j] = round_q8(src[j] * id);
+    return d;
+}
+
+static void q8_block_to_float(uint16_t d16, const int8_t *qs, float *dst)
+{
+    float d = f16(d16);
+    for (int j = 0; j < QK8_0; j++)
+        dst[j] = d * qs[j];
+}
+
 static void q8_0_to_float(const void *src, float *dst, int64_t n)
 {
     const block_q8_0 *x = src;
-    for (int64_t i = 0; i < n / QK8_0; i++, dst += QK8_0) {
-        float d = f16(x[i].d);
-        for (int j = 0; j < QK8_0; j++)
-            dst[j] = d * x[i].qs[j];
-    }
+    for (int64_t i = 0; i < n / QK8_0; i++, dst += QK8_0)
+        q8_block_to_float(x[i].d, x[i].qs, dst);
 }
 
-/* quantize_row_q8_0_ref: d = max|x| / 127, q = round(x / d) (half away from zero) */
 static void q8_0_from_float(const float *src, void *dst, int64_t n)
 {
     block_q8_0 *y = dst;
-    for (int64_t i = 0; i < n / QK8_0; i++, src += QK8_0) {
-        float amax = 0;
-        for (int j = 0; j < QK8_0; j++)
-            amax = fmaxf(amax, fabsf(src[j]));
-        float d = amax / 127, id = d != 0 ? 1.0f / d : 0.0f;
-        y[i].d = quant_f32_to_f16(d);
-        for (int j = 0; j < QK8_0; j++)
-            y[i].qs[j] = round_q8(src[j] * id);
-    }
+    for (int64_t i = 0; i < n / QK8_0; i++, src += QK8_0)
+        y[i].d = quant_f32_to_f16(q8_block_quantize(src, y[i].qs));
 }
 
 static void q8_1_to_float(const void *src, float *dst, int64_t n)
 {
     const block_q8_1 *x = src;
-    for (int64_t i = 0; i < n / QK8_1; i++, dst += QK8_1) {
-        float d = f16(x[i].d);
-        for (int j = 0; j < QK8_1; j++)
-            dst[j] = d * x[i].qs[j];
-    }
+    for (int64_t i = 0; i < n / QK8_1; i++, dst += QK8_1)
+        q8_block_to_float(x[i].d, x[i].qs, dst);
 }
 
 /* quantize_row_q8_1_ref: as Q8_0, plus s = d * sum(q) */
@@ -338,15 +344,10 @@ static void q8_1_from_float(const float *src, void *dst, int64_t n)
 {
     block_q8_1 *y = dst;
     for (int64_t i = 0; i < n / QK8_1; i++, src += QK8_1) {
-        float amax = 0;
-        for (int j = 0; j < QK8_1; j++)
-            amax = fmaxf(amax, fabsf(src[j]));
-        float d = amax / 127, id = d != 0 ? 1.0f / d : 0.0f;
+        float d = q8_block_quantize(src, y[i].qs);
         int sum = 0;
-        for (int j = 0; j < QK8_1; j++) {
-            y[i].qs[j] = round_q8(src[j] * id);
+        for (int j = 0; j < QK8_1; j++)
             sum += y[i].qs[j];
-        }
         y[i].d = quant_f32_to_f16(d);
         y[i].s = quant_f32_to_f16((float)sum * d);
     }
