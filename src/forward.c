@@ -26,6 +26,19 @@
 
 static int kv_dim(const model_config *c) { return c->n_kv_heads * c->head_dim; }
 
+/* Attention takes up to this many query heads of one KV head in one pass over its cache. */
+#define ATT_HEADS_MAX 8
+
+static int att_heads_cap(const model_config *mc) {
+    int group = mc->n_heads / mc->n_kv_heads;
+    return group < ATT_HEADS_MAX ? group : ATT_HEADS_MAX;
+}
+
+/* a thread's attention scratch: scores of att_heads_cap heads, then one cached row as floats */
+static size_t att_floats_per_thread(const struct wick_ctx *c) {
+    return (size_t)att_heads_cap(&c->m->c) * (size_t)c->n_ctx + MAX_HEAD_DIM;
+}
+
 void wick_ctx_default_params(wick_ctx_params *p) {
     p->n_ctx = 0;
     p->n_batch = 0;
@@ -76,7 +89,7 @@ int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_para
     size_t half = (size_t)(mc->rope_dim / 2 > 0 ? mc->rope_dim / 2 : 1);
     c->rope_cos = malloc(B * half * sizeof(float));
     c->rope_sin = malloc(B * half * sizeof(float));
-    c->att = malloc((size_t)n_threads * (size_t)(c->n_ctx + MAX_HEAD_DIM) * sizeof(float));
+    c->att = malloc((size_t)n_threads * att_floats_per_thread(c) * sizeof(float));
     c->qbuf_bytes = B * (widest * ACT_BYTES_PER_ELEM_NUM / ACT_BYTES_PER_ELEM_DEN + 64);
     for (int i = 0; i < ACT_SLOTS; i++) c->qbuf[i] = malloc(c->qbuf_bytes);
     if (!c->k_cache || !c->v_cache || !c->x || !c->xb || !c->xb2 || !c->q || !c->k || !c->v || !c->hb ||
@@ -181,13 +194,36 @@ typedef struct {
 
 static float silu(float x) { return x / (1.0f + expf(-x)); }
 
+/* Decode reads the weights once per token, so its speed is memory's: one core here streams
+ * about twice as fast from four places at once as from one (see BENCHMARKS.md), and
+ * WebAssembly has no prefetch instruction. So a thread cuts its R rows into four runs of R / 4
+ * and each gemm tile takes its four rows one from each run, the rows R / 4 apart (w_stride):
+ * four streams, every output still computed by the same operations. */
+static void matvec_rows_4streams(const matmul_args *a, long r0, long r1) {
+    const weight *w = a->w;
+    long q = (r1 - r0) / 4;
+    const uint8_t *wdata = (const uint8_t *)w->data + (size_t)r0 * w->row_bytes;
+    float *out = a->out + r0, tile[4];
+    for (long i = 0; i < q; i++) {
+        a->qt->gemm((int)w->cols, wdata + (size_t)i * w->row_bytes, (size_t)q * w->row_bytes, 4, a->act, a->act_row_bytes, 1,
+                    tile, 4);
+        for (int k = 0; k < 4; k++) out[i + k * q] = tile[k];
+    }
+}
+
 static void matmul_rows(const matmul_args *a, long r0, long r1) {
     const weight *w = a->w;
     const uint8_t *wdata = w->data, *act = a->act;
     int cols = (int)w->cols;
     size_t stride = (size_t)a->out_stride;
-    for (long rt = r0; rt < r1; rt += ROW_TILE) {
+    long tiled_from = r0;
+    if (a->n_tok == 1 && (r1 - r0) % 4 == 0 && r1 - r0 >= 16 && GEMM_MAX_ROWS == 4) {
+        matvec_rows_4streams(a, r0, r1);
+        tiled_from = r1;
+    }
+    for (long rt = tiled_from; rt < r1; rt += ROW_TILE) {
         long rend = rt + ROW_TILE < r1 ? rt + ROW_TILE : r1;
+
         for (int t = 0; t < a->n_tok; t += GEMM_MAX_TOKENS) {
             int nt = a->n_tok - t < GEMM_MAX_TOKENS ? a->n_tok - t : GEMM_MAX_TOKENS;
             for (long r = rt; r < rend; r += GEMM_MAX_ROWS) {
@@ -297,14 +333,15 @@ static void *kv_at(const struct wick_ctx *c, void *cache, int l, int pos) {
 
 /* ---- attention ---- */
 
-/* Eight F16 values → eight F32, exactly: the half's exponent and mantissa moved into a float's
- * fields and scaled by 2^112 (the difference of the exponent biases, 127 − 15) handles normal
- * and subnormal halves alike; Inf and NaN get the all-ones exponent back. */
-static inline v128_t f16_bits_to_f32(v128_t h /* u32 lanes holding half bits */) {
-    v128_t sign = wasm_i32x4_shl(wasm_v128_and(h, wasm_i32x4_splat(0x8000)), 16);
-    v128_t mag = wasm_i32x4_shl(wasm_v128_and(h, wasm_i32x4_splat(0x7fff)), 13);
+/* Four F16 values in the high halves of 32-bit lanes → four F32, exactly: the half's exponent
+ * and mantissa moved into a float's fields and scaled by 2^112 (the difference of the exponent
+ * biases, 127 − 15) handles normal and subnormal halves alike; Inf and NaN get the all-ones
+ * exponent back. */
+static inline v128_t f16_high_to_f32(v128_t x /* half bits << 16 */) {
+    v128_t sign = wasm_v128_and(x, wasm_i32x4_splat((int32_t)0x80000000u));
+    v128_t mag = wasm_u32x4_shr(wasm_i32x4_shl(x, 1), 4);
     v128_t f = wasm_f32x4_mul(mag, wasm_f32x4_splat(0x1p112f));
-    v128_t inf_nan = wasm_i32x4_eq(wasm_v128_and(h, wasm_i32x4_splat(0x7c00)), wasm_i32x4_splat(0x7c00));
+    v128_t inf_nan = wasm_i32x4_gt(mag, wasm_i32x4_splat(0x0f7fffff));
     f = wasm_v128_or(f, wasm_v128_and(inf_nan, wasm_i32x4_splat(0x7f800000)));
     return wasm_v128_or(f, sign);
 }
@@ -316,10 +353,11 @@ static void kv_row_to_f32(const struct wick_ctx *c, const void *src, float *dst,
         return;
     }
     const uint16_t *h = src;
+    const v128_t zero = wasm_i32x4_splat(0);
     for (int i = 0; i < n; i += 8) {
         v128_t x = wasm_v128_load(h + i);
-        wasm_v128_store(dst + i, f16_bits_to_f32(wasm_u32x4_extend_low_u16x8(x)));
-        wasm_v128_store(dst + i + 4, f16_bits_to_f32(wasm_u32x4_extend_high_u16x8(x)));
+        wasm_v128_store(dst + i, f16_high_to_f32(wasm_i16x8_shuffle(zero, x, 0, 8, 1, 9, 2, 10, 3, 11)));
+        wasm_v128_store(dst + i + 4, f16_high_to_f32(wasm_i16x8_shuffle(zero, x, 4, 12, 5, 13, 6, 14, 7, 15)));
     }
 }
 
@@ -345,45 +383,65 @@ static void axpy_f32(float *out, float w, const float *v, int n) {
 typedef struct {
     struct wick_ctx *c;
     int layer, pos0, n_tok;
+    int heads; /* query heads per work item, all of one KV head: a divisor of the group, ≤ ATT_HEADS_MAX */
 } attn_args;
 
-/* One (token, head) pair at a time: scores against every cached position up to the token's own,
- * softmax, and the weighted sum of cached values into xb2. */
+/* Work items are (token, KV head, run of `heads` query heads of its group): each cached key and
+ * value is converted to floats once for all the heads of the item (grouped-query models share a
+ * KV head between up to ATT_HEADS_MAX of them at once). For each head: scores against every
+ * cached position up to the token's own, softmax, and the weighted sum of cached values into xb2. */
 static void attention_task(void *arg, int ith, int nth) {
     attn_args *a = arg;
     struct wick_ctx *c = a->c;
     const model_config *mc = &c->m->c;
-    int hd = mc->head_dim, group = mc->n_heads / mc->n_kv_heads;
-    float *scores = c->att + (size_t)ith * (size_t)(c->n_ctx + MAX_HEAD_DIM);
-    float *row = scores + c->n_ctx; /* one cached key or value as floats */
+    int hd = mc->head_dim, group = mc->n_heads / mc->n_kv_heads, heads = a->heads, runs = group / heads;
+    float *scores = c->att + (size_t)ith * att_floats_per_thread(c); /* scores[g * n_ctx + j] */
+    float *row = scores + (size_t)att_heads_cap(mc) * c->n_ctx;      /* one cached key or value as floats */
     float inv_sqrt = 1.0f / sqrtf((float)hd);
     long p0, p1;
-    pool_split((long)a->n_tok * mc->n_heads, ith, nth, &p0, &p1);
-    for (long pair = p0; pair < p1; pair++) {
-        int t = (int)(pair / mc->n_heads), h = (int)(pair % mc->n_heads);
-        int pos = a->pos0 + t, kvh = h / group;
-        const float *q = c->q + (size_t)t * mc->dim + (size_t)h * hd;
+    pool_split((long)a->n_tok * mc->n_kv_heads * runs, ith, nth, &p0, &p1);
+    for (long item = p0; item < p1; item++) {
+        int t = (int)(item / ((long)mc->n_kv_heads * runs)), rest = (int)(item % ((long)mc->n_kv_heads * runs));
+        int kvh = rest / runs, h0 = kvh * group + (rest % runs) * heads, pos = a->pos0 + t;
+        const float *q = c->q + (size_t)t * mc->dim + (size_t)h0 * hd;
+        float *out = c->xb2 + (size_t)t * mc->dim + (size_t)h0 * hd;
         size_t head_off = (size_t)kvh * hd * c->kv_elem;
-        float max = -INFINITY;
+        float max[ATT_HEADS_MAX];
+        for (int g = 0; g < heads; g++) max[g] = -INFINITY;
         for (int j = 0; j <= pos; j++) {
             kv_row_to_f32(c, (const uint8_t *)kv_at(c, c->k_cache, a->layer, j) + head_off, row, hd);
-            float s = dot_f32(q, row, hd) * inv_sqrt;
-            scores[j] = s;
-            if (s > max) max = s;
+            for (int g = 0; g < heads; g++) {
+                float s = dot_f32(q + (size_t)g * hd, row, hd) * inv_sqrt;
+                scores[(size_t)g * c->n_ctx + j] = s;
+                if (s > max[g]) max[g] = s;
+            }
         }
-        float sum = 0;
-        for (int j = 0; j <= pos; j++) {
-            scores[j] = expf(scores[j] - max);
-            sum += scores[j];
+        for (int g = 0; g < heads; g++) {
+            float *sc = scores + (size_t)g * c->n_ctx, sum = 0;
+            for (int j = 0; j <= pos; j++) {
+                sc[j] = expf(sc[j] - max[g]);
+                sum += sc[j];
+            }
+            float inv_sum = 1.0f / sum;
+            for (int j = 0; j <= pos; j++) sc[j] *= inv_sum;
         }
-        float inv_sum = 1.0f / sum;
-        float *out = c->xb2 + (size_t)t * mc->dim + (size_t)h * hd;
-        memset(out, 0, (size_t)hd * sizeof(float));
+        memset(out, 0, (size_t)heads * hd * sizeof(float));
         for (int j = 0; j <= pos; j++) {
             kv_row_to_f32(c, (const uint8_t *)kv_at(c, c->v_cache, a->layer, j) + head_off, row, hd);
-            axpy_f32(out, scores[j] * inv_sum, row, hd);
+            for (int g = 0; g < heads; g++)
+                axpy_f32(out + (size_t)g * hd, scores[(size_t)g * c->n_ctx + j], row, hd);
         }
     }
+}
+
+/* query heads per attention work item: the largest divisor of the group up to ATT_HEADS_MAX
+ * that still leaves two items per thread */
+static int attention_heads_per_item(const struct wick_ctx *c, int n_tok) {
+    const model_config *mc = &c->m->c;
+    int group = mc->n_heads / mc->n_kv_heads, best = 1;
+    for (int h = 1; h <= att_heads_cap(mc); h++)
+        if (group % h == 0 && (long)n_tok * mc->n_heads / h >= 2L * pool_size(c->pool)) best = h;
+    return best;
 }
 
 /* ---- the forward pass ---- */
@@ -428,7 +486,7 @@ static int forward_batch(struct wick_ctx *c, const int32_t *tokens, int n_tok, b
                 kv_store(c, vc, (size_t)i, v[i]);
             }
         }
-        attn_args aa = {c, l, pos0, n_tok};
+        attn_args aa = {c, l, pos0, n_tok, attention_heads_per_item(c, n_tok)};
         pool_run(c->pool, attention_task, &aa);
         act_init(&in, c, c->xb2, n_tok, dim);
         matmul(c, &w->wo, &in, c->xb, dim, NULL);

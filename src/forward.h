@@ -32,7 +32,7 @@ struct wick_ctx {
     /* scratch for one batch of at most n_batch tokens */
     float *x, *xb, *xb2, *q, *k, *v, *hb, *hb2;
     float *rope_cos, *rope_sin;   /* [n_batch][rope_dim/2] */
-    float *att;                   /* [n_threads][n_ctx] attention scores */
+    float *att;                   /* per thread: scores of up to 8 heads × n_ctx, one row (forward.c) */
     void *qbuf[ACT_SLOTS];
     size_t qbuf_bytes;
     float *logits;                /* [n_logit_rows][n_vocab] */

@@ -572,20 +572,20 @@ float quant_vec_dot_q8_K_simd(int n, const void *w, const void *a)
 
 #define ALWAYS_INLINE inline __attribute__((always_inline))
 
-/* four halves at byte offset off of rows[0..3] as four floats */
+/* four halves at byte offset off of rows[0..3] as four floats (through quant_f16_table) */
 static ALWAYS_INLINE v128_t gather_half4(const uint8_t *const rows[4], size_t off)
 {
     uint16_t h[4];
     for (int r = 0; r < 4; r++)
         memcpy(&h[r], rows[r] + off, 2);
-    return half4(h[0], h[1], h[2], h[3]);
+    return wasm_f32x4_make(quant_f16_table[h[0]], quant_f16_table[h[1]], quant_f16_table[h[2]], quant_f16_table[h[3]]);
 }
 
 static ALWAYS_INLINE float load_half(const uint8_t *p)
 {
     uint16_t h;
     memcpy(&h, p, 2);
-    return quant_f16_to_f32_inline(h);
+    return quant_f16_table[h];
 }
 
 /* out[t * out_stride + r] = lane r of acc[t], for r < nr */

@@ -36,6 +36,15 @@ static float bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 
 float quant_f16_to_f32(uint16_t h) { return quant_f16_to_f32_inline(h); }
 
+float quant_f16_table[65536];
+
+/* filled before main (and before any thread of the pool starts) */
+__attribute__((constructor)) static void f16_table_init(void)
+{
+    for (uint32_t h = 0; h < 65536; h++)
+        quant_f16_table[h] = quant_f16_to_f32_inline((uint16_t)h);
+}
+
 /* Round to nearest, ties to even; overflow gives Inf, NaN stays NaN (quiet, sign kept). */
 uint16_t quant_f32_to_f16(float f)
 {

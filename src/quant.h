@@ -133,6 +133,11 @@ static inline float quant_f16_to_f32_inline(uint16_t h)
     return normal.f;
 }
 
+/* quant_f16_table[h] = quant_f16_to_f32(h) for every half h (256 KiB, filled at start-up). The tile
+ * kernels look their fp16 block scales up here: four scalar loads cost less than gathering four
+ * halves into a vector and converting them, which took a fifth of a Q4_0 matrix-vector product. */
+extern float quant_f16_table[65536];
+
 /* Q4_K / Q5_K scales: 8 six-bit scales and 8 six-bit mins in 12 bytes (llama.cpp
  * ggml-quants.c, get_scale_min_k4): entries 0..3 in the low 6 bits of bytes 0..3 (scales) and
  * 4..7 (mins); entries 4..7 have their low 4 bits in the nibbles of bytes 8..11 (scale low,

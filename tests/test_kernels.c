@@ -217,7 +217,7 @@ static int gemm_matches_ref_bitwise(uint32_t type)
  * gemm takes in two passes) at the matrix's start and at its far corner: each output must be
  * bit-identical to gemm's 1×1 tile of the same element, equal vec_dot_ref (bit for bit where
  * claimed, else within rounding), and outputs outside the tile must stay untouched. */
-#define GEMM_TEST_ROWS 6
+#define GEMM_TEST_ROWS (GEMM_MAX_ROWS + 2)
 #define GEMM_TEST_TOKENS 7
 static void test_gemm(const quant_type *t)
 {
