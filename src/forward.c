@@ -195,20 +195,26 @@ typedef struct {
 static float silu(float x) { return x / (1.0f + expf(-x)); }
 
 /* Decode reads the weights once per token, so its speed is memory's: one core here streams
- * about twice as fast from four places at once as from one (see BENCHMARKS.md), and
- * WebAssembly has no prefetch instruction. So a thread cuts its R rows into four runs of R / 4
- * and each gemm tile takes its four rows one from each run, the rows R / 4 apart (w_stride):
- * four streams, every output still computed by the same operations. */
-static void matvec_rows_4streams(const matmul_args *a, long r0, long r1) {
+ * about twice as fast from four or eight places at once as from one (see BENCHMARKS.md), and
+ * WebAssembly has no prefetch instruction. So a thread cuts its R rows into S runs of R / S
+ * (S = 8 where the type has an eight-row kernel, else 4) and each kernel call takes its rows one
+ * from each run, R / S rows apart (w_stride): S streams, every output still computed by the
+ * same operations. */
+static bool matvec_rows_streams(const matmul_args *a, long r0, long r1) {
     const weight *w = a->w;
-    long q = (r1 - r0) / 4;
+    int streams = a->qt->gemv8 ? 8 : 4;
+    long n = r1 - r0, q = n / streams;
+    if (n % streams || q < 4) return false;
     const uint8_t *wdata = (const uint8_t *)w->data + (size_t)r0 * w->row_bytes;
-    float *out = a->out + r0, tile[4];
+    size_t w_stride = (size_t)q * w->row_bytes;
+    float *out = a->out + r0, tile[8];
     for (long i = 0; i < q; i++) {
-        a->qt->gemm((int)w->cols, wdata + (size_t)i * w->row_bytes, (size_t)q * w->row_bytes, 4, a->act, a->act_row_bytes, 1,
-                    tile, 4);
-        for (int k = 0; k < 4; k++) out[i + k * q] = tile[k];
+        const uint8_t *wi = wdata + (size_t)i * w->row_bytes;
+        if (streams == 8) a->qt->gemv8((int)w->cols, wi, w_stride, a->act, tile);
+        else a->qt->gemm((int)w->cols, wi, w_stride, 4, a->act, a->act_row_bytes, 1, tile, 4);
+        for (int k = 0; k < streams; k++) out[i + k * q] = tile[k];
     }
+    return true;
 }
 
 static void matmul_rows(const matmul_args *a, long r0, long r1) {
@@ -216,11 +222,7 @@ static void matmul_rows(const matmul_args *a, long r0, long r1) {
     const uint8_t *wdata = w->data, *act = a->act;
     int cols = (int)w->cols;
     size_t stride = (size_t)a->out_stride;
-    long tiled_from = r0;
-    if (a->n_tok == 1 && (r1 - r0) % 4 == 0 && r1 - r0 >= 16 && GEMM_MAX_ROWS == 4) {
-        matvec_rows_4streams(a, r0, r1);
-        tiled_from = r1;
-    }
+    long tiled_from = a->n_tok == 1 && matvec_rows_streams(a, r0, r1) ? r1 : r0;
     for (long rt = tiled_from; rt < r1; rt += ROW_TILE) {
         long rend = rt + ROW_TILE < r1 ? rt + ROW_TILE : r1;
 

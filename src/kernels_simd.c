@@ -744,6 +744,56 @@ static ALWAYS_INLINE void gemm_b32(enum b32_kind k, const int NT, int n, const v
     store_tile(acc, NT, nr, out, out_stride);
 }
 
+/* Decode: one token against eight rows, w + r * w_stride (r < 8), two quads of lanes side by
+ * side, so that eight weight streams are read at once (forward.c puts the rows far apart); each
+ * lane goes through the reference's operations in its order, as in gemm_b32. */
+static ALWAYS_INLINE void gemv8_b32(enum b32_kind k, int n, const void *w, size_t w_stride, const void *a, float out[8])
+{
+    const size_t bsize = b32_size(k), asize = b32_has_min(k) ? sizeof(block_q8_1) : sizeof(block_q8_0);
+    const size_t qs_off = b32_has_min(k) ? offsetof(block_q8_1, qs) : offsetof(block_q8_0, qs);
+    const uint8_t *rows[8];
+    for (int r = 0; r < 8; r++)
+        rows[r] = (const uint8_t *)w + (size_t)r * w_stride;
+    v128_t acc0 = wasm_f32x4_splat(0.0f), acc1 = acc0;
+    for (int b = 0; b < n / 32; b++) {
+        const size_t off = (size_t)b * bsize;
+        const uint8_t *yb = (const uint8_t *)a + (size_t)b * asize;
+        const int8_t *q8 = (const int8_t *)(yb + qs_off);
+        v128_t ya[4] = { load_i8x8(q8), load_i8x8(q8 + 8), load_i8x8(q8 + 16), load_i8x8(q8 + 24) };
+        v128_t off8 = wasm_i32x4_splat(0);
+        if (q4_0_offset_in_activation(k, 1)) /* partial sums of 8 * y, the same for every row */
+            off8 = dot_i16(wasm_i16x8_add(wasm_i16x8_add(ya[0], ya[1]), wasm_i16x8_add(ya[2], ya[3])), wasm_i16x8_splat(8));
+        v128_t d[8];
+        for (int r = 0; r < 8; r++) {
+            v128_t wq[4];
+            b32_unpack(k, rows[r] + off, wq, q4_0_offset_in_activation(k, 1));
+            d[r] = wasm_i32x4_sub(dot_unit(wq, ya), off8);
+        }
+        v128_t dy = wasm_f32x4_splat(load_half(yb));
+        v128_t t0 = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(sum4_lanes(d[0], d[1], d[2], d[3])), wasm_f32x4_mul(gather_half4(rows, off), dy));
+        v128_t t1 = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(sum4_lanes(d[4], d[5], d[6], d[7])), wasm_f32x4_mul(gather_half4(rows + 4, off), dy));
+        if (b32_has_min(k)) {
+            v128_t sy = wasm_f32x4_splat(load_half(yb + offsetof(block_q8_1, s)));
+            t0 = wasm_f32x4_add(t0, wasm_f32x4_mul(gather_half4(rows, off + offsetof(block_q4_1, m)), sy));
+            t1 = wasm_f32x4_add(t1, wasm_f32x4_mul(gather_half4(rows + 4, off + offsetof(block_q4_1, m)), sy));
+        }
+        acc0 = wasm_f32x4_add(acc0, t0);
+        acc1 = wasm_f32x4_add(acc1, t1);
+    }
+    wasm_v128_store(out, acc0);
+    wasm_v128_store(out + 4, acc1);
+}
+
+#define GEMV8_ENTRY(name, BODY, ARG)                                                                \
+    void name(int n, const void *w, size_t w_stride, const void *a, float out[8]) { BODY(ARG, n, w, w_stride, a, out); }
+
+GEMV8_ENTRY(quant_gemv8_q4_0, gemv8_b32, B32_Q4_0)
+GEMV8_ENTRY(quant_gemv8_q4_1, gemv8_b32, B32_Q4_1)
+GEMV8_ENTRY(quant_gemv8_q5_0, gemv8_b32, B32_Q5_0)
+GEMV8_ENTRY(quant_gemv8_q5_1, gemv8_b32, B32_Q5_1)
+GEMV8_ENTRY(quant_gemv8_q8_0, gemv8_b32, B32_Q8_0)
+GEMV8_ENTRY(quant_gemv8_iq4_nl, gemv8_b32, B32_IQ4_NL)
+
 /* a gemm entry point: the body instantiated for each token count */
 #define GEMM_ENTRY(name, BODY, ...)                                                                 \
     void name(int n, const void *w, size_t w_stride, int nr, const void *a, size_t a_stride, int nt, \
@@ -947,10 +997,10 @@ static ALWAYS_INLINE void k_unit(enum k_kind k, const int NT, const uint8_t *con
  *   Q4_K, Q5_K:        sum += d_x * d_y * (float)sumi - dmin_x * d_y * (float)sum_mins
  *   Q2_K:              sum += d_y * d_x * (float)sumi - d_y * dmin_x * (float)sum_mins
  * (d_y * d_x == d_x * d_y exactly) */
-static ALWAYS_INLINE void gemm_k(enum k_kind k, const int NT, int n, const void *w, size_t w_stride, int nr,
-                                 const void *a, size_t a_stride, float *out, size_t out_stride)
+/* one super-block (at byte offset off of rows[0..3]) of every token t < NT: acc[t] += its term */
+static ALWAYS_INLINE void k_block(enum k_kind k, const int NT, const uint8_t *const rows[4], size_t off,
+                                  const block_q8_K *const y[], v128_t acc[])
 {
-    const size_t bsize = k_size(k);
     size_t d_off, dmin_off;
     switch (k) {
     case K_Q2: d_off = offsetof(block_q2_K, d); dmin_off = offsetof(block_q2_K, dmin); break;
@@ -959,50 +1009,55 @@ static ALWAYS_INLINE void gemm_k(enum k_kind k, const int NT, int n, const void 
     case K_Q5: d_off = offsetof(block_q5_K, d); dmin_off = offsetof(block_q5_K, dmin); break;
     default: d_off = offsetof(block_q6_K, d); dmin_off = 0; break;
     }
+    int16_t sc[4][16];
+    v128_t c_lo[4], c_hi[4], part[4][GEMM_MAX_TOKENS];
+    for (int r = 0; r < 4; r++) {
+        k_scales(k, rows[r] + off, sc[r], &c_lo[r], &c_hi[r]);
+        for (int t = 0; t < NT; t++)
+            part[r][t] = wasm_i32x4_splat(0);
+    }
+    /* units spelled out so that every shift count in k_unpack is a constant */
+    for (int row = 0; row < (NT == 1 ? 1 : 4); row++) {
+        k_unit(k, NT, rows, off, sc, y, part, 0, row);
+        k_unit(k, NT, rows, off, sc, y, part, 1, row);
+        k_unit(k, NT, rows, off, sc, y, part, 2, row);
+        k_unit(k, NT, rows, off, sc, y, part, 3, row);
+        k_unit(k, NT, rows, off, sc, y, part, 4, row);
+        k_unit(k, NT, rows, off, sc, y, part, 5, row);
+        k_unit(k, NT, rows, off, sc, y, part, 6, row);
+        k_unit(k, NT, rows, off, sc, y, part, 7, row);
+    }
+    v128_t dx = gather_half4(rows, off + d_off);
+    v128_t dmin = k_has_min(k) ? gather_half4(rows, off + dmin_off) : dx;
+    for (int t = 0; t < NT; t++) {
+        v128_t bsum = sum4_lanes(dot_bsums(c_lo[0], c_hi[0], y[t]), dot_bsums(c_lo[1], c_hi[1], y[t]),
+                                 dot_bsums(c_lo[2], c_hi[2], y[t]), dot_bsums(c_lo[3], c_hi[3], y[t]));
+        v128_t dy = wasm_f32x4_splat(y[t]->d);
+        v128_t sumi = sum4_lanes(part[0][t], part[1][t], part[2][t], part[3][t]);
+        if (k == K_Q6)
+            sumi = wasm_i32x4_sub(sumi, wasm_i32x4_shl(bsum, 5));
+        if (k == K_Q3)
+            sumi = wasm_i32x4_sub(sumi, wasm_i32x4_shl(bsum, 2));
+        v128_t term = wasm_f32x4_mul(wasm_f32x4_mul(dx, dy), wasm_f32x4_convert_i32x4(sumi));
+        if (k_has_min(k))
+            term = wasm_f32x4_sub(term, wasm_f32x4_mul(wasm_f32x4_mul(dmin, dy), wasm_f32x4_convert_i32x4(bsum)));
+        acc[t] = wasm_f32x4_add(acc[t], term);
+    }
+}
+
+static ALWAYS_INLINE void gemm_k(enum k_kind k, const int NT, int n, const void *w, size_t w_stride, int nr,
+                                 const void *a, size_t a_stride, float *out, size_t out_stride)
+{
     const uint8_t *rows[4];
     tile_rows(w, w_stride, nr, rows);
     v128_t acc[GEMM_MAX_TOKENS];
     for (int t = 0; t < NT; t++)
         acc[t] = wasm_f32x4_splat(0.0f);
     for (int i = 0; i < n / QK_K; i++) {
-        const size_t off = (size_t)i * bsize;
         const block_q8_K *y[GEMM_MAX_TOKENS];
         for (int t = 0; t < NT; t++)
             y[t] = (const block_q8_K *)((const uint8_t *)a + (size_t)t * a_stride) + i;
-        int16_t sc[4][16];
-        v128_t c_lo[4], c_hi[4], part[4][GEMM_MAX_TOKENS];
-        for (int r = 0; r < 4; r++) {
-            k_scales(k, rows[r] + off, sc[r], &c_lo[r], &c_hi[r]);
-            for (int t = 0; t < NT; t++)
-                part[r][t] = wasm_i32x4_splat(0);
-        }
-        /* units spelled out so that every shift count in k_unpack is a constant */
-        for (int row = 0; row < (NT == 1 ? 1 : 4); row++) {
-            k_unit(k, NT, rows, off, sc, y, part, 0, row);
-            k_unit(k, NT, rows, off, sc, y, part, 1, row);
-            k_unit(k, NT, rows, off, sc, y, part, 2, row);
-            k_unit(k, NT, rows, off, sc, y, part, 3, row);
-            k_unit(k, NT, rows, off, sc, y, part, 4, row);
-            k_unit(k, NT, rows, off, sc, y, part, 5, row);
-            k_unit(k, NT, rows, off, sc, y, part, 6, row);
-            k_unit(k, NT, rows, off, sc, y, part, 7, row);
-        }
-        v128_t dx = gather_half4(rows, off + d_off);
-        v128_t dmin = k_has_min(k) ? gather_half4(rows, off + dmin_off) : dx;
-        for (int t = 0; t < NT; t++) {
-            v128_t bsum = sum4_lanes(dot_bsums(c_lo[0], c_hi[0], y[t]), dot_bsums(c_lo[1], c_hi[1], y[t]),
-                                     dot_bsums(c_lo[2], c_hi[2], y[t]), dot_bsums(c_lo[3], c_hi[3], y[t]));
-            v128_t dy = wasm_f32x4_splat(y[t]->d);
-            v128_t sumi = sum4_lanes(part[0][t], part[1][t], part[2][t], part[3][t]);
-            if (k == K_Q6)
-                sumi = wasm_i32x4_sub(sumi, wasm_i32x4_shl(bsum, 5));
-            if (k == K_Q3)
-                sumi = wasm_i32x4_sub(sumi, wasm_i32x4_shl(bsum, 2));
-            v128_t term = wasm_f32x4_mul(wasm_f32x4_mul(dx, dy), wasm_f32x4_convert_i32x4(sumi));
-            if (k_has_min(k))
-                term = wasm_f32x4_sub(term, wasm_f32x4_mul(wasm_f32x4_mul(dmin, dy), wasm_f32x4_convert_i32x4(bsum)));
-            acc[t] = wasm_f32x4_add(acc[t], term);
-        }
+        k_block(k, NT, rows, (size_t)i * k_size(k), y, acc);
     }
     store_tile(acc, NT, nr, out, out_stride);
 }

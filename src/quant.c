@@ -972,42 +972,42 @@ static float vec_dot_q6_K_ref(int n, const void *w, const void *a)
 
 /* ---- the table ----------------------------------------------------------------------------- */
 
-#define TYPE_ROW(T, NAME, BLOCK, SIZE, DOT_TYPE, TO, FROM, DOT, DOT_REF, GEMM) \
-    [WICK_TYPE_##T] = { WICK_TYPE_##T, NAME, BLOCK, SIZE, WICK_TYPE_##DOT_TYPE, TO, FROM, DOT, DOT_REF, GEMM }
+#define TYPE_ROW(T, NAME, BLOCK, SIZE, DOT_TYPE, TO, FROM, DOT, DOT_REF, GEMM, GEMV8) \
+    [WICK_TYPE_##T] = { WICK_TYPE_##T, NAME, BLOCK, SIZE, WICK_TYPE_##DOT_TYPE, TO, FROM, DOT, DOT_REF, GEMM, GEMV8 }
 
 static const quant_type quant_types[WICK_TYPE_COUNT] = {
     TYPE_ROW(F32, "f32", 1, 4, F32, f32_to_float, f32_from_float,
-             quant_vec_dot_f32_simd, vec_dot_f32_ref, quant_gemm_f32),
+             quant_vec_dot_f32_simd, vec_dot_f32_ref, quant_gemm_f32, NULL),
     TYPE_ROW(F16, "f16", 1, 2, F32, f16_to_float, f16_from_float,
-             quant_vec_dot_f16_simd, vec_dot_f16_ref, quant_gemm_f16),
+             quant_vec_dot_f16_simd, vec_dot_f16_ref, quant_gemm_f16, NULL),
     TYPE_ROW(BF16, "bf16", 1, 2, F32, bf16_to_float, bf16_from_float,
-             quant_vec_dot_bf16_simd, vec_dot_bf16_ref, quant_gemm_bf16),
+             quant_vec_dot_bf16_simd, vec_dot_bf16_ref, quant_gemm_bf16, NULL),
     TYPE_ROW(Q4_0, "q4_0", QK4_0, sizeof(block_q4_0), Q8_0, q4_0_to_float, q4_0_from_float,
-             quant_vec_dot_q4_0_simd, vec_dot_q4_0_ref, quant_gemm_q4_0),
+             quant_vec_dot_q4_0_simd, vec_dot_q4_0_ref, quant_gemm_q4_0, quant_gemv8_q4_0),
     TYPE_ROW(Q4_1, "q4_1", QK4_1, sizeof(block_q4_1), Q8_1, q4_1_to_float, q4_1_from_float,
-             quant_vec_dot_q4_1_simd, vec_dot_q4_1_ref, quant_gemm_q4_1),
+             quant_vec_dot_q4_1_simd, vec_dot_q4_1_ref, quant_gemm_q4_1, quant_gemv8_q4_1),
     TYPE_ROW(Q5_0, "q5_0", QK5_0, sizeof(block_q5_0), Q8_0, q5_0_to_float, q5_0_from_float,
-             quant_vec_dot_q5_0_simd, vec_dot_q5_0_ref, quant_gemm_q5_0),
+             quant_vec_dot_q5_0_simd, vec_dot_q5_0_ref, quant_gemm_q5_0, quant_gemv8_q5_0),
     TYPE_ROW(Q5_1, "q5_1", QK5_1, sizeof(block_q5_1), Q8_1, q5_1_to_float, q5_1_from_float,
-             quant_vec_dot_q5_1_simd, vec_dot_q5_1_ref, quant_gemm_q5_1),
+             quant_vec_dot_q5_1_simd, vec_dot_q5_1_ref, quant_gemm_q5_1, quant_gemv8_q5_1),
     TYPE_ROW(Q8_0, "q8_0", QK8_0, sizeof(block_q8_0), Q8_0, q8_0_to_float, q8_0_from_float,
-             quant_vec_dot_q8_0_simd, vec_dot_q8_0_ref, quant_gemm_q8_0),
+             quant_vec_dot_q8_0_simd, vec_dot_q8_0_ref, quant_gemm_q8_0, quant_gemv8_q8_0),
     TYPE_ROW(Q8_1, "q8_1", QK8_1, sizeof(block_q8_1), Q8_1, q8_1_to_float, q8_1_from_float,
-             quant_vec_dot_q8_1_simd, vec_dot_q8_1_ref, quant_gemm_q8_1),
+             quant_vec_dot_q8_1_simd, vec_dot_q8_1_ref, quant_gemm_q8_1, NULL),
     TYPE_ROW(Q2_K, "q2_K", QK_K, sizeof(block_q2_K), Q8_K, q2_K_to_float, q2_K_from_float,
-             quant_vec_dot_q2_K_simd, vec_dot_q2_K_ref, quant_gemm_q2_K),
+             quant_vec_dot_q2_K_simd, vec_dot_q2_K_ref, quant_gemm_q2_K, NULL),
     TYPE_ROW(Q3_K, "q3_K", QK_K, sizeof(block_q3_K), Q8_K, q3_K_to_float, q3_K_from_float,
-             quant_vec_dot_q3_K_simd, vec_dot_q3_K_ref, quant_gemm_q3_K),
+             quant_vec_dot_q3_K_simd, vec_dot_q3_K_ref, quant_gemm_q3_K, NULL),
     TYPE_ROW(Q4_K, "q4_K", QK_K, sizeof(block_q4_K), Q8_K, q4_K_to_float, q4_K_from_float,
-             quant_vec_dot_q4_K_simd, vec_dot_q4_K_ref, quant_gemm_q4_K),
+             quant_vec_dot_q4_K_simd, vec_dot_q4_K_ref, quant_gemm_q4_K, NULL),
     TYPE_ROW(Q5_K, "q5_K", QK_K, sizeof(block_q5_K), Q8_K, q5_K_to_float, q5_K_from_float,
-             quant_vec_dot_q5_K_simd, vec_dot_q5_K_ref, quant_gemm_q5_K),
+             quant_vec_dot_q5_K_simd, vec_dot_q5_K_ref, quant_gemm_q5_K, NULL),
     TYPE_ROW(Q6_K, "q6_K", QK_K, sizeof(block_q6_K), Q8_K, q6_K_to_float, q6_K_from_float,
-             quant_vec_dot_q6_K_simd, vec_dot_q6_K_ref, quant_gemm_q6_K),
+             quant_vec_dot_q6_K_simd, vec_dot_q6_K_ref, quant_gemm_q6_K, NULL),
     TYPE_ROW(Q8_K, "q8_K", QK_K, sizeof(block_q8_K), Q8_K, q8_K_to_float, q8_K_from_float,
-             quant_vec_dot_q8_K_simd, vec_dot_q8_K_ref, quant_gemm_q8_K),
+             quant_vec_dot_q8_K_simd, vec_dot_q8_K_ref, quant_gemm_q8_K, NULL),
     TYPE_ROW(IQ4_NL, "iq4_nl", QK4_NL, sizeof(block_iq4_nl), Q8_0, iq4_nl_to_float, iq4_nl_from_float,
-             quant_vec_dot_iq4_nl_simd, vec_dot_iq4_nl_ref, quant_gemm_iq4_nl),
+             quant_vec_dot_iq4_nl_simd, vec_dot_iq4_nl_ref, quant_gemm_iq4_nl, quant_gemv8_iq4_nl),
 };
 
 const quant_type *quant_get(uint32_t type)

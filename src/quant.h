@@ -44,6 +44,11 @@ typedef struct {
      * GEMM_MAX_TOKENS tokens at a time. Never NULL. */
     void (*gemm)(int n, const void *w, size_t w_stride, int nr, const void *a, size_t a_stride, int nt,
                  float *out, size_t out_stride);
+    /* decode: out[r] = dot(weight row r at w + r * w_stride, activation row a) for r < 8, each
+     * equal to gemm's 1×1 tile bit for bit; eight weight streams at once. NULL where gemm's four
+     * rows are the widest (forward.c then reads four streams): the K-quants, whose eight-row
+     * kernel came out slower in V8 than two four-row passes. */
+    void (*gemv8)(int n, const void *w, size_t w_stride, const void *a, float out[8]);
 } quant_type;
 
 /* The largest tile gemm computes: weight rows × activation rows (tokens). Four rows fill the
@@ -188,6 +193,8 @@ float quant_vec_dot_iq4_nl_simd(int n, const void *w, const void *a);
  * float types and the activation formats as weights loop over their vec_dot. */
 typedef void quant_gemm_fn(int n, const void *w, size_t w_stride, int nr, const void *a, size_t a_stride,
                            int nt, float *out, size_t out_stride);
+typedef void quant_gemv8_fn(int n, const void *w, size_t w_stride, const void *a, float out[8]);
+quant_gemv8_fn quant_gemv8_q4_0, quant_gemv8_q4_1, quant_gemv8_q5_0, quant_gemv8_q5_1, quant_gemv8_q8_0, quant_gemv8_iq4_nl;
 quant_gemm_fn quant_gemm_f32, quant_gemm_f16, quant_gemm_bf16, quant_gemm_q4_0, quant_gemm_q4_1,
     quant_gemm_q5_0, quant_gemm_q5_1, quant_gemm_q8_0, quant_gemm_q8_1, quant_gemm_q2_K, quant_gemm_q3_K,
     quant_gemm_q4_K, quant_gemm_q5_K, quant_gemm_q6_K, quant_gemm_q8_K, quant_gemm_iq4_nl;

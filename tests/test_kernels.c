@@ -217,7 +217,7 @@ static int gemm_matches_ref_bitwise(uint32_t type)
  * gemm takes in two passes) at the matrix's start and at its far corner: each output must be
  * bit-identical to gemm's 1×1 tile of the same element, equal vec_dot_ref (bit for bit where
  * claimed, else within rounding), and outputs outside the tile must stay untouched. */
-#define GEMM_TEST_ROWS (GEMM_MAX_ROWS + 2)
+#define GEMM_TEST_ROWS 17   /* gemv8 reads 8 rows 1 or 2 rows apart, from row 0 or 1 */
 #define GEMM_TEST_TOKENS 7
 static void test_gemm(const quant_type *t)
 {
@@ -274,6 +274,22 @@ static void test_gemm(const quant_type *t)
                 }
         check(bad_tiles == 0, "%-6s gemm n=%-5d %d tiles (nr 1..%d x nt 1..%d, two corners): each output is its 1x1 value%s (%d wrong)",
               t->name, n, tiles, GEMM_MAX_ROWS, GEMM_MAX_TOKENS + 1, ", outside untouched", bad_tiles);
+        if (t->gemv8) {
+            int bad = 0, calls = 0;
+            for (int gap = 1; gap <= 2; gap++)
+                for (int r0 = 0; r0 <= 1; r0++)
+                    for (int tok = 0; tok < GEMM_TEST_TOKENS; tok++) {
+                        float out8[9];
+                        out8[8] = -12345.0f;
+                        t->gemv8(n, w + (size_t)r0 * w_stride, (size_t)gap * w_stride, a + (size_t)tok * a_stride, out8);
+                        for (int r = 0; r < 8; r++)
+                            bad += bits_of(out8[r]) != bits_of(single[tok][r0 + gap * r]);
+                        bad += out8[8] != -12345.0f;
+                        calls++;
+                    }
+            check(bad == 0, "%-6s gemv8 n=%-5d %d calls (rows 1 or 2 apart): each output is its 1x1 gemm value (%d wrong)",
+                  t->name, n, calls, bad);
+        }
         check(ref_bitwise, "%-6s gemm n=%-5d 1x1 equals %s bit for bit", t->name, n,
               gemm_matches_ref_bitwise(t->type) ? "vec_dot_ref" : "vec_dot");
         check(worst_ref <= (is_float_type(t->type) ? 4e-5 : 1e-5), "%-6s gemm n=%-5d vs vec_dot_ref |diff|/sum|w*a| %.1e",
