@@ -335,17 +335,16 @@ static void *kv_at(const struct wick_ctx *c, void *cache, int l, int pos) {
 
 /* ---- attention ---- */
 
-/* Four F16 values in the high halves of 32-bit lanes → four F32, exactly: the half's exponent
- * and mantissa moved into a float's fields and scaled by 2^112 (the difference of the exponent
- * biases, 127 − 15) handles normal and subnormal halves alike; Inf and NaN get the all-ones
- * exponent back. */
+/* Four F16 values in the high halves of 32-bit lanes → four F32: an arithmetic shift by 3 puts
+ * the half's exponent and mantissa in a float's fields (the sign bit copied into the three bits
+ * above them, masked off), read as a float that is 2^-112 times the value (the difference of
+ * the exponent biases, 127 − 15), for normal and subnormal halves alike; one multiply by 2^112
+ * rebiases exactly. Four operations per four values: attention converts every cached key and
+ * value it reads. The one inexact case: an Inf or NaN half (only from a value beyond ±65504
+ * stored in the cache) reads back as a finite ±65536…131008. */
 static inline v128_t f16_high_to_f32(v128_t x /* half bits << 16 */) {
-    v128_t sign = wasm_v128_and(x, wasm_i32x4_splat((int32_t)0x80000000u));
-    v128_t mag = wasm_u32x4_shr(wasm_i32x4_shl(x, 1), 4);
-    v128_t f = wasm_f32x4_mul(mag, wasm_f32x4_splat(0x1p112f));
-    v128_t inf_nan = wasm_i32x4_gt(mag, wasm_i32x4_splat(0x0f7fffff));
-    f = wasm_v128_or(f, wasm_v128_and(inf_nan, wasm_i32x4_splat(0x7f800000)));
-    return wasm_v128_or(f, sign);
+    v128_t f = wasm_v128_and(wasm_i32x4_shr(x, 3), wasm_i32x4_splat((int32_t)0x8fffffffu));
+    return wasm_f32x4_mul(f, wasm_f32x4_splat(0x1p112f));
 }
 
 /* n (a multiple of 8) cached values → floats */
@@ -360,6 +359,38 @@ static void kv_row_to_f32(const struct wick_ctx *c, const void *src, float *dst,
         v128_t x = wasm_v128_load(h + i);
         wasm_v128_store(dst + i, f16_high_to_f32(wasm_i16x8_shuffle(zero, x, 0, 8, 1, 9, 2, 10, 3, 11)));
         wasm_v128_store(dst + i + 4, f16_high_to_f32(wasm_i16x8_shuffle(zero, x, 4, 12, 5, 13, 6, 14, 7, 15)));
+    }
+}
+
+/* F16 cache, one head: the dot product of n (a multiple of 8) cached halves with q, converted
+ * as they are read */
+static float dot_f16_f32(const uint16_t *k, const float *q, int n) {
+    const v128_t zero = wasm_i32x4_splat(0);
+    v128_t s0 = wasm_f32x4_splat(0), s1 = wasm_f32x4_splat(0);
+    for (int i = 0; i < n; i += 8) {
+        v128_t x = wasm_v128_load(k + i);
+        s0 = wasm_f32x4_add(s0, wasm_f32x4_mul(f16_high_to_f32(wasm_i16x8_shuffle(zero, x, 0, 8, 1, 9, 2, 10, 3, 11)), wasm_v128_load(q + i)));
+        s1 = wasm_f32x4_add(s1, wasm_f32x4_mul(f16_high_to_f32(wasm_i16x8_shuffle(zero, x, 4, 12, 5, 13, 6, 14, 7, 15)), wasm_v128_load(q + i + 4)));
+    }
+    s0 = wasm_f32x4_add(s0, s1);
+    return (wasm_f32x4_extract_lane(s0, 0) + wasm_f32x4_extract_lane(s0, 1)) +
+           (wasm_f32x4_extract_lane(s0, 2) + wasm_f32x4_extract_lane(s0, 3));
+}
+
+/* F16 cache, one head: out[0..n) = Σ_j p[j] · v_j, the cached rows v_j (n halves each, a
+ * multiple of 8) `stride` halves apart; eight outputs at a time kept in registers over all j */
+static void weighted_sum_f16(float *out, const float *p, const uint16_t *v, size_t stride, int n_pos, int n) {
+    const v128_t zero = wasm_i32x4_splat(0);
+    for (int i = 0; i < n; i += 8) {
+        v128_t a0 = wasm_f32x4_splat(0), a1 = wasm_f32x4_splat(0);
+        const uint16_t *vj = v + i;
+        for (int j = 0; j < n_pos; j++, vj += stride) {
+            v128_t x = wasm_v128_load(vj), pj = wasm_f32x4_splat(p[j]);
+            a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(pj, f16_high_to_f32(wasm_i16x8_shuffle(zero, x, 0, 8, 1, 9, 2, 10, 3, 11))));
+            a1 = wasm_f32x4_add(a1, wasm_f32x4_mul(pj, f16_high_to_f32(wasm_i16x8_shuffle(zero, x, 4, 12, 5, 13, 6, 14, 7, 15))));
+        }
+        wasm_v128_store(out + i, a0);
+        wasm_v128_store(out + i + 4, a1);
     }
 }
 
@@ -410,6 +441,25 @@ static void attention_task(void *arg, int ith, int nth) {
         size_t head_off = (size_t)kvh * hd * c->kv_elem;
         float max[ATT_HEADS_MAX];
         for (int g = 0; g < heads; g++) max[g] = -INFINITY;
+        if (heads == 1 && c->kv_type == WICK_KV_F16) {
+            /* one head: each cached half converted as it is used, nothing stored in between */
+            size_t stride = (size_t)kv_dim(mc);
+            const uint16_t *kj = (const uint16_t *)kv_at(c, c->k_cache, a->layer, 0) + (size_t)kvh * hd;
+            for (int j = 0; j <= pos; j++, kj += stride) {
+                float s = dot_f16_f32(kj, q, hd) * inv_sqrt;
+                scores[j] = s;
+                if (s > max[0]) max[0] = s;
+            }
+            float sum = 0;
+            for (int j = 0; j <= pos; j++) {
+                scores[j] = expf(scores[j] - max[0]);
+                sum += scores[j];
+            }
+            float inv_sum = 1.0f / sum;
+            for (int j = 0; j <= pos; j++) scores[j] *= inv_sum;
+            weighted_sum_f16(out, scores, (const uint16_t *)kv_at(c, c->v_cache, a->layer, 0) + (size_t)kvh * hd, stride, pos + 1, hd);
+            continue;
+        }
         for (int j = 0; j <= pos; j++) {
             kv_row_to_f32(c, (const uint8_t *)kv_at(c, c->k_cache, a->layer, j) + head_off, row, hd);
             for (int g = 0; g < heads; g++) {
