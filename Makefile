@@ -38,7 +38,7 @@ WASM_LDFLAGS := -sMODULARIZE -sEXPORT_NAME=createWick -sALLOW_MEMORY_GROWTH -sMA
 WASM_MT_FLAGS := -pthread '-sPTHREAD_POOL_SIZE=Module["wickThreads"]||4' -Wno-pthreads-mem-growth
 WASM_TEST_FLAGS := -sALLOW_MEMORY_GROWTH -sMAXIMUM_MEMORY=4GB -sENVIRONMENT=node -sNODERAWFS=1 -sSINGLE_FILE
 
-.PHONY: all native wasm setup test test-native serve clean bench
+.PHONY: all native wasm setup test test-native serve clean bench bench-kernels bench-streams
 all: native wasm
 
 # ---- toolchain: installed on demand (Debian 12, as root) ----
@@ -93,6 +93,24 @@ serve: wasm
 
 bench: native wasm build/.npm-stamp
 	npm run bench
+
+# kernel and memory micro-benchmarks, native (SIMDe) and wasm side by side (by hand: BENCHMARKS.md)
+#   make bench-kernels [KERNEL_TYPES="q4_0 q6_K"]    make bench-streams
+build/native/bench_%: tests/bench_%.c $(ENGINE_SRC) $(HEADERS) | build/.setup-stamp
+	@mkdir -p $(@D)
+	$(CC) $(NATIVE_CFLAGS) -o $@ $< $(ENGINE_SRC) $(NATIVE_LIBS)
+
+build/wasm/bench_%.js: tests/bench_%.c $(ENGINE_SRC) $(HEADERS) | build/.setup-stamp
+	@mkdir -p $(@D)
+	$(EMCC) $(WASM_CFLAGS) -DWICK_NO_THREADS -o $@ $< $(ENGINE_SRC) $(WASM_TEST_FLAGS)
+
+bench-kernels: build/native/bench_kernels build/wasm/bench_kernels.js build/wasm/package.json
+	build/native/bench_kernels $(KERNEL_TYPES)
+	node build/wasm/bench_kernels.js $(KERNEL_TYPES)
+
+bench-streams: build/native/bench_streams build/wasm/bench_streams.js build/wasm/package.json
+	build/native/bench_streams
+	node build/wasm/bench_streams.js
 
 clean:
 	rm -rf build

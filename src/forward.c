@@ -210,7 +210,7 @@ static bool matvec_rows_streams(const matmul_args *a, long r0, long r1) {
     float *out = a->out + r0, tile[8];
     for (long i = 0; i < q; i++) {
         const uint8_t *wi = wdata + (size_t)i * w->row_bytes;
-        if (streams == 8) a->qt->gemv8((int)w->cols, wi, w_stride, a->act, tile);
+        if (a->qt->gemv8) a->qt->gemv8((int)w->cols, wi, w_stride, a->act, tile);
         else a->qt->gemm((int)w->cols, wi, w_stride, 4, a->act, a->act_row_bytes, 1, tile, 4);
         for (int k = 0; k < streams; k++) out[i + k * q] = tile[k];
     }

@@ -4,13 +4,13 @@
  *     forward pass without tile kernels does; for 1 token (decode) and for a batch;
  *   - gemm: the tile kernel, GEMM_MAX_ROWS rows × 1 token (decode) and × GEMM_MAX_TOKENS tokens
  *     (prefill);
+ *   - gemv8 where the type has it: eight rows ROWS / 8 apart per call, as decode reads them;
  *   - the scalar reference vec_dot_ref, 1 token, on fewer rows.
  * Each line gives microseconds per token over the matrix, GB/s of weight data per token (for a
  * batch, per-token equivalent: a batch of 4 that takes the time of one token counts 4×), and
  * tokens per second through this one matrix.
  *
  * Usage: bench_kernels [type-name ...]   (default: q4_0 q8_0 q4_K q6_K; "all" for every type) */
-#define _POSIX_C_SOURCE 199309L   /* clock_gettime */
 #include "quant.h"
 
 #include <stdio.h>
@@ -49,11 +49,21 @@ typedef struct {
     float *out;                  /* out[token * ROWS + row] */
 } matrix;
 
-enum method { VEC_DOT, VEC_DOT_REF, GEMM };
+enum method { VEC_DOT, VEC_DOT_REF, GEMM, GEMV8 };
 
 /* one product of the first `rows` rows with nt tokens */
 static void run(const matrix *m, enum method how, int rows, int nt)
 {
+    if (how == GEMV8) {   /* eight streams, rows / 8 apart, as forward.c reads them */
+        float tile[8];
+        int q = rows / 8;
+        for (int r = 0; r < q; r++) {
+            m->t->gemv8(COLS, m->w + (size_t)r * m->row_bytes, (size_t)q * m->row_bytes, m->a, tile);
+            for (int k = 0; k < 8; k++)
+                m->out[r + k * q] = tile[k];
+        }
+        return;
+    }
     if (how == GEMM) {
         for (int r = 0; r < rows; r += GEMM_MAX_ROWS)
             m->t->gemm(COLS, m->w + (size_t)r * m->row_bytes, m->row_bytes, rows - r < GEMM_MAX_ROWS ? rows - r : GEMM_MAX_ROWS,
@@ -126,6 +136,8 @@ static void bench(const quant_type *t)
     report(&m, what, gemm1, dot1);
     snprintf(what, sizeof what, "gemm %dx%d (prefill)", GEMM_MAX_ROWS, TOKENS);
     report(&m, what, gemmn, dotn);
+    if (t->gemv8)
+        report(&m, "gemv8 (decode, 8 streams)", time_per_token(&m, GEMV8, ROWS, 1, 15), gemm1);
     fflush(stdout);
     free(w);
     free(a);
