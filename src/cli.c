@@ -8,7 +8,7 @@
  *   wick tokenize -m MODEL -p TEXT [--no-bos] [--special]
  *   wick detokenize -m MODEL --ids 1,403,407
  *   wick info     -m MODEL
- *   wick synth    --shape 134m|1b --type f16|q8_0|q4_0|q4_k_m -o FILE.gguf [--vocab VOCAB.gguf] [--seed S]
+ *   wick synth    --shape mini|mini-mha|134m|1b --type f16|q8_0|q4_0|q4_k_m -o FILE.gguf [--vocab VOCAB.gguf] [--seed S]
  * Results go to stdout, timings and errors to stderr; any failure exits non-zero with one line. */
 #include <errno.h>
 #include <inttypes.h>

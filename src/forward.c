@@ -34,9 +34,11 @@ static int att_heads_cap(const model_config *mc) {
     return group < ATT_HEADS_MAX ? group : ATT_HEADS_MAX;
 }
 
-/* a thread's attention scratch: scores of att_heads_cap heads, then one cached row as floats */
+/* a thread's attention scratch: score rows of up to 8 heads (one token, grouped-query) or of up to
+ * 4 tokens (one head, prefill), then one cached row as floats */
+#define ATT_SCORE_ROWS 8
 static size_t att_floats_per_thread(const struct wick_ctx *c) {
-    return (size_t)att_heads_cap(&c->m->c) * (size_t)c->n_ctx + MAX_HEAD_DIM;
+    return (size_t)ATT_SCORE_ROWS * (size_t)c->n_ctx + MAX_HEAD_DIM;
 }
 
 void wick_ctx_default_params(wick_ctx_params *p) {
@@ -429,7 +431,7 @@ static void attention_task(void *arg, int ith, int nth) {
     const model_config *mc = &c->m->c;
     int hd = mc->head_dim, group = mc->n_heads / mc->n_kv_heads, heads = a->heads, runs = group / heads;
     float *scores = c->att + (size_t)ith * att_floats_per_thread(c); /* scores[g * n_ctx + j] */
-    float *row = scores + (size_t)att_heads_cap(mc) * c->n_ctx;      /* one cached key or value as floats */
+    float *row = scores + (size_t)ATT_SCORE_ROWS * c->n_ctx;         /* one cached key or value as floats */
     float inv_sqrt = 1.0f / sqrtf((float)hd);
     long p0, p1;
     pool_split((long)a->n_tok * mc->n_kv_heads * runs, ith, nth, &p0, &p1);
@@ -482,6 +484,100 @@ static void attention_task(void *arg, int ith, int nth) {
             kv_row_to_f32(c, (const uint8_t *)kv_at(c, c->v_cache, a->layer, j) + head_off, row, hd);
             for (int g = 0; g < heads; g++)
                 axpy_f32(out + (size_t)g * hd, scores[(size_t)g * c->n_ctx + j], row, hd);
+        }
+    }
+}
+
+/* Prefill, one query head per item: runs of up to ATT_TOKENS consecutive tokens of one head
+ * share each cached key and value, converted once for the run. Token t sees positions up to its
+ * own; the later positions of the run get probability 0 and add nothing, so every token's result
+ * is the one the one-token path gives (the same operations in the same order). */
+#define ATT_TOKENS 4
+
+typedef struct {
+    struct wick_ctx *c;
+    int layer, pos0, n_tok;
+} attn_runs_args;
+
+static void attention_runs_task(void *arg, int ith, int nth) {
+    attn_runs_args *a = arg;
+    struct wick_ctx *c = a->c;
+    const model_config *mc = &c->m->c;
+    int hd = mc->head_dim, group = mc->n_heads / mc->n_kv_heads, n_runs = (a->n_tok + ATT_TOKENS - 1) / ATT_TOKENS;
+    size_t stride = (size_t)kv_dim(mc), n_ctx = (size_t)c->n_ctx;
+    float *scores = c->att + (size_t)ith * att_floats_per_thread(c); /* scores[t * n_ctx + j] */
+    float inv_sqrt = 1.0f / sqrtf((float)hd);
+    const v128_t zero = wasm_i32x4_splat(0);
+    long p0, p1;
+    pool_split((long)n_runs * mc->n_heads, ith, nth, &p0, &p1);
+    for (long item = p0; item < p1; item++) {
+        int t0 = (int)(item / mc->n_heads) * ATT_TOKENS, h = (int)(item % mc->n_heads), kvh = h / group;
+        int nt = a->n_tok - t0 < ATT_TOKENS ? a->n_tok - t0 : ATT_TOKENS, last = a->pos0 + t0 + nt - 1;
+        const float *q[ATT_TOKENS];
+        int pos[ATT_TOKENS];
+        float max[ATT_TOKENS];
+        for (int t = 0; t < ATT_TOKENS; t++) {
+            int tt = t < nt ? t0 + t : t0; /* a short run repeats its first token and drops it */
+            q[t] = c->q + (size_t)tt * mc->dim + (size_t)h * hd;
+            pos[t] = a->pos0 + tt;
+            max[t] = -INFINITY;
+        }
+        const uint16_t *kj = (const uint16_t *)kv_at(c, c->k_cache, a->layer, 0) + (size_t)kvh * hd;
+        for (int j = 0; j <= last; j++, kj += stride) {
+            v128_t s0[ATT_TOKENS], s1[ATT_TOKENS];
+            for (int t = 0; t < ATT_TOKENS; t++) s0[t] = s1[t] = wasm_f32x4_splat(0);
+            for (int i = 0; i < hd; i += 8) {
+                v128_t x = wasm_v128_load(kj + i);
+                v128_t lo = f16_high_to_f32(wasm_i16x8_shuffle(zero, x, 0, 8, 1, 9, 2, 10, 3, 11));
+                v128_t hi = f16_high_to_f32(wasm_i16x8_shuffle(zero, x, 4, 12, 5, 13, 6, 14, 7, 15));
+                for (int t = 0; t < ATT_TOKENS; t++) {
+                    s0[t] = wasm_f32x4_add(s0[t], wasm_f32x4_mul(lo, wasm_v128_load(q[t] + i)));
+                    s1[t] = wasm_f32x4_add(s1[t], wasm_f32x4_mul(hi, wasm_v128_load(q[t] + i + 4)));
+                }
+            }
+            for (int t = 0; t < nt; t++) {
+                if (j > pos[t]) continue;
+                v128_t v = wasm_f32x4_add(s0[t], s1[t]);
+                float sc = ((wasm_f32x4_extract_lane(v, 0) + wasm_f32x4_extract_lane(v, 1)) +
+                            (wasm_f32x4_extract_lane(v, 2) + wasm_f32x4_extract_lane(v, 3))) * inv_sqrt;
+                scores[(size_t)t * n_ctx + j] = sc;
+                if (sc > max[t]) max[t] = sc;
+            }
+        }
+        for (int t = 0; t < ATT_TOKENS; t++) {
+            float *sc = scores + (size_t)t * n_ctx, sum = 0;
+            if (t >= nt) { /* the repeated first token: probabilities 0, its output dropped */
+                memset(sc, 0, (size_t)(last + 1) * sizeof(float));
+                continue;
+            }
+            for (int j = 0; j <= pos[t]; j++) {
+                sc[j] = expf(sc[j] - max[t]);
+                sum += sc[j];
+            }
+            float inv_sum = 1.0f / sum;
+            for (int j = 0; j <= pos[t]; j++) sc[j] *= inv_sum;
+            for (int j = pos[t] + 1; j <= last; j++) sc[j] = 0;
+        }
+        const uint16_t *v0 = (const uint16_t *)kv_at(c, c->v_cache, a->layer, 0) + (size_t)kvh * hd;
+        for (int i = 0; i < hd; i += 8) {
+            v128_t a0[ATT_TOKENS], a1[ATT_TOKENS];
+            for (int t = 0; t < ATT_TOKENS; t++) a0[t] = a1[t] = wasm_f32x4_splat(0);
+            const uint16_t *vj = v0 + i;
+            for (int j = 0; j <= last; j++, vj += stride) {
+                v128_t x = wasm_v128_load(vj);
+                v128_t lo = f16_high_to_f32(wasm_i16x8_shuffle(zero, x, 0, 8, 1, 9, 2, 10, 3, 11));
+                v128_t hi = f16_high_to_f32(wasm_i16x8_shuffle(zero, x, 4, 12, 5, 13, 6, 14, 7, 15));
+                for (int t = 0; t < ATT_TOKENS; t++) {
+                    v128_t pj = wasm_f32x4_splat(scores[(size_t)t * n_ctx + j]);
+                    a0[t] = wasm_f32x4_add(a0[t], wasm_f32x4_mul(pj, lo));
+                    a1[t] = wasm_f32x4_add(a1[t], wasm_f32x4_mul(pj, hi));
+                }
+            }
+            for (int t = 0; t < nt; t++) {
+                float *out = c->xb2 + (size_t)(t0 + t) * mc->dim + (size_t)h * hd;
+                wasm_v128_store(out + i, a0[t]);
+                wasm_v128_store(out + i + 4, a1[t]);
+            }
         }
     }
 }
@@ -539,7 +635,12 @@ static int forward_batch(struct wick_ctx *c, const int32_t *tokens, int n_tok, b
             }
         }
         attn_args aa = {c, l, pos0, n_tok, attention_heads_per_item(c, n_tok)};
-        pool_run(c->pool, attention_task, &aa);
+        if (n_tok > 1 && aa.heads == 1 && c->kv_type == WICK_KV_F16) {
+            attn_runs_args ra = {c, l, pos0, n_tok};
+            pool_run(c->pool, attention_runs_task, &ra);
+        } else {
+            pool_run(c->pool, attention_task, &aa);
+        }
         act_init(&in, c, c->xb2, n_tok, dim);
         matmul(c, &w->wo, &in, c->xb, dim, NULL);
         add_rows(c->x, c->xb, (size_t)n_tok * dim);

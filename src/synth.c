@@ -23,6 +23,7 @@ typedef struct {
 
 static const synth_shape shapes[] = {
     {"mini", 256, 2, 8, 4, 768},
+    {"mini-mha", 256, 2, 8, 8, 768},   /* one query head per KV head, as 134m */
     {"134m", 768, 12, 12, 12, 2048},
     {"1b", 2048, 22, 32, 4, 5632},
 };
@@ -71,7 +72,7 @@ int synth_write(const char *shape_name, const char *type, const char *vocab_path
     const synth_shape *sh = NULL;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         if (!strcmp(shapes[i].name, shape_name)) sh = &shapes[i];
-    if (!sh) return errorf(err, err_len, "unknown shape '%s' (mini, 134m, 1b)", shape_name);
+    if (!sh) return errorf(err, err_len, "unknown shape '%s' (mini, mini-mha, 134m, 1b)", shape_name);
     uint32_t base, out_type, ftype;
     bool k_mix = false;
     if (!strcmp(type, "f16")) base = out_type = WICK_TYPE_F16, ftype = FTYPE_F16;
