@@ -114,6 +114,8 @@ test-asan: $(addprefix build/asan/,$(TEST_PROGRAMS)) build/asan/wick
 	run build/asan/wick logits -m $(M)/mini/mini-q8_0.gguf --tokens 1,403,407 --steps 2; \
 	run build/asan/wick tokenize -m $(WICK_SHARED)/vocab/ggml-vocab-gpt-2.gguf -p "Hello world, <|endoftext|> ünïcödé"; \
 	run build/asan/wick info -m $(M)/mini/mini-chat-q8_0.gguf; \
+	run build/asan/wick synth --shape mini-mha --type q4_k_m -o build/asan/synth-mini-mha.gguf --vocab $(WICK_SHARED)/vocab/ggml-vocab-llama-spm.gguf; \
+	run build/asan/wick logits -m build/asan/synth-mini-mha.gguf --tokens 1,450,4996,17354,1701,29916,432,17204,975 --steps 3 --threads 2; \
 	echo "asan: all passed"
 	@# and the node suites' native tests, pointed at this build
 	WICK_NATIVE_DIR=build/asan ASAN_OPTIONS=$(ASAN_OPTIONS_RUN) UBSAN_OPTIONS=$(UBSAN_OPTIONS_RUN) \
