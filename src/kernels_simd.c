@@ -116,6 +116,43 @@ float quant_vec_dot_bf16_simd(int n, const void *w, const void *a)
     return sum;
 }
 
+/* ---- activation quantization ------------------------------------------------------------------ */
+
+/* Q8_0 blocks of a row, bit for bit quant_q8_0_from_float_ref (quant.c, llama.cpp's
+ * quantize_row_q8_0_ref): amax over the block (pmax skips NaN as fmaxf does), d = amax / 127,
+ * id = 1 / d, q = roundf(x * id) for |x * id| < 127.5 and 0 otherwise (NaN, Inf). roundf (half
+ * away from zero) is trunc(v + copysign(0.5 − 2^-25, v)): for |v| < 128 the sum rounds up to the
+ * next integer exactly when v's fraction is at least one half. */
+void quant_q8_0_from_float_simd(const float *src, void *dst, int64_t n)
+{
+    block_q8_0 *y = dst;
+    const v128_t sign = wasm_i32x4_splat((int32_t)0x80000000u), half = wasm_f32x4_splat(0x1.fffffep-2f);
+    const v128_t lo = wasm_f32x4_splat(-127.5f), hi = wasm_f32x4_splat(127.5f);
+    for (int64_t i = 0; i < n / QK8_0; i++, src += QK8_0) {
+        v128_t x[8], m = wasm_f32x4_splat(0.0f);
+        for (int j = 0; j < 8; j++) {
+            x[j] = wasm_v128_load(src + 4 * j);
+            m = wasm_f32x4_pmax(m, wasm_f32x4_abs(x[j]));
+        }
+        m = wasm_f32x4_pmax(m, wasm_i32x4_shuffle(m, m, 2, 3, 0, 1));
+        m = wasm_f32x4_pmax(m, wasm_i32x4_shuffle(m, m, 1, 0, 3, 2));
+        float amax = wasm_f32x4_extract_lane(m, 0);
+        float d = amax / 127, id = d != 0 ? 1.0f / d : 0.0f;
+        v128_t vid = wasm_f32x4_splat(id), q32[8];
+        for (int j = 0; j < 8; j++) {
+            v128_t v = wasm_f32x4_mul(x[j], vid);
+            v128_t r = wasm_f32x4_trunc(wasm_f32x4_add(v, wasm_v128_or(half, wasm_v128_and(v, sign))));
+            v128_t ok = wasm_v128_and(wasm_f32x4_gt(v, lo), wasm_f32x4_lt(v, hi));
+            q32[j] = wasm_v128_and(wasm_i32x4_trunc_sat_f32x4(r), ok);
+        }
+        v128_t q16a = wasm_i16x8_narrow_i32x4(q32[0], q32[1]), q16b = wasm_i16x8_narrow_i32x4(q32[2], q32[3]);
+        v128_t q16c = wasm_i16x8_narrow_i32x4(q32[4], q32[5]), q16d = wasm_i16x8_narrow_i32x4(q32[6], q32[7]);
+        wasm_v128_store(y[i].qs, wasm_i8x16_narrow_i16x8(q16a, q16b));
+        wasm_v128_store(y[i].qs + 16, wasm_i8x16_narrow_i16x8(q16c, q16d));
+        y[i].d = quant_f32_to_f16(d);
+    }
+}
+
 /* ---- 32-element blocks against Q8_0 / Q8_1 -------------------------------------------------- */
 
 /* sum of w[k] * y[k] over one 32-element block, w given as four vectors of 8 int16 lanes */

@@ -334,7 +334,7 @@ static void q8_0_to_float(const void *src, float *dst, int64_t n)
         q8_block_to_float(x[i].d, x[i].qs, dst);
 }
 
-static void q8_0_from_float(const float *src, void *dst, int64_t n)
+void quant_q8_0_from_float_ref(const float *src, void *dst, int64_t n)
 {
     block_q8_0 *y = dst;
     for (int64_t i = 0; i < n / QK8_0; i++, src += QK8_0)
@@ -990,7 +990,7 @@ static const quant_type quant_types[WICK_TYPE_COUNT] = {
              quant_vec_dot_q5_0_simd, vec_dot_q5_0_ref, quant_gemm_q5_0, quant_gemv8_q5_0),
     TYPE_ROW(Q5_1, "q5_1", QK5_1, sizeof(block_q5_1), Q8_1, q5_1_to_float, q5_1_from_float,
              quant_vec_dot_q5_1_simd, vec_dot_q5_1_ref, quant_gemm_q5_1, quant_gemv8_q5_1),
-    TYPE_ROW(Q8_0, "q8_0", QK8_0, sizeof(block_q8_0), Q8_0, q8_0_to_float, q8_0_from_float,
+    TYPE_ROW(Q8_0, "q8_0", QK8_0, sizeof(block_q8_0), Q8_0, q8_0_to_float, quant_q8_0_from_float_simd,
              quant_vec_dot_q8_0_simd, vec_dot_q8_0_ref, quant_gemm_q8_0, quant_gemv8_q8_0),
     TYPE_ROW(Q8_1, "q8_1", QK8_1, sizeof(block_q8_1), Q8_1, q8_1_to_float, q8_1_from_float,
              quant_vec_dot_q8_1_simd, vec_dot_q8_1_ref, quant_gemm_q8_1, NULL),

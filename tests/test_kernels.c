@@ -497,12 +497,48 @@ static void test_bf16(void)
     check(bad == 0, "bf16 -> f32 -> bf16 is exact for every non-NaN value (%d wrong)", bad);
 }
 
+/* the SIMD Q8_0 quantizer the table hands out equals the scalar reference byte for byte: rows of
+ * every scale, values landing exactly on halves after scaling (roundf's ties), zeros, and rows
+ * with NaN and Inf */
+static void test_q8_0_quantize(void)
+{
+    enum { BLOCKS = 64, N = BLOCKS * QK8_0 };
+    static float x[N];
+    static block_q8_0 ref[BLOCKS], simd[BLOCKS];
+    int bad_rows = 0, rows = 0;
+    for (int round = 0; round < 200; round++) {
+        float scale = (float)ldexp(1.0, (int)(rng_u32() % 60) - 30);
+        fill_normal(x, N, scale);
+        for (int b = 0; b < BLOCKS; b++) {
+            float *blk = x + b * QK8_0;
+            switch ((b + round) % 8) {
+            case 0: /* ties: amax 127 makes id 1, the others k + 0.5 */
+                for (int j = 0; j < QK8_0; j++) blk[j] = (float)((int)(rng_u32() % 254) - 127) + (j % 2 ? 0.5f : 0.0f);
+                blk[0] = 127.0f;
+                break;
+            case 1: memset(blk, 0, QK8_0 * sizeof(float)); break;
+            case 2: blk[rng_u32() % QK8_0] = NAN; break;
+            case 3: blk[rng_u32() % QK8_0] = (rng_u32() & 1) ? INFINITY : -INFINITY; break;
+            case 4: blk[rng_u32() % QK8_0] = 0x1p-149f; break;   /* a subnormal amax */
+            default: break;
+            }
+        }
+        quant_q8_0_from_float_ref(x, ref, N);
+        quant_get(WICK_TYPE_Q8_0)->from_float(x, simd, N);
+        bad_rows += memcmp(ref, simd, sizeof ref) != 0;
+        rows++;
+    }
+    check(bad_rows == 0, "q8_0   quantization: SIMD equals the scalar reference byte for byte on %d rows of %d blocks "
+          "(every scale, ties, zeros, NaN, Inf, subnormals; %d differ)", rows, BLOCKS, bad_rows);
+}
+
 int main(void)
 {
     test_table();
     test_f16();
     test_bf16();
     test_activation_sums();
+    test_q8_0_quantize();
     for (size_t k = 0; k < N_TYPES; k++) {
         const quant_type *t = quant_get(all_types[k]);
         if (t == NULL)
