@@ -153,6 +153,38 @@ void quant_q8_0_from_float_simd(const float *src, void *dst, int64_t n)
     }
 }
 
+/* Q8_K blocks of a row, bit for bit quant_q8_K_from_float_ref (quant.c, llama.cpp's
+ * quantize_row_q8_K_ref): the first value of largest magnitude maps to -127, q = nearest_int(x *
+ * iscale) (round half to even: f32x4.nearest) capped at 127, bsums the sums of 16. */
+void quant_q8_K_from_float_simd(const float *src, void *dst, int64_t n)
+{
+    block_q8_K *y = dst;
+    for (int64_t i = 0; i < n / QK_K; i++, src += QK_K) {
+        v128_t m = wasm_f32x4_splat(0.0f);
+        for (int j = 0; j < QK_K; j += 4)
+            m = wasm_f32x4_pmax(m, wasm_f32x4_abs(wasm_v128_load(src + j)));
+        m = wasm_f32x4_pmax(m, wasm_i32x4_shuffle(m, m, 2, 3, 0, 1));
+        m = wasm_f32x4_pmax(m, wasm_i32x4_shuffle(m, m, 1, 0, 3, 2));
+        float amax = wasm_f32x4_extract_lane(m, 0);
+        if (amax == 0) {
+            memset(&y[i], 0, sizeof y[i]);
+            continue;
+        }
+        int first = 0;
+        while (!(src[first] == amax || src[first] == -amax)) first++;
+        float iscale = -127.f / src[first];
+        const v128_t vs = wasm_f32x4_splat(iscale), cap = wasm_i32x4_splat(127);
+        for (int g = 0; g < QK_K / 16; g++) {
+            v128_t q[4];
+            for (int k = 0; k < 4; k++)
+                q[k] = wasm_i32x4_min(wasm_i32x4_trunc_sat_f32x4(wasm_f32x4_nearest(wasm_f32x4_mul(wasm_v128_load(src + 16 * g + 4 * k), vs))), cap);
+            wasm_v128_store(y[i].qs + 16 * g, wasm_i8x16_narrow_i16x8(wasm_i16x8_narrow_i32x4(q[0], q[1]), wasm_i16x8_narrow_i32x4(q[2], q[3])));
+            y[i].bsums[g] = (int16_t)hsum_i32x4(wasm_i32x4_add(wasm_i32x4_add(q[0], q[1]), wasm_i32x4_add(q[2], q[3])));
+        }
+        y[i].d = 1 / iscale;
+    }
+}
+
 /* ---- 32-element blocks against Q8_0 / Q8_1 -------------------------------------------------- */
 
 /* sum of w[k] * y[k] over one 32-element block, w given as four vectors of 8 int16 lanes */

@@ -545,7 +545,7 @@ static void q8_K_to_float(const void *src, float *dst, int64_t n)
 }
 
 /* quantize_row_q8_K_ref: the value of largest magnitude maps to -127, q = nearest_int(x / d) */
-static void q8_K_from_float(const float *src, void *dst, int64_t n)
+void quant_q8_K_from_float_ref(const float *src, void *dst, int64_t n)
 {
     block_q8_K *y = dst;
     for (int64_t i = 0; i < n / QK_K; i++, src += QK_K) {
@@ -1004,7 +1004,7 @@ static const quant_type quant_types[WICK_TYPE_COUNT] = {
              quant_vec_dot_q5_K_simd, vec_dot_q5_K_ref, quant_gemm_q5_K, NULL),
     TYPE_ROW(Q6_K, "q6_K", QK_K, sizeof(block_q6_K), Q8_K, q6_K_to_float, q6_K_from_float,
              quant_vec_dot_q6_K_simd, vec_dot_q6_K_ref, quant_gemm_q6_K, NULL),
-    TYPE_ROW(Q8_K, "q8_K", QK_K, sizeof(block_q8_K), Q8_K, q8_K_to_float, q8_K_from_float,
+    TYPE_ROW(Q8_K, "q8_K", QK_K, sizeof(block_q8_K), Q8_K, q8_K_to_float, quant_q8_K_from_float_simd,
              quant_vec_dot_q8_K_simd, vec_dot_q8_K_ref, quant_gemm_q8_K, NULL),
     TYPE_ROW(IQ4_NL, "iq4_nl", QK4_NL, sizeof(block_iq4_nl), Q8_0, iq4_nl_to_float, iq4_nl_from_float,
              quant_vec_dot_iq4_nl_simd, vec_dot_iq4_nl_ref, quant_gemm_iq4_nl, quant_gemv8_iq4_nl),

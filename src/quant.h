@@ -197,6 +197,9 @@ typedef void quant_gemm_fn(int n, const void *w, size_t w_stride, int nr, const 
  * version the table hands out (kernels_simd.c), equal byte for byte */
 void quant_q8_0_from_float_ref(const float *src, void *dst, int64_t n);
 void quant_q8_0_from_float_simd(const float *src, void *dst, int64_t n);
+/* the same for Q8_K (quantize_row_q8_K_ref) */
+void quant_q8_K_from_float_ref(const float *src, void *dst, int64_t n);
+void quant_q8_K_from_float_simd(const float *src, void *dst, int64_t n);
 typedef void quant_gemv8_fn(int n, const void *w, size_t w_stride, const void *a, float out[8]);
 quant_gemv8_fn quant_gemv8_q4_0, quant_gemv8_q4_1, quant_gemv8_q5_0, quant_gemv8_q5_1, quant_gemv8_q8_0, quant_gemv8_iq4_nl;
 quant_gemm_fn quant_gemm_f32, quant_gemm_f16, quant_gemm_bf16, quant_gemm_q4_0, quant_gemm_q4_1,

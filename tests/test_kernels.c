@@ -497,15 +497,16 @@ static void test_bf16(void)
     check(bad == 0, "bf16 -> f32 -> bf16 is exact for every non-NaN value (%d wrong)", bad);
 }
 
-/* the SIMD Q8_0 quantizer the table hands out equals the scalar reference byte for byte: rows of
+/* the SIMD Q8_0 and Q8_K quantizers the table hands out equal the scalar reference byte for byte: rows of
  * every scale, values landing exactly on halves after scaling (roundf's ties), zeros, and rows
  * with NaN and Inf */
-static void test_q8_0_quantize(void)
+static void test_q8_quantize(void)
 {
     enum { BLOCKS = 64, N = BLOCKS * QK8_0 };
     static float x[N];
     static block_q8_0 ref[BLOCKS], simd[BLOCKS];
-    int bad_rows = 0, rows = 0;
+    static block_q8_K kref[N / QK_K], ksimd[N / QK_K];
+    int bad_rows = 0, bad_k = 0, rows = 0;
     for (int round = 0; round < 200; round++) {
         float scale = (float)ldexp(1.0, (int)(rng_u32() % 60) - 30);
         fill_normal(x, N, scale);
@@ -526,8 +527,19 @@ static void test_q8_0_quantize(void)
         quant_q8_0_from_float_ref(x, ref, N);
         quant_get(WICK_TYPE_Q8_0)->from_float(x, simd, N);
         bad_rows += memcmp(ref, simd, sizeof ref) != 0;
+        /* Q8_K: the same rows, with ties of magnitude (+a and -a: the first one wins) in some */
+        if (round % 3 == 0)
+            for (int b = 0; b < N / QK_K; b++) {
+                x[b * QK_K + 5] = 1e3f * scale;
+                x[b * QK_K + 9] = -1e3f * scale;
+            }
+        quant_q8_K_from_float_ref(x, kref, N);
+        quant_get(WICK_TYPE_Q8_K)->from_float(x, ksimd, N);
+        bad_k += memcmp(kref, ksimd, sizeof kref) != 0;
         rows++;
     }
+    check(bad_k == 0, "q8_K   quantization: SIMD equals the scalar reference byte for byte on %d rows of %d blocks "
+          "(every scale, ties, zeros, NaN, Inf, subnormals; %d differ)", rows, N / QK_K, bad_k);
     check(bad_rows == 0, "q8_0   quantization: SIMD equals the scalar reference byte for byte on %d rows of %d blocks "
           "(every scale, ties, zeros, NaN, Inf, subnormals; %d differ)", rows, BLOCKS, bad_rows);
 }
@@ -538,7 +550,7 @@ int main(void)
     test_f16();
     test_bf16();
     test_activation_sums();
-    test_q8_0_quantize();
+    test_q8_quantize();
     for (size_t k = 0; k < N_TYPES; k++) {
         const quant_type *t = quant_get(all_types[k]);
         if (t == NULL)
