@@ -856,13 +856,6 @@ static ALWAYS_INLINE void gemv8_b32(enum b32_kind k, int n, const void *w, size_
 #define GEMV8_ENTRY(name, BODY, ARG)                                                                \
     void name(int n, const void *w, size_t w_stride, const void *a, float out[8]) { BODY(ARG, n, w, w_stride, a, out); }
 
-GEMV8_ENTRY(quant_gemv8_q4_0, gemv8_b32, B32_Q4_0)
-GEMV8_ENTRY(quant_gemv8_q4_1, gemv8_b32, B32_Q4_1)
-GEMV8_ENTRY(quant_gemv8_q5_0, gemv8_b32, B32_Q5_0)
-GEMV8_ENTRY(quant_gemv8_q5_1, gemv8_b32, B32_Q5_1)
-GEMV8_ENTRY(quant_gemv8_q8_0, gemv8_b32, B32_Q8_0)
-GEMV8_ENTRY(quant_gemv8_iq4_nl, gemv8_b32, B32_IQ4_NL)
-
 /* a gemm entry point: the body instantiated for each token count */
 #define GEMM_ENTRY(name, BODY, ...)                                                                 \
     void name(int n, const void *w, size_t w_stride, int nr, const void *a, size_t a_stride, int nt, \
@@ -879,12 +872,17 @@ GEMV8_ENTRY(quant_gemv8_iq4_nl, gemv8_b32, B32_IQ4_NL)
         }                                                                                           \
     }
 
-GEMM_ENTRY(quant_gemm_q4_0, gemm_b32, B32_Q4_0)
-GEMM_ENTRY(quant_gemm_q4_1, gemm_b32, B32_Q4_1)
-GEMM_ENTRY(quant_gemm_q5_0, gemm_b32, B32_Q5_0)
-GEMM_ENTRY(quant_gemm_q5_1, gemm_b32, B32_Q5_1)
-GEMM_ENTRY(quant_gemm_q8_0, gemm_b32, B32_Q8_0)
-GEMM_ENTRY(quant_gemm_iq4_nl, gemm_b32, B32_IQ4_NL)
+/* the tile and the eight-row decode kernel of each 32-element block type */
+#define B32_ENTRIES(suffix, KIND)                                                                   \
+    GEMM_ENTRY(quant_gemm_##suffix, gemm_b32, KIND)                                                 \
+    GEMV8_ENTRY(quant_gemv8_##suffix, gemv8_b32, KIND)
+
+B32_ENTRIES(q4_0, B32_Q4_0)
+B32_ENTRIES(q4_1, B32_Q4_1)
+B32_ENTRIES(q5_0, B32_Q5_0)
+B32_ENTRIES(q5_1, B32_Q5_1)
+B32_ENTRIES(q8_0, B32_Q8_0)
+B32_ENTRIES(iq4_nl, B32_IQ4_NL)
 
 /* ---- K-quants: super-blocks of 256 against Q8_K ----
  * The unit of 32 elements u = 2j + p is taken with each weight already multiplied by its
