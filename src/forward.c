@@ -364,38 +364,6 @@ static void kv_row_to_f32(const struct wick_ctx *c, const void *src, float *dst,
     }
 }
 
-/* F16 cache, one head: the dot product of n (a multiple of 8) cached halves with q, converted
- * as they are read */
-static float dot_f16_f32(const uint16_t *k, const float *q, int n) {
-    const v128_t zero = wasm_i32x4_splat(0);
-    v128_t s0 = wasm_f32x4_splat(0), s1 = wasm_f32x4_splat(0);
-    for (int i = 0; i < n; i += 8) {
-        v128_t x = wasm_v128_load(k + i);
-        s0 = wasm_f32x4_add(s0, wasm_f32x4_mul(f16_high_to_f32(wasm_i16x8_shuffle(zero, x, 0, 8, 1, 9, 2, 10, 3, 11)), wasm_v128_load(q + i)));
-        s1 = wasm_f32x4_add(s1, wasm_f32x4_mul(f16_high_to_f32(wasm_i16x8_shuffle(zero, x, 4, 12, 5, 13, 6, 14, 7, 15)), wasm_v128_load(q + i + 4)));
-    }
-    s0 = wasm_f32x4_add(s0, s1);
-    return (wasm_f32x4_extract_lane(s0, 0) + wasm_f32x4_extract_lane(s0, 1)) +
-           (wasm_f32x4_extract_lane(s0, 2) + wasm_f32x4_extract_lane(s0, 3));
-}
-
-/* F16 cache, one head: out[0..n) = Σ_j p[j] · v_j, the cached rows v_j (n halves each, a
- * multiple of 8) `stride` halves apart; eight outputs at a time kept in registers over all j */
-static void weighted_sum_f16(float *out, const float *p, const uint16_t *v, size_t stride, int n_pos, int n) {
-    const v128_t zero = wasm_i32x4_splat(0);
-    for (int i = 0; i < n; i += 8) {
-        v128_t a0 = wasm_f32x4_splat(0), a1 = wasm_f32x4_splat(0);
-        const uint16_t *vj = v + i;
-        for (int j = 0; j < n_pos; j++, vj += stride) {
-            v128_t x = wasm_v128_load(vj), pj = wasm_f32x4_splat(p[j]);
-            a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(pj, f16_high_to_f32(wasm_i16x8_shuffle(zero, x, 0, 8, 1, 9, 2, 10, 3, 11))));
-            a1 = wasm_f32x4_add(a1, wasm_f32x4_mul(pj, f16_high_to_f32(wasm_i16x8_shuffle(zero, x, 4, 12, 5, 13, 6, 14, 7, 15))));
-        }
-        wasm_v128_store(out + i, a0);
-        wasm_v128_store(out + i + 4, a1);
-    }
-}
-
 /* Σ a_i·b_i over n (a multiple of 8) floats, in a fixed order: two 4-lane accumulators, then the lanes */
 static float dot_f32(const float *a, const float *b, int n) {
     v128_t s0 = wasm_f32x4_splat(0), s1 = wasm_f32x4_splat(0);
@@ -413,6 +381,107 @@ static void axpy_f32(float *out, float w, const float *v, int n) {
     v128_t ww = wasm_f32x4_splat(w);
     for (int i = 0; i < n; i += 4)
         wasm_v128_store(out + i, wasm_f32x4_add(wasm_v128_load(out + i), wasm_f32x4_mul(ww, wasm_v128_load(v + i))));
+}
+
+/* One query head h of the F16 cache for the run of nt (≤ T) consecutive tokens from t0: each
+ * cached key and value converted once for the run, as it is used. Token t sees positions up to
+ * its own; the later positions of the run get probability 0 and add nothing, so every token's
+ * result is the same whatever run it is in (tests/consistency.test.mjs). T = 1 is decode, T =
+ * ATT_TOKENS prefill; a short run repeats its first token and drops the copies. */
+#define ATT_TOKENS 4
+
+static inline __attribute__((always_inline)) void attend_f16_run(struct wick_ctx *c, int layer, int h, int t0, int nt,
+                                                                int pos0, float *scores /* T rows of n_ctx */, const int T) {
+    const model_config *mc = &c->m->c;
+    int hd = mc->head_dim, kvh = h / (mc->n_heads / mc->n_kv_heads), last = pos0 + t0 + nt - 1;
+    size_t stride = (size_t)kv_dim(mc), n_ctx = (size_t)c->n_ctx;
+    float inv_sqrt = 1.0f / sqrtf((float)hd);
+    const v128_t zero = wasm_i32x4_splat(0);
+    const float *q[ATT_TOKENS];
+    int pos[ATT_TOKENS];
+    float max[ATT_TOKENS];
+    for (int t = 0; t < T; t++) {
+        int tt = t < nt ? t0 + t : t0;
+        q[t] = c->q + (size_t)tt * mc->dim + (size_t)h * hd;
+        pos[t] = pos0 + tt;
+        max[t] = -INFINITY;
+    }
+    const uint16_t *kj = (const uint16_t *)kv_at(c, c->k_cache, layer, 0) + (size_t)kvh * hd;
+    for (int j = 0; j <= last; j++, kj += stride) {
+        v128_t s0[ATT_TOKENS], s1[ATT_TOKENS];
+        for (int t = 0; t < T; t++) s0[t] = s1[t] = wasm_f32x4_splat(0);
+        for (int i = 0; i < hd; i += 8) {
+            v128_t x = wasm_v128_load(kj + i);
+            v128_t lo = f16_high_to_f32(wasm_i16x8_shuffle(zero, x, 0, 8, 1, 9, 2, 10, 3, 11));
+            v128_t hi = f16_high_to_f32(wasm_i16x8_shuffle(zero, x, 4, 12, 5, 13, 6, 14, 7, 15));
+            for (int t = 0; t < T; t++) {
+                s0[t] = wasm_f32x4_add(s0[t], wasm_f32x4_mul(lo, wasm_v128_load(q[t] + i)));
+                s1[t] = wasm_f32x4_add(s1[t], wasm_f32x4_mul(hi, wasm_v128_load(q[t] + i + 4)));
+            }
+        }
+        for (int t = 0; t < nt; t++) {
+            if (j > pos[t]) continue;
+            v128_t v = wasm_f32x4_add(s0[t], s1[t]);
+            float sc = ((wasm_f32x4_extract_lane(v, 0) + wasm_f32x4_extract_lane(v, 1)) +
+                        (wasm_f32x4_extract_lane(v, 2) + wasm_f32x4_extract_lane(v, 3))) * inv_sqrt;
+            scores[(size_t)t * n_ctx + j] = sc;
+            if (sc > max[t]) max[t] = sc;
+        }
+    }
+    for (int t = 0; t < T; t++) {
+        float *sc = scores + (size_t)t * n_ctx, sum = 0;
+        if (t >= nt) { /* the repeated first token: probabilities 0, its output dropped */
+            memset(sc, 0, (size_t)(last + 1) * sizeof(float));
+            continue;
+        }
+        for (int j = 0; j <= pos[t]; j++) {
+            sc[j] = expf(sc[j] - max[t]);
+            sum += sc[j];
+        }
+        float inv_sum = 1.0f / sum;
+        for (int j = 0; j <= pos[t]; j++) sc[j] *= inv_sum;
+        for (int j = pos[t] + 1; j <= last; j++) sc[j] = 0;
+    }
+    const uint16_t *v0 = (const uint16_t *)kv_at(c, c->v_cache, layer, 0) + (size_t)kvh * hd;
+    for (int i = 0; i < hd; i += 8) {
+        v128_t a0[ATT_TOKENS], a1[ATT_TOKENS];
+        for (int t = 0; t < T; t++) a0[t] = a1[t] = wasm_f32x4_splat(0);
+        const uint16_t *vj = v0 + i;
+        for (int j = 0; j <= last; j++, vj += stride) {
+            v128_t x = wasm_v128_load(vj);
+            v128_t lo = f16_high_to_f32(wasm_i16x8_shuffle(zero, x, 0, 8, 1, 9, 2, 10, 3, 11));
+            v128_t hi = f16_high_to_f32(wasm_i16x8_shuffle(zero, x, 4, 12, 5, 13, 6, 14, 7, 15));
+            for (int t = 0; t < T; t++) {
+                v128_t pj = wasm_f32x4_splat(scores[(size_t)t * n_ctx + j]);
+                a0[t] = wasm_f32x4_add(a0[t], wasm_f32x4_mul(pj, lo));
+                a1[t] = wasm_f32x4_add(a1[t], wasm_f32x4_mul(pj, hi));
+            }
+        }
+        for (int t = 0; t < nt; t++) {
+            float *out = c->xb2 + (size_t)(t0 + t) * mc->dim + (size_t)h * hd;
+            wasm_v128_store(out + i, a0[t]);
+            wasm_v128_store(out + i + 4, a1[t]);
+        }
+    }
+}
+
+/* Prefill with one query head per item: runs of ATT_TOKENS tokens of a head */
+typedef struct {
+    struct wick_ctx *c;
+    int layer, pos0, n_tok;
+} attn_runs_args;
+
+static void attention_runs_task(void *arg, int ith, int nth) {
+    attn_runs_args *a = arg;
+    struct wick_ctx *c = a->c;
+    int n_heads = c->m->c.n_heads, n_runs = (a->n_tok + ATT_TOKENS - 1) / ATT_TOKENS;
+    float *scores = c->att + (size_t)ith * att_floats_per_thread(c);
+    long p0, p1;
+    pool_split((long)n_runs * n_heads, ith, nth, &p0, &p1);
+    for (long item = p0; item < p1; item++) {
+        int t0 = (int)(item / n_heads) * ATT_TOKENS, nt = a->n_tok - t0 < ATT_TOKENS ? a->n_tok - t0 : ATT_TOKENS;
+        attend_f16_run(c, a->layer, (int)(item % n_heads), t0, nt, a->pos0, scores, ATT_TOKENS);
+    }
 }
 
 typedef struct {
@@ -438,30 +507,15 @@ static void attention_task(void *arg, int ith, int nth) {
     for (long item = p0; item < p1; item++) {
         int t = (int)(item / ((long)mc->n_kv_heads * runs)), rest = (int)(item % ((long)mc->n_kv_heads * runs));
         int kvh = rest / runs, h0 = kvh * group + (rest % runs) * heads, pos = a->pos0 + t;
+        if (heads == 1 && c->kv_type == WICK_KV_F16) { /* nothing to share: converted as used */
+            attend_f16_run(c, a->layer, h0, t, 1, a->pos0, scores, 1);
+            continue;
+        }
         const float *q = c->q + (size_t)t * mc->dim + (size_t)h0 * hd;
         float *out = c->xb2 + (size_t)t * mc->dim + (size_t)h0 * hd;
         size_t head_off = (size_t)kvh * hd * c->kv_elem;
         float max[ATT_HEADS_MAX];
         for (int g = 0; g < heads; g++) max[g] = -INFINITY;
-        if (heads == 1 && c->kv_type == WICK_KV_F16) {
-            /* one head: each cached half converted as it is used, nothing stored in between */
-            size_t stride = (size_t)kv_dim(mc);
-            const uint16_t *kj = (const uint16_t *)kv_at(c, c->k_cache, a->layer, 0) + (size_t)kvh * hd;
-            for (int j = 0; j <= pos; j++, kj += stride) {
-                float s = dot_f16_f32(kj, q, hd) * inv_sqrt;
-                scores[j] = s;
-                if (s > max[0]) max[0] = s;
-            }
-            float sum = 0;
-            for (int j = 0; j <= pos; j++) {
-                scores[j] = expf(scores[j] - max[0]);
-                sum += scores[j];
-            }
-            float inv_sum = 1.0f / sum;
-            for (int j = 0; j <= pos; j++) scores[j] *= inv_sum;
-            weighted_sum_f16(out, scores, (const uint16_t *)kv_at(c, c->v_cache, a->layer, 0) + (size_t)kvh * hd, stride, pos + 1, hd);
-            continue;
-        }
         for (int j = 0; j <= pos; j++) {
             kv_row_to_f32(c, (const uint8_t *)kv_at(c, c->k_cache, a->layer, j) + head_off, row, hd);
             for (int g = 0; g < heads; g++) {
@@ -484,100 +538,6 @@ static void attention_task(void *arg, int ith, int nth) {
             kv_row_to_f32(c, (const uint8_t *)kv_at(c, c->v_cache, a->layer, j) + head_off, row, hd);
             for (int g = 0; g < heads; g++)
                 axpy_f32(out + (size_t)g * hd, scores[(size_t)g * c->n_ctx + j], row, hd);
-        }
-    }
-}
-
-/* Prefill, one query head per item: runs of up to ATT_TOKENS consecutive tokens of one head
- * share each cached key and value, converted once for the run. Token t sees positions up to its
- * own; the later positions of the run get probability 0 and add nothing, so every token's result
- * is the one the one-token path gives (the same operations in the same order). */
-#define ATT_TOKENS 4
-
-typedef struct {
-    struct wick_ctx *c;
-    int layer, pos0, n_tok;
-} attn_runs_args;
-
-static void attention_runs_task(void *arg, int ith, int nth) {
-    attn_runs_args *a = arg;
-    struct wick_ctx *c = a->c;
-    const model_config *mc = &c->m->c;
-    int hd = mc->head_dim, group = mc->n_heads / mc->n_kv_heads, n_runs = (a->n_tok + ATT_TOKENS - 1) / ATT_TOKENS;
-    size_t stride = (size_t)kv_dim(mc), n_ctx = (size_t)c->n_ctx;
-    float *scores = c->att + (size_t)ith * att_floats_per_thread(c); /* scores[t * n_ctx + j] */
-    float inv_sqrt = 1.0f / sqrtf((float)hd);
-    const v128_t zero = wasm_i32x4_splat(0);
-    long p0, p1;
-    pool_split((long)n_runs * mc->n_heads, ith, nth, &p0, &p1);
-    for (long item = p0; item < p1; item++) {
-        int t0 = (int)(item / mc->n_heads) * ATT_TOKENS, h = (int)(item % mc->n_heads), kvh = h / group;
-        int nt = a->n_tok - t0 < ATT_TOKENS ? a->n_tok - t0 : ATT_TOKENS, last = a->pos0 + t0 + nt - 1;
-        const float *q[ATT_TOKENS];
-        int pos[ATT_TOKENS];
-        float max[ATT_TOKENS];
-        for (int t = 0; t < ATT_TOKENS; t++) {
-            int tt = t < nt ? t0 + t : t0; /* a short run repeats its first token and drops it */
-            q[t] = c->q + (size_t)tt * mc->dim + (size_t)h * hd;
-            pos[t] = a->pos0 + tt;
-            max[t] = -INFINITY;
-        }
-        const uint16_t *kj = (const uint16_t *)kv_at(c, c->k_cache, a->layer, 0) + (size_t)kvh * hd;
-        for (int j = 0; j <= last; j++, kj += stride) {
-            v128_t s0[ATT_TOKENS], s1[ATT_TOKENS];
-            for (int t = 0; t < ATT_TOKENS; t++) s0[t] = s1[t] = wasm_f32x4_splat(0);
-            for (int i = 0; i < hd; i += 8) {
-                v128_t x = wasm_v128_load(kj + i);
-                v128_t lo = f16_high_to_f32(wasm_i16x8_shuffle(zero, x, 0, 8, 1, 9, 2, 10, 3, 11));
-                v128_t hi = f16_high_to_f32(wasm_i16x8_shuffle(zero, x, 4, 12, 5, 13, 6, 14, 7, 15));
-                for (int t = 0; t < ATT_TOKENS; t++) {
-                    s0[t] = wasm_f32x4_add(s0[t], wasm_f32x4_mul(lo, wasm_v128_load(q[t] + i)));
-                    s1[t] = wasm_f32x4_add(s1[t], wasm_f32x4_mul(hi, wasm_v128_load(q[t] + i + 4)));
-                }
-            }
-            for (int t = 0; t < nt; t++) {
-                if (j > pos[t]) continue;
-                v128_t v = wasm_f32x4_add(s0[t], s1[t]);
-                float sc = ((wasm_f32x4_extract_lane(v, 0) + wasm_f32x4_extract_lane(v, 1)) +
-                            (wasm_f32x4_extract_lane(v, 2) + wasm_f32x4_extract_lane(v, 3))) * inv_sqrt;
-                scores[(size_t)t * n_ctx + j] = sc;
-                if (sc > max[t]) max[t] = sc;
-            }
-        }
-        for (int t = 0; t < ATT_TOKENS; t++) {
-            float *sc = scores + (size_t)t * n_ctx, sum = 0;
-            if (t >= nt) { /* the repeated first token: probabilities 0, its output dropped */
-                memset(sc, 0, (size_t)(last + 1) * sizeof(float));
-                continue;
-            }
-            for (int j = 0; j <= pos[t]; j++) {
-                sc[j] = expf(sc[j] - max[t]);
-                sum += sc[j];
-            }
-            float inv_sum = 1.0f / sum;
-            for (int j = 0; j <= pos[t]; j++) sc[j] *= inv_sum;
-            for (int j = pos[t] + 1; j <= last; j++) sc[j] = 0;
-        }
-        const uint16_t *v0 = (const uint16_t *)kv_at(c, c->v_cache, a->layer, 0) + (size_t)kvh * hd;
-        for (int i = 0; i < hd; i += 8) {
-            v128_t a0[ATT_TOKENS], a1[ATT_TOKENS];
-            for (int t = 0; t < ATT_TOKENS; t++) a0[t] = a1[t] = wasm_f32x4_splat(0);
-            const uint16_t *vj = v0 + i;
-            for (int j = 0; j <= last; j++, vj += stride) {
-                v128_t x = wasm_v128_load(vj);
-                v128_t lo = f16_high_to_f32(wasm_i16x8_shuffle(zero, x, 0, 8, 1, 9, 2, 10, 3, 11));
-                v128_t hi = f16_high_to_f32(wasm_i16x8_shuffle(zero, x, 4, 12, 5, 13, 6, 14, 7, 15));
-                for (int t = 0; t < ATT_TOKENS; t++) {
-                    v128_t pj = wasm_f32x4_splat(scores[(size_t)t * n_ctx + j]);
-                    a0[t] = wasm_f32x4_add(a0[t], wasm_f32x4_mul(pj, lo));
-                    a1[t] = wasm_f32x4_add(a1[t], wasm_f32x4_mul(pj, hi));
-                }
-            }
-            for (int t = 0; t < nt; t++) {
-                float *out = c->xb2 + (size_t)(t0 + t) * mc->dim + (size_t)h * hd;
-                wasm_v128_store(out + i, a0[t]);
-                wasm_v128_store(out + i + 4, a1[t]);
-            }
         }
     }
 }
