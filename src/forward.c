@@ -201,12 +201,13 @@ static float silu(float x) { return x / (1.0f + expf(-x)); }
  * WebAssembly has no prefetch instruction. So a thread cuts its R rows into S runs of R / S
  * (S = 8 where the type has an eight-row kernel, else 4) and each kernel call takes its rows one
  * from each run, R / S rows apart (w_stride): S streams, every output still computed by the
- * same operations. */
-static bool matvec_rows_streams(const matmul_args *a, long r0, long r1) {
+ * same operations. Returns the first row left to the tiles (the last R mod S, or all of a short
+ * range). */
+static long matvec_rows_streams(const matmul_args *a, long r0, long r1) {
     const weight *w = a->w;
     int streams = a->qt->gemv8 ? 8 : 4;
-    long n = r1 - r0, q = n / streams;
-    if (n % streams || q < 4) return false;
+    long q = (r1 - r0) / streams; /* the last (r1 - r0) % streams rows are left to the tiles */
+    if (q < 4) return r0;
     const uint8_t *wdata = (const uint8_t *)w->data + (size_t)r0 * w->row_bytes;
     size_t w_stride = (size_t)q * w->row_bytes;
     float *out = a->out + r0, tile[8];
@@ -216,7 +217,7 @@ static bool matvec_rows_streams(const matmul_args *a, long r0, long r1) {
         else a->qt->gemm((int)w->cols, wi, w_stride, 4, a->act, a->act_row_bytes, 1, tile, 4);
         for (int k = 0; k < streams; k++) out[i + k * q] = tile[k];
     }
-    return true;
+    return r0 + q * streams;
 }
 
 static void matmul_rows(const matmul_args *a, long r0, long r1) {
@@ -224,10 +225,9 @@ static void matmul_rows(const matmul_args *a, long r0, long r1) {
     const uint8_t *wdata = w->data, *act = a->act;
     int cols = (int)w->cols;
     size_t stride = (size_t)a->out_stride;
-    long tiled_from = a->n_tok == 1 && matvec_rows_streams(a, r0, r1) ? r1 : r0;
+    long tiled_from = a->n_tok == 1 ? matvec_rows_streams(a, r0, r1) : r0;
     for (long rt = tiled_from; rt < r1; rt += ROW_TILE) {
         long rend = rt + ROW_TILE < r1 ? rt + ROW_TILE : r1;
-
         for (int t = 0; t < a->n_tok; t += GEMM_MAX_TOKENS) {
             int nt = a->n_tok - t < GEMM_MAX_TOKENS ? a->n_tok - t : GEMM_MAX_TOKENS;
             for (long r = rt; r < rend; r += GEMM_MAX_ROWS) {

@@ -1,14 +1,16 @@
 // tests/consistency.test.mjs — a prompt evaluated as one batch (prefill: gemm tiles, attention
 // over the batch in runs of tokens) gives bit for bit the logits of the same tokens fed one at a
 // time (decode: the eight-stream matrix-vector kernels, one-token attention), in both builds and
-// at 1 and 2 threads, for a grouped-query model (synth mini: 8 heads, 4 KV heads) and one with a
-// KV head per query head (synth mini-mha), each in a 32-element block type and a K-quant mix.
+// at 1, 2 and 3 threads (3 threads leave rows over from the eight decode streams: 256 rows in
+// groups of 4 split 88 + 84 + 84, and 84 = 8 × 10 + 4), for a grouped-query model (synth mini:
+// 8 heads, 4 KV heads) and one with a KV head per query head (synth mini-mha), each in a
+// 32-element block type and a K-quant mix, and for stories260K (F32).
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { runWick, shared } from './helpers.mjs';
+import { runWick, shared, models } from './helpers.mjs';
 
 const vocab = path.join(shared, 'vocab', 'ggml-vocab-llama-spm.gguf');
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'wick-consistency-'));
@@ -16,6 +18,8 @@ after(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
 // 13 prompt tokens: more than one run of attention tokens and of gemm tokens, with a partial last one
 const ids = [1, 450, 4996, 17354, 1701, 29916, 432, 17204, 975, 278, 17366, 11203, 29892];
+// stories260K (F32, vocabulary 512, a 172-row feed-forward)
+const storiesIds = [1, 403, 407, 261, 378, 300, 17, 92, 4, 5, 6, 7, 8];
 
 function synth(shape, type) {
   const file = path.join(tmp, `synth-${shape}-${type}.gguf`);
@@ -26,12 +30,17 @@ function synth(shape, type) {
   return file;
 }
 
+const cases = [];
 for (const shape of ['mini', 'mini-mha'])
   for (const type of ['q4_0', 'q4_k_m'])
+    cases.push({ name: `synth ${shape} ${type}`, file: () => synth(shape, type), ids, nVocab: 32000 });
+cases.push({ name: 'stories260K', file: () => path.join(models, 'stories260K.gguf'), ids: storiesIds, nVocab: 512 });
+
+for (const { name, file: fileOf, ids, nVocab } of cases)
     for (const build of ['native', 'wasm'])
-      for (const threads of [1, 2])
-        test(`${build}, ${threads} thread(s): synth ${shape} ${type}: batch prefill equals token-by-token decode bit for bit`, () => {
-          const file = synth(shape, type);
+      for (const threads of [1, 2, 3])
+        test(`${build}, ${threads} thread(s): ${name}: batch prefill equals token-by-token decode bit for bit`, () => {
+          const file = fileOf();
           const common = ['logits', '-m', file, '--threads', String(threads)];
           // one batch: the prompt rows
           const batch = runWick(build, [...common, '--tokens', ids.join(','), '--steps', '1']);
@@ -45,7 +54,7 @@ for (const shape of ['mini', 'mini-mha'])
           assert.equal(rowsBatch.length, ids.length);
           assert.equal(rowsSeq.length, ids.length);
           for (let i = 0; i < ids.length; i++) {
-            assert.equal(rowsBatch[i].length, 32000);
+            assert.equal(rowsBatch[i].length, nVocab);
             const diff = rowsBatch[i].findIndex((v, k) => v !== rowsSeq[i][k]);
             assert.equal(diff, -1, `position ${i}: logit ${diff} is ${rowsBatch[i][diff]} as a batch, ${rowsSeq[i][diff]} one at a time`);
           }
