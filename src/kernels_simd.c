@@ -173,11 +173,16 @@ void quant_q8_K_from_float_simd(const float *src, void *dst, int64_t n)
         int first = 0;
         while (!(src[first] == amax || src[first] == -amax)) first++;
         float iscale = -127.f / src[first];
-        const v128_t vs = wasm_f32x4_splat(iscale), cap = wasm_i32x4_splat(127);
+        const v128_t vs = wasm_f32x4_splat(iscale), cap = wasm_i32x4_splat(127), lim = wasm_f32x4_splat(128.0f);
         for (int g = 0; g < QK_K / 16; g++) {
             v128_t q[4];
-            for (int k = 0; k < 4; k++)
-                q[k] = wasm_i32x4_min(wasm_i32x4_trunc_sat_f32x4(wasm_f32x4_nearest(wasm_f32x4_mul(wasm_v128_load(src + 16 * g + 4 * k), vs))), cap);
+            for (int k = 0; k < 4; k++) {
+                /* |p| <= 127 unless max is so small that iscale is infinite: then p is ±Inf or
+                 * NaN, which the reference's int conversion turns into 0 */
+                v128_t p = wasm_f32x4_mul(wasm_v128_load(src + 16 * g + 4 * k), vs);
+                v128_t v = wasm_i32x4_min(wasm_i32x4_trunc_sat_f32x4(wasm_f32x4_nearest(p)), cap);
+                q[k] = wasm_v128_and(v, wasm_f32x4_le(wasm_f32x4_abs(p), lim));
+            }
             wasm_v128_store(y[i].qs + 16 * g, wasm_i8x16_narrow_i16x8(wasm_i16x8_narrow_i32x4(q[0], q[1]), wasm_i16x8_narrow_i32x4(q[2], q[3])));
             y[i].bsums[g] = (int16_t)hsum_i32x4(wasm_i32x4_add(wasm_i32x4_add(q[0], q[1]), wasm_i32x4_add(q[2], q[3])));
         }

@@ -527,12 +527,16 @@ static void test_q8_quantize(void)
         quant_q8_0_from_float_ref(x, ref, N);
         quant_get(WICK_TYPE_Q8_0)->from_float(x, simd, N);
         bad_rows += memcmp(ref, simd, sizeof ref) != 0;
-        /* Q8_K: the same rows, with ties of magnitude (+a and -a: the first one wins) in some */
+        /* Q8_K: the same rows, with ties of magnitude (+a and -a: the first one wins) in some,
+         * and a super-block of subnormals only (its scale 127 / max overflows to Inf) in others */
         if (round % 3 == 0)
             for (int b = 0; b < N / QK_K; b++) {
                 x[b * QK_K + 5] = 1e3f * scale;
                 x[b * QK_K + 9] = -1e3f * scale;
             }
+        if (round % 3 == 1)
+            for (int j = 0; j < QK_K; j++)
+                x[QK_K + j] = (float)((int)(rng_u32() % 9) - 4) * 0x1p-149f;
         quant_q8_K_from_float_ref(x, kref, N);
         quant_get(WICK_TYPE_Q8_K)->from_float(x, ksimd, N);
         bad_k += memcmp(kref, ksimd, sizeof kref) != 0;
