@@ -20,7 +20,7 @@ const SAMPLING = [
   ['topP', 'Top-p', 0.05, 1, 0.01, 0.95, 'Keep the smallest set of tokens whose probabilities add up to p.'],
   ['minP', 'Min-p', 0, 1, 0.01, 0.05, 'Drop tokens less likely than min-p times the top one.'],
   ['repeatPenalty', 'Repetition penalty', 1, 2, 0.01, 1, 'Makes tokens seen in the last 64 less likely (1: off).'],
-  ['maxTokens', 'Maximum tokens', 1, 2048, 1, 256, 'Stop after this many new tokens.'],
+  ['maxTokens', 'Maximum tokens', 1, 8192, 1, 256, 'Stop after this many new tokens.'],
 ];
 
 const state = {
