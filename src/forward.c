@@ -349,6 +349,13 @@ static inline v128_t f16_high_to_f32(v128_t x /* half bits << 16 */) {
     return wasm_f32x4_mul(f, wasm_f32x4_splat(0x1p112f));
 }
 
+/* eight halves at h → their floats, the first four in *lo, the last four in *hi */
+static inline void f16x8_to_f32(const uint16_t *h, v128_t *lo, v128_t *hi) {
+    const v128_t zero = wasm_i32x4_splat(0), x = wasm_v128_load(h);
+    *lo = f16_high_to_f32(wasm_i16x8_shuffle(zero, x, 0, 8, 1, 9, 2, 10, 3, 11));
+    *hi = f16_high_to_f32(wasm_i16x8_shuffle(zero, x, 4, 12, 5, 13, 6, 14, 7, 15));
+}
+
 /* n (a multiple of 8) cached values → floats */
 static void kv_row_to_f32(const struct wick_ctx *c, const void *src, float *dst, int n) {
     if (c->kv_type == WICK_KV_F32) {
@@ -356,11 +363,11 @@ static void kv_row_to_f32(const struct wick_ctx *c, const void *src, float *dst,
         return;
     }
     const uint16_t *h = src;
-    const v128_t zero = wasm_i32x4_splat(0);
     for (int i = 0; i < n; i += 8) {
-        v128_t x = wasm_v128_load(h + i);
-        wasm_v128_store(dst + i, f16_high_to_f32(wasm_i16x8_shuffle(zero, x, 0, 8, 1, 9, 2, 10, 3, 11)));
-        wasm_v128_store(dst + i + 4, f16_high_to_f32(wasm_i16x8_shuffle(zero, x, 4, 12, 5, 13, 6, 14, 7, 15)));
+        v128_t lo, hi;
+        f16x8_to_f32(h + i, &lo, &hi);
+        wasm_v128_store(dst + i, lo);
+        wasm_v128_store(dst + i + 4, hi);
     }
 }
 
@@ -396,7 +403,6 @@ static inline __attribute__((always_inline)) void attend_f16_run(struct wick_ctx
     int hd = mc->head_dim, kvh = h / (mc->n_heads / mc->n_kv_heads), last = pos0 + t0 + nt - 1;
     size_t stride = (size_t)kv_dim(mc), n_ctx = (size_t)c->n_ctx;
     float inv_sqrt = 1.0f / sqrtf((float)hd);
-    const v128_t zero = wasm_i32x4_splat(0);
     const float *q[ATT_TOKENS];
     int pos[ATT_TOKENS];
     float max[ATT_TOKENS];
@@ -411,9 +417,8 @@ static inline __attribute__((always_inline)) void attend_f16_run(struct wick_ctx
         v128_t s0[ATT_TOKENS], s1[ATT_TOKENS];
         for (int t = 0; t < T; t++) s0[t] = s1[t] = wasm_f32x4_splat(0);
         for (int i = 0; i < hd; i += 8) {
-            v128_t x = wasm_v128_load(kj + i);
-            v128_t lo = f16_high_to_f32(wasm_i16x8_shuffle(zero, x, 0, 8, 1, 9, 2, 10, 3, 11));
-            v128_t hi = f16_high_to_f32(wasm_i16x8_shuffle(zero, x, 4, 12, 5, 13, 6, 14, 7, 15));
+            v128_t lo, hi;
+            f16x8_to_f32(kj + i, &lo, &hi);
             for (int t = 0; t < T; t++) {
                 s0[t] = wasm_f32x4_add(s0[t], wasm_f32x4_mul(lo, wasm_v128_load(q[t] + i)));
                 s1[t] = wasm_f32x4_add(s1[t], wasm_f32x4_mul(hi, wasm_v128_load(q[t] + i + 4)));
@@ -448,9 +453,8 @@ static inline __attribute__((always_inline)) void attend_f16_run(struct wick_ctx
         for (int t = 0; t < T; t++) a0[t] = a1[t] = wasm_f32x4_splat(0);
         const uint16_t *vj = v0 + i;
         for (int j = 0; j <= last; j++, vj += stride) {
-            v128_t x = wasm_v128_load(vj);
-            v128_t lo = f16_high_to_f32(wasm_i16x8_shuffle(zero, x, 0, 8, 1, 9, 2, 10, 3, 11));
-            v128_t hi = f16_high_to_f32(wasm_i16x8_shuffle(zero, x, 4, 12, 5, 13, 6, 14, 7, 15));
+            v128_t lo, hi;
+            f16x8_to_f32(vj, &lo, &hi);
             for (int t = 0; t < T; t++) {
                 v128_t pj = wasm_f32x4_splat(scores[(size_t)t * n_ctx + j]);
                 a0[t] = wasm_f32x4_add(a0[t], wasm_f32x4_mul(pj, lo));
