@@ -69,28 +69,50 @@ int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_para
         return errorf(err, err_len, "KV cache type %d unknown (0 = f32, 1 = f16)", p->kv_type);
     c->kv_type = p->kv_type;
     c->kv_elem = p->kv_type == WICK_KV_F16 ? 2 : 4;
+    /* phi3 rotates with its long-context factors when the context exceeds the original one
+     * (llama.cpp's get_rope_factors); Llama 3's rope_freqs apply always */
+    c->rope_factors = m->rope_freqs;
+    if (m->rope_factors_short) c->rope_factors = c->n_ctx > mc->n_ctx_orig ? m->rope_factors_long : m->rope_factors_short;
 
+    /* the cache of each layer: every position, or a sliding layer's ring when that is smaller */
+    if (mc->n_swa > 0 && (int64_t)mc->n_swa - 1 + c->n_batch < c->n_ctx) c->ring = mc->n_swa - 1 + c->n_batch;
+    c->kv_slots = malloc((size_t)mc->n_layers * sizeof *c->kv_slots);
+    c->kv_off = malloc((size_t)mc->n_layers * sizeof *c->kv_off);
+    if (!c->kv_slots || !c->kv_off) {
+        ctx_release(c);
+        return errorf(err, err_len, "out of memory");
+    }
+    uint64_t slots = 0;
+    for (int l = 0; l < mc->n_layers; l++) {
+        c->kv_slots[l] = m->layers[l].sliding && c->ring ? c->ring : c->n_ctx;
+        c->kv_off[l] = (size_t)(slots * (uint64_t)kv_dim(mc));
+        slots += (uint64_t)c->kv_slots[l];
+    }
     /* KV cache size checked in 64 bits before allocating: it is the one large allocation here */
-    uint64_t kv_bytes = (uint64_t)mc->n_layers * (uint64_t)c->n_ctx * (uint64_t)kv_dim(mc) * c->kv_elem;
-    if (kv_bytes > (uint64_t)1 << 31 || kv_bytes > SIZE_MAX / 2)
+    uint64_t kv_bytes = slots * (uint64_t)kv_dim(mc) * c->kv_elem;
+    if (kv_bytes > (uint64_t)1 << 31 || kv_bytes > SIZE_MAX / 2) {
+        ctx_release(c);
         return errorf(err, err_len, "a KV cache for %d tokens needs 2 x %llu MiB: too large for this build; ask for a smaller context",
-                    c->n_ctx, (unsigned long long)(kv_bytes >> 20));
+                    p->n_ctx > 0 ? p->n_ctx : c->n_ctx, (unsigned long long)(kv_bytes >> 20));
+    }
+    c->kv_cache_bytes = (size_t)kv_bytes;
     c->k_cache = malloc((size_t)kv_bytes);
     c->v_cache = malloc((size_t)kv_bytes);
 
     size_t B = (size_t)c->n_batch, dim = (size_t)mc->dim, hid = (size_t)mc->hidden_dim, kvd = (size_t)kv_dim(mc);
-    size_t widest = hid > dim ? hid : dim;
+    size_t qd = (size_t)mc->q_dim, widest = hid > dim ? hid : dim;
+    if (qd > widest) widest = qd;
     c->x = malloc(B * dim * sizeof(float));
     c->xb = malloc(B * dim * sizeof(float));
-    c->xb2 = malloc(B * dim * sizeof(float));
-    c->q = malloc(B * dim * sizeof(float));
+    c->xb2 = malloc(B * qd * sizeof(float));
+    c->q = malloc(B * qd * sizeof(float));
     c->k = malloc(B * kvd * sizeof(float));
     c->v = malloc(B * kvd * sizeof(float));
     c->hb = malloc(B * hid * sizeof(float));
     c->hb2 = malloc(B * hid * sizeof(float));
     size_t half = (size_t)(mc->rope_dim / 2 > 0 ? mc->rope_dim / 2 : 1);
-    c->rope_cos = malloc(B * half * sizeof(float));
-    c->rope_sin = malloc(B * half * sizeof(float));
+    c->rope_cos = malloc(2 * B * half * sizeof(float));
+    c->rope_sin = malloc(2 * B * half * sizeof(float));
     c->att = malloc((size_t)n_threads * att_floats_per_thread(c) * sizeof(float));
     c->qbuf_bytes = B * (widest * ACT_BYTES_PER_ELEM_NUM / ACT_BYTES_PER_ELEM_DEN + 64);
     for (int i = 0; i < ACT_SLOTS; i++) c->qbuf[i] = malloc(c->qbuf_bytes);
@@ -111,7 +133,8 @@ int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_para
 void ctx_release(struct wick_ctx *c) {
     if (c->pool) pool_free(c->pool);
     void *bufs[] = {c->k_cache, c->v_cache, c->x, c->xb, c->xb2, c->q, c->k, c->v, c->hb, c->hb2,
-                    c->rope_cos, c->rope_sin, c->att, c->qbuf[0], c->qbuf[1], c->qbuf[2], c->logits};
+                    c->rope_cos, c->rope_sin, c->att, c->qbuf[0], c->qbuf[1], c->qbuf[2], c->logits,
+                    c->kv_slots, c->kv_off};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     memset(c, 0, sizeof *c);
 }
@@ -185,16 +208,27 @@ typedef struct {
 } matmul_args;
 
 /* Several products over the same input in one dispatch (Q, K and V; gate and up): one wake-up
- * and one barrier instead of one per matrix. swiglu: the two products are gate and up, and each
- * thread finishes its own rows with out0 = silu(out0) · out1. */
+ * and one barrier instead of one per matrix. gated: the two products are gate and up, and each
+ * thread finishes its own rows with out0 = act(out0) · out1 (SwiGLU, or GeGLU with GELU). */
 #define MAX_GROUP 3
 typedef struct {
     matmul_args m[MAX_GROUP];
     int n;
-    bool swiglu;
+    bool gated;
+    ffn_activation act;
 } matmul_group_args;
 
 static float silu(float x) { return x / (1.0f + expf(-x)); }
+
+/* tanh(x) = 1 − 2 / (e^(2x) + 1), through expf: the C libraries of the two builds (glibc, musl)
+ * round expf alike but not tanhf, and native and wasm must give the same numbers */
+static inline float tanh_exp(float x) { return 1.0f - 2.0f / (expf(2.0f * x) + 1.0f); }
+
+/* GELU in its tanh form: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) */
+static float gelu_tanh(float x) {
+    const float sqrt_2_over_pi = 0.79788456080286535588f;
+    return 0.5f * x * (1.0f + tanh_exp(sqrt_2_over_pi * x * (1.0f + 0.044715f * x * x)));
+}
 
 /* Decode reads the weights once per token, so its speed is memory's: one core here streams
  * about twice as fast from four or eight places at once as from one (see BENCHMARKS.md), and
@@ -258,18 +292,21 @@ static void matmul_group_task(void *arg, int ith, int nth) {
         thread_rows(g->m[i].w->rows, ith, nth, &r0, &r1);
         matmul_rows(&g->m[i], r0, r1);
     }
-    if (g->swiglu) /* gate and up have the same rows, so this thread owns rows [r0, r1) of both */
+    if (g->gated) /* gate and up have the same rows, so this thread owns rows [r0, r1) of both */
         for (int t = 0; t < g->m[0].n_tok; t++) {
             float *gate = g->m[0].out + (size_t)t * (size_t)g->m[0].out_stride;
             const float *up = g->m[1].out + (size_t)t * (size_t)g->m[1].out_stride;
-            for (long r = r0; r < r1; r++) gate[r] = silu(gate[r]) * up[r];
+            if (g->act == ACT_GELU_TANH)
+                for (long r = r0; r < r1; r++) gate[r] = gelu_tanh(gate[r]) * up[r];
+            else
+                for (long r = r0; r < r1; r++) gate[r] = silu(gate[r]) * up[r];
         }
 }
 
 /* out_i[t][r] = Σ_c W_i[r][c] · x[t][c] (+ bias_i[r]) for every token t, for each of n products */
 static void matmul_group(struct wick_ctx *c, act_rows *x, int n, const weight *const *ws, float *const *outs,
-                         const int *strides, const float *const *biases, bool swiglu) {
-    matmul_group_args g = {.n = n, .swiglu = swiglu};
+                         const int *strides, const float *const *biases, bool gated, ffn_activation act) {
+    matmul_group_args g = {.n = n, .gated = gated, .act = act};
     for (int i = 0; i < n; i++) {
         const quant_type *qt = quant_get(ws[i]->type);
         g.m[i] = (matmul_args){ws[i], NULL, 0, x->n_tok, outs[i], strides[i], biases ? biases[i] : NULL, qt};
@@ -279,7 +316,7 @@ static void matmul_group(struct wick_ctx *c, act_rows *x, int n, const weight *c
 }
 
 static void matmul(struct wick_ctx *c, const weight *w, act_rows *x, float *out, int out_stride, const float *bias) {
-    matmul_group(c, x, 1, &w, &out, &out_stride, &bias, false);
+    matmul_group(c, x, 1, &w, &out, &out_stride, &bias, false, ACT_SILU);
 }
 
 /* ---- elementwise pieces ---- */
@@ -291,20 +328,33 @@ static void rmsnorm(float *out, const float *x, const float *w, int n, float eps
     for (int i = 0; i < n; i++) out[i] = x[i] * scale * w[i];
 }
 
-/* cos/sin of every rotated pair for the batch's positions; θ_i = pos · scale · base^(−2i/rope_dim),
- * formed by repeated multiplication as llama.cpp's rope does, so positions agree with it. */
-static void rope_tables(struct wick_ctx *c, int pos0, int n_tok) {
+/* cos/sin of every rotated pair for n positions from pos0, rope base `base`: as llama.cpp's rope
+ * forms them (ggml_rope_cache_init), θ_i = pos · base^(−2i/rope_dim) by repeated multiplication,
+ * divided by the pair's frequency factor (Llama 3's rope_freqs, phi3's short or long set), times
+ * the linear position scale; cos and sin are then multiplied by mscale (phi3's attn_factor). */
+static void rope_tables(const struct wick_ctx *c, float base, float mscale, int pos0, int n, float *cs, float *sn) {
     const model_config *mc = &c->m->c;
     int half = mc->rope_dim / 2;
-    float theta_scale = powf(mc->rope_base, -2.0f / (float)mc->rope_dim);
-    for (int t = 0; t < n_tok; t++) {
-        float theta = (float)(pos0 + t) * mc->rope_scale;
+    float theta_scale = powf(base, -2.0f / (float)mc->rope_dim);
+    for (int t = 0; t < n; t++) {
+        float theta = (float)(pos0 + t);
         for (int i = 0; i < half; i++) {
-            c->rope_cos[t * half + i] = cosf(theta);
-            c->rope_sin[t * half + i] = sinf(theta);
+            float ff = c->rope_factors ? c->rope_factors[i] : 1.0f;
+            float angle = mc->rope_scale * (theta / ff);
+            /* in double, rounded once: the float cosf/sinf of glibc and musl differ in the last bit */
+            cs[t * half + i] = (float)cos((double)angle) * mscale;
+            sn[t * half + i] = (float)sin((double)angle) * mscale;
             theta *= theta_scale;
         }
     }
+}
+
+/* The tables of a batch: [0] for the full layers, [1] for the sliding ones (their own base). */
+static float *rope_cos_of(const struct wick_ctx *c, bool sliding) {
+    return c->rope_cos + (sliding ? (size_t)c->n_batch * (size_t)(c->m->c.rope_dim / 2) : 0);
+}
+static float *rope_sin_of(const struct wick_ctx *c, bool sliding) {
+    return c->rope_sin + (sliding ? (size_t)c->n_batch * (size_t)(c->m->c.rope_dim / 2) : 0);
 }
 
 /* Rotates the first rope_dim dimensions of each head of vec (n_heads heads) by the angles of cs/sn. */
@@ -330,9 +380,26 @@ static inline void kv_store(const struct wick_ctx *c, void *base, size_t i, floa
     else ((float *)base)[i] = v;
 }
 
-/* start of layer l, position pos in a cache */
+/* the slot of position pos in layer l's cache (a sliding layer's ring wraps around) */
+static int kv_slot(const struct wick_ctx *c, int l, int pos) {
+    return pos < c->kv_slots[l] ? pos : pos % c->kv_slots[l];
+}
+
+/* layer l, position pos in a cache */
 static void *kv_at(const struct wick_ctx *c, void *cache, int l, int pos) {
-    return (uint8_t *)cache + (((size_t)l * (size_t)c->n_ctx + (size_t)pos) * (size_t)kv_dim(&c->m->c)) * c->kv_elem;
+    return (uint8_t *)cache + (c->kv_off[l] + (size_t)kv_slot(c, l, pos) * (size_t)kv_dim(&c->m->c)) * c->kv_elem;
+}
+
+/* the first position a query at pos sees in layer l */
+static int att_first(const struct wick_ctx *c, int l, int pos) {
+    int w = c->m->c.n_swa;
+    return c->m->layers[l].sliding && pos >= w ? pos - w + 1 : 0;
+}
+
+/* an attention score: q·k times the scale, soft-capped where the family caps (gemma2) */
+static inline float att_score(const model_config *mc, float dot) {
+    float s = dot * mc->attn_scale;
+    return mc->attn_softcap > 0 ? tanh_exp(s * (1.0f / mc->attn_softcap)) * mc->attn_softcap : s;
 }
 
 /* ---- attention ---- */
@@ -402,67 +469,75 @@ static inline __attribute__((always_inline)) void attend_f16_run(struct wick_ctx
     const model_config *mc = &c->m->c;
     int hd = mc->head_dim, kvh = h / (mc->n_heads / mc->n_kv_heads), last = pos0 + t0 + nt - 1;
     size_t stride = (size_t)kv_dim(mc), n_ctx = (size_t)c->n_ctx;
-    float inv_sqrt = 1.0f / sqrtf((float)hd);
     const float *q[ATT_TOKENS];
-    int pos[ATT_TOKENS];
+    int pos[ATT_TOKENS], lo[ATT_TOKENS];
     float max[ATT_TOKENS];
     for (int t = 0; t < T; t++) {
         int tt = t < nt ? t0 + t : t0;
-        q[t] = c->q + (size_t)tt * mc->dim + (size_t)h * hd;
+        q[t] = c->q + (size_t)tt * mc->q_dim + (size_t)h * hd;
         pos[t] = pos0 + tt;
+        lo[t] = att_first(c, layer, pos[t]);
         max[t] = -INFINITY;
     }
-    const uint16_t *kj = (const uint16_t *)kv_at(c, c->k_cache, layer, 0) + (size_t)kvh * hd;
-    for (int j = 0; j <= last; j++, kj += stride) {
+    /* positions first … last, from their slots: a sliding layer's ring wraps back to slot 0 */
+    int first = lo[0], n_slots = c->kv_slots[layer], slot0 = kv_slot(c, layer, first);
+    const uint16_t *kbase = (const uint16_t *)kv_at(c, c->k_cache, layer, 0) + (size_t)kvh * hd;
+    const uint16_t *kj = kbase + (size_t)slot0 * stride;
+    for (int j = first, slot = slot0; j <= last; j++) {
         v128_t s0[ATT_TOKENS], s1[ATT_TOKENS];
         for (int t = 0; t < T; t++) s0[t] = s1[t] = wasm_f32x4_splat(0);
         for (int i = 0; i < hd; i += 8) {
-            v128_t lo, hi;
-            f16x8_to_f32(kj + i, &lo, &hi);
+            v128_t lo8, hi8;
+            f16x8_to_f32(kj + i, &lo8, &hi8);
             for (int t = 0; t < T; t++) {
-                s0[t] = wasm_f32x4_add(s0[t], wasm_f32x4_mul(lo, wasm_v128_load(q[t] + i)));
-                s1[t] = wasm_f32x4_add(s1[t], wasm_f32x4_mul(hi, wasm_v128_load(q[t] + i + 4)));
+                s0[t] = wasm_f32x4_add(s0[t], wasm_f32x4_mul(lo8, wasm_v128_load(q[t] + i)));
+                s1[t] = wasm_f32x4_add(s1[t], wasm_f32x4_mul(hi8, wasm_v128_load(q[t] + i + 4)));
             }
         }
         for (int t = 0; t < nt; t++) {
-            if (j > pos[t]) continue;
+            if (j > pos[t] || j < lo[t]) continue;
             v128_t v = wasm_f32x4_add(s0[t], s1[t]);
-            float sc = ((wasm_f32x4_extract_lane(v, 0) + wasm_f32x4_extract_lane(v, 1)) +
-                        (wasm_f32x4_extract_lane(v, 2) + wasm_f32x4_extract_lane(v, 3))) * inv_sqrt;
+            float sc = att_score(mc, (wasm_f32x4_extract_lane(v, 0) + wasm_f32x4_extract_lane(v, 1)) +
+                                         (wasm_f32x4_extract_lane(v, 2) + wasm_f32x4_extract_lane(v, 3)));
             scores[(size_t)t * n_ctx + j] = sc;
             if (sc > max[t]) max[t] = sc;
         }
+        if (++slot == n_slots) slot = 0, kj = kbase;
+        else kj += stride;
     }
     for (int t = 0; t < T; t++) {
         float *sc = scores + (size_t)t * n_ctx, sum = 0;
         if (t >= nt) { /* the repeated first token: probabilities 0, its output dropped */
-            memset(sc, 0, (size_t)(last + 1) * sizeof(float));
+            memset(sc + first, 0, (size_t)(last + 1 - first) * sizeof(float));
             continue;
         }
-        for (int j = 0; j <= pos[t]; j++) {
+        for (int j = lo[t]; j <= pos[t]; j++) {
             sc[j] = expf(sc[j] - max[t]);
             sum += sc[j];
         }
         float inv_sum = 1.0f / sum;
-        for (int j = 0; j <= pos[t]; j++) sc[j] *= inv_sum;
+        for (int j = lo[t]; j <= pos[t]; j++) sc[j] *= inv_sum;
+        for (int j = first; j < lo[t]; j++) sc[j] = 0;
         for (int j = pos[t] + 1; j <= last; j++) sc[j] = 0;
     }
-    const uint16_t *v0 = (const uint16_t *)kv_at(c, c->v_cache, layer, 0) + (size_t)kvh * hd;
+    const uint16_t *vbase = (const uint16_t *)kv_at(c, c->v_cache, layer, 0) + (size_t)kvh * hd;
     for (int i = 0; i < hd; i += 8) {
         v128_t a0[ATT_TOKENS], a1[ATT_TOKENS];
         for (int t = 0; t < T; t++) a0[t] = a1[t] = wasm_f32x4_splat(0);
-        const uint16_t *vj = v0 + i;
-        for (int j = 0; j <= last; j++, vj += stride) {
-            v128_t lo, hi;
-            f16x8_to_f32(vj, &lo, &hi);
+        const uint16_t *vj = vbase + (size_t)slot0 * stride + i;
+        for (int j = first, slot = slot0; j <= last; j++) {
+            v128_t lo8, hi8;
+            f16x8_to_f32(vj, &lo8, &hi8);
             for (int t = 0; t < T; t++) {
                 v128_t pj = wasm_f32x4_splat(scores[(size_t)t * n_ctx + j]);
-                a0[t] = wasm_f32x4_add(a0[t], wasm_f32x4_mul(pj, lo));
-                a1[t] = wasm_f32x4_add(a1[t], wasm_f32x4_mul(pj, hi));
+                a0[t] = wasm_f32x4_add(a0[t], wasm_f32x4_mul(pj, lo8));
+                a1[t] = wasm_f32x4_add(a1[t], wasm_f32x4_mul(pj, hi8));
             }
+            if (++slot == n_slots) slot = 0, vj = vbase + i;
+            else vj += stride;
         }
         for (int t = 0; t < nt; t++) {
-            float *out = c->xb2 + (size_t)(t0 + t) * mc->dim + (size_t)h * hd;
+            float *out = c->xb2 + (size_t)(t0 + t) * mc->q_dim + (size_t)h * hd;
             wasm_v128_store(out + i, a0[t]);
             wasm_v128_store(out + i + 4, a1[t]);
         }
@@ -505,7 +580,6 @@ static void attention_task(void *arg, int ith, int nth) {
     int hd = mc->head_dim, group = mc->n_heads / mc->n_kv_heads, heads = a->heads, runs = group / heads;
     float *scores = c->att + (size_t)ith * att_floats_per_thread(c); /* scores[g * n_ctx + j] */
     float *row = scores + (size_t)ATT_SCORE_ROWS * c->n_ctx;         /* one cached key or value as floats */
-    float inv_sqrt = 1.0f / sqrtf((float)hd);
     long p0, p1;
     pool_split((long)a->n_tok * mc->n_kv_heads * runs, ith, nth, &p0, &p1);
     for (long item = p0; item < p1; item++) {
@@ -515,30 +589,31 @@ static void attention_task(void *arg, int ith, int nth) {
             attend_f16_run(c, a->layer, h0, t, 1, a->pos0, scores, 1);
             continue;
         }
-        const float *q = c->q + (size_t)t * mc->dim + (size_t)h0 * hd;
-        float *out = c->xb2 + (size_t)t * mc->dim + (size_t)h0 * hd;
+        int lo = att_first(c, a->layer, pos);
+        const float *q = c->q + (size_t)t * mc->q_dim + (size_t)h0 * hd;
+        float *out = c->xb2 + (size_t)t * mc->q_dim + (size_t)h0 * hd;
         size_t head_off = (size_t)kvh * hd * c->kv_elem;
         float max[ATT_HEADS_MAX];
         for (int g = 0; g < heads; g++) max[g] = -INFINITY;
-        for (int j = 0; j <= pos; j++) {
+        for (int j = lo; j <= pos; j++) {
             kv_row_to_f32(c, (const uint8_t *)kv_at(c, c->k_cache, a->layer, j) + head_off, row, hd);
             for (int g = 0; g < heads; g++) {
-                float s = dot_f32(q + (size_t)g * hd, row, hd) * inv_sqrt;
+                float s = att_score(mc, dot_f32(q + (size_t)g * hd, row, hd));
                 scores[(size_t)g * c->n_ctx + j] = s;
                 if (s > max[g]) max[g] = s;
             }
         }
         for (int g = 0; g < heads; g++) {
             float *sc = scores + (size_t)g * c->n_ctx, sum = 0;
-            for (int j = 0; j <= pos; j++) {
+            for (int j = lo; j <= pos; j++) {
                 sc[j] = expf(sc[j] - max[g]);
                 sum += sc[j];
             }
             float inv_sum = 1.0f / sum;
-            for (int j = 0; j <= pos; j++) sc[j] *= inv_sum;
+            for (int j = lo; j <= pos; j++) sc[j] *= inv_sum;
         }
         memset(out, 0, (size_t)heads * hd * sizeof(float));
-        for (int j = 0; j <= pos; j++) {
+        for (int j = lo; j <= pos; j++) {
             kv_row_to_f32(c, (const uint8_t *)kv_at(c, c->v_cache, a->layer, j) + head_off, row, hd);
             for (int g = 0; g < heads; g++)
                 axpy_f32(out + (size_t)g * hd, scores[(size_t)g * c->n_ctx + j], row, hd);
@@ -562,36 +637,81 @@ static void add_rows(float *x, const float *y, size_t n) {
     for (size_t i = 0; i < n; i++) x[i] += y[i];
 }
 
+static void scale_rows(float *x, float s, size_t n) {
+    for (size_t i = 0; i < n; i++) x[i] *= s;
+}
+
+/* n_tok rows of width n (stride n): each RMS-normed with weights w, in place or into out */
+static void rmsnorm_rows(float *out, const float *x, const float *w, int n_tok, int n, float eps) {
+    for (int t = 0; t < n_tok; t++) rmsnorm(out + (size_t)t * n, x + (size_t)t * n, w, n, eps);
+}
+
+/* x += block output y (n_tok rows of dim): y normed first where the family has a post norm, and
+ * scaled where it has a residual multiplier (granite) */
+static void residual_add(float *x, float *y, const float *post_norm, int n_tok, const model_config *mc) {
+    size_t n = (size_t)n_tok * mc->dim;
+    if (post_norm) rmsnorm_rows(y, y, post_norm, n_tok, mc->dim, mc->rms_eps);
+    if (mc->residual_scale != 1.0f) scale_rows(y, mc->residual_scale, n);
+    add_rows(x, y, n);
+}
+
+/* Q and K normed (qwen3, gemma3: each head with the same head_dim weights; olmo2: the whole
+ * width), then rotated by their positions unless the layer does not rotate (smollm3) */
+static void qk_prepare(struct wick_ctx *c, const layer_weights *w, int n_tok) {
+    const model_config *mc = &c->m->c;
+    int hd = mc->head_dim, kvd = kv_dim(mc), half = mc->rope_dim / 2;
+    const float *cs = rope_cos_of(c, w->sliding), *sn = rope_sin_of(c, w->sliding);
+    for (int t = 0; t < n_tok; t++) {
+        float *q = c->q + (size_t)t * mc->q_dim, *k = c->k + (size_t)t * kvd;
+        if (mc->qk_norm == QK_NORM_PER_HEAD) {
+            rmsnorm_rows(q, q, w->attn_q_norm, mc->n_heads, hd, mc->rms_eps);
+            rmsnorm_rows(k, k, w->attn_k_norm, mc->n_kv_heads, hd, mc->rms_eps);
+        } else if (mc->qk_norm == QK_NORM_FULL) {
+            rmsnorm(q, q, w->attn_q_norm, mc->q_dim, mc->rms_eps);
+            rmsnorm(k, k, w->attn_k_norm, kvd, mc->rms_eps);
+        }
+        if (!w->rotate) continue;
+        rope_apply(q, mc->n_heads, mc, cs + (size_t)t * half, sn + (size_t)t * half);
+        rope_apply(k, mc->n_kv_heads, mc, cs + (size_t)t * half, sn + (size_t)t * half);
+    }
+}
+
 /* Runs n_tok (≤ n_batch) tokens at positions n_past…; writes logits for the rows asked
- * (none when logits_out is NULL). */
+ * (none when logits_out is NULL). One layer loop for every family: the switches of
+ * model_config and layer_weights say which steps a layer takes. */
 static int forward_batch(struct wick_ctx *c, const int32_t *tokens, int n_tok, bool all_logits, float *logits_out) {
     const struct wick_model *m = c->m;
     const model_config *mc = &m->c;
-    int dim = mc->dim, kvd = kv_dim(mc), hid = mc->hidden_dim, half = mc->rope_dim / 2;
+    int dim = mc->dim, kvd = kv_dim(mc), hid = mc->hidden_dim, qd = mc->q_dim;
     int pos0 = c->n_past;
     const quant_type *emb_t = quant_get(m->tok_embd.type);
     for (int t = 0; t < n_tok; t++)
         emb_t->to_float((const uint8_t *)m->tok_embd.data + (size_t)tokens[t] * m->tok_embd.row_bytes,
                         c->x + (size_t)t * dim, dim);
-    rope_tables(c, pos0, n_tok);
+    if (mc->embd_scale != 1.0f) scale_rows(c->x, mc->embd_scale, (size_t)n_tok * dim);
+    rope_tables(c, mc->rope_base, mc->rope_attn_factor, pos0, n_tok, rope_cos_of(c, false), rope_sin_of(c, false));
+    if (mc->n_swa > 0)
+        rope_tables(c, mc->rope_base_swa, mc->rope_attn_factor, pos0, n_tok, rope_cos_of(c, true), rope_sin_of(c, true));
     act_rows in;
     for (int l = 0; l < mc->n_layers; l++) {
         const layer_weights *w = &m->layers[l];
-        /* attention */
-        for (int t = 0; t < n_tok; t++)
-            rmsnorm(c->xb + (size_t)t * dim, c->x + (size_t)t * dim, w->attn_norm, dim, mc->rms_eps);
-        act_init(&in, c, c->xb, n_tok, dim);
+        /* attention: xb = norm(x) (or x itself where there is no pre-norm) */
+        const float *a_in = c->x;
+        if (w->attn_norm) {
+            rmsnorm_rows(c->xb, c->x, w->attn_norm, n_tok, dim, mc->rms_eps);
+            a_in = c->xb;
+        }
+        act_init(&in, c, a_in, n_tok, dim);
         {
             const weight *ws[] = {&w->wq, &w->wk, &w->wv};
             float *outs[] = {c->q, c->k, c->v};
-            const int strides[] = {dim, kvd, kvd};
+            const int strides[] = {qd, kvd, kvd};
             const float *biases[] = {w->bq, w->bk, w->bv};
-            matmul_group(c, &in, 3, ws, outs, strides, biases, false);
+            matmul_group(c, &in, 3, ws, outs, strides, biases, false, ACT_SILU);
         }
+        qk_prepare(c, w, n_tok);
         for (int t = 0; t < n_tok; t++) {
-            float *q = c->q + (size_t)t * dim, *k = c->k + (size_t)t * kvd, *v = c->v + (size_t)t * kvd;
-            rope_apply(q, mc->n_heads, mc, c->rope_cos + (size_t)t * half, c->rope_sin + (size_t)t * half);
-            rope_apply(k, mc->n_kv_heads, mc, c->rope_cos + (size_t)t * half, c->rope_sin + (size_t)t * half);
+            const float *k = c->k + (size_t)t * kvd, *v = c->v + (size_t)t * kvd;
             void *kc = kv_at(c, c->k_cache, l, pos0 + t), *vc = kv_at(c, c->v_cache, l, pos0 + t);
             for (int i = 0; i < kvd; i++) {
                 kv_store(c, kc, (size_t)i, k[i]);
@@ -605,25 +725,29 @@ static int forward_batch(struct wick_ctx *c, const int32_t *tokens, int n_tok, b
         } else {
             pool_run(c->pool, attention_task, &aa);
         }
-        act_init(&in, c, c->xb2, n_tok, dim);
+        act_init(&in, c, c->xb2, n_tok, qd);
         matmul(c, &w->wo, &in, c->xb, dim, NULL);
-        add_rows(c->x, c->xb, (size_t)n_tok * dim);
+        residual_add(c->x, c->xb, w->attn_post_norm, n_tok, mc);
 
-        /* feed-forward (SwiGLU) */
-        for (int t = 0; t < n_tok; t++)
-            rmsnorm(c->xb + (size_t)t * dim, c->x + (size_t)t * dim, w->ffn_norm, dim, mc->rms_eps);
-        act_init(&in, c, c->xb, n_tok, dim);
+        /* feed-forward: act(gate) ⊙ up, then down */
+        const float *f_in = c->x;
+        if (w->ffn_norm) {
+            rmsnorm_rows(c->xb, c->x, w->ffn_norm, n_tok, dim, mc->rms_eps);
+            f_in = c->xb;
+        }
+        act_init(&in, c, f_in, n_tok, dim);
         {
             const weight *ws[] = {&w->w_gate, &w->w_up};
             float *outs[] = {c->hb, c->hb2};
             const int strides[] = {hid, hid};
-            matmul_group(c, &in, 2, ws, outs, strides, NULL, true); /* hb = silu(gate) ⊙ up */
+            matmul_group(c, &in, 2, ws, outs, strides, NULL, true, mc->act); /* hb = act(gate) ⊙ up */
         }
         act_init(&in, c, c->hb, n_tok, hid);
         matmul(c, &w->w_down, &in, c->xb, dim, NULL);
-        add_rows(c->x, c->xb, (size_t)n_tok * dim);
+        residual_add(c->x, c->xb, w->ffn_post_norm, n_tok, mc);
     }
     c->n_past += n_tok;
+    if (c->ring && c->n_past - c->ring > c->swa_lo) c->swa_lo = c->n_past - c->ring;
     if (!logits_out) return 0;
     /* the output head, for every row or only the last */
     int first = all_logits ? 0 : n_tok - 1, n_out = n_tok - first;
@@ -631,6 +755,11 @@ static int forward_batch(struct wick_ctx *c, const int32_t *tokens, int n_tok, b
         rmsnorm(c->xb + (size_t)(t - first) * dim, c->x + (size_t)t * dim, m->output_norm, dim, mc->rms_eps);
     act_init(&in, c, c->xb, n_out, dim);
     matmul(c, &m->output, &in, logits_out, mc->n_vocab, NULL);
+    size_t n_logits = (size_t)n_out * (size_t)mc->n_vocab;
+    if (mc->logit_scale != 1.0f) scale_rows(logits_out, mc->logit_scale, n_logits);
+    if (mc->final_softcap > 0) /* gemma2: l → cap·tanh(l/cap) */
+        for (size_t i = 0; i < n_logits; i++)
+            logits_out[i] = tanh_exp(logits_out[i] * (1.0f / mc->final_softcap)) * mc->final_softcap;
     return 0;
 }
 
@@ -642,6 +771,9 @@ int forward_eval(struct wick_ctx *c, const int32_t *tokens, int32_t n, bool all_
     for (int32_t i = 0; i < n; i++)
         if (tokens[i] < 0 || tokens[i] >= mc->n_vocab)
             return errorf(err, err_len, "token id %d out of range (vocabulary of %d)", tokens[i], mc->n_vocab);
+    if (!kv_cache_can_trim(c, c->n_past))
+        return errorf(err, err_len, "the sliding-window layers no longer hold the positions before %d (the cache was cut "
+                      "back too far): evaluate from an earlier position", c->n_past);
     int32_t rows = all_logits ? n : 1;
     if (rows > c->logits_cap_rows) {
         float *l = realloc(c->logits, (size_t)rows * (size_t)mc->n_vocab * sizeof(float));
@@ -660,34 +792,105 @@ int forward_eval(struct wick_ctx *c, const int32_t *tokens, int32_t n, bool all_
     return 0;
 }
 
+/* The old position of new position q after positions n_keep … n_keep + n_discard − 1 are dropped. */
+static int shifted_from(int q, int n_keep, int n_discard) { return q < n_keep ? q : q + n_discard; }
+
+/* The first position (in the new numbering) a sliding layer's ring can still supply after the
+ * shift: within the ring's reach and held (at or after swa_lo) before. */
+static int ring_first_after_shift(const struct wick_ctx *c, int n_keep, int n_discard) {
+    int n_after = c->n_past - n_discard, lo = n_after - c->ring > 0 ? n_after - c->ring : 0;
+    if (c->swa_lo > n_keep) { /* kept positions are gone: only moved ones from old swa_lo on */
+        int q = c->swa_lo - n_discard;
+        if (q < n_keep) q = n_keep;
+        if (q > lo) lo = q;
+    } else if (c->swa_lo > lo) {
+        lo = c->swa_lo;
+    }
+    return lo < n_after ? lo : n_after;
+}
+
+bool kv_cache_can_shift(const struct wick_ctx *c, int32_t n_keep, int32_t n_discard) {
+    if (n_keep < 0 || n_discard < 0 || n_keep + n_discard > c->n_past) return false;
+    if (!c->ring || n_discard == 0) return true;
+    int n_after = c->n_past - n_discard, w = c->m->c.n_swa;
+    int need = n_after >= w ? n_after - w + 1 : 0; /* the window of the next position */
+    return ring_first_after_shift(c, n_keep, n_discard) <= need;
+}
+
+bool kv_cache_can_trim(const struct wick_ctx *c, int32_t n) {
+    if (n < 0 || n > c->n_past) return false;
+    if (!c->ring || n == 0) return true;
+    int w = c->m->c.n_swa, need = n >= w ? n - w + 1 : 0;
+    return need >= c->swa_lo;
+}
+
+/* Re-rotates one cached key row (kv_dim values) by the angles of cs/sn. */
+static void rotate_cached_key(struct wick_ctx *c, const void *src, void *dst, const float *cs, const float *sn) {
+    const model_config *mc = &c->m->c;
+    int kvd = kv_dim(mc);
+    float *tmp = c->k; /* scratch of at least kv_dim floats */
+    for (int i = 0; i < kvd; i++) tmp[i] = kv_load(c, src, (size_t)i);
+    rope_apply(tmp, mc->n_kv_heads, mc, cs, sn);
+    for (int i = 0; i < kvd; i++) kv_store(c, dst, (size_t)i, tmp[i]);
+}
+
 int kv_cache_shift(struct wick_ctx *c, int32_t n_keep, int32_t n_discard, char *err, size_t err_len) {
     const model_config *mc = &c->m->c;
     if (n_keep < 0 || n_discard < 0 || n_keep + n_discard > c->n_past)
         return errorf(err, err_len, "cannot drop %d positions after %d of %d", n_discard, n_keep, c->n_past);
     if (n_discard == 0) return 0;
+    if (!kv_cache_can_shift(c, n_keep, n_discard))
+        return errorf(err, err_len, "cannot drop %d positions after %d: the sliding-window layers no longer hold the kept "
+                      "positions their window would see (evaluate the kept tokens again)", n_discard, n_keep);
     int kvd = kv_dim(mc), half = mc->rope_dim / 2;
-    int moved = c->n_past - n_keep - n_discard;
+    size_t row_bytes = (size_t)kvd * c->kv_elem;
+    int moved = c->n_past - n_keep - n_discard, n_after = c->n_past - n_discard;
     /* a key at position p was rotated by p·θ_i; moved to p − n_discard it needs a further
-     * rotation by −n_discard·θ_i (rotations compose additively) */
-    float theta_scale = powf(mc->rope_base, -2.0f / (float)mc->rope_dim);
-    float *cs = c->rope_cos, *sn = c->rope_sin;
-    float theta = -(float)n_discard * mc->rope_scale;
-    for (int i = 0; i < half; i++) {
-        cs[i] = cosf(theta);
-        sn[i] = sinf(theta);
-        theta *= theta_scale;
-    }
-    float *tmp = c->k; /* scratch of at least kv_dim floats */
-    for (int l = 0; l < mc->n_layers; l++) {
-        for (int j = 0; j < moved; j++) {
-            int from = n_keep + n_discard + j, to = n_keep + j;
-            void *ks = kv_at(c, c->k_cache, l, from), *kd = kv_at(c, c->k_cache, l, to);
-            for (int i = 0; i < kvd; i++) tmp[i] = kv_load(c, ks, (size_t)i);
-            rope_apply(tmp, mc->n_kv_heads, mc, cs, sn);
-            for (int i = 0; i < kvd; i++) kv_store(c, kd, (size_t)i, tmp[i]);
-            memmove(kv_at(c, c->v_cache, l, to), kv_at(c, c->v_cache, l, from), (size_t)kvd * c->kv_elem);
+     * rotation by −n_discard·θ_i (rotations compose additively), with each base's θ and no
+     * magnitude factor (phi3's attn_factor is in the key already) */
+    float *cs = c->rope_cos, *sn = c->rope_sin, *cs_swa = c->rope_cos + half, *sn_swa = c->rope_sin + half;
+    rope_tables(c, mc->rope_base, 1.0f, -n_discard, 1, cs, sn);
+    rope_tables(c, mc->rope_base_swa, 1.0f, -n_discard, 1, cs_swa, sn_swa);
+    uint8_t *ring_k = NULL, *ring_v = NULL;
+    int ring_lo = c->ring ? ring_first_after_shift(c, n_keep, n_discard) : 0;
+    if (c->ring) {
+        ring_k = malloc((size_t)c->ring * row_bytes);
+        ring_v = malloc((size_t)c->ring * row_bytes);
+        if (!ring_k || !ring_v) {
+            free(ring_k);
+            free(ring_v);
+            return errorf(err, err_len, "out of memory shifting the context");
         }
     }
-    c->n_past -= n_discard;
+    for (int l = 0; l < mc->n_layers; l++) {
+        const layer_weights *w = &c->m->layers[l];
+        const float *lcs = w->sliding ? cs_swa : cs, *lsn = w->sliding ? sn_swa : sn;
+        if (c->kv_slots[l] == c->n_ctx) { /* every position: move the rest down in place */
+            for (int j = 0; j < moved; j++) {
+                int from = n_keep + n_discard + j, to = n_keep + j;
+                void *ks = kv_at(c, c->k_cache, l, from), *kd = kv_at(c, c->k_cache, l, to);
+                if (w->rotate) rotate_cached_key(c, ks, kd, lcs, lsn);
+                else memmove(kd, ks, row_bytes);
+                memmove(kv_at(c, c->v_cache, l, to), kv_at(c, c->v_cache, l, from), row_bytes);
+            }
+            continue;
+        }
+        /* a ring: the positions it can still supply, from a copy into their new slots */
+        uint8_t *kr = (uint8_t *)kv_at(c, c->k_cache, l, 0), *vr = (uint8_t *)kv_at(c, c->v_cache, l, 0);
+        memcpy(ring_k, kr, (size_t)c->ring * row_bytes);
+        memcpy(ring_v, vr, (size_t)c->ring * row_bytes);
+        for (int q = ring_lo; q < n_after; q++) {
+            int from = shifted_from(q, n_keep, n_discard);
+            const uint8_t *ks = ring_k + (size_t)(from % c->ring) * row_bytes;
+            uint8_t *kd = kr + (size_t)(q % c->ring) * row_bytes;
+            if (w->rotate && from != q) rotate_cached_key(c, ks, kd, lcs, lsn);
+            else memcpy(kd, ks, row_bytes);
+            memcpy(vr + (size_t)(q % c->ring) * row_bytes, ring_v + (size_t)(from % c->ring) * row_bytes, row_bytes);
+        }
+    }
+    free(ring_k);
+    free(ring_v);
+    c->n_past = n_after;
+    if (c->ring) c->swa_lo = ring_lo;
     return 0;
 }

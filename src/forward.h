@@ -27,11 +27,19 @@ struct wick_ctx {
     const struct wick_model *m;
     int32_t n_ctx, n_batch, kv_type, n_past;
     size_t kv_elem;               /* bytes per cached element (2 or 4) */
-    void *k_cache, *v_cache;      /* [n_layers][n_ctx][kv_dim] */
+    void *k_cache, *v_cache;      /* per layer l: [kv_slots[l]][kv_dim] from element kv_off[l] */
+    int32_t *kv_slots;            /* positions layer l holds: n_ctx, or a ring for a sliding layer */
+    size_t *kv_off;               /* where layer l's cache starts, in elements */
+    size_t kv_cache_bytes;        /* of k_cache (v_cache is as large) */
+    /* A sliding layer's ring holds position p in slot p mod ring: its last n_swa − 1 + n_batch
+     * positions, enough for a batch to see its window; swa_lo is the oldest position every ring
+     * still holds (positions before it were overwritten). ring is 0 when no layer has one. */
+    int32_t ring, swa_lo;
+    const float *rope_factors;    /* frequency divisors in effect: rope_freqs, or phi3's set for n_ctx */
     pool *pool;
     /* scratch for one batch of at most n_batch tokens */
-    float *x, *xb, *xb2, *q, *k, *v, *hb, *hb2;
-    float *rope_cos, *rope_sin;   /* [n_batch][rope_dim/2] */
+    float *x, *xb, *xb2, *q, *k, *v, *hb, *hb2; /* q and xb2 are [n_batch][q_dim], x and xb [n_batch][dim] */
+    float *rope_cos, *rope_sin;   /* [2][n_batch][rope_dim/2]: the full layers' base, then the sliding layers' */
     float *att;                   /* per thread: scores of up to 8 heads × n_ctx, one row (forward.c) */
     void *qbuf[ACT_SLOTS];
     size_t qbuf_bytes;
@@ -43,5 +51,11 @@ int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_para
 void ctx_release(struct wick_ctx *c);
 int forward_eval(struct wick_ctx *c, const int32_t *tokens, int32_t n, bool all_logits, char *err, size_t err_len);
 int kv_cache_shift(struct wick_ctx *c, int32_t n_keep, int32_t n_discard, char *err, size_t err_len);
+/* Whether the cache can drop positions n_keep … n_keep + n_discard − 1 and go on: false when a
+ * sliding layer would need kept positions its ring no longer holds (then evaluate again). */
+bool kv_cache_can_shift(const struct wick_ctx *c, int32_t n_keep, int32_t n_discard);
+/* Whether the cache can be cut back to its first n positions and go on from there (a sliding
+ * layer's ring must still hold the window before position n). */
+bool kv_cache_can_trim(const struct wick_ctx *c, int32_t n);
 
 #endif

@@ -205,6 +205,7 @@ wick_status wick_gen_start(wick_gen *g, const int32_t *tokens, int32_t n) {
     /* reuse the cached prefix; at least the last prompt token is evaluated (its logits are needed) */
     int32_t common = 0, cached = wick_n_past(c);
     while (common < cached && common < np - 1 && g->hist[common] == p[common]) common++;
+    if (!kv_cache_can_trim(c, common)) common = 0; /* a sliding window's ring has moved past it */
     wick_kv_trim(c, common);
     wick_status s = wick_eval(c, p + common, np - common, 0);
     if (s != WICK_OK) {
@@ -252,9 +253,19 @@ static wick_status context_shift(wick_gen *g) {
     int32_t n_past = wick_n_past(c);
     int32_t discard = (n_past - g->keep) / 2;
     if (discard < 1) return wick_internal_error(WICK_ERR_CONTEXT_FULL, "the context is full and nothing can be dropped");
-    wick_status s = wick_kv_shift(c, g->keep, discard);
-    if (s != WICK_OK) return s;
+    bool can_shift = kv_cache_can_shift(c, g->keep, discard);
+    if (can_shift) {
+        wick_status s = wick_kv_shift(c, g->keep, discard);
+        if (s != WICK_OK) return s;
+    }
     memmove(g->hist + g->keep, g->hist + g->keep + discard, (size_t)(n_past - g->keep - discard) * sizeof *g->hist);
+    if (!can_shift) {
+        /* a sliding-window layer's ring no longer holds kept positions its window will see:
+         * the tokens that stay are evaluated again instead (slower than a shift, never wrong) */
+        wick_kv_trim(c, 0);
+        wick_status s = wick_eval(c, g->hist, n_past - discard, 0);
+        if (s != WICK_OK) return s;
+    }
     g->shifted += discard;
     return WICK_OK;
 }

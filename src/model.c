@@ -107,15 +107,115 @@ static int check_config(const model_config *c, char *err, size_t err_len) {
         return errorf(err, err_len, "rope base %g out of range", c->rope_base);
     if (!(c->rope_scale > 0 && isfinite(c->rope_scale)))
         return errorf(err, err_len, "rope scaling %g out of range", c->rope_scale);
+    if (!(c->rope_attn_factor > 0 && isfinite(c->rope_attn_factor)))
+        return errorf(err, err_len, "rope attention factor %g out of range", c->rope_attn_factor);
+    const float scales[] = {c->embd_scale, c->residual_scale, c->attn_scale, c->logit_scale};
+    for (size_t i = 0; i < sizeof scales / sizeof scales[0]; i++)
+        if (!(isfinite(scales[i]) && scales[i] != 0))
+            return errorf(err, err_len, "a scale multiplier (%g) is 0 or not finite", scales[i]);
+    if (c->n_swa < 0 || c->n_swa > MAX_CTX) return errorf(err, err_len, "sliding window %d out of range", c->n_swa);
+    return 0;
+}
+
+/* What a family adds to the llama layer, as llama.cpp's loader and graph for it read it
+ * (src/llama-model.cpp and src/models/<family>.cpp in llama.cpp's source). Everything else
+ * comes from the file's metadata and tensors. */
+typedef struct {
+    const char *name;
+    bool rope_neox;        /* NEOX pairing (llama.cpp's llama_model_rope_type) */
+    bool norm_pre;         /* attn_norm / ffn_norm before each block */
+    bool norm_post;        /* post_attention_norm / post_ffw_norm after each block */
+    qk_norm_kind qk_norm;
+    ffn_activation act;
+    bool embd_scale_sqrt;  /* embeddings × √dim */
+    bool biases;           /* attention biases required */
+    bool tied_only;        /* the output is always the embedding (no output.weight is read) */
+    bool output_required;
+    int swa_period;        /* default sliding-window pattern: layer il slides when il % period < period − 1 */
+    int32_t swa_default;   /* window when the key is absent (0: no sliding window then) */
+    bool swa_base_own;     /* the sliding layers' rope base defaults to 10000, else to rope.freq_base */
+    int no_rope_every;     /* layers with (il + 1) % this == 0 are not rotated (0: all rotate) */
+    bool softcaps;         /* attn_logit_softcapping and final_logit_softcapping, defaults 50 and 30 */
+    bool final_softcap;    /* final_logit_softcapping when present (no default) */
+    bool granite_scales;   /* embedding_scale, residual_scale, attention.scale, logit_scale */
+    bool ignore_swa;       /* a sliding_window key is present but llama.cpp does not apply it (phi3) */
+} arch_info;
+
+static const arch_info archs[] = {
+    /* name      neox   pre    post   qk norm           act            √dim   bias   tied   outreq period swa   ownb  norope caps  fcap  gran   noswa */
+    {"llama",    false, true,  false, QK_NORM_NONE,     ACT_SILU,      false, false, false, false, 0, 0,     false, 0,   false, false, false, false},
+    {"qwen2",    true,  true,  false, QK_NORM_NONE,     ACT_SILU,      false, true,  false, false, 0, 0,     false, 0,   false, false, false, false},
+    {"qwen3",    true,  true,  false, QK_NORM_PER_HEAD, ACT_SILU,      false, false, false, false, 0, 0,     false, 0,   false, false, false, false},
+    {"gemma2",   true,  true,  true,  QK_NORM_NONE,     ACT_GELU_TANH, true,  false, true,  false, 2, 4096,  false, 0,   true,  false, false, false},
+    {"gemma3",   true,  true,  true,  QK_NORM_PER_HEAD, ACT_GELU_TANH, true,  false, false, false, 6, 0,     true,  0,   false, true,  false, false},
+    {"phi3",     true,  true,  false, QK_NORM_NONE,     ACT_SILU,      false, false, false, true,  0, 0,     false, 0,   false, false, false, true},
+    {"smollm3",  false, true,  false, QK_NORM_NONE,     ACT_SILU,      false, false, false, false, 0, 0,     false, 4,   false, false, false, false},
+    {"granite",  false, true,  false, QK_NORM_NONE,     ACT_SILU,      false, false, false, false, 0, 0,     false, 0,   false, false, true,  false},
+    {"olmo2",    true,  false, true,  QK_NORM_FULL,     ACT_SILU,      false, false, false, true,  4, 0,     false, 0,   false, false, false, false},
+};
+
+static const arch_info *arch_find(gguf_str name) {
+    for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
+        if (gguf_str_eq(name, archs[i].name)) return &archs[i];
+    return NULL;
+}
+
+/* The names, for messages: "llama, qwen2, …" */
+static const char *arch_names(void) {
+    static char list[256];
+    if (!list[0])
+        for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", archs[i].name);
+    return list;
+}
+
+static const arch_info *model_arch(const struct wick_model *m) {
+    for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
+        if (!strcmp(m->c.arch, archs[i].name)) return &archs[i];
+    return &archs[0];
+}
+
+/* A float key of the architecture, or def when absent; refused when not finite. */
+static int meta_float_or(const gguf_file *g, const char *arch, const char *suffix, double def, float *out, char *err,
+                         size_t err_len) {
+    double f = def;
+    if (meta_float(g, arch, suffix, &f) && !isfinite(f))
+        return errorf(err, err_len, "metadata %s.%s = %g is not finite", arch, suffix, f);
+    *out = (float)f;
+    return 0;
+}
+
+/* The plain llama layer: no extra scales, caps, windows or norms. */
+static void config_defaults(model_config *c) {
+    c->rope_base = c->rope_base_swa = 10000.0f;
+    c->rope_scale = c->rope_attn_factor = 1.0f;
+    c->rms_eps = 1e-5f;
+    c->act = ACT_SILU;
+    c->qk_norm = QK_NORM_NONE;
+    c->embd_scale = c->residual_scale = c->logit_scale = 1.0f;
+    c->attn_softcap = c->final_softcap = 0;
+    c->n_swa = 0;
+}
+
+/* Per-layer switches, once n_layers is known and checked. */
+static int alloc_layers(struct wick_model *m, char *err, size_t err_len) {
+    if (m->c.n_layers < 1 || m->c.n_layers > MAX_LAYERS)
+        return errorf(err, err_len, "block count = %d is out of range (1 to %d)", m->c.n_layers, MAX_LAYERS);
+    m->layers = calloc((size_t)m->c.n_layers, sizeof *m->layers);
+    if (!m->layers) return errorf(err, err_len, "out of memory");
+    for (int l = 0; l < m->c.n_layers; l++) m->layers[l].rotate = true;
     return 0;
 }
 
 static int read_gguf_config(struct wick_model *m, char *err, size_t err_len) {
     const gguf_file *g = &m->gguf;
     model_config *c = &m->c;
+    const arch_info *ai = model_arch(m);
     const char *a = c->arch;
     int64_t v;
     double f;
+    char key[128];
+    config_defaults(c);
 #define REQUIRE_INT(field, suffix)                                                          \
     do {                                                                                    \
         if (!meta_int(g, a, suffix, &v)) return errorf(err, err_len, "metadata %s.%s is missing", a, suffix); \
@@ -128,30 +228,41 @@ static int read_gguf_config(struct wick_model *m, char *err, size_t err_len) {
     REQUIRE_INT(hidden_dim, "feed_forward_length");
     REQUIRE_INT(n_ctx_train, "context_length");
 #undef REQUIRE_INT
+    /* mixtures of experts route each token through some of several FFNs: not this forward pass */
+    if (meta_int(g, a, "expert_count", &v) && v > 0)
+        return errorf(err, err_len, "%s is a mixture-of-experts model (%s.expert_count = %lld): not supported", a, a, (long long)v);
     if (c->n_heads < 1) return errorf(err, err_len, "head count %d out of range", c->n_heads);
+    snprintf(key, sizeof key, "%s.attention.head_count_kv", a);
+    const gguf_kv *kv_arr = gguf_find(g, key);
+    if (kv_arr && kv_arr->type == GGUF_ARRAY)
+        return errorf(err, err_len, "%s is an array (a KV head count per layer): not supported", key);
     c->n_kv_heads = c->n_heads;
     if (meta_int(g, a, "attention.head_count_kv", &v)) {
         if (v < 1 || v > c->n_heads) return errorf(err, err_len, "KV head count %lld out of range", (long long)v);
         c->n_kv_heads = (int32_t)v;
     }
-    if (c->n_heads < 1 || c->dim % c->n_heads)
+    /* head size: attention.key_length where present (qwen3, gemma), else embedding / heads */
+    c->head_dim = c->dim % c->n_heads == 0 ? c->dim / c->n_heads : 0;
+    if (meta_int(g, a, "attention.key_length", &v)) {
+        if (v < 1 || v > MAX_DIM) return errorf(err, err_len, "attention.key_length %lld out of range", (long long)v);
+        c->head_dim = (int32_t)v;
+    }
+    if (c->head_dim == 0)
         return errorf(err, err_len, "embedding length %d is not a multiple of the head count %d", c->dim, c->n_heads);
-    c->head_dim = c->dim / c->n_heads;
-    if (meta_int(g, a, "attention.key_length", &v) && v != c->head_dim)
-        return errorf(err, err_len, "attention.key_length %lld differs from embedding/heads %d (unsupported)",
-                    (long long)v, c->head_dim);
+    if (meta_int(g, a, "attention.value_length", &v) && v != c->head_dim)
+        return errorf(err, err_len, "attention.value_length %lld differs from key_length %d (unsupported)", (long long)v,
+                      c->head_dim);
+    if ((int64_t)c->n_heads * c->head_dim > 4 * (int64_t)MAX_DIM)
+        return errorf(err, err_len, "%d heads of %d is out of range", c->n_heads, c->head_dim);
+    c->q_dim = c->n_heads * c->head_dim;
     c->rope_dim = c->head_dim;
     if (meta_int(g, a, "rope.dimension_count", &v)) {
         if (v < 0 || v > c->head_dim) return errorf(err, err_len, "rope dimension %lld out of range", (long long)v);
         c->rope_dim = (int32_t)v;
     }
-    c->rope_base = 10000.0f;
     if (meta_float(g, a, "rope.freq_base", &f)) c->rope_base = (float)f;
-    c->rms_eps = 1e-5f;
     if (meta_float(g, a, "attention.layer_norm_rms_epsilon", &f)) c->rms_eps = (float)f;
-    c->rope_scale = 1.0f;
     gguf_str st;
-    char key[128];
     snprintf(key, sizeof key, "%s.rope.scaling.type", a);
     bool scaled = gguf_get_str(g, key, &st) && !gguf_str_eq(st, "none");
     if (scaled && !gguf_str_eq(st, "linear"))
@@ -163,44 +274,147 @@ static int read_gguf_config(struct wick_model *m, char *err, size_t err_len) {
         if (!(f > 0)) return errorf(err, err_len, "rope scaling factor %g out of range", f);
         c->rope_scale = (float)(1.0 / f);
     }
-    c->rope_neox = strcmp(a, "qwen2") == 0;
+    if (meta_float_or(g, a, "rope.scaling.attn_factor", 1.0, &c->rope_attn_factor, err, err_len)) return -1;
+    c->n_ctx_orig = c->n_ctx_train;
+    if (meta_int(g, a, "rope.scaling.original_context_length", &v)) {
+        if (v < 1 || v > MAX_CTX) return errorf(err, err_len, "rope.scaling.original_context_length %lld out of range", (long long)v);
+        c->n_ctx_orig = (int32_t)v;
+    }
+    c->rope_neox = ai->rope_neox;
+    c->act = ai->act;
+    c->qk_norm = ai->qk_norm;
+
+    /* scales: gemma's √dim embeddings, granite's four multipliers, the soft-caps */
+    if (ai->embd_scale_sqrt) c->embd_scale = sqrtf((float)c->dim);
+    c->attn_scale = 1.0f / sqrtf((float)c->head_dim);
+    if (ai->granite_scales) {
+        float e, r, s, l;
+        if (meta_float_or(g, a, "embedding_scale", 0, &e, err, err_len) ||
+            meta_float_or(g, a, "residual_scale", 0, &r, err, err_len) ||
+            meta_float_or(g, a, "attention.scale", 0, &s, err, err_len) ||
+            meta_float_or(g, a, "logit_scale", 0, &l, err, err_len))
+            return -1;
+        if (l == 0) return errorf(err, err_len, "metadata %s.logit_scale is missing or 0", a);
+        /* llama.cpp: a zero (absent) multiplier means none */
+        if (e != 0) c->embd_scale = e;
+        if (r != 0) c->residual_scale = r;
+        if (s != 0) c->attn_scale = s;
+        c->logit_scale = 1.0f / l;
+    }
+    if (ai->softcaps) {
+        if (meta_float_or(g, a, "attn_logit_softcapping", 50.0, &c->attn_softcap, err, err_len) ||
+            meta_float_or(g, a, "final_logit_softcapping", 30.0, &c->final_softcap, err, err_len))
+            return -1;
+    }
+    if (ai->final_softcap && meta_float_or(g, a, "final_logit_softcapping", 0, &c->final_softcap, err, err_len)) return -1;
+    if (c->attn_softcap < 0 || c->final_softcap < 0) return errorf(err, err_len, "a negative soft-cap");
+
+    /* sliding window: which layers, how wide, their rope base */
+    c->n_swa = ai->swa_default;
+    if (meta_int(g, a, "attention.sliding_window", &v)) {
+        if (v < 0 || v > MAX_CTX) return errorf(err, err_len, "sliding window %lld out of range", (long long)v);
+        c->n_swa = (int32_t)v;
+    }
+    if (ai->ignore_swa || ai->swa_period == 0) c->n_swa = 0;
+    int64_t period = ai->swa_period;
+    snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", a);
+    const gguf_kv *pat = gguf_find(g, key);
+    if (c->n_swa > 0 && pat && pat->type == GGUF_ARRAY)
+        return errorf(err, err_len, "%s is an array (a per-layer pattern): not supported", key);
+    if (c->n_swa > 0 && meta_int(g, a, "attention.sliding_window_pattern", &v)) {
+        if (v < 0 || v > MAX_LAYERS) return errorf(err, err_len, "sliding window pattern %lld out of range", (long long)v);
+        period = v;
+    }
+    c->rope_base_swa = ai->swa_base_own ? 10000.0f : c->rope_base;
+    if (c->n_swa > 0 && meta_float(g, a, "rope.freq_base_swa", &f)) c->rope_base_swa = (float)f;
+    if (!(c->rope_base_swa > 0 && isfinite(c->rope_base_swa)))
+        return errorf(err, err_len, "sliding-window rope base %g out of range", c->rope_base_swa);
+
+    if (alloc_layers(m, err, err_len)) return -1;
+    for (int l = 0; l < c->n_layers; l++) {
+        layer_weights *w = &m->layers[l];
+        /* llama.cpp's set_swa_pattern: a period of 0 makes every layer slide */
+        w->sliding = c->n_swa > 0 && (period == 0 || l % period < period - 1);
+        w->rotate = ai->no_rope_every == 0 || (l + 1) % ai->no_rope_every != 0;
+    }
     return 0;
+}
+
+/* A weight that is rows [r0, r0 + rows) of a bound matrix (one part of a fused tensor). */
+static weight weight_rows(const weight *w, int64_t r0, int64_t rows) {
+    weight part = *w;
+    part.data = (const uint8_t *)w->data + (size_t)r0 * w->row_bytes;
+    part.rows = rows;
+    return part;
 }
 
 static int bind_gguf_weights(struct wick_model *m, char *err, size_t err_len) {
     model_config *c = &m->c;
+    const arch_info *ai = model_arch(m);
     const gguf_tensor *emb = model_find_tensor(m, "token_embd.weight");
     if (!emb) return errorf(err, err_len, "tensor token_embd.weight is missing");
     if (emb->ne[1] < 1 || emb->ne[1] > MAX_VOCAB)
         return errorf(err, err_len, "token_embd.weight: %lld rows is out of range", (long long)emb->ne[1]);
     c->n_vocab = (int32_t)emb->ne[1];
     if (check_config(c, err, err_len)) return -1;
-    int64_t kv_dim = (int64_t)c->n_kv_heads * c->head_dim;
+    int64_t kv_dim = (int64_t)c->n_kv_heads * c->head_dim, q_dim = c->q_dim, half = c->rope_dim / 2;
     if (bind_matrix(m, "token_embd.weight", c->n_vocab, c->dim, false, &m->tok_embd, err, err_len) ||
         bind_vector(m, "output_norm.weight", c->dim, false, &m->output_norm, err, err_len) ||
-        bind_matrix(m, "output.weight", c->n_vocab, c->dim, true, &m->output, err, err_len))
+        (!ai->tied_only &&
+         bind_matrix(m, "output.weight", c->n_vocab, c->dim, !ai->output_required, &m->output, err, err_len)) ||
+        bind_vector(m, "rope_freqs.weight", half, true, &m->rope_freqs, err, err_len) ||
+        bind_vector(m, "rope_factors_short.weight", half, true, &m->rope_factors_short, err, err_len) ||
+        bind_vector(m, "rope_factors_long.weight", half, true, &m->rope_factors_long, err, err_len))
         return -1;
     if (!m->output.data) m->output = m->tok_embd; /* tied embeddings */
-    m->layers = calloc((size_t)c->n_layers, sizeof *m->layers);
-    if (!m->layers) return errorf(err, err_len, "out of memory");
-    bool biases = strcmp(c->arch, "qwen2") == 0;
+    if (!m->rope_factors_short != !m->rope_factors_long)
+        return errorf(err, err_len, "rope_factors_short and rope_factors_long come as a pair: one is missing");
+    int64_t qk_q = c->qk_norm == QK_NORM_FULL ? q_dim : c->head_dim, qk_k = c->qk_norm == QK_NORM_FULL ? kv_dim : c->head_dim;
     for (int l = 0; l < c->n_layers; l++) {
         layer_weights *w = &m->layers[l];
         char n[64];
 #define NAME(s) (snprintf(n, sizeof n, "blk.%d." s, l), n)
-        if (bind_vector(m, NAME("attn_norm.weight"), c->dim, false, &w->attn_norm, err, err_len) ||
-            bind_matrix(m, NAME("attn_q.weight"), c->dim, c->dim, false, &w->wq, err, err_len) ||
-            bind_matrix(m, NAME("attn_k.weight"), kv_dim, c->dim, false, &w->wk, err, err_len) ||
-            bind_matrix(m, NAME("attn_v.weight"), kv_dim, c->dim, false, &w->wv, err, err_len) ||
-            bind_matrix(m, NAME("attn_output.weight"), c->dim, c->dim, false, &w->wo, err, err_len) ||
-            bind_vector(m, NAME("attn_q.bias"), c->dim, !biases, &w->bq, err, err_len) ||
-            bind_vector(m, NAME("attn_k.bias"), kv_dim, !biases, &w->bk, err, err_len) ||
-            bind_vector(m, NAME("attn_v.bias"), kv_dim, !biases, &w->bv, err, err_len) ||
-            bind_vector(m, NAME("ffn_norm.weight"), c->dim, false, &w->ffn_norm, err, err_len) ||
-            bind_matrix(m, NAME("ffn_gate.weight"), c->hidden_dim, c->dim, false, &w->w_gate, err, err_len) ||
-            bind_matrix(m, NAME("ffn_down.weight"), c->dim, c->hidden_dim, false, &w->w_down, err, err_len) ||
-            bind_matrix(m, NAME("ffn_up.weight"), c->hidden_dim, c->dim, false, &w->w_up, err, err_len))
+        if (bind_vector(m, NAME("attn_norm.weight"), c->dim, !ai->norm_pre, &w->attn_norm, err, err_len) ||
+            bind_vector(m, NAME("ffn_norm.weight"), c->dim, !ai->norm_pre, &w->ffn_norm, err, err_len) ||
+            bind_vector(m, NAME("post_attention_norm.weight"), c->dim, !ai->norm_post, &w->attn_post_norm, err, err_len) ||
+            bind_vector(m, NAME("post_ffw_norm.weight"), c->dim, !ai->norm_post, &w->ffn_post_norm, err, err_len) ||
+            bind_matrix(m, NAME("attn_output.weight"), c->dim, q_dim, false, &w->wo, err, err_len) ||
+            bind_matrix(m, NAME("ffn_down.weight"), c->dim, c->hidden_dim, false, &w->w_down, err, err_len))
             return -1;
+        if (c->qk_norm != QK_NORM_NONE &&
+            (bind_vector(m, NAME("attn_q_norm.weight"), qk_q, false, &w->attn_q_norm, err, err_len) ||
+             bind_vector(m, NAME("attn_k_norm.weight"), qk_k, false, &w->attn_k_norm, err, err_len)))
+            return -1;
+        /* Q, K and V: one fused attn_qkv (rows Q | K | V) or three tensors (llama.cpp's create_tensor_qkv) */
+        if (model_find_tensor(m, NAME("attn_qkv.weight"))) {
+            weight qkv;
+            const float *b = NULL;
+            if (bind_matrix(m, n, q_dim + 2 * kv_dim, c->dim, false, &qkv, err, err_len) ||
+                bind_vector(m, NAME("attn_qkv.bias"), q_dim + 2 * kv_dim, !ai->biases, &b, err, err_len))
+                return -1;
+            w->wq = weight_rows(&qkv, 0, q_dim);
+            w->wk = weight_rows(&qkv, q_dim, kv_dim);
+            w->wv = weight_rows(&qkv, q_dim + kv_dim, kv_dim);
+            if (b) w->bq = b, w->bk = b + q_dim, w->bv = b + q_dim + kv_dim;
+        } else if (bind_matrix(m, NAME("attn_q.weight"), q_dim, c->dim, false, &w->wq, err, err_len) ||
+                   bind_matrix(m, NAME("attn_k.weight"), kv_dim, c->dim, false, &w->wk, err, err_len) ||
+                   bind_matrix(m, NAME("attn_v.weight"), kv_dim, c->dim, false, &w->wv, err, err_len) ||
+                   bind_vector(m, NAME("attn_q.bias"), q_dim, !ai->biases, &w->bq, err, err_len) ||
+                   bind_vector(m, NAME("attn_k.bias"), kv_dim, !ai->biases, &w->bk, err, err_len) ||
+                   bind_vector(m, NAME("attn_v.bias"), kv_dim, !ai->biases, &w->bv, err, err_len)) {
+            return -1;
+        }
+        /* gate and up: two tensors, or one ffn_up of 2 × hidden rows, the gate first (phi3) */
+        const gguf_tensor *up = model_find_tensor(m, NAME("ffn_up.weight"));
+        if (!model_find_tensor(m, NAME("ffn_gate.weight")) && up && up->ne[1] == 2 * (uint64_t)c->hidden_dim) {
+            weight up2;
+            if (bind_matrix(m, NAME("ffn_up.weight"), 2 * (int64_t)c->hidden_dim, c->dim, false, &up2, err, err_len)) return -1;
+            w->w_gate = weight_rows(&up2, 0, c->hidden_dim);
+            w->w_up = weight_rows(&up2, c->hidden_dim, c->hidden_dim);
+        } else if (bind_matrix(m, NAME("ffn_gate.weight"), c->hidden_dim, c->dim, false, &w->w_gate, err, err_len) ||
+                   bind_matrix(m, NAME("ffn_up.weight"), c->hidden_dim, c->dim, false, &w->w_up, err, err_len)) {
+            return -1;
+        }
 #undef NAME
     }
     return 0;
@@ -270,9 +484,10 @@ int model_load_gguf(struct wick_model *m, const uint8_t *const *bufs, const size
         model_release(m);
         return errorf(err, err_len, "metadata general.architecture is missing");
     }
-    if (!gguf_str_eq(arch, "llama") && !gguf_str_eq(arch, "qwen2")) {
+    if (!arch_find(arch)) {
         if (n_tensors == 0) goto vocab;
-        errorf(err, err_len, "architecture '%.*s' is not supported (llama and qwen2 are)", (int)(arch.len < 40 ? arch.len : 40), arch.ptr);
+        errorf(err, err_len, "architecture '%.*s' is not supported (%s are)", (int)(arch.len < 40 ? arch.len : 40), arch.ptr,
+               arch_names());
         model_release(m);
         return -1;
     }
@@ -319,11 +534,11 @@ int model_load_llama2c(struct wick_model *m, const uint8_t *bin, size_t bin_size
     c->n_ctx_train = h[6];
     if (c->n_heads <= 0 || c->dim <= 0 || c->dim % c->n_heads)
         return errorf(err, err_len, "llama2.c header: dim %d is not a positive multiple of n_heads %d", c->dim, c->n_heads);
+    config_defaults(c);
     c->head_dim = c->dim / c->n_heads;
+    c->q_dim = c->dim;
     c->rope_dim = c->head_dim;
-    c->rope_base = 10000.0f;
-    c->rope_scale = 1.0f;
-    c->rms_eps = 1e-5f;
+    c->attn_scale = 1.0f / sqrtf((float)c->head_dim);
     if (check_config(c, err, err_len)) return -1;
     uint64_t dim = (uint64_t)c->dim, hid = (uint64_t)c->hidden_dim, L = (uint64_t)c->n_layers;
     uint64_t kv_dim = (uint64_t)c->n_kv_heads * (uint64_t)c->head_dim, V = (uint64_t)c->n_vocab;
@@ -334,8 +549,7 @@ int model_load_llama2c(struct wick_model *m, const uint8_t *bin, size_t bin_size
         return errorf(err, err_len, "llama2.c checkpoint truncated: the header needs %llu bytes of weights, file has %zu",
                     (unsigned long long)floats * 4, bin_size - sizeof h);
     const float *p = (const float *)(bin + sizeof h);
-    m->layers = calloc((size_t)L, sizeof *m->layers);
-    if (!m->layers) return errorf(err, err_len, "out of memory");
+    if (alloc_layers(m, err, err_len)) return -1;
 #define MAT(w, r, cc) ((w) = (weight){p, WICK_TYPE_F32, (int64_t)(r), (int64_t)(cc), (size_t)(cc) * 4}, p += (uint64_t)(r) * (cc))
     MAT(m->tok_embd, V, dim);
     for (uint64_t l = 0; l < L; l++) m->layers[l].attn_norm = p, p += dim;

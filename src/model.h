@@ -1,5 +1,6 @@
 /* model.h — the model: hyperparameters, the weights (views into the file buffer) and the
- * vocabulary, bound from a GGUF file (architectures llama, qwen2) or a llama2.c checkpoint. */
+ * vocabulary, bound from a GGUF file (the llama lineage: llama, qwen2, qwen3, gemma2, gemma3, phi3,
+ * smollm3, granite, olmo2) or a llama2.c checkpoint. */
 #ifndef WICK_MODEL_H
 #define WICK_MODEL_H
 
@@ -20,21 +21,48 @@ typedef struct {
 } weight;
 
 typedef struct {
-    const float *attn_norm;           /* [dim] */
-    weight wq, wk, wv, wo;            /* [dim][dim], [kv_dim][dim], [kv_dim][dim], [dim][dim] */
-    const float *bq, *bk, *bv;        /* qwen2's attention biases, else NULL */
-    const float *ffn_norm;            /* [dim] */
-    weight w_gate, w_down, w_up;      /* [hidden][dim], [dim][hidden], [hidden][dim] */
+    const float *attn_norm;           /* [dim]; NULL where the family has no norm before attention (olmo2) */
+    weight wq, wk, wv, wo;            /* [q_dim][dim], [kv_dim][dim], [kv_dim][dim], [dim][q_dim]; views
+                                       * into one fused attn_qkv tensor where the file has one (phi3) */
+    const float *bq, *bk, *bv;        /* attention biases (qwen2), else NULL */
+    const float *attn_q_norm, *attn_k_norm; /* RMS norm weights of q and k: [head_dim] per head, or
+                                       * [q_dim] / [kv_dim] over the whole width (c.qk_norm) */
+    const float *attn_post_norm;      /* [dim], on the attention output before the residual add */
+    const float *ffn_norm;            /* [dim]; NULL where the family has none (olmo2) */
+    weight w_gate, w_down, w_up;      /* [hidden][dim], [dim][hidden], [hidden][dim]; gate and up
+                                       * are the two halves of one ffn_up tensor in phi3 */
+    const float *ffn_post_norm;       /* [dim], on the FFN output before the residual add */
+    bool sliding;                     /* attends to the last c.n_swa positions only */
+    bool rotate;                      /* applies rope (smollm3 leaves every fourth layer unrotated) */
 } layer_weights;
+
+/* How the families of the llama lineage differ: switches of the one forward pass (forward.c),
+ * read once at load. */
+typedef enum { ACT_SILU, ACT_GELU_TANH } ffn_activation;
+typedef enum { QK_NORM_NONE, QK_NORM_PER_HEAD, QK_NORM_FULL } qk_norm_kind;
 
 typedef struct {
     char arch[32];
     int32_t dim, n_layers, n_heads, n_kv_heads, head_dim, hidden_dim, n_vocab, n_ctx_train;
+    int32_t q_dim;        /* n_heads * head_dim: width of Q and of the attention output (≠ dim when
+                           * attention.key_length says so: qwen3, gemma) */
     int32_t rope_dim;     /* leading dimensions of each head that are rotated */
     bool rope_neox;       /* pairs (i, i + rope_dim/2) instead of (2i, 2i+1) */
     float rope_base;
+    float rope_base_swa;  /* rope base of the sliding-window layers (gemma3: 10000) */
     float rope_scale;     /* linear position scaling: positions are multiplied by this */
+    float rope_attn_factor; /* rotated q and k are multiplied by this (phi3's rope.scaling.attn_factor) */
+    int32_t n_ctx_orig;   /* phi3: rope_factors_long apply to contexts above this, short ones below */
     float rms_eps;
+    ffn_activation act;   /* gated FFN: act(gate) ⊙ up */
+    qk_norm_kind qk_norm;
+    float embd_scale;     /* embeddings × this (gemma: √dim; granite: embedding_scale) */
+    float residual_scale; /* each block's output × this before its residual add (granite) */
+    float attn_scale;     /* attention scores q·k × this (1/√head_dim unless the family says) */
+    float attn_softcap;   /* scores s → cap·tanh(s/cap) before softmax; 0 = off (gemma2) */
+    float final_softcap;  /* the same on the logits (gemma2) */
+    float logit_scale;    /* logits × this (granite: 1 / logit_scale) */
+    int32_t n_swa;        /* sliding window of the sliding layers: position p sees p − n_swa + 1 … p */
 } model_config;
 
 struct wick_model {
@@ -42,6 +70,8 @@ struct wick_model {
     bool has_weights;
     weight tok_embd;                  /* [n_vocab][dim] */
     const float *output_norm;         /* [dim] */
+    const float *rope_freqs;          /* [rope_dim/2] frequency divisors (Llama 3), or NULL */
+    const float *rope_factors_short, *rope_factors_long; /* phi3's two sets, or NULL */
     weight output;                    /* [n_vocab][dim]; the embedding when tied */
     layer_weights *layers;
     wick_vocab *vocab;

@@ -224,6 +224,32 @@ static void emit(text_out *o, const char *fmt, ...) {
     if (n > 0) o->len += (size_t)n;
 }
 
+/* The switches the forward pass takes for this family (model.h), as "family":{…}. */
+static void emit_family(text_out *o, const wick_model *m) {
+    const model_config *c = &m->c;
+    const layer_weights *l0 = &m->layers[0];
+    int sliding = 0, unrotated = 0;
+    for (int l = 0; l < c->n_layers; l++) {
+        sliding += m->layers[l].sliding;
+        unrotated += !m->layers[l].rotate;
+    }
+    static const char *const qk[] = {"none", "per head", "full width"};
+    const char *norms = l0->attn_norm && l0->attn_post_norm ? "pre and post" : l0->attn_post_norm ? "post" : "pre";
+    const char *factors = m->rope_freqs ? "rope_freqs" : m->rope_factors_short ? "short/long" : "none";
+    bool fused_qkv = (const uint8_t *)l0->wk.data == (const uint8_t *)l0->wq.data + (size_t)l0->wq.rows * l0->wq.row_bytes;
+    bool fused_up = (const uint8_t *)l0->w_up.data == (const uint8_t *)l0->w_gate.data + (size_t)l0->w_gate.rows * l0->w_gate.row_bytes;
+    emit(o,
+         ",\"family\":{\"q_width\":%d,\"norms\":\"%s\",\"qk_norm\":\"%s\",\"activation\":\"%s\","
+         "\"fused_qkv\":%s,\"fused_gate_up\":%s,\"tied_output\":%s,"
+         "\"sliding_window\":%d,\"sliding_layers\":%d,\"rope_freq_base_swa\":%.9g,\"unrotated_layers\":%d,"
+         "\"rope_factors\":\"%s\",\"rope_attn_factor\":%.9g,\"embedding_scale\":%.9g,\"residual_scale\":%.9g,"
+         "\"attention_scale\":%.9g,\"attn_softcap\":%.9g,\"final_softcap\":%.9g,\"logit_scale\":%.9g}",
+         c->q_dim, norms, qk[c->qk_norm], c->act == ACT_GELU_TANH ? "gelu (tanh)" : "silu", fused_qkv ? "true" : "false",
+         fused_up ? "true" : "false", m->output.data == m->tok_embd.data ? "true" : "false", c->n_swa, sliding,
+         c->rope_base_swa, unrotated, factors, c->rope_attn_factor, c->embd_scale, c->residual_scale, c->attn_scale,
+         c->attn_softcap, c->final_softcap, c->logit_scale);
+}
+
 wick_status wick_model_info_json(const wick_model *m, char *buf, size_t buf_len, size_t *needed) {
     wick_model_info i;
     if (wick_model_get_info(m, &i)) return WICK_ERR_INVALID_ARG;
@@ -239,6 +265,7 @@ wick_status wick_model_info_json(const wick_model *m, char *buf, size_t buf_len,
              i.dim, i.n_layers, i.n_heads, i.n_kv_heads, i.head_dim, i.hidden_dim, i.n_ctx_train, i.rope_dim,
              i.rope_neox ? "true" : "false", i.rope_base, i.rope_scale, i.rms_eps, (unsigned long long)i.n_params,
              (unsigned long long)i.weight_bytes);
+    if (i.has_weights) emit_family(&o, m);
     emit(&o, ",\"bos\":%d,\"eos\":%d,\"format\":\"%s\"", i.bos, i.eos, m->is_gguf ? "gguf" : "llama2c");
     uint64_t n_tensors = m->gguf.n_tensors;
     for (int p = 0; p < m->n_shards; p++) n_tensors += m->shards[p].n_tensors;
@@ -343,6 +370,10 @@ int32_t wick_n_ctx(const wick_ctx *c) { return c ? c->n_ctx : 0; }
 wick_status wick_kv_trim(wick_ctx *c, int32_t n_keep) {
     if (!c || n_keep < 0 || n_keep > c->n_past)
         return set_error(WICK_ERR_INVALID_ARG, "cannot keep %d positions of %d", n_keep, c ? c->n_past : 0);
+    if (!kv_cache_can_trim(c, n_keep))
+        return set_error(WICK_ERR_INVALID_ARG, "cannot cut the cache back to %d positions: the sliding-window layers no "
+                         "longer hold the window before it (evaluate from 0)", n_keep);
+    if (n_keep == 0) c->swa_lo = 0;
     c->n_past = n_keep;
     return ok();
 }
@@ -355,7 +386,7 @@ wick_status wick_kv_shift(wick_ctx *c, int32_t n_keep, int32_t n_discard) {
 
 size_t wick_kv_bytes(const wick_ctx *c) {
     if (!c) return 0;
-    return 2 * (size_t)c->m->c.n_layers * (size_t)c->n_ctx * (size_t)c->m->c.n_kv_heads * (size_t)c->m->c.head_dim * c->kv_elem;
+    return 2 * c->kv_cache_bytes;
 }
 
 int32_t wick_sample_simple(const float *logits, int32_t n_vocab, float temperature, double u) {

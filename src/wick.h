@@ -52,7 +52,7 @@ wick_status wick_model_load_llama2c(const void *bin, size_t bin_size, const void
 void wick_model_free(wick_model *m);
 
 typedef struct {
-    char arch[32];          /* "llama", "qwen2" */
+    char arch[32];          /* "llama", "qwen2", "gemma3", … */
     int32_t n_vocab, dim, n_layers, n_heads, n_kv_heads, head_dim, hidden_dim;
     int32_t n_ctx_train, rope_dim, rope_neox;
     float rope_base, rope_scale, rms_eps;
@@ -103,10 +103,13 @@ wick_status wick_eval(wick_ctx *c, const int32_t *tokens, int32_t n, int all_log
 const float *wick_get_logits(const wick_ctx *c, int32_t i);
 int32_t wick_n_past(const wick_ctx *c);
 int32_t wick_n_ctx(const wick_ctx *c);
-/* Forget everything after the first n_keep positions (0: empty cache). */
+/* Forget everything after the first n_keep positions (0: empty cache). Refused when a
+ * sliding-window layer no longer holds the window before n_keep (its ring kept only the last
+ * n_swa − 1 + n_batch positions): evaluate from 0 then. */
 wick_status wick_kv_trim(wick_ctx *c, int32_t n_keep);
 /* Drop positions [n_keep, n_keep + n_discard) and move the later ones down, re-rotating
- * their cached keys for their new positions (the context shift). */
+ * their cached keys for their new positions (the context shift). Refused when a
+ * sliding-window layer would need kept positions its ring no longer holds. */
 wick_status wick_kv_shift(wick_ctx *c, int32_t n_keep, int32_t n_discard);
 /* Bytes held by the KV cache. */
 size_t wick_kv_bytes(const wick_ctx *c);

@@ -4,13 +4,13 @@
 // at 1, 2 and 3 threads (3 threads leave rows over from the eight decode streams: 256 rows in
 // groups of 4 split 88 + 84 + 84, and 84 = 8 × 10 + 4), for a grouped-query model (synth mini:
 // 8 heads, 4 KV heads) and one with a KV head per query head (synth mini-mha), each in a
-// 32-element block type and a K-quant mix, and for stories260K (F32).
+// 32-element block type and a K-quant mix, for stories260K (F32), and for each model family.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { runWick, shared, models } from './helpers.mjs';
+import { runWick, shared, models, loadReference } from './helpers.mjs';
 
 const vocab = path.join(shared, 'vocab', 'ggml-vocab-llama-spm.gguf');
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'wick-consistency-'));
@@ -35,6 +35,13 @@ for (const shape of ['mini', 'mini-mha'])
   for (const type of ['q4_0', 'q4_k_m'])
     cases.push({ name: `synth ${shape} ${type}`, file: () => synth(shape, type), ids, nVocab: 32000 });
 cases.push({ name: 'stories260K', file: () => path.join(models, 'stories260K.gguf'), ids: storiesIds, nVocab: 512 });
+// every family, on its quantized file and its reference prompt (41 tokens for gemma2 and gemma3:
+// longer than their sliding windows of 8 and 12, so the window and the ring both act)
+for (const fam of ['llama3', 'qwen3', 'gemma2', 'gemma3', 'phi3', 'smollm3', 'granite', 'olmo2']) {
+  const file = fs.readdirSync(path.join(models, 'families')).find((f) => f.startsWith(`mini-${fam}-`) && !f.endsWith('-f16.gguf'));
+  const ref = loadReference(file.replace('.gguf', '.json'));
+  cases.push({ name: `${fam} (${file})`, file: () => path.join(models, 'families', file), ids: ref.prompt_tokens, nVocab: ref.n_vocab });
+}
 
 for (const { name, file: fileOf, ids, nVocab } of cases)
     for (const build of ['native', 'wasm'])

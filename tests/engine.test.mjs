@@ -50,9 +50,48 @@ for (const build of builds) {
   });
 }
 
-// Every mini model (each tensor type, llama.cpp's mixes, qwen2) and stories260K.
+// Every mini model (each tensor type, llama.cpp's mixes, qwen2), every file of the families wick
+// runs (Llama 3 rope factors, qwen3, gemma2, gemma3, phi3, smollm3, granite, olmo2: the hybrids
+// lfm2 and qwen35 need a recurrent state, issue 15) and stories260K.
+const hybrids = /^mini-(lfm2|qwen35)-/;
+const familyFiles = fs.readdirSync(path.join(models, 'families')).filter((f) => /^mini-.*\.gguf$/.test(f) && !hybrids.test(f)).sort();
+const families = ['llama3', 'qwen3', 'gemma2', 'gemma3', 'phi3', 'smollm3', 'granite', 'olmo2'];
+test('every family has an F16 and a quantized file with its reference', () => {
+  for (const fam of families) {
+    const files = familyFiles.filter((f) => f.startsWith(`mini-${fam}-`));
+    assert.equal(files.length, 2, `${fam}: ${files}`);
+    assert.ok(files.some((f) => f.endsWith('-f16.gguf')), fam);
+  }
+});
+// info shows each family's switches as the forward pass took them from the file
+const familySwitches = {
+  llama3: { rope_factors: 'rope_freqs', norms: 'pre', activation: 'silu' },
+  qwen3: { q_width: 512, qk_norm: 'per head', tied_output: true },
+  gemma2: { activation: 'gelu (tanh)', norms: 'pre and post', attn_softcap: 3, final_softcap: 4, sliding_window: 8, sliding_layers: 2, embedding_scale: 16 },
+  gemma3: { qk_norm: 'per head', sliding_window: 12, sliding_layers: 5, rope_freq_base_swa: 10000, attn_softcap: 0 },
+  phi3: { fused_qkv: true, fused_gate_up: true, rope_factors: 'short/long', sliding_window: 0 },
+  smollm3: { unrotated_layers: 1 },
+  granite: { embedding_scale: 10, residual_scale: 0.5, attention_scale: 0.03125, logit_scale: 0.25 },
+  olmo2: { norms: 'post', qk_norm: 'full width', tied_output: false },
+};
+for (const build of builds) {
+  test(`${build}: info shows each family's switches`, () => {
+    for (const [fam, want] of Object.entries(familySwitches)) {
+      const file = familyFiles.find((f) => f.startsWith(`mini-${fam}-`));
+      const r = runWick(build, ['info', '-m', path.join(models, 'families', file)]);
+      assert.equal(r.code, 0, r.stderr);
+      const info = JSON.parse(r.stdout);
+      assert.equal(info.architecture, fam === 'llama3' ? 'llama' : fam);
+      for (const [k, v] of Object.entries(want)) assert.equal(info.family[k], v, `${fam}: ${k}`);
+    }
+    // phi3's attn_factor, read from phi3.rope.scaling.attn_factor
+    const phi3 = JSON.parse(runWick(build, ['info', '-m', path.join(models, 'families', 'mini-phi3-f16.gguf')]).stdout);
+    assert.ok(Math.abs(phi3.family.rope_attn_factor - 1.1902) < 1e-3, phi3.family.rope_attn_factor);
+  });
+}
+
 const logitFiles = [...fs.readdirSync(path.join(models, 'mini')).filter((f) => /^mini-.*\.gguf$/.test(f) && f !== 'mini-chat-q8_0.gguf')
-  .sort().map((f) => `mini/${f}`), 'stories260K.gguf'];
+  .sort().map((f) => `mini/${f}`), ...familyFiles.map((f) => `families/${f}`), 'stories260K.gguf'];
 
 function logitsOf(build, file, ref, threads = 1) {
   const r = runWick(build, ['logits', '-m', path.join(models, file), '--tokens', ref.prompt_tokens.join(','), '--steps', String(ref.greedy_step_logits.length),

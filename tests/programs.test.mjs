@@ -39,9 +39,13 @@ test('the sampler draws the same sequence in the native and the wasm build', () 
 });
 
 for (const build of ['native', 'wasm']) {
-  test(`${build}: test_context (cached keys after a context shift equal fresh ones)`, () => {
-    const r = runProgram(build, 'test_context', [path.join(shared, 'models', 'stories260K.gguf')]);
+  test(`${build}: test_context (cached keys after a context shift equal fresh ones; gemma3's sliding-window rings)`, () => {
+    const r = runProgram(build, 'test_context', [path.join(shared, 'models', 'stories260K.gguf'),
+      path.join(shared, 'models', 'families', 'mini-gemma3-f16.gguf')]);
     assert.equal(r.code, 0, r.stdout + r.stderr);
     assert.match(r.stdout, /^\d+ passed, 0 failed/m);
+    // the gemma3 part ran: the rings' memory, their logits and the shift past the window
+    assert.match(r.stdout, /ok  : KV cache of a 1024-token context/);
+    assert.match(r.stdout, /ok  : all layers sliding: the next token's logits after the shift match a fresh evaluation/);
   });
 }

@@ -1,7 +1,11 @@
 /* tests/test_context.c — the context shift: after dropping positions and re-rotating the cached
  * keys, layer 0's keys must equal keys computed afresh for the same tokens at their new
  * positions (at layer 0 a key depends only on its token and its position), and generation must
- * go on. Usage: test_context MODEL.gguf. Closes with "N passed, M failed". */
+ * go on. With a second file, a gemma3 model (sliding-window layers), the same with the window
+ * set to 32: the sliding layers' cache stays at the window as the context grows to 1024, a ring
+ * that wraps gives the logits of a cache that holds everything, and a shift past the window
+ * matches a fresh evaluation. Usage: test_context MODEL.gguf [GEMMA3.gguf]. Closes with
+ * "N passed, M failed". */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,16 +24,16 @@ static void check(int ok, const char *what) {
 }
 
 static float cached_key(const wick_ctx *c, int pos, int i) {
-    int kvd = c->m->c.n_kv_heads * c->m->c.head_dim;
-    size_t idx = (size_t)pos * (size_t)kvd + (size_t)i; /* layer 0 comes first */
+    int kvd = c->m->c.n_kv_heads * c->m->c.head_dim, slots = c->kv_slots[0];
+    size_t idx = (size_t)(pos % slots) * (size_t)kvd + (size_t)i; /* layer 0 comes first; a ring wraps */
     return c->kv_type == WICK_KV_F16 ? quant_f16_to_f32(((const uint16_t *)c->k_cache)[idx]) : ((const float *)c->k_cache)[idx];
 }
 
-/* largest |a − b| over layer-0 keys of positions [0, n), relative to the largest |b| */
-static double key_difference(const wick_ctx *a, const wick_ctx *b, int n) {
+/* largest |a − b| over layer-0 keys of positions [from, n), relative to the largest |b| */
+static double key_difference(const wick_ctx *a, const wick_ctx *b, int from, int n) {
     int kvd = a->m->c.n_kv_heads * a->m->c.head_dim;
     double worst = 0, scale = 0;
-    for (int p = 0; p < n; p++)
+    for (int p = from; p < n; p++)
         for (int i = 0; i < kvd; i++) {
             double x = cached_key(a, p, i), y = cached_key(b, p, i);
             if (fabs(x - y) > worst) worst = fabs(x - y);
@@ -60,7 +64,7 @@ static void shift_case(wick_model *m, int kv_type, int n_keep, int n_discard, do
     for (int i = 0; i < N; i++)
         if (i < n_keep || i >= n_keep + n_discard) kept[n++] = toks[i];
     wick_eval(fresh, kept, n, 0);
-    double d = key_difference(shifted, fresh, n);
+    double d = key_difference(shifted, fresh, 0, n);
     char what[160];
     snprintf(what, sizeof what, "%s cache, keep %d drop %d: layer-0 keys equal fresh ones (max diff %.2e of max |k|, bound %.0e)",
              kv_type == WICK_KV_F16 ? "f16" : "f32", n_keep, n_discard, d, tol);
@@ -77,16 +81,153 @@ static void shift_case(wick_model *m, int kv_type, int n_keep, int n_discard, do
     wick_ctx_free(fresh);
 }
 
+static wick_ctx *new_ctx(wick_model *m, int n_ctx, int n_batch) {
+    wick_ctx_params p;
+    wick_ctx_default_params(&p);
+    p.n_ctx = n_ctx;
+    p.n_batch = n_batch;
+    wick_ctx *c = NULL;
+    if (wick_ctx_new(m, &p, &c) != WICK_OK) printf("context: %s\n", wick_last_error());
+    return c;
+}
+
+/* RMS of (a − b) over the standard deviation of b */
+static double rel_rms(const float *a, const float *b, int n) {
+    double mean = 0, var = 0, d = 0;
+    for (int i = 0; i < n; i++) mean += b[i];
+    mean /= n;
+    for (int i = 0; i < n; i++) {
+        var += (b[i] - mean) * (b[i] - mean);
+        d += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+    }
+    return sqrt(d / n) / sqrt(var / n);
+}
+
+static int token_at(int i) { return i == 0 ? 1 : 3 + (i * 37 + i / 7) % 500; }
+
+/* The sliding-window cache of a gemma3 model with its window set to 32 (layers 0–4 slide, 5 sees all). */
+static void sliding_window_cases(wick_model *m) {
+    enum { W = 32, N = 1000, CTX = 1024 };
+    char what[200];
+    m->c.n_swa = W;
+    int n_vocab = m->c.n_vocab, kvd = m->c.n_kv_heads * m->c.head_dim, sliding = 0;
+    for (int l = 0; l < m->c.n_layers; l++) sliding += m->layers[l].sliding;
+    check(sliding == 5 && m->c.n_layers == 6, "gemma3: five sliding layers of six");
+    /* memory: each sliding layer holds W − 1 + n_batch positions, whatever the context */
+    wick_ctx *ring = new_ctx(m, CTX, 32), *small = new_ctx(m, 256, 32), *whole = new_ctx(m, CTX, CTX), *one = new_ctx(m, CTX, 1);
+    if (!ring || !small || !whole || !one) { check(0, "contexts"); return; }
+    size_t row = 2 * (size_t)kvd * 2; /* K and V, F16 */
+    snprintf(what, sizeof what, "KV cache of a 1024-token context: %zu bytes = 5 sliding layers x %d positions + 1 x 1024",
+             wick_kv_bytes(ring), W - 1 + 32);
+    check(wick_kv_bytes(ring) == (5 * (size_t)(W - 1 + 32) + CTX) * row, what);
+    check(wick_kv_bytes(ring) - wick_kv_bytes(small) == (size_t)(CTX - 256) * row,
+          "from 256 to 1024 tokens of context only the full layer's cache grows");
+    check(wick_kv_bytes(whole) == 6 * (size_t)CTX * row, "a batch as large as the context keeps every position");
+    /* the ring wraps many times over 1000 tokens: the logits of every position equal those of
+     * the cache that holds everything (batches of 32 against one batch), and decode's */
+    int32_t *toks = malloc(N * sizeof *toks);
+    float *rows_ring = malloc((size_t)N * n_vocab * sizeof(float));
+    for (int i = 0; i < N; i++) toks[i] = token_at(i);
+    int ok = wick_eval(ring, toks, N, 1) == WICK_OK;
+    if (ok) memcpy(rows_ring, wick_get_logits(ring, 0), (size_t)N * n_vocab * sizeof(float));
+    ok = ok && wick_eval(whole, toks, N, 1) == WICK_OK;
+    int differ = -1;
+    for (int i = 0; ok && i < N && differ < 0; i++)
+        if (memcmp(rows_ring + (size_t)i * n_vocab, wick_get_logits(whole, i), (size_t)n_vocab * sizeof(float))) differ = i;
+    snprintf(what, sizeof what, "1000 tokens through rings of 63: every position's logits equal the whole cache's (first difference: %d)", differ);
+    check(ok && differ < 0, what);
+    differ = -1;
+    for (int i = 0; ok && i < N; i++) {
+        ok = wick_eval(one, &toks[i], 1, 0) == WICK_OK;
+        if (ok && differ < 0 && memcmp(rows_ring + (size_t)i * n_vocab, wick_get_logits(one, -1), (size_t)n_vocab * sizeof(float)))
+            differ = i;
+    }
+    snprintf(what, sizeof what, "token by token through a ring of 32: the same logits bit for bit (first difference: %d)", differ);
+    check(ok && differ < 0, what);
+
+    /* shift past the window (keep 1, drop 500): the sliding layers' layer-0 keys equal fresh ones */
+    check(wick_kv_shift(ring, 1, 500) == WICK_OK, "shift of 500 positions past the window accepted");
+    int32_t kept[N];
+    int n = 0;
+    for (int i = 0; i < N; i++)
+        if (i < 1 || i >= 501) kept[n++] = toks[i];
+    wick_ctx *fresh = new_ctx(m, CTX, 32);
+    ok = fresh && wick_eval(fresh, kept, n, 0) == WICK_OK;
+    double d = ok ? key_difference(ring, fresh, n - (W - 1), n) : 1;
+    snprintf(what, sizeof what, "the window's layer-0 keys after the shift equal fresh ones (max diff %.2e of max |k|)", d);
+    check(ok && d <= 2e-3, what);
+    /* a shift that needs kept positions the rings dropped long ago is refused, not wrong */
+    check(wick_kv_shift(ring, 1, wick_n_past(ring) - 10) != WICK_OK && strstr(wick_last_error(), "sliding"),
+          "a shift whose window would need overwritten kept positions is refused with a message");
+    check(wick_kv_trim(ring, 100) != WICK_OK, "cutting back past what the rings hold is refused");
+    check(wick_kv_trim(ring, wick_n_past(ring) - 20) == WICK_OK, "cutting back within the ring's reach works");
+    wick_ctx_free(fresh);
+
+    /* every layer sliding: then the dropped tokens are out of every window and the next token's
+     * logits after the shift match a fresh evaluation of the tokens that stay */
+    for (int l = 0; l < m->c.n_layers; l++) m->layers[l].sliding = true;
+    wick_ctx *all = new_ctx(m, CTX, 32);
+    fresh = new_ctx(m, CTX, 32);
+    float *after = malloc((size_t)n_vocab * sizeof(float));
+    int32_t next = 42;
+    ok = all && fresh && wick_eval(all, toks, N, 0) == WICK_OK && wick_kv_shift(all, 1, 500) == WICK_OK &&
+         wick_eval(all, &next, 1, 0) == WICK_OK;
+    if (ok) memcpy(after, wick_get_logits(all, -1), (size_t)n_vocab * sizeof(float));
+    kept[n] = next;
+    ok = ok && wick_eval(fresh, kept, n + 1, 0) == WICK_OK;
+    d = ok ? rel_rms(after, wick_get_logits(fresh, -1), n_vocab) : 1;
+    snprintf(what, sizeof what, "all layers sliding: the next token's logits after the shift match a fresh evaluation (RMS/std %.2e)", d);
+    check(ok && d < 2e-3, what);
+    wick_ctx_free(all);
+    wick_ctx_free(fresh);
+    for (int l = 0; l < m->c.n_layers; l++) m->layers[l].sliding = l % 6 < 5;
+
+    /* generation through shifts the rings cannot follow (keep 64 of a 128-token context, decode
+     * with a 48-position window): the generator evaluates the kept tokens again and goes on */
+    m->c.n_swa = 48;
+    wick_ctx *g_ctx = new_ctx(m, 128, 1);
+    wick_gen *g = NULL;
+    ok = g_ctx && wick_gen_new(g_ctx, &g) == WICK_OK;
+    ok = ok && wick_gen_set(g, "temperature", 0) == WICK_OK && wick_gen_set(g, "ignore_eos", 1) == WICK_OK &&
+         wick_gen_set(g, "n_keep", 64) == WICK_OK && wick_gen_set(g, "max_tokens", 300) == WICK_OK;
+    ok = ok && wick_gen_start(g, toks, 70) == WICK_OK;
+    int steps = 0, dropped = 0;
+    while (ok && wick_gen_finish(g) == WICK_FINISH_NONE) {
+        ok = wick_gen_next(g) == WICK_OK;
+        dropped += wick_gen_shifted(g);
+        steps++;
+    }
+    snprintf(what, sizeof what, "generation past a full 128-token context with a 48-position ring: %d tokens, %d dropped", steps, dropped);
+    check(ok && steps == 300 && dropped > 0, what);
+    if (!ok) printf("  %s\n", wick_last_error());
+    wick_gen_free(g);
+    wick_ctx_free(g_ctx);
+    wick_ctx_free(ring);
+    wick_ctx_free(small);
+    wick_ctx_free(whole);
+    wick_ctx_free(one);
+    free(toks);
+    free(rows_ring);
+    free(after);
+}
+
+static unsigned char *read_file(const char *path, long *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    *n = ftell(f);
+    rewind(f);
+    unsigned char *buf = malloc((size_t)*n);
+    if (buf && fread(buf, 1, (size_t)*n, f) != (size_t)*n) { free(buf); buf = NULL; }
+    fclose(f);
+    return buf;
+}
+
 int main(int argc, char **argv) {
     const char *path = argc > 1 ? argv[1] : "../shared/models/stories260K.gguf";
-    FILE *f = fopen(path, "rb");
-    if (!f) { printf("cannot open %s\n0 passed, 1 failed\n", path); return 1; }
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    rewind(f);
-    unsigned char *buf = malloc((size_t)n);
-    if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n) return 1;
-    fclose(f);
+    long n;
+    unsigned char *buf = read_file(path, &n);
+    if (!buf) { printf("cannot open %s\n0 passed, 1 failed\n", path); return 1; }
     wick_model *m;
     if (wick_model_load_gguf(buf, (size_t)n, &m) != WICK_OK) { printf("%s\n0 passed, 1 failed\n", wick_last_error()); return 1; }
     shift_case(m, WICK_KV_F32, 1, 29, 1e-5);
@@ -94,6 +235,17 @@ int main(int argc, char **argv) {
     shift_case(m, WICK_KV_F16, 1, 29, 2e-3); /* keys re-rounded to F16 after the rotation */
     wick_model_free(m);
     free(buf);
+    if (argc > 2) {
+        buf = read_file(argv[2], &n);
+        if (!buf || wick_model_load_gguf(buf, (size_t)n, &m) != WICK_OK) {
+            check(0, buf ? wick_last_error() : "cannot open the gemma3 file");
+        } else {
+            check(strcmp(m->c.arch, "gemma3") == 0, "the second file is a gemma3 model");
+            sliding_window_cases(m);
+            wick_model_free(m);
+        }
+        free(buf);
+    }
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

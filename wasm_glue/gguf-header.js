@@ -121,9 +121,21 @@
     const keyLength = Number.isFinite(get('attention.key_length')) ? get('attention.key_length') : embd / heads;
     const valueLength = Number.isFinite(get('attention.value_length')) ? get('attention.value_length') : keyLength;
     const vocab = metadata['tokenizer.ggml.tokens'];
+    const layers = get('block_count') || 0;
+    // sliding-window layers keep only their window in the cache (src/model.c's family table)
+    const swa = SLIDING[arch];
+    let window = 0, slidingLayers = 0;
+    if (swa) {
+      const w = get('attention.sliding_window');
+      window = Number.isFinite(w) ? w : swa.window;
+      const period = Number.isFinite(get('attention.sliding_window_pattern')) ? get('attention.sliding_window_pattern') : swa.period;
+      if (window > 0) for (let l = 0; l < layers; l++) if (period === 0 || l % period < period - 1) slidingLayers++;
+    }
     return {
       arch,
-      layers: get('block_count') || 0,
+      layers,
+      window,
+      slidingLayers,
       embd,
       heads,
       kvHeads,
@@ -135,16 +147,39 @@
     };
   }
 
+  // families with sliding-window layers: llama.cpp's default window and layer pattern period
+  const SLIDING = { gemma2: { window: 4096, period: 2 }, gemma3: { window: 0, period: 6 }, olmo2: { window: 0, period: 4 } };
+  // the architectures the engine runs (src/model.c)
+  const ARCHITECTURES = ['llama', 'qwen2', 'qwen3', 'gemma2', 'gemma3', 'phi3', 'smollm3', 'granite', 'olmo2'];
+
+  /**
+   * Why the engine cannot run a model with this metadata, or null: an architecture it does not
+   * know, or a mixture of experts. Known from the header, before the weights are downloaded.
+   */
+  function unsupportedReason(metadata) {
+    const arch = metadata['general.architecture'];
+    if (typeof arch !== 'string') return null; // a vocabulary-only file, or the engine says why
+    if (!ARCHITECTURES.includes(arch)) return `architecture '${arch.slice(0, 40)}' is not supported (${ARCHITECTURES.join(', ')} are)`;
+    const experts = metadata[`${arch}.expert_count`];
+    if (Number.isFinite(experts) && experts > 0) return `${arch} is a mixture-of-experts model (${arch}.expert_count = ${experts}): not supported`;
+    return null;
+  }
+
   /** The context the engine picks when none is asked: the training context clamped to 2048…4096 (src/forward.c). */
   function defaultContext(hp) {
     return Math.min(4096, Math.max(2048, hp?.contextTrain || 0));
   }
 
-  /** Bytes of the KV cache (keys and values of every layer and position), as wick_kv_bytes counts them. */
-  function kvCacheBytes(hp, nCtx, kvType = 'f16') {
+  /**
+   * Bytes of the KV cache (keys and values of every layer and position), as wick_kv_bytes counts
+   * them: a sliding-window layer holds window − 1 + nBatch positions when that is fewer.
+   */
+  function kvCacheBytes(hp, nCtx, kvType = 'f16', nBatch = 256) {
     if (!hp) return 0;
     const elem = kvType === 'f32' ? 4 : 2;
-    return hp.layers * nCtx * hp.kvHeads * (hp.keyLength + hp.valueLength) * elem;
+    const batch = Math.min(nBatch, nCtx), ring = hp.window > 0 ? hp.window - 1 + batch : nCtx;
+    const positions = (hp.layers - (hp.slidingLayers || 0)) * nCtx + (hp.slidingLayers || 0) * Math.min(ring, nCtx);
+    return positions * hp.kvHeads * (hp.keyLength + hp.valueLength) * elem;
   }
 
   /** A rough bound of the forward pass's scratch: activations of one batch, logits, attention rows. */
@@ -176,5 +211,5 @@
     return `${v.toFixed(v < 10 ? 2 : 1)} ${units[u]}`;
   }
 
-  root.WickGguf = { TYPE, NeedMoreBytes, isGguf, parseHeader, hyperparameters, defaultContext, kvCacheBytes, checkFits, formatBytes, WASM_MEMORY_LIMIT, ENGINE_RESERVE };
+  root.WickGguf = { TYPE, NeedMoreBytes, isGguf, parseHeader, hyperparameters, unsupportedReason, ARCHITECTURES, defaultContext, kvCacheBytes, checkFits, formatBytes, WASM_MEMORY_LIMIT, ENGINE_RESERVE };
 })(typeof self !== 'undefined' ? self : globalThis);

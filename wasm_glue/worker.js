@@ -416,6 +416,8 @@
       throw new WorkerError('E_NOT_GGUF', `not a valid GGUF file: ${e.message}`);
     }
     sink.headerChecked = true;
+    const unsupported = WickGguf.unsupportedReason(header.metadata);
+    if (unsupported) throw new WorkerError('E_UNSUPPORTED', unsupported);
     sink.meta = summarize(header);
     const fits = WickGguf.checkFits({ fileBytes: sink.total || size, metadata: header.metadata, contextSize: sink.contextSize, kvType: sink.kvType, threads: buildInfo.threads });
     if (!fits.fits) throw tooLarge(sink.total || size, fits.needed, fits.available);

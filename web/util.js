@@ -108,6 +108,8 @@ export async function inspectFile(file) {
  */
 export function memoryCheck({ bytes, metadata, contextSize = 0, kvType = 'f16', threads = 1 }, features) {
   const fit = WickGguf.checkFits({ fileBytes: bytes, metadata, contextSize, kvType, threads });
+  const unsupported = metadata && WickGguf.unsupportedReason(metadata);
+  if (unsupported) return { ...fit, level: 'error', message: `wick cannot run this model: ${unsupported}.` };
   const parts = `${formatBytes(fit.fileBytes)} weights + ${formatBytes(fit.kvBytes)} KV cache (${formatCount(fit.contextSize)} tokens) + scratch`;
   if (!fit.fits) {
     return { ...fit, level: 'error', message: `Needs about ${formatBytes(fit.needed)} (${parts}): more than the ${formatBytes(fit.available)} a WebAssembly page can address. Choose a smaller model or a shorter context.` };
