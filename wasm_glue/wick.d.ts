@@ -101,9 +101,47 @@ export interface GenerateDone {
   timings: Timings | null;
 }
 
+export interface ChatToolCall {
+  id?: string;
+  type?: 'function';
+  /** arguments as a JSON string (OpenAI) or an object; a string is parsed before rendering */
+  function: { name: string; arguments?: string | Record<string, unknown> };
+}
+
 export interface ChatMessage {
+  /** 'developer' is given to the template as 'system' unless the template names the developer role */
   role: 'system' | 'user' | 'assistant' | 'tool' | 'developer';
-  content: string | Array<{ type: 'text'; text: string }>;
+  /** null only on an assistant message with tool_calls */
+  content: string | Array<{ type: 'text'; text: string }> | null;
+  tool_calls?: ChatToolCall[];
+  tool_call_id?: string;
+  name?: string;
+  /** passed to the template (Qwen3 renders it inside <think>) */
+  reasoning_content?: string;
+}
+
+/** An OpenAI-style tool definition: the template renders it where its tools section is. */
+export interface ChatTool {
+  type: 'function';
+  function: { name: string; description?: string; parameters?: Record<string, unknown> };
+}
+
+export interface ChatTemplateOptions {
+  /** end with the assistant's turn header (default true) */
+  addGenerationPrompt?: boolean;
+  /** tool definitions, given to the template as `tools` (an empty list is none); a template without a
+   *  tools section (Gemma 2, Phi-3.5, llama.cpp's SmolLM3 template) leaves them out of the prompt */
+  tools?: ChatTool[];
+  /** the time strftime_now, date_string and datetime show (default: the current time) */
+  now?: Date;
+  /** more template variables (chat_template_kwargs), e.g. { enable_thinking: false } */
+  extra?: Record<string, unknown>;
+}
+
+export interface RenderChatTemplateOptions extends ChatTemplateOptions {
+  /** the text of bos_token and eos_token in the template (default '') */
+  bosToken?: string;
+  eosToken?: string;
 }
 
 export interface ChatCompletionRequest {
@@ -126,6 +164,9 @@ export interface ChatCompletionRequest {
   /** a Jinja template used instead of the model's tokenizer.chat_template */
   chat_template?: string;
   chat_template_kwargs?: Record<string, unknown>;
+  /** tool definitions rendered by the chat template; wick neither constrains nor parses the
+   *  tool calls: the reply's text carries them in the model's format (e.g. <tool_call>…</tool_call>) */
+  tools?: ChatTool[];
   signal?: AbortSignal;
 }
 
@@ -197,7 +238,8 @@ export interface Engine {
       create(request: ChatCompletionRequest & { stream?: false }): Promise<ChatCompletion>;
     };
   };
-  applyChatTemplate(messages: ChatMessage[], options?: { template?: string; addGenerationPrompt?: boolean; extra?: Record<string, unknown> }): Promise<string>;
+  /** the prompt text of a conversation in the model's chat template (or `template`), with the model's BOS and EOS text */
+  applyChatTemplate(messages: ChatMessage[], options?: ChatTemplateOptions & { template?: string }): Promise<string>;
   tokenize(text: string, options?: { addBos?: boolean; special?: boolean }): Promise<number[]>;
   detokenize(tokens: number[]): Promise<string>;
   /** stops every generation in progress */
@@ -225,9 +267,18 @@ export declare const Wick: {
   defaultThreads(): number;
   canUseThreads(): boolean;
   splitUrls(firstUrl: string): string[];
-  useJinja(module: { Template: unknown }): void;
+  useJinja(module: { Template: unknown; Environment: unknown; Interpreter: unknown }): void;
+  renderChatTemplate: typeof renderChatTemplate;
   WickError: typeof WickError;
 };
+
+/**
+ * A conversation rendered with a chat template (Jinja source), no model needed. A template that
+ * takes no system message (it raises, as Gemma's do, or leaves it out) gets the system message at
+ * the head of the next message, joined by a newline, as llama.cpp does; E_TEMPLATE when the
+ * template does not parse, raises (the message says why), or fails.
+ */
+export declare function renderChatTemplate(source: string, messages: ChatMessage[], options?: RenderChatTemplateOptions): Promise<string>;
 
 export declare function defaultThreads(): number;
 export declare function canUseThreads(): boolean;

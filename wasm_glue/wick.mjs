@@ -21,7 +21,7 @@ const START_TIMEOUT_MS = 60000;
 const SPLIT_NAME = /-(\d{5})-of-(\d{5})\.gguf$/;
 
 /** An Error with a `code`: E_FETCH, E_NOT_GGUF, E_TOO_LARGE, E_UNSUPPORTED, E_ABORTED,
- *  E_INVALID_ARG, E_FORMAT, E_NOMEM, E_CONTEXT_FULL, E_NO_TEMPLATE, E_NO_JINJA, E_UNLOADED, E_WORKER. */
+ *  E_INVALID_ARG, E_FORMAT, E_NOMEM, E_CONTEXT_FULL, E_NO_TEMPLATE, E_TEMPLATE, E_NO_JINJA, E_UNLOADED, E_WORKER. */
 export class WickError extends Error {
   constructor(code, message) {
     super(message);
@@ -429,30 +429,17 @@ class Engine {
 
   // ---- chat ----
 
-  /** The prompt text of a conversation, rendered with the model's chat template (or `template`). */
-  async applyChatTemplate(messages, { template, addGenerationPrompt = true, extra = {} } = {}) {
-    checkMessages(messages);
+  /** The prompt text of a conversation, rendered with the model's chat template (or `template`):
+   *  see renderChatTemplate for the options `tools`, `now` and `extra`. */
+  async applyChatTemplate(messages, { template, addGenerationPrompt = true, tools, now, extra = {} } = {}) {
     const source = template ?? this.info.chatTemplate;
     if (typeof source !== 'string' || !source)
       throw new WickError('E_NO_TEMPLATE', `${this.info.name} has no chat template (tokenizer.chat_template); pass chat_template with the request, or use engine.generate() for plain text`);
-    const { Template } = await loadJinja();
-    let compiled;
-    try {
-      compiled = new Template(source);
-    } catch (e) {
-      throw new WickError('E_TEMPLATE', `the chat template does not parse: ${e.message}`);
-    }
-    try {
-      return compiled.render({
-        ...extra,
-        messages: messages.map((m) => ({ ...m, content: messageText(m.content) })),
-        add_generation_prompt: addGenerationPrompt,
-        bos_token: this.info.specialTokens.bos ?? '',
-        eos_token: this.info.specialTokens.eos ?? '',
-      });
-    } catch (e) {
-      throw new WickError('E_TEMPLATE', `the chat template failed: ${e.message}`);
-    }
+    return renderChatTemplate(source, messages, {
+      addGenerationPrompt, tools, now, extra,
+      bosToken: this.info.specialTokens.bos ?? '',
+      eosToken: this.info.specialTokens.eos ?? '',
+    });
   }
 
   async _chatCompletion(request) {
@@ -475,7 +462,7 @@ class Engine {
     };
     if (options.maxTokens === null) options.maxTokens = undefined;
     const checked = generateSettings(options);
-    const text = await this.applyChatTemplate(request.messages, { template: request.chat_template, extra: request.chat_template_kwargs || {} });
+    const text = await this.applyChatTemplate(request.messages, { template: request.chat_template, tools: request.tools ?? undefined, extra: request.chat_template_kwargs || {} });
     const bos = this.info.specialTokens.bos;
     const tokens = await this.tokenize(text, { addBos: !(bos && text.startsWith(bos)), special: true });
     const stream = this._stream({ type: 'generate', tokens, settings: checked.settings, stops: checked.stops, probs: checked.probs }, options.signal);
@@ -524,9 +511,33 @@ function checkTokens(tokens, nVocab) {
   for (const t of tokens) if (!Number.isInteger(t) || t < 0 || (nVocab && t >= nVocab)) throw invalid(`token id ${t} is not in the vocabulary${nVocab ? ` (0…${nVocab - 1})` : ''}`);
 }
 
+// ---- chat templates ----
+//
+// A model's tokenizer.chat_template is a Jinja template written for Hugging Face transformers'
+// apply_chat_template; @huggingface/jinja renders it. The context holds what transformers and
+// llama.cpp give a template: messages, add_generation_prompt, bos_token, eos_token, tools (only
+// when the request has some, so that `tools is defined` keeps its meaning), raise_exception,
+// range, strftime_now (English names and local time, as Python's strftime in the C locale, at the
+// `now` of the call), and llama.cpp's date_string ("26 Jul 2024") and datetime ("Jul 26 2024").
+// `extra` (chat_template_kwargs: enable_thinking, documents, …) adds or replaces variables, and
+// `x | string` of a mapping or a list gives Python's str(x), which @huggingface/jinja lacks.
+// The messages are prepared as llama.cpp's common chat code prepares them (common/chat.cpp):
+//  - a 'developer' message becomes a 'system' one, unless the template names the developer role;
+//  - for a template that takes no system message (it raises, as Gemma's do, or leaves it out of
+//    the prompt), the system message is joined to the head of the next message with a newline;
+//  - a tool call's arguments sent as a JSON string (the OpenAI format) are parsed into the object
+//    that the templates print with tojson.
+
 const ROLES = new Set(['system', 'user', 'assistant', 'tool', 'developer']);
+const TOOL_SHAPE = "{type: 'function', function: {name, description, parameters}}";
+const TEMPLATE_CACHE_SIZE = 8;            // compiled templates kept: a page seldom has more models
+const SYSTEM_PROBE = 'WICK-SYSTEM-PROBE'; // marks the system message in the probe render
+const MONTHS = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October', 'November', 'December'];
+const WEEKDAYS = ['Sunday', 'Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday'];
+const DAY_MS = 86400000;
 
 function messageText(content) {
+  if (content === null || content === undefined) return '';
   if (typeof content === 'string') return content;
   return content.map((part) => part.text).join('');
 }
@@ -536,21 +547,222 @@ function checkMessages(messages) {
   messages.forEach((m, i) => {
     if (m === null || typeof m !== 'object') throw invalid(`messages[${i}] must be an object {role, content}`);
     if (!ROLES.has(m.role)) throw invalid(`messages[${i}].role ${JSON.stringify(m.role)} is not one of ${[...ROLES].join(', ')}`);
-    const ok = typeof m.content === 'string' || (Array.isArray(m.content) && m.content.every((p) => p && p.type === 'text' && typeof p.text === 'string'));
-    if (!ok) throw invalid(`messages[${i}].content must be a string or an array of {type: 'text', text}`);
+    const calls = m.tool_calls !== undefined && m.tool_calls !== null;
+    if (calls) checkToolCalls(m.tool_calls, i);
+    const text = typeof m.content === 'string' || (Array.isArray(m.content) && m.content.every((p) => p && p.type === 'text' && typeof p.text === 'string'));
+    const callsOnly = calls && m.role === 'assistant' && (m.content === null || m.content === undefined);
+    if (!text && !callsOnly) throw invalid(`messages[${i}].content must be a string or an array of {type: 'text', text}${m.role === 'assistant' ? ' (or null beside tool_calls)' : ''}`);
   });
+}
+
+function checkToolCalls(calls, i) {
+  if (!Array.isArray(calls)) throw invalid(`messages[${i}].tool_calls must be an array of {type: 'function', function: {name, arguments}}`);
+  calls.forEach((call, j) => {
+    const ok = call && typeof call === 'object' && (call.type === undefined || call.type === 'function') && typeof call.function?.name === 'string';
+    if (!ok) throw invalid(`messages[${i}].tool_calls[${j}] must be {type: 'function', function: {name, arguments}}`);
+  });
+}
+
+/** OpenAI-style tool definitions, or undefined when there are none (an empty list is none). */
+function checkTools(tools) {
+  if (tools === undefined || tools === null) return undefined;
+  if (!Array.isArray(tools)) throw invalid(`tools must be an array of ${TOOL_SHAPE}`);
+  tools.forEach((t, i) => {
+    if (t === null || typeof t !== 'object' || t.type !== 'function' || typeof t.function?.name !== 'string') throw invalid(`tools[${i}] must be ${TOOL_SHAPE}`);
+  });
+  return tools.length ? tools : undefined;
+}
+
+/** The messages as the template sees them (see the notes at the head of this section). */
+function templateMessages(messages, source) {
+  const developerIsSystem = !/\bdeveloper\b/.test(source);
+  return messages.map((m, i) => {
+    const out = { ...m, content: messageText(m.content) };
+    if (m.role === 'developer' && developerIsSystem) out.role = 'system';
+    if (Array.isArray(m.tool_calls)) {
+      out.tool_calls = m.tool_calls.map((call, j) => {
+        let args = call.function.arguments;
+        if (typeof args === 'string') {
+          try {
+            args = JSON.parse(args);
+          } catch (e) {
+            throw invalid(`messages[${i}].tool_calls[${j}].function.arguments is not JSON: ${e.message}`);
+          }
+        }
+        return { ...call, function: { ...call.function, arguments: args } };
+      });
+    }
+    return out;
+  });
+}
+
+/** For a template without a system role: the system message opens the next message. */
+function joinSystemToNext(messages) {
+  if (messages.length === 1) throw new WickError('E_TEMPLATE', 'the chat template takes no system message, and no message follows the system message to carry it');
+  const [system, next, ...rest] = messages;
+  return [{ ...next, content: `${system.content}\n${next.content}` }, ...rest];
+}
+
+/** Python's strftime in the C locale, on local time (as transformers' and llama.cpp's strftime_now). */
+function strftime(date, format) {
+  const pad = (n, width = 2) => String(n).padStart(width, '0');
+  const [year, month, day, hours] = [date.getFullYear(), date.getMonth(), date.getDate(), date.getHours()];
+  const fields = {
+    a: WEEKDAYS[date.getDay()].slice(0, 3), A: WEEKDAYS[date.getDay()],
+    b: MONTHS[month].slice(0, 3), B: MONTHS[month],
+    d: pad(day), e: String(day).padStart(2, ' '), m: pad(month + 1), y: pad(year % 100), Y: String(year),
+    F: `${year}-${pad(month + 1)}-${pad(day)}`,
+    j: pad((Date.UTC(year, month, day) - Date.UTC(year, 0, 1)) / DAY_MS + 1, 3),
+    H: pad(hours), I: pad(hours % 12 || 12), p: hours < 12 ? 'AM' : 'PM',
+    M: pad(date.getMinutes()), S: pad(date.getSeconds()), '%': '%',
+  };
+  return format.replace(/%([A-Za-z%])/g, (directive, c) => fields[c] ?? directive);
+}
+
+/** Python's range(stop) / range(start, stop[, step]). */
+function pythonRange(start, stop, step = 1) {
+  if (stop === undefined) [start, stop] = [0, start];
+  if (![start, stop, step].every(Number.isInteger) || step === 0) throw new Error('range() takes integers and a step other than 0');
+  const out = [];
+  for (let i = start; step > 0 ? i < stop : i > stop; i += step) out.push(i);
+  return out;
+}
+
+class TemplateRaised extends Error {}
+
+// The globals of @huggingface/jinja's Template.render (which refuses to redefine them), with our
+// raise_exception (to tell a template's refusal from a failure) and, per render, strftime_now.
+const TEMPLATE_GLOBALS = {
+  true: true, false: false, none: null, True: true, False: false, None: null,
+  range: pythonRange,
+  raise_exception: (message) => { throw new TemplateRaised(String(message)); },
+};
+
+const compiledTemplates = new Map(); // source → { template, takesSystem: undefined until probed }
+
+function compileTemplate(Template, source) {
+  let entry = compiledTemplates.get(source);
+  if (entry) return entry;
+  try {
+    entry = { template: new Template(source), takesSystem: undefined };
+  } catch (e) {
+    throw new WickError('E_TEMPLATE', `the chat template does not parse: ${e.message}`);
+  }
+  compiledTemplates.set(source, entry);
+  if (compiledTemplates.size > TEMPLATE_CACHE_SIZE) compiledTemplates.delete(compiledTemplates.keys().next().value);
+  return entry;
+}
+
+function runTemplate(module, template, context) {
+  const env = new module.Environment();
+  for (const [name, value] of Object.entries(context)) env.set(name, value);
+  return new (interpreterOf(module))(env).run(template.parsed).value;
+}
+
+// As llama.cpp's template capabilities: a template takes a system message when a render of
+// [system, user] succeeds and shows the system text (Gemma's raise, Phi-3-mini's drop it).
+function takesSystemMessage(module, entry, context) {
+  if (entry.takesSystem === undefined) {
+    try {
+      const messages = [{ role: 'system', content: SYSTEM_PROBE }, { role: 'user', content: 'Hello' }];
+      entry.takesSystem = runTemplate(module, entry.template, { ...context, messages }).includes(SYSTEM_PROBE);
+    } catch {
+      entry.takesSystem = false;
+    }
+  }
+  return entry.takesSystem;
+}
+
+// `x | string` of a mapping or a list is Python's str(x), its repr, in transformers' Jinja; the
+// original SmolLM3 template prints its xml_tools so. @huggingface/jinja has no such filter: its
+// Interpreter, extended here, gets it (the rest of its filters are untouched).
+const interpreters = new WeakMap(); // jinja module → its Interpreter with that filter
+
+function interpreterOf(module) {
+  let Extended = interpreters.get(module);
+  if (!Extended) {
+    const StringValue = new module.Environment().set('text', '').constructor;
+    Extended = class extends module.Interpreter {
+      applyFilter(operand, filter, environment) {
+        if (filter.type === 'Identifier' && filter.value === 'string' && (operand.type === 'ObjectValue' || operand.type === 'ArrayValue'))
+          return new StringValue(pythonRepr(operand));
+        return super.applyFilter(operand, filter, environment);
+      }
+    };
+    interpreters.set(module, Extended);
+  }
+  return Extended;
+}
+
+/** Python's repr of a Jinja runtime value (mappings, lists, strings, numbers, True/False/None). */
+function pythonRepr(value) {
+  switch (value.type) {
+    case 'ObjectValue': return `{${[...value.value].map(([key, v]) => `${pythonStringRepr(key)}: ${pythonRepr(v)}`).join(', ')}}`;
+    case 'ArrayValue': return `[${value.value.map(pythonRepr).join(', ')}]`;
+    case 'StringValue': return pythonStringRepr(value.value);
+    case 'BooleanValue': return value.value ? 'True' : 'False';
+    case 'NullValue': case 'UndefinedValue': return 'None';
+    case 'FloatValue': return Number.isInteger(value.value) ? `${value.value}.0` : String(value.value);
+    default: return String(value.value);
+  }
+}
+
+/** Python's repr of a str: single quotes unless only double quotes avoid escaping. */
+function pythonStringRepr(text) {
+  const quote = text.includes("'") && !text.includes('"') ? '"' : "'";
+  const escapes = { '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t', [quote]: `\\${quote}` };
+  const control = (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`;
+  return quote + text.replace(/[\\'"\x00-\x1f\x7f]/g, (c) => escapes[c] ?? (c === "'" || c === '"' ? c : control(c))) + quote;
+}
+
+/**
+ * The prompt text of a conversation rendered with a chat template (the Jinja source), without a
+ * model. Options: addGenerationPrompt (default true), bosToken and eosToken (default ''), tools
+ * (OpenAI-style function definitions, given to the template as `tools`; a template without a
+ * tools section ignores them), now (the Date of strftime_now and date_string; default: now),
+ * extra (more template variables, e.g. {enable_thinking: false}).
+ */
+export async function renderChatTemplate(source, messages, { addGenerationPrompt = true, bosToken = '', eosToken = '', tools, now, extra = {} } = {}) {
+  if (typeof source !== 'string' || !source) throw invalid('the chat template must be a non-empty string');
+  checkMessages(messages);
+  const toolList = checkTools(tools);
+  if (now === undefined) now = new Date();
+  else if (!(now instanceof Date) || Number.isNaN(now.getTime())) throw invalid('now must be a valid Date');
+  if (extra === null || typeof extra !== 'object') throw invalid('extra (chat_template_kwargs) must be an object');
+  const module = await loadJinja();
+  const entry = compileTemplate(module.Template, source);
+  const base = {
+    ...TEMPLATE_GLOBALS,
+    strftime_now: (format) => strftime(now, String(format)),
+    date_string: strftime(now, '%d %b %Y'),
+    datetime: strftime(now, '%b %d %Y'),
+    add_generation_prompt: true,
+    bos_token: bosToken,
+    eos_token: eosToken,
+  };
+  let prepared = templateMessages(messages, source);
+  if (prepared[0].role === 'system' && !takesSystemMessage(module, entry, base)) prepared = joinSystemToNext(prepared);
+  const context = { ...base, ...extra, messages: prepared, add_generation_prompt: addGenerationPrompt, bos_token: bosToken, eos_token: eosToken };
+  if (toolList) context.tools = toolList;
+  try {
+    return runTemplate(module, entry.template, context);
+  } catch (e) {
+    if (e instanceof TemplateRaised) throw new WickError('E_TEMPLATE', `the chat template refused the conversation: ${e.message}`);
+    throw new WickError('E_TEMPLATE', `the chat template failed: ${e.message}`);
+  }
 }
 
 // @huggingface/jinja renders chat templates. Under Node and with a bundler or an import map the
 // bare name resolves; a page without either finds it in node_modules beside this package.
 let jinja = null;
+const isJinja = (module) => !!(module?.Template && module.Environment && module.Interpreter);
 async function loadJinja() {
   if (jinja) return jinja;
   const candidates = ['@huggingface/jinja', moduleUrl('../node_modules/@huggingface/jinja/dist/index.js'), moduleUrl('../../@huggingface/jinja/dist/index.js')];
   for (const c of candidates) {
     try {
       jinja = await import(c);
-      if (jinja.Template) return jinja;
+      if (isJinja(jinja)) return jinja;
     } catch { /* try the next place */ }
   }
   jinja = null;
@@ -668,9 +880,11 @@ export const Wick = {
   splitUrls,
   /** Supplies @huggingface/jinja (the module object) where it cannot be imported by name. */
   useJinja(module) {
-    if (!module?.Template) throw invalid('useJinja takes the @huggingface/jinja module (with its Template class)');
+    if (!isJinja(module)) throw invalid('useJinja takes the @huggingface/jinja module (with its Template, Environment and Interpreter classes)');
     jinja = module;
+    compiledTemplates.clear();
   },
+  renderChatTemplate,
   WickError,
 };
 
