@@ -4,6 +4,7 @@
 import { Wick } from '../wasm_glue/wick.mjs';
 import { ensureCrossOriginIsolation, isolatedByServiceWorker, engineWorkerUrl } from './coi.js';
 import { LookInside } from './look-inside.js';
+import { CATALOGUE, HF, approximateSize, catalogueUrl, repositoryUrl, hubFromParam } from './catalogue.js';
 import {
   el, formatBytes, formatCount, formatDuration, formatParams, detectFeatures, threadsNote, inspectFile,
   memoryCheck, describeMetadata, RateMeter, progressText,
@@ -11,6 +12,9 @@ import {
 
 const DEFAULT_MODEL = new URL('../models/stories260K.gguf', import.meta.url).href;
 const PROBS_SHOWN = 10;
+// A catalogue choice is looked at (its header fetched) once the selection has rested this long,
+// so that moving through the list with the arrow keys does not fetch every header on the way.
+const CHOOSE_DELAY_MS = 250;
 const $ = (id) => document.getElementById(id);
 
 // The sampling controls: [option, label, min, max, step, default, hint]
@@ -29,7 +33,10 @@ const state = {
   engine: null,
   loading: null,      // AbortController of the load in progress
   generating: null,   // AbortController of the generation in progress
-  source: null,       // {kind, source, label, bytes, metadata} of the chosen model
+  source: null,       // {kind, source, label, bytes, metadata, entry?} of the chosen model
+  checks: 0,          // how many looks at a source were started: a slower, older one is dropped
+  hub: HF,            // where the catalogue's files are (?hf= replaces Hugging Face)
+  chooseTimer: 0,     // the pending look at a catalogue entry
   messages: [],       // chat history: {role, content}
   last: null,         // what Regenerate repeats: {kind: 'chat'|'completion', prompt?, view}
 };
@@ -282,8 +289,42 @@ function sourceKind() { return document.querySelector('input[name=source]:checke
 
 function showSourceFields() {
   const kind = sourceKind();
+  $('catalogue-field').hidden = kind !== 'catalogue';
   $('url-field').hidden = kind !== 'url';
   $('file-field').hidden = kind !== 'file';
+}
+
+// ---- the catalogue of popular files ----
+
+function chosenEntry() {
+  const input = document.querySelector('input[name=catalogue-entry]:checked');
+  return input ? CATALOGUE.find((e) => e.id === input.value) : null;
+}
+
+/** One radio button per catalogue entry: name and approximate size, then family, parameters and quantization. */
+function buildCatalogue() {
+  $('catalogue-list').replaceChildren(...CATALOGUE.map((entry) => {
+    const params = formatParams(entry.params);
+    const input = el('input', { type: 'radio', name: 'catalogue-entry', value: entry.id, 'data-family': entry.family, 'data-url': catalogueUrl(entry, state.hub) });
+    input.addEventListener('change', chooseEntry);
+    return el('label', { className: 'entry' }, input,
+      el('span', { className: 'entry-text' },
+        el('span', { className: 'entry-head' },
+          el('span', { className: 'entry-name' }, entry.name), ' ',
+          el('span', { className: 'entry-size' }, el('span', { 'aria-hidden': 'true' }, '≈ '), el('span', { className: 'visually-hidden' }, 'about '), approximateSize(entry.bytes))),
+        ' ', el('span', { className: 'entry-facts' }, `${entry.family} · ${params} parameters · ${entry.quant}`)));
+  }));
+  if (state.hub !== HF) $('catalogue-hint').append(` Files come from ${state.hub} (set by ?hf= in the address), not from Hugging Face.`);
+}
+
+/** A catalogue entry was chosen: say what it is at once, look at its header once the choice rests. */
+function chooseEntry() {
+  const entry = chosenEntry();
+  if (!entry) return;
+  $('catalogue-detail').replaceChildren(`${entry.file} from `,
+    el('a', { href: repositoryUrl(entry, state.hub), target: '_blank', rel: 'noopener' }, entry.repo));
+  clearTimeout(state.chooseTimer);
+  state.chooseTimer = setTimeout(checkSource, CHOOSE_DELAY_MS);
 }
 
 /** The model's training context (from its GGUF metadata), if known. */
@@ -307,11 +348,17 @@ function loadOptions(metadata = state.source?.metadata) {
 
 /** The chosen source, looked at (size, metadata, memory) without loading it. */
 async function checkSource() {
+  clearTimeout(state.chooseTimer);
+  const check = ++state.checks;
   const kind = sourceKind();
   const box = $('model-check');
   let chosen;
   if (kind === 'default') chosen = { kind, source: DEFAULT_MODEL, label: 'stories260K' };
-  else if (kind === 'url') {
+  else if (kind === 'catalogue') {
+    const entry = chosenEntry();
+    if (!entry) { box.replaceChildren(el('p', { className: 'hint' }, 'Choose a model from the list.')); state.source = null; return null; }
+    chosen = { kind, source: catalogueUrl(entry, state.hub), label: entry.file, entry };
+  } else if (kind === 'url') {
     const url = $('model-url').value.trim();
     if (!url) { box.replaceChildren(el('p', { className: 'hint' }, 'Enter the URL of a .gguf file.')); state.source = null; return null; }
     chosen = { kind, source: url, label: url.split(/[?#]/)[0].split('/').pop() || url };
@@ -323,6 +370,7 @@ async function checkSource() {
   box.replaceChildren(el('p', { className: 'hint' }, `Looking at ${chosen.label}…`));
   try {
     const head = kind === 'file' ? await inspectFile(chosen.source) : await Wick.inspect(chosen.source);
+    if (check !== state.checks) return null; // another choice was made meanwhile
     const { contextSize, threads } = loadOptions(head.metadata);
     chosen.bytes = head.bytes;
     chosen.metadata = head.metadata;
@@ -335,6 +383,7 @@ async function checkSource() {
       el('p', { className: `memory ${chosen.check.level}`, role: chosen.check.level === 'ok' ? null : 'alert' }, chosen.check.message));
     return chosen;
   } catch (e) {
+    if (check !== state.checks) return null;
     state.source = null;
     box.replaceChildren(el('p', { className: 'memory error', role: 'alert' }, `Cannot use ${chosen.label}: ${e.message}`));
     return null;
@@ -343,7 +392,9 @@ async function checkSource() {
 
 async function loadChosen() {
   if (state.loading) return;
-  const chosen = (state.source && state.source.kind === sourceKind()) ? state.source : await checkSource();
+  const looked = state.source;
+  const current = looked && looked.kind === sourceKind() && (looked.kind !== 'catalogue' || looked.entry === chosenEntry());
+  const chosen = current ? looked : await checkSource();
   if (!chosen) return;
   if (chosen.check?.level === 'error') return;
   stop();
@@ -515,6 +566,11 @@ function showEnvironment() {
 }
 
 async function start() {
+  const params = new URLSearchParams(location.search);
+  const hub = hubFromParam(params.get('hf'));
+  state.hub = hub.hub;
+  if (hub.error) notice('warn', `${hub.error}: the list of popular models uses ${HF}.`);
+  buildCatalogue();
   buildSamplingControls();
   wire();
   showSourceFields();
@@ -527,7 +583,6 @@ async function start() {
   showEnvironment();
   setState('idle');
   refreshCache();
-  const params = new URLSearchParams(location.search);
   if (params.get('model')) {
     document.querySelector('input[name=source][value=url]').checked = true;
     $('model-url').value = params.get('model');

@@ -1,0 +1,324 @@
+// tests/catalogue.test.mjs — the page's catalogue of popular GGUF files (web/catalogue.js) in
+// Debian's Chromium (playwright-core, never a downloaded browser). The catalogue lists every
+// family; each entry is a Hugging Face resolve URL of a file wasm32 can hold. Against a local
+// stand-in for Hugging Face (`?hf=`: a server that answers /<org>/<repo>/resolve/main/<file>.gguf
+// with a 302 to a second, "CDN" origin serving the bytes with Range and CORS, as huggingface.co
+// does), choosing an entry shows its exact size and the memory it needs after Range requests
+// only (checked on the server), the keyboard moves through the list, a missing file is an error,
+// and Load model downloads it with the progress bar, keeps it in the Cache API and runs it; a
+// second visit loads it from the cache without the network. Without `?hf=` nothing leaves
+// for huggingface.co until a load is asked. Everything is served on 127.0.0.1.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { createServer } from '../tools/serve.mjs';
+import { root, models } from './helpers.mjs';
+import { CATALOGUE, CATALOGUE_MAX_BYTES, HF, approximateSize, catalogueUrl, hubFromParam } from '../web/catalogue.js';
+import '../wasm_glue/gguf-header.js'; // globalThis.WickGguf: the page's own byte formatting
+
+const CHROMIUM = '/usr/bin/chromium';
+const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+  '--disable-component-update', '--disable-sync'];
+const ARTIFACTS = process.env.WICK_ARTIFACTS || path.join(os.tmpdir(), 'wick-page-artifacts');
+if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is not installed: run tools/setup.sh (apt-get install chromium)`);
+
+// The families of issue 12 that the page must offer, and the models named there.
+const FAMILIES = ['llama', 'qwen3', 'gemma3', 'gemma2', 'phi3', 'smollm3', 'granite', 'olmo2'];
+const NAMED = ['llama-3.2-1b-instruct', 'llama-3.2-3b-instruct', 'qwen3-0.6b', 'qwen3-1.7b', 'gemma-3-270m-it', 'gemma-3-1b-it',
+  'gemma-2-2b-it', 'phi-3.5-mini-instruct', 'smollm2-360m-instruct', 'smollm2-1.7b-instruct', 'smollm3-3b', 'granite-3.3-2b-instruct',
+  'olmo-2-0425-1b-instruct'];
+
+// What the stand-in serves under a catalogue entry's path: a qwen3 file to look at, and a llama
+// file with a chat template that the engine loads today (under the SmolLM2 360M entry).
+const SERVED = {
+  'qwen3-0.6b': path.join(models, 'families', 'mini-qwen3-q8_0.gguf'),
+  'smollm2-360m-instruct': path.join(models, 'mini', 'mini-chat-q8_0.gguf'),
+};
+const entry = (id) => CATALOGUE.find((e) => e.id === id);
+const sizeOf = (id) => fs.statSync(SERVED[id]).size;
+const formatBytes = (n) => globalThis.WickGguf.formatBytes(n);
+
+let site, page0, hub, cdn, browser;
+const profiles = [];
+const log = []; // every request to the stand-in: {server, method, path, range, status, bytes}
+
+function listen(server) {
+  return new Promise((r) => server.listen(0, '127.0.0.1', () => r({ server, base: `http://127.0.0.1:${server.address().port}` })));
+}
+
+const CORS = {
+  'Access-Control-Allow-Origin': '*',
+  'Access-Control-Expose-Headers': 'Content-Range, Content-Length, Accept-Ranges, ETag',
+};
+
+/** Records a request and answers it; a preflight (OPTIONS) is allowed the headers a download sends. */
+function handler(name, respond) {
+  return (req, res) => {
+    const url = new URL(req.url, 'http://127.0.0.1');
+    const record = { server: name, method: req.method, path: url.pathname, range: req.headers.range || null, status: 0, bytes: 0 };
+    log.push(record);
+    const send = (status, headers = {}, body) => {
+      record.status = status;
+      res.writeHead(status, { ...CORS, ...headers });
+      res.end(body);
+    };
+    if (req.method === 'OPTIONS') {
+      send(204, { 'Access-Control-Allow-Methods': 'GET, HEAD', 'Access-Control-Allow-Headers': 'Range, If-Range', 'Access-Control-Max-Age': '600' });
+      return;
+    }
+    respond(req, res, url, record, send);
+  };
+}
+
+/** huggingface.co's part: /<org>/<repo>/resolve/main/<file> redirects to the file's CDN address. */
+function hubRespond(req, res, url, record, send) {
+  const found = Object.keys(SERVED).find((id) => new URL(catalogueUrl(entry(id), hub.base)).pathname === url.pathname);
+  if (!found) { send(404, { 'Content-Type': 'text/plain' }, 'Entry not found'); return; }
+  send(302, { Location: `${cdn.base}/repos/${found}?expires=9999999999&signature=test` });
+}
+
+/** The CDN's part: the bytes, whole (200) or a range (206), with CORS. */
+function cdnRespond(req, res, url, record, send) {
+  const id = /^\/repos\/([\w.-]+)$/.exec(url.pathname)?.[1];
+  if (!id || !SERVED[id]) { send(404, { 'Content-Type': 'text/plain' }, 'not found'); return; }
+  const file = SERVED[id];
+  const size = fs.statSync(file).size;
+  const headers = { 'Content-Type': 'application/octet-stream', 'Accept-Ranges': 'bytes', ETag: `"${id}-${size}"` };
+  let start = 0, end = size - 1, status = 200;
+  const range = /^bytes=(\d*)-(\d*)$/.exec(req.headers.range || '');
+  if (range && (range[1] || range[2])) {
+    if (range[1]) { start = Number(range[1]); if (range[2]) end = Math.min(Number(range[2]), end); } else start = Math.max(0, size - Number(range[2]));
+    if (start > end) { send(416, { 'Content-Range': `bytes */${size}` }); return; }
+    status = 206;
+    headers['Content-Range'] = `bytes ${start}-${end}/${size}`;
+  }
+  headers['Content-Length'] = String(end - start + 1);
+  record.status = status;
+  res.writeHead(status, { ...CORS, ...headers });
+  if (req.method === 'HEAD') { res.end(); return; }
+  record.bytes = end - start + 1;
+  fs.createReadStream(file, { start, end }).pipe(res);
+}
+
+async function launch(options = {}) {
+  const { chromium } = await import('playwright-core');
+  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'wick-catalogue-chromium-'));
+  profiles.push(profile);
+  const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: ARGS, ...options });
+  // nothing may leave this machine: a request to the real hub fails and is counted
+  context.outside = [];
+  await context.route(/^https?:\/\/(?!127\.0\.0\.1[:/])/, (route) => { context.outside.push(route.request().url()); route.abort(); });
+  return context;
+}
+
+before(async () => {
+  site = fs.mkdtempSync(path.join(os.tmpdir(), 'wick-catalogue-site-'));
+  for (const d of ['web', 'wasm_glue', 'build', 'node_modules']) fs.symlinkSync(path.join(root, d), path.join(site, d));
+  fs.symlinkSync(models, path.join(site, 'models'));
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
+  page0 = await listen(createServer(site, { isolate: true }));
+  hub = await listen(http.createServer(handler('hub', hubRespond)));
+  cdn = await listen(http.createServer(handler('cdn', cdnRespond)));
+  browser = await launch();
+});
+
+after(async () => {
+  await browser?.close();
+  for (const s of [page0, hub, cdn]) if (s) { s.server.closeAllConnections(); s.server.close(); }
+  for (const d of [site, ...profiles]) if (d) fs.rmSync(d, { recursive: true, force: true });
+});
+
+async function openPage(query, context = browser) {
+  const page = await context.newPage();
+  page.errors = [];
+  page.on('pageerror', (e) => page.errors.push(e.message));
+  await page.setViewportSize({ width: 1400, height: 900 });
+  await page.goto(`${page0.base}/web/?autoload=0${query ? `&${query}` : ''}`);
+  await page.waitForSelector('body[data-state=idle]', { timeout: 30000 });
+  return page;
+}
+
+/** The requests for one served entry (its resolve path on the hub, its bytes on the CDN), from index `from` of the log. */
+function requestsFor(id, from = 0) {
+  const resolvePath = new URL(catalogueUrl(entry(id), hub.base)).pathname;
+  return log.slice(from).filter((r) => (r.server === 'hub' && r.path === resolvePath) || (r.server === 'cdn' && r.path === `/repos/${id}`));
+}
+
+/** Waits for the model check to name a file and returns its text. */
+async function checked(page, file) {
+  await page.waitForFunction((f) => {
+    const box = document.getElementById('model-check');
+    return box.querySelector('.memory') && box.textContent.includes(f);
+  }, file, { timeout: 20000 });
+  return page.textContent('#model-check');
+}
+
+test('the catalogue lists every family with real Hugging Face URLs, each file small enough for wasm32', () => {
+  const ids = CATALOGUE.map((e) => e.id);
+  assert.equal(new Set(ids).size, ids.length, 'ids are unique');
+  for (const id of NAMED) assert.ok(ids.includes(id), `${id} is listed`);
+  for (const family of FAMILIES) assert.ok(CATALOGUE.some((e) => e.family === family), `family ${family} is offered`);
+  for (const e of CATALOGUE) {
+    assert.match(catalogueUrl(e), /^https:\/\/huggingface\.co\/[\w.-]+\/[\w.-]+\/resolve\/main\/[\w.-]+\.gguf$/, e.id);
+    assert.ok(e.bytes > 1e8 && e.bytes < CATALOGUE_MAX_BYTES, `${e.id}: ${e.bytes} bytes`);
+    assert.ok(e.file.toLowerCase().includes(e.quant.toLowerCase()), `${e.id}: ${e.file} is ${e.quant}`);
+    assert.ok(['Q4_K_M', 'Q8_0'].includes(e.quant), `${e.id}: ${e.quant}`);
+    assert.ok(e.params > 1e8 && e.params < 5e9, `${e.id}: ${e.params} parameters`);
+    assert.ok(e.name && e.repo.endsWith(e.repo.split('/')[1]) && /GGUF$/i.test(e.repo), `${e.id}: ${e.repo}`);
+  }
+  assert.equal(approximateSize(639_446_688), '610 MiB');
+  assert.equal(approximateSize(1_055_609_536), '0.98 GiB');
+  assert.equal(catalogueUrl(entry('qwen3-0.6b')), 'https://huggingface.co/Qwen/Qwen3-0.6B-GGUF/resolve/main/Qwen3-0.6B-Q8_0.gguf');
+  assert.equal(catalogueUrl(entry('qwen3-0.6b'), 'http://127.0.0.1:9/mirror'), 'http://127.0.0.1:9/mirror/Qwen/Qwen3-0.6B-GGUF/resolve/main/Qwen3-0.6B-Q8_0.gguf');
+  // ?hf=: an http(s) origin (or origin and path), anything else falls back to Hugging Face
+  assert.deepEqual(hubFromParam(null), { hub: HF });
+  assert.deepEqual(hubFromParam('http://127.0.0.1:8081/'), { hub: 'http://127.0.0.1:8081' });
+  assert.deepEqual(hubFromParam('https://hf-mirror.example/hf//'), { hub: 'https://hf-mirror.example/hf' });
+  for (const bad of ['javascript:alert(1)', 'not a url', 'ftp://127.0.0.1/', 'http://u:p@127.0.0.1/', 'http://127.0.0.1/?x=1']) {
+    const r = hubFromParam(bad);
+    assert.equal(r.hub, HF, bad);
+    assert.ok(r.error, bad);
+  }
+});
+
+test('choosing an entry shows its size and memory after Range requests only; the keyboard moves through the list; Load downloads, caches and runs it', { timeout: 90000 }, async () => {
+  const page = await openPage(`hf=${encodeURIComponent(hub.base)}`);
+  try {
+    // keyboard: from the default source, ↓ picks the catalogue; the list appears, labelled
+    await page.focus('input[name=source][value=default]');
+    await page.keyboard.press('ArrowDown');
+    assert.equal(await page.isChecked('input[name=source][value=catalogue]'), true);
+    assert.equal(await page.isVisible('#catalogue-field'), true);
+    assert.equal(await page.textContent('#catalogue-field legend'), 'Popular GGUF files');
+    const listed = await page.$$eval('input[name=catalogue-entry]', (inputs) => inputs.map((i) => ({
+      id: i.value, family: i.dataset.family, url: i.dataset.url, label: i.closest('label').textContent, name: i.labels[0]?.textContent,
+    })));
+    assert.deepEqual(listed.map((l) => l.id), CATALOGUE.map((e) => e.id));
+    for (const family of FAMILIES) assert.ok(listed.some((l) => l.family === family), `the page offers ${family}`);
+    for (const l of listed) {
+      const e = entry(l.id);
+      assert.equal(l.url, catalogueUrl(e, hub.base));
+      // name, approximate size, family, parameters and quantization, all in the radio's label
+      assert.ok(l.name.includes(`${e.name} ≈ about ${approximateSize(e.bytes)} ${e.family}`) && l.name.includes(e.quant), l.name);
+      assert.match(l.name, /parameters/);
+    }
+    assert.match(await page.textContent('#catalogue-hint'), new RegExp(`Files come from ${hub.base}`));
+    assert.match(await page.textContent('#model-check'), /Choose a model from the list/);
+    assert.equal(log.length, 0, 'showing the list fetches nothing');
+
+    // choose the qwen3 entry: its exact size, what it is and the memory it needs, before any load
+    await page.click(`input[name=catalogue-entry][value="qwen3-0.6b"]`);
+    const qwen = entry('qwen3-0.6b');
+    const text = await checked(page, qwen.file);
+    assert.match(text, new RegExp(`${qwen.file.replace(/\./g, '\\.')}: ${formatBytes(sizeOf('qwen3-0.6b')).replace('.', '\\.')}`));
+    assert.match(text, /qwen3/);
+    assert.match(text, /Needs about .* of memory \(.* weights \+ .* KV cache \(\d[\d,]* tokens\) \+ scratch\)/);
+    assert.equal(await page.getAttribute('#model-check .memory', 'class'), 'memory ok');
+    assert.match(await page.textContent('#catalogue-detail'), /Qwen3-0\.6B-Q8_0\.gguf from Qwen\/Qwen3-0\.6B-GGUF/);
+    assert.equal(await page.getAttribute('#catalogue-detail a', 'href'), `${hub.base}/Qwen/Qwen3-0.6B-GGUF`);
+    const looked = requestsFor('qwen3-0.6b');
+    assert.ok(looked.some((r) => r.server === 'hub' && r.method === 'GET' && r.status === 302), 'through the resolve URL\'s redirect');
+    assert.ok(looked.some((r) => r.server === 'cdn' && r.method === 'GET' && r.status === 206), 'a ranged read of the bytes');
+    for (const r of looked) assert.ok(r.method === 'OPTIONS' || r.method === 'HEAD' || (r.method === 'GET' && r.range), `only Range or HEAD requests: ${JSON.stringify(r)}`);
+    const read = looked.reduce((n, r) => n + r.bytes, 0);
+    assert.ok(read < sizeOf('qwen3-0.6b'), `read ${read} bytes of ${sizeOf('qwen3-0.6b')}: the header, not the file`);
+    assert.equal(await page.textContent('#model-status'), '', 'nothing loaded');
+
+    // keyboard: ↓ moves to the next entry (Qwen3 1.7B), which the stand-in does not have: an error, and the page goes on
+    await page.focus('input[name=catalogue-entry][value="qwen3-0.6b"]');
+    await page.keyboard.press('ArrowDown');
+    assert.equal(await page.isChecked('input[name=catalogue-entry][value="qwen3-1.7b"]'), true);
+    await page.waitForSelector('#model-check .memory.error');
+    assert.match(await page.textContent('#model-check'), /Cannot use Qwen3-1\.7B-Q4_K_M\.gguf: .*404/);
+
+    // choose SmolLM2 360M (a llama file with a chat template here) and load it: progress, cache, chat
+    await page.click('input[name=catalogue-entry][value="smollm2-360m-instruct"]');
+    const smol = entry('smollm2-360m-instruct');
+    await checked(page, smol.file);
+    assert.match(await page.textContent('#model-check .model-facts'), new RegExp(`: ${formatBytes(sizeOf('smollm2-360m-instruct')).replace('.', '\\.')}`));
+    await page.evaluate(() => {
+      window.progressSeen = [];
+      new MutationObserver(() => {
+        if (!document.getElementById('progress').hidden) window.progressSeen.push(document.getElementById('progress-text').textContent);
+      }).observe(document.getElementById('model-panel'), { subtree: true, childList: true, characterData: true, attributes: true });
+    });
+    const before = log.length;
+    await page.click('#load-button');
+    await page.waitForSelector('body[data-state=ready]', { timeout: 30000 });
+    assert.match(await page.textContent('#model-status'), /^Loaded .*llama/);
+    const seen = await page.evaluate(() => window.progressSeen);
+    assert.ok(seen.some((t) => /^Downloading: .* of /.test(t)), `the progress bar showed the download: ${JSON.stringify(seen)}`);
+    const loaded = requestsFor('smollm2-360m-instruct', before);
+    assert.ok(loaded.some((r) => r.server === 'hub' && r.method === 'GET' && !r.range && r.status === 302), JSON.stringify(loaded));
+    assert.ok(loaded.some((r) => r.server === 'cdn' && r.method === 'GET' && !r.range && r.status === 200 && r.bytes === sizeOf('smollm2-360m-instruct')), JSON.stringify(loaded));
+    await page.waitForFunction((f) => [...document.querySelectorAll('.cache-entry')].some((li) => li.textContent.includes(f)), smol.file);
+    assert.equal(await page.isChecked('input[name=mode][value=chat]'), true, 'a model with a chat template opens in chat mode');
+    await page.fill('#prompt', 'Hello!');
+    await page.press('#prompt', 'Enter');
+    await page.waitForSelector('.msg.assistant[data-done=true]', { timeout: 30000 });
+    assert.ok(await page.locator('.msg.assistant .tok').count() > 0, 'the loaded model answers');
+    await page.locator('#model-panel').screenshot({ path: path.join(ARTIFACTS, 'page-catalogue.png') });
+    assert.deepEqual(page.errors, []);
+  } finally {
+    await page.close();
+  }
+
+  // a second visit: the entry is looked at and loaded from the Cache API, without the network
+  const again = await openPage(`hf=${encodeURIComponent(hub.base)}`);
+  try {
+    const before = log.length;
+    await again.check('input[name=source][value=catalogue]');
+    await again.check('input[name=catalogue-entry][value="smollm2-360m-instruct"]');
+    await checked(again, entry('smollm2-360m-instruct').file);
+    await again.focus('#load-button'); // the keyboard loads it too
+
+    await again.keyboard.press('Enter');
+    await again.waitForSelector('body[data-state=ready]', { timeout: 30000 });
+    assert.match(await again.textContent('#model-status'), /from the cache/);
+    assert.deepEqual(requestsFor('smollm2-360m-instruct', before), []);
+    assert.deepEqual(again.errors, []);
+  } finally {
+    await again.close();
+  }
+  assert.deepEqual(browser.outside, [], 'no request left 127.0.0.1');
+});
+
+test('without ?hf= the entries point at huggingface.co and nothing is fetched until one is chosen; a bad ?hf= is refused', { timeout: 60000 }, async () => {
+  const page = await openPage('');
+  try {
+    await page.check('input[name=source][value=catalogue]');
+    const urls = await page.$$eval('input[name=catalogue-entry]', (inputs) => inputs.map((i) => i.dataset.url));
+    assert.deepEqual(urls, CATALOGUE.map((e) => catalogueUrl(e)));
+    assert.doesNotMatch(await page.textContent('#catalogue-hint'), /Files come from/);
+    // every control of the list has a name (its label)
+    const unnamed = await page.$$eval('#catalogue-field input', (inputs) => inputs.filter((i) => !i.labels?.length || !i.labels[0].textContent.trim()).length);
+    assert.equal(unnamed, 0);
+    await page.waitForTimeout(400);
+    assert.deepEqual(browser.outside, [], 'showing the list reaches no outside host');
+    // choosing one asks huggingface.co (blocked here: the page says it cannot reach it)
+    await page.click('input[name=catalogue-entry][value="gemma-3-270m-it"]');
+    await page.waitForSelector('#model-check .memory.error', { timeout: 20000 });
+    assert.ok(browser.outside.length > 0 && browser.outside.every((u) => u === catalogueUrl(entry('gemma-3-270m-it'))), JSON.stringify(browser.outside));
+    assert.match(await page.textContent('#model-check'), /Cannot use gemma-3-270m-it-Q8_0\.gguf/);
+    browser.outside.length = 0;
+    // at phone width the list fits the screen
+    await page.setViewportSize({ width: 390, height: 844 });
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    assert.ok(overflow <= 1, `no sideways scrolling at phone width (overflow ${overflow}px)`);
+    await page.locator('#model-panel').screenshot({ path: path.join(ARTIFACTS, 'page-catalogue-phone.png') });
+  } finally {
+    await page.close();
+  }
+  const bad = await openPage('hf=javascript%3Aalert(1)');
+  try {
+    assert.match(await bad.textContent('#notices'), /is not an http\(s\) URL: the list of popular models uses https:\/\/huggingface\.co/);
+    const first = await bad.getAttribute('input[name=catalogue-entry]', 'data-url');
+    assert.match(first, /^https:\/\/huggingface\.co\//);
+    assert.deepEqual(bad.errors, []);
+  } finally {
+    await bad.close();
+  }
+});

@@ -1,0 +1,72 @@
+// web/catalogue.js — the page's short list of popular GGUF files on Hugging Face, one or two per
+// family that browser users run, each small enough for wasm32 (file + KV cache under about
+// 3.5 GB). Nothing here is fetched until the user chooses an entry: then the page reads the
+// file's header with Range requests (its exact size and what it needs), and loads it on a click.
+//
+// bytes: the file's size as listed on Hugging Face when this list was written (approximate: a
+// repository may re-upload a file; the page shows the size the server reports once chosen).
+// family: the file's general.architecture. params: the parameter count, embeddings included.
+
+/** Where the files live; `?hf=ORIGIN` in the page's address replaces it (a mirror, or a test server). */
+export const HF = 'https://huggingface.co';
+
+/** The most a listed file may weigh: wasm32 addresses 4 GiB, and the KV cache and scratch need room too. */
+export const CATALOGUE_MAX_BYTES = 3.5e9;
+
+export const CATALOGUE = Object.freeze([
+  { id: 'llama-3.2-1b-instruct', name: 'Llama 3.2 1B Instruct', family: 'llama', params: 1.24e9, quant: 'Q4_K_M',
+    repo: 'bartowski/Llama-3.2-1B-Instruct-GGUF', file: 'Llama-3.2-1B-Instruct-Q4_K_M.gguf', bytes: 807_694_464 },
+  { id: 'llama-3.2-3b-instruct', name: 'Llama 3.2 3B Instruct', family: 'llama', params: 3.21e9, quant: 'Q4_K_M',
+    repo: 'bartowski/Llama-3.2-3B-Instruct-GGUF', file: 'Llama-3.2-3B-Instruct-Q4_K_M.gguf', bytes: 2_019_377_696 },
+  { id: 'qwen3-0.6b', name: 'Qwen3 0.6B', family: 'qwen3', params: 0.6e9, quant: 'Q8_0',
+    repo: 'Qwen/Qwen3-0.6B-GGUF', file: 'Qwen3-0.6B-Q8_0.gguf', bytes: 639_446_688 },
+  { id: 'qwen3-1.7b', name: 'Qwen3 1.7B', family: 'qwen3', params: 1.7e9, quant: 'Q4_K_M',
+    repo: 'unsloth/Qwen3-1.7B-GGUF', file: 'Qwen3-1.7B-Q4_K_M.gguf', bytes: 1_282_959_136 },
+  { id: 'gemma-3-270m-it', name: 'Gemma 3 270M IT', family: 'gemma3', params: 268e6, quant: 'Q8_0',
+    repo: 'ggml-org/gemma-3-270m-it-GGUF', file: 'gemma-3-270m-it-Q8_0.gguf', bytes: 291_545_600 },
+  { id: 'gemma-3-1b-it', name: 'Gemma 3 1B IT', family: 'gemma3', params: 1.0e9, quant: 'Q4_K_M',
+    repo: 'unsloth/gemma-3-1b-it-GGUF', file: 'gemma-3-1b-it-Q4_K_M.gguf', bytes: 806_058_272 },
+  { id: 'gemma-2-2b-it', name: 'Gemma 2 2B IT', family: 'gemma2', params: 2.61e9, quant: 'Q4_K_M',
+    repo: 'bartowski/gemma-2-2b-it-GGUF', file: 'gemma-2-2b-it-Q4_K_M.gguf', bytes: 1_708_582_752 },
+  { id: 'phi-3.5-mini-instruct', name: 'Phi-3.5 mini Instruct', family: 'phi3', params: 3.82e9, quant: 'Q4_K_M',
+    repo: 'bartowski/Phi-3.5-mini-instruct-GGUF', file: 'Phi-3.5-mini-instruct-Q4_K_M.gguf', bytes: 2_393_232_672 },
+  { id: 'smollm2-360m-instruct', name: 'SmolLM2 360M Instruct', family: 'llama', params: 362e6, quant: 'Q8_0',
+    repo: 'HuggingFaceTB/SmolLM2-360M-Instruct-GGUF', file: 'smollm2-360m-instruct-q8_0.gguf', bytes: 386_404_992 },
+  { id: 'smollm2-1.7b-instruct', name: 'SmolLM2 1.7B Instruct', family: 'llama', params: 1.71e9, quant: 'Q4_K_M',
+    repo: 'HuggingFaceTB/SmolLM2-1.7B-Instruct-GGUF', file: 'smollm2-1.7b-instruct-q4_k_m.gguf', bytes: 1_055_609_536 },
+  { id: 'smollm3-3b', name: 'SmolLM3 3B', family: 'smollm3', params: 3.08e9, quant: 'Q4_K_M',
+    repo: 'ggml-org/SmolLM3-3B-GGUF', file: 'SmolLM3-Q4_K_M.gguf', bytes: 1_915_305_312 },
+  { id: 'granite-3.3-2b-instruct', name: 'Granite 3.3 2B Instruct', family: 'granite', params: 2.53e9, quant: 'Q4_K_M',
+    repo: 'ibm-granite/granite-3.3-2b-instruct-GGUF', file: 'granite-3.3-2b-instruct-Q4_K_M.gguf', bytes: 1_545_303_328 },
+  { id: 'olmo-2-0425-1b-instruct', name: 'OLMo 2 1B Instruct', family: 'olmo2', params: 1.48e9, quant: 'Q4_K_M',
+    repo: 'allenai/OLMo-2-0425-1B-Instruct-GGUF', file: 'OLMo-2-0425-1B-Instruct-Q4_K_M.gguf', bytes: 935_515_296 },
+].map(Object.freeze));
+
+/** A listed size, rounded as befits an approximate one: "369 MiB", "1.59 GiB" (the units the page's exact sizes use). */
+export function approximateSize(bytes) {
+  const MiB = 2 ** 20, GiB = 2 ** 30;
+  return bytes >= 1000 * MiB ? `${(bytes / GiB).toFixed(2)} GiB` : `${Math.round(bytes / MiB)} MiB`;
+}
+
+/** The download URL of an entry: `<hub>/<org>/<repo>/resolve/main/<file>`. */
+export function catalogueUrl(entry, hub = HF) {
+  return `${hub}/${entry.repo}/resolve/main/${entry.file}`;
+}
+
+/** The entry's repository page (its model card, licence and other quantizations). */
+export function repositoryUrl(entry, hub = HF) {
+  return `${hub}/${entry.repo}`;
+}
+
+/**
+ * The hub named by the page's `?hf=` parameter: {hub} (an http(s) origin with an optional path,
+ * no trailing slash), or {hub: HF, error} when the value is not such a URL.
+ */
+export function hubFromParam(value) {
+  if (!value) return { hub: HF };
+  let url;
+  try { url = new URL(value); } catch { return { hub: HF, error: `?hf=${value} is not a URL` }; }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') return { hub: HF, error: `?hf=${value} is not an http(s) URL` };
+  if (url.search || url.hash || url.username || url.password) return { hub: HF, error: `?hf=${value} must be an origin or a path, without a query or credentials` };
+  return { hub: `${url.origin}${url.pathname.replace(/\/+$/, '')}` };
+}
