@@ -117,3 +117,5 @@ clean:
 
 # ---- hardening: fuzzing, sanitizers, valgrind (targets fuzz, test-asan, test-valgrind) ----
 -include mk/hardening.mk
+# ---- llama.cpp's llama-server, built once from node-llama-cpp's bundled source (Wick.connect's tests) ----
+-include mk/llama-server.mk

@@ -12,6 +12,8 @@
 // engine runs once to warm up, then --repeat times; the table shows the best (or median) run.
 //
 //   node tools/bench-peers.mjs [--models models/synth-134m-q4_0.gguf,…] [--threads 1,2]
+//       (models/synth-[<arch>-]<134m|1b>-<type>.gguf are made by wick synth on demand: the families'
+//        rows are e.g. models/synth-gemma3-134m-q4_k_m.gguf, compared per parameter with the llama row)
 //       [--prompt-tokens 64] [--gen 32] [--repeat 3] [--ctx 512] [--engines wick,wllama,native]
 //       [--stat best|median] [--timeout 300] [--idle-wait 30] [--record]
 //
@@ -185,6 +187,7 @@ async function main(argv) {
   const sampled = [];  // native decode tok/s through node-llama-cpp's sampler (the warm-up run)
   const agreement = []; // greedy tokens wick and llama.cpp agree on, from the first
   const internal = [];  // native decode tok/s by llama.cpp's own perf counters
+  const perParam = [];  // wick's speed × parameters per model and thread count, to compare families
   const started = Date.now();
   try {
     for (const file of list(opts.models)) {
@@ -233,6 +236,9 @@ async function main(argv) {
         }
         const r = Object.fromEntries(engines.map((e) => [e, result[e] ? rates(result[e], opts.stat) : { prefill: NaN, decode: NaN }]));
         const get = (e, k) => r[e]?.[k] ?? NaN;
+        perParam.push({ label, threads, arch: info.architecture, params: info.n_params, type: label.split(' ').at(-1),
+          llama: !/^(llama3|qwen3|gemma2|gemma3|phi3|smollm3|granite|olmo2) /.test(label),
+          prefill: get('wick', 'prefill') * info.n_params, decode: get('wick', 'decode') * info.n_params });
         const ratio = (a, b) => (Number.isFinite(a) && Number.isFinite(b) && b > 0 ? `${(a / b).toFixed(2)}×` : '—');
         rows.push([
           label, String(threads),
@@ -266,6 +272,15 @@ async function main(argv) {
       'a warm-up greedy generation (temperature 0) from the same token ids, then evaluateWithoutGeneratingNewTokens of ' +
       'the prompt as one batch and of each greedy token in turn (node-llama-cpp\'s JS sampler, several ms per token, left out).',
   ];
+  // a family's cost per parameter against the plain llama file of the same type and thread count
+  const relative = [];
+  for (const row of perParam.filter((x) => !x.llama)) {
+    const base = perParam.find((x) => x.llama && x.type === row.type && x.threads === row.threads);
+    if (!base) continue;
+    const f = (a, b) => (Number.isFinite(a / b) ? `${(a / b).toFixed(2)}×` : '—');
+    relative.push(`${row.label} t${row.threads} (${(row.params / 1e6).toFixed(0)}M parameters): prefill ${f(row.prefill, base.prefill)}, decode ${f(row.decode, base.decode)}`);
+  }
+  if (relative.length) notes.push(`wick's speed per parameter (tok/s × parameters) against the llama file of the same type, 1.00× = as fast: ${relative.join('; ')}`);
   if (agreement.length) notes.push(`greedy tokens on which wick and llama.cpp agree, from the first: ${agreement.join(', ')}`);
   if (internal.length) notes.push(`native decode by llama.cpp's own perf counters (llama_perf_context, no Node in the clock; tok/s): ${internal.join(', ')}`);
   if (sampled.length) notes.push(`native decode through node-llama-cpp's generator and sampler (one warm-up run, tok/s): ${sampled.join(', ')}`);

@@ -54,26 +54,28 @@ export const list = (s) => String(s).split(',').map((x) => x.trim()).filter(Bool
 
 // ---- models ----
 
-const SYNTH_NAME = /synth-(134m|1b)-(f16|q8_0|q4_0|q4_k_m)\.gguf$/;
+// models/synth-[<arch>-]<shape>-<type>.gguf: `wick synth` makes them on demand
+const SYNTH_NAME = /synth-(?:(llama3|qwen3|gemma2|gemma3|phi3|smollm3|granite|olmo2)-)?(134m|1b)-(f16|q8_0|q4_0|q4_k_m)\.gguf$/;
 
-/** Makes models/synth-<shape>-<type>.gguf with `wick synth` when it is missing. */
+/** Makes models/synth-[<arch>-]<shape>-<type>.gguf with `wick synth` when it is missing. */
 export function ensureModel(file) {
   const abs = path.resolve(ROOT, file);
   if (fs.existsSync(abs)) return abs;
   const m = SYNTH_NAME.exec(abs);
-  if (!m) throw new Error(`${file} does not exist (only models/synth-<134m|1b>-<f16|q8_0|q4_0|q4_k_m>.gguf are made on demand)`);
+  if (!m) throw new Error(`${file} does not exist (only models/synth-[<arch>-]<134m|1b>-<f16|q8_0|q4_0|q4_k_m>.gguf are made on demand)`);
   if (!fs.existsSync(NATIVE_WICK)) throw new Error(`${NATIVE_WICK} is missing: run make native`);
   fs.mkdirSync(path.dirname(abs), { recursive: true });
-  process.stderr.write(`bench: making ${path.relative(ROOT, abs)} (wick synth --shape ${m[1]} --type ${m[2]})\n`);
-  const r = spawnSync(NATIVE_WICK, ['synth', '--shape', m[1], '--type', m[2], '-o', abs], { encoding: 'utf8' });
+  const args = ['synth', ...(m[1] ? ['--arch', m[1]] : []), '--shape', m[2], '--type', m[3], '-o', abs];
+  process.stderr.write(`bench: making ${path.relative(ROOT, abs)} (wick ${args.slice(0, -2).join(' ')})\n`);
+  const r = spawnSync(NATIVE_WICK, args, { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`wick synth failed: ${r.stderr || r.error}`);
   return abs;
 }
 
-/** A short label for a model file: "134m Q4_0" for the synthetic files, else the file name. */
+/** A short label for a model file: "134m Q4_0" (or "gemma3 134m Q4_K_M") for the synthetic files, else the file name. */
 export function modelLabel(file) {
   const m = SYNTH_NAME.exec(file);
-  return m ? `${m[1]} ${m[2].toUpperCase()}` : path.basename(file);
+  return m ? `${m[1] ? `${m[1]} ` : ''}${m[2]} ${m[3].toUpperCase()}` : path.basename(file);
 }
 
 /** Hyperparameters from `wick info` (JSON). */
@@ -83,9 +85,12 @@ export function modelInfo(file) {
   return JSON.parse(r.stdout);
 }
 
-/** Bytes of an F16 KV cache of n_ctx positions (keys and values of every layer). */
-export function kvCacheBytes(info, nCtx) {
-  return 2 * info.block_count * nCtx * info.head_count_kv * info.head_dim * 2;
+/** Bytes of an F16 KV cache of n_ctx positions (keys and values of every layer; a sliding layer's
+ *  ring holds window − 1 + batch positions when that is fewer). */
+export function kvCacheBytes(info, nCtx, nBatch = 256) {
+  const w = info.family?.sliding_window || 0, sliding = w ? info.family.sliding_layers : 0;
+  const positions = (info.block_count - sliding) * nCtx + sliding * Math.min(nCtx, w - 1 + Math.min(nBatch, nCtx));
+  return 2 * positions * info.head_count_kv * info.head_dim * 2;
 }
 
 // ---- the prompt ----
