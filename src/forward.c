@@ -331,8 +331,8 @@ static void rmsnorm(float *out, const float *x, const float *w, int n, float eps
 /* cos/sin of every rotated pair for n positions from pos0, rope base `base`: as llama.cpp's rope
  * forms them (ggml_rope_cache_init), θ_i = pos · base^(−2i/rope_dim) by repeated multiplication,
  * divided by the pair's frequency factor (Llama 3's rope_freqs, phi3's short or long set), times
- * the linear position scale; cos and sin are then multiplied by mscale (phi3's attn_factor). */
-static void rope_tables(const struct wick_ctx *c, float base, float mscale, int pos0, int n, float *cs, float *sn) {
+ * the linear position scale `scale`; cos and sin are then multiplied by mscale (phi3's attn_factor). */
+static void rope_tables(const struct wick_ctx *c, float base, float scale, float mscale, int pos0, int n, float *cs, float *sn) {
     const model_config *mc = &c->m->c;
     int half = mc->rope_dim / 2;
     float theta_scale = powf(base, -2.0f / (float)mc->rope_dim);
@@ -340,7 +340,7 @@ static void rope_tables(const struct wick_ctx *c, float base, float mscale, int 
         float theta = (float)(pos0 + t);
         for (int i = 0; i < half; i++) {
             float ff = c->rope_factors ? c->rope_factors[i] : 1.0f;
-            float angle = mc->rope_scale * (theta / ff);
+            float angle = scale * (theta / ff);
             /* in double, rounded once: the float cosf/sinf of glibc and musl differ in the last bit */
             cs[t * half + i] = (float)cos((double)angle) * mscale;
             sn[t * half + i] = (float)sin((double)angle) * mscale;
@@ -689,9 +689,10 @@ static int forward_batch(struct wick_ctx *c, const int32_t *tokens, int n_tok, b
         emb_t->to_float((const uint8_t *)m->tok_embd.data + (size_t)tokens[t] * m->tok_embd.row_bytes,
                         c->x + (size_t)t * dim, dim);
     if (mc->embd_scale != 1.0f) scale_rows(c->x, mc->embd_scale, (size_t)n_tok * dim);
-    rope_tables(c, mc->rope_base, mc->rope_attn_factor, pos0, n_tok, rope_cos_of(c, false), rope_sin_of(c, false));
+    rope_tables(c, mc->rope_base, mc->rope_scale, mc->rope_attn_factor, pos0, n_tok, rope_cos_of(c, false), rope_sin_of(c, false));
     if (mc->n_swa > 0)
-        rope_tables(c, mc->rope_base_swa, mc->rope_attn_factor, pos0, n_tok, rope_cos_of(c, true), rope_sin_of(c, true));
+        rope_tables(c, mc->rope_base_swa, mc->rope_scale_swa, mc->rope_attn_factor, pos0, n_tok, rope_cos_of(c, true),
+                    rope_sin_of(c, true));
     act_rows in;
     for (int l = 0; l < mc->n_layers; l++) {
         const layer_weights *w = &m->layers[l];
@@ -849,8 +850,8 @@ int kv_cache_shift(struct wick_ctx *c, int32_t n_keep, int32_t n_discard, char *
      * rotation by −n_discard·θ_i (rotations compose additively), with each base's θ and no
      * magnitude factor (phi3's attn_factor is in the key already) */
     float *cs = c->rope_cos, *sn = c->rope_sin, *cs_swa = c->rope_cos + half, *sn_swa = c->rope_sin + half;
-    rope_tables(c, mc->rope_base, 1.0f, -n_discard, 1, cs, sn);
-    rope_tables(c, mc->rope_base_swa, 1.0f, -n_discard, 1, cs_swa, sn_swa);
+    rope_tables(c, mc->rope_base, mc->rope_scale, 1.0f, -n_discard, 1, cs, sn);
+    rope_tables(c, mc->rope_base_swa, mc->rope_scale_swa, 1.0f, -n_discard, 1, cs_swa, sn_swa);
     uint8_t *ring_k = NULL, *ring_v = NULL;
     int ring_lo = c->ring ? ring_first_after_shift(c, n_keep, n_discard) : 0;
     if (c->ring) {

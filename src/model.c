@@ -139,19 +139,20 @@ typedef struct {
     bool final_softcap;    /* final_logit_softcapping when present (no default) */
     bool granite_scales;   /* embedding_scale, residual_scale, attention.scale, logit_scale */
     bool ignore_swa;       /* a sliding_window key is present but llama.cpp does not apply it (phi3) */
+    bool swa_unscaled;     /* the sliding layers rotate without the file's linear scaling (gemma3, olmo2) */
 } arch_info;
 
 static const arch_info archs[] = {
-    /* name      neox   pre    post   qk norm           act            √dim   bias   tied   outreq period swa   ownb  norope caps  fcap  gran   noswa */
-    {"llama",    false, true,  false, QK_NORM_NONE,     ACT_SILU,      false, false, false, false, 0, 0,     false, 0,   false, false, false, false},
-    {"qwen2",    true,  true,  false, QK_NORM_NONE,     ACT_SILU,      false, true,  false, false, 0, 0,     false, 0,   false, false, false, false},
-    {"qwen3",    true,  true,  false, QK_NORM_PER_HEAD, ACT_SILU,      false, false, false, false, 0, 0,     false, 0,   false, false, false, false},
-    {"gemma2",   true,  true,  true,  QK_NORM_NONE,     ACT_GELU_TANH, true,  false, true,  false, 2, 4096,  false, 0,   true,  false, false, false},
-    {"gemma3",   true,  true,  true,  QK_NORM_PER_HEAD, ACT_GELU_TANH, true,  false, false, false, 6, 0,     true,  0,   false, true,  false, false},
-    {"phi3",     true,  true,  false, QK_NORM_NONE,     ACT_SILU,      false, false, false, true,  0, 0,     false, 0,   false, false, false, true},
-    {"smollm3",  false, true,  false, QK_NORM_NONE,     ACT_SILU,      false, false, false, false, 0, 0,     false, 4,   false, false, false, false},
-    {"granite",  false, true,  false, QK_NORM_NONE,     ACT_SILU,      false, false, false, false, 0, 0,     false, 0,   false, false, true,  false},
-    {"olmo2",    true,  false, true,  QK_NORM_FULL,     ACT_SILU,      false, false, false, true,  4, 0,     false, 0,   false, false, false, false},
+    /* name      neox   pre    post   qk norm           act            √dim   bias   tied   outreq period swa   ownb  norope caps  fcap  gran   noswa  swa unscaled */
+    {"llama",    false, true,  false, QK_NORM_NONE,     ACT_SILU,      false, false, false, false, 0, 0,     false, 0,   false, false, false, false, false},
+    {"qwen2",    true,  true,  false, QK_NORM_NONE,     ACT_SILU,      false, true,  false, false, 0, 0,     false, 0,   false, false, false, false, false},
+    {"qwen3",    true,  true,  false, QK_NORM_PER_HEAD, ACT_SILU,      false, false, false, false, 0, 0,     false, 0,   false, false, false, false, false},
+    {"gemma2",   true,  true,  true,  QK_NORM_NONE,     ACT_GELU_TANH, true,  false, true,  false, 2, 4096,  false, 0,   true,  false, false, false, false},
+    {"gemma3",   true,  true,  true,  QK_NORM_PER_HEAD, ACT_GELU_TANH, true,  false, false, false, 6, 0,     true,  0,   false, true,  false, false, true},
+    {"phi3",     true,  true,  false, QK_NORM_NONE,     ACT_SILU,      false, false, false, true,  0, 0,     false, 0,   false, false, false, true,  false},
+    {"smollm3",  false, true,  false, QK_NORM_NONE,     ACT_SILU,      false, false, false, false, 0, 0,     false, 4,   false, false, false, false, false},
+    {"granite",  false, true,  false, QK_NORM_NONE,     ACT_SILU,      false, false, false, false, 0, 0,     false, 0,   false, false, true,  false, false},
+    {"olmo2",    true,  false, true,  QK_NORM_FULL,     ACT_SILU,      false, false, false, true,  4, 0,     false, 0,   false, false, false, false, true},
 };
 
 static const arch_info *arch_find(gguf_str name) {
@@ -188,7 +189,7 @@ static int meta_float_or(const gguf_file *g, const char *arch, const char *suffi
 /* The plain llama layer: no extra scales, caps, windows or norms. */
 static void config_defaults(model_config *c) {
     c->rope_base = c->rope_base_swa = 10000.0f;
-    c->rope_scale = c->rope_attn_factor = 1.0f;
+    c->rope_scale = c->rope_scale_swa = c->rope_attn_factor = 1.0f;
     c->rms_eps = 1e-5f;
     c->act = ACT_SILU;
     c->qk_norm = QK_NORM_NONE;
@@ -325,17 +326,22 @@ static int read_gguf_config(struct wick_model *m, char *err, size_t err_len) {
         if (v < 0 || v > MAX_LAYERS) return errorf(err, err_len, "sliding window pattern %lld out of range", (long long)v);
         period = v;
     }
+    c->rope_scale_swa = ai->swa_unscaled ? 1.0f : c->rope_scale;
     c->rope_base_swa = ai->swa_base_own ? 10000.0f : c->rope_base;
     if (c->n_swa > 0 && meta_float(g, a, "rope.freq_base_swa", &f)) c->rope_base_swa = (float)f;
     if (!(c->rope_base_swa > 0 && isfinite(c->rope_base_swa)))
         return errorf(err, err_len, "sliding-window rope base %g out of range", c->rope_base_swa);
 
+    /* granite reads rope.scaling.finetuned as a switch for rope itself (true when absent) */
+    bool rotate = true;
+    snprintf(key, sizeof key, "%s.rope.scaling.finetuned", a);
+    if (ai->granite_scales && gguf_get_bool(g, key, &rotate) && !rotate) rotate = false;
     if (alloc_layers(m, err, err_len)) return -1;
     for (int l = 0; l < c->n_layers; l++) {
         layer_weights *w = &m->layers[l];
         /* llama.cpp's set_swa_pattern: a period of 0 makes every layer slide */
         w->sliding = c->n_swa > 0 && (period == 0 || l % period < period - 1);
-        w->rotate = ai->no_rope_every == 0 || (l + 1) % ai->no_rope_every != 0;
+        w->rotate = rotate && (ai->no_rope_every == 0 || (l + 1) % ai->no_rope_every != 0);
     }
     return 0;
 }

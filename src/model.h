@@ -51,6 +51,7 @@ typedef struct {
     float rope_base;
     float rope_base_swa;  /* rope base of the sliding-window layers (gemma3: 10000) */
     float rope_scale;     /* linear position scaling: positions are multiplied by this */
+    float rope_scale_swa; /* the sliding layers' (gemma3: 1, the file's factor is for the full layers) */
     float rope_attn_factor; /* rotated q and k are multiplied by this (phi3's rope.scaling.attn_factor) */
     int32_t n_ctx_orig;   /* phi3: rope_factors_long apply to contexts above this, short ones below */
     float rms_eps;
