@@ -9,6 +9,7 @@
  *   wick detokenize -m MODEL --ids 1,403,407
  *   wick info     -m MODEL
  *   wick synth    --shape mini|mini-mha|134m|1b --type f16|q8_0|q4_0|q4_k_m -o FILE.gguf [--vocab VOCAB.gguf] [--seed S]
+ *                 [--arch llama|llama3|qwen3|gemma2|gemma3|phi3|smollm3|granite|olmo2]
  * Results go to stdout, timings and errors to stderr; any failure exits non-zero with one line. */
 #include <errno.h>
 #include <inttypes.h>
@@ -118,7 +119,7 @@ static int read_file(const char *path, uint8_t **out, size_t *size) {
 }
 
 typedef struct {
-    const char *cmd, *model, *tokenizer, *prompt, *tokens, *follow, *shape, *type, *out, *vocab;
+    const char *cmd, *model, *tokenizer, *prompt, *tokens, *follow, *shape, *type, *out, *vocab, *arch;
     int n, steps, threads, ctx, kv_type, no_bos, special, probs, keep, ignore_eos, truncate;
     const char *stops[16];
     int n_stops;
@@ -150,7 +151,9 @@ static int parse_args(int argc, char **argv, options *o) {
     o->n = 256;
     o->threads = 1;
     o->kv_type = WICK_KV_F16;
-    if (argc < 2) return error_exit("usage: wick generate|logits|tokenize|info -m MODEL … (see README)");
+    if (argc < 2)
+        return error_exit("usage: wick generate|logits|tokenize|detokenize|info -m MODEL …, or wick synth --shape S --type T "
+                          "-o FILE [--arch llama|llama3|qwen3|gemma2|gemma3|phi3|smollm3|granite|olmo2] (see README)");
     o->cmd = argv[1];
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
@@ -166,6 +169,7 @@ static int parse_args(int argc, char **argv, options *o) {
         else if (!strcmp(a, "--type")) o->type = v;
         else if (!strcmp(a, "-o") || !strcmp(a, "--output")) o->out = v;
         else if (!strcmp(a, "--vocab")) o->vocab = v;
+        else if (!strcmp(a, "--arch")) o->arch = v;
         else if (!strcmp(a, "-n")) { if (parse_int(a, v, 0, 1 << 24, &o->n)) return 1; }
         else if (!strcmp(a, "--steps")) { if (parse_int(a, v, 0, 1 << 20, &o->steps)) return 1; }
         else if (!strcmp(a, "--threads") || !strcmp(a, "-t")) { if (parse_int(a, v, 1, 256, &o->threads)) return 1; }
@@ -487,7 +491,7 @@ int main(int argc, char **argv)
         for (int i = 0; i < o.n_set; i++)
             if (!strcmp(o.set_names[i], "seed")) seed = (unsigned long long)o.set_values[i];
         const char *vocab = o.vocab ? o.vocab : "../shared/vocab/ggml-vocab-llama-spm.gguf";
-        if (synth_write(o.shape, o.type, vocab, o.out, seed, err, sizeof err)) return error_exit("synth: %s", err);
+        if (synth_write(o.arch, o.shape, o.type, vocab, o.out, seed, err, sizeof err)) return error_exit("synth: %s", err);
         return 0;
     }
     bool known = !strcmp(o.cmd, "generate") || !strcmp(o.cmd, "logits") || !strcmp(o.cmd, "tokenize") ||

@@ -1,13 +1,33 @@
-/* synth.c — `wick synth`: a deterministic random-weight llama model as a GGUF v3 file that
- * llama.cpp loads. Weights are uniform in ±0.02·√3 (standard deviation 0.02, the usual init),
- * norms are 1, from a SplitMix64 stream per tensor, so the same shape, type and seed always give
- * the same bytes. Type mixes follow llama.cpp's llama_model_quantize rules in outline: the output
- * head is Q6_K for the 4-bit types; Q4_K_M also gives attn_v and ffn_down Q6_K on the layers
- * llama.cpp's use_more_bits picks (the first and last eighth, and every third between). */
+/* synth.c — `wick synth`: a deterministic random-weight model of one architecture family as a
+ * GGUF v3 file that llama.cpp loads, for benchmarks and for checking wick against llama.cpp on
+ * the same bytes.
+ *
+ * `--arch llama` (the default) writes the original file: weights uniform in ±0.02·√3 (standard
+ * deviation 0.02, the usual init), norms 1. Every other family is written so that its distinctive
+ * step moves the logits far beyond the comparison tolerances, so that a forward pass that skips or
+ * misplaces it fails:
+ *   - matrices scaled by 1/√fan_in, so activations stay near unit size through the layers;
+ *   - query and key weights (or the q/k norm weights) scaled so that attention scores have a
+ *     standard deviation of 1 (SCORE_STD): attention depends on position, so rope, rope factors,
+ *     windows and caps all show;
+ *   - norm weights uniform in [0.5, 1.5] times a centre, not 1, so a missing or misplaced norm shows;
+ *   - the output side scaled so that the logits spread over a few units: the final cap bites, and a
+ *     softmax over 32000 tokens keeps every probability above float's underflow.
+ * Values come from a SplitMix64 stream per tensor, so the same arch, shape, type and seed always
+ * give the same bytes.
+ *
+ * Type mixes follow llama.cpp's llama_model_quantize rules (src/llama-quant.cpp) in outline: the
+ * output head (token_embd.weight when the family ties it) is Q6_K for the 4-bit types, Q8_0 when
+ * its rows are not a multiple of 256; Q4_K_M also gives attn_v (attn_qkv where fused) and ffn_down
+ * Q6_K on the layers use_more_bits picks (the first and last eighth, and every third between); a
+ * row width the chosen type's block does not divide falls back as llama.cpp's
+ * tensor_type_fallback does (Q4_K → Q5_0, Q5_K → Q5_1, Q6_K → Q8_0; F16 when even that does not
+ * fit). Vectors (norms, rope factors) stay F32. */
 #include "errmsg.h"
 #include "synth.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,27 +39,153 @@
 typedef struct {
     const char *name;
     int dim, n_layers, n_heads, n_kv_heads, hidden;
+    bool small; /* a test shape: short sliding windows, the family's minimum layer count */
 } synth_shape;
 
 static const synth_shape shapes[] = {
-    {"mini", 256, 2, 8, 4, 768},
-    {"mini-mha", 256, 2, 8, 8, 768},   /* one query head per KV head, as 134m */
-    {"134m", 768, 12, 12, 12, 2048},
-    {"1b", 2048, 22, 32, 4, 5632},
+    {"mini", 256, 2, 8, 4, 768, true},
+    {"mini-mha", 256, 2, 8, 8, 768, true}, /* one query head per KV head, as 134m */
+    {"134m", 768, 12, 12, 12, 2048, false},
+    {"1b", 2048, 22, 32, 4, 5632, false},
 };
+
+/* ---- the families ---------------------------------------------------------------------------- */
+
+enum {
+    F_LEGACY = 1u << 0,        /* the original llama weights: std 0.02 everywhere, norms 1 */
+    F_TIED = 1u << 1,          /* no output.weight: the output projection is token_embd.weight */
+    F_PRE_NORM = 1u << 2,      /* attn_norm before attention, ffn_norm before the FFN */
+    F_POST_NORM = 1u << 3,     /* post_attention_norm, post_ffw_norm on each block's output */
+    F_QK_NORM_HEAD = 1u << 4,  /* attn_q_norm / attn_k_norm of one head's width, shared by the heads */
+    F_QK_NORM_FULL = 1u << 5,  /* attn_q_norm / attn_k_norm over the whole projection */
+    F_FUSED = 1u << 6,         /* attn_qkv (Q rows, then K, then V); ffn_up = gate rows then up rows */
+    F_ROPE_FREQS = 1u << 7,    /* rope_freqs.weight: Llama 3 per-pair frequency divisors */
+    F_LONGROPE = 1u << 8,      /* rope_factors_short.weight / rope_factors_long.weight (Phi-3) */
+    F_ROPE_DIM_KEY = 1u << 9,  /* writes <arch>.rope.dimension_count */
+    F_EMB_SQRT = 1u << 10,     /* the graph multiplies the embeddings by √dim (Gemma) */
+    F_HEAD_GAIN = 1u << 11,    /* query/key heads get gains 0.5…2, so a per-head norm differs from a full-width one */
+};
+
+typedef struct {
+    const char *name;       /* --arch */
+    const char *arch;       /* general.architecture and the key prefix */
+    unsigned flags;
+    int min_layers;         /* a small shape gets at least this many layers, so the layer pattern shows */
+    int head_factor;        /* head size = head_factor · dim / n_heads; ≠ 1 writes key_length/value_length */
+    uint32_t ctx_train;
+    float rope_base, rms_eps;
+    /* family keys, each written only when non-zero */
+    uint32_t swa_small, swa_large; /* attention.sliding_window on the small shapes / on 134m and 1b */
+    float rope_base_swa;           /* rope.freq_base_swa */
+    float attn_softcap, final_softcap;
+    float embedding_scale, residual_scale, logit_scale;
+    bool attention_scale_1_hd;     /* attention.scale = 1/head_dim (Granite: 1/64 at head size 64) */
+    uint32_t orig_ctx;             /* rope.scaling.original_context_length */
+    float rope_attn_factor;        /* rope.scaling.attn_factor */
+    float score_std;               /* attention scores' standard deviation, when not SCORE_STD */
+    float logit_std;               /* what the output side aims at: the logits' standard deviation */
+} synth_family;
+
+/* Phi-3's converter: sqrt(1 + ln(context / original) / ln(original)) for 131072 / 4096 */
+#define PHI3_ATTN_FACTOR 1.1902380714238083f
+
+static const synth_family families[] = {
+    {.name = "llama", .arch = "llama", .flags = F_LEGACY | F_PRE_NORM | F_ROPE_DIM_KEY, .head_factor = 1,
+     .ctx_train = 2048, .rope_base = 10000.0f, .rms_eps = 1e-5f},
+    {.name = "llama3", .arch = "llama", .flags = F_PRE_NORM | F_ROPE_DIM_KEY | F_ROPE_FREQS, .head_factor = 1,
+     .ctx_train = 131072, .rope_base = 500000.0f, .rms_eps = 1e-5f, .logit_std = 3.0f},
+    {.name = "qwen3", .arch = "qwen3", .flags = F_TIED | F_PRE_NORM | F_QK_NORM_HEAD, .head_factor = 2,
+     .ctx_train = 40960, .rope_base = 1000000.0f, .rms_eps = 1e-6f, .logit_std = 3.0f},
+    {.name = "gemma2", .arch = "gemma2", .flags = F_TIED | F_PRE_NORM | F_POST_NORM | F_EMB_SQRT, .head_factor = 2,
+     .ctx_train = 8192, .rope_base = 10000.0f, .rms_eps = 1e-6f, .swa_small = 8, .swa_large = 4096,
+     .attn_softcap = 2.0f, .final_softcap = 4.0f, .score_std = 0.7f, .logit_std = 2.5f},
+    {.name = "gemma3", .arch = "gemma3", .flags = F_TIED | F_PRE_NORM | F_POST_NORM | F_QK_NORM_HEAD | F_EMB_SQRT,
+     .min_layers = 6, .head_factor = 2, .ctx_train = 32768, .rope_base = 1000000.0f, .rms_eps = 1e-6f,
+     .swa_small = 12, .swa_large = 512, .rope_base_swa = 10000.0f, .score_std = 0.7f, .logit_std = 3.0f},
+    {.name = "phi3", .arch = "phi3", .flags = F_PRE_NORM | F_FUSED | F_LONGROPE | F_ROPE_DIM_KEY, .head_factor = 1,
+     .ctx_train = 131072, .rope_base = 10000.0f, .rms_eps = 1e-5f, .orig_ctx = 4096,
+     .rope_attn_factor = PHI3_ATTN_FACTOR, .logit_std = 3.0f},
+    {.name = "smollm3", .arch = "smollm3", .flags = F_TIED | F_PRE_NORM | F_ROPE_DIM_KEY, .min_layers = 4,
+     .head_factor = 1, .ctx_train = 65536, .rope_base = 10000.0f, .rms_eps = 1e-6f,
+     .logit_std = 3.0f},
+    {.name = "granite", .arch = "granite", .flags = F_TIED | F_PRE_NORM | F_ROPE_DIM_KEY, .head_factor = 1,
+     .ctx_train = 131072, .rope_base = 10000000.0f, .rms_eps = 1e-5f, .embedding_scale = 12.0f,
+     .residual_scale = 0.22f, .logit_scale = 8.0f, .attention_scale_1_hd = true,
+     .logit_std = 3.0f},
+    {.name = "olmo2", .arch = "olmo2", .flags = F_POST_NORM | F_QK_NORM_FULL | F_HEAD_GAIN, .head_factor = 1,
+     .ctx_train = 4096, .rope_base = 500000.0f, .rms_eps = 1e-6f, .logit_std = 3.0f},
+};
+
+/* What the query/key weights aim at: attention scores (scaled, before softmax) with this standard
+ * deviation. 1 keeps attention selective enough that rope factors, no-rope layers and the rope
+ * scaling attn_factor each move the worst logit row by 12–26% of its spread, while llama.cpp's own
+ * rounding (it converts activations to F16 before an F16 matrix product) moves it by about 0.1%:
+ * peakier attention amplifies that rounding through the layers towards the F16 tolerance (0.2%).
+ * The Gemmas take 0.7 (their post-normed blocks amplify more; windows, caps and the SWA rope base
+ * still move the worst row by 19% or more). Measured with llama.cpp 80fb11ac on the mini shape. */
+#define SCORE_STD 1.0f
 
 /* llama.cpp's LLAMA_FTYPE values for general.file_type (llama.h) */
 enum { FTYPE_F16 = 1, FTYPE_Q4_0 = 2, FTYPE_Q8_0 = 7, FTYPE_Q4_K_M = 15 };
 
+/* ---- the tensors ----------------------------------------------------------------------------- */
+
+/* what a tensor is, for choosing its type in a mix (llama.cpp's tensor categories) */
+typedef enum { R_EMBD, R_OUTPUT, R_ATTN_V, R_FFN_DOWN, R_OTHER } tensor_role;
+
 typedef struct {
     char name[64];
     uint32_t type;
-    int64_t ne0, ne1; /* ne1 = 1 for vectors */
+    int64_t ne0, ne1;    /* ne1 = 1 for vectors */
     uint64_t offset, bytes;
-    float fill;       /* 0: random weights; else every element is this (norms) */
+    /* values: random uniform with standard deviation std, or (norm) uniform in centre·[0.5, 1.5],
+     * or (values) the given ne0 numbers */
+    float std, centre;
+    bool norm;
+    const float *values;
+    int head_rows;       /* > 0: rows come in heads of this many, scaled by head_gain */
+    int n_head_groups;
+    int64_t v_row0;      /* > 0: rows from here on (a fused attn_qkv's V) have standard deviation v_std */
+    float v_std;
 } synth_tensor;
 
 static bool use_more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
+
+/* llama.cpp's tensor_type_fallback: a type whose block does not divide the row width */
+static uint32_t type_fallback(uint32_t type, int64_t ne0) {
+    if (ne0 % quant_get(type)->block_size == 0) return type;
+    uint32_t t = type == WICK_TYPE_Q4_K ? WICK_TYPE_Q5_0
+               : type == WICK_TYPE_Q5_K ? WICK_TYPE_Q5_1
+               : type == WICK_TYPE_Q6_K ? WICK_TYPE_Q8_0
+               : type == WICK_TYPE_Q2_K || type == WICK_TYPE_Q3_K ? WICK_TYPE_Q4_0
+               : type;
+    return ne0 % quant_get(t)->block_size == 0 ? t : WICK_TYPE_F16;
+}
+
+typedef struct {
+    uint32_t base;   /* the type of most matrices */
+    uint32_t ftype;
+    bool k_mix;      /* Q4_K_M's extra bits */
+} synth_quant;
+
+/* The type of a matrix: llama.cpp's llama_tensor_get_type_impl for these four mixes. i and n are
+ * the layer and layer count (attn_v and ffn_down, one per layer, are counted as llama.cpp counts). */
+static uint32_t matrix_type(const synth_quant *q, tensor_role role, bool tied, int64_t ne0, int i, int n) {
+    if (q->base == WICK_TYPE_F16) return WICK_TYPE_F16;
+    uint32_t t = q->base;
+    if (role == R_OUTPUT || (tied && role == R_EMBD)) {
+        if (ne0 % quant_get(q->base)->block_size != 0) t = WICK_TYPE_Q8_0;
+        else if (q->base != WICK_TYPE_Q8_0) t = WICK_TYPE_Q6_K;
+    } else if (q->k_mix && (role == R_ATTN_V || role == R_FFN_DOWN) && use_more_bits(i, n)) {
+        t = WICK_TYPE_Q6_K;
+    }
+    return type_fallback(t, ne0);
+}
+
+/* Gain of query/key head h of n: 0.5 … 2, geometric about 1. */
+static float head_gain(int h, int n) { return n > 1 ? exp2f(2.0f * (float)h / (float)(n - 1) - 1.0f) : 1.0f; }
+
+/* ---- writing ---------------------------------------------------------------------------------- */
 
 static uint64_t splitmix(uint64_t *s) {
     uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
@@ -48,13 +194,54 @@ static uint64_t splitmix(uint64_t *s) {
     return z ^ (z >> 31);
 }
 
+/* uniform in [-1, 1) from the top 53 bits */
+static float uniform(uint64_t *s) { return (float)((double)(splitmix(s) >> 11) * (2.0 / 9007199254740992.0) - 1.0); }
+
+/* The metadata, built in memory first: the header needs its count. */
+typedef struct {
+    uint8_t *p;
+    size_t n, cap;
+    uint64_t count;
+    bool oom;
+} meta_buf;
+
+static void meta_put(meta_buf *b, const void *src, size_t n) {
+    if (b->oom) return;
+    if (b->n + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->n + n) cap *= 2;
+        uint8_t *p = realloc(b->p, cap);
+        if (!p) { b->oom = true; return; }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, src, n);
+    b->n += n;
+}
+
+static void meta_str(meta_buf *b, const char *s) {
+    uint64_t n = strlen(s);
+    meta_put(b, &n, 8);
+    meta_put(b, s, n);
+}
+
+/* key = "prefix.key", or key alone when prefix is NULL */
+static void meta_key(meta_buf *b, const char *prefix, const char *key, uint32_t type) {
+    char full[128];
+    snprintf(full, sizeof full, "%s%s%s", prefix ? prefix : "", prefix ? "." : "", key);
+    meta_str(b, full);
+    meta_put(b, &type, 4);
+    b->count++;
+}
+
+static void kv_u32(meta_buf *b, const char *prefix, const char *key, uint32_t v) { meta_key(b, prefix, key, GGUF_U32); meta_put(b, &v, 4); }
+static void kv_f32(meta_buf *b, const char *prefix, const char *key, float v) { meta_key(b, prefix, key, GGUF_F32); meta_put(b, &v, 4); }
+static void kv_str(meta_buf *b, const char *prefix, const char *key, const char *v) { meta_key(b, prefix, key, GGUF_STRING); meta_str(b, v); }
+
 static void put(FILE *f, const void *p, size_t n) { fwrite(p, 1, n, f); }
 static void put_u32(FILE *f, uint32_t v) { put(f, &v, 4); }
 static void put_u64(FILE *f, uint64_t v) { put(f, &v, 8); }
 static void put_str(FILE *f, const char *s) { put_u64(f, strlen(s)); put(f, s, strlen(s)); }
-static void kv_u32(FILE *f, const char *k, uint32_t v) { put_str(f, k); put_u32(f, GGUF_U32); put_u32(f, v); }
-static void kv_f32(FILE *f, const char *k, float v) { put_str(f, k); put_u32(f, GGUF_F32); put(f, &v, 4); }
-static void kv_str(FILE *f, const char *k, const char *v) { put_str(f, k); put_u32(f, GGUF_STRING); put_str(f, v); }
 
 /* The bytes one metadata entry occupies in its file, key included (the reader validated them). */
 static size_t kv_extent(const gguf_kv *kv, const uint8_t **start) {
@@ -67,18 +254,51 @@ static size_t kv_extent(const gguf_kv *kv, const uint8_t **start) {
     return (size_t)(end - *start);
 }
 
-int synth_write(const char *shape_name, const char *type, const char *vocab_path, const char *out_path,
-                unsigned long long seed, char *err, size_t err_len) {
+static bool is_tokenizer_kv(const gguf_kv *kv) { return kv->key.len > 10 && !memcmp(kv->key.ptr, "tokenizer.", 10); }
+
+/* Llama 3's rope factors (convert_hf_to_gguf.py, rope_type "llama3": factor 8, low/high frequency
+ * factors 1 and 4) for an original context of 32 positions, so that they act at test lengths:
+ * pairs whose wavelength is under 32/4 keep factor 1, those over 32 get 8, those between a blend. */
+static void llama3_rope_factors(float *out, int n_pairs, float base) {
+    const double factor = 8, low = 1, high = 4, old_ctx = 32, pi = 3.14159265358979323846;
+    for (int i = 0; i < n_pairs; i++) {
+        double freq = 1.0 / pow(base, (double)(2 * i) / (double)(2 * n_pairs));
+        double wavelen = 2 * pi / freq;
+        if (wavelen < old_ctx / high) out[i] = 1.0f;
+        else if (wavelen > old_ctx / low) out[i] = (float)factor;
+        else {
+            double smooth = (old_ctx / wavelen - low) / (high - low);
+            out[i] = (float)(1.0 / ((1 - smooth) / factor + smooth));
+        }
+    }
+}
+
+/* Phi-3's two sets, chosen by llama.cpp from the context size against original_context_length:
+ * short rising 1 → 6 across the pairs, long 1 → 48, so that taking the wrong set shows. */
+static void phi3_rope_factors(float *out_short, float *out_long, int n_pairs) {
+    for (int i = 0; i < n_pairs; i++) {
+        float x = n_pairs > 1 ? (float)i / (float)(n_pairs - 1) : 0.0f;
+        out_short[i] = 1.0f + 5.0f * x;
+        out_long[i] = out_short[i] * (1.0f + 7.0f * x);
+    }
+}
+
+int synth_write(const char *arch_name, const char *shape_name, const char *type, const char *vocab_path,
+                const char *out_path, unsigned long long seed, char *err, size_t err_len) {
+    const synth_family *fam = NULL;
+    for (size_t i = 0; i < sizeof families / sizeof families[0]; i++)
+        if (!strcmp(families[i].name, arch_name ? arch_name : "llama")) fam = &families[i];
+    if (!fam)
+        return errorf(err, err_len, "unknown arch '%s' (llama, llama3, qwen3, gemma2, gemma3, phi3, smollm3, granite, olmo2)", arch_name);
     const synth_shape *sh = NULL;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         if (!strcmp(shapes[i].name, shape_name)) sh = &shapes[i];
     if (!sh) return errorf(err, err_len, "unknown shape '%s' (mini, mini-mha, 134m, 1b)", shape_name);
-    uint32_t base, out_type, ftype;
-    bool k_mix = false;
-    if (!strcmp(type, "f16")) base = out_type = WICK_TYPE_F16, ftype = FTYPE_F16;
-    else if (!strcmp(type, "q8_0")) base = out_type = WICK_TYPE_Q8_0, ftype = FTYPE_Q8_0;
-    else if (!strcmp(type, "q4_0")) base = WICK_TYPE_Q4_0, out_type = WICK_TYPE_Q6_K, ftype = FTYPE_Q4_0;
-    else if (!strcmp(type, "q4_k_m")) base = WICK_TYPE_Q4_K, out_type = WICK_TYPE_Q6_K, ftype = FTYPE_Q4_K_M, k_mix = true;
+    synth_quant q = {0};
+    if (!strcmp(type, "f16")) q.base = WICK_TYPE_F16, q.ftype = FTYPE_F16;
+    else if (!strcmp(type, "q8_0")) q.base = WICK_TYPE_Q8_0, q.ftype = FTYPE_Q8_0;
+    else if (!strcmp(type, "q4_0")) q.base = WICK_TYPE_Q4_0, q.ftype = FTYPE_Q4_0;
+    else if (!strcmp(type, "q4_k_m")) q.base = WICK_TYPE_Q4_K, q.ftype = FTYPE_Q4_K_M, q.k_mix = true;
     else return errorf(err, err_len, "unknown type '%s' (f16, q8_0, q4_0, q4_k_m)", type);
 
     /* the vocabulary file: its tokenizer.* metadata is copied byte for byte */
@@ -100,66 +320,176 @@ int synth_write(const char *shape_name, const char *type, const char *vocab_path
     if (!tokens) { gguf_close(&vg); free(vbuf); return errorf(err, err_len, "%s has no tokenizer.ggml.tokens", vocab_path); }
     int64_t n_vocab = (int64_t)tokens->arr_len;
 
-    /* the tensor list, in llama.cpp's order */
-    int n_t = 3 + 9 * sh->n_layers;
-    synth_tensor *ts = calloc((size_t)n_t, sizeof *ts);
-    if (!ts) { gguf_close(&vg); free(vbuf); return errorf(err, err_len, "out of memory"); }
-    int kv_dim = sh->dim / sh->n_heads * sh->n_kv_heads, k = 0;
-    uint32_t emb_type = base == WICK_TYPE_Q4_0 ? WICK_TYPE_Q4_0 : base;
-#define ADD(nm, t, a, b, fl) (snprintf(ts[k].name, sizeof ts[k].name, "%s", nm), ts[k].type = (t), ts[k].ne0 = (a), ts[k].ne1 = (b), ts[k].fill = (fl), k++)
-    ADD("token_embd.weight", emb_type, sh->dim, n_vocab, 0);
-    for (int l = 0; l < sh->n_layers; l++) {
-        char n[64];
-        uint32_t more = k_mix && use_more_bits(l, sh->n_layers) ? WICK_TYPE_Q6_K : base;
-        snprintf(n, sizeof n, "blk.%d.attn_norm.weight", l); ADD(n, WICK_TYPE_F32, sh->dim, 1, 1.0f);
-        snprintf(n, sizeof n, "blk.%d.attn_q.weight", l); ADD(n, base, sh->dim, sh->dim, 0);
-        snprintf(n, sizeof n, "blk.%d.attn_k.weight", l); ADD(n, base, sh->dim, kv_dim, 0);
-        snprintf(n, sizeof n, "blk.%d.attn_v.weight", l); ADD(n, more, sh->dim, kv_dim, 0);
-        snprintf(n, sizeof n, "blk.%d.attn_output.weight", l); ADD(n, base, sh->dim, sh->dim, 0);
-        snprintf(n, sizeof n, "blk.%d.ffn_norm.weight", l); ADD(n, WICK_TYPE_F32, sh->dim, 1, 1.0f);
-        snprintf(n, sizeof n, "blk.%d.ffn_gate.weight", l); ADD(n, base, sh->dim, sh->hidden, 0);
-        snprintf(n, sizeof n, "blk.%d.ffn_down.weight", l); ADD(n, more, sh->hidden, sh->dim, 0);
-        snprintf(n, sizeof n, "blk.%d.ffn_up.weight", l); ADD(n, base, sh->dim, sh->hidden, 0);
+    /* sizes */
+    const unsigned fl = fam->flags;
+    const bool legacy = fl & F_LEGACY, tied = fl & F_TIED;
+    const int dim = sh->dim, n_heads = sh->n_heads, n_kv_heads = sh->n_kv_heads, hidden = sh->hidden;
+    const int n_layers = sh->small && fam->min_layers > sh->n_layers ? fam->min_layers : sh->n_layers;
+    const int head_dim = fam->head_factor * dim / n_heads, n_rot = head_dim;
+    const int q_dim = n_heads * head_dim, kv_dim = n_kv_heads * head_dim;
+    const uint32_t swa = sh->small ? fam->swa_small : fam->swa_large;
+    const float attention_scale = fam->attention_scale_1_hd ? 1.0f / (float)head_dim : 0.0f;
+
+    /* scales (non-legacy): see the file's first comment */
+    const float norm_rms = 1.0408f;                      /* rms of centre·U[0.5, 1.5] per unit centre */
+    /* the embeddings as the first layer sees them (after Gemma's √dim or Granite's multiplier):
+     * unit size, or a quarter where they are also the output head, so that the current token's own
+     * logit (its embedding is in the residual) stands about 4 standard deviations out, among the
+     * other tokens' largest, rather than 11 and always the argmax */
+    const float emb_run = tied ? 0.25f : 1.0f;
+    const float emb_std = emb_run * (fl & F_EMB_SQRT ? 1.0f / sqrtf((float)dim)
+                                     : fam->embedding_scale != 0 ? 1.0f / fam->embedding_scale : 1.0f);
+    const float kq_scale = (attention_scale != 0 ? attention_scale : 1.0f / sqrtf((float)head_dim)) *
+                           (fam->rope_attn_factor != 0 ? fam->rope_attn_factor * fam->rope_attn_factor : 1.0f);
+    /* score std = kq_scale · σ² · √head_dim for query/key components of std σ */
+    const float sigma_qk = sqrtf((fam->score_std != 0 ? fam->score_std : SCORE_STD) / (kq_scale * sqrtf((float)head_dim)));
+    const bool qk_norm = fl & (F_QK_NORM_HEAD | F_QK_NORM_FULL);
+    /* with q/k norms the projections' own scale (σ = 3) is what a forward pass without them would see */
+    const float qk_std = (qk_norm ? 3.0f : sigma_qk) / (sqrtf((float)dim) * norm_rms);
+    const float qk_norm_centre = sigma_qk / norm_rms;
+    const float logit_pre = fam->logit_std * (fam->logit_scale != 0 ? fam->logit_scale : 1.0f);
+    const float out_std = logit_pre / (sqrtf((float)dim) * norm_rms);
+    const float v_std = 1.0f / sqrtf((float)dim);
+    const float out_norm_centre = tied ? logit_pre / (emb_std * sqrtf((float)dim) * norm_rms) : 1.0f;
+
+    /* rope factor vectors */
+    const int n_pairs = n_rot / 2;
+    float *rope_values = calloc((size_t)(3 * n_pairs), sizeof *rope_values);
+    /* the tensor list: the llama file's order, each family's extra tensors where its layer has them */
+    int cap_t = 4 + 16 * n_layers, n_t = 0;
+    synth_tensor *ts = calloc((size_t)cap_t, sizeof *ts);
+    if (!ts || !rope_values) {
+        free(ts);
+        free(rope_values);
+        gguf_close(&vg);
+        free(vbuf);
+        return errorf(err, err_len, "out of memory");
     }
-    ADD("output_norm.weight", WICK_TYPE_F32, sh->dim, 1, 1.0f);
-    ADD("output.weight", out_type, sh->dim, n_vocab, 0);
-#undef ADD
+    if (fl & F_ROPE_FREQS) llama3_rope_factors(rope_values, n_pairs, fam->rope_base);
+    if (fl & F_LONGROPE) phi3_rope_factors(rope_values + n_pairs, rope_values + 2 * n_pairs, n_pairs);
+
+    synth_tensor *t;
+#define TENSOR(ne0_, ne1_, ...) (t = &ts[n_t++], t->ne0 = (ne0_), t->ne1 = (ne1_), snprintf(t->name, sizeof t->name, __VA_ARGS__))
+    /* a matrix of random weights; a norm; a vector of given values */
+#define MATRIX(role, i, std_, ne0_, ne1_, ...) \
+    (TENSOR(ne0_, ne1_, __VA_ARGS__), t->type = matrix_type(&q, role, tied, ne0_, i, n_layers), t->std = legacy ? 0.02f : (std_))
+#define NORM(centre_, ne0_, ...) (TENSOR(ne0_, 1, __VA_ARGS__), t->type = WICK_TYPE_F32, t->norm = true, t->centre = legacy ? 1.0f : (centre_))
+#define VALUES(v, ne0_, ...) (TENSOR(ne0_, 1, __VA_ARGS__), t->type = WICK_TYPE_F32, t->values = (v))
+    MATRIX(R_EMBD, 0, emb_std, dim, n_vocab, "token_embd.weight");
+    if (fl & F_ROPE_FREQS) VALUES(rope_values, n_pairs, "rope_freqs.weight");
+    if (fl & F_LONGROPE) {
+        VALUES(rope_values + 2 * n_pairs, n_pairs, "rope_factors_long.weight");
+        VALUES(rope_values + n_pairs, n_pairs, "rope_factors_short.weight");
+    }
+    const float o_std = 1.0f / sqrtf((float)q_dim);
+    /* the FFN adds half the size of its input to the residual: a full-size one amplifies rounding */
+    const float up_std = 1.0f / sqrtf((float)dim), down_std = 0.5f / sqrtf((float)hidden);
+    for (int l = 0; l < n_layers; l++) {
+        if (fl & F_PRE_NORM) NORM(1.0f, dim, "blk.%d.attn_norm.weight", l);
+        if (fl & F_FUSED) {
+            /* Q, K and V stacked: V's rows keep V's scale */
+            MATRIX(R_ATTN_V, l, qk_std, dim, q_dim + 2 * kv_dim, "blk.%d.attn_qkv.weight", l);
+            t->v_row0 = q_dim + kv_dim, t->v_std = v_std;
+        } else {
+            MATRIX(R_OTHER, l, qk_std, dim, q_dim, "blk.%d.attn_q.weight", l);
+            if (fl & F_HEAD_GAIN) t->head_rows = head_dim, t->n_head_groups = n_heads;
+            MATRIX(R_OTHER, l, qk_std, dim, kv_dim, "blk.%d.attn_k.weight", l);
+            if (fl & F_HEAD_GAIN) t->head_rows = head_dim, t->n_head_groups = n_kv_heads;
+            MATRIX(R_ATTN_V, l, v_std, dim, kv_dim, "blk.%d.attn_v.weight", l);
+        }
+        if (fl & F_QK_NORM_HEAD) {
+            NORM(qk_norm_centre, head_dim, "blk.%d.attn_q_norm.weight", l);
+            NORM(qk_norm_centre, head_dim, "blk.%d.attn_k_norm.weight", l);
+        } else if (fl & F_QK_NORM_FULL) {
+            NORM(qk_norm_centre, q_dim, "blk.%d.attn_q_norm.weight", l);
+            NORM(qk_norm_centre, kv_dim, "blk.%d.attn_k_norm.weight", l);
+        }
+        MATRIX(R_OTHER, l, o_std, q_dim, dim, "blk.%d.attn_output.weight", l);
+        if (fl & F_POST_NORM) NORM(1.0f, dim, "blk.%d.post_attention_norm.weight", l);
+        if (fl & F_PRE_NORM) NORM(1.0f, dim, "blk.%d.ffn_norm.weight", l);
+        if (!(fl & F_FUSED)) MATRIX(R_OTHER, l, up_std, dim, hidden, "blk.%d.ffn_gate.weight", l);
+        MATRIX(R_FFN_DOWN, l, down_std, hidden, dim, "blk.%d.ffn_down.weight", l);
+        MATRIX(R_OTHER, l, up_std, dim, fl & F_FUSED ? 2 * hidden : hidden, "blk.%d.ffn_up.weight", l);
+        if (fl & F_POST_NORM) NORM(1.0f, dim, "blk.%d.post_ffw_norm.weight", l);
+    }
+    NORM(out_norm_centre, dim, "output_norm.weight");
+    if (!tied) MATRIX(R_OUTPUT, 0, out_std, dim, n_vocab, "output.weight");
+#undef VALUES
+#undef NORM
+#undef MATRIX
+#undef TENSOR
     uint64_t off = 0;
+    int64_t widest = 0;
     for (int i = 0; i < n_t; i++) {
         ts[i].offset = off;
         ts[i].bytes = quant_row_size(ts[i].type, ts[i].ne0) * (uint64_t)ts[i].ne1;
         off = (off + ts[i].bytes + GGUF_DEFAULT_ALIGNMENT - 1) / GGUF_DEFAULT_ALIGNMENT * GGUF_DEFAULT_ALIGNMENT;
+        if (ts[i].ne0 > widest) widest = ts[i].ne0;
+    }
+
+    /* metadata: the model's keys, then the vocabulary's tokenizer.* entries */
+    meta_buf mb = {0};
+    const char *a = fam->arch;
+    /* the name leaves the family out: llama.cpp gives special tokens Phi-3's strip attributes when
+     * general.name contains "phi3", and fails to load when the vocabulary lacks <|endoftext|> */
+    char name[96];
+    snprintf(name, sizeof name, "wick synth %s %s", sh->name, type);
+    kv_str(&mb, NULL, "general.architecture", a);
+    kv_str(&mb, NULL, "general.name", name);
+    kv_u32(&mb, NULL, "general.file_type", q.ftype);
+    kv_u32(&mb, a, "context_length", fam->ctx_train);
+    kv_u32(&mb, a, "embedding_length", (uint32_t)dim);
+    kv_u32(&mb, a, "block_count", (uint32_t)n_layers);
+    kv_u32(&mb, a, "feed_forward_length", (uint32_t)hidden);
+    kv_u32(&mb, a, "attention.head_count", (uint32_t)n_heads);
+    kv_u32(&mb, a, "attention.head_count_kv", (uint32_t)n_kv_heads);
+    if (fam->head_factor != 1) {
+        kv_u32(&mb, a, "attention.key_length", (uint32_t)head_dim);
+        kv_u32(&mb, a, "attention.value_length", (uint32_t)head_dim);
+    }
+    if (fl & F_ROPE_DIM_KEY) kv_u32(&mb, a, "rope.dimension_count", (uint32_t)n_rot);
+    kv_f32(&mb, a, "rope.freq_base", fam->rope_base);
+    kv_f32(&mb, a, "attention.layer_norm_rms_epsilon", fam->rms_eps);
+    if (swa) kv_u32(&mb, a, "attention.sliding_window", swa);
+    if (fam->rope_base_swa != 0) kv_f32(&mb, a, "rope.freq_base_swa", fam->rope_base_swa);
+    if (fam->attn_softcap != 0) kv_f32(&mb, a, "attn_logit_softcapping", fam->attn_softcap);
+    if (fam->final_softcap != 0) kv_f32(&mb, a, "final_logit_softcapping", fam->final_softcap);
+    if (fam->orig_ctx) kv_u32(&mb, a, "rope.scaling.original_context_length", fam->orig_ctx);
+    if (fam->rope_attn_factor != 0) kv_f32(&mb, a, "rope.scaling.attn_factor", fam->rope_attn_factor);
+    if (fam->embedding_scale != 0) kv_f32(&mb, a, "embedding_scale", fam->embedding_scale);
+    if (fam->residual_scale != 0) kv_f32(&mb, a, "residual_scale", fam->residual_scale);
+    if (attention_scale != 0) kv_f32(&mb, a, "attention.scale", attention_scale);
+    if (fam->logit_scale != 0) kv_f32(&mb, a, "logit_scale", fam->logit_scale);
+    for (uint64_t i = 0; i < vg.n_kv; i++)
+        if (is_tokenizer_kv(&vg.kv[i])) {
+            const uint8_t *start;
+            size_t n = kv_extent(&vg.kv[i], &start);
+            meta_put(&mb, start, n);
+            mb.count++;
+        }
+    if (mb.oom) {
+        free(mb.p);
+        free(ts);
+        free(rope_values);
+        gguf_close(&vg);
+        free(vbuf);
+        return errorf(err, err_len, "out of memory");
     }
 
     FILE *f = fopen(out_path, "wb");
-    if (!f) { free(ts); gguf_close(&vg); free(vbuf); return errorf(err, err_len, "cannot create %s", out_path); }
-    uint64_t n_tok_kv = 0;
-    for (uint64_t i = 0; i < vg.n_kv; i++)
-        if (vg.kv[i].key.len > 10 && !memcmp(vg.kv[i].key.ptr, "tokenizer.", 10)) n_tok_kv++;
+    if (!f) {
+        free(mb.p);
+        free(ts);
+        free(rope_values);
+        gguf_close(&vg);
+        free(vbuf);
+        return errorf(err, err_len, "cannot create %s", out_path);
+    }
     put(f, "GGUF", 4);
     put_u32(f, 3);
     put_u64(f, (uint64_t)n_t);
-    put_u64(f, 12 + n_tok_kv);
-    char name[64];
-    snprintf(name, sizeof name, "wick synth %s %s", sh->name, type);
-    kv_str(f, "general.architecture", "llama");
-    kv_str(f, "general.name", name);
-    kv_u32(f, "general.file_type", ftype);
-    kv_u32(f, "llama.context_length", 2048);
-    kv_u32(f, "llama.embedding_length", (uint32_t)sh->dim);
-    kv_u32(f, "llama.block_count", (uint32_t)sh->n_layers);
-    kv_u32(f, "llama.feed_forward_length", (uint32_t)sh->hidden);
-    kv_u32(f, "llama.attention.head_count", (uint32_t)sh->n_heads);
-    kv_u32(f, "llama.attention.head_count_kv", (uint32_t)sh->n_kv_heads);
-    kv_u32(f, "llama.rope.dimension_count", (uint32_t)(sh->dim / sh->n_heads));
-    kv_f32(f, "llama.rope.freq_base", 10000.0f);
-    kv_f32(f, "llama.attention.layer_norm_rms_epsilon", 1e-5f);
-    for (uint64_t i = 0; i < vg.n_kv; i++)
-        if (vg.kv[i].key.len > 10 && !memcmp(vg.kv[i].key.ptr, "tokenizer.", 10)) {
-            const uint8_t *start;
-            size_t n = kv_extent(&vg.kv[i], &start);
-            put(f, start, n);
-        }
+    put_u64(f, mb.count);
+    put(f, mb.p, mb.n);
     for (int i = 0; i < n_t; i++) {
         put_str(f, ts[i].name);
         bool vec = ts[i].ne1 == 1;
@@ -174,31 +504,36 @@ int synth_write(const char *shape_name, const char *type, const char *vocab_path
     put(f, zeros, (size_t)((GGUF_DEFAULT_ALIGNMENT - pos % GGUF_DEFAULT_ALIGNMENT) % GGUF_DEFAULT_ALIGNMENT));
 
     /* data, row by row */
-    int64_t widest = sh->hidden > sh->dim ? sh->hidden : sh->dim;
     float *row = malloc((size_t)widest * sizeof *row);
     uint8_t *qrow = malloc(quant_row_size(WICK_TYPE_F32, widest));
     int rc = 0;
     for (int i = 0; i < n_t && row && qrow; i++) {
-        const quant_type *qt = quant_get(ts[i].type);
+        const synth_tensor *ti = &ts[i];
+        const quant_type *qt = quant_get(ti->type);
         uint64_t state = seed * 0x100000001b3ull + (uint64_t)i;
-        const float scale = 0.02f * 1.7320508f; /* uniform in ±a has std a/√3 */
-        for (int64_t r = 0; r < ts[i].ne1; r++) {
-            for (int64_t c = 0; c < ts[i].ne0; c++)
-                row[c] = ts[i].fill != 0 ? ts[i].fill
-                                         : scale * (float)((double)(splitmix(&state) >> 11) * (2.0 / 9007199254740992.0) - 1.0);
-            size_t rb = quant_row_size(ts[i].type, ts[i].ne0);
-            if (ts[i].type == WICK_TYPE_F32) memcpy(qrow, row, rb);
-            else qt->from_float(row, qrow, ts[i].ne0);
+        const float scale = ti->std * 1.7320508f; /* uniform in ±a has std a/√3 */
+        for (int64_t r = 0; r < ti->ne1; r++) {
+            float rs = ti->v_row0 && r >= ti->v_row0 ? ti->v_std * 1.7320508f : scale;
+            if (ti->head_rows) rs *= head_gain((int)(r / ti->head_rows), ti->n_head_groups);
+            for (int64_t c = 0; c < ti->ne0; c++)
+                row[c] = ti->values ? ti->values[c]
+                       : ti->norm   ? (legacy ? ti->centre : ti->centre * (1.0f + 0.5f * uniform(&state)))
+                                    : rs * uniform(&state);
+            size_t rb = quant_row_size(ti->type, ti->ne0);
+            if (ti->type == WICK_TYPE_F32) memcpy(qrow, row, rb);
+            else qt->from_float(row, qrow, ti->ne0);
             put(f, qrow, rb);
         }
-        uint64_t pad = (i + 1 < n_t ? ts[i + 1].offset : ts[i].offset + ts[i].bytes) - ts[i].offset - ts[i].bytes;
+        uint64_t pad = (i + 1 < n_t ? ts[i + 1].offset : ti->offset + ti->bytes) - ti->offset - ti->bytes;
         put(f, zeros, (size_t)pad);
     }
     if (!row || !qrow) rc = errorf(err, err_len, "out of memory");
     if (fclose(f) != 0 && rc == 0) rc = errorf(err, err_len, "writing %s failed", out_path);
     free(row);
     free(qrow);
+    free(mb.p);
     free(ts);
+    free(rope_values);
     gguf_close(&vg);
     free(vbuf);
     return rc;

@@ -1,14 +1,18 @@
-/* synth.h — writes deterministic random-weight `llama` GGUF files for benchmarks and for
- * checking wick against llama.cpp on the same file (`wick synth`). */
+/* synth.h — writes deterministic random-weight GGUF files of each supported architecture family
+ * for benchmarks and for checking wick against llama.cpp on the same file (`wick synth`). */
 #ifndef WICK_SYNTH_H
 #define WICK_SYNTH_H
 
 #include <stddef.h>
 
-/* shape: "134m" or "1b" (or "mini": dim 256, 2 layers, for tests); type: "f16", "q8_0", "q4_0",
- * "q4_k_m". The tokenizer metadata is copied from the vocab-only GGUF at vocab_path (its token
- * count is the model's vocabulary). Returns 0, or -1 with a message. */
-int synth_write(const char *shape, const char *type, const char *vocab_path, const char *out_path,
+/* arch: "llama" (NULL means llama: the original file, unchanged), "llama3" (llama with Llama 3
+ * rope factors), "qwen3", "gemma2", "gemma3", "phi3", "smollm3", "granite", "olmo2".
+ * shape: "134m" or "1b" (or "mini": dim 256, 2 layers, for tests; "mini-mha" with as many KV heads
+ * as heads); a family whose layer pattern needs more layers (gemma3 6, smollm3 4) gets them on the
+ * mini shapes. type: "f16", "q8_0", "q4_0", "q4_k_m". The tokenizer metadata is copied from the
+ * vocab-only GGUF at vocab_path (its token count is the model's vocabulary). Returns 0, or -1 with
+ * a message. */
+int synth_write(const char *arch, const char *shape, const char *type, const char *vocab_path, const char *out_path,
                 unsigned long long seed, char *err, size_t err_len);
 
 #endif

@@ -57,8 +57,11 @@ export function argmax(row) {
 
 /** Whether the reference row's top-2 gap exceeds 10% of its standard deviation. */
 export function clearWinner(ref) {
-  const sorted = [...ref].sort((a, b) => b - a);
-  return sorted[0] - sorted[1] > 0.1 * stddev(ref);
+  let first = -Infinity, second = -Infinity;  // the two largest (a sort costs 15 ms on 32000 logits)
+  for (const v of ref) {
+    if (v > first) { second = first; first = v; } else if (v > second) second = v;
+  }
+  return first - second > 0.1 * stddev(ref);
 }
 
 /** Tolerance by weight type, from ../shared/README.md. */

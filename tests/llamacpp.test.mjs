@@ -1,13 +1,20 @@
-// tests/llamacpp.test.mjs — files written by `wick synth` against llama.cpp itself: each type
-// (f16, q8_0, q4_0, q4_k_m, shape mini) loads and generates in llama.cpp through node-llama-cpp
-// (its prebuilt CPU binary, never a download or a build), and the logits of both wick builds
-// (native and wasm) agree with llama.cpp's within the tolerances of ../shared/README.md.
+// tests/llamacpp.test.mjs — files written by `wick synth` against llama.cpp itself, through
+// node-llama-cpp (its prebuilt CPU binary, never a download or a build):
+//  - the llama architecture at each type (f16, q8_0, q4_0, q4_k_m, shape mini);
+//  - each family of `wick synth --arch` (llama3, qwen3, gemma2, gemma3, phi3, smollm3, granite,
+//    olmo2) at f16 and one quantized type, with a prompt longer than the sliding windows.
+// For each file llama.cpp loads it and generates (one test), both wick builds (native and wasm)
+// agree with llama.cpp's logits within the tolerances of ../shared/README.md (a test per build),
+// and for each family llama.cpp's own logits move far when the family's distinctive step is
+// switched off in the file (so the comparison tells a forward pass with the step from one without).
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { runWick, shared, compareRows, relRms, argmax, clearWinner, toleranceFor } from './helpers.mjs';
+import { spawn } from 'node:child_process';
+import { runWick, shared, compareRows, relRms, argmax, clearWinner, toleranceFor, nativeCli, wasmCli } from './helpers.mjs';
+import { readGguf, writeGguf, setKv, dropKv, T } from './gguf.mjs';
 
 const builds = ['native', 'wasm'];
 const types = ['f16', 'q8_0', 'q4_0', 'q4_k_m'];
@@ -17,15 +24,33 @@ const nVocabSpm = 32000;  // the llama SPM vocabulary's size
 const steps = 4;  // greedy steps after the prompt (the first is the last prompt row, as in cmd_logits)
 const distinct = 0.3;  // RMS/stddev by which rows of different positions differ at least (≥ 6× any tolerance)
 
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'wick-llamacpp-'));
-const synth = (type, file) => runWick('native', ['synth', '--shape', 'mini', '--type', type, '-o', file, '--vocab', vocab]);
+// The families of `wick synth --arch`, each at f16 and the quantized type given here (between them
+// every type and mix: Q4_K_M with its Q6_K layers, Q4_0 with a Q6_K tied head, Q8_0), and the
+// sliding window of the families that have one (the prompt must run well past it).
+const families = [
+  { arch: 'llama3', quant: 'q4_k_m' },
+  { arch: 'qwen3', quant: 'q8_0' },
+  { arch: 'gemma2', quant: 'q4_0', window: 8 },
+  { arch: 'gemma3', quant: 'q4_k_m', window: 12 },
+  { arch: 'phi3', quant: 'q4_k_m' },
+  { arch: 'smollm3', quant: 'q4_0' },
+  { arch: 'granite', quant: 'q8_0' },
+  { arch: 'olmo2', quant: 'q4_k_m' },
+];
+// 42 tokens with BOS: past gemma2's window (8) and gemma3's (12) several times over
+const familyPrompt = 'The quick brown fox jumps over the lazy dog, and then it sleeps. Later that evening the old farmer ' +
+  'walked slowly out to the red barn and counted his sheep one by one.';
 
-/** The path of the synth mini file of a type, written on first use. */
-function fileOf(type) {
-  const file = path.join(tmp, `synth-mini-${type}.gguf`);
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'wick-llamacpp-'));
+const synth = (type, file, arch) =>
+  runWick('native', ['synth', '--shape', 'mini', '--type', type, '-o', file, '--vocab', vocab, ...(arch ? ['--arch', arch] : [])]);
+
+/** The path of the synth mini file of a type (of the llama architecture, or of a family), written on first use. */
+function fileOf(type, arch) {
+  const file = path.join(tmp, `synth-mini-${arch ? `${arch}-` : ''}${type}.gguf`);
   if (!fs.existsSync(file)) {
-    const r = synth(type, file);
-    assert.equal(r.code, 0, `wick synth --type ${type}: ${r.stderr}`);
+    const r = synth(type, file, arch);
+    assert.equal(r.code, 0, `wick synth${arch ? ` --arch ${arch}` : ''} --type ${type}: ${r.stderr}`);
   }
   return file;
 }
@@ -77,32 +102,42 @@ function stddev(row) {
  * log p = logit − logsumexp(logits). That constant differs per row, so both sides are compared
  * centred (each row minus its mean), which changes neither a row's stddev nor its argmax.
  */
-const references = new Map();
-function referenceOf(type) {
-  if (!references.has(type)) references.set(type, (async () => {
-    const llama = await getNativeLlama();
-    const model = await llama.loadModel({ modelPath: fileOf(type), gpuLayers: 0 });
-    handles.push(model);
-    const context = await model.createContext({ contextSize: 64, batchSize: 64, threads: 1, sequences: 1 });
+async function llamaCppRows(file, prompt, { greedySteps = steps } = {}) {
+  const llama = await getNativeLlama();
+  const model = await llama.loadModel({ modelPath: file, gpuLayers: 0 });
+  handles.push(model);
+  try {
+    // flash attention off (node-llama-cpp's 'auto' turns it on for the CPU): that path sums the
+    // weighted values in F16, the other keeps scores and sums in F32 (as wick does), the closer to
+    // exact arithmetic — on the family files the two differ by up to 0.4% of a row's stddev
+    const context = await model.createContext({ contextSize: 64, batchSize: 64, threads: 1, sequences: 1, flashAttention: false });
     handles.push(context);
-    const ids = [model.tokens.bos, ...model.tokenize(promptText, false)];
+    const ids = [model.tokens.bos, ...model.tokenize(prompt, false)];
     const sequence = context.getSequence();
     const next = { generateNext: { probabilities: true, token: true } };
     const out = await sequence.controlledEvaluate(ids.map((t) => [t, next]));
     const promptRows = out.map((o) => logProbRow(o.next.probabilities, nVocabSpm));
     const greedy = [out.at(-1).next.token];
     const stepRows = [promptRows.at(-1)];
-    for (let k = 1; k < steps; k++) {
+    for (let k = 1; k < greedySteps; k++) {
       const [o] = await sequence.controlledEvaluate([[greedy.at(-1), next]]);
       stepRows.push(logProbRow(o.next.probabilities, nVocabSpm));
       greedy.push(o.next.token);
     }
     const text = model.detokenize(greedy);
     await context.dispose();
-    await model.dispose();
     return { ids, greedy, text, nVocab: nVocabSpm, promptRows: promptRows.map(centred), stepRows: stepRows.map(centred) };
-  })());
-  return references.get(type);
+  } finally {
+    await model.dispose();
+  }
+}
+
+const references = new Map();
+/** llama.cpp's rows for the synth file of a type (and family), computed once. */
+function referenceOf(type, arch) {
+  const key = `${arch ?? 'llama'} ${type}`;
+  if (!references.has(key)) references.set(key, llamaCppRows(fileOf(type, arch), arch ? familyPrompt : promptText));
+  return references.get(key);
 }
 
 after(async () => {
@@ -113,72 +148,206 @@ after(async () => {
 
 // ---- the tests ----
 
-test('wick synth writes a mini file of each type, the same bytes every time', () => {
+test('wick synth writes a mini file of each type and family, the same bytes every time', () => {
   for (const type of types) assert.ok(fs.statSync(fileOf(type)).size > 1e6, type);
+  for (const { arch, quant } of families) for (const type of ['f16', quant]) assert.ok(fs.statSync(fileOf(type, arch)).size > 1e6, `${arch} ${type}`);
   const again = path.join(tmp, 'again.gguf');
   assert.equal(synth('q4_0', again).code, 0);
   assert.ok(fs.readFileSync(again).equals(fs.readFileSync(fileOf('q4_0'))), 'same shape, type and seed gave different bytes');
+  assert.equal(synth('q4_0', again, 'llama').code, 0);
+  assert.ok(fs.readFileSync(again).equals(fs.readFileSync(fileOf('q4_0'))), '--arch llama is not the default file');
+  assert.equal(synth('q4_k_m', again, 'gemma3').code, 0);
+  assert.ok(fs.readFileSync(again).equals(fs.readFileSync(fileOf('q4_k_m', 'gemma3'))), 'same arch, shape, type and seed gave different bytes');
   fs.unlinkSync(again);
+  const bad = synth('f16', again, 'mamba');
+  assert.notEqual(bad.code, 0);
+  assert.match(bad.stderr, /unknown arch 'mamba'/);
 });
 
 const results = {};  // measured figures, printed at the end
+
+/** runWick without blocking, so that both builds run at once: {code, stdout, stderr}. */
+function runWickAsync(build, args) {
+  const [cmd, argv] = build === 'native' ? [nativeCli, args] : [process.execPath, [wasmCli, ...args]];
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const out = [], err = [];
+    child.stdout.on('data', (d) => out.push(d));
+    child.stderr.on('data', (d) => err.push(d));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') }));
+  });
+}
+
+/** Both builds' tokenization of the prompt and logits on a synth file, started together on first use. */
+const wickRuns = new Map();
+function wickRunsOf(type, arch) {
+  const key = `${arch ?? 'llama'} ${type}`;
+  if (!wickRuns.has(key)) wickRuns.set(key, referenceOf(type, arch).then((ref) => {
+    const file = fileOf(type, arch);
+    const run = async (build) => ({
+      tokens: await runWickAsync(build, ['tokenize', '-m', file, '-p', arch ? familyPrompt : promptText]),
+      logits: await runWickAsync(build, ['logits', '-m', file, '--tokens', ref.ids.join(','), '--steps', String(steps),
+        '--follow', ref.greedy.join(','), '--threads', '1']),
+    });
+    return Object.fromEntries(builds.map((build) => [build, run(build)]));
+  }));
+  return wickRuns.get(key);
+}
+
+/** One build's logits for a synth file (the prompt as one batch, then the greedy steps) against llama.cpp's. */
+async function compareWithLlamaCpp(build, type, arch) {
+  const ref = await referenceOf(type, arch);
+  const { tokens: tok, logits: r } = await (await wickRunsOf(type, arch))[build];
+  // the same prompt ids in wick's tokenizer (the llama SPM vocab the file carries)
+  assert.equal(tok.code, 0, tok.stderr);
+  assert.deepEqual(JSON.parse(tok.stdout), ref.ids, `${build} tokenizer`);
+  assert.equal(r.code, 0, r.stderr);
+  const out = JSON.parse(r.stdout);
+  assert.equal(out.n_vocab, ref.nVocab);
+  const ours = { prompt: out.prompt_logits.map(centred), step: out.greedy_step_logits.map(centred) };
+  const tol = toleranceFor(`synth-${type}`);
+  const all = [...ours.prompt, ...ours.step], refs = [...ref.promptRows, ...ref.stepRows];
+  const errs = all.map((row, i) => relRms(row, refs[i]));
+  const clear = refs.map((row, i) => [clearWinner(row), argmax(all[i]) === argmax(row)]);
+  results[`${build} ${arch ? `${arch} ` : ''}${type}`] = {
+    worst: `${(Math.max(...errs) * 100).toFixed(4)}%`, mean: `${((errs.reduce((a, b) => a + b, 0) / errs.length) * 100).toFixed(4)}%`,
+    argmax: `${clear.filter(([, same]) => same).length}/${clear.length} (clear winners ${clear.filter(([c, same]) => c && same).length}/${clear.filter(([c]) => c).length})`,
+    tol: `${tol * 100}%`,
+  };
+  assert.deepEqual([...compareRows(ours.prompt, ref.promptRows, tol, 'prompt'), ...compareRows(ours.step, ref.stepRows, tol, 'step')], []);
+  // the same comparison shifted by one position fails: it tells the rows apart
+  for (let i = 1; i < ours.prompt.length; i++)
+    assert.ok(relRms(ours.prompt[i], ref.promptRows[i - 1]) > distinct, `our row ${i} is as close to llama.cpp's row ${i - 1}`);
+}
+
+/** What every llama.cpp reference must show before a comparison with it means anything. */
+function checkReference(ref, minStddev) {
+  assert.equal(ref.nVocab, 32000);
+  assert.equal(ref.promptRows.length, ref.ids.length);
+  assert.equal(ref.greedy.length, steps);
+  for (const t of ref.greedy) assert.ok(Number.isInteger(t) && t >= 0 && t < ref.nVocab, `greedy token ${t}`);
+  // its greedy choice is the argmax of the row it came from
+  ref.stepRows.forEach((row, k) => { if (clearWinner(row)) assert.equal(argmax(row), ref.greedy[k], `step ${k}`); });
+  // not trivially comparable: the rows have a real spread (not flat) and differ from position to
+  // position far beyond the tolerances, so a comparison of flat or misaligned rows would fail
+  const rows = [...ref.promptRows, ...ref.stepRows];
+  for (const row of rows) assert.ok(stddev(row) > minStddev, `flat llama.cpp row: stddev ${stddev(row)}`);
+  for (let i = 1; i < ref.promptRows.length; i++)
+    assert.ok(relRms(ref.promptRows[i - 1], ref.promptRows[i]) > distinct, `prompt rows ${i - 1} and ${i} nearly equal`);
+}
+
 for (const type of types) {
   test(`llama.cpp (node-llama-cpp) loads synth mini ${type} and generates greedily`, async () => {
     const ref = await referenceOf(type);
-    assert.equal(ref.nVocab, 32000);
-    assert.equal(ref.promptRows.length, ref.ids.length);
-    assert.equal(ref.greedy.length, steps);
-    for (const t of ref.greedy) assert.ok(Number.isInteger(t) && t >= 0 && t < ref.nVocab, `greedy token ${t}`);
-    // its greedy choice is the argmax of the row it came from
-    ref.stepRows.forEach((row, k) => { if (clearWinner(row)) assert.equal(argmax(row), ref.greedy[k], `step ${k}`); });
-    // the same prompt ids in wick's tokenizer (the llama SPM vocab the file carries)
+    // the llama synth weights (std 0.02) give rows of stddev ≈ 0.32 that differ by 0.45–0.7 of a
+    // row's stddev between neighbours, as random attention averages over the earlier positions
+    checkReference(ref, 0.1);
     for (const build of builds) {
       const r = runWick(build, ['tokenize', '-m', fileOf(type), '-p', promptText]);
       assert.equal(r.code, 0, r.stderr);
       assert.deepEqual(JSON.parse(r.stdout), ref.ids, `${build} tokenizer`);
     }
-    // Not trivially comparable: the rows have a real spread (stddev ≈ 0.32 with the synth weights,
-    // not flat) and differ from position to position — by 0.45–0.7 of a row's stddev between
-    // neighbours, as random attention averages over the earlier positions — far beyond the
-    // tolerances, so a comparison of flat or misaligned rows would fail.
-    const rows = [...ref.promptRows, ...ref.stepRows];
-    for (const row of rows) assert.ok(stddev(row) > 0.1, `flat llama.cpp row: stddev ${stddev(row)}`);
-    for (let i = 1; i < ref.promptRows.length; i++)
-      assert.ok(relRms(ref.promptRows[i - 1], ref.promptRows[i]) > distinct, `prompt rows ${i - 1} and ${i} nearly equal`);
   });
 
-  for (const build of builds) {
-    test(`${build}: logits of synth mini ${type} match llama.cpp within ${toleranceFor(`synth-${type}`) * 100}%`, async () => {
-      const ref = await referenceOf(type);
-      const r = runWick(build, ['logits', '-m', fileOf(type), '--tokens', ref.ids.join(','), '--steps', String(steps),
-        '--follow', ref.greedy.join(','), '--threads', '1']);
-      assert.equal(r.code, 0, r.stderr);
-      const out = JSON.parse(r.stdout);
-      assert.equal(out.n_vocab, ref.nVocab);
-      const ours = { prompt: out.prompt_logits.map(centred), step: out.greedy_step_logits.map(centred) };
-      const tol = toleranceFor(`synth-${type}`);
-      const all = [...ours.prompt, ...ours.step], refs = [...ref.promptRows, ...ref.stepRows];
-      const errs = all.map((row, i) => relRms(row, refs[i]));
-      const clear = refs.map((row, i) => [clearWinner(row), argmax(all[i]) === argmax(row)]);
-      results[`${build} ${type}`] = {
-        worst: `${(Math.max(...errs) * 100).toFixed(4)}%`, mean: `${((errs.reduce((a, b) => a + b, 0) / errs.length) * 100).toFixed(4)}%`,
-        argmax: `${clear.filter(([, same]) => same).length}/${clear.length} (clear winners ${clear.filter(([c, same]) => c && same).length}/${clear.filter(([c]) => c).length})`,
-        tol: `${tol * 100}%`,
-      };
-      assert.deepEqual([...compareRows(ours.prompt, ref.promptRows, tol, 'prompt'), ...compareRows(ours.step, ref.stepRows, tol, 'step')], []);
-      // the same comparison shifted by one position fails: it tells the rows apart
-      for (let i = 1; i < ours.prompt.length; i++)
-        assert.ok(relRms(ours.prompt[i], ref.promptRows[i - 1]) > distinct, `our row ${i} is as close to llama.cpp's row ${i - 1}`);
-    });
+  for (const build of builds)
+    test(`${build}: logits of synth mini ${type} match llama.cpp within ${toleranceFor(`synth-${type}`) * 100}%`, () => compareWithLlamaCpp(build, type));
+}
+
+// ---- the families ----
+
+/*
+ * What a family's distinctive step does to llama.cpp's own logits: each edit below switches one step
+ * off (or changes it) in a copy of the f16 file, through metadata or tensors alone, and llama.cpp's
+ * rows on the copy must move by more than `featureMoves` of a row's stddev somewhere — 50× the F16
+ * tolerance and 2× the quantized one, so a forward pass that skips the step fails the comparison.
+ * The synth weights were chosen for this (src/synth.c); measured with llama.cpp 80fb11ac the worst
+ * rows move by 12% (smollm3's no-rope layer) to 127%. Steps no metadata edit can switch off
+ * (qwen3's and olmo2's q/k norms, olmo2's post norms) are checked through their weights: replaced
+ * by ones, the worst rows move by 38–69%.
+ */
+const featureMoves = 0.1;
+const ones = (g, pattern) => { for (const t of g.tensors) if (pattern.test(t.name)) t.data = Buffer.from(new Float32Array(t.data.length / 4).fill(1).buffer); };
+const renameArch = (g, from, to) => {
+  for (const e of g.kv) {
+    if (e.key === 'general.architecture') e.value = to;
+    else if (e.key.startsWith(`${from}.`)) e.key = to + e.key.slice(from.length);
   }
+};
+const featureEdits = {
+  llama3: { 'without rope_freqs.weight (Llama 3 rope factors)': (g) => { g.tensors = g.tensors.filter((t) => t.name !== 'rope_freqs.weight'); } },
+  qwen3: { 'with attn_q_norm/attn_k_norm weights of 1': (g) => ones(g, /attn_[qk]_norm/) },
+  gemma2: {
+    'without attn_logit_softcapping (llama.cpp then caps at 50)': (g) => dropKv(g, 'gemma2.attn_logit_softcapping'),
+    'without final_logit_softcapping (then 30)': (g) => dropKv(g, 'gemma2.final_logit_softcapping'),
+    'with a sliding window of 4096': (g) => setKv(g, 'gemma2.attention.sliding_window', T.U32, 4096),
+  },
+  gemma3: {
+    'with a sliding window of 4096': (g) => setKv(g, 'gemma3.attention.sliding_window', T.U32, 4096),
+    'with a sliding window one longer (13)': (g) => setKv(g, 'gemma3.attention.sliding_window', T.U32, 13),
+    'with freq_base_swa = freq_base': (g) => setKv(g, 'gemma3.rope.freq_base_swa', T.F32, 1e6),
+  },
+  phi3: {
+    'without rope.scaling.attn_factor': (g) => dropKv(g, 'phi3.rope.scaling.attn_factor'),
+    'with the long rope factors in place of the short': (g) => {
+      for (const t of g.tensors) t.name = { 'rope_factors_long.weight': 'rope_factors_short.weight', 'rope_factors_short.weight': 'rope_factors_long.weight' }[t.name] ?? t.name;
+    },
+  },
+  smollm3: { 'as llama (rope on every fourth layer too)': (g) => renameArch(g, 'smollm3', 'llama') },
+  granite: {
+    'without embedding_scale': (g) => dropKv(g, 'granite.embedding_scale'),
+    'without residual_scale': (g) => dropKv(g, 'granite.residual_scale'),
+    'without attention.scale (then 1/sqrt(head size))': (g) => dropKv(g, 'granite.attention.scale'),
+    'with logit_scale 16 for 8': (g) => setKv(g, 'granite.logit_scale', T.F32, 16),
+  },
+  olmo2: {
+    'with post_attention_norm/post_ffw_norm weights of 1': (g) => ones(g, /post_(attention|ffw)_norm/),
+    'with attn_q_norm/attn_k_norm weights of 1': (g) => ones(g, /attn_[qk]_norm/),
+  },
+};
+
+const featureResults = [];
+for (const { arch, quant, window } of families) {
+  for (const type of ['f16', quant]) {
+    test(`llama.cpp (node-llama-cpp) loads synth mini --arch ${arch} ${type} and generates greedily`, async () => {
+      const ref = await referenceOf(type, arch);
+      if (window) assert.ok(ref.ids.length > 3 * window, `prompt of ${ref.ids.length} tokens for a window of ${window}`);
+      // the family weights aim at logits of stddev 3 (gemma2: 2.5 before its cap of 4, 2 after)
+      checkReference(ref, 1);
+    });
+    for (const build of builds)
+      test(`${build}: logits of synth mini --arch ${arch} ${type} match llama.cpp within ${toleranceFor(`synth-${type}`) * 100}%`, () => compareWithLlamaCpp(build, type, arch));
+  }
+
+  test(`${arch}: its distinctive steps move llama.cpp's logits by more than ${featureMoves * 100}% of a row's stddev`, async () => {
+    const ref = await referenceOf('f16', arch);
+    const original = readGguf(fileOf('f16', arch));
+    const problems = [];
+    for (const [what, edit] of Object.entries(featureEdits[arch])) {
+      const g = { ...original, kv: original.kv.map((e) => ({ ...e })), tensors: original.tensors.map((t) => ({ ...t })) };
+      edit(g);
+      const file = path.join(tmp, `feature-${arch}.gguf`);
+      fs.writeFileSync(file, writeGguf(g));
+      const edited = await llamaCppRows(file, familyPrompt, { greedySteps: 1 });
+      fs.unlinkSync(file);
+      assert.deepEqual(edited.ids, ref.ids);
+      const moved = Math.max(...ref.promptRows.map((row, i) => relRms(edited.promptRows[i], row)));
+      featureResults.push(`${arch} ${what}: worst row moves ${(moved * 100).toFixed(1)}%`);
+      if (!(moved > featureMoves)) problems.push(`${what}: the logits move by ${(moved * 100).toFixed(2)}% at most`);
+    }
+    assert.deepEqual(problems, []);
+  });
 }
 
 test('the measured agreement (diagnostics)', async (t) => {
-  for (const type of types) {
-    const ref = await referenceOf(type);
+  const cases = [...types.map((type) => [type]), ...families.flatMap(({ arch, quant }) => [['f16', arch], [quant, arch]])];
+  for (const [type, arch] of cases) {
+    const ref = await referenceOf(type, arch).catch(() => null);
+    if (!ref) continue;
     const s = [...ref.promptRows, ...ref.stepRows].map(stddev);
-    t.diagnostic(`llama.cpp ${type}: row stddev ${Math.min(...s).toFixed(3)}…${Math.max(...s).toFixed(3)}, greedy ${JSON.stringify(ref.greedy)} ${JSON.stringify(ref.text)}`);
+    t.diagnostic(`llama.cpp ${arch ? `${arch} ` : ''}${type}: row stddev ${Math.min(...s).toFixed(3)}…${Math.max(...s).toFixed(3)}, greedy ${JSON.stringify(ref.greedy)} ${JSON.stringify(ref.text)}`);
   }
+  for (const line of featureResults) t.diagnostic(line);
   for (const [key, r] of Object.entries(results))
     t.diagnostic(`${key}: RMS/stddev worst ${r.worst}, mean ${r.mean} (tolerance ${r.tol}); argmax agrees ${r.argmax}`);
 });
