@@ -398,6 +398,7 @@ static int bind_gguf_weights(struct wick_model *m, char *err, size_t err_len) {
             if (bind_matrix(m, n, q_dim + 2 * kv_dim, c->dim, false, &qkv, err, err_len) ||
                 bind_vector(m, NAME("attn_qkv.bias"), q_dim + 2 * kv_dim, !ai->biases, &b, err, err_len))
                 return -1;
+            m->fused_qkv = true;
             w->wq = weight_rows(&qkv, 0, q_dim);
             w->wk = weight_rows(&qkv, q_dim, kv_dim);
             w->wv = weight_rows(&qkv, q_dim + kv_dim, kv_dim);
@@ -415,6 +416,7 @@ static int bind_gguf_weights(struct wick_model *m, char *err, size_t err_len) {
         if (!model_find_tensor(m, NAME("ffn_gate.weight")) && up && up->ne[1] == 2 * (uint64_t)c->hidden_dim) {
             weight up2;
             if (bind_matrix(m, NAME("ffn_up.weight"), 2 * (int64_t)c->hidden_dim, c->dim, false, &up2, err, err_len)) return -1;
+            m->fused_gate_up = true;
             w->w_gate = weight_rows(&up2, 0, c->hidden_dim);
             w->w_up = weight_rows(&up2, c->hidden_dim, c->hidden_dim);
         } else if (bind_matrix(m, NAME("ffn_gate.weight"), c->hidden_dim, c->dim, false, &w->w_gate, err, err_len) ||

@@ -73,6 +73,7 @@ struct wick_model {
     const float *output_norm;         /* [dim] */
     const float *rope_freqs;          /* [rope_dim/2] frequency divisors (Llama 3), or NULL */
     const float *rope_factors_short, *rope_factors_long; /* phi3's two sets, or NULL */
+    bool fused_qkv, fused_gate_up;    /* the file holds attn_qkv / gate and up in one ffn_up (phi3) */
     weight output;                    /* [n_vocab][dim]; the embedding when tied */
     layer_weights *layers;
     wick_vocab *vocab;

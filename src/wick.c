@@ -236,16 +236,14 @@ static void emit_family(text_out *o, const wick_model *m) {
     static const char *const qk[] = {"none", "per head", "full width"};
     const char *norms = l0->attn_norm && l0->attn_post_norm ? "pre and post" : l0->attn_post_norm ? "post" : "pre";
     const char *factors = m->rope_freqs ? "rope_freqs" : m->rope_factors_short ? "short/long" : "none";
-    bool fused_qkv = (const uint8_t *)l0->wk.data == (const uint8_t *)l0->wq.data + (size_t)l0->wq.rows * l0->wq.row_bytes;
-    bool fused_up = (const uint8_t *)l0->w_up.data == (const uint8_t *)l0->w_gate.data + (size_t)l0->w_gate.rows * l0->w_gate.row_bytes;
     emit(o,
          ",\"family\":{\"q_width\":%d,\"norms\":\"%s\",\"qk_norm\":\"%s\",\"activation\":\"%s\","
          "\"fused_qkv\":%s,\"fused_gate_up\":%s,\"tied_output\":%s,"
          "\"sliding_window\":%d,\"sliding_layers\":%d,\"rope_freq_base_swa\":%.9g,\"unrotated_layers\":%d,"
          "\"rope_factors\":\"%s\",\"rope_attn_factor\":%.9g,\"embedding_scale\":%.9g,\"residual_scale\":%.9g,"
          "\"attention_scale\":%.9g,\"attn_softcap\":%.9g,\"final_softcap\":%.9g,\"logit_scale\":%.9g}",
-         c->q_dim, norms, qk[c->qk_norm], c->act == ACT_GELU_TANH ? "gelu (tanh)" : "silu", fused_qkv ? "true" : "false",
-         fused_up ? "true" : "false", m->output.data == m->tok_embd.data ? "true" : "false", c->n_swa, sliding,
+         c->q_dim, norms, qk[c->qk_norm], c->act == ACT_GELU_TANH ? "gelu (tanh)" : "silu", m->fused_qkv ? "true" : "false",
+         m->fused_gate_up ? "true" : "false", m->output.data == m->tok_embd.data ? "true" : "false", c->n_swa, sliding,
          c->rope_base_swa, unrotated, factors, c->rope_attn_factor, c->embd_scale, c->residual_scale, c->attn_scale,
          c->attn_softcap, c->final_softcap, c->logit_scale);
 }

@@ -66,9 +66,9 @@ test('every family has an F16 and a quantized file with its reference', () => {
 // info shows each family's switches as the forward pass took them from the file
 const familySwitches = {
   llama3: { rope_factors: 'rope_freqs', norms: 'pre', activation: 'silu' },
-  qwen3: { q_width: 512, qk_norm: 'per head', tied_output: true },
+  qwen3: { q_width: 512, qk_norm: 'per head', tied_output: true, fused_qkv: false },
   gemma2: { activation: 'gelu (tanh)', norms: 'pre and post', attn_softcap: 3, final_softcap: 4, sliding_window: 8, sliding_layers: 2, embedding_scale: 16 },
-  gemma3: { qk_norm: 'per head', sliding_window: 12, sliding_layers: 5, rope_freq_base_swa: 10000, attn_softcap: 0 },
+  gemma3: { qk_norm: 'per head', sliding_window: 12, sliding_layers: 5, rope_freq_base_swa: 10000, attn_softcap: 0, fused_qkv: false },
   phi3: { fused_qkv: true, fused_gate_up: true, rope_factors: 'short/long', sliding_window: 0 },
   smollm3: { unrotated_layers: 1 },
   granite: { embedding_scale: 10, residual_scale: 0.5, attention_scale: 0.03125, logit_scale: 0.25 },

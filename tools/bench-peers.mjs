@@ -187,7 +187,7 @@ async function main(argv) {
   const sampled = [];  // native decode tok/s through node-llama-cpp's sampler (the warm-up run)
   const agreement = []; // greedy tokens wick and llama.cpp agree on, from the first
   const internal = [];  // native decode tok/s by llama.cpp's own perf counters
-  const perParam = [];  // wick's speed × parameters per model and thread count, to compare families
+  const perParam = [];  // wick's speed × weights multiplied per token, per model and thread count, to compare families
   const started = Date.now();
   try {
     for (const file of list(opts.models)) {
@@ -236,7 +236,10 @@ async function main(argv) {
         }
         const r = Object.fromEntries(engines.map((e) => [e, result[e] ? rates(result[e], opts.stat) : { prefill: NaN, decode: NaN }]));
         const get = (e, k) => r[e]?.[k] ?? NaN;
-        perParam.push({ label, threads, arch: info.architecture, params: info.n_params, type: label.split(' ').at(-1),
+        // the weights each token multiplies: all but the embedding table, which a tied model
+        // multiplies again as its output head
+        const weights = info.n_params - (info.family?.tied_output ? 0 : info.n_vocab * info.embedding_length);
+        perParam.push({ label, threads, arch: info.architecture, params: weights, type: label.split(' ').at(-1),
           llama: !/^(llama3|qwen3|gemma2|gemma3|phi3|smollm3|granite|olmo2) /.test(label),
           prefill: get('wick', 'prefill') * info.n_params, decode: get('wick', 'decode') * info.n_params });
         const ratio = (a, b) => (Number.isFinite(a) && Number.isFinite(b) && b > 0 ? `${(a / b).toFixed(2)}×` : '—');
@@ -278,9 +281,9 @@ async function main(argv) {
     const base = perParam.find((x) => x.llama && x.type === row.type && x.threads === row.threads);
     if (!base) continue;
     const f = (a, b) => (Number.isFinite(a / b) ? `${(a / b).toFixed(2)}×` : '—');
-    relative.push(`${row.label} t${row.threads} (${(row.params / 1e6).toFixed(0)}M parameters): prefill ${f(row.prefill, base.prefill)}, decode ${f(row.decode, base.decode)}`);
+    relative.push(`${row.label} t${row.threads} (${(row.params / 1e6).toFixed(0)}M): prefill ${f(row.prefill, base.prefill)}, decode ${f(row.decode, base.decode)}`);
   }
-  if (relative.length) notes.push(`wick's speed per parameter (tok/s × parameters) against the llama file of the same type, 1.00× = as fast: ${relative.join('; ')}`);
+  if (relative.length) notes.push(`wick's speed per parameter (tok/s × the weights a token multiplies: all but the embedding table, which a tied model multiplies again as its output) against the llama file of the same type (${(perParam.find((x) => x.llama)?.params / 1e6).toFixed(0)}M), 1.00× = as fast: ${relative.join('; ')}`);
   if (agreement.length) notes.push(`greedy tokens on which wick and llama.cpp agree, from the first: ${agreement.join(', ')}`);
   if (internal.length) notes.push(`native decode by llama.cpp's own perf counters (llama_perf_context, no Node in the clock; tok/s): ${internal.join(', ')}`);
   if (sampled.length) notes.push(`native decode through node-llama-cpp's generator and sampler (one warm-up run, tok/s): ${sampled.join(', ')}`);
