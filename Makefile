@@ -2,6 +2,7 @@
 #   make          native + wasm builds (installs missing toolchain pieces first)
 #   make test     all tests (node --test)
 #   make serve    builds, prepares the default model, serves the page on 127.0.0.1
+#   make dist     dist/: the folder for a static host, and the npm package's contents
 SHELL := /bin/bash
 .DEFAULT_GOAL := all
 
@@ -38,7 +39,7 @@ WASM_LDFLAGS := -sMODULARIZE -sEXPORT_NAME=createWick -sALLOW_MEMORY_GROWTH -sMA
 WASM_MT_FLAGS := -pthread '-sPTHREAD_POOL_SIZE=Module["wickThreads"]||4' -Wno-pthreads-mem-growth
 WASM_TEST_FLAGS := -sALLOW_MEMORY_GROWTH -sMAXIMUM_MEMORY=4GB -sENVIRONMENT=node -sNODERAWFS=1 -sSINGLE_FILE
 
-.PHONY: all native wasm setup test test-native serve clean bench bench-kernels bench-streams
+.PHONY: all native wasm setup test test-native serve dist clean bench bench-kernels bench-streams
 all: native wasm
 
 # ---- toolchain: installed on demand (Debian 12, as root) ----
@@ -91,6 +92,30 @@ serve: wasm
 	bash tools/prepare-model.sh
 	node tools/serve.mjs
 
+# ---- dist/: a folder to copy to any static host, and the npm package's contents ----
+# One flat folder: the glue, the worker, <wick-chat> and its modules, the builds in wasm/ (with a
+# package.json that keeps Emscripten's CommonJS loaders CommonJS under Node), and
+# @huggingface/jinja's ES module in jinja/. The modules' relative paths are rewritten from the
+# repository's layout to the folder's: ../build/wasm/ → ./wasm/, ../wasm_glue/ → ./,
+# ../node_modules/@huggingface/jinja/dist/ → ./jinja/.   make dist [DIST_DIR=dir]
+DIST_DIR ?= dist
+DIST_MODULES := $(filter-out wasm_glue/cli.mjs,$(wildcard wasm_glue/*.mjs wasm_glue/*.js)) \
+  web/wick-chat.js web/coi.js web/util.js web/coi-sw.js web/engine-worker.js
+DIST_TYPES := $(wildcard wasm_glue/*.d.ts)
+JINJA_DIR := node_modules/@huggingface/jinja
+DIST_PATHS := -e 's|\.\./build/wasm/|./wasm/|g' -e 's|\.\./wasm_glue/|./|g' -e 's|\.\./node_modules/@huggingface/jinja/dist/|./jinja/|g'
+
+dist: build/wasm/package.json build/wasm/wick.js build/wasm/wick-mt.js $(DIST_TYPES) $(DIST_MODULES) $(JINJA_DIR)/dist/index.js
+	rm -rf $(DIST_DIR) && mkdir -p $(DIST_DIR)/wasm $(DIST_DIR)/jinja
+	cp build/wasm/package.json build/wasm/wick*.js build/wasm/wick*.wasm $(DIST_DIR)/wasm/
+	for f in $(DIST_MODULES) $(DIST_TYPES); do sed $(DIST_PATHS) $$f > $(DIST_DIR)/$${f##*/}; done
+	cp $(JINJA_DIR)/dist/index.js $(DIST_DIR)/jinja/index.js && cp $(JINJA_DIR)/LICENSE $(DIST_DIR)/jinja/LICENSE
+	@if grep -nE "\.\./(build|wasm_glue|web|node_modules)/" $(DIST_DIR)/*.js $(DIST_DIR)/*.mjs; then \
+	  echo "dist: the paths above still point into the repository" >&2; exit 1; fi
+
+$(JINJA_DIR)/dist/index.js:
+	@echo "$@ is missing: run npm ci" >&2; exit 1
+
 bench: native wasm build/.npm-stamp
 	npm run bench
 
@@ -113,7 +138,7 @@ bench-streams: build/native/bench_streams build/wasm/bench_streams.js build/wasm
 	node build/wasm/bench_streams.js
 
 clean:
-	rm -rf build
+	rm -rf build dist
 
 # ---- hardening: fuzzing, sanitizers, valgrind (targets fuzz, test-asan, test-valgrind) ----
 -include mk/hardening.mk

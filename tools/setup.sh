@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Installs what the builds and tests need, when it is missing (Debian 12, as root):
-# gcc/make, emscripten, libsimde-dev, clang (fuzzing), Node.js + npm, chromium (browser tests).
+# gcc/make, emscripten, libsimde-dev, clang (fuzzing), Node.js + npm, chromium (browser tests),
+# g++, cmake and git (llama.cpp's llama-server, built once from node-llama-cpp's bundled source for Wick.connect's tests).
 # Idempotent: does nothing when everything is present.
 set -euo pipefail
 need=()
 command -v gcc >/dev/null || need+=(gcc)
 command -v make >/dev/null || need+=(make)
+command -v g++ >/dev/null || need+=(g++)
+command -v cmake >/dev/null || need+=(cmake)
+command -v git >/dev/null || need+=(git)
 command -v emcc >/dev/null || need+=(emscripten)
 [ -f /usr/include/simde/wasm/simd128.h ] || need+=(libsimde-dev)
 command -v node >/dev/null || need+=(nodejs)

@@ -1,4 +1,6 @@
 // wasm_glue/wick.d.ts — TypeScript declarations of wick's public API (wick.mjs).
+import type { connect } from './connect.js';
+export type { ConnectOptions, RemoteEngine, RemoteModelInfo, RemoteTimings } from './connect.js';
 
 export type WickErrorCode =
   | 'E_FETCH' | 'E_NOT_GGUF' | 'E_TOO_LARGE' | 'E_UNSUPPORTED' | 'E_ABORTED' | 'E_INVALID_ARG' | 'E_FORMAT'
@@ -6,6 +8,8 @@ export type WickErrorCode =
 
 export class WickError extends Error {
   readonly code: WickErrorCode;
+  /** the HTTP status of an E_FETCH from a server that answered (Wick.connect) */
+  readonly status?: number;
   constructor(code: WickErrorCode, message: string);
 }
 
@@ -256,6 +260,8 @@ export interface InspectResult { url: string; bytes: number; version: number; te
 
 export declare const Wick: {
   load(source: ModelSource, options?: LoadOptions): Promise<Engine>;
+  /** an engine with the same generate / chat.completions API on an OpenAI-compatible server */
+  connect: typeof connect;
   inspect(url: string | URL, options?: { contextSize?: number; kvType?: 'f16' | 'f32' }): Promise<InspectResult>;
   cache: {
     readonly supported: boolean;

@@ -10,10 +10,14 @@
 // The pthreads build is used when the page is cross-origin isolated (SharedArrayBuffer) and
 // under Node, the single-threaded build otherwise; `engine.multiThreaded` says which.
 import './gguf-header.js';
+import { connect } from './connect.mjs';
 
 const WickGguf = globalThis.WickGguf;
 const isNode = typeof process !== 'undefined' && !!process.versions?.node && typeof window === 'undefined' && typeof importScripts === 'undefined';
-const nodeOs = isNode ? await import('node:os') : null;
+// Node's own modules, imported only under Node. The name is not a literal, so that a bundler
+// building for the browser neither fails on them (esbuild) nor stubs them with a warning (Vite).
+const nodeModule = (name) => import(/* @vite-ignore */ /* webpackIgnore: true */ `node:${name}`);
+const nodeOs = isNode ? await nodeModule('os') : null;
 const CACHE_NAME = 'wick-models-v1'; // the worker keeps downloads under the same name
 const PUSH_CHUNK = 16 << 20;         // an ArrayBuffer source is sent to the worker in pieces this big
 const MAX_THREADS = 8;
@@ -108,6 +112,36 @@ function moduleUrl(rel) {
   return new URL(rel, import.meta.url).href;
 }
 
+// The engine's files, each named by a literal `new URL('…', import.meta.url)`: bundlers (Vite,
+// webpack 5, Parcel; Rollup with a plugin) recognise the pattern, copy the file into the app's
+// build and rewrite the URL, so a bundled app needs no wasmBase option. esbuild leaves the URLs
+// as they are: the files then go beside the bundle (README.md, "With a bundler"). The paths are
+// the repository's; `make dist` rewrites them for its flat folder (the npm package's and a static
+// host's), where the builds sit in wasm/ beside this module. A function: nothing is resolved
+// before a load.
+const engineFiles = () => ({
+  worker: new URL('./worker.js', import.meta.url).href,
+  gguf: new URL('./gguf-header.js', import.meta.url).href,
+  st: {
+    script: new URL('../build/wasm/wick.js', import.meta.url).href,
+    wasm: new URL('../build/wasm/wick.wasm', import.meta.url).href,
+  },
+  mt: {
+    script: new URL('../build/wasm/wick-mt.js', import.meta.url).href,
+    wasm: new URL('../build/wasm/wick-mt.wasm', import.meta.url).href,
+    threadWorker: new URL('../build/wasm/wick-mt.worker.js', import.meta.url).href,
+  },
+});
+
+/** The builds' files in one folder (the wasmBase option), by their names in the build. */
+function filesIn(base) {
+  const at = (name) => new URL(name, base).href;
+  return {
+    st: { script: at('wick.js'), wasm: at('wick.wasm') },
+    mt: { script: at('wick-mt.js'), wasm: at('wick-mt.wasm'), threadWorker: at('wick-mt.worker.js') },
+  };
+}
+
 /** The absolute URL of a string source (relative ones against the page). */
 function absoluteUrl(s) {
   const base = globalThis.location?.href;
@@ -119,7 +153,7 @@ async function resourceUrl(u, folder) {
   let s = String(u);
   if (folder && !s.endsWith('/')) s += '/';
   if (isNode && !/^[a-z][a-z0-9+.-]*:/i.test(s)) {
-    const { pathToFileURL } = await import('node:url');
+    const { pathToFileURL } = await nodeModule('url');
     return pathToFileURL(s).href + (folder && !pathToFileURL(s).href.endsWith('/') ? '/' : '');
   }
   return absoluteUrl(s);
@@ -139,8 +173,8 @@ async function describeSource(source, useCache) {
   if (typeof source === 'string' || source instanceof URL) {
     const s = String(source);
     if (isNode && !/^(https?|data|blob):/i.test(s)) {
-      const { fileURLToPath } = await import('node:url');
-      const path = await import('node:path');
+      const { fileURLToPath } = await nodeModule('url');
+      const path = await nodeModule('path');
       const file = s.startsWith('file:') ? fileURLToPath(s) : path.resolve(s);
       return { kind: 'path', items: splitUrls(file), label: file };
     }
@@ -150,7 +184,7 @@ async function describeSource(source, useCache) {
   if (Array.isArray(source)) {
     if (!source.length || source.some((u) => typeof u !== 'string' && !(u instanceof URL))) throw invalid('an array source must hold the URLs of the parts of a split model');
     if (isNode && source.every((u) => !/^(https?|data|blob):/i.test(String(u)))) {
-      const path = await import('node:path');
+      const path = await nodeModule('path');
       return { kind: 'path', items: source.map((u) => path.resolve(String(u))), label: String(source[0]) };
     }
     const urls = source.map((u) => absoluteUrl(String(u)));
@@ -179,8 +213,10 @@ async function headSizes(urls) {
 /** A worker of either kind behind one small interface: post, terminate, and three callbacks. */
 async function startWorker(url, { onMessage, onCrash }) {
   if (isNode) {
-    const { Worker } = await import('node:worker_threads');
-    const w = new Worker(new URL(url));
+    const { Worker } = await nodeModule('worker_threads');
+    // No Node options: the worker needs none, and some of the parent's refuse to apply to it
+    // (`node --input-type=module -e …` would kill it at once). V8 flags are process-wide anyway.
+    const w = new Worker(new URL(url), { execArgv: [] });
     w.on('message', onMessage);
     w.on('error', (e) => onCrash(e));
     w.on('exit', (code) => onCrash(new Error(`the worker exited (code ${code})`)));
@@ -212,8 +248,7 @@ class Engine {
   }
 
   async _start({ threads, build }) {
-    const mt = build === 'mt';
-    const base = this._wasmBase;
+    const files = this._files[build];
     this._worker = await startWorker(this._workerUrl, {
       onMessage: (m) => this._onMessage(m),
       onCrash: (e) => this._crash(e),
@@ -222,13 +257,14 @@ class Engine {
       type: 'init',
       build,
       threads,
-      scriptUrl: new URL(mt ? 'wick-mt.js' : 'wick.js', base).href,
-      wasmUrl: new URL(mt ? 'wick-mt.wasm' : 'wick.wasm', base).href,
-      ggufUrl: moduleUrl('./gguf-header.js'),
+      scriptUrl: files.script,
+      wasmUrl: files.wasm,
+      threadWorkerUrl: files.threadWorker,
+      ggufUrl: this._ggufUrl,
     });
     // A wasm module that never comes up (a missing or half-written file, a blocked thread
     // worker) would otherwise leave the load pending for ever.
-    const timer = setTimeout(() => this._crash(new WickError('E_WORKER', `the engine did not start within ${START_TIMEOUT_MS / 1000} s (${base})`)), START_TIMEOUT_MS);
+    const timer = setTimeout(() => this._crash(new WickError('E_WORKER', `the engine did not start within ${START_TIMEOUT_MS / 1000} s (${files.script})`)), START_TIMEOUT_MS);
     const init = await starting.finally(() => clearTimeout(timer));
     /** 'mt' (pthreads) or 'st' (single-threaded) */
     this.build = init.build;
@@ -753,15 +789,21 @@ export async function renderChatTemplate(source, messages, { addGenerationPrompt
 }
 
 // @huggingface/jinja renders chat templates. Under Node and with a bundler or an import map the
-// bare name resolves; a page without either finds it in node_modules beside this package.
+// bare name resolves; a page without either finds it in the repository's node_modules, in
+// dist/jinja/ (`make dist` rewrites the first path), or in the node_modules holding this package.
 let jinja = null;
 const isJinja = (module) => !!(module?.Template && module.Environment && module.Interpreter);
 async function loadJinja() {
   if (jinja) return jinja;
-  const candidates = ['@huggingface/jinja', moduleUrl('../node_modules/@huggingface/jinja/dist/index.js'), moduleUrl('../../@huggingface/jinja/dist/index.js')];
+  // by name first, as a literal: a bundler puts the package into the app (as a lazy chunk)
+  try {
+    jinja = await import('@huggingface/jinja');
+    if (isJinja(jinja)) return jinja;
+  } catch { /* a page without a bundler or an import map: the places below */ }
+  const candidates = [moduleUrl('../node_modules/@huggingface/jinja/dist/index.js'), moduleUrl('../../@huggingface/jinja/dist/index.js')];
   for (const c of candidates) {
     try {
-      jinja = await import(c);
+      jinja = await import(/* @vite-ignore */ /* webpackIgnore: true */ c);
       if (isJinja(jinja)) return jinja;
     } catch { /* try the next place */ }
   }
@@ -858,8 +900,10 @@ async function load(source, options = {}) {
   checkSignal(options.signal);
   const mt = options.multiThreaded !== false && canUseThreads();
   const engine = new Engine();
-  engine._wasmBase = options.wasmBase ? await resourceUrl(options.wasmBase, true) : moduleUrl('../build/wasm/');
-  engine._workerUrl = options.workerUrl ? await resourceUrl(options.workerUrl, false) : moduleUrl('./worker.js');
+  const files = engineFiles();
+  engine._files = options.wasmBase ? filesIn(await resourceUrl(options.wasmBase, true)) : files;
+  engine._workerUrl = options.workerUrl ? await resourceUrl(options.workerUrl, false) : files.worker;
+  engine._ggufUrl = files.gguf;
   engine._kvType = options.kvType || 'f16';
   try {
     await engine._start({ threads: mt ? threadsAsked : 1, build: mt ? 'mt' : 'st' });
@@ -873,6 +917,7 @@ async function load(source, options = {}) {
 
 export const Wick = {
   load,
+  connect,
   inspect,
   cache,
   defaultThreads,

@@ -83,7 +83,7 @@
 
   // ---- starting the wasm module ----
 
-  async function init({ scriptUrl, wasmUrl, build, threads }) {
+  async function init({ scriptUrl, wasmUrl, threadWorkerUrl, build, threads }) {
     const options = {
       wickThreads: threads,
       print: (s) => console.log(s),
@@ -102,11 +102,27 @@
       importScripts(scriptUrl);
       createWick = self.createWick;
       options.mainScriptUrlOrBlob = scriptUrl;
-      options.locateFile = (name) => new URL(name, scriptUrl).href;
+      // The host names each file: a bundler may have renamed them (wick-mt.worker-1a2b3c.js) or
+      // put them in different folders, so nothing is looked up beside the script by its old name.
+      const threadWorker = threadWorkerUrl && (await scriptAsSameOrigin(threadWorkerUrl));
+      options.locateFile = (name) => {
+        if (name.endsWith('.wasm') && wasmUrl) return wasmUrl;
+        if (name.endsWith('.worker.js') && threadWorker) return threadWorker;
+        return new URL(name, scriptUrl).href;
+      };
     }
     M = await createWick(options);
     buildInfo = { build, threads };
     return { build, threads, genApi: typeof M._wick_gen_new === 'function', splitApi: typeof M._wick_model_load_gguf_parts === 'function' };
+  }
+
+  /** A script URL a worker can start from: a data: URL (a bundler inlines small files so) becomes
+   * a blob: URL, because a worker started from data: has an opaque origin and cannot share the
+   * engine's memory. */
+  async function scriptAsSameOrigin(url) {
+    if (!/^data:/i.test(url)) return url;
+    const blob = await (await fetch(url)).blob();
+    return URL.createObjectURL(new Blob([blob], { type: 'text/javascript' }));
   }
 
   // ---- calling C ----
@@ -704,20 +720,34 @@
 
   // ---- start ----
 
+  async function runScript(url) {
+    const { runInThisContext } = await import('node:vm');
+    const { fileURLToPath } = await import('node:url');
+    const fs = await import('node:fs');
+    const file = fileURLToPath(url);
+    runInThisContext(fs.readFileSync(file, 'utf8'), { filename: file });
+  }
+
   if (isNode) {
     import('node:worker_threads').then(({ parentPort }) => {
       post = (m, t) => parentPort.postMessage(m, t);
       parentPort.on('message', (msg) => {
         if (msg.type === 'init' && !globalThis.WickGguf) {
-          // the header reader sits beside the engine script's glue
-          queue = queue.then(() => import(msg.ggufUrl)).catch((e) => console.error(`wick: ${msg.ggufUrl}: ${e.message}`));
+          // the header reader, run as the classic script it is (as importScripts does on a page).
+          // Not import(url): a dynamic import of a variable makes Vite's dev server add an import
+          // statement to this file, which a classic worker cannot run.
+          queue = queue.then(() => runScript(msg.ggufUrl)).catch((e) => console.error(`wick: ${msg.ggufUrl}: ${e.message}`));
         }
         onMessage(msg);
       });
     });
   } else {
-    importScripts(new URL('gguf-header.js', self.location.href).href);
     post = (m, t) => self.postMessage(m, t);
-    self.onmessage = (e) => onMessage(e.data);
+    self.onmessage = (e) => {
+      const msg = e.data;
+      // the header reader: where the host says (a bundler may have renamed it), else beside this script
+      if (msg.type === 'init' && !self.WickGguf) importScripts(msg.ggufUrl || new URL('gguf-header.js', self.location.href).href);
+      onMessage(msg);
+    };
   }
 })();
