@@ -241,7 +241,7 @@ async function main(argv) {
         const weights = info.n_params - (info.family?.tied_output ? 0 : info.n_vocab * info.embedding_length);
         perParam.push({ label, threads, arch: info.architecture, params: weights, type: label.split(' ').at(-1),
           llama: !/^(llama3|qwen3|gemma2|gemma3|phi3|smollm3|granite|olmo2) /.test(label),
-          prefill: get('wick', 'prefill') * info.n_params, decode: get('wick', 'decode') * info.n_params });
+          prefill: get('wick', 'prefill') * weights, decode: get('wick', 'decode') * weights });
         const ratio = (a, b) => (Number.isFinite(a) && Number.isFinite(b) && b > 0 ? `${(a / b).toFixed(2)}×` : '—');
         rows.push([
           label, String(threads),
