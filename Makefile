@@ -48,16 +48,44 @@ build/.setup-stamp:
 	@mkdir -p build && touch $@
 setup: build/.setup-stamp
 
+# ---- the engine as a static library per build flavour: each source compiled once, every
+# program (CLI, test programs, benchmarks) linked against it ----
+ENGINE_NAMES := $(notdir $(ENGINE_SRC:.c=))
+EMAR := NODE_PATH=/usr/share/nodejs emar
+NATIVE_LIB := build/native/libwick.a
+WASM_LIB := build/wasm/libwick.a
+WASM_MT_LIB := build/wasm/libwick-mt.a
+
+build/native/obj/%.o: src/%.c $(HEADERS) | build/.setup-stamp
+	@mkdir -p $(@D)
+	$(CC) $(NATIVE_CFLAGS) -c -o $@ $<
+
+build/wasm/obj/%.o: src/%.c $(HEADERS) | build/.setup-stamp
+	@mkdir -p $(@D)
+	$(EMCC) $(WASM_CFLAGS) -DWICK_NO_THREADS -c -o $@ $<
+
+build/wasm/obj-mt/%.o: src/%.c $(HEADERS) | build/.setup-stamp
+	@mkdir -p $(@D)
+	$(EMCC) $(WASM_CFLAGS) -pthread -c -o $@ $<
+
+$(NATIVE_LIB): $(addprefix build/native/obj/,$(addsuffix .o,$(ENGINE_NAMES)))
+	rm -f $@ && ar rcs $@ $^
+$(WASM_LIB): $(addprefix build/wasm/obj/,$(addsuffix .o,$(ENGINE_NAMES)))
+	rm -f $@ && $(EMAR) rcs $@ $^
+$(WASM_MT_LIB): $(addprefix build/wasm/obj-mt/,$(addsuffix .o,$(ENGINE_NAMES)))
+	rm -f $@ && $(EMAR) rcs $@ $^
+
+# the wasm engines export C API functions that nothing in them calls: the whole archive is linked
+WHOLE = -Wl,--whole-archive $(1) -Wl,--no-whole-archive
+
 # ---- native ----
 native: build/native/wick $(addprefix build/native/,$(TEST_PROGRAMS))
 
-build/native/wick: src/cli.c $(ENGINE_SRC) $(HEADERS) | build/.setup-stamp
-	@mkdir -p $(@D)
-	$(CC) $(NATIVE_CFLAGS) -o $@ src/cli.c $(ENGINE_SRC) $(NATIVE_LIBS)
+build/native/wick: src/cli.c $(NATIVE_LIB) $(HEADERS)
+	$(CC) $(NATIVE_CFLAGS) -o $@ src/cli.c $(NATIVE_LIB) $(NATIVE_LIBS)
 
-build/native/test_%: tests/test_%.c $(ENGINE_SRC) $(HEADERS) | build/.setup-stamp
-	@mkdir -p $(@D)
-	$(CC) $(NATIVE_CFLAGS) -o $@ $< $(ENGINE_SRC) $(NATIVE_LIBS)
+build/native/test_%: tests/test_%.c $(NATIVE_LIB) $(HEADERS)
+	$(CC) $(NATIVE_CFLAGS) -o $@ $< $(NATIVE_LIB) $(NATIVE_LIBS)
 
 # ---- WebAssembly: single-threaded and pthreads builds of the same sources ----
 wasm: build/wasm/package.json build/wasm/wick.js build/wasm/wick-mt.js $(addprefix build/wasm/,$(addsuffix .js,$(TEST_PROGRAMS)))
@@ -67,17 +95,14 @@ build/wasm/package.json:
 	@mkdir -p $(@D)
 	echo '{"type":"commonjs"}' > $@
 
-build/wasm/wick.js: src/cli.c $(ENGINE_SRC) $(HEADERS) | build/.setup-stamp
-	@mkdir -p $(@D)
-	$(EMCC) $(WASM_CFLAGS) -DWICK_NO_THREADS -o $@ src/cli.c $(ENGINE_SRC) $(WASM_LDFLAGS)
+build/wasm/wick.js: src/cli.c $(WASM_LIB) $(HEADERS)
+	$(EMCC) $(WASM_CFLAGS) -DWICK_NO_THREADS -o $@ src/cli.c $(call WHOLE,$(WASM_LIB)) $(WASM_LDFLAGS)
 
-build/wasm/wick-mt.js: src/cli.c $(ENGINE_SRC) $(HEADERS) | build/.setup-stamp
-	@mkdir -p $(@D)
-	$(EMCC) $(WASM_CFLAGS) $(WASM_MT_FLAGS) -o $@ src/cli.c $(ENGINE_SRC) $(WASM_LDFLAGS)
+build/wasm/wick-mt.js: src/cli.c $(WASM_MT_LIB) $(HEADERS)
+	$(EMCC) $(WASM_CFLAGS) $(WASM_MT_FLAGS) -o $@ src/cli.c $(call WHOLE,$(WASM_MT_LIB)) $(WASM_LDFLAGS)
 
-build/wasm/test_%.js: tests/test_%.c $(ENGINE_SRC) $(HEADERS) | build/.setup-stamp
-	@mkdir -p $(@D)
-	$(EMCC) $(WASM_CFLAGS) -DWICK_NO_THREADS -o $@ $< $(ENGINE_SRC) $(WASM_TEST_FLAGS)
+build/wasm/test_%.js: tests/test_%.c $(WASM_LIB) $(HEADERS)
+	$(EMCC) $(WASM_CFLAGS) -DWICK_NO_THREADS -o $@ $< $(WASM_LIB) $(WASM_TEST_FLAGS)
 
 # ---- tests ----
 build/.npm-stamp: package.json package-lock.json | build/.setup-stamp
@@ -121,13 +146,11 @@ bench: native wasm build/.npm-stamp
 
 # kernel and memory micro-benchmarks, native (SIMDe) and wasm side by side (by hand: BENCHMARKS.md)
 #   make bench-kernels [KERNEL_TYPES="q4_0 q6_K"]    make bench-streams
-build/native/bench_%: tests/bench_%.c $(ENGINE_SRC) $(HEADERS) | build/.setup-stamp
-	@mkdir -p $(@D)
-	$(CC) $(NATIVE_CFLAGS) -o $@ $< $(ENGINE_SRC) $(NATIVE_LIBS)
+build/native/bench_%: tests/bench_%.c $(NATIVE_LIB) $(HEADERS)
+	$(CC) $(NATIVE_CFLAGS) -o $@ $< $(NATIVE_LIB) $(NATIVE_LIBS)
 
-build/wasm/bench_%.js: tests/bench_%.c $(ENGINE_SRC) $(HEADERS) | build/.setup-stamp
-	@mkdir -p $(@D)
-	$(EMCC) $(WASM_CFLAGS) -DWICK_NO_THREADS -o $@ $< $(ENGINE_SRC) $(WASM_TEST_FLAGS)
+build/wasm/bench_%.js: tests/bench_%.c $(WASM_LIB) $(HEADERS)
+	$(EMCC) $(WASM_CFLAGS) -DWICK_NO_THREADS -o $@ $< $(WASM_LIB) $(WASM_TEST_FLAGS)
 
 bench-kernels: build/native/bench_kernels build/wasm/bench_kernels.js build/wasm/package.json
 	build/native/bench_kernels $(KERNEL_TYPES)

@@ -29,8 +29,6 @@ FUZZ_ENV = WICK_SHARED=$(abspath $(WICK_SHARED)) ASAN_OPTIONS=$(ASAN_OPTIONS_RUN
 ASAN_OPTIONS_RUN := detect_leaks=1:abort_on_error=0:halt_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1
 UBSAN_OPTIONS_RUN := print_stacktrace=1:halt_on_error=1
 
-ENGINE_NAMES := $(notdir $(ENGINE_SRC:.c=))
-
 # ---- objects: the engine compiled once with the sanitizers and libFuzzer's coverage hooks,
 # linked into the fuzzers and into the test programs and CLI (the hooks cost little there) ----
 build/san/obj/%.o: src/%.c $(HEADERS)
