@@ -375,6 +375,11 @@ async function checkSource() {
     chosen.bytes = head.bytes;
     chosen.metadata = head.metadata;
     chosen.check = memoryCheck({ bytes: head.bytes, metadata: head.metadata, contextSize, threads }, state.features);
+    if (chosen.check.level !== 'error' && kind !== 'file') {
+      const room = await storageRoom(chosen.source, head.bytes);
+      if (check !== state.checks) return null;
+      if (room) chosen.check = { ...chosen.check, level: 'error', message: room };
+    }
     state.source = chosen;
     const params = formatParams(Number(head.metadata['general.parameter_count']));
     box.replaceChildren(
@@ -470,6 +475,32 @@ function applyMode() {
 
 // ---- the cache ----
 
+/** Why a download of `bytes` cannot be kept (less storage available than it needs), or null. */
+async function storageRoom(url, bytes) {
+  const storage = globalThis.navigator?.storage;
+  if (!Wick.cache.supported || !storage?.estimate) return null;
+  try {
+    if (await Wick.cache.has(url)) return null; // already kept: nothing to download
+    const { usage = 0, quota = 0 } = await storage.estimate();
+    if (!quota || bytes <= quota - usage) return null;
+    return `This file needs ${formatBytes(bytes)} of storage, but the browser gives this site only ${formatBytes(Math.max(0, quota - usage))} more ` +
+      `(${formatBytes(usage)} used of ${formatBytes(quota)}). Remove kept models below, or free space on the device.`;
+  } catch {
+    return null; // no estimate: the download itself will say if it cannot be kept
+  }
+}
+
+/** Asks once that kept models survive storage pressure; says what the browser answered. */
+async function keepPersistently() {
+  const storage = globalThis.navigator?.storage;
+  if (!storage?.persist || state.persistAsked) return;
+  state.persistAsked = true;
+  let granted = false;
+  try { granted = (await storage.persisted?.()) || (await storage.persist()); } catch { granted = false; }
+  state.persisted = granted;
+  refreshCache();
+}
+
 async function refreshCache() {
   const list = $('cache-list');
   if (!Wick.cache.supported) { list.replaceChildren(el('li', { className: 'hint' }, 'This browser offers no Cache API: models are downloaded each time.')); return; }
@@ -486,6 +517,22 @@ async function refreshCache() {
   if (!entries.length) list.append(el('li', { className: 'hint' }, 'Nothing yet: a downloaded model is kept here.'));
   else list.append(el('li', { className: 'cache-total hint' }, `${entries.length} file${entries.length > 1 ? 's' : ''}, ${formatBytes(total)} in all`));
   $('cache-clear').disabled = !entries.length;
+  if (entries.length) keepPersistently();
+  const line = $('storage-line');
+  const storage = globalThis.navigator?.storage;
+  if (!storage?.estimate) { line.textContent = ''; return; }
+  try {
+    const { usage = 0, quota = 0 } = await storage.estimate();
+    const kept = state.persisted === undefined ? '' : state.persisted
+      ? ' · the browser keeps these files (persistent storage granted)'
+      : ' · the browser may remove these files when space runs low (persistent storage not granted)';
+    line.textContent = `Storage: ${formatBytes(usage)} used, ${formatBytes(Math.max(0, quota - usage))} available to this site${kept}`;
+    line.dataset.usage = String(usage);
+    line.dataset.quota = String(quota);
+    line.dataset.persisted = state.persisted === undefined ? '' : String(state.persisted);
+  } catch (e) {
+    line.textContent = `Storage: unknown (${e.message})`;
+  }
 }
 
 // ---- wiring ----
