@@ -9,72 +9,24 @@
 // generate() streams POST {base}/completions; chat.completions.create() POST {base}/chat/completions;
 // connect() itself asks GET {base}/models for the model's name. Streams are server-sent events.
 // Errors are WickErrors with the codes a loaded engine uses: E_FETCH (network, HTTP status,
-// a broken stream: the message holds the server's), E_INVALID_ARG, E_ABORTED, E_UNLOADED.
-//
-// WickError comes from wick.mjs, which imports this module in turn to offer Wick.connect: the
-// cycle is safe because neither module touches the other's bindings while it is being evaluated
-// (this one uses WickError only inside functions; wick.mjs puts the hoisted function `connect`
-// into its Wick object), whichever of the two is imported first.
-import { WickError } from './wick.mjs';
+// a broken stream: the message holds the server's), E_INVALID_ARG, E_ABORTED, E_UNLOADED; the
+// options are checked by the same table as a loaded engine's (options.mjs).
+import { WickError, invalid, checkSignal, checkGenerateOptions } from './options.mjs';
 
-const invalid = (message) => new WickError('E_INVALID_ARG', message);
 const CHAT_ROLES = new Set(['system', 'user', 'assistant', 'tool', 'developer']);
 const MAX_ERROR_TEXT = 500; // characters of a non-JSON error body kept in the message
-
-// generate()'s options as a loaded engine checks them, and the request field each one becomes:
-// the OpenAI name where there is one, llama.cpp's otherwise (vLLM and Ollama read those too).
-const GENERATE_OPTIONS = {
-  maxTokens: [['max_tokens'], { min: 0, integer: true }],
-  temperature: [['temperature'], { min: 0 }],
-  topK: [['top_k'], { min: 0, integer: true }],
-  topP: [['top_p'], { min: 0, max: 1, minExclusive: true }],
-  minP: [['min_p'], { min: 0, max: 1 }],
-  // llama.cpp and Ollama say repeat_penalty, vLLM repetition_penalty; each ignores the other
-  repeatPenalty: [['repeat_penalty', 'repetition_penalty'], { min: 0, minExclusive: true }],
-  repeatLastN: [['repeat_last_n'], { min: 0, integer: true }],
-  frequencyPenalty: [['frequency_penalty'], { min: -2, max: 2 }],
-  presencePenalty: [['presence_penalty'], { min: -2, max: 2 }],
-  seed: [['seed'], { min: 0, max: Number.MAX_SAFE_INTEGER, integer: true }],
-};
-// addBos has no counterpart: the server adds BOS to a text prompt as the model asks
-const OTHER_GENERATE_OPTIONS = new Set(['stop', 'signal', 'probs', 'ignoreEos', 'addBos']);
-
-function checkNumber(name, v, { min = -Infinity, max = Infinity, integer = false, minExclusive = false } = {}) {
-  if (typeof v !== 'number' || !Number.isFinite(v)) throw invalid(`${name} must be a finite number (got ${JSON.stringify(v)})`);
-  if (integer && !Number.isInteger(v)) throw invalid(`${name} must be an integer (got ${v})`);
-  if (minExclusive ? v <= min : v < min) throw invalid(`${name} must be ${minExclusive ? 'greater than' : 'at least'} ${min} (got ${v})`);
-  if (v > max) throw invalid(`${name} must be at most ${max} (got ${v})`);
-  return v;
-}
-
-function checkSignal(signal) {
-  if (signal !== undefined && signal !== null && typeof signal.aborted !== 'boolean') throw invalid('signal must be an AbortSignal');
-  if (signal?.aborted) throw new WickError('E_ABORTED', 'aborted before it started');
-}
 
 /** The body fields of a /completions request for generate()'s options (only those given: the
  *  server's defaults apply to the rest; maxTokens 0 = no limit = the field left out). */
 function completionFields(options) {
-  if (options === null || typeof options !== 'object') throw invalid('options must be an object');
-  const body = {};
-  for (const [key, value] of Object.entries(options)) {
-    if (value === undefined) continue;
-    const known = GENERATE_OPTIONS[key];
-    if (known) for (const field of known[0]) body[field] = checkNumber(key, value, known[1]);
-    else if (!OTHER_GENERATE_OPTIONS.has(key)) throw invalid(`unknown option ${key} (known: ${[...Object.keys(GENERATE_OPTIONS), ...OTHER_GENERATE_OPTIONS].join(', ')})`);
-  }
+  const { given, stops, probs } = checkGenerateOptions(options);
+  const body = { ...given };
+  // llama.cpp and Ollama say repeat_penalty, vLLM repetition_penalty; each ignores the other
+  if (given.repeat_penalty !== undefined) body.repetition_penalty = given.repeat_penalty;
   if (body.max_tokens === 0) delete body.max_tokens;
-  let stops = options.stop ?? [];
-  if (typeof stops === 'string') stops = [stops];
-  if (!Array.isArray(stops) || stops.some((s) => typeof s !== 'string' || s === '')) throw invalid('stop must be a non-empty string or an array of them');
   if (stops.length) body.stop = stops;
-  let probs = options.probs ?? 0;
-  if (probs === true) probs = 10;
-  if (probs === false) probs = 0;
-  checkNumber('probs', probs, { min: 0, max: 64, integer: true });
   if (probs) body.logprobs = probs;
   if (options.ignoreEos) body.ignore_eos = true;
-  checkSignal(options.signal);
   return { body, stops };
 }
 

@@ -10,6 +10,7 @@
 // The pthreads build is used when the page is cross-origin isolated (SharedArrayBuffer) and
 // under Node, the single-threaded build otherwise; `engine.multiThreaded` says which.
 import './gguf-header.js';
+import { WickError, invalid, checkNumber, checkSignal, checkGenerateOptions } from './options.mjs';
 import { connect } from './connect.mjs';
 
 const WickGguf = globalThis.WickGguf;
@@ -24,17 +25,7 @@ const MAX_THREADS = 8;
 const START_TIMEOUT_MS = 60000;
 const SPLIT_NAME = /-(\d{5})-of-(\d{5})\.gguf$/;
 
-/** An Error with a `code`: E_FETCH, E_NOT_GGUF, E_TOO_LARGE, E_UNSUPPORTED, E_ABORTED,
- *  E_INVALID_ARG, E_FORMAT, E_NOMEM, E_CONTEXT_FULL, E_NO_TEMPLATE, E_TEMPLATE, E_NO_JINJA, E_UNLOADED, E_WORKER. */
-export class WickError extends Error {
-  constructor(code, message) {
-    super(message);
-    this.name = 'WickError';
-    this.code = code;
-  }
-}
-
-const invalid = (message) => new WickError('E_INVALID_ARG', message);
+export { WickError };
 
 /** About the number of physical cores: half the logical ones, at least 1, at most 8. */
 export function defaultThreads() {
@@ -50,59 +41,19 @@ export function canUseThreads() {
 
 // ---- checking the caller's arguments ----
 
-function checkNumber(name, v, { min = -Infinity, max = Infinity, integer = false, minExclusive = false } = {}) {
-  if (typeof v !== 'number' || !Number.isFinite(v)) throw invalid(`${name} must be a finite number (got ${JSON.stringify(v)})`);
-  if (integer && !Number.isInteger(v)) throw invalid(`${name} must be an integer (got ${v})`);
-  if (minExclusive ? v <= min : v < min) throw invalid(`${name} must be ${minExclusive ? 'greater than' : 'at least'} ${min} (got ${v})`);
-  if (v > max) throw invalid(`${name} must be at most ${max} (got ${v})`);
-  return v;
-}
-
-function checkSignal(signal) {
-  if (signal !== undefined && signal !== null && typeof signal.aborted !== 'boolean') throw invalid('signal must be an AbortSignal');
-  if (signal?.aborted) throw new WickError('E_ABORTED', 'aborted before it started');
-}
-
-const GENERATE_OPTIONS = {
-  maxTokens: ['max_tokens', { min: 0, integer: true }],
-  temperature: ['temperature', { min: 0 }],
-  topK: ['top_k', { min: 0, integer: true }],
-  topP: ['top_p', { min: 0, max: 1, minExclusive: true }],
-  minP: ['min_p', { min: 0, max: 1 }],
-  repeatPenalty: ['repeat_penalty', { min: 0, minExclusive: true }],
-  repeatLastN: ['repeat_last_n', { min: 0, integer: true }],
-  frequencyPenalty: ['frequency_penalty', { min: -2, max: 2 }],
-  presencePenalty: ['presence_penalty', { min: -2, max: 2 }],
-  seed: ['seed', { min: 0, max: Number.MAX_SAFE_INTEGER, integer: true }],
-};
 // Every setting is sent with each request: the engine keeps settings between generations.
 // With temperature 0 and these defaults the text is the CLI's greedy text.
 const SETTING_DEFAULTS = {
   max_tokens: 0, temperature: 0.8, top_k: 40, top_p: 0.95, min_p: 0.05, repeat_penalty: 1, // 1 = off, as llama.cpp
   repeat_last_n: 64, frequency_penalty: 0, presence_penalty: 0, ignore_eos: 0,
 };
-const OTHER_GENERATE_OPTIONS = new Set(['stop', 'signal', 'probs', 'ignoreEos', 'addBos']);
 
 /** Turns generate() options into the engine's settings, refusing bad values with a clear Error. */
 function generateSettings(options) {
-  if (options === null || typeof options !== 'object') throw invalid('options must be an object');
-  const settings = { ...SETTING_DEFAULTS };
-  for (const [key, value] of Object.entries(options)) {
-    if (value === undefined) continue;
-    const known = GENERATE_OPTIONS[key];
-    if (known) settings[known[0]] = checkNumber(key, value, known[1]);
-    else if (!OTHER_GENERATE_OPTIONS.has(key)) throw invalid(`unknown option ${key} (known: ${[...Object.keys(GENERATE_OPTIONS), ...OTHER_GENERATE_OPTIONS].join(', ')})`);
-  }
+  const { given, stops, probs } = checkGenerateOptions(options);
+  const settings = { ...SETTING_DEFAULTS, ...given };
   if (settings.seed === undefined) settings.seed = Math.floor(Math.random() * 2 ** 32);
   if (options.ignoreEos !== undefined) settings.ignore_eos = options.ignoreEos ? 1 : 0;
-  let stops = options.stop ?? [];
-  if (typeof stops === 'string') stops = [stops];
-  if (!Array.isArray(stops) || stops.some((s) => typeof s !== 'string' || s === '')) throw invalid('stop must be a non-empty string or an array of them');
-  let probs = options.probs ?? 0;
-  if (probs === true) probs = 10;
-  if (probs === false) probs = 0;
-  checkNumber('probs', probs, { min: 0, max: 64, integer: true });
-  checkSignal(options.signal);
   return { settings, stops, probs };
 }
 
