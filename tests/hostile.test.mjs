@@ -7,7 +7,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { readGguf, writeGguf, setKv, dropKv, clone, T } from './gguf.mjs';
-import { runProgram, models } from './helpers.mjs';
+import { runProgram, runWick, models } from './helpers.mjs';
+import '../wasm_glue/gguf-header.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wick-hostile-'));
 const base = readGguf(path.join(models, 'mini', 'mini-q4_0.gguf'));
@@ -54,6 +55,8 @@ add('data-truncated', writeGguf(base).subarray(0, writeGguf(base).length - 4096)
 add('directory-truncated', writeGguf(base).subarray(0, 4000), /truncated/);
 add('architecture-missing', variant((g) => { dropKv(g, 'general.architecture'); }), /general.architecture is missing/);
 add('architecture-unsupported', variant((g) => { setKv(g, 'general.architecture', T.STRING, 'mamba'); }), /architecture 'mamba' is not supported/);
+add('mixture-of-experts', variant((g) => { setKv(g, 'llama.expert_count', T.U32, 8); }), /mixture-of-experts .*expert_count = 8/);
+add('kv-head-count-per-layer', variant((g) => { setKv(g, 'llama.attention.head_count_kv', T.ARRAY, { arrayOf: T.U32, items: [4, 4] }); }), /head_count_kv is an array/);
 add('block-count-missing', variant((g) => { dropKv(g, 'llama.block_count'); }), /block_count is missing/);
 add('block-count-huge', variant((g) => { setKv(g, 'llama.block_count', T.U64, 1n << 40n); }), /out of range/);
 add('block-count-too-many-for-tensors', variant((g) => { setKv(g, 'llama.block_count', T.U32, 3); }), /blk\.2\..* is missing/);
@@ -109,3 +112,16 @@ for (const build of ['native', 'wasm']) {
     }
   });
 }
+
+// the glue refuses from the header what the engine would refuse after the download: the same list
+test('the glue\'s list of architectures is the engine\'s, and both refuse a mixture of experts', () => {
+  const file = path.join(dir, 'list-architectures.gguf');
+  fs.writeFileSync(file, variant((g) => { setKv(g, 'general.architecture', T.STRING, 'mamba'); }));
+  const r = runWick('native', ['info', '-m', file]);
+  const listed = /\(([^()]*) are\)/.exec(r.stderr);
+  assert.ok(listed, r.stderr);
+  assert.deepEqual(listed[1].split(', '), globalThis.WickGguf.ARCHITECTURES);
+  assert.match(globalThis.WickGguf.unsupportedReason({ 'general.architecture': 'mamba' }), /architecture 'mamba' is not supported/);
+  assert.match(globalThis.WickGguf.unsupportedReason({ 'general.architecture': 'llama', 'llama.expert_count': 8 }), /mixture-of-experts/);
+  assert.equal(globalThis.WickGguf.unsupportedReason({ 'general.architecture': 'gemma3' }), null);
+});
