@@ -24,6 +24,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import '../wasm_glue/gguf-header.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const NATIVE_WICK = path.join(ROOT, 'build', 'native', 'wick');
@@ -85,12 +86,14 @@ export function modelInfo(file) {
   return JSON.parse(r.stdout);
 }
 
-/** Bytes of an F16 KV cache of n_ctx positions (keys and values of every layer; a sliding layer's
- *  ring holds window − 1 + batch positions when that is fewer). */
+/** Bytes of an F16 KV cache of n_ctx positions, from `wick info`, counted as the glue counts them
+ *  (gguf-header.js: a sliding layer's ring holds window − 1 + batch positions when that is fewer). */
 export function kvCacheBytes(info, nCtx, nBatch = 256) {
-  const w = info.family?.sliding_window || 0, sliding = w ? info.family.sliding_layers : 0;
-  const positions = (info.block_count - sliding) * nCtx + sliding * Math.min(nCtx, w - 1 + Math.min(nBatch, nCtx));
-  return 2 * positions * info.head_count_kv * info.head_dim * 2;
+  const hp = {
+    layers: info.block_count, kvHeads: info.head_count_kv, keyLength: info.head_dim, valueLength: info.head_dim,
+    window: info.family?.sliding_window || 0, slidingLayers: info.family?.sliding_layers || 0,
+  };
+  return globalThis.WickGguf.kvCacheBytes(hp, nCtx, 'f16', nBatch);
 }
 
 // ---- the prompt ----
