@@ -349,12 +349,17 @@ static void rope_tables(const struct wick_ctx *c, float base, float scale, float
     }
 }
 
-/* The tables of a batch: [0] for the full layers, [1] for the sliding ones (their own base). */
+/* Whether the sliding layers rotate by angles of their own (another base or scale, gemma3) */
+static bool rope_swa_own(const model_config *mc) {
+    return mc->n_swa > 0 && (mc->rope_base_swa != mc->rope_base || mc->rope_scale_swa != mc->rope_scale);
+}
+
+/* The tables of a batch: [0] for the full layers, [1] for sliding ones with angles of their own. */
 static float *rope_cos_of(const struct wick_ctx *c, bool sliding) {
-    return c->rope_cos + (sliding ? (size_t)c->n_batch * (size_t)(c->m->c.rope_dim / 2) : 0);
+    return c->rope_cos + (sliding && rope_swa_own(&c->m->c) ? (size_t)c->n_batch * (size_t)(c->m->c.rope_dim / 2) : 0);
 }
 static float *rope_sin_of(const struct wick_ctx *c, bool sliding) {
-    return c->rope_sin + (sliding ? (size_t)c->n_batch * (size_t)(c->m->c.rope_dim / 2) : 0);
+    return c->rope_sin + (sliding && rope_swa_own(&c->m->c) ? (size_t)c->n_batch * (size_t)(c->m->c.rope_dim / 2) : 0);
 }
 
 /* Rotates the first rope_dim dimensions of each head of vec (n_heads heads) by the angles of cs/sn. */
@@ -690,7 +695,7 @@ static int forward_batch(struct wick_ctx *c, const int32_t *tokens, int n_tok, b
                         c->x + (size_t)t * dim, dim);
     if (mc->embd_scale != 1.0f) scale_rows(c->x, mc->embd_scale, (size_t)n_tok * dim);
     rope_tables(c, mc->rope_base, mc->rope_scale, mc->rope_attn_factor, pos0, n_tok, rope_cos_of(c, false), rope_sin_of(c, false));
-    if (mc->n_swa > 0)
+    if (rope_swa_own(mc))
         rope_tables(c, mc->rope_base_swa, mc->rope_scale_swa, mc->rope_attn_factor, pos0, n_tok, rope_cos_of(c, true),
                     rope_sin_of(c, true));
     act_rows in;
