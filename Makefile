@@ -88,7 +88,7 @@ build/native/test_%: tests/test_%.c $(NATIVE_LIB) $(HEADERS)
 	$(CC) $(NATIVE_CFLAGS) -o $@ $< $(NATIVE_LIB) $(NATIVE_LIBS)
 
 # ---- WebAssembly: single-threaded and pthreads builds of the same sources ----
-wasm: build/wasm/package.json build/wasm/wick.js build/wasm/wick-mt.js $(addprefix build/wasm/,$(addsuffix .js,$(TEST_PROGRAMS)))
+wasm: build/wasm/package.json build/wasm/wick.js build/wasm/wick-mt.js $(addprefix build/wasm/,$(addsuffix .js,$(TEST_PROGRAMS))) build/wick-shell.json
 
 # Emscripten's output is a CommonJS script; the repository's package.json says "module"
 build/wasm/package.json:
@@ -103,6 +103,14 @@ build/wasm/wick-mt.js: src/cli.c $(WASM_MT_LIB) $(HEADERS)
 
 build/wasm/test_%.js: tests/test_%.c $(WASM_LIB) $(HEADERS)
 	$(EMCC) $(WASM_CFLAGS) -DWICK_NO_THREADS -o $@ $< $(WASM_LIB) $(WASM_TEST_FLAGS)
+
+# The app shell that web/coi-sw.js keeps for offline use: the page's files, the glue, both wasm
+# builds and the chat-template renderer, with a version that changes with any of them.
+SHELL_FILES := $(filter-out web/coi-sw.js,$(wildcard web/*.html web/*.js web/*.css web/*.webmanifest web/icons/*.png)) \
+  $(filter-out wasm_glue/cli.mjs,$(wildcard wasm_glue/*.mjs wasm_glue/*.js)) $(wildcard node_modules/@huggingface/jinja/dist/index.js)
+SHELL_BUILDS := build/wasm/wick.js build/wasm/wick.wasm build/wasm/wick-mt.js build/wasm/wick-mt.wasm build/wasm/wick-mt.worker.js
+build/wick-shell.json: tools/shell-manifest.mjs $(SHELL_FILES) build/wasm/wick.js build/wasm/wick-mt.js
+	node tools/shell-manifest.mjs $@ $(SHELL_FILES) $(SHELL_BUILDS)
 
 # ---- tests ----
 build/.npm-stamp: package.json package-lock.json | build/.setup-stamp
@@ -128,13 +136,15 @@ DIST_MODULES := $(filter-out wasm_glue/cli.mjs,$(wildcard wasm_glue/*.mjs wasm_g
   web/wick-chat.js web/coi.js web/util.js web/coi-sw.js web/engine-worker.js
 DIST_TYPES := $(wildcard wasm_glue/*.d.ts)
 JINJA_DIR := node_modules/@huggingface/jinja
-DIST_PATHS := -e 's|\.\./build/wasm/|./wasm/|g' -e 's|\.\./wasm_glue/|./|g' -e 's|\.\./node_modules/@huggingface/jinja/dist/|./jinja/|g'
+DIST_PATHS := -e 's|\.\./build/wick-shell\.json|./wick-shell.json|g' -e 's|\.\./build/wasm/|./wasm/|g' -e 's|\.\./wasm_glue/|./|g' -e 's|\.\./node_modules/@huggingface/jinja/dist/|./jinja/|g'
 
 dist: build/wasm/package.json build/wasm/wick.js build/wasm/wick-mt.js $(DIST_TYPES) $(DIST_MODULES) $(JINJA_DIR)/dist/index.js
 	rm -rf $(DIST_DIR) && mkdir -p $(DIST_DIR)/wasm $(DIST_DIR)/jinja
 	cp build/wasm/package.json build/wasm/wick*.js build/wasm/wick*.wasm $(DIST_DIR)/wasm/
 	for f in $(DIST_MODULES) $(DIST_TYPES); do sed $(DIST_PATHS) $$f > $(DIST_DIR)/$${f##*/}; done
 	cp $(JINJA_DIR)/dist/index.js $(DIST_DIR)/jinja/index.js && cp $(JINJA_DIR)/LICENSE $(DIST_DIR)/jinja/LICENSE
+	node tools/shell-manifest.mjs $(DIST_DIR)/wick-shell.json $$(ls $(DIST_DIR)/*.js $(DIST_DIR)/*.mjs | grep -v '/coi-sw\.js$$') \
+	  $(DIST_DIR)/wasm/wick*.js $(DIST_DIR)/wasm/wick*.wasm $(DIST_DIR)/jinja/index.js
 	@if grep -nE "\.\./(build|wasm_glue|web|node_modules)/" $(DIST_DIR)/*.js $(DIST_DIR)/*.mjs; then \
 	  echo "dist: the paths above still point into the repository" >&2; exit 1; fi
 

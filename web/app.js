@@ -2,7 +2,7 @@
 // sampling controls, stats under each answer, and the "Look inside" panel.
 // Everything the model writes is put on the page as text (textContent), never as HTML.
 import { Wick } from '../wasm_glue/wick.mjs';
-import { ensureCrossOriginIsolation, isolatedByServiceWorker, engineWorkerUrl } from './coi.js';
+import { ensureCrossOriginIsolation, controlledByServiceWorker, engineWorkerUrl } from './coi.js';
 import { LookInside } from './look-inside.js';
 import { CATALOGUE, HF, approximateSize, catalogueUrl, repositoryUrl, hubFromParam } from './catalogue.js';
 import {
@@ -312,7 +312,8 @@ function buildCatalogue() {
         el('span', { className: 'entry-head' },
           el('span', { className: 'entry-name' }, entry.name), ' ',
           el('span', { className: 'entry-size' }, el('span', { 'aria-hidden': 'true' }, '≈ '), el('span', { className: 'visually-hidden' }, 'about '), approximateSize(entry.bytes))),
-        ' ', el('span', { className: 'entry-facts' }, `${entry.family} · ${params} parameters · ${entry.quant}`)));
+        ' ', el('span', { className: 'entry-facts' }, `${entry.family} · ${params} parameters · ${entry.quant}`,
+          el('span', { className: 'entry-kept', hidden: true }, ' · kept on this device'))));
   }));
   if (state.hub !== HF) $('catalogue-hint').append(` Files come from ${state.hub} (set by ?hf= in the address), not from Hugging Face.`);
 }
@@ -347,6 +348,37 @@ function loadOptions(metadata = state.source?.metadata) {
 }
 
 /** The chosen source, looked at (size, metadata, memory) without loading it. */
+/** The network went away or came back: say what still works. */
+function showNetwork() {
+  const offline = globalThis.navigator?.onLine === false;
+  document.body.dataset.network = offline ? 'offline' : 'online';
+  $('offline-note')?.remove();
+  if (offline) {
+    notice('warn', 'You are offline. Models kept on this device (marked “kept on this device”, and listed under Kept for offline use) still load and run; others need the network.').id = 'offline-note';
+  }
+}
+
+/** Marks the models whose whole file is kept here, so they are known to work offline. */
+function markKept() {
+  const kept = state.kept || new Set();
+  for (const input of document.querySelectorAll('input[name=catalogue-entry]')) {
+    const label = input.closest('.entry');
+    const isKept = kept.has(input.dataset.url);
+    label.dataset.kept = String(isKept);
+    label.querySelector('.entry-kept').hidden = !isKept;
+  }
+  $('default-label').closest('label').dataset.kept = String(kept.has(DEFAULT_MODEL));
+}
+
+/** A URL source that cannot be used now: offline and not kept (null when it can). */
+function offlineRefusal(chosen) {
+  if (chosen.kind === 'file' || globalThis.navigator?.onLine !== false) return null;
+  let url;
+  try { url = new URL(chosen.source, location.href).href; } catch { return null; }
+  if (state.kept?.has(url)) return null;
+  return `You are offline and ${chosen.label} is not kept on this device: it can be downloaded once the network is back. The models marked “kept on this device” work offline.`;
+}
+
 async function checkSource() {
   clearTimeout(state.chooseTimer);
   const check = ++state.checks;
@@ -366,6 +398,12 @@ async function checkSource() {
     const file = state.droppedFile || $('model-file').files[0];
     if (!file) { box.replaceChildren(el('p', { className: 'hint' }, 'Choose a .gguf file.')); state.source = null; return null; }
     chosen = { kind, source: file, label: file.name };
+  }
+  const refusal = offlineRefusal(chosen);
+  if (refusal) {
+    state.source = null;
+    box.replaceChildren(el('p', { className: 'memory error offline', role: 'alert' }, refusal));
+    return null;
   }
   box.replaceChildren(el('p', { className: 'hint' }, `Looking at ${chosen.label}…`));
   try {
@@ -390,13 +428,17 @@ async function checkSource() {
   } catch (e) {
     if (check !== state.checks) return null;
     state.source = null;
-    box.replaceChildren(el('p', { className: 'memory error', role: 'alert' }, `Cannot use ${chosen.label}: ${e.message}`));
+    // the network went away while looking: say so rather than show a fetch error
+    const message = offlineRefusal(chosen) || `Cannot use ${chosen.label}: ${e.message}`;
+    box.replaceChildren(el('p', { className: 'memory error', role: 'alert' }, message));
     return null;
   }
 }
 
 async function loadChosen() {
   if (state.loading) return;
+  // a new engine would get the new version's worker and wasm under this page's older glue
+  if (state.updateReady) { $('update-note')?.scrollIntoView({ block: 'nearest' }); $('model-status').textContent = 'Reload the page (a new version is ready) to load another model.'; return; }
   const looked = state.source;
   const current = looked && looked.kind === sourceKind() && (looked.kind !== 'catalogue' || looked.entry === chosenEntry());
   const chosen = current ? looked : await checkSource();
@@ -426,7 +468,7 @@ async function loadChosen() {
       $('progress-text').textContent = progressText(p, meter);
     },
   };
-  if (isolatedByServiceWorker()) options.workerUrl = engineWorkerUrl();
+  if (controlledByServiceWorker()) options.workerUrl = engineWorkerUrl();
   try {
     let engine;
     try {
@@ -506,6 +548,8 @@ async function refreshCache() {
   if (!Wick.cache.supported) { list.replaceChildren(el('li', { className: 'hint' }, 'This browser offers no Cache API: models are downloaded each time.')); return; }
   let entries = [];
   try { entries = await Wick.cache.list(); } catch (e) { list.replaceChildren(el('li', { className: 'hint' }, `The cache cannot be read: ${e.message}`)); return; }
+  state.kept = new Set(entries.map((e) => e.url));
+  markKept();
   const total = entries.reduce((a, e) => a + e.bytes, 0);
   list.replaceChildren(...entries.map((e) => {
     const name = decodeURIComponent(new URL(e.url).pathname.split('/').pop());
@@ -623,13 +667,27 @@ async function start() {
   showSourceFields();
   applyMode();
   state.features = detectFeatures();
-  state.isolation = await ensureCrossOriginIsolation(); // may reload the page once
+  // threads where the host sends no isolation headers (may reload the page once), and the page's
+  // own files kept so that it opens with no network after this visit
+  state.isolation = await ensureCrossOriginIsolation(undefined, { offline: true });
   state.features = detectFeatures();
   $('threads').value = state.features.threadsPossible ? String(Wick.defaultThreads()) : '1';
   $('threads').disabled = !state.features.threadsPossible;
   showEnvironment();
   setState('idle');
-  refreshCache();
+  showNetwork();
+  // another tab brought a new version of the page: this one keeps its own files until reloaded
+  globalThis.navigator?.serviceWorker?.addEventListener('message', (e) => {
+    if (e.data?.type !== 'wick-shell-updated' || $('update-note')) return;
+    state.updateReady = true;
+    const item = notice('info', 'A new version of this page is ready. ');
+    item.id = 'update-note';
+    item.append(el('button', { type: 'button', className: 'small', onclick: () => location.reload() }, 'Reload to use it'));
+  });
+  for (const change of ['online', 'offline']) {
+    globalThis.addEventListener(change, () => { showNetwork(); if (state.source === null || change === 'online') checkSource(); });
+  }
+  await refreshCache();
   if (params.get('model')) {
     document.querySelector('input[name=source][value=url]').checked = true;
     $('model-url').value = params.get('model');

@@ -14,12 +14,16 @@
 //   autoload        load the model at once (else: on the first Send, or the Load button)
 //   service-worker  URL of coi-sw.js beside the page: registered when the page is not
 //                   cross-origin isolated, so the engine gets threads (the page reloads once)
+//   offline         with service-worker: the page, wick's files and the wasm builds are kept
+//                   at the first visit and served from the browser's cache, so the page and
+//                   a model loaded once before work with no network (a new wick version is
+//                   fetched as a whole at the next visit; see coi-sw.js)
 // Events (bubbling, composed): wick-ready {info}, wick-token {text}, wick-done {text, timings,
 // finishReason}, wick-error {error}. Methods: load(), send(text), stop(). Property: engine.
 // The wick files (wasm_glue/, build/wasm/, node_modules/@huggingface/jinja) must be on the same
 // site as this script: browsers start Web Workers only from the page's own origin.
 import { Wick } from '../wasm_glue/wick.mjs';
-import { ensureCrossOriginIsolation, isolatedByServiceWorker, engineWorkerUrl } from './coi.js';
+import { ensureCrossOriginIsolation, controlledByServiceWorker, engineWorkerUrl, keepOffline } from './coi.js';
 import { formatBytes, formatCount, formatDuration, detectFeatures, RateMeter, progressText } from './util.js';
 
 const STYLE = `
@@ -100,6 +104,9 @@ class WickChat extends HTMLElement {
   connectedCallback() {
     this.ui.prompt.placeholder = this.getAttribute('placeholder') || 'Once upon a time';
     this._describe();
+    // kept at the first visit, before any load: the page must open offline next time
+    const sw = this.getAttribute('service-worker');
+    if (sw && this.hasAttribute('offline')) keepOffline(new URL(sw, document.baseURI));
     if (this.hasAttribute('autoload')) this.load();
   }
 
@@ -162,7 +169,7 @@ class WickChat extends HTMLElement {
     try {
       if (!url) throw new Error('the model attribute is not set');
       const sw = this.getAttribute('service-worker');
-      const isolation = sw ? await ensureCrossOriginIsolation(new URL(sw, document.baseURI)) : { isolated: globalThis.crossOriginIsolated === true, reason: 'the page is not cross-origin isolated' };
+      const isolation = sw ? await ensureCrossOriginIsolation(new URL(sw, document.baseURI), { offline: this.hasAttribute('offline') }) : { isolated: globalThis.crossOriginIsolated === true, reason: 'the page is not cross-origin isolated' };
       const meter = new RateMeter();
       ui.progress.hidden = false;
       const options = {
@@ -174,7 +181,7 @@ class WickChat extends HTMLElement {
           this._setStatus(progressText(p, meter));
         },
       };
-      if (isolatedByServiceWorker()) options.workerUrl = engineWorkerUrl();
+      if (controlledByServiceWorker()) options.workerUrl = engineWorkerUrl();
       this._setStatus('starting the engine…');
       const t0 = performance.now();
       const engine = await Wick.load(url, options);
