@@ -34,7 +34,7 @@ WASM_EXPORTS := $(subst $(space),$(comma),$(addprefix _,$(strip $(WASM_EXPORT_NA
 WASM_LDFLAGS := -sMODULARIZE -sEXPORT_NAME=createWick -sALLOW_MEMORY_GROWTH -sMAXIMUM_MEMORY=4GB \
   -sINITIAL_MEMORY=32MB -sTOTAL_STACK=1MB -sEXPORTED_FUNCTIONS=$(WASM_EXPORTS) \
   -sEXPORTED_RUNTIME_METHODS=ccall,cwrap,UTF8ToString,stringToUTF8,lengthBytesUTF8,FS,NODEFS \
-  -lnodefs.js -sFORCE_FILESYSTEM -sENVIRONMENT=web,worker,node
+  -lnodefs.js -sFORCE_FILESYSTEM -sENVIRONMENT=web,worker,node --js-library src/cli_library.js
 # pthread pool: as many workers as the page or CLI asks for (Module.wickThreads), made before main work starts
 WASM_MT_FLAGS := -pthread '-sPTHREAD_POOL_SIZE=Module["wickThreads"]||4' -Wno-pthreads-mem-growth
 WASM_TEST_FLAGS := -sALLOW_MEMORY_GROWTH -sMAXIMUM_MEMORY=4GB -sENVIRONMENT=node -sNODERAWFS=1 -sSINGLE_FILE
@@ -43,7 +43,7 @@ WASM_TEST_FLAGS := -sALLOW_MEMORY_GROWTH -sMAXIMUM_MEMORY=4GB -sENVIRONMENT=node
 all: native wasm
 
 # ---- toolchain: installed on demand (Debian 12, as root) ----
-build/.setup-stamp:
+build/.setup-stamp: tools/setup.sh
 	@bash tools/setup.sh
 	@mkdir -p build && touch $@
 setup: build/.setup-stamp
@@ -78,6 +78,9 @@ $(WASM_MT_LIB): $(addprefix build/wasm/obj-mt/,$(addsuffix .o,$(ENGINE_NAMES)))
 # the wasm engines export C API functions that nothing in them calls: the whole archive is linked
 WHOLE = -Wl,--whole-archive $(1) -Wl,--no-whole-archive
 
+# the relaxed-SIMD builds (build/wasm/wick-relaxed.js, wick-mt-relaxed.js): RELAXED_BUILDS
+include mk/relaxed.mk
+
 # ---- native ----
 native: build/native/wick $(addprefix build/native/,$(TEST_PROGRAMS))
 
@@ -88,17 +91,18 @@ build/native/test_%: tests/test_%.c $(NATIVE_LIB) $(HEADERS)
 	$(CC) $(NATIVE_CFLAGS) -o $@ $< $(NATIVE_LIB) $(NATIVE_LIBS)
 
 # ---- WebAssembly: single-threaded and pthreads builds of the same sources ----
-wasm: build/wasm/package.json build/wasm/wick.js build/wasm/wick-mt.js $(addprefix build/wasm/,$(addsuffix .js,$(TEST_PROGRAMS))) build/wick-shell.json
+wasm: build/wasm/package.json build/wasm/wick.js build/wasm/wick-mt.js $(addprefix build/wasm/,$(addsuffix .js,$(TEST_PROGRAMS))) \
+  $(RELAXED_BUILDS) build/wick-shell.json
 
 # Emscripten's output is a CommonJS script; the repository's package.json says "module"
 build/wasm/package.json:
 	@mkdir -p $(@D)
 	echo '{"type":"commonjs"}' > $@
 
-build/wasm/wick.js: src/cli.c $(WASM_LIB) $(HEADERS)
+build/wasm/wick.js: src/cli.c src/cli_library.js $(WASM_LIB) $(HEADERS)
 	$(EMCC) $(WASM_CFLAGS) -DWICK_NO_THREADS -o $@ src/cli.c $(call WHOLE,$(WASM_LIB)) $(WASM_LDFLAGS)
 
-build/wasm/wick-mt.js: src/cli.c $(WASM_MT_LIB) $(HEADERS)
+build/wasm/wick-mt.js: src/cli.c src/cli_library.js $(WASM_MT_LIB) $(HEADERS)
 	$(EMCC) $(WASM_CFLAGS) $(WASM_MT_FLAGS) -o $@ src/cli.c $(call WHOLE,$(WASM_MT_LIB)) $(WASM_LDFLAGS)
 
 build/wasm/test_%.js: tests/test_%.c $(WASM_LIB) $(HEADERS)
@@ -108,8 +112,9 @@ build/wasm/test_%.js: tests/test_%.c $(WASM_LIB) $(HEADERS)
 # builds and the chat-template renderer, with a version that changes with any of them.
 SHELL_FILES := $(filter-out web/coi-sw.js,$(wildcard web/*.html web/*.js web/*.css web/*.webmanifest web/icons/*.png)) \
   $(filter-out wasm_glue/cli.mjs,$(wildcard wasm_glue/*.mjs wasm_glue/*.js)) $(wildcard node_modules/@huggingface/jinja/dist/index.js)
-SHELL_BUILDS := build/wasm/wick.js build/wasm/wick.wasm build/wasm/wick-mt.js build/wasm/wick-mt.wasm build/wasm/wick-mt.worker.js
-build/wick-shell.json: tools/shell-manifest.mjs $(SHELL_FILES) build/wasm/wick.js build/wasm/wick-mt.js
+SHELL_BUILDS := $(foreach b,wick wick-relaxed,build/wasm/$(b).js build/wasm/$(b).wasm) \
+  $(foreach b,wick-mt wick-mt-relaxed,build/wasm/$(b).js build/wasm/$(b).wasm build/wasm/$(b).worker.js)
+build/wick-shell.json: tools/shell-manifest.mjs $(SHELL_FILES) build/wasm/wick.js build/wasm/wick-mt.js build/wasm/wick-relaxed.js build/wasm/wick-mt-relaxed.js
 	node tools/shell-manifest.mjs $@ $(SHELL_FILES) $(SHELL_BUILDS)
 
 # ---- tests ----

@@ -29,8 +29,9 @@
 
 #ifdef __EMSCRIPTEN__
 #include <emscripten.h>
-/* Node's stdout through the glue, unbuffered, so generated text streams as it is produced. */
-EM_JS(void, js_write, (int fd, const char *p, int n), { Module["wickWrite"](fd, HEAPU8.slice(p, p + n)); });
+/* Node's stdout through the glue, unbuffered, so generated text streams as it is produced
+ * (js_write: src/cli_library.js) */
+extern void js_write(int fd, const char *p, int n);
 static void out_write(int fd, const char *p, size_t n) { js_write(fd, p, (int)n); }
 #else
 static void out_write(int fd, const char *p, size_t n) {

@@ -8,11 +8,40 @@
  * i32x4.dot_i16x8_s, which sums adjacent products into 32-bit lanes. Offsets such as Q6_K's
  * "q - 32" are taken out afterwards through the activation block sums (bsums), as llama.cpp's
  * x86 kernels do; the integer result per block equals the scalar reference in quant.c exactly,
- * only the float scaling is summed in a different order. */
+ * only the float scaling is summed in a different order.
+ *
+ * Relaxed SIMD (WICK_RELAXED: the builds of mk/relaxed.mk, compiled with -mrelaxed-simd): the
+ * matrix kernels of the types whose stored values are small and unsigned (Q4_0, Q4_1, Q5_0,
+ * Q5_1 and the K-quants) multiply 16 activation bytes with 16 weight bytes in one instruction,
+ * i16x8.relaxed_dot_i8x16_i7x16_s (adjacent products summed into 16-bit lanes), instead of
+ * widening both to 16 bits first. Its result is defined when the second operand is within
+ * 0..127, so the weights go in as stored (0..15, 0..31, 0..63) and their offsets (Q4_0's 8,
+ * Q5_0's 16) come out of the activation sums, as the K-quants' do already. The integer sums are
+ * the same exact integers, so the outputs are bit-identical to the plain build's. (The fused
+ * i32x4.relaxed_dot_i8x16_i7x16_add_s would save one more instruction, but Node 20's V8 computes
+ * it differently from Chromium's, so the tests could not check it under Node.) Natively,
+ * WICK_RELAXED_EMULATE builds the same paths with the instruction emulated, for the tests. */
 #include "quant.h"
 #include "simd.h"
 
 #include <string.h>
+
+#if defined(__wasm_relaxed_simd__)
+#define WICK_RELAXED 1
+/* lane i: y[2i] * w[2i] + y[2i+1] * w[2i+1]; y int8, w within 0..127 */
+static inline v128_t rdot(v128_t y, v128_t w) { return wasm_i16x8_relaxed_dot_i8x16_i7x16(y, w); }
+#elif defined(WICK_RELAXED_EMULATE)
+#define WICK_RELAXED 1
+static inline v128_t rdot(v128_t y, v128_t w)
+{
+    /* |y * w| <= 128 * 127 and the sum of two fit int16 */
+    v128_t lo = wasm_i16x8_mul(wasm_i16x8_extend_low_i8x16(y), wasm_i16x8_extend_low_i8x16(w));
+    v128_t hi = wasm_i16x8_mul(wasm_i16x8_extend_high_i8x16(y), wasm_i16x8_extend_high_i8x16(w));
+    return wasm_i16x8_add(wasm_i16x8_shuffle(lo, hi, 0, 2, 4, 6, 8, 10, 12, 14), wasm_i16x8_shuffle(lo, hi, 1, 3, 5, 7, 9, 11, 13, 15));
+}
+#else
+#define WICK_RELAXED 0
+#endif
 
 static inline float hsum_f32x4(v128_t v)
 {
@@ -774,6 +803,40 @@ static ALWAYS_INLINE void b32_unpack(enum b32_kind k, const uint8_t *blk, v128_t
     }
 }
 
+#if WICK_RELAXED
+/* the types whose stored values fit the relaxed dot's unsigned 7-bit operand */
+static ALWAYS_INLINE int b32_relaxed(enum b32_kind k) { return k == B32_Q4_0 || k == B32_Q4_1 || k == B32_Q5_0 || k == B32_Q5_1; }
+/* what the stored values stand for: q - offset */
+static ALWAYS_INLINE int b32_offset(enum b32_kind k) { return k == B32_Q4_0 ? 8 : k == B32_Q5_0 ? 16 : 0; }
+
+/* one block's 32 stored values (no offset) as 16 bytes of elements 0..15 and 16 of 16..31 */
+static ALWAYS_INLINE void b32_unpack_u8(enum b32_kind k, const uint8_t *blk, v128_t *lo, v128_t *hi)
+{
+    const v128_t l4 = wasm_i8x16_splat(0x0f);
+    if (k == B32_Q4_0 || k == B32_Q4_1) {
+        v128_t q = wasm_v128_load(k == B32_Q4_0 ? ((const block_q4_0 *)blk)->qs : ((const block_q4_1 *)blk)->qs);
+        *lo = wasm_v128_and(q, l4);
+        *hi = wasm_u8x16_shr(q, 4);
+    } else {
+        const uint8_t *qs = k == B32_Q5_0 ? ((const block_q5_0 *)blk)->qs : ((const block_q5_1 *)blk)->qs;
+        const uint8_t *qh = k == B32_Q5_0 ? ((const block_q5_0 *)blk)->qh : ((const block_q5_1 *)blk)->qh;
+        v128_t h_lo, h_hi, q = wasm_v128_load(qs);
+        q5_high_bits(qh, &h_lo, &h_hi);
+        *lo = wasm_v128_or(wasm_v128_and(q, l4), h_lo);
+        *hi = wasm_v128_or(wasm_u8x16_shr(q, 4), h_hi);
+    }
+}
+
+/* partial sums (i32x4) of one block's stored values times the activations y0 (elements 0..15),
+ * y1 (16..31); each 16-bit lane is at most 2 * 128 * 31, two of them fit */
+static ALWAYS_INLINE v128_t b32_rdot(v128_t lo, v128_t hi, v128_t y0, v128_t y1)
+{
+    return wasm_i32x4_extadd_pairwise_i16x8(wasm_i16x8_add(rdot(y0, lo), rdot(y1, hi)));
+}
+#else
+static ALWAYS_INLINE int b32_relaxed(enum b32_kind k) { (void)k; return 0; }
+#endif
+
 /* The reference per block: sum += (float)sumi * (d_x * d_y) [+ m_x * s_y], in four lanes. The
  * fp16 scale d sits first in every block; Q4_1 / Q5_1's min m and Q8_1's s follow it. */
 static ALWAYS_INLINE void gemm_b32(enum b32_kind k, const int NT, int n, const void *w, size_t w_stride, int nr,
@@ -788,12 +851,40 @@ static ALWAYS_INLINE void gemm_b32(enum b32_kind k, const int NT, int n, const v
         acc[t] = wasm_f32x4_splat(0.0f);
     for (int b = 0; b < n / 32; b++) {
         const size_t off = (size_t)b * bsize;
-        v128_t wq[4][4];
-        for (int r = 0; r < 4; r++)
-            b32_unpack(k, rows[r] + off, wq[r], q4_0_offset_in_activation(k, NT));
         v128_t dx = gather_half4(rows, off), mx = wasm_f32x4_splat(0.0f);
         if (b32_has_min(k))
             mx = gather_half4(rows, off + offsetof(block_q4_1, m));
+#if WICK_RELAXED
+        if (b32_relaxed(k)) {
+            v128_t wl[4], wh[4];
+            for (int r = 0; r < 4; r++)
+                b32_unpack_u8(k, rows[r] + off, &wl[r], &wh[r]);
+            for (int t = 0; t < NT; t++) {
+                const uint8_t *yb = (const uint8_t *)a + (size_t)t * a_stride + (size_t)b * asize;
+                const int8_t *q8 = (const int8_t *)(yb + qs_off);
+                v128_t y0 = wasm_v128_load(q8), y1 = wasm_v128_load(q8 + 16);
+                v128_t d0 = b32_rdot(wl[0], wh[0], y0, y1), d1 = b32_rdot(wl[1], wh[1], y0, y1);
+                v128_t d2 = b32_rdot(wl[2], wh[2], y0, y1), d3 = b32_rdot(wl[3], wh[3], y0, y1);
+                if (b32_offset(k)) {
+                    /* partial sums of offset * y, the same for every row */
+                    v128_t o = wasm_i8x16_splat((int8_t)b32_offset(k)), yo = b32_rdot(o, o, y0, y1);
+                    d0 = wasm_i32x4_sub(d0, yo);
+                    d1 = wasm_i32x4_sub(d1, yo);
+                    d2 = wasm_i32x4_sub(d2, yo);
+                    d3 = wasm_i32x4_sub(d3, yo);
+                }
+                v128_t isum = sum4_lanes(d0, d1, d2, d3);
+                v128_t term = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(isum), wasm_f32x4_mul(dx, wasm_f32x4_splat(load_half(yb))));
+                if (b32_has_min(k))
+                    term = wasm_f32x4_add(term, wasm_f32x4_mul(mx, wasm_f32x4_splat(load_half(yb + offsetof(block_q8_1, s)))));
+                acc[t] = wasm_f32x4_add(acc[t], term);
+            }
+            continue;
+        }
+#endif
+        v128_t wq[4][4];
+        for (int r = 0; r < 4; r++)
+            b32_unpack(k, rows[r] + off, wq[r], q4_0_offset_in_activation(k, NT));
         for (int t = 0; t < NT; t++) {
             const uint8_t *yb = (const uint8_t *)a + (size_t)t * a_stride + (size_t)b * asize;
             const int8_t *q8 = (const int8_t *)(yb + qs_off);
@@ -833,15 +924,31 @@ static ALWAYS_INLINE void gemv8_b32(enum b32_kind k, int n, const void *w, size_
         const size_t off = (size_t)b * bsize;
         const uint8_t *yb = (const uint8_t *)a + (size_t)b * asize;
         const int8_t *q8 = (const int8_t *)(yb + qs_off);
-        v128_t ya[4] = { load_i8x8(q8), load_i8x8(q8 + 8), load_i8x8(q8 + 16), load_i8x8(q8 + 24) };
-        v128_t off8 = wasm_i32x4_splat(0);
-        if (q4_0_offset_in_activation(k, 1)) /* partial sums of 8 * y, the same for every row */
-            off8 = dot_i16(wasm_i16x8_add(wasm_i16x8_add(ya[0], ya[1]), wasm_i16x8_add(ya[2], ya[3])), wasm_i16x8_splat(8));
         v128_t d[8];
-        for (int r = 0; r < 8; r++) {
-            v128_t wq[4];
-            b32_unpack(k, rows[r] + off, wq, q4_0_offset_in_activation(k, 1));
-            d[r] = wasm_i32x4_sub(dot_unit(wq, ya), off8);
+#if WICK_RELAXED
+        if (b32_relaxed(k)) {
+            v128_t y0 = wasm_v128_load(q8), y1 = wasm_v128_load(q8 + 16), yo = wasm_i32x4_splat(0);
+            if (b32_offset(k)) { /* partial sums of offset * y, the same for every row */
+                v128_t o = wasm_i8x16_splat((int8_t)b32_offset(k));
+                yo = b32_rdot(o, o, y0, y1);
+            }
+            for (int r = 0; r < 8; r++) {
+                v128_t lo, hi;
+                b32_unpack_u8(k, rows[r] + off, &lo, &hi);
+                d[r] = wasm_i32x4_sub(b32_rdot(lo, hi, y0, y1), yo);
+            }
+        } else
+#endif
+        {
+            v128_t ya[4] = { load_i8x8(q8), load_i8x8(q8 + 8), load_i8x8(q8 + 16), load_i8x8(q8 + 24) };
+            v128_t off8 = wasm_i32x4_splat(0);
+            if (q4_0_offset_in_activation(k, 1)) /* partial sums of 8 * y, the same for every row */
+                off8 = dot_i16(wasm_i16x8_add(wasm_i16x8_add(ya[0], ya[1]), wasm_i16x8_add(ya[2], ya[3])), wasm_i16x8_splat(8));
+            for (int r = 0; r < 8; r++) {
+                v128_t wq[4];
+                b32_unpack(k, rows[r] + off, wq, q4_0_offset_in_activation(k, 1));
+                d[r] = wasm_i32x4_sub(dot_unit(wq, ya), off8);
+            }
         }
         v128_t dy = wasm_f32x4_splat(load_half(yb));
         v128_t t0 = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(sum4_lanes(d[0], d[1], d[2], d[3])), wasm_f32x4_mul(gather_half4(rows, off), dy));
@@ -1042,6 +1149,56 @@ static ALWAYS_INLINE void k_unpack(enum k_kind k, const uint8_t *blk, const int 
     w[3] = wasm_i16x8_mul(hi[1], s1);
 }
 
+#if WICK_RELAXED
+/* Unit v's stored values (0..63, no scale, no offset) as 16 bytes for each of its two element
+ * sets (lo: first .. first+16, hi: second .. second+16), for the relaxed dot; the bit layout is
+ * k_unpack's, on 8-bit lanes. */
+static ALWAYS_INLINE void k_unpack_u8(enum k_kind k, const uint8_t *blk, const int v, v128_t *lo, v128_t *hi)
+{
+    const int q = v & 1;
+    switch (k) {
+    case K_Q2: case K_Q3: {
+        const uint8_t *qs = k == K_Q2 ? ((const block_q2_K *)blk)->qs : ((const block_q3_K *)blk)->qs;
+        const int h = v >> 2, i = (v >> 1) & 1;
+        v128_t b = wasm_v128_load(qs + 32 * h + 16 * q), three = wasm_i8x16_splat(3);
+        *lo = wasm_v128_and(wasm_u8x16_shr(b, 4 * i), three);
+        *hi = wasm_v128_and(wasm_u8x16_shr(b, 4 * i + 2), three);
+        if (k == K_Q3) {
+            /* hmask bit 4h + 2i (first) or 4h + 2i + 1 (second) as bit 2 */
+            v128_t hm = wasm_v128_load(((const block_q3_K *)blk)->hmask + 16 * q), one = wasm_i8x16_splat(1);
+            *lo = wasm_v128_or(*lo, wasm_i8x16_shl(wasm_v128_and(wasm_u8x16_shr(hm, 4 * h + 2 * i), one), 2));
+            *hi = wasm_v128_or(*hi, wasm_i8x16_shl(wasm_v128_and(wasm_u8x16_shr(hm, 4 * h + 2 * i + 1), one), 2));
+        }
+        break;
+    }
+    case K_Q4: case K_Q5: {
+        const uint8_t *qs = k == K_Q4 ? ((const block_q4_K *)blk)->qs : ((const block_q5_K *)blk)->qs;
+        const int j = v >> 1;
+        v128_t b = wasm_v128_load(qs + 32 * j + 16 * q);
+        *lo = wasm_v128_and(b, wasm_i8x16_splat(0x0f));
+        *hi = wasm_u8x16_shr(b, 4);
+        if (k == K_Q5) {
+            /* qh bit 2j (low nibble) or 2j + 1 (high) as bit 4 */
+            v128_t hb = wasm_v128_load(((const block_q5_K *)blk)->qh + 16 * q), one = wasm_i8x16_splat(1);
+            *lo = wasm_v128_or(*lo, wasm_i8x16_shl(wasm_v128_and(wasm_u8x16_shr(hb, 2 * j), one), 4));
+            *hi = wasm_v128_or(*hi, wasm_i8x16_shl(wasm_v128_and(wasm_u8x16_shr(hb, 2 * j + 1), one), 4));
+        }
+        break;
+    }
+    case K_Q6: {
+        const block_q6_K *x = (const block_q6_K *)blk;
+        const int h = v >> 2, p = (v >> 1) & 1;
+        v128_t b = wasm_v128_load(x->ql + 64 * h + 32 * p + 16 * q);
+        v128_t hb = wasm_v128_load(x->qh + 32 * h + 16 * q), three = wasm_i8x16_splat(3);
+        /* qh bits 2p.. (low nibble) and 2p + 4.. (high) as bits 4, 5 */
+        *lo = wasm_v128_or(wasm_v128_and(b, wasm_i8x16_splat(0x0f)), wasm_i8x16_shl(wasm_v128_and(wasm_u8x16_shr(hb, 2 * p), three), 4));
+        *hi = wasm_v128_or(wasm_u8x16_shr(b, 4), wasm_i8x16_shl(wasm_v128_and(wasm_u8x16_shr(hb, 2 * p + 4), three), 4));
+        break;
+    }
+    }
+}
+#endif
+
 /* part[r][t] += the partial sums of unit v of row r times token t's activations. One token
  * (decode): the four rows' units are unpacked side by side and each activation vector is loaded
  * once for all of them. Several tokens (prefill): one row at a time, so that its unit and its
@@ -1052,6 +1209,25 @@ static ALWAYS_INLINE void k_unit(enum k_kind k, const int NT, const uint8_t *con
 {
     const k_unit_sets set = k_sets(k, v);
     const int r0 = NT == 1 ? 0 : row, r1 = NT == 1 ? 4 : row + 1;
+#if WICK_RELAXED
+    {
+        /* each 16-bit lane of a relaxed dot is at most 2 * 128 * 63; times the scale in 32 bits */
+        const int shift = k == K_Q4 || k == K_Q5 ? 5 : 4;
+        v128_t wl[4], wh[4], s0[4], s1[4];
+        for (int r = r0; r < r1; r++) {
+            k_unpack_u8(k, rows[r] + off, v, &wl[r], &wh[r]);
+            s0[r] = wasm_i16x8_splat(sc[r][set.first >> shift]);
+            s1[r] = wasm_i16x8_splat(sc[r][set.second >> shift]);
+        }
+        for (int t = 0; t < NT; t++) {
+            const int8_t *q8 = y[t]->qs;
+            v128_t yf = wasm_v128_load(q8 + set.first), ys = wasm_v128_load(q8 + set.second);
+            for (int r = r0; r < r1; r++)
+                part[r][t] = wasm_i32x4_add(part[r][t], wasm_i32x4_add(dot_i16(rdot(yf, wl[r]), s0[r]), dot_i16(rdot(ys, wh[r]), s1[r])));
+        }
+        return;
+    }
+#endif
     v128_t wq[4][4];
     for (int r = r0; r < r1; r++)
         k_unpack(k, rows[r] + off, v, sc[r], wq[r]);

@@ -45,7 +45,7 @@ function makeSite() {
   const site = tempDir('wick-offline-site-');
   fs.cpSync(path.join(root, 'web'), path.join(site, 'web'), { recursive: true });
   fs.mkdirSync(path.join(site, 'build', 'wasm'), { recursive: true });
-  for (const f of ['wick.js', 'wick.wasm', 'wick-mt.js', 'wick-mt.wasm', 'wick-mt.worker.js', 'package.json']) {
+  for (const f of fs.readdirSync(path.join(root, 'build', 'wasm')).filter((f) => /^wick.*\.(js|wasm)$|^package\.json$/.test(f))) {
     fs.copyFileSync(path.join(root, 'build', 'wasm', f), path.join(site, 'build', 'wasm', f));
   }
   for (const d of ['wasm_glue', 'node_modules']) fs.symlinkSync(path.join(root, d), path.join(site, d));
@@ -185,7 +185,7 @@ function markWasm(file, mark) {
 
 /** The last 8 bytes of each wasm build as this page gets them (through its service worker). */
 function wasmTails(page) {
-  return page.evaluate(async () => Promise.all(['wick.wasm', 'wick-mt.wasm'].map(async (f) => {
+  return page.evaluate(async () => Promise.all(['wick.wasm', 'wick-mt.wasm', 'wick-relaxed.wasm', 'wick-mt-relaxed.wasm'].map(async (f) => {
     const bytes = new Uint8Array(await (await fetch(`../build/wasm/${f}`)).arrayBuffer());
     return new TextDecoder().decode(bytes.subarray(bytes.length - 8));
   })));
@@ -209,7 +209,7 @@ test('a new version: the next visit gets the new page and wasm together; an open
     // deploy: a changed page and changed wasm builds, and their list with its new version
     const index = path.join(site, 'web', 'index.html');
     fs.writeFileSync(index, fs.readFileSync(index, 'utf8').replace('<head>', '<head>\n<meta name="wick-deploy" content="2">'));
-    for (const f of ['wick.wasm', 'wick-mt.wasm']) markWasm(path.join(site, 'build', 'wasm', f), 'deploy-2');
+    for (const f of ['wick.wasm', 'wick-mt.wasm', 'wick-relaxed.wasm', 'wick-mt-relaxed.wasm']) markWasm(path.join(site, 'build', 'wasm', f), 'deploy-2');
     const v2 = writeShellList(site);
     assert.notEqual(v2, v1);
 
@@ -217,7 +217,7 @@ test('a new version: the next visit gets the new page and wasm together; an open
     const page2 = await openPage(context, `${server.base}/web/`);
     await page2.waitForSelector('body[data-state=ready]', { timeout: 30000 });
     assert.equal(await page2.evaluate(() => document.querySelector('meta[name=wick-deploy]')?.content), '2', 'the new page');
-    assert.deepEqual(await wasmTails(page2), ['deploy-2', 'deploy-2'], 'the new wasm');
+    assert.deepEqual(await wasmTails(page2), ['deploy-2', 'deploy-2', 'deploy-2', 'deploy-2'], 'the new wasm');
     assert.ok((await greedyOnPage(page2)).length > 20, 'the engine runs');
 
     // the open old page goes on with its own files, and is told that a new version is ready

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the builds and tests need, when it is missing (Debian 12, as root):
-# gcc/make, emscripten, libsimde-dev, clang (fuzzing), Node.js + npm, chromium (browser tests),
+# gcc/make, emscripten, libsimde-dev, clang (fuzzing), clang-19 + lld-19 (the relaxed-SIMD wasm
+# builds), Node.js + npm, chromium (browser tests),
 # g++, cmake and git (llama.cpp's llama-server, built once from node-llama-cpp's bundled source for Wick.connect's tests).
 # Idempotent: does nothing when everything is present.
 set -euo pipefail
@@ -19,6 +20,9 @@ command -v npm >/dev/null || need+=(npm)
 command -v clang >/dev/null || need+=(clang)
 compgen -G '/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-*.a' >/dev/null || need+=(libclang-rt-14-dev)
 command -v valgrind >/dev/null || need+=(valgrind)
+# the relaxed-SIMD wasm builds (mk/relaxed.mk): LLVM 19's clang and wasm-ld under emcc
+[ -x /usr/lib/llvm-19/bin/clang ] || need+=(clang-19)
+[ -x /usr/lib/llvm-19/bin/wasm-ld ] || need+=(lld-19)
 if [ ${#need[@]} -eq 0 ]; then exit 0; fi
 echo "setup: installing ${need[*]}"
 if [ "$(id -u)" != 0 ]; then

@@ -3,7 +3,7 @@
 // flags as the native build/native/wick (the C code of src/cli.c runs inside the wasm module).
 // Files named by -m/-z are read through Emscripten's NODEFS, mounted at /host.
 // --threads N > 1 selects the pthreads build (N workers), else the single-threaded one;
-// WICK_WASM_BUILD=st|mt forces one.
+// WICK_WASM_BUILD=st|mt forces one; WICK_WASM_RELAXED=1 takes the relaxed-SIMD build of it.
 import fs from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
@@ -32,7 +32,11 @@ function writeAll(fd, bytes) {
 export async function runCli(args) {
   const threads = threadsArg(args);
   const kind = process.env.WICK_WASM_BUILD || (threads > 1 ? 'mt' : 'st');
-  const base = kind === 'mt' ? 'wick-mt' : 'wick';
+  // WICK_WASM_RELAXED=1: the relaxed-SIMD build of the same kind (mk/relaxed.mk); Node 20 runs
+  // it behind a V8 flag, which takes effect when set before the module is compiled
+  const relaxed = process.env.WICK_WASM_RELAXED === '1';
+  if (relaxed) (await import('node:v8')).setFlagsFromString('--experimental-wasm-relaxed-simd');
+  const base = (kind === 'mt' ? 'wick-mt' : 'wick') + (relaxed ? '-relaxed' : '');
   const jsPath = path.join(buildDir, `${base}.js`);
   if (!fs.existsSync(jsPath)) throw new Error(`${jsPath} is missing: run make`);
   const require = createRequire(import.meta.url);

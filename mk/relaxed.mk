@@ -1,0 +1,61 @@
+# mk/relaxed.mk — the relaxed-SIMD wasm builds: the same sources as build/wasm/wick{,-mt}.js,
+# compiled with -mrelaxed-simd, so that the integer dot products of the 4-, 5- and 6-bit weight
+# types take i16x8.relaxed_dot_i8x16_i7x16_s (src/kernels_simd.c, WICK_RELAXED). Included by
+# the Makefile. Browsers without relaxed SIMD (Safari today) get the plain builds: the glue
+# chooses at load by WebAssembly.validate of a tiny module (wasm_glue/wick.mjs).
+#
+# Emscripten 3.1.6's own LLVM predates relaxed SIMD, and Debian's binaryen 108, which emcc runs
+# after linking (wasm-emscripten-finalize, wasm-opt), writes relaxed instructions with their
+# pre-standard opcodes: the module no longer validates. So emcc is pointed at Debian's LLVM 19
+# (clang-19, lld-19; installed by tools/setup.sh) and binaryen is kept out of the link:
+#   - EMCC_READ_METADATA=python: emcc reads the module's metadata itself instead of through
+#     wasm-emscripten-finalize, which it then skips when nothing needs rewriting;
+#   - -sWASM_BIGINT: no JS legalization of i64 and no dynCalls (both would need finalize);
+#   - link at -O1: no wasm-opt pass (LLVM has optimized every object at -O3 already).
+# The results are bit-identical to the plain builds (exact integer sums; tests/relaxed.test.mjs).
+
+EMCC_RELAXED := EM_LLVM_ROOT=/usr/lib/llvm-19/bin EM_LLVM_ADD_VERSION= EM_CLANG_ADD_VERSION= EMCC_READ_METADATA=python NODE_PATH=/usr/share/nodejs emcc
+EMAR_RELAXED := EM_LLVM_ROOT=/usr/lib/llvm-19/bin EM_LLVM_ADD_VERSION= EM_CLANG_ADD_VERSION= NODE_PATH=/usr/share/nodejs emar
+RELAXED_CFLAGS := $(WASM_CFLAGS) -mrelaxed-simd
+RELAXED_LINK := -O1 -sWASM_BIGINT
+WASM_RX_LIB := build/wasm/libwick-rx.a
+WASM_MT_RX_LIB := build/wasm/libwick-mt-rx.a
+
+build/wasm/obj-rx/%.o: src/%.c $(HEADERS) | build/.setup-stamp
+	@mkdir -p $(@D)
+	$(EMCC_RELAXED) $(RELAXED_CFLAGS) -DWICK_NO_THREADS -c -o $@ $<
+
+build/wasm/obj-mt-rx/%.o: src/%.c $(HEADERS) | build/.setup-stamp
+	@mkdir -p $(@D)
+	$(EMCC_RELAXED) $(RELAXED_CFLAGS) -pthread -c -o $@ $<
+
+$(WASM_RX_LIB): $(addprefix build/wasm/obj-rx/,$(addsuffix .o,$(ENGINE_NAMES)))
+	rm -f $@ && $(EMAR_RELAXED) rcs $@ $^
+$(WASM_MT_RX_LIB): $(addprefix build/wasm/obj-mt-rx/,$(addsuffix .o,$(ENGINE_NAMES)))
+	rm -f $@ && $(EMAR_RELAXED) rcs $@ $^
+
+build/wasm/wick-relaxed.js: src/cli.c src/cli_library.js $(WASM_RX_LIB) $(HEADERS)
+	$(EMCC_RELAXED) $(RELAXED_CFLAGS) -DWICK_NO_THREADS -o $@ src/cli.c $(call WHOLE,$(WASM_RX_LIB)) $(WASM_LDFLAGS) $(RELAXED_LINK)
+
+build/wasm/wick-mt-relaxed.js: src/cli.c src/cli_library.js $(WASM_MT_RX_LIB) $(HEADERS)
+	$(EMCC_RELAXED) $(RELAXED_CFLAGS) $(WASM_MT_FLAGS) -o $@ src/cli.c $(call WHOLE,$(WASM_MT_RX_LIB)) $(WASM_LDFLAGS) $(RELAXED_LINK)
+
+# the kernel test in the relaxed build (run with node --experimental-wasm-relaxed-simd)
+build/wasm/test_kernels-relaxed.js: tests/test_kernels.c $(WASM_RX_LIB) $(HEADERS)
+	$(EMCC_RELAXED) $(RELAXED_CFLAGS) -DWICK_NO_THREADS -o $@ $< $(WASM_RX_LIB) $(WASM_TEST_FLAGS) $(RELAXED_LINK)
+
+RELAXED_BUILDS := build/wasm/wick-relaxed.js build/wasm/wick-mt-relaxed.js build/wasm/test_kernels-relaxed.js
+
+# the same kernel test natively, with the relaxed instruction emulated (WICK_RELAXED_EMULATE)
+build/native/test_kernels-relaxed: tests/test_kernels.c $(ENGINE_SRC) $(HEADERS) | build/.setup-stamp
+	@mkdir -p $(@D)
+	$(CC) $(NATIVE_CFLAGS) -DWICK_RELAXED_EMULATE -o $@ $< $(ENGINE_SRC) $(NATIVE_LIBS)
+
+RELAXED_BUILDS += build/native/test_kernels-relaxed
+
+# the native CLI with the relaxed paths (emulated): its logits must equal build/native/wick's
+build/native/wick-relaxed: src/cli.c $(ENGINE_SRC) $(HEADERS) | build/.setup-stamp
+	@mkdir -p $(@D)
+	$(CC) $(NATIVE_CFLAGS) -DWICK_RELAXED_EMULATE -o $@ src/cli.c $(ENGINE_SRC) $(NATIVE_LIBS)
+
+RELAXED_BUILDS += build/native/wick-relaxed
