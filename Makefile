@@ -167,9 +167,10 @@ build/native/bench_%: tests/bench_%.c $(NATIVE_LIB) $(HEADERS)
 build/wasm/bench_%.js: tests/bench_%.c $(WASM_LIB) $(HEADERS)
 	$(EMCC) $(WASM_CFLAGS) -DWICK_NO_THREADS -o $@ $< $(WASM_LIB) $(WASM_TEST_FLAGS)
 
-bench-kernels: build/native/bench_kernels build/wasm/bench_kernels.js build/wasm/package.json
+bench-kernels: build/native/bench_kernels build/wasm/bench_kernels.js build/wasm/bench_kernels-relaxed.js build/wasm/package.json
 	build/native/bench_kernels $(KERNEL_TYPES)
 	node build/wasm/bench_kernels.js $(KERNEL_TYPES)
+	node --experimental-wasm-relaxed-simd build/wasm/bench_kernels-relaxed.js $(KERNEL_TYPES)
 
 bench-streams: build/native/bench_streams build/wasm/bench_streams.js build/wasm/package.json
 	build/native/bench_streams

@@ -1150,6 +1150,23 @@ static ALWAYS_INLINE void k_unpack(enum k_kind k, const uint8_t *blk, const int 
 }
 
 #if WICK_RELAXED
+/* lane i (0..15) of the scales lo (0..7) : hi (8..15) in all eight lanes; i is a constant where
+ * this is inlined, so one shuffle remains */
+static ALWAYS_INLINE v128_t bcast_i16(v128_t lo, v128_t hi, const int i)
+{
+    v128_t v = i < 8 ? lo : hi;
+    switch (i & 7) {
+    case 0: return wasm_i16x8_shuffle(v, v, 0, 0, 0, 0, 0, 0, 0, 0);
+    case 1: return wasm_i16x8_shuffle(v, v, 1, 1, 1, 1, 1, 1, 1, 1);
+    case 2: return wasm_i16x8_shuffle(v, v, 2, 2, 2, 2, 2, 2, 2, 2);
+    case 3: return wasm_i16x8_shuffle(v, v, 3, 3, 3, 3, 3, 3, 3, 3);
+    case 4: return wasm_i16x8_shuffle(v, v, 4, 4, 4, 4, 4, 4, 4, 4);
+    case 5: return wasm_i16x8_shuffle(v, v, 5, 5, 5, 5, 5, 5, 5, 5);
+    case 6: return wasm_i16x8_shuffle(v, v, 6, 6, 6, 6, 6, 6, 6, 6);
+    default: return wasm_i16x8_shuffle(v, v, 7, 7, 7, 7, 7, 7, 7, 7);
+    }
+}
+
 /* Unit v's stored values (0..63, no scale, no offset) as 16 bytes for each of its two element
  * sets (lo: first .. first+16, hi: second .. second+16), for the relaxed dot; the bit layout is
  * k_unpack's, on 8-bit lanes. */
@@ -1211,19 +1228,37 @@ static ALWAYS_INLINE void k_unit(enum k_kind k, const int NT, const uint8_t *con
     const int r0 = NT == 1 ? 0 : row, r1 = NT == 1 ? 4 : row + 1;
 #if WICK_RELAXED
     {
-        /* each 16-bit lane of a relaxed dot is at most 2 * 128 * 63; times the scale in 32 bits */
+        /* Each 16-bit lane of a relaxed dot is at most 2 * 128 * 63, and is multiplied by its
+         * sub-block's scale in 32 bits (i32x4.dot_i16x8_s with the scale in every lane). Q4_K and
+         * Q5_K's units 2j and 2j + 1 read the same two sub-blocks: k_block hands both here at
+         * once (v even, pair), and their 16-bit products are added before the scale (at most
+         * 2 * 2 * 128 * 31 per lane), one scale multiply for two units. */
         const int shift = k == K_Q4 || k == K_Q5 ? 5 : 4;
-        v128_t wl[4], wh[4], s0[4], s1[4];
+        const int pair = (k == K_Q4 || k == K_Q5) && !(v & 1);
+        const k_unit_sets set2 = k_sets(k, v + 1);
+        v128_t wl[4], wh[4], wl2[4], wh2[4], s0[4], s1[4];
         for (int r = r0; r < r1; r++) {
             k_unpack_u8(k, rows[r] + off, v, &wl[r], &wh[r]);
-            s0[r] = wasm_i16x8_splat(sc[r][set.first >> shift]);
-            s1[r] = wasm_i16x8_splat(sc[r][set.second >> shift]);
+            if (pair)
+                k_unpack_u8(k, rows[r] + off, v + 1, &wl2[r], &wh2[r]);
+            v128_t lo = wasm_v128_load(sc[r]), hi = wasm_v128_load(sc[r] + 8);
+            s0[r] = bcast_i16(lo, hi, set.first >> shift);
+            s1[r] = bcast_i16(lo, hi, set.second >> shift);
         }
         for (int t = 0; t < NT; t++) {
             const int8_t *q8 = y[t]->qs;
             v128_t yf = wasm_v128_load(q8 + set.first), ys = wasm_v128_load(q8 + set.second);
-            for (int r = r0; r < r1; r++)
-                part[r][t] = wasm_i32x4_add(part[r][t], wasm_i32x4_add(dot_i16(rdot(yf, wl[r]), s0[r]), dot_i16(rdot(ys, wh[r]), s1[r])));
+            if (pair) {
+                v128_t yf2 = wasm_v128_load(q8 + set2.first), ys2 = wasm_v128_load(q8 + set2.second);
+                for (int r = r0; r < r1; r++) {
+                    v128_t a = wasm_i16x8_add(rdot(yf, wl[r]), rdot(yf2, wl2[r]));
+                    v128_t b = wasm_i16x8_add(rdot(ys, wh[r]), rdot(ys2, wh2[r]));
+                    part[r][t] = wasm_i32x4_add(part[r][t], wasm_i32x4_add(dot_i16(a, s0[r]), dot_i16(b, s1[r])));
+                }
+            } else {
+                for (int r = r0; r < r1; r++)
+                    part[r][t] = wasm_i32x4_add(part[r][t], wasm_i32x4_add(dot_i16(rdot(yf, wl[r]), s0[r]), dot_i16(rdot(ys, wh[r]), s1[r])));
+            }
         }
         return;
     }
@@ -1265,15 +1300,17 @@ static ALWAYS_INLINE void k_block(enum k_kind k, const int NT, const uint8_t *co
             part[r][t] = wasm_i32x4_splat(0);
     }
     /* units spelled out so that every shift count in k_unpack is a constant */
+    /* (relaxed, Q4_K and Q5_K: the odd units go with the even ones before them) */
+    const int odd = !(WICK_RELAXED && (k == K_Q4 || k == K_Q5));
     for (int row = 0; row < (NT == 1 ? 1 : 4); row++) {
         k_unit(k, NT, rows, off, sc, y, part, 0, row);
-        k_unit(k, NT, rows, off, sc, y, part, 1, row);
+        if (odd) k_unit(k, NT, rows, off, sc, y, part, 1, row);
         k_unit(k, NT, rows, off, sc, y, part, 2, row);
-        k_unit(k, NT, rows, off, sc, y, part, 3, row);
+        if (odd) k_unit(k, NT, rows, off, sc, y, part, 3, row);
         k_unit(k, NT, rows, off, sc, y, part, 4, row);
-        k_unit(k, NT, rows, off, sc, y, part, 5, row);
+        if (odd) k_unit(k, NT, rows, off, sc, y, part, 5, row);
         k_unit(k, NT, rows, off, sc, y, part, 6, row);
-        k_unit(k, NT, rows, off, sc, y, part, 7, row);
+        if (odd) k_unit(k, NT, rows, off, sc, y, part, 7, row);
     }
     v128_t dx = gather_half4(rows, off + d_off);
     v128_t dmin = k_has_min(k) ? gather_half4(rows, off + dmin_off) : dx;

@@ -145,7 +145,15 @@ static void bench(const quant_type *t)
     free(m.out);
 }
 
-int main(int argc, char **argv)
+/* The relaxed-SIMD build (mk/relaxed.mk) links without binaryen, which is what gives a
+ * main(argc, argv) (__main_argc_argv to LLVM) the export name Emscripten's loader calls. */
+#if defined(__EMSCRIPTEN__) && defined(__wasm_relaxed_simd__)
+__attribute__((export_name("main")))
+#endif
+int bench_main(int argc, char **argv);
+int main(int argc, char **argv) { return bench_main(argc, argv); }
+
+int bench_main(int argc, char **argv)
 {
     static const uint32_t order[] = {
         WICK_TYPE_Q4_0, WICK_TYPE_Q8_0, WICK_TYPE_Q4_K, WICK_TYPE_Q6_K, WICK_TYPE_Q2_K, WICK_TYPE_Q3_K,
