@@ -95,7 +95,10 @@ test('the page loads the default model and streams an answer with its stats', { 
   const page = await openPage();
   try {
     await ready(page);
-    assert.match(await page.textContent('#model-status'), /Loaded stories260K/);
+    assert.match(await page.textContent('#model-status'), /Loaded stories260K.* · relaxed SIMD$/);
+    // Chromium has relaxed SIMD: the page says so and takes that build
+    assert.equal(await page.getAttribute('#model-status', 'data-build'), 'mt-relaxed');
+    assert.match(await page.textContent('#env'), /relaxed SIMD ✓/);
     assert.match(await page.textContent('#model-check'), /1\.\d+ MiB.*Needs about/s);
     // count separate deliveries of text: one MutationObserver callback per task that added tokens
     await page.evaluate(() => {
@@ -296,7 +299,7 @@ test('without isolation headers: the service worker brings threads; where it is 
     await ready(page); // after one reload by web/coi.js
     const r = await page.evaluate(() => ({ isolated: crossOriginIsolated, build: window.wickPage.state.engine.build, badge: document.getElementById('env').textContent }));
     assert.equal(r.isolated, true);
-    assert.equal(r.build, 'mt');
+    assert.equal(r.build, 'mt-relaxed');
     assert.match(r.badge, /threads ✓ \(via service worker\)/);
     const answer = await ask(page, 'Once upon a time');
     assert.ok(answer.decodeTps > 0);
@@ -310,7 +313,7 @@ test('without isolation headers: the service worker brings threads; where it is 
     await ready(page2);
     const r = await page2.evaluate(() => ({ isolated: crossOriginIsolated, build: window.wickPage.state.engine.build }));
     assert.equal(r.isolated, false);
-    assert.equal(r.build, 'st');
+    assert.equal(r.build, 'st-relaxed');
     assert.match(await page2.textContent('#threads-note'), /one thread: the page is not cross-origin isolated/);
     const answer = await ask(page2, 'Once upon a time');
     assert.ok(answer.text.length > 0);

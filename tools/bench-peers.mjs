@@ -3,7 +3,8 @@
 // same prompt, the same generation length and the same thread count:
 //   wick    in headless Chromium (Debian's /usr/bin/chromium, driven by playwright-core): the
 //           engine's C API called from a Web Worker by tools/bench-page/wick-worker.js, the
-//           single-threaded build for 1 thread, the pthreads build otherwise;
+//           single-threaded build for 1 thread, the pthreads build otherwise; `wick-relaxed`
+//           the same with the relaxed-SIMD twin of the build (what Chromium users get);
 //   wllama  @wllama/wllama 3.13.0 in the same browser, with the wasm file of its npm package;
 //   native  llama.cpp through node-llama-cpp 3.21.1 in Node (its prebuilt linux-x64 CPU binary
 //           from npm; never built or downloaded), the ceiling.
@@ -14,7 +15,7 @@
 //   node tools/bench-peers.mjs [--models models/synth-134m-q4_0.gguf,…] [--threads 1,2]
 //       (models/synth-[<arch>-]<134m|1b>-<type>.gguf are made by wick synth on demand: the families'
 //        rows are e.g. models/synth-gemma3-134m-q4_k_m.gguf, compared per parameter with the llama row)
-//       [--prompt-tokens 64] [--gen 32] [--repeat 3] [--ctx 512] [--engines wick,wllama,native]
+//       [--prompt-tokens 64] [--gen 32] [--repeat 3] [--ctx 512] [--engines wick,wick-relaxed,wllama,native]
 //       [--stat best|median] [--timeout 300] [--idle-wait 30] [--record]
 //
 // Everything is served from 127.0.0.1 by tools/serve.mjs (COOP/COEP: the page is cross-origin
@@ -36,7 +37,7 @@ const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable
 const DEFAULTS = {
   models: 'models/synth-134m-q4_0.gguf,models/synth-134m-q8_0.gguf,models/synth-134m-q4_k_m.gguf',
   threads: '1,2', promptTokens: 64, gen: 32, repeat: 3, ctx: 512, batch: 512,
-  engines: 'wick,wllama,native', stat: 'best', timeout: 300, idleWait: 30, record: false,
+  engines: 'wick,wick-relaxed,wllama,native', stat: 'best', timeout: 300, idleWait: 30, record: false,
 };
 
 const log = (s) => process.stderr.write(`bench:peers: ${s}\n`);
@@ -101,12 +102,14 @@ function getNativeLlama() {
   return llamaPromise;
 }
 
-/** llama_perf_context_print's "eval time = X ms / N runs" (decode) after printTimings(). */
+/** llama_perf_context_print's "eval time = X ms / N runs" (decode) after printTimings(), and its
+ * "prompt eval time = X ms / N tokens" (prefill) as {promptMs, promptTokens}. */
 async function llamaPerfDecode(context) {
   llamaLog.length = 0;
   await context.printTimings();
   const m = llamaLog.map((l) => /\beval time =\s*([\d.]+) ms \/\s*(\d+) runs/.exec(l)).find((x) => x && !/prompt/.test(x.input));
-  return m ? { ms: Number(m[1]), runs: Number(m[2]) } : null;
+  const p = llamaLog.map((l) => /prompt eval time =\s*([\d.]+) ms \/\s*(\d+) tokens/.exec(l)).find(Boolean);
+  return m ? { ms: Number(m[1]), runs: Number(m[2]), promptMs: p ? Number(p[1]) : NaN, promptTokens: p ? Number(p[2]) : NaN } : null;
 }
 
 async function benchNative(modelPath, cfg) {
@@ -133,24 +136,33 @@ async function benchNative(modelPath, cfg) {
     const sampledDecode = (cfg.gen / (performance.now() - s0)) * 1000;
     await it.return?.();
     await llamaPerfDecode(context).catch(() => null);  // printing resets the counters: start the timed runs from zero
-    // Timed runs: the same prompt as one batch, then the greedy tokens one evaluation each. The
-    // generator's sampling step costs node-llama-cpp several ms of JS per token (more than the
-    // model itself on small files), so the ceiling is measured without it.
+    // Timed runs: a greedy generation, as a real decode is, so that every step computes its logits
+    // (llama.cpp skips the output head of a step that asks for none, which is what
+    // evaluateWithoutGeneratingNewTokens does: that figure, too fast, is kept in the notes). The
+    // generator's sampling costs node-llama-cpp several ms of JS per token, more than the model on
+    // small files, so the clock is llama.cpp's own: its perf counters time the prompt's batch and
+    // each single-token evaluation inside llama_decode, output head included, JS left out.
     const runs = [];
+    const withoutHead = [];
     for (let r = 0; r < cfg.repeat; r++) {
       await sequence.clearHistory();
-      const a = performance.now();
-      await sequence.evaluateWithoutGeneratingNewTokens(cfg.promptIds);
-      const b = performance.now();
-      for (let i = 0; i < cfg.gen; i++) await sequence.evaluateWithoutGeneratingNewTokens([greedy[i]]);
-      const c = performance.now();
+      const gen = sequence.evaluate(cfg.promptIds, { temperature: 0 })[Symbol.asyncIterator]();
+      for (let i = 0; i <= cfg.gen; i++) await gen.next();
+      await gen.return?.();
       const perf = await llamaPerfDecode(context).catch(() => null);
-      runs.push({
-        prefillMs: b - a, decodeMs: c - b, promptTokens: cfg.promptIds.length, decodeSteps: cfg.gen,
-        internalDecode: perf?.runs === cfg.gen ? (perf.runs / perf.ms) * 1000 : NaN,
-      });
+      if (!perf || perf.promptTokens !== cfg.promptIds.length) throw new Error(`llama.cpp's perf counters did not report the prompt's ${cfg.promptIds.length} tokens`);
+      runs.push({ prefillMs: perf.promptMs, decodeMs: perf.ms, promptTokens: perf.promptTokens, decodeSteps: perf.runs });
+      // the same steps without logits (evaluateWithoutGeneratingNewTokens), by the same clock
+      await sequence.clearHistory();
+      await sequence.evaluateWithoutGeneratingNewTokens(cfg.promptIds);
+      for (let i = 0; i < cfg.gen; i++) await sequence.evaluateWithoutGeneratingNewTokens([greedy[i]]);
+      const bare = await llamaPerfDecode(context).catch(() => null);
+      if (bare?.runs === cfg.gen) withoutHead.push((bare.runs / bare.ms) * 1000);
     }
-    return { engine: `llama.cpp (${llama.buildType}, ${llama.gpu || 'cpu'})`, runs, sameTokens, sampledDecode, tokens: greedy };
+    return {
+      engine: `llama.cpp (${llama.buildType}, ${llama.gpu || 'cpu'})`, runs, sameTokens, sampledDecode, tokens: greedy,
+      withoutHead: withoutHead.length ? Math.max(...withoutHead) : NaN,
+    };
   } finally {
     await context?.dispose();
     await model.dispose();
@@ -171,10 +183,11 @@ async function main(argv) {
   const opts = parseArgs(argv, DEFAULTS);
   if (!['best', 'median'].includes(opts.stat)) throw new Error('--stat is best or median');
   const engines = list(opts.engines);
-  for (const e of engines) if (!['wick', 'wllama', 'native'].includes(e)) throw new Error(`unknown engine ${e}`);
+  for (const e of engines) if (!['wick', 'wick-relaxed', 'wllama', 'native'].includes(e)) throw new Error(`unknown engine ${e}`);
   const threadCounts = list(opts.threads).map(Number);
-  if (engines.includes('wick')) {
-    for (const f of ['wick.js', 'wick.wasm', 'wick-mt.js', 'wick-mt.wasm', 'wick-mt.worker.js'])
+  if (engines.some((e) => e.startsWith('wick'))) {
+    for (const f of ['wick.js', 'wick.wasm', 'wick-mt.js', 'wick-mt.wasm', 'wick-mt.worker.js',
+      'wick-relaxed.js', 'wick-relaxed.wasm', 'wick-mt-relaxed.js', 'wick-mt-relaxed.wasm', 'wick-mt-relaxed.worker.js'])
       if (!fs.existsSync(path.join(ROOT, 'build', 'wasm', f))) throw new Error(`build/wasm/${f} is missing: run make`);
   }
 
@@ -209,6 +222,7 @@ async function main(argv) {
           const t0 = Date.now();
           try {
             if (engine === 'wick') result.wick = await benchInBrowser(browser, base, 'benchWick', cfg, opts.timeout);
+            else if (engine === 'wick-relaxed') result[engine] = await benchInBrowser(browser, base, 'benchWick', { ...cfg, relaxed: true }, opts.timeout);
             else if (engine === 'wllama') result.wllama = await benchInBrowser(browser, base, 'benchWllama', cfg, opts.timeout);
             else result.native = await withTimeout(benchNative(model, cfg), opts.timeout, 'node-llama-cpp');
             const r = result[engine];
@@ -218,7 +232,7 @@ async function main(argv) {
             if (engine === 'wllama' && threads > 1 && !r.multithread) notes.push(`${label}: wllama did not start threads`);
             if (engine === 'native') {
               sampled.push(`${label} t${threads} ${fmt(r.sampledDecode)}`);
-              internal.push(`${label} t${threads} ${fmt(summarize(r.runs.map((x) => x.internalDecode), opts.stat))}`);
+              internal.push(`${label} t${threads} ${fmt(r.withoutHead)}`);
             }
             const { prefill, decode } = rates(r, opts.stat);
             log(`${label} t${threads} ${engine}: prefill ${fmt(prefill)} tok/s, decode ${fmt(decode)} tok/s (${((Date.now() - t0) / 1000).toFixed(0)} s)`);
@@ -228,6 +242,9 @@ async function main(argv) {
           }
         }
         // the same model should give the same greedy start (random weights make long runs diverge)
+        const rxTokens = result['wick-relaxed']?.runs[0]?.tokens;
+        if (rxTokens && result.wick?.runs[0]?.tokens && rxTokens.join() !== result.wick.runs[0].tokens.join())
+          notes.push(`${label} t${threads}: the relaxed build's greedy tokens differ from the plain build's (they must be identical)`);
         const wickTokens = result.wick?.runs[0]?.tokens, nativeTokens = result.native?.tokens;
         if (wickTokens && nativeTokens) {
           let k = 0;
@@ -243,12 +260,14 @@ async function main(argv) {
           llama: !/^(llama3|qwen3|gemma2|gemma3|phi3|smollm3|granite|olmo2) /.test(label),
           prefill: get('wick', 'prefill') * weights, decode: get('wick', 'decode') * weights });
         const ratio = (a, b) => (Number.isFinite(a) && Number.isFinite(b) && b > 0 ? `${(a / b).toFixed(2)}×` : '—');
+        // the ratios are those of the build Chromium users get: the relaxed one where it ran
+        const best = engines.includes('wick-relaxed') ? 'wick-relaxed' : 'wick';
         rows.push([
           label, String(threads),
-          fmt(get('wick', 'prefill')), fmt(get('wllama', 'prefill')), fmt(get('native', 'prefill')),
-          ratio(get('wick', 'prefill'), get('wllama', 'prefill')), ratio(get('wick', 'prefill'), get('native', 'prefill')),
-          fmt(get('wick', 'decode')), fmt(get('wllama', 'decode')), fmt(get('native', 'decode')),
-          ratio(get('wick', 'decode'), get('wllama', 'decode')), ratio(get('wick', 'decode'), get('native', 'decode')),
+          fmt(get('wick', 'prefill')), fmt(get('wick-relaxed', 'prefill')), fmt(get('wllama', 'prefill')), fmt(get('native', 'prefill')),
+          ratio(get(best, 'prefill'), get('wllama', 'prefill')), ratio(get(best, 'prefill'), get('native', 'prefill')),
+          fmt(get('wick', 'decode')), fmt(get('wick-relaxed', 'decode')), fmt(get('wllama', 'decode')), fmt(get('native', 'decode')),
+          ratio(get(best, 'decode'), get('wllama', 'decode')), ratio(get(best, 'decode'), get('native', 'decode')),
         ]);
       }
     }
@@ -259,21 +278,23 @@ async function main(argv) {
   }
 
   const table = markdownTable([
-    'model', 'threads', 'prefill wick', 'prefill wllama', 'prefill native', 'wick/wllama', 'wick/native',
-    'decode wick', 'decode wllama', 'decode native', 'wick/wllama', 'wick/native',
+    'model', 'threads', 'prefill wick', 'prefill wick-rx', 'prefill wllama', 'prefill native', 'wick/wllama', 'wick/native',
+    'decode wick', 'decode wick-rx', 'decode wllama', 'decode native', 'wick/wllama', 'wick/native',
   ], rows);
   const method = [
     `Tokens/s; prompt ${opts.promptTokens} tokens (BOS included), ${opts.gen} decode steps (greedy, EOS ignored), ` +
       `context ${opts.ctx}, F16 KV cache, ${opts.stat} of ${opts.repeat} runs after one warm-up run; ${((Date.now() - started) / 1000).toFixed(0)} s in all.`,
     '- wick: headless Chromium, tools/bench-page/wick-worker.js in a Web Worker calling the C API ' +
       '(wick_eval of the prompt as one batch, then one wick_eval per token, argmax in wick_sample_simple); ' +
-      'build/wasm/wick.js for 1 thread, wick-mt.js (pthreads) otherwise.',
+      'build/wasm/wick.js for 1 thread, wick-mt.js (pthreads) otherwise; wick-rx: their relaxed-SIMD twins ' +
+      '(wick-relaxed.js, wick-mt-relaxed.js). The ratios are wick-rx\'s where it ran (what Chromium users get).',
     '- wllama: @wllama/wllama 3.13.0 in the same browser with the package\'s own esm/wasm/wllama.wasm, createCompletion ' +
       '(temperature 0, ignore_eos, cache_prompt false); figures from llama-server\'s timings (prompt_ms; predicted_ms ' +
       'over predicted_n − 1 single-token evaluations).',
     '- native: llama.cpp through node-llama-cpp 3.21.1 (prebuilt linux-x64 CPU binary, gpu: false, build: never) in Node: ' +
-      'a warm-up greedy generation (temperature 0) from the same token ids, then evaluateWithoutGeneratingNewTokens of ' +
-      'the prompt as one batch and of each greedy token in turn (node-llama-cpp\'s JS sampler, several ms per token, left out).',
+      'after a warm-up, greedy generations (temperature 0) from the same token ids, timed by llama.cpp\'s own perf counters ' +
+      '(llama_perf_context: the prompt as one batch, each step with its logits, inside llama_decode; node-llama-cpp\'s JS ' +
+      'sampler, several ms per token, left out).',
   ];
   // a family's cost per parameter against the plain llama file of the same type and thread count
   const relative = [];
@@ -285,7 +306,7 @@ async function main(argv) {
   }
   if (relative.length) notes.push(`wick's speed per parameter (tok/s × the weights a token multiplies: all but the embedding table, which a tied model multiplies again as its output) against the llama file of the same type (${(perParam.find((x) => x.llama)?.params / 1e6).toFixed(0)}M), 1.00× = as fast: ${relative.join('; ')}`);
   if (agreement.length) notes.push(`greedy tokens on which wick and llama.cpp agree, from the first: ${agreement.join(', ')}`);
-  if (internal.length) notes.push(`native decode by llama.cpp's own perf counters (llama_perf_context, no Node in the clock; tok/s): ${internal.join(', ')}`);
+  if (internal.length) notes.push(`native decode when no step asks for logits (evaluateWithoutGeneratingNewTokens: llama.cpp then skips the output head; best run, its own perf counters; tok/s): ${internal.join(', ')}`);
   if (sampled.length) notes.push(`native decode through node-llama-cpp's generator and sampler (one warm-up run, tok/s): ${sampled.join(', ')}`);
   const body = `${table}\n\n${method.join('\n')}${notes.length ? `\n\nNotes:\n${notes.map((n) => `- ${n}`).join('\n')}` : ''}`;
   process.stdout.write(`${body}\n`);

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // tools/bench.mjs — `npm run bench`: prefill and decode tokens/s of the wick WebAssembly build
-// under Node (the pthreads build when --threads > 1), with the native build alongside for
+// under Node (the pthreads build when --threads > 1) and of its relaxed-SIMD twin (V8's flag
+// --experimental-wasm-relaxed-simd, set by the CLI), with the native build alongside for
 // reference, and the peak memory of each run: the wasm heap at the end of the run (the heap only
 // grows, so its final size is its peak) and the process's peak resident set size.
 //
@@ -255,17 +256,20 @@ function runOnce(kind, model, prompt, opts, threads) {
   const flags = ['generate', '-m', model, '-p', prompt, '-n', String(opts.gen), '--temp', '0',
     '--ignore-eos', '--threads', String(threads), '--ctx', String(opts.ctx)];
   let cmd, args;
-  if (kind === 'wasm') {
+  let env = process.env;
+  if (kind === 'wasm' || kind === 'wasm-relaxed') {
     // this file as a child: it runs the CLI in-process and reports the wasm heap and peak RSS
+    // (wasm-relaxed: the relaxed-SIMD build, which the CLI runs behind V8's flag)
     cmd = process.execPath;
     args = [fileURLToPath(import.meta.url), '--cli-child', ...flags];
+    if (kind === 'wasm-relaxed') env = { ...process.env, WICK_WASM_RELAXED: '1' };
   } else {
     // GNU time reports the peak RSS of the native process when it is installed
     const time = fs.existsSync('/usr/bin/time');
     cmd = time ? '/usr/bin/time' : NATIVE_WICK;
     args = time ? ['-f', 'bench-maxrss-kib %M', NATIVE_WICK, ...flags] : flags;
   }
-  const r = spawnSync(cmd, args, { encoding: 'utf8', maxBuffer: 64 * MiB, timeout: opts.timeout * 1000 });
+  const r = spawnSync(cmd, args, { encoding: 'utf8', maxBuffer: 64 * MiB, timeout: opts.timeout * 1000, env });
   if (r.error) throw new Error(`${kind} run: ${r.error.message}`);
   if (r.status !== 0) throw new Error(`${kind} run exited with ${r.status}:\n${r.stderr.slice(-2000)}`);
   return parseRun(r.stderr);
@@ -307,7 +311,7 @@ async function main(argv) {
   if (!['best', 'median'].includes(opts.stat)) throw new Error('--stat is best or median');
   if (!fs.existsSync(NATIVE_WICK)) throw new Error(`${NATIVE_WICK} is missing: run make`);
   const threadCounts = list(opts.threads).map(Number);
-  const kinds = opts.noNative ? ['wasm'] : ['wasm', 'native'];
+  const kinds = opts.noNative ? ['wasm', 'wasm-relaxed'] : ['wasm', 'wasm-relaxed', 'native'];
   const rows = [];
   let busyRuns = 0;
   for (const file of list(opts.models)) {
@@ -330,10 +334,10 @@ async function main(argv) {
         const heap = Math.max(...runs.map((r) => r.heapBytes ?? r.enginePeakBytes ?? NaN));
         const enginePeak = Math.max(...runs.map((r) => r.enginePeakBytes ?? NaN));
         rows.push([
-          modelLabel(model), String(threads), kind === 'wasm' ? 'wasm (Node)' : 'native',
+          modelLabel(model), String(threads), { wasm: 'wasm (Node)', 'wasm-relaxed': 'wasm relaxed SIMD (Node)', native: 'native' }[kind],
           fmt(summarize(runs.map((r) => r.prefill), opts.stat)),
           fmt(summarize(runs.map((r) => r.decode), opts.stat)),
-          kind === 'wasm' ? `${fmt(heap / MiB, 0)} (≤ ${fmt(budget / MiB, 0)} ${heap <= budget ? 'ok' : 'OVER'})` : '—',
+          kind !== 'native' ? `${fmt(heap / MiB, 0)} (≤ ${fmt(budget / MiB, 0)} ${heap <= budget ? 'ok' : 'OVER'})` : '—',
           fmt(enginePeak / MiB, 0),
           fmt(Math.max(...runs.map((r) => r.maxRssBytes ?? NaN)) / MiB, 0),
         ]);

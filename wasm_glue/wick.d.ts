@@ -19,6 +19,9 @@ export interface LoadProgress {
   phase: 'download' | 'load';
   /** true when the bytes come from the Cache API */
   cached: boolean;
+  /** bytes read back from an earlier download of the same URL that stopped part way (a reload,
+   * an abort, a lost connection); the rest comes with a Range request. 0: none */
+  resumed: number;
 }
 
 export interface LoadOptions {
@@ -33,11 +36,16 @@ export interface LoadOptions {
   cache?: boolean;
   /** false: the single-threaded build even where threads are possible */
   multiThreaded?: boolean;
-  /** folder with wick.js, wick.wasm, wick-mt.js, wick-mt.wasm, wick-mt.worker.js (default ../build/wasm/) */
+  /** false: the plain SIMD128 build even where the browser has relaxed SIMD (same results, slower) */
+  relaxedSimd?: boolean;
+  /** folder with wick.js, wick.wasm, wick-mt.js, wick-mt.wasm, wick-mt.worker.js and their
+   * -relaxed twins (default ../build/wasm/) */
   wasmBase?: string | URL;
   /** URL of worker.js (default: beside wick.mjs) */
   workerUrl?: string | URL;
 }
+
+export type Build = 'mt' | 'st' | 'mt-relaxed' | 'st-relaxed';
 
 export type ModelSource = string | URL | Array<string | URL> | Blob | ArrayBuffer | ArrayBufferView;
 
@@ -222,8 +230,9 @@ export interface ModelInfo {
   contextSize: number;
   kvBytes: number;
   kvType: 'f16' | 'f32';
-  build: 'mt' | 'st';
+  build: Build;
   multiThreaded: boolean;
+  relaxedSimd: boolean;
   threads: number;
   wasmMemoryBytes: number;
   [key: string]: unknown;
@@ -231,9 +240,10 @@ export interface ModelInfo {
 
 export interface Engine {
   readonly info: ModelInfo;
-  /** 'mt': the pthreads build; 'st': the single-threaded build */
-  readonly build: 'mt' | 'st';
+  /** 'mt': the pthreads build; 'st': the single-threaded build; '-relaxed': with relaxed SIMD */
+  readonly build: Build;
   readonly multiThreaded: boolean;
+  readonly relaxedSimd: boolean;
   readonly threads: number;
   generate(prompt: string | number[], options?: GenerateOptions): AsyncGenerator<GenerateChunk | GenerateDone>;
   chat: {
@@ -252,7 +262,16 @@ export interface Engine {
   unload(): Promise<void>;
 }
 
-export interface CacheEntry { url: string; bytes: number; date: string | null }
+export interface CacheEntry {
+  url: string;
+  /** the file's size; for a partial entry, the bytes kept so far */
+  bytes: number;
+  date: string | null;
+  /** a download that stopped part way (listed with {partial: true}): the next load resumes it */
+  partial?: true;
+  /** a partial entry's whole size */
+  total?: number;
+}
 
 export interface FitCheck { fits: boolean; needed: number; available: number; fileBytes: number; kvBytes: number; contextSize: number }
 
@@ -265,13 +284,16 @@ export declare const Wick: {
   inspect(url: string | URL, options?: { contextSize?: number; kvType?: 'f16' | 'f32' }): Promise<InspectResult>;
   cache: {
     readonly supported: boolean;
-    list(): Promise<CacheEntry[]>;
+    /** the files kept whole; with {partial: true} also the downloads that stopped part way */
+    list(options?: { partial?: boolean }): Promise<CacheEntry[]>;
     delete(url: string | URL): Promise<boolean>;
     clear(): Promise<boolean>;
     has(url: string | URL): Promise<boolean>;
   };
   defaultThreads(): number;
   canUseThreads(): boolean;
+  /** whether this context runs relaxed SIMD (the relaxed builds are then chosen) */
+  hasRelaxedSimd(): boolean;
   splitUrls(firstUrl: string): string[];
   useJinja(module: { Template: unknown; Environment: unknown; Interpreter: unknown }): void;
   renderChatTemplate: typeof renderChatTemplate;
@@ -288,5 +310,6 @@ export declare function renderChatTemplate(source: string, messages: ChatMessage
 
 export declare function defaultThreads(): number;
 export declare function canUseThreads(): boolean;
+export declare function hasRelaxedSimd(): boolean;
 export declare function splitUrls(firstUrl: string): string[];
 export default Wick;

@@ -463,7 +463,7 @@ async function loadChosen() {
     threads,
     signal: controller.signal,
     onProgress: (p) => {
-      if (p.phase === 'download') meter.add(p.loaded);
+      if (p.phase === 'download') meter.add(p.loaded - (p.resumed || 0)); // kept bytes read back are no download speed
       $('progress-bar').value = p.total ? p.loaded / p.total : 0;
       $('progress-text').textContent = progressText(p, meter);
     },
@@ -486,7 +486,9 @@ async function loadChosen() {
     const name = info.name && info.name !== info.architecture ? info.name : chosen.label;
     $('model-status').textContent = `Loaded ${name} (${params ? `${params} parameters, ` : ''}${info.architecture}) in ` +
       `${formatDuration(performance.now() - t0)}${info.fromCache ? ' from the cache' : ''} · context ${formatCount(info.contextSize)} tokens · ` +
-      `KV cache ${formatBytes(info.kvBytes)} · ${engine.multiThreaded ? `${engine.threads} thread${engine.threads > 1 ? 's' : ''}` : '1 thread (single-threaded build)'}`;
+      `KV cache ${formatBytes(info.kvBytes)} · ${engine.multiThreaded ? `${engine.threads} thread${engine.threads > 1 ? 's' : ''}` : '1 thread (single-threaded build)'}` +
+      ` · ${engine.relaxedSimd ? 'relaxed SIMD' : 'SIMD128'}`;
+    $('model-status').dataset.build = engine.build;
     $('model-status').dataset.loaded = name;
     const chat = $('mode-field').querySelector('input[value=chat]');
     chat.disabled = !info.chatTemplate;
@@ -524,7 +526,10 @@ async function storageRoom(url, bytes) {
   try {
     if (await Wick.cache.has(url)) return null; // already kept: nothing to download
     const { usage = 0, quota = 0 } = await storage.estimate();
-    if (!quota || bytes <= quota - usage) return null;
+    // the part an earlier visit kept is in the usage already, and will not be downloaded again
+    const abs = new URL(url, location.href).href;
+    const kept = (await Wick.cache.list({ partial: true })).find((e) => e.partial && e.url === abs)?.bytes || 0;
+    if (!quota || bytes - kept <= quota - usage) return null;
     return `This file needs ${formatBytes(bytes)} of storage, but the browser gives this site only ${formatBytes(Math.max(0, quota - usage))} more ` +
       `(${formatBytes(usage)} used of ${formatBytes(quota)}). Remove kept models below, or free space on the device.`;
   } catch {
@@ -546,21 +551,26 @@ async function keepPersistently() {
 async function refreshCache() {
   const list = $('cache-list');
   if (!Wick.cache.supported) { list.replaceChildren(el('li', { className: 'hint' }, 'This browser offers no Cache API: models are downloaded each time.')); return; }
-  let entries = [];
-  try { entries = await Wick.cache.list(); } catch (e) { list.replaceChildren(el('li', { className: 'hint' }, `The cache cannot be read: ${e.message}`)); return; }
+  let all = [];
+  try { all = await Wick.cache.list({ partial: true }); } catch (e) { list.replaceChildren(el('li', { className: 'hint' }, `The cache cannot be read: ${e.message}`)); return; }
+  // whole files (they work offline), and downloads a reload or Cancel stopped part way
+  const entries = all.filter((e) => !e.partial), partial = all.filter((e) => e.partial);
   state.kept = new Set(entries.map((e) => e.url));
   markKept();
-  const total = entries.reduce((a, e) => a + e.bytes, 0);
-  list.replaceChildren(...entries.map((e) => {
+  const total = all.reduce((a, e) => a + e.bytes, 0);
+  list.replaceChildren(...all.map((e) => {
     const name = decodeURIComponent(new URL(e.url).pathname.split('/').pop());
-    return el('li', { className: 'cache-entry', title: e.url },
+    return el('li', { className: `cache-entry${e.partial ? ' partial' : ''}`, title: e.url },
       el('span', { className: 'cache-name' }, name),
-      el('span', { className: 'cache-size' }, formatBytes(e.bytes)),
+      el('span', { className: 'cache-size' }, e.partial ? `${formatBytes(e.bytes)} of ${formatBytes(e.total)}, resumes on the next load` : formatBytes(e.bytes)),
       el('button', { type: 'button', className: 'small', 'aria-label': `Remove ${name} from the cache`, onclick: async () => { await Wick.cache.delete(e.url); refreshCache(); } }, 'Remove'));
   }));
-  if (!entries.length) list.append(el('li', { className: 'hint' }, 'Nothing yet: a downloaded model is kept here.'));
-  else list.append(el('li', { className: 'cache-total hint' }, `${entries.length} file${entries.length > 1 ? 's' : ''}, ${formatBytes(total)} in all`));
-  $('cache-clear').disabled = !entries.length;
+  if (!all.length) list.append(el('li', { className: 'hint' }, 'Nothing yet: a downloaded model is kept here.'));
+  else {
+    list.append(el('li', { className: 'cache-total hint' }, `${entries.length} file${entries.length === 1 ? '' : 's'}` +
+      `${partial.length ? ` and ${partial.length} unfinished download${partial.length > 1 ? 's' : ''}` : ''}, ${formatBytes(total)} in all`));
+  }
+  $('cache-clear').disabled = !all.length;
   if (entries.length) keepPersistently();
   const line = $('storage-line');
   const storage = globalThis.navigator?.storage;
@@ -649,6 +659,9 @@ function showEnvironment() {
   const badge = (ok, text, title) => el('li', { className: `badge ${ok ? 'ok' : 'no'}`, title }, text);
   env.replaceChildren(
     badge(f.simd, f.simd ? 'SIMD ✓' : 'no SIMD', 'WebAssembly SIMD128'),
+    badge(f.relaxedSimd, f.relaxedSimd ? 'relaxed SIMD ✓' : 'no relaxed SIMD', f.relaxedSimd
+      ? 'WebAssembly relaxed SIMD: the faster build of the engine, with the same results'
+      : 'no WebAssembly relaxed SIMD here: the plain SIMD128 build, with the same results, somewhat slower'),
     badge(f.threadsPossible, f.threadsPossible ? `threads ✓${state.isolation?.how === 'service worker' ? ' (via service worker)' : ''}` : '1 thread', 'cross-origin isolation and shared memory'));
   if (!f.wasm) notice('error', 'This browser has no WebAssembly: wick cannot run here.');
   else if (!f.simd) notice('error', 'This browser lacks WebAssembly SIMD, which wick needs. Use a current Chrome, Edge, Firefox (89+) or Safari (16.4+).');

@@ -21,7 +21,8 @@
  *    the network first and kept for offline use.
  *
  * Downloads that must not be kept here pass untouched: requests with a Range header or
- * `cache: 'no-store'` (the engine keeps model files itself, in the cache `wick-models-v1`). */
+ * `cache: 'no-store'` (the engine keeps model files itself: whole in the cache `wick-models-v1`,
+ * unfinished downloads in pieces in `wick-partial-v1`). */
 'use strict';
 
 const SHELL_PREFIX = 'wick-shell-';

@@ -1,6 +1,7 @@
 // web/util.js — small helpers shared by the page (app.js) and the custom element (wick-chat.js):
 // building DOM safely, formatting, what the browser can do, and the memory check before a load.
 import '../wasm_glue/gguf-header.js'; // defines globalThis.WickGguf (also imported by wick.mjs)
+import { hasRelaxedSimd } from '../wasm_glue/wick.mjs';
 
 const WickGguf = globalThis.WickGguf;
 const GiB = 2 ** 30;
@@ -61,7 +62,7 @@ export function visibleToken(text) {
 // browser has WebAssembly SIMD128 (the bytes are wasm-feature-detect's SIMD test).
 const SIMD_TEST = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 10, 1, 8, 0, 65, 0, 253, 15, 253, 98, 11]);
 
-/** What this browser offers wick: {wasm, simd, sharedMemory, isolated, threadsPossible, cores, deviceMemoryGiB}. */
+/** What this browser offers wick: {wasm, simd, relaxedSimd, sharedMemory, isolated, threadsPossible, cores, deviceMemoryGiB}. */
 export function detectFeatures() {
   const wasm = typeof WebAssembly === 'object' && typeof WebAssembly.validate === 'function';
   let simd = false;
@@ -74,6 +75,7 @@ export function detectFeatures() {
   return {
     wasm,
     simd,
+    relaxedSimd: wasm && hasRelaxedSimd(),
     sharedMemory,
     isolated,
     threadsPossible: isolated && sharedMemory,
@@ -158,6 +160,8 @@ export function progressText(p, meter) {
   if (p.cached) return `Reading from the browser cache: ${formatBytes(p.loaded)}${of}`;
   const rate = meter.rate();
   const bits = [`${formatBytes(p.loaded)}${of}`];
+  // the bytes an earlier visit kept (wasm_glue/worker.js resumes after them with a Range request)
+  if (p.resumed > 0) bits.push(`resumed at ${formatBytes(p.resumed)}`);
   if (rate) bits.push(`${formatBytes(rate)}/s`);
   if (rate && p.total) bits.push(`${formatDuration(((p.total - p.loaded) * 1000) / rate)} left`);
   return `Downloading: ${bits.join(' · ')}`;

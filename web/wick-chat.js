@@ -176,7 +176,7 @@ class WickChat extends HTMLElement {
         signal,
         contextSize: Number(this.getAttribute('context-size')) || 0,
         onProgress: (p) => {
-          if (p.phase === 'download') meter.add(p.loaded);
+          if (p.phase === 'download') meter.add(p.loaded - (p.resumed || 0)); // kept bytes read back are no download speed
           ui.progress.value = p.total ? p.loaded / p.total : 0;
           this._setStatus(progressText(p, meter));
         },

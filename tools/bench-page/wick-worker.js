@@ -21,7 +21,8 @@ self.onmessage = async (event) => {
 };
 
 async function bench(cfg) {
-  const build = cfg.threads > 1 ? 'wick-mt' : 'wick';
+  // cfg.relaxed: the relaxed-SIMD twin of the build (mk/relaxed.mk)
+  const build = (cfg.threads > 1 ? 'wick-mt' : 'wick') + (cfg.relaxed ? '-relaxed' : '');
   const base = new URL('/build/wasm/', self.location.origin).href;
   const scriptUrl = base + build + '.js';
   importScripts(scriptUrl);
