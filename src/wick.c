@@ -368,11 +368,7 @@ int32_t wick_n_ctx(const wick_ctx *c) { return c ? c->n_ctx : 0; }
 wick_status wick_kv_trim(wick_ctx *c, int32_t n_keep) {
     if (!c || n_keep < 0 || n_keep > c->n_past)
         return set_error(WICK_ERR_INVALID_ARG, "cannot keep %d positions of %d", n_keep, c ? c->n_past : 0);
-    if (!kv_cache_can_trim(c, n_keep))
-        return set_error(WICK_ERR_INVALID_ARG, "cannot cut the cache back to %d positions: the sliding-window layers no "
-                         "longer hold the window before it (evaluate from 0)", n_keep);
-    if (n_keep == 0) c->swa_lo = 0;
-    c->n_past = n_keep;
+    if (kv_cache_trim(c, n_keep, last_error, sizeof last_error)) return WICK_ERR_INVALID_ARG;
     return ok();
 }
 
@@ -385,6 +381,14 @@ wick_status wick_kv_shift(wick_ctx *c, int32_t n_keep, int32_t n_discard) {
 size_t wick_kv_bytes(const wick_ctx *c) {
     if (!c) return 0;
     return 2 * c->kv_cache_bytes;
+}
+
+size_t wick_state_bytes(const wick_ctx *c) { return c ? ctx_state_bytes(c) : 0; }
+
+wick_status wick_state_snapshot(wick_ctx *c) {
+    if (!c) return set_error(WICK_ERR_INVALID_ARG, "wick_state_snapshot: NULL context");
+    kv_state_snapshot(c);
+    return ok();
 }
 
 int32_t wick_sample_simple(const float *logits, int32_t n_vocab, float temperature, double u) {

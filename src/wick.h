@@ -34,7 +34,8 @@ const char *wick_last_error(void);
 
 /* ---- models ---- */
 
-/* A GGUF file (v2/v3) of architecture llama or qwen2, or a vocab-only GGUF (tokenizing only). */
+/* A GGUF file (v2/v3) of a supported architecture (llama, qwen2, qwen3, gemma2, gemma3, phi3,
+ * smollm3, granite, olmo2, lfm2, qwen35), or a vocab-only GGUF (tokenizing only). */
 wick_status wick_model_load_gguf(const void *buf, size_t size, wick_model **out);
 /* A model split into n GGUF files (llama.cpp's gguf-split, name-00001-of-0000N.gguf): one
  * buffer per part, in order, each alive until wick_model_free. Also the way to hold a model
@@ -105,14 +106,23 @@ int32_t wick_n_past(const wick_ctx *c);
 int32_t wick_n_ctx(const wick_ctx *c);
 /* Forget everything after the first n_keep positions (0: empty cache). Refused when a
  * sliding-window layer no longer holds the window before n_keep (its ring kept only the last
- * n_swa − 1 + n_batch positions): evaluate from 0 then. */
+ * n_swa − 1 + n_batch positions), or when a recurrent state (hybrid models) has no snapshot at
+ * n_keep (wick_state_snapshot): evaluate from 0 then. */
 wick_status wick_kv_trim(wick_ctx *c, int32_t n_keep);
 /* Drop positions [n_keep, n_keep + n_discard) and move the later ones down, re-rotating
  * their cached keys for their new positions (the context shift). Refused when a
- * sliding-window layer would need kept positions its ring no longer holds. */
+ * sliding-window layer would need kept positions its ring no longer holds, and for a hybrid
+ * model (its recurrent state cannot drop positions): evaluate the kept tokens again then. */
 wick_status wick_kv_shift(wick_ctx *c, int32_t n_keep, int32_t n_discard);
-/* Bytes held by the KV cache. */
+/* Bytes held by the KV cache (of the attention layers only, in a hybrid model). */
 size_t wick_kv_bytes(const wick_ctx *c);
+/* Bytes of the recurrent state of a hybrid model (lfm2, qwen35), its snapshots included: fixed
+ * at context creation, whatever the number of tokens; 0 for a model without recurrent layers. */
+size_t wick_state_bytes(const wick_ctx *c);
+/* Keeps a snapshot of the recurrent state at the current position, so that wick_kv_trim can
+ * later return there (the context keeps the last two; the generator takes one at the end of
+ * each prompt). Without a snapshot a hybrid model's cache is cut back only to 0. */
+wick_status wick_state_snapshot(wick_ctx *c);
 
 /* ---- generation: the loop of the seed chapter, one token per call ----
  *
