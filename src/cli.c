@@ -413,11 +413,12 @@ static int cmd_generate(const options *o, wick_model *m) {
     double t0 = now_seconds();
     if (o->n > 0 && wick_gen_start(g, ids, n) != WICK_OK) return error_exit("%s", wick_last_error());
     double t1 = now_seconds();
-    int generated = 0, shifted = 0;
+    int generated = 0, shifted = 0, reevaluated = 0;
     while (generated < o->n) {
         if (wick_gen_next(g) != WICK_OK) return error_exit("%s", wick_last_error());
         generated++;
         shifted += wick_gen_shifted(g);
+        reevaluated += wick_gen_reevaluated(g);
         int32_t len;
         const char *text = wick_gen_text(g, &len);
         out_write(1, text, (size_t)len);
@@ -428,9 +429,10 @@ static int cmd_generate(const options *o, wick_model *m) {
     out_write(1, "\n", 1);
     static const char *reasons[] = {"none", "end of generation", "stop string", "length"};
     outf(2, "prefill: %d tokens in %.3f s (%.1f tok/s); decode: %d tokens in %.3f s (%.1f tok/s); threads %d; "
-            "finish: %s; context shifts dropped %d tokens; peak memory %.1f MiB\n",
+            "finish: %s; context shifts dropped %d tokens (re-evaluated %d); peak memory %.1f MiB\n",
          n, t1 - t0, n / (t1 - t0 > 0 ? t1 - t0 : 1e-9), generated, t2 - t1,
-         generated / (t2 - t1 > 0 ? t2 - t1 : 1e-9), o->threads, reasons[wick_gen_finish(g) & 3], shifted, peak_memory_mib());
+         generated / (t2 - t1 > 0 ? t2 - t1 : 1e-9), o->threads, reasons[wick_gen_finish(g) & 3], shifted, reevaluated,
+         peak_memory_mib());
     wick_gen_free(g);
     free(ids);
     wick_ctx_free(c);

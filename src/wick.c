@@ -199,7 +199,9 @@ wick_status wick_model_get_info(const wick_model *m, wick_model_info *o) {
         o->weight_bytes = weight_bytes(&m->tok_embd) + (tied ? weight_bytes(tied) : 0);
         for (int l = 0; l < c->n_layers; l++) {
             const layer_weights *w = &m->layers[l];
-            const weight *ws[] = {&w->wq, &w->wk, &w->wv, &w->wo, &w->w_gate, &w->w_down, &w->w_up};
+            const weight *ws[] = {&w->wq,     &w->wk,      &w->wv,       &w->wo,      &w->w_gate, &w->w_down,
+                                  &w->w_up,   &w->sc_in,   &w->sc_out,   &w->dn_qkv,  &w->dn_gate,
+                                  &w->dn_alpha, &w->dn_beta, &w->dn_out};
             for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) {
                 o->n_params += weight_count(ws[i]);
                 o->weight_bytes += weight_bytes(ws[i]);
@@ -241,11 +243,26 @@ static void emit_family(text_out *o, const wick_model *m) {
          "\"fused_qkv\":%s,\"fused_gate_up\":%s,\"tied_output\":%s,"
          "\"sliding_window\":%d,\"sliding_layers\":%d,\"rope_freq_base_swa\":%.9g,\"unrotated_layers\":%d,"
          "\"rope_factors\":\"%s\",\"rope_attn_factor\":%.9g,\"embedding_scale\":%.9g,\"residual_scale\":%.9g,"
-         "\"attention_scale\":%.9g,\"attn_softcap\":%.9g,\"final_softcap\":%.9g,\"logit_scale\":%.9g}",
+         "\"attention_scale\":%.9g,\"attn_softcap\":%.9g,\"final_softcap\":%.9g,\"logit_scale\":%.9g",
          c->q_dim, norms, qk[c->qk_norm], c->act == ACT_GELU_TANH ? "gelu (tanh)" : "silu", m->fused_qkv ? "true" : "false",
          m->fused_gate_up ? "true" : "false", m->output.data == m->tok_embd.data ? "true" : "false", c->n_swa, sliding,
          c->rope_base_swa, unrotated, factors, c->rope_attn_factor, c->embd_scale, c->residual_scale, c->attn_scale,
          c->attn_softcap, c->final_softcap, c->logit_scale);
+    /* the hybrids: which layers mix positions how (A attention, C short convolution, D gated
+     * DeltaNet) and the recurrent state one sequence needs, in bytes (a context keeps it and
+     * two snapshots: wick_state_bytes) */
+    emit(o, ",\"layer_pattern\":\"");
+    size_t state = 0;
+    for (int l = 0; l < c->n_layers; l++) {
+        layer_kind k = m->layers[l].kind;
+        emit(o, "%c", k == LAYER_SHORTCONV ? 'C' : k == LAYER_DELTANET ? 'D' : 'A');
+        state += model_layer_state_floats(m, l) * sizeof(float);
+    }
+    emit(o, "\",\"recurrent_layers\":%d,\"state_bytes\":%zu", c->n_recurrent, state);
+    if (c->n_recurrent)
+        emit(o, ",\"conv_kernel\":%d,\"ssm_state\":%d,\"ssm_k_heads\":%d,\"ssm_v_heads\":%d,\"attn_output_gate\":%s",
+             c->conv_kernel, c->ssm_state, c->ssm_k_heads, c->ssm_v_heads, c->attn_out_gate ? "true" : "false");
+    emit(o, "}");
 }
 
 wick_status wick_model_info_json(const wick_model *m, char *buf, size_t buf_len, size_t *needed) {

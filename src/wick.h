@@ -131,7 +131,8 @@ wick_status wick_state_snapshot(wick_ctx *c);
  * strings, and drives a context:
  *     wick_gen_new → wick_gen_set(...) → wick_gen_start(prompt ids) → wick_gen_next() until finish
  * wick_gen_start reuses the cached prefix the new prompt shares with what the context already
- * holds (a chat turn only evaluates its new tokens). When prompt plus generation reach the
+ * holds (a chat turn only evaluates its new tokens; a hybrid model's recurrent state goes back
+ * to the snapshot taken at the end of an earlier prompt, or the prompt is evaluated anew). When prompt plus generation reach the
  * context size, the first n_keep tokens stay, the oldest half of the rest is dropped and the
  * cache is shifted (wick_kv_shift) instead of failing. */
 
@@ -171,6 +172,9 @@ const char *wick_gen_text(const wick_gen *g, int32_t *len); /* text safe to show
 /* top candidates of the last draw: probabilities after truncation and temperature, best first */
 int32_t wick_gen_probs(const wick_gen *g, const int32_t **ids, const float **probs);
 int32_t wick_gen_shifted(const wick_gen *g);   /* tokens dropped by a context shift in the last call */
+/* tokens evaluated again in the last call because the cache could not shift (a hybrid model's
+ * recurrent state, a sliding window's ring): the kept tokens, run through the model anew */
+int32_t wick_gen_reevaluated(const wick_gen *g);
 int32_t wick_gen_n_prompt_eval(const wick_gen *g); /* prompt tokens actually evaluated by the last start */
 
 /* ---- sampling ---- */

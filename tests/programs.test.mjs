@@ -39,6 +39,22 @@ test('the sampler draws the same sequence in the native and the wasm build', () 
 });
 
 for (const build of ['native', 'wasm']) {
+  test(`${build}: test_state (hybrid models: chat turns, regenerate, abort and overflow over the recurrent state)`, () => {
+    const r = runProgram(build, 'test_state', ['mini-qwen35-q8_0.gguf', 'mini-lfm2-f16.gguf'].map((f) => path.join(shared, 'models', 'families', f)));
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    assert.match(r.stdout, /^\d+ passed, 0 failed/m);
+    // both files ran every case: the state's size at two context sizes, three turns (at 1 and 2
+    // threads natively; the wasm test programs are single-threaded), regenerate, abort, and the
+    // window overflow
+    for (const f of ['mini-qwen35-q8_0.gguf', 'mini-lfm2-f16.gguf']) {
+      assert.match(r.stdout, new RegExp(`ok  : ${f}: recurrent state (\\d+) bytes at 128 tokens, \\1 at 2048`));
+      assert.equal(r.stdout.split('\n').filter((l) => l.startsWith(`ok  : ${f}, `) && /turn 3: 12 of 43/.test(l)).length, build === 'native' ? 2 : 1);
+      assert.match(r.stdout, new RegExp(`ok  : ${f}: regenerate evaluates 1 token`));
+      assert.match(r.stdout, new RegExp(`ok  : ${f}: after an abort`));
+      assert.match(r.stdout, new RegExp(`ok  : ${f}: the logits after each re-evaluation equal a fresh evaluation`));
+    }
+  });
+
   test(`${build}: test_context (cached keys after a context shift equal fresh ones; gemma3's sliding-window rings)`, () => {
     const r = runProgram(build, 'test_context', [path.join(shared, 'models', 'stories260K.gguf'),
       path.join(shared, 'models', 'families', 'mini-gemma3-f16.gguf')]);

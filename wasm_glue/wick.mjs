@@ -312,6 +312,7 @@ class Engine {
       fromCache: r.cached,
       contextSize: r.contextSize,
       kvBytes: r.kvBytes,
+      stateBytes: r.stateBytes,
       kvType: this._kvType,
       build: r.build,
       multiThreaded: r.build === 'mt',
@@ -377,10 +378,11 @@ class Engine {
         const item = await queue.next();
         if (item.chunk && stopped) continue;
         if (item.chunk) {
-          const { text, tokens, probs, shifted } = item.chunk;
+          const { text, tokens, probs, shifted, reevaluated } = item.chunk;
           const out = { text, tokens };
           if (probs) out.probs = probs;
           if (shifted) out.shifted = shifted;
+          if (reevaluated) out.reevaluated = reevaluated;
           yield out;
         } else if (item.error) {
           finished = true;
