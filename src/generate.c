@@ -27,6 +27,7 @@ struct wick_gen {
     char **stops;
     int32_t n_stops;
     int32_t max_tokens, n_keep, ignore_eos, n_probs, truncate_prompt;
+    int32_t checkpoint; /* a prompt position where a hybrid's recurrent state is also kept (0: none) */
     /* the run */
     wick_sampler *sampler;
     stop_matcher sm;
@@ -103,6 +104,7 @@ wick_status wick_gen_set(wick_gen *g, const char *name, double v) {
     else if (!strcmp(name, "ignore_eos")) { RANGE(0, 1); INTEGER(); g->ignore_eos = (int32_t)v; }
     else if (!strcmp(name, "n_probs")) { RANGE(0, MAX_PROBS); INTEGER(); g->n_probs = (int32_t)v; }
     else if (!strcmp(name, "truncate_prompt")) { RANGE(0, 1); INTEGER(); g->truncate_prompt = (int32_t)v; }
+    else if (!strcmp(name, "checkpoint")) { RANGE(0, 1 << 30); INTEGER(); g->checkpoint = (int32_t)v; }
     else return wick_internal_error(WICK_ERR_INVALID_ARG, "unknown generation setting '%s'", name);
 #undef RANGE
 #undef INTEGER
@@ -208,15 +210,24 @@ wick_status wick_gen_start(wick_gen *g, const int32_t *tokens, int32_t n) {
     /* reuse the cached prefix; at least the last prompt token is evaluated (its logits are needed).
      * The cache goes back to the longest shared prefix it can return to: a sliding window's ring
      * must still hold the window before it, and a recurrent state (hybrid models) can only go
-     * back to a snapshot, taken below at the end of each prompt but its last token: there a new
-     * chat turn or a regenerated answer goes on; anywhere else the prompt is evaluated from 0. */
+     * back to a snapshot, taken below at the end of each prompt but its last token (a regenerated
+     * answer goes on there) and at the caller's checkpoint (a new chat turn goes on there);
+     * anywhere else the prompt is evaluated from 0. */
     int32_t common = 0, cached = wick_n_past(c);
     while (common < cached && common < np - 1 && g->hist[common] == p[common]) common++;
     common = kv_cache_rewind_point(c, common);
     if (wick_kv_trim(c, common) != WICK_OK) common = 0, wick_kv_trim(c, 0);
     wick_status s = WICK_OK;
     if (ctx_has_state(c)) {
-        if (np - 1 > common) s = wick_eval(c, p + common, np - 1 - common, 0);
+        /* the caller's checkpoint (a chat's conversation so far, before the template's answer
+         * prompt, which the next turn may render differently), then the prompt but its last token */
+        int32_t from = common, cp = np == n ? g->checkpoint : 0;
+        if (cp > from && cp < np - 1) {
+            s = wick_eval(c, p + from, cp - from, 0);
+            if (s == WICK_OK) kv_state_snapshot(c);
+            from = cp;
+        }
+        if (s == WICK_OK && np - 1 > from) s = wick_eval(c, p + from, np - 1 - from, 0);
         if (s == WICK_OK) {
             kv_state_snapshot(c);
             s = wick_eval(c, p + np - 1, 1, 0);

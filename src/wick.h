@@ -155,7 +155,10 @@ void wick_gen_free(wick_gen *g);
  *   whole prompt, default 0 which keeps BOS when the model adds one), ignore_eos (0/1),
  *   n_probs (top candidates reported per token, 0 = none, at most 64),
  *   truncate_prompt (0/1: a prompt longer than the context keeps its last tokens instead of
- *   failing with WICK_ERR_CONTEXT_FULL). Settings take effect at the next wick_gen_start. */
+ *   failing with WICK_ERR_CONTEXT_FULL), checkpoint (a prompt position where a hybrid model's
+ *   recurrent state is also kept, so that a later prompt sharing only that much goes on from
+ *   there: a chat's conversation before the template's answer prompt; 0 = none). Settings take
+ *   effect at the next wick_gen_start. */
 wick_status wick_gen_set(wick_gen *g, const char *name, double value);
 wick_status wick_gen_add_stop(wick_gen *g, const char *text);      /* a stop string (UTF-8) */
 wick_status wick_gen_clear_stops(wick_gen *g);

@@ -650,7 +650,8 @@
     requireModel();
     if (!state.gen) throw new WorkerError('E_UNSUPPORTED', 'this build of the engine has no generation API (wick_gen_*)');
     const g = state.gen;
-    for (const [name, value] of Object.entries({ ...settings, n_probs: nProbs || 0 }))
+    // checkpoint: where a hybrid model also keeps its recurrent state (chat requests set it; 0 = none)
+    for (const [name, value] of Object.entries({ checkpoint: 0, ...settings, n_probs: nProbs || 0 }))
       withString(name, (p) => check(M._wick_gen_set(g, p, value), `setting ${name}=${value}`));
     check(M._wick_gen_clear_stops(g));
     for (const s of stops) withString(s, (p) => check(M._wick_gen_add_stop(g, p), `stop string ${JSON.stringify(s)}`));
