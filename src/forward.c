@@ -50,6 +50,11 @@ void wick_ctx_default_params(wick_ctx_params *p) {
 
 static int recurrent_init(struct wick_ctx *c, char *err, size_t err_len);
 
+/* The largest recurrent state a context takes: 2^28 floats (1 GiB, 3 GiB with its two
+ * snapshots; far above any real model's). Checked as the layers are summed, so that the sum
+ * cannot wrap around wasm32's 32-bit size_t. */
+#define MAX_STATE_FLOATS ((size_t)1 << 28)
+
 int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_params *p, char *err, size_t err_len) {
     memset(c, 0, sizeof *c);
     if (!m->has_weights) return errorf(err, err_len, "the model has no weights (vocab-only file)");
@@ -154,7 +159,9 @@ static int recurrent_init(struct wick_ctx *c, char *err, size_t err_len) {
     for (int l = 0; l < mc->n_layers; l++) {
         layer_kind kind = m->layers[l].kind;
         c->rs_off[l] = c->rs_floats;
-        c->rs_floats += model_layer_state_floats(m, l);
+        c->rs_floats += model_layer_state_floats(m, l); /* each term < 2^29 (the model's bounds) */
+        if (c->rs_floats > MAX_STATE_FLOATS)
+            return errorf(err, err_len, "a recurrent state of more than %u MiB is too large", (unsigned)(MAX_STATE_FLOATS >> 18));
         size_t ch = (size_t)model_conv_channels(mc, kind), vd = (size_t)mc->ssm_v_heads * (size_t)mc->ssm_state;
         if (kind == LAYER_SHORTCONV) {
             if (3 * dim > proj_w) proj_w = 3 * dim;
@@ -167,8 +174,6 @@ static int recurrent_init(struct wick_ctx *c, char *err, size_t err_len) {
             if (vd > mix2_w) mix2_w = vd;
         }
     }
-    if (c->rs_floats > (SIZE_MAX / 4) / (STATE_SNAPSHOTS + 1) || c->rs_floats * 4 > (size_t)1 << 30)
-        return errorf(err, err_len, "a recurrent state of %zu floats is too large", c->rs_floats);
     size_t state_bytes = (c->rs_floats ? c->rs_floats : 1) * sizeof(float);
     c->rstate = calloc(1, state_bytes);
     for (int i = 0; i < STATE_SNAPSHOTS; i++) c->rs_snap[i] = malloc(state_bytes);
