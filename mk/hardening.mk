@@ -94,7 +94,7 @@ M := $(WICK_SHARED)/models
 # The arguments are those of tests/programs.test.mjs and tests/hostile.test.mjs; every program
 # exits non-zero on a failed check, and a sanitizer report exits non-zero too.
 # the families' files the engine runs (the hybrids lfm2 and qwen35 need a recurrent state: issue 15)
-FAMILY_FILES = $(filter-out %-lfm2-f16.gguf %-lfm2-q8_0.gguf %-qwen35-f16.gguf %-qwen35-q8_0.gguf,$(wildcard $(M)/families/*.gguf))
+FAMILY_FILES = $(wildcard $(M)/families/*.gguf)
 
 test-asan: $(addprefix build/asan/,$(TEST_PROGRAMS)) build/asan/wick
 	@set -e; run() { echo "asan: $$*"; $(ASAN_RUN) "$$@" > build/asan/last.log 2>&1 || { tail -n 40 build/asan/last.log; exit 1; }; tail -n 1 build/asan/last.log | cut -c1-200; }; \
@@ -103,12 +103,15 @@ test-asan: $(addprefix build/asan/,$(TEST_PROGRAMS)) build/asan/wick
 	run build/asan/test_dequant $(M)/mini; \
 	run build/asan/test_tokenizer $(WICK_SHARED)/vocab $(M); \
 	run build/asan/test_context $(M)/stories260K.gguf $(M)/families/mini-gemma3-f16.gguf; \
+	run build/asan/test_state $(M)/families/mini-qwen35-q8_0.gguf $(M)/families/mini-lfm2-f16.gguf; \
 	run build/asan/test_load --mutate $(M)/mini/mini-q4_0.gguf 400 7; \
 	run build/asan/test_load --mutate $(M)/mini/mini-qwen2-q8_0.gguf 400 7; \
 	run build/asan/test_load --mutate $(M)/mini/mini-q4_k_m.gguf 200 11; \
 	run build/asan/test_load --mutate $(M)/stories260K.gguf 200 13; \
 	run build/asan/test_load --mutate $(M)/families/mini-gemma3-q4_k_m.gguf 200 17; \
 	run build/asan/test_load --mutate $(M)/families/mini-phi3-q8_0.gguf 200 19; \
+	run build/asan/test_load --mutate $(M)/families/mini-lfm2-q8_0.gguf 200 23; \
+	run build/asan/test_load --mutate $(M)/families/mini-qwen35-q8_0.gguf 200 29; \
 	run build/asan/test_load $(M)/mini/*.gguf $(FAMILY_FILES) $(M)/stories260K.gguf $(M)/stories260K.bin:$(M)/tok512.bin $(WICK_SHARED)/vocab/*.gguf; \
 	if grep -q ERR build/asan/last.log; then grep ERR build/asan/last.log; exit 1; fi; \
 	run build/asan/wick generate -m $(M)/stories260K.gguf -p "Once upon a time" -n 64 --temp 0; \
@@ -116,10 +119,14 @@ test-asan: $(addprefix build/asan/,$(TEST_PROGRAMS)) build/asan/wick
 	run build/asan/wick generate -m $(M)/mini/mini-qwen2-q4_k_m.gguf -p "Hello" -n 16 --threads 2 --kv f32 --probs 3 --stop "the"; \
 	run build/asan/wick logits -m $(M)/mini/mini-q8_0.gguf --tokens 1,403,407 --steps 2; \
 	run build/asan/wick generate -m $(M)/families/mini-gemma2-q8_0.gguf -p "Hello" -n 200 --ctx 64 --threads 2 --temp 0 --ignore-eos; \
+	run build/asan/wick generate -m $(M)/families/mini-qwen35-q8_0.gguf -p "Hello" -n 200 --ctx 64 --threads 2 --temp 0 --ignore-eos; \
+	run build/asan/wick generate -m $(M)/families/mini-lfm2-q8_0.gguf -p "Hello" -n 200 --ctx 64 --threads 2 --temp 0 --ignore-eos; \
 	run build/asan/wick tokenize -m $(WICK_SHARED)/vocab/ggml-vocab-gpt-2.gguf -p "Hello world, <|endoftext|> ünïcödé"; \
 	run build/asan/wick info -m $(M)/mini/mini-chat-q8_0.gguf; \
 	run build/asan/wick synth --shape mini-mha --type q4_k_m -o build/asan/synth-mini-mha.gguf --vocab $(WICK_SHARED)/vocab/ggml-vocab-llama-spm.gguf; \
 	run build/asan/wick logits -m build/asan/synth-mini-mha.gguf --tokens 1,450,4996,17354,1701,29916,432,17204,975 --steps 3 --threads 2; \
+	run build/asan/wick synth --arch qwen35 --shape mini --type q4_k_m -o build/asan/synth-qwen35.gguf --vocab $(WICK_SHARED)/vocab/ggml-vocab-llama-spm.gguf; \
+	run build/asan/wick logits -m build/asan/synth-qwen35.gguf --tokens 1,450,4996,17354,1701,29916,432,17204,975 --steps 3 --threads 2; \
 	echo "asan: all passed"
 	@# and the node suites' native tests, pointed at this build
 	WICK_NATIVE_DIR=build/asan ASAN_OPTIONS=$(ASAN_OPTIONS_RUN) UBSAN_OPTIONS=$(UBSAN_OPTIONS_RUN) \

@@ -9,7 +9,7 @@
  *   wick detokenize -m MODEL --ids 1,403,407
  *   wick info     -m MODEL
  *   wick synth    --shape mini|mini-mha|134m|1b --type f16|q8_0|q4_0|q4_k_m -o FILE.gguf [--vocab VOCAB.gguf] [--seed S]
- *                 [--arch llama|llama3|qwen3|gemma2|gemma3|phi3|smollm3|granite|olmo2]
+ *                 [--arch llama|llama3|qwen3|gemma2|gemma3|phi3|smollm3|granite|olmo2|lfm2|qwen35]
  * Results go to stdout, timings and errors to stderr; any failure exits non-zero with one line. */
 #include <errno.h>
 #include <inttypes.h>
@@ -154,7 +154,7 @@ static int parse_args(int argc, char **argv, options *o) {
     o->kv_type = WICK_KV_F16;
     if (argc < 2)
         return error_exit("usage: wick generate|logits|tokenize|detokenize|info -m MODEL …, or wick synth --shape S --type T "
-                          "-o FILE [--arch llama|llama3|qwen3|gemma2|gemma3|phi3|smollm3|granite|olmo2] (see README)");
+                          "-o FILE [--arch llama|llama3|qwen3|gemma2|gemma3|phi3|smollm3|granite|olmo2|lfm2|qwen35] (see README)");
     o->cmd = argv[1];
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
@@ -414,11 +414,12 @@ static int cmd_generate(const options *o, wick_model *m) {
     double t0 = now_seconds();
     if (o->n > 0 && wick_gen_start(g, ids, n) != WICK_OK) return error_exit("%s", wick_last_error());
     double t1 = now_seconds();
-    int generated = 0, shifted = 0;
+    int generated = 0, shifted = 0, reevaluated = 0;
     while (generated < o->n) {
         if (wick_gen_next(g) != WICK_OK) return error_exit("%s", wick_last_error());
         generated++;
         shifted += wick_gen_shifted(g);
+        reevaluated += wick_gen_reevaluated(g);
         int32_t len;
         const char *text = wick_gen_text(g, &len);
         out_write(1, text, (size_t)len);
@@ -429,9 +430,10 @@ static int cmd_generate(const options *o, wick_model *m) {
     out_write(1, "\n", 1);
     static const char *reasons[] = {"none", "end of generation", "stop string", "length"};
     outf(2, "prefill: %d tokens in %.3f s (%.1f tok/s); decode: %d tokens in %.3f s (%.1f tok/s); threads %d; "
-            "finish: %s; context shifts dropped %d tokens; peak memory %.1f MiB\n",
+            "finish: %s; context shifts dropped %d tokens (re-evaluated %d); peak memory %.1f MiB\n",
          n, t1 - t0, n / (t1 - t0 > 0 ? t1 - t0 : 1e-9), generated, t2 - t1,
-         generated / (t2 - t1 > 0 ? t2 - t1 : 1e-9), o->threads, reasons[wick_gen_finish(g) & 3], shifted, peak_memory_mib());
+         generated / (t2 - t1 > 0 ? t2 - t1 : 1e-9), o->threads, reasons[wick_gen_finish(g) & 3], shifted, reevaluated,
+         peak_memory_mib());
     wick_gen_free(g);
     free(ids);
     wick_ctx_free(c);

@@ -48,6 +48,13 @@ void wick_ctx_default_params(wick_ctx_params *p) {
     p->kv_type = WICK_KV_F16;
 }
 
+static int recurrent_init(struct wick_ctx *c, char *err, size_t err_len);
+
+/* The largest recurrent state a context takes: 2^28 floats (1 GiB, 3 GiB with its two
+ * snapshots; far above any real model's). Checked as the layers are summed, so that the sum
+ * cannot wrap around wasm32's 32-bit size_t. */
+#define MAX_STATE_FLOATS ((size_t)1 << 28)
+
 int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_params *p, char *err, size_t err_len) {
     memset(c, 0, sizeof *c);
     if (!m->has_weights) return errorf(err, err_len, "the model has no weights (vocab-only file)");
@@ -84,7 +91,8 @@ int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_para
     }
     uint64_t slots = 0;
     for (int l = 0; l < mc->n_layers; l++) {
-        c->kv_slots[l] = m->layers[l].sliding && c->ring ? c->ring : c->n_ctx;
+        /* a recurrent layer keeps no keys and values */
+        c->kv_slots[l] = m->layers[l].kind != LAYER_ATTENTION ? 0 : m->layers[l].sliding && c->ring ? c->ring : c->n_ctx;
         c->kv_off[l] = (size_t)(slots * (uint64_t)kv_dim(mc));
         slots += (uint64_t)c->kv_slots[l];
     }
@@ -96,12 +104,14 @@ int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_para
                     p->n_ctx > 0 ? p->n_ctx : c->n_ctx, (unsigned long long)(kv_bytes >> 20));
     }
     c->kv_cache_bytes = (size_t)kv_bytes;
-    c->k_cache = malloc((size_t)kv_bytes);
-    c->v_cache = malloc((size_t)kv_bytes);
+    c->k_cache = malloc(kv_bytes ? (size_t)kv_bytes : 1); /* 0 when every layer is recurrent */
+    c->v_cache = malloc(kv_bytes ? (size_t)kv_bytes : 1);
 
     size_t B = (size_t)c->n_batch, dim = (size_t)mc->dim, hid = (size_t)mc->hidden_dim, kvd = (size_t)kv_dim(mc);
     size_t qd = (size_t)mc->q_dim, widest = hid > dim ? hid : dim;
     if (qd > widest) widest = qd;
+    size_t vd = (size_t)mc->ssm_v_heads * (size_t)mc->ssm_state; /* DeltaNet's output, the input of ssm_out */
+    if (vd > widest) widest = vd;
     c->x = malloc(B * dim * sizeof(float));
     c->xb = malloc(B * dim * sizeof(float));
     c->xb2 = malloc(B * qd * sizeof(float));
@@ -114,6 +124,10 @@ int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_para
     c->rope_cos = malloc(2 * B * half * sizeof(float));
     c->rope_sin = malloc(2 * B * half * sizeof(float));
     c->att = malloc((size_t)n_threads * att_floats_per_thread(c) * sizeof(float));
+    if (recurrent_init(c, err, err_len)) {
+        ctx_release(c);
+        return -1;
+    }
     c->qbuf_bytes = B * (widest * ACT_BYTES_PER_ELEM_NUM / ACT_BYTES_PER_ELEM_DEN + 64);
     for (int i = 0; i < ACT_SLOTS; i++) c->qbuf[i] = malloc(c->qbuf_bytes);
     if (!c->k_cache || !c->v_cache || !c->x || !c->xb || !c->xb2 || !c->q || !c->k || !c->v || !c->hb ||
@@ -130,11 +144,78 @@ int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_para
     return 0;
 }
 
+/* The recurrent state and its snapshots (sized here, once: constant in the number of tokens),
+ * and the scratch of the recurrent layers and of an attention output gate. */
+static int recurrent_init(struct wick_ctx *c, char *err, size_t err_len) {
+    const struct wick_model *m = c->m;
+    const model_config *mc = &m->c;
+    size_t B = (size_t)c->n_batch, dim = (size_t)mc->dim, qd = (size_t)mc->q_dim;
+    size_t proj_w = 0, mix_w = 0, mix2_w = 0;
+    for (int i = 0; i < STATE_SNAPSHOTS; i++) c->rs_snap_pos[i] = -1;
+    if (mc->attn_out_gate) proj_w = 2 * qd, mix2_w = qd;
+    if (mc->n_recurrent == 0 && !mc->attn_out_gate) return 0;
+    c->rs_off = malloc((size_t)mc->n_layers * sizeof *c->rs_off);
+    if (!c->rs_off) return errorf(err, err_len, "out of memory");
+    for (int l = 0; l < mc->n_layers; l++) {
+        layer_kind kind = m->layers[l].kind;
+        c->rs_off[l] = c->rs_floats;
+        c->rs_floats += model_layer_state_floats(m, l); /* each term < 2^29 (the model's bounds) */
+        if (c->rs_floats > MAX_STATE_FLOATS)
+            return errorf(err, err_len, "a recurrent state of more than %u MiB is too large", (unsigned)(MAX_STATE_FLOATS >> 18));
+        size_t ch = (size_t)model_conv_channels(mc, kind), vd = (size_t)mc->ssm_v_heads * (size_t)mc->ssm_state;
+        if (kind == LAYER_SHORTCONV) {
+            if (3 * dim > proj_w) proj_w = 3 * dim;
+            if (dim > mix_w) mix_w = dim;
+        } else if (kind == LAYER_DELTANET) {
+            /* proj: q | k | v (the convolution's input), z, α, β; mix: the convolution's output */
+            size_t w = ch + vd + 2 * (size_t)mc->ssm_v_heads;
+            if (w > proj_w) proj_w = w;
+            if (ch > mix_w) mix_w = ch;
+            if (vd > mix2_w) mix2_w = vd;
+        }
+    }
+    size_t state_bytes = (c->rs_floats ? c->rs_floats : 1) * sizeof(float);
+    c->rstate = calloc(1, state_bytes);
+    for (int i = 0; i < STATE_SNAPSHOTS; i++) c->rs_snap[i] = malloc(state_bytes);
+    c->proj = malloc(B * (proj_w ? proj_w : 1) * sizeof(float));
+    c->mix = malloc(B * (mix_w ? mix_w : 1) * sizeof(float));
+    c->mix2 = malloc(B * (mix2_w ? mix2_w : 1) * sizeof(float));
+    if (!c->rstate || !c->rs_snap[0] || !c->rs_snap[1] || !c->proj || !c->mix || !c->mix2)
+        return errorf(err, err_len, "out of memory allocating the recurrent state (%zu bytes)", state_bytes);
+    return 0;
+}
+
+bool ctx_has_state(const struct wick_ctx *c) { return c->rs_floats > 0; }
+
+size_t ctx_state_bytes(const struct wick_ctx *c) {
+    return c->rs_floats * sizeof(float) * (1 + STATE_SNAPSHOTS);
+}
+
+void kv_state_snapshot(struct wick_ctx *c) {
+    if (!ctx_has_state(c)) return;
+    /* the snapshot of this position already, else an empty slot, else the oldest */
+    int slot = -1;
+    for (int i = 0; i < STATE_SNAPSHOTS && slot < 0; i++)
+        if (c->rs_snap_pos[i] == c->n_past) slot = i;
+    for (int i = 0; i < STATE_SNAPSHOTS && slot < 0; i++)
+        if (c->rs_snap_pos[i] < 0) slot = i;
+    if (slot < 0) {
+        slot = 0;
+        for (int i = 1; i < STATE_SNAPSHOTS; i++)
+            if (c->rs_snap_used[i] < c->rs_snap_used[slot]) slot = i;
+    }
+    memcpy(c->rs_snap[slot], c->rstate, c->rs_floats * sizeof(float));
+    c->rs_snap_pos[slot] = c->n_past;
+    c->rs_snap_used[slot] = ++c->rs_clock;
+}
+
 void ctx_release(struct wick_ctx *c) {
     if (c->pool) pool_free(c->pool);
     void *bufs[] = {c->k_cache, c->v_cache, c->x, c->xb, c->xb2, c->q, c->k, c->v, c->hb, c->hb2,
                     c->rope_cos, c->rope_sin, c->att, c->qbuf[0], c->qbuf[1], c->qbuf[2], c->logits,
-                    c->kv_slots, c->kv_off};
+                    c->kv_slots, c->kv_off, c->rstate, c->rs_off, c->proj, c->mix, c->mix2,
+                    c->rs_snap[0], c->rs_snap[1]};
+    _Static_assert(STATE_SNAPSHOTS == 2, "ctx_release frees each snapshot");
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     memset(c, 0, sizeof *c);
 }
@@ -207,10 +288,10 @@ typedef struct {
     const quant_type *qt;
 } matmul_args;
 
-/* Several products over the same input in one dispatch (Q, K and V; gate and up): one wake-up
+/* Several products over the same input in one dispatch (Q, K and V; gate and up; DeltaNet's four): one wake-up
  * and one barrier instead of one per matrix. gated: the two products are gate and up, and each
  * thread finishes its own rows with out0 = act(out0) · out1 (SwiGLU, or GeGLU with GELU). */
-#define MAX_GROUP 3
+#define MAX_GROUP 4
 typedef struct {
     matmul_args m[MAX_GROUP];
     int n;
@@ -317,6 +398,158 @@ static void matmul_group(struct wick_ctx *c, act_rows *x, int n, const weight *c
 
 static void matmul(struct wick_ctx *c, const weight *w, act_rows *x, float *out, int out_stride, const float *bias) {
     matmul_group(c, x, 1, &w, &out, &out_stride, &bias, false, ACT_SILU);
+}
+
+
+/* ---- the recurrent layers (lfm2's short convolution, qwen35's gated DeltaNet) ----
+ * Their matrix products run batched like attention's; the recurrence itself runs token by
+ * token inside the layer (as llama.cpp's CPU path does), each channel or head by one thread in
+ * a fixed order, so a batch gives the numbers of the same tokens fed one at a time. */
+
+static float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+/* log(1 + e^x), as ggml's softplus (x itself above 20); the logarithm in double, rounded once,
+ * so that the C libraries of the two builds agree */
+static float softplus(float x) { return x > 20.0f ? x : (float)log(1.0 + (double)expf(x)); }
+
+typedef struct {
+    struct wick_ctx *c;
+    const layer_weights *w;
+    float *state;      /* [conv_kernel − 1][channels]: the previous inputs, oldest first */
+    int channels, n_tok;
+    bool shortconv;    /* lfm2: input B ⊙ x, output C ⊙ conv; else (DeltaNet) input qkv, output silu(conv) */
+} conv_args;
+
+/* The causal depthwise convolution, channel by channel over the batch's tokens:
+ * out_t = Σ_k conv_w[k] · in_(t − (K−1) + k), the state supplying the inputs before the batch. */
+static void conv_task(void *arg, int ith, int nth) {
+    conv_args *a = arg;
+    const struct wick_ctx *c = a->c;
+    const model_config *mc = &c->m->c;
+    int K = mc->conv_kernel, n = a->channels, dim = mc->dim;
+    size_t in_stride = a->shortconv ? (size_t)3 * dim : (size_t)n + (size_t)mc->ssm_v_heads * (mc->ssm_state + 2);
+    long c0, c1;
+    pool_split(n, ith, nth, &c0, &c1);
+    for (long ch = c0; ch < c1; ch++) {
+        const float *wk = a->w->conv_w + (size_t)ch * K;
+        float *st = a->state + ch; /* st[k * n]: tap k's input */
+        for (int t = 0; t < a->n_tok; t++) {
+            const float *in = c->proj + (size_t)t * in_stride;
+            /* lfm2's in_proj rows are B | C | x */
+            float x = a->shortconv ? in[ch] * in[2 * dim + ch] : in[ch];
+            float sum = 0;
+            for (int k = 0; k < K - 1; k++) sum += wk[k] * st[(size_t)k * n];
+            sum += wk[K - 1] * x;
+            for (int k = 0; k < K - 2; k++) st[(size_t)k * n] = st[(size_t)(k + 1) * n];
+            st[(size_t)(K - 2) * n] = x;
+            c->mix[(size_t)t * n + ch] = a->shortconv ? in[dim + ch] * sum : silu(sum);
+        }
+    }
+}
+
+/* lfm2: y = C ⊙ conv(B ⊙ x) with B, C, x = in_proj(xb), then out_proj; into c->xb */
+static void shortconv_block(struct wick_ctx *c, const layer_weights *w, int l, act_rows *in, int n_tok) {
+    const model_config *mc = &c->m->c;
+    int dim = mc->dim;
+    matmul(c, &w->sc_in, in, c->proj, 3 * dim, NULL);
+    conv_args ca = {c, w, c->rstate + c->rs_off[l], dim, n_tok, true};
+    pool_run(c->pool, conv_task, &ca);
+    act_rows y;
+    act_init(&y, c, c->mix, n_tok, dim);
+    matmul(c, &w->sc_out, &y, c->xb, dim, NULL);
+}
+
+typedef struct {
+    struct wick_ctx *c;
+    float *S;          /* [v_heads][S][S]: head h's state, row j = column j of the delta rule's S */
+    int n_tok;
+} deltanet_args;
+
+/* The delta rule, one value head at a time over the batch's tokens (head h reads key head
+ * h mod k_heads). With the state as rows j (the value dimension) of S entries:
+ *     S ← e^g · S;  δ_j = β (v_j − Σ_i S_ji k_i);  S_ji += δ_j k_i;  o_j = Σ_i S_ji q_i / √S */
+static void deltanet_task(void *arg, int ith, int nth) {
+    deltanet_args *a = arg;
+    const struct wick_ctx *c = a->c;
+    const model_config *mc = &c->m->c;
+    int Sd = mc->ssm_state, nk = mc->ssm_k_heads, nv = mc->ssm_v_heads;
+    int ch = model_conv_channels(mc, LAYER_DELTANET), vd = nv * Sd;
+    size_t P = (size_t)ch + (size_t)vd + 2 * (size_t)nv;
+    float scale = 1.0f / sqrtf((float)Sd);
+    long h0, h1;
+    pool_split(nv, ith, nth, &h0, &h1);
+    for (long h = h0; h < h1; h++) {
+        float *Sh = a->S + (size_t)h * Sd * Sd;
+        int kh = (int)(h % nk);
+        for (int t = 0; t < a->n_tok; t++) {
+            const float *mixed = c->mix + (size_t)t * ch;
+            const float *q = mixed + (size_t)kh * Sd, *k = mixed + (size_t)(nk + kh) * Sd, *v = mixed + (size_t)(2 * nk) * Sd + (size_t)h * Sd;
+            const float *gates = c->proj + (size_t)t * P + ch + vd;
+            float decay = gates[h], beta = gates[nv + h];
+            float *o = c->mix2 + (size_t)t * vd + (size_t)h * Sd;
+            for (int j = 0; j < Sd; j++) {
+                float *row = Sh + (size_t)j * Sd, kv = 0;
+                for (int i = 0; i < Sd; i++) {
+                    row[i] *= decay;
+                    kv += row[i] * k[i];
+                }
+                float d = beta * (v[j] - kv), oj = 0;
+                for (int i = 0; i < Sd; i++) {
+                    row[i] += d * k[i];
+                    oj += row[i] * q[i];
+                }
+                o[j] = oj * scale;
+            }
+        }
+    }
+}
+
+/* x / max(‖x‖, eps) over n values, in place */
+static void l2norm(float *x, int n, float eps) {
+    double ss = 0;
+    for (int i = 0; i < n; i++) ss += (double)x[i] * x[i];
+    float norm = (float)sqrt(ss), inv = 1.0f / (norm > eps ? norm : eps);
+    for (int i = 0; i < n; i++) x[i] *= inv;
+}
+
+static void rmsnorm(float *out, const float *x, const float *w, int n, float eps);
+
+/* qwen35's gated DeltaNet: q | k | v = attn_qkv(xb) through the causal convolution and SiLU,
+ * q and k L2-normed per head, the delta rule with decay e^g, g = softplus(α + dt)·a, and
+ * β = sigmoid(beta(xb)); each head's output RMS-normed (ssm_norm) times silu(z), z = attn_gate(xb);
+ * then ssm_out. Into c->xb. */
+static void deltanet_block(struct wick_ctx *c, const layer_weights *w, int l, act_rows *in, int n_tok) {
+    const model_config *mc = &c->m->c;
+    int Sd = mc->ssm_state, nk = mc->ssm_k_heads, nv = mc->ssm_v_heads, vd = nv * Sd;
+    int ch = model_conv_channels(mc, LAYER_DELTANET), P = ch + vd + 2 * nv;
+    {
+        const weight *ws[] = {&w->dn_qkv, &w->dn_gate, &w->dn_alpha, &w->dn_beta};
+        float *outs[] = {c->proj, c->proj + ch, c->proj + ch + vd, c->proj + ch + vd + nv};
+        const int strides[] = {P, P, P, P};
+        matmul_group(c, in, 4, ws, outs, strides, NULL, false, ACT_SILU);
+    }
+    float *state = c->rstate + c->rs_off[l];
+    conv_args ca = {c, w, state, ch, n_tok, false};
+    pool_run(c->pool, conv_task, &ca);
+    for (int t = 0; t < n_tok; t++) {
+        float *mixed = c->mix + (size_t)t * ch, *gates = c->proj + (size_t)t * P + ch + vd;
+        for (int h = 0; h < 2 * nk; h++) l2norm(mixed + (size_t)h * Sd, Sd, mc->rms_eps); /* q heads, then k heads */
+        for (int h = 0; h < nv; h++) {
+            gates[h] = expf(softplus(gates[h] + w->dn_dt[h]) * w->dn_a[h]); /* the decay e^g */
+            gates[nv + h] = sigmoid(gates[nv + h]);                         /* β */
+        }
+    }
+    deltanet_args da = {c, state + (size_t)(mc->conv_kernel - 1) * ch, n_tok};
+    pool_run(c->pool, deltanet_task, &da);
+    for (int t = 0; t < n_tok; t++) {
+        const float *z = c->proj + (size_t)t * P + ch;
+        float *o = c->mix2 + (size_t)t * vd;
+        for (int h = 0; h < nv; h++) rmsnorm(o + (size_t)h * Sd, o + (size_t)h * Sd, w->dn_norm, Sd, mc->rms_eps);
+        for (int i = 0; i < vd; i++) o[i] *= silu(z[i]);
+    }
+    act_rows y;
+    act_init(&y, c, c->mix2, n_tok, vd);
+    matmul(c, &w->dn_out, &y, c->xb, mc->dim, NULL);
 }
 
 /* ---- elementwise pieces ---- */
@@ -681,13 +914,59 @@ static void qk_prepare(struct wick_ctx *c, const layer_weights *w, int n_tok) {
     }
 }
 
+/* Attention with the KV cache: q, k, v projected (qwen35: each head's query then its output
+ * gate in attn_q), normed and rotated, cached; softmax(q·Kᵀ)·V per head; out projection into c->xb. */
+static void attention_block(struct wick_ctx *c, const layer_weights *w, int l, act_rows *in, int n_tok, int pos0) {
+    const model_config *mc = &c->m->c;
+    int dim = mc->dim, kvd = kv_dim(mc), qd = mc->q_dim;
+    if (mc->attn_out_gate) { /* qwen35: each head's query then its gate, into proj, then apart */
+        const weight *ws[] = {&w->wq, &w->wk, &w->wv};
+        float *outs[] = {c->proj, c->k, c->v};
+        const int strides[] = {2 * qd, kvd, kvd};
+        matmul_group(c, in, 3, ws, outs, strides, NULL, false, ACT_SILU);
+        int hd = mc->head_dim;
+        for (int t = 0; t < n_tok; t++)
+            for (int h = 0; h < mc->n_heads; h++) {
+                const float *src = c->proj + (size_t)t * 2 * qd + (size_t)h * 2 * hd;
+                memcpy(c->q + (size_t)t * qd + (size_t)h * hd, src, (size_t)hd * sizeof(float));
+                memcpy(c->mix2 + (size_t)t * qd + (size_t)h * hd, src + hd, (size_t)hd * sizeof(float));
+            }
+    } else {
+        const weight *ws[] = {&w->wq, &w->wk, &w->wv};
+        float *outs[] = {c->q, c->k, c->v};
+        const int strides[] = {qd, kvd, kvd};
+        const float *biases[] = {w->bq, w->bk, w->bv};
+        matmul_group(c, in, 3, ws, outs, strides, biases, false, ACT_SILU);
+    }
+    qk_prepare(c, w, n_tok);
+    for (int t = 0; t < n_tok; t++) {
+        const float *k = c->k + (size_t)t * kvd, *v = c->v + (size_t)t * kvd;
+        void *kc = kv_at(c, c->k_cache, l, pos0 + t), *vc = kv_at(c, c->v_cache, l, pos0 + t);
+        for (int i = 0; i < kvd; i++) {
+            kv_store(c, kc, (size_t)i, k[i]);
+            kv_store(c, vc, (size_t)i, v[i]);
+        }
+    }
+    attn_args aa = {c, l, pos0, n_tok, attention_heads_per_item(c, n_tok)};
+    if (n_tok > 1 && aa.heads == 1 && c->kv_type == WICK_KV_F16) {
+        attn_runs_args ra = {c, l, pos0, n_tok};
+        pool_run(c->pool, attention_runs_task, &ra);
+    } else {
+        pool_run(c->pool, attention_task, &aa);
+    }
+    if (mc->attn_out_gate)
+        for (size_t i = 0; i < (size_t)n_tok * qd; i++) c->xb2[i] *= sigmoid(c->mix2[i]);
+    act_init(in, c, c->xb2, n_tok, qd);
+    matmul(c, &w->wo, in, c->xb, dim, NULL);
+}
+
 /* Runs n_tok (≤ n_batch) tokens at positions n_past…; writes logits for the rows asked
  * (none when logits_out is NULL). One layer loop for every family: the switches of
  * model_config and layer_weights say which steps a layer takes. */
 static int forward_batch(struct wick_ctx *c, const int32_t *tokens, int n_tok, bool all_logits, float *logits_out) {
     const struct wick_model *m = c->m;
     const model_config *mc = &m->c;
-    int dim = mc->dim, kvd = kv_dim(mc), hid = mc->hidden_dim, qd = mc->q_dim;
+    int dim = mc->dim, hid = mc->hidden_dim;
     int pos0 = c->n_past;
     const quant_type *emb_t = quant_get(m->tok_embd.type);
     for (int t = 0; t < n_tok; t++)
@@ -708,31 +987,9 @@ static int forward_batch(struct wick_ctx *c, const int32_t *tokens, int n_tok, b
             a_in = c->xb;
         }
         act_init(&in, c, a_in, n_tok, dim);
-        {
-            const weight *ws[] = {&w->wq, &w->wk, &w->wv};
-            float *outs[] = {c->q, c->k, c->v};
-            const int strides[] = {qd, kvd, kvd};
-            const float *biases[] = {w->bq, w->bk, w->bv};
-            matmul_group(c, &in, 3, ws, outs, strides, biases, false, ACT_SILU);
-        }
-        qk_prepare(c, w, n_tok);
-        for (int t = 0; t < n_tok; t++) {
-            const float *k = c->k + (size_t)t * kvd, *v = c->v + (size_t)t * kvd;
-            void *kc = kv_at(c, c->k_cache, l, pos0 + t), *vc = kv_at(c, c->v_cache, l, pos0 + t);
-            for (int i = 0; i < kvd; i++) {
-                kv_store(c, kc, (size_t)i, k[i]);
-                kv_store(c, vc, (size_t)i, v[i]);
-            }
-        }
-        attn_args aa = {c, l, pos0, n_tok, attention_heads_per_item(c, n_tok)};
-        if (n_tok > 1 && aa.heads == 1 && c->kv_type == WICK_KV_F16) {
-            attn_runs_args ra = {c, l, pos0, n_tok};
-            pool_run(c->pool, attention_runs_task, &ra);
-        } else {
-            pool_run(c->pool, attention_task, &aa);
-        }
-        act_init(&in, c, c->xb2, n_tok, qd);
-        matmul(c, &w->wo, &in, c->xb, dim, NULL);
+        if (w->kind == LAYER_SHORTCONV) shortconv_block(c, w, l, &in, n_tok);
+        else if (w->kind == LAYER_DELTANET) deltanet_block(c, w, l, &in, n_tok);
+        else attention_block(c, w, l, &in, n_tok, pos0);
         residual_add(c->x, c->xb, w->attn_post_norm, n_tok, mc);
 
         /* feed-forward: act(gate) ⊙ up, then down */
@@ -817,17 +1074,60 @@ static int ring_first_after_shift(const struct wick_ctx *c, int n_keep, int n_di
 
 bool kv_cache_can_shift(const struct wick_ctx *c, int32_t n_keep, int32_t n_discard) {
     if (n_keep < 0 || n_discard < 0 || n_keep + n_discard > c->n_past) return false;
-    if (!c->ring || n_discard == 0) return true;
+    if (n_discard == 0) return true;
+    if (ctx_has_state(c)) return false; /* a recurrent state holds the dropped positions mixed in */
+    if (!c->ring) return true;
     int n_after = c->n_past - n_discard, w = c->m->c.n_swa;
     int need = n_after >= w ? n_after - w + 1 : 0; /* the window of the next position */
     return ring_first_after_shift(c, n_keep, n_discard) <= need;
 }
 
+/* the snapshot of the recurrent state at position n, or -1 */
+static int state_snapshot_at(const struct wick_ctx *c, int32_t n) {
+    for (int i = 0; i < STATE_SNAPSHOTS; i++)
+        if (c->rs_snap_pos[i] == n) return i;
+    return -1;
+}
+
 bool kv_cache_can_trim(const struct wick_ctx *c, int32_t n) {
     if (n < 0 || n > c->n_past) return false;
-    if (!c->ring || n == 0) return true;
+    if (n == 0) return true;
+    if (ctx_has_state(c) && n != c->n_past && state_snapshot_at(c, n) < 0) return false;
+    if (!c->ring) return true;
     int w = c->m->c.n_swa, need = n >= w ? n - w + 1 : 0;
     return need >= c->swa_lo;
+}
+
+int32_t kv_cache_rewind_point(const struct wick_ctx *c, int32_t n) {
+    if (n > c->n_past) n = c->n_past;
+    if (n <= 0) return 0;
+    if (!ctx_has_state(c)) return kv_cache_can_trim(c, n) ? n : 0;
+    int32_t best = kv_cache_can_trim(c, n) ? n : 0;
+    for (int i = 0; i < STATE_SNAPSHOTS; i++) {
+        int32_t p = c->rs_snap_pos[i];
+        if (p > best && p <= n && kv_cache_can_trim(c, p)) best = p;
+    }
+    return best;
+}
+
+int kv_cache_trim(struct wick_ctx *c, int32_t n, char *err, size_t err_len) {
+    if (!kv_cache_can_trim(c, n)) {
+        if (ctx_has_state(c) && n > 0 && n < c->n_past && state_snapshot_at(c, n) < 0)
+            return errorf(err, err_len, "cannot cut the cache back to %d positions: the recurrent state holds all %d and "
+                          "has no snapshot at %d (evaluate from 0)", n, c->n_past, n);
+        return errorf(err, err_len, "cannot cut the cache back to %d positions: the sliding-window layers no longer hold "
+                      "the window before it (evaluate from 0)", n);
+    }
+    if (ctx_has_state(c) && n != c->n_past) {
+        int i = n == 0 ? -1 : state_snapshot_at(c, n);
+        if (i >= 0) memcpy(c->rstate, c->rs_snap[i], c->rs_floats * sizeof(float));
+        else memset(c->rstate, 0, c->rs_floats * sizeof(float));
+    }
+    for (int i = 0; i < STATE_SNAPSHOTS; i++) /* later ones describe tokens no longer there */
+        if (c->rs_snap_pos[i] > n) c->rs_snap_pos[i] = -1;
+    if (n == 0) c->swa_lo = 0;
+    c->n_past = n;
+    return 0;
 }
 
 /* Re-rotates one cached key row (kv_dim values) by the angles of cs/sn. */
@@ -871,6 +1171,7 @@ int kv_cache_shift(struct wick_ctx *c, int32_t n_keep, int32_t n_discard, char *
     for (int l = 0; l < mc->n_layers; l++) {
         const layer_weights *w = &c->m->layers[l];
         const float *lcs = w->sliding ? cs_swa : cs, *lsn = w->sliding ? sn_swa : sn;
+        if (c->kv_slots[l] == 0) continue; /* a recurrent layer (never reached: such a cache is not shifted) */
         if (c->kv_slots[l] == c->n_ctx) { /* every position: move the rest down in place */
             for (int j = 0; j < moved; j++) {
                 int from = n_keep + n_discard + j, to = n_keep + j;

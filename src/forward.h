@@ -1,4 +1,4 @@
-/* forward.h — the inference context (KV cache, scratch, thread pool) and the transformer's
+/* forward.h — the inference context (KV cache, recurrent state, scratch, thread pool) and the
  * forward pass over a batch of tokens. */
 #ifndef WICK_FORWARD_H
 #define WICK_FORWARD_H
@@ -23,6 +23,10 @@ typedef struct {
     size_t q_row_bytes[ACT_SLOTS];
 } act_rows;
 
+/* Snapshots of the recurrent state a context keeps (the ends of the last prompts: a new chat
+ * turn or a regenerated answer goes on from one of them). */
+#define STATE_SNAPSHOTS 2
+
 struct wick_ctx {
     const struct wick_model *m;
     int32_t n_ctx, n_batch, kv_type, n_past;
@@ -45,6 +49,18 @@ struct wick_ctx {
     size_t qbuf_bytes;
     float *logits;                /* [n_logit_rows][n_vocab] */
     int32_t n_logit_rows, logits_cap_rows;
+    /* The recurrent layers' state (lfm2, qwen35): layer l's from rstate + rs_off[l], of
+     * model_layer_state_floats(m, l) floats, all zero at position 0. It sums up every position
+     * before n_past in a fixed size, so it cannot be cut back to an earlier position: the cache
+     * returns only to a snapshot of it taken there (kv_state_snapshot), or to 0. */
+    float *rstate;
+    size_t *rs_off, rs_floats;
+    float *rs_snap[STATE_SNAPSHOTS];
+    int32_t rs_snap_pos[STATE_SNAPSHOTS]; /* the position a snapshot holds the state of; -1: empty */
+    uint32_t rs_snap_used[STATE_SNAPSHOTS], rs_clock; /* when each was taken: the oldest is replaced */
+    /* scratch of the recurrent layers and of the attention output gate, [n_batch] rows each:
+     * proj the input projections, mix the convolution's output, mix2 the mixer's output or the gate */
+    float *proj, *mix, *mix2;
 };
 
 int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_params *p, char *err, size_t err_len);
@@ -57,5 +73,17 @@ bool kv_cache_can_shift(const struct wick_ctx *c, int32_t n_keep, int32_t n_disc
 /* Whether the cache can be cut back to its first n positions and go on from there (a sliding
  * layer's ring must still hold the window before position n). */
 bool kv_cache_can_trim(const struct wick_ctx *c, int32_t n);
+/* Cuts the cache back to its first n positions (kv_cache_can_trim must hold): a recurrent state
+ * is zeroed (n = 0) or restored from the snapshot at n; snapshots after n are forgotten. */
+int kv_cache_trim(struct wick_ctx *c, int32_t n, char *err, size_t err_len);
+/* The largest position ≤ n the cache can be cut back to (0 at worst). */
+int32_t kv_cache_rewind_point(const struct wick_ctx *c, int32_t n);
+/* Whether the model has recurrent layers (their state cannot be shifted or cut back freely). */
+bool ctx_has_state(const struct wick_ctx *c);
+/* Keeps a copy of the recurrent state at the current position (n_past), replacing the oldest
+ * snapshot; a no-op without recurrent layers. */
+void kv_state_snapshot(struct wick_ctx *c);
+/* Bytes of the recurrent state, its snapshots included (0 without recurrent layers). */
+size_t ctx_state_bytes(const struct wick_ctx *c);
 
 #endif

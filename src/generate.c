@@ -2,7 +2,9 @@
  * prompt into the KV cache (reusing the prefix already cached), then one token per call:
  * logits → sampler chain → token → detokenizer (whole UTF-8 characters only) → stop strings,
  * and the token is evaluated when generation goes on. When the context is full the cache is
- * shifted: the first n_keep tokens stay, the oldest half of the rest is dropped. */
+ * shifted: the first n_keep tokens stay, the oldest half of the rest is dropped (or, where the
+ * cache cannot shift — a sliding window's ring, a hybrid's recurrent state — the tokens that
+ * stay are evaluated again). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +27,7 @@ struct wick_gen {
     char **stops;
     int32_t n_stops;
     int32_t max_tokens, n_keep, ignore_eos, n_probs, truncate_prompt;
+    int32_t checkpoint; /* a prompt position where a hybrid's recurrent state is also kept (0: none) */
     /* the run */
     wick_sampler *sampler;
     stop_matcher sm;
@@ -35,6 +38,7 @@ struct wick_gen {
     int32_t keep;       /* n_keep in effect for this run */
     int32_t pending;    /* drawn but not yet evaluated, or -1 */
     int32_t generated, finish, token, shifted, n_prompt_eval;
+    int32_t reevaluated; /* tokens evaluated again by a context shift in the last call (no shift possible) */
     char *text;
     int32_t text_len, text_cap;
     int32_t top_ids[MAX_PROBS];
@@ -100,6 +104,7 @@ wick_status wick_gen_set(wick_gen *g, const char *name, double v) {
     else if (!strcmp(name, "ignore_eos")) { RANGE(0, 1); INTEGER(); g->ignore_eos = (int32_t)v; }
     else if (!strcmp(name, "n_probs")) { RANGE(0, MAX_PROBS); INTEGER(); g->n_probs = (int32_t)v; }
     else if (!strcmp(name, "truncate_prompt")) { RANGE(0, 1); INTEGER(); g->truncate_prompt = (int32_t)v; }
+    else if (!strcmp(name, "checkpoint")) { RANGE(0, 1 << 30); INTEGER(); g->checkpoint = (int32_t)v; }
     else return wick_internal_error(WICK_ERR_INVALID_ARG, "unknown generation setting '%s'", name);
 #undef RANGE
 #undef INTEGER
@@ -202,14 +207,36 @@ wick_status wick_gen_start(wick_gen *g, const int32_t *tokens, int32_t n) {
     }
     if (ensure_hist(g, n_ctx)) { free(p); return wick_internal_error(WICK_ERR_NOMEM, "out of memory"); }
 
-    /* reuse the cached prefix; at least the last prompt token is evaluated (its logits are needed) */
+    /* reuse the cached prefix; at least the last prompt token is evaluated (its logits are needed).
+     * The cache goes back to the longest shared prefix it can return to: a sliding window's ring
+     * must still hold the window before it, and a recurrent state (hybrid models) can only go
+     * back to a snapshot, taken below at the end of each prompt but its last token (a regenerated
+     * answer goes on there) and at the caller's checkpoint (a new chat turn goes on there);
+     * anywhere else the prompt is evaluated from 0. */
     int32_t common = 0, cached = wick_n_past(c);
     while (common < cached && common < np - 1 && g->hist[common] == p[common]) common++;
-    if (!kv_cache_can_trim(c, common)) common = 0; /* a sliding window's ring has moved past it */
-    wick_kv_trim(c, common);
-    wick_status s = wick_eval(c, p + common, np - common, 0);
+    common = kv_cache_rewind_point(c, common);
+    if (wick_kv_trim(c, common) != WICK_OK) common = 0, wick_kv_trim(c, 0);
+    wick_status s = WICK_OK;
+    if (ctx_has_state(c)) {
+        /* the caller's checkpoint (a chat's conversation so far, before the template's answer
+         * prompt, which the next turn may render differently), then the prompt but its last token */
+        int32_t from = common, cp = np == n ? g->checkpoint : 0;
+        if (cp > from && cp < np - 1) {
+            s = wick_eval(c, p + from, cp - from, 0);
+            if (s == WICK_OK) kv_state_snapshot(c);
+            from = cp;
+        }
+        if (s == WICK_OK && np - 1 > from) s = wick_eval(c, p + from, np - 1 - from, 0);
+        if (s == WICK_OK) {
+            kv_state_snapshot(c);
+            s = wick_eval(c, p + np - 1, 1, 0);
+        }
+    } else {
+        s = wick_eval(c, p + common, np - common, 0);
+    }
     if (s != WICK_OK) {
-        wick_kv_trim(c, common);
+        if (wick_kv_trim(c, common) != WICK_OK) wick_kv_trim(c, 0); /* a recurrent state past its snapshot */
         free(p);
         return s;
     }
@@ -260,11 +287,13 @@ static wick_status context_shift(wick_gen *g) {
     }
     memmove(g->hist + g->keep, g->hist + g->keep + discard, (size_t)(n_past - g->keep - discard) * sizeof *g->hist);
     if (!can_shift) {
-        /* a sliding-window layer's ring no longer holds kept positions its window will see:
-         * the tokens that stay are evaluated again instead (slower than a shift, never wrong) */
+        /* a sliding-window layer's ring no longer holds kept positions its window will see, or
+         * a recurrent state (hybrid models) holds the dropped tokens mixed in: the tokens that
+         * stay are evaluated again instead (slower than a shift, never wrong) */
         wick_kv_trim(c, 0);
         wick_status s = wick_eval(c, g->hist, n_past - discard, 0);
         if (s != WICK_OK) return s;
+        g->reevaluated += n_past - discard;
     }
     g->shifted += discard;
     return WICK_OK;
@@ -290,6 +319,7 @@ wick_status wick_gen_next(wick_gen *g) {
     wick_ctx *c = g->c;
     g->text_len = 0;
     g->shifted = 0;
+    g->reevaluated = 0;
     if (g->pending >= 0) {
         if (wick_n_past(c) >= wick_n_ctx(c)) {
             wick_status s = context_shift(g);
@@ -341,4 +371,5 @@ int32_t wick_gen_probs(const wick_gen *g, const int32_t **ids, const float **pro
     return g->n_top;
 }
 int32_t wick_gen_shifted(const wick_gen *g) { return g ? g->shifted : 0; }
+int32_t wick_gen_reevaluated(const wick_gen *g) { return g ? g->reevaluated : 0; }
 int32_t wick_gen_n_prompt_eval(const wick_gen *g) { return g ? g->n_prompt_eval : 0; }

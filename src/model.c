@@ -28,23 +28,33 @@ static const float *own_f32(struct wick_model *m, const gguf_tensor *t, int64_t 
     return v;
 }
 
-/* A 1-D vector of n elements, as F32 (converted and owned when stored otherwise). */
-static int bind_vector(struct wick_model *m, const char *name, int64_t n, bool optional, const float **out,
+/* A small tensor of n0 × n1 elements (n1 rows of n0), as F32 (converted and owned when stored otherwise). */
+static int bind_floats(struct wick_model *m, const char *name, int64_t n0, int64_t n1, bool optional, const float **out,
                        char *err, size_t err_len) {
     const gguf_tensor *t = model_find_tensor(m, name);
     *out = NULL;
     if (!t) return optional ? 0 : errorf(err, err_len, "tensor %s is missing", name);
-    if (t->ne[0] != (uint64_t)n || t->ne[1] != 1 || t->ne[2] != 1 || t->ne[3] != 1)
-        return errorf(err, err_len, "tensor %s: shape [%lld, %lld] where [%lld] was expected", name,
-                    (long long)t->ne[0], (long long)t->ne[1], (long long)n);
+    if (t->ne[0] != (uint64_t)n0 || t->ne[1] != (uint64_t)n1 || t->ne[2] != 1 || t->ne[3] != 1) {
+        if (n1 == 1)
+            return errorf(err, err_len, "tensor %s: shape [%lld, %lld] where [%lld] was expected", name,
+                          (long long)t->ne[0], (long long)t->ne[1], (long long)n0);
+        return errorf(err, err_len, "tensor %s: shape [%lld, %lld] where [%lld, %lld] was expected", name,
+                      (long long)t->ne[0], (long long)t->ne[1], (long long)n0, (long long)n1);
+    }
     if (t->type == WICK_TYPE_F32 && ((uintptr_t)t->data & 3) == 0) {
         *out = t->data;
         return 0;
     }
     if (quant_get(t->type)->to_float == NULL)
         return errorf(err, err_len, "tensor %s: type %s cannot be converted", name, quant_get(t->type)->name);
-    *out = own_f32(m, t, n);
+    *out = own_f32(m, t, n0 * n1);
     return *out ? 0 : errorf(err, err_len, "out of memory converting %s", name);
+}
+
+/* A 1-D vector of n elements, as F32. */
+static int bind_vector(struct wick_model *m, const char *name, int64_t n, bool optional, const float **out,
+                       char *err, size_t err_len) {
+    return bind_floats(m, name, n, 1, optional, out, err, err_len);
 }
 
 static int bind_matrix(struct wick_model *m, const char *name, int64_t rows, int64_t cols, bool optional,
@@ -140,19 +150,29 @@ typedef struct {
     bool granite_scales;   /* embedding_scale, residual_scale, attention.scale, logit_scale */
     bool ignore_swa;       /* a sliding_window key is present but llama.cpp does not apply it (phi3) */
     bool swa_unscaled;     /* the sliding layers rotate without the file's linear scaling (gemma3, olmo2) */
+    layer_kind recurrent;  /* the kind of its recurrent layers (LAYER_ATTENTION: it has none) */
+    bool attn_out_gate;    /* attn_q holds each head's query then its output gate (qwen35) */
+    const char *output_norm_name; /* the final norm's tensor when not output_norm.weight (lfm2) */
+    const char *ffn_norm_name;    /* the norm before the FFN when not ffn_norm.weight (qwen35 calls it
+                                   * post_attention_norm: it sits after the attention's residual add) */
 } arch_info;
 
 static const arch_info archs[] = {
-    /* name      neox   pre    post   qk norm           act            √dim   bias   tied   outreq period swa   ownb  norope caps  fcap  gran   noswa  swa unscaled */
-    {"llama",    false, true,  false, QK_NORM_NONE,     ACT_SILU,      false, false, false, false, 0, 0,     false, 0,   false, false, false, false, false},
-    {"qwen2",    true,  true,  false, QK_NORM_NONE,     ACT_SILU,      false, true,  false, false, 0, 0,     false, 0,   false, false, false, false, false},
-    {"qwen3",    true,  true,  false, QK_NORM_PER_HEAD, ACT_SILU,      false, false, false, false, 0, 0,     false, 0,   false, false, false, false, false},
-    {"gemma2",   true,  true,  true,  QK_NORM_NONE,     ACT_GELU_TANH, true,  false, true,  false, 2, 4096,  false, 0,   true,  false, false, false, false},
-    {"gemma3",   true,  true,  true,  QK_NORM_PER_HEAD, ACT_GELU_TANH, true,  false, false, false, 6, 0,     true,  0,   false, true,  false, false, true},
-    {"phi3",     true,  true,  false, QK_NORM_NONE,     ACT_SILU,      false, false, false, true,  0, 0,     false, 0,   false, false, false, true,  false},
-    {"smollm3",  false, true,  false, QK_NORM_NONE,     ACT_SILU,      false, false, false, false, 0, 0,     false, 4,   false, false, false, false, false},
-    {"granite",  false, true,  false, QK_NORM_NONE,     ACT_SILU,      false, false, false, false, 0, 0,     false, 0,   false, false, true,  false, false},
-    {"olmo2",    true,  false, true,  QK_NORM_FULL,     ACT_SILU,      false, false, false, true,  4, 0,     false, 0,   false, false, false, false, true},
+    /* name      neox   pre    post   qk norm           act            √dim   bias   tied   outreq period swa   ownb  norope caps  fcap  gran   noswa  swa unscaled, recurrent, gate, output norm, ffn norm */
+    {"llama",    false, true,  false, QK_NORM_NONE,     ACT_SILU,      false, false, false, false, 0, 0,     false, 0,   false, false, false, false, false, LAYER_ATTENTION, false, NULL, NULL},
+    {"qwen2",    true,  true,  false, QK_NORM_NONE,     ACT_SILU,      false, true,  false, false, 0, 0,     false, 0,   false, false, false, false, false, LAYER_ATTENTION, false, NULL, NULL},
+    {"qwen3",    true,  true,  false, QK_NORM_PER_HEAD, ACT_SILU,      false, false, false, false, 0, 0,     false, 0,   false, false, false, false, false, LAYER_ATTENTION, false, NULL, NULL},
+    {"gemma2",   true,  true,  true,  QK_NORM_NONE,     ACT_GELU_TANH, true,  false, true,  false, 2, 4096,  false, 0,   true,  false, false, false, false, LAYER_ATTENTION, false, NULL, NULL},
+    {"gemma3",   true,  true,  true,  QK_NORM_PER_HEAD, ACT_GELU_TANH, true,  false, false, false, 6, 0,     true,  0,   false, true,  false, false, true, LAYER_ATTENTION, false, NULL, NULL},
+    {"phi3",     true,  true,  false, QK_NORM_NONE,     ACT_SILU,      false, false, false, true,  0, 0,     false, 0,   false, false, false, true,  false, LAYER_ATTENTION, false, NULL, NULL},
+    {"smollm3",  false, true,  false, QK_NORM_NONE,     ACT_SILU,      false, false, false, false, 0, 0,     false, 4,   false, false, false, false, false, LAYER_ATTENTION, false, NULL, NULL},
+    {"granite",  false, true,  false, QK_NORM_NONE,     ACT_SILU,      false, false, false, false, 0, 0,     false, 0,   false, false, true,  false, false, LAYER_ATTENTION, false, NULL, NULL},
+    {"olmo2",    true,  false, true,  QK_NORM_FULL,     ACT_SILU,      false, false, false, true,  4, 0,     false, 0,   false, false, false, false, true, LAYER_ATTENTION, false, NULL, NULL},
+    /* hybrids (llama.cpp's src/models/lfm2.cpp, qwen35.cpp): lfm2's convolution layers are those
+     * whose KV head count is 0; qwen35's DeltaNet layers come from attention.recurrent_layers or
+     * full_attention_interval */
+    {"lfm2",     true,  true,  false, QK_NORM_PER_HEAD, ACT_SILU,      false, false, false, false, 0, 0,     false, 0,   false, false, false, false, false, LAYER_SHORTCONV, false, "token_embd_norm.weight", NULL},
+    {"qwen35",   true,  true,  false, QK_NORM_PER_HEAD, ACT_SILU,      false, false, false, false, 0, 0,     false, 0,   false, false, false, false, false, LAYER_DELTANET,  true,  NULL, "post_attention_norm.weight"},
 };
 
 static const arch_info *arch_find(gguf_str name) {
@@ -208,6 +228,86 @@ static int alloc_layers(struct wick_model *m, char *err, size_t err_len) {
     return 0;
 }
 
+/* The hybrids' recurrent hyperparameters (llama.cpp's llama-arch.cpp key names). */
+static int read_hybrid_config(const gguf_file *g, const char *a, const arch_info *ai, model_config *c, char *err,
+                              size_t err_len) {
+    int64_t v;
+    c->attn_out_gate = ai->attn_out_gate;
+    if (ai->recurrent == LAYER_SHORTCONV) {
+        if (!meta_int(g, a, "shortconv.l_cache", &v)) return errorf(err, err_len, "metadata %s.shortconv.l_cache is missing", a);
+        if (v < 2 || v > 64) return errorf(err, err_len, "%s.shortconv.l_cache = %lld out of range (2 to 64)", a, (long long)v);
+        c->conv_kernel = (int32_t)v;
+        /* llama.cpp gives a sliding window to every attention layer of an lfm2 that has one: not here yet */
+        if (meta_int(g, a, "attention.sliding_window", &v) && v > 0)
+            return errorf(err, err_len, "%s.attention.sliding_window = %lld: a sliding window on lfm2 is not supported", a, (long long)v);
+        return 0;
+    }
+    const char *keys[] = {"ssm.conv_kernel", "ssm.state_size", "ssm.group_count", "ssm.time_step_rank", "ssm.inner_size"};
+    int64_t vals[5];
+    for (int i = 0; i < 5; i++) {
+        if (!meta_int(g, a, keys[i], &vals[i])) return errorf(err, err_len, "metadata %s.%s is missing", a, keys[i]);
+        if (vals[i] < 1 || vals[i] > MAX_DIM) return errorf(err, err_len, "%s.%s = %lld out of range", a, keys[i], (long long)vals[i]);
+    }
+    c->conv_kernel = (int32_t)vals[0];
+    c->ssm_state = (int32_t)vals[1];
+    c->ssm_k_heads = (int32_t)vals[2];
+    c->ssm_v_heads = (int32_t)vals[3];
+    if (c->conv_kernel < 2 || c->conv_kernel > 64) return errorf(err, err_len, "%s.ssm.conv_kernel = %d out of range (2 to 64)", a, c->conv_kernel);
+    if (c->ssm_state > 1024) return errorf(err, err_len, "%s.ssm.state_size = %d out of range (1 to 1024)", a, c->ssm_state);
+    if (c->ssm_v_heads % c->ssm_k_heads)
+        return errorf(err, err_len, "%d value heads is not a multiple of %d key heads", c->ssm_v_heads, c->ssm_k_heads);
+    /* llama.cpp takes the value head size as inner_size / time_step_rank and requires it to be the key head size */
+    if (vals[4] != (int64_t)c->ssm_v_heads * c->ssm_state)
+        return errorf(err, err_len, "%s.ssm.inner_size %lld is not %d value heads of %d (unsupported)", a, (long long)vals[4],
+                      c->ssm_v_heads, c->ssm_state);
+    if ((int64_t)c->ssm_v_heads * c->ssm_state > 4 * (int64_t)MAX_DIM) return errorf(err, err_len, "DeltaNet of %d heads of %d is out of range", c->ssm_v_heads, c->ssm_state);
+    return 0;
+}
+
+/* Which layers are recurrent: lfm2's have 0 KV heads (kv_arr, the per-layer list); qwen35's
+ * are listed in attention.recurrent_layers, else all but every full_attention_interval-th. */
+static int read_layer_kinds(struct wick_model *m, const arch_info *ai, const gguf_kv *kv_arr, char *err, size_t err_len) {
+    model_config *c = &m->c;
+    const gguf_file *g = &m->gguf;
+    char key[128];
+    if (ai->recurrent == LAYER_SHORTCONV) {
+        for (int l = 0; l < c->n_layers; l++)
+            m->layers[l].kind = kv_arr && kv_arr->type == GGUF_ARRAY && gguf_arr_i64(kv_arr, (uint64_t)l) == 0 ? LAYER_SHORTCONV
+                                                                                                            : LAYER_ATTENTION;
+    } else {
+        snprintf(key, sizeof key, "%s.attention.recurrent_layers", c->arch);
+        const gguf_kv *list = gguf_find(g, key);
+        int64_t interval = 4; /* llama.cpp's default */
+        if (list && (list->type != GGUF_ARRAY || list->arr_type == GGUF_STRING || list->arr_type == GGUF_ARRAY ||
+                     list->arr_len < (uint64_t)c->n_layers))
+            return errorf(err, err_len, "%s must be an array of %d flags", key, c->n_layers);
+        if (!list && meta_int(g, c->arch, "full_attention_interval", &interval) && (interval < 1 || interval > MAX_LAYERS))
+            return errorf(err, err_len, "%s.full_attention_interval = %lld out of range", c->arch, (long long)interval);
+        for (int l = 0; l < c->n_layers; l++) {
+            bool recurrent = list ? gguf_arr_i64(list, (uint64_t)l) != 0 : (l + 1) % interval != 0;
+            m->layers[l].kind = recurrent ? LAYER_DELTANET : LAYER_ATTENTION;
+        }
+    }
+    c->n_recurrent = 0;
+    for (int l = 0; l < c->n_layers; l++) c->n_recurrent += m->layers[l].kind != LAYER_ATTENTION;
+    return 0;
+}
+
+int32_t model_conv_channels(const model_config *c, layer_kind kind) {
+    if (kind == LAYER_SHORTCONV) return c->dim;
+    if (kind == LAYER_DELTANET) return (2 * c->ssm_k_heads + c->ssm_v_heads) * c->ssm_state;
+    return 0;
+}
+
+size_t model_layer_state_floats(const struct wick_model *m, int l) {
+    const model_config *c = &m->c;
+    layer_kind kind = m->layers[l].kind;
+    if (kind == LAYER_ATTENTION) return 0;
+    size_t conv = (size_t)(c->conv_kernel - 1) * (size_t)model_conv_channels(c, kind);
+    if (kind == LAYER_SHORTCONV) return conv;
+    return conv + (size_t)c->ssm_v_heads * (size_t)c->ssm_state * (size_t)c->ssm_state;
+}
+
 static int read_gguf_config(struct wick_model *m, char *err, size_t err_len) {
     const gguf_file *g = &m->gguf;
     model_config *c = &m->c;
@@ -235,10 +335,24 @@ static int read_gguf_config(struct wick_model *m, char *err, size_t err_len) {
     if (c->n_heads < 1) return errorf(err, err_len, "head count %d out of range", c->n_heads);
     snprintf(key, sizeof key, "%s.attention.head_count_kv", a);
     const gguf_kv *kv_arr = gguf_find(g, key);
-    if (kv_arr && kv_arr->type == GGUF_ARRAY)
-        return errorf(err, err_len, "%s is an array (a KV head count per layer): not supported", key);
     c->n_kv_heads = c->n_heads;
-    if (meta_int(g, a, "attention.head_count_kv", &v)) {
+    if (kv_arr && kv_arr->type == GGUF_ARRAY) {
+        /* lfm2: one count per layer, 0 marking a convolution layer; the attention layers must agree */
+        if (ai->recurrent != LAYER_SHORTCONV)
+            return errorf(err, err_len, "%s is an array (a KV head count per layer): not supported", key);
+        if (kv_arr->arr_type == GGUF_STRING || kv_arr->arr_type == GGUF_ARRAY || kv_arr->arr_len != (uint64_t)c->n_layers)
+            return errorf(err, err_len, "%s: %llu entries where block_count is %d", key, (unsigned long long)kv_arr->arr_len,
+                          c->n_layers);
+        int64_t common = 0;
+        for (uint64_t l = 0; l < kv_arr->arr_len; l++) {
+            int64_t n = gguf_arr_i64(kv_arr, l);
+            if (n < 0 || n > c->n_heads) return errorf(err, err_len, "%s[%llu] = %lld out of range", key, (unsigned long long)l, (long long)n);
+            if (n && common && n != common)
+                return errorf(err, err_len, "%s: attention layers with %lld and %lld KV heads (unsupported)", key, (long long)common, (long long)n);
+            if (n) common = n;
+        }
+        if (common) c->n_kv_heads = (int32_t)common;
+    } else if (meta_int(g, a, "attention.head_count_kv", &v)) {
         if (v < 1 || v > c->n_heads) return errorf(err, err_len, "KV head count %lld out of range", (long long)v);
         c->n_kv_heads = (int32_t)v;
     }
@@ -332,6 +446,8 @@ static int read_gguf_config(struct wick_model *m, char *err, size_t err_len) {
     if (!(c->rope_base_swa > 0 && isfinite(c->rope_base_swa)))
         return errorf(err, err_len, "sliding-window rope base %g out of range", c->rope_base_swa);
 
+    if (ai->recurrent != LAYER_ATTENTION && read_hybrid_config(g, a, ai, c, err, err_len)) return -1;
+
     /* granite reads rope.scaling.finetuned as a switch for rope itself (true when absent) */
     bool rotate = true;
     snprintf(key, sizeof key, "%s.rope.scaling.finetuned", a);
@@ -343,7 +459,7 @@ static int read_gguf_config(struct wick_model *m, char *err, size_t err_len) {
         w->sliding = c->n_swa > 0 && (period == 0 || l % period < period - 1);
         w->rotate = rotate && (ai->no_rope_every == 0 || (l + 1) % ai->no_rope_every != 0);
     }
-    return 0;
+    return ai->recurrent == LAYER_ATTENTION ? 0 : read_layer_kinds(m, ai, kv_arr, err, err_len);
 }
 
 /* A weight that is rows [r0, r0 + rows) of a bound matrix (one part of a fused tensor). */
@@ -352,6 +468,35 @@ static weight weight_rows(const weight *w, int64_t r0, int64_t rows) {
     part.data = (const uint8_t *)w->data + (size_t)r0 * w->row_bytes;
     part.rows = rows;
     return part;
+}
+
+/* The mixer of recurrent layer l: lfm2's short convolution or qwen35's gated DeltaNet
+ * (tensor names and shapes as llama.cpp's loader creates them). */
+static int bind_recurrent(struct wick_model *m, int l, char *err, size_t err_len) {
+    const model_config *c = &m->c;
+    layer_weights *w = &m->layers[l];
+    int64_t channels = model_conv_channels(c, w->kind);
+    char n[64];
+#define NAME(s) (snprintf(n, sizeof n, "blk.%d." s, l), n)
+    if (w->kind == LAYER_SHORTCONV)
+        return bind_matrix(m, NAME("shortconv.in_proj.weight"), 3 * (int64_t)c->dim, c->dim, false, &w->sc_in, err, err_len) ||
+                       bind_matrix(m, NAME("shortconv.out_proj.weight"), c->dim, c->dim, false, &w->sc_out, err, err_len) ||
+                       bind_floats(m, NAME("shortconv.conv.weight"), c->conv_kernel, channels, false, &w->conv_w, err, err_len)
+                   ? -1
+                   : 0;
+    int64_t nv = c->ssm_v_heads, value_dim = nv * c->ssm_state;
+    if (bind_matrix(m, NAME("attn_qkv.weight"), channels, c->dim, false, &w->dn_qkv, err, err_len) ||
+        bind_matrix(m, NAME("attn_gate.weight"), value_dim, c->dim, false, &w->dn_gate, err, err_len) ||
+        bind_matrix(m, NAME("ssm_alpha.weight"), nv, c->dim, false, &w->dn_alpha, err, err_len) ||
+        bind_matrix(m, NAME("ssm_beta.weight"), nv, c->dim, false, &w->dn_beta, err, err_len) ||
+        bind_matrix(m, NAME("ssm_out.weight"), c->dim, value_dim, false, &w->dn_out, err, err_len) ||
+        bind_floats(m, NAME("ssm_conv1d.weight"), c->conv_kernel, channels, false, &w->conv_w, err, err_len) ||
+        bind_vector(m, NAME("ssm_dt.bias"), nv, false, &w->dn_dt, err, err_len) ||
+        bind_vector(m, NAME("ssm_a"), nv, false, &w->dn_a, err, err_len) ||
+        bind_vector(m, NAME("ssm_norm.weight"), c->ssm_state, false, &w->dn_norm, err, err_len))
+        return -1;
+#undef NAME
+    return 0;
 }
 
 static int bind_gguf_weights(struct wick_model *m, char *err, size_t err_len) {
@@ -365,7 +510,8 @@ static int bind_gguf_weights(struct wick_model *m, char *err, size_t err_len) {
     if (check_config(c, err, err_len)) return -1;
     int64_t kv_dim = (int64_t)c->n_kv_heads * c->head_dim, q_dim = c->q_dim, half = c->rope_dim / 2;
     if (bind_matrix(m, "token_embd.weight", c->n_vocab, c->dim, false, &m->tok_embd, err, err_len) ||
-        bind_vector(m, "output_norm.weight", c->dim, false, &m->output_norm, err, err_len) ||
+        bind_vector(m, ai->output_norm_name ? ai->output_norm_name : "output_norm.weight", c->dim, false, &m->output_norm,
+                    err, err_len) ||
         (!ai->tied_only &&
          bind_matrix(m, "output.weight", c->n_vocab, c->dim, !ai->output_required, &m->output, err, err_len)) ||
         bind_vector(m, "rope_freqs.weight", half, true, &m->rope_freqs, err, err_len) ||
@@ -380,19 +526,34 @@ static int bind_gguf_weights(struct wick_model *m, char *err, size_t err_len) {
         layer_weights *w = &m->layers[l];
         char n[64];
 #define NAME(s) (snprintf(n, sizeof n, "blk.%d." s, l), n)
+        char ffn_norm_name[64];
+        snprintf(ffn_norm_name, sizeof ffn_norm_name, "blk.%d.%s", l, ai->ffn_norm_name ? ai->ffn_norm_name : "ffn_norm.weight");
         if (bind_vector(m, NAME("attn_norm.weight"), c->dim, !ai->norm_pre, &w->attn_norm, err, err_len) ||
-            bind_vector(m, NAME("ffn_norm.weight"), c->dim, !ai->norm_pre, &w->ffn_norm, err, err_len) ||
-            bind_vector(m, NAME("post_attention_norm.weight"), c->dim, !ai->norm_post, &w->attn_post_norm, err, err_len) ||
+            bind_vector(m, ffn_norm_name, c->dim, !ai->norm_pre, &w->ffn_norm, err, err_len) ||
+            (!ai->ffn_norm_name &&
+             bind_vector(m, NAME("post_attention_norm.weight"), c->dim, !ai->norm_post, &w->attn_post_norm, err, err_len)) ||
             bind_vector(m, NAME("post_ffw_norm.weight"), c->dim, !ai->norm_post, &w->ffn_post_norm, err, err_len) ||
-            bind_matrix(m, NAME("attn_output.weight"), c->dim, q_dim, false, &w->wo, err, err_len) ||
             bind_matrix(m, NAME("ffn_down.weight"), c->dim, c->hidden_dim, false, &w->w_down, err, err_len))
             return -1;
-        if (c->qk_norm != QK_NORM_NONE &&
+        if (w->kind != LAYER_ATTENTION) {
+            if (bind_recurrent(m, l, err, err_len)) return -1;
+        } else if (bind_matrix(m, NAME("attn_output.weight"), c->dim, q_dim, false, &w->wo, err, err_len)) {
+            return -1;
+        }
+        if (w->kind == LAYER_ATTENTION && c->qk_norm != QK_NORM_NONE &&
             (bind_vector(m, NAME("attn_q_norm.weight"), qk_q, false, &w->attn_q_norm, err, err_len) ||
              bind_vector(m, NAME("attn_k_norm.weight"), qk_k, false, &w->attn_k_norm, err, err_len)))
             return -1;
-        /* Q, K and V: one fused attn_qkv (rows Q | K | V) or three tensors (llama.cpp's create_tensor_qkv) */
-        if (model_find_tensor(m, NAME("attn_qkv.weight"))) {
+        /* Q, K and V: one fused attn_qkv (rows Q | K | V) or three tensors (llama.cpp's create_tensor_qkv);
+         * with an output gate, attn_q holds 2 × q_dim rows (each head's query, then its gate) */
+        if (w->kind != LAYER_ATTENTION) {
+            /* the mixer is bound; the FFN below is the same in every layer */
+        } else if (c->attn_out_gate) {
+            if (bind_matrix(m, NAME("attn_q.weight"), 2 * q_dim, c->dim, false, &w->wq, err, err_len) ||
+                bind_matrix(m, NAME("attn_k.weight"), kv_dim, c->dim, false, &w->wk, err, err_len) ||
+                bind_matrix(m, NAME("attn_v.weight"), kv_dim, c->dim, false, &w->wv, err, err_len))
+                return -1;
+        } else if (model_find_tensor(m, NAME("attn_qkv.weight"))) {
             weight qkv;
             const float *b = NULL;
             if (bind_matrix(m, n, q_dim + 2 * kv_dim, c->dim, false, &qkv, err, err_len) ||

@@ -1,6 +1,7 @@
 /* model.h — the model: hyperparameters, the weights (views into the file buffer) and the
  * vocabulary, bound from a GGUF file (the llama lineage: llama, qwen2, qwen3, gemma2, gemma3, phi3,
- * smollm3, granite, olmo2) or a llama2.c checkpoint. */
+ * smollm3, granite, olmo2; the hybrids with a recurrent state: lfm2, qwen35) or a llama2.c
+ * checkpoint. */
 #ifndef WICK_MODEL_H
 #define WICK_MODEL_H
 
@@ -20,7 +21,16 @@ typedef struct {
     size_t row_bytes;
 } weight;
 
+/* What a layer mixes its positions with: attention over the KV cache, or a recurrence whose
+ * state per sequence has a fixed size (the context's recurrent state, forward.h). */
+typedef enum {
+    LAYER_ATTENTION,
+    LAYER_SHORTCONV, /* lfm2: y = C ⊙ conv(B ⊙ x), a causal depthwise convolution */
+    LAYER_DELTANET,  /* qwen35: gated DeltaNet, a linear attention with an S×S state per value head */
+} layer_kind;
+
 typedef struct {
+    layer_kind kind;
     const float *attn_norm;           /* [dim]; NULL where the family has no norm before attention (olmo2) */
     weight wq, wk, wv, wo;            /* [q_dim][dim], [kv_dim][dim], [kv_dim][dim], [dim][q_dim]; views
                                        * into one fused attn_qkv tensor where the file has one (phi3) */
@@ -32,6 +42,19 @@ typedef struct {
     weight w_gate, w_down, w_up;      /* [hidden][dim], [dim][hidden], [hidden][dim]; gate and up
                                        * are the two halves of one ffn_up tensor in phi3 */
     const float *ffn_post_norm;       /* [dim], on the FFN output before the residual add */
+    /* short convolution (lfm2) */
+    weight sc_in, sc_out;             /* in_proj [3·dim][dim] (rows B | C | x), out_proj [dim][dim] */
+    /* both recurrences: the depthwise convolution, [channels][conv_kernel], kept F32; tap k
+     * weighs the input at t − (conv_kernel − 1) + k */
+    const float *conv_w;
+    /* gated DeltaNet (qwen35): channels = 2·key_dim + value_dim, key_dim = ssm_k_heads·ssm_state,
+     * value_dim = ssm_v_heads·ssm_state */
+    weight dn_qkv;                    /* attn_qkv [channels][dim]: q | k | v */
+    weight dn_gate;                   /* attn_gate [value_dim][dim]: z of the output gate */
+    weight dn_alpha, dn_beta;         /* ssm_alpha, ssm_beta [ssm_v_heads][dim] */
+    weight dn_out;                    /* ssm_out [dim][value_dim] */
+    const float *dn_dt, *dn_a;        /* ssm_dt.bias, ssm_a [ssm_v_heads]: decay g = softplus(α + dt)·a */
+    const float *dn_norm;             /* ssm_norm [ssm_state], shared by the value heads */
     bool sliding;                     /* attends to the last c.n_swa positions only */
     bool rotate;                      /* applies rope (smollm3 leaves every fourth layer unrotated) */
 } layer_weights;
@@ -64,7 +87,13 @@ typedef struct {
     float final_softcap;  /* the same on the logits (gemma2) */
     float logit_scale;    /* logits × this (granite: 1 / logit_scale) */
     int32_t n_swa;        /* sliding window of the sliding layers: position p sees p − n_swa + 1 … p */
+    /* the hybrids */
+    bool attn_out_gate;   /* qwen35: attn_q gives each head its query then an output gate (o × sigmoid(gate)) */
+    int32_t n_recurrent;  /* layers of kind LAYER_SHORTCONV or LAYER_DELTANET */
+    int32_t conv_kernel;  /* taps of the recurrent layers' convolution (lfm2 shortconv.l_cache, qwen35 ssm.conv_kernel) */
+    int32_t ssm_state, ssm_k_heads, ssm_v_heads; /* DeltaNet: head size S, key heads, value heads */
 } model_config;
+
 
 struct wick_model {
     model_config c;
@@ -94,5 +123,11 @@ const gguf_tensor *model_find_tensor(const struct wick_model *m, const char *nam
 int model_load_llama2c(struct wick_model *m, const uint8_t *bin, size_t bin_size, const uint8_t *tok,
                        size_t tok_size, char *err, size_t err_len);
 void model_release(struct wick_model *m);
+
+/* Floats of one sequence's recurrent state in layer l (0 for an attention layer): the last
+ * conv_kernel − 1 convolution inputs and, for DeltaNet, an S×S matrix per value head. */
+size_t model_layer_state_floats(const struct wick_model *m, int l);
+/* Width of the convolution's input (channels) in a recurrent layer. */
+int32_t model_conv_channels(const model_config *c, layer_kind kind);
 
 #endif

@@ -12,7 +12,11 @@
  *     windows and caps all show;
  *   - norm weights uniform in [0.5, 1.5] times a centre, not 1, so a missing or misplaced norm shows;
  *   - the output side scaled so that the logits spread over a few units: the final cap bites, and a
- *     softmax over 32000 tokens keeps every probability above float's underflow.
+ *     softmax over 32000 tokens keeps every probability above float's underflow;
+ *   - the hybrids' convolution taps F32 with standard deviation 0.5 (reversed taps move the logits
+ *     by over 100%), DeltaNet decays of about e^−0.65 per token (no decay moves them by over 100%),
+ *     and its output gate z at a quarter of the usual scale: at full scale silu(z) passes llama.cpp's
+ *     own F16 rounding through at 0.3% of a row's spread, above the F16 tolerance.
  * Values come from a SplitMix64 stream per tensor, so the same arch, shape, type and seed always
  * give the same bytes.
  *
@@ -64,7 +68,18 @@ enum {
     F_ROPE_DIM_KEY = 1u << 9,  /* writes <arch>.rope.dimension_count */
     F_EMB_SQRT = 1u << 10,     /* the graph multiplies the embeddings by √dim (Gemma) */
     F_HEAD_GAIN = 1u << 11,    /* query/key heads get gains 0.5…2, so a per-head norm differs from a full-width one */
+    F_SHORTCONV = 1u << 12,    /* lfm2: layers with il % 3 != 2 are short convolutions (KV head count 0) */
+    F_DELTANET = 1u << 13,     /* qwen35: gated DeltaNet layers, full attention every 4th; attn_q holds each
+                                * head's query then its output gate; the FFN's norm is post_attention_norm */
 };
+
+/* lfm2's attention layers in a synth file: every third (LFM2-350M has 6 of 16, spread out) */
+#define LFM2_ATTENTION_EVERY 3
+/* qwen35: full attention on layers with (il + 1) % this == 0 (llama.cpp's default interval) */
+#define QWEN35_FULL_ATTENTION_INTERVAL 4
+/* the taps of the recurrent layers' convolutions (LFM2's l_cache, Qwen3.5's conv_kernel) */
+#define LFM2_L_CACHE 3
+#define QWEN35_CONV_KERNEL 4
 
 typedef struct {
     const char *name;       /* --arch */
@@ -101,7 +116,7 @@ static const synth_family families[] = {
      .attn_softcap = 2.0f, .final_softcap = 4.0f, .score_std = 0.7f, .logit_std = 2.5f},
     {.name = "gemma3", .arch = "gemma3", .flags = F_TIED | F_PRE_NORM | F_POST_NORM | F_QK_NORM_HEAD | F_EMB_SQRT,
      .min_layers = 6, .head_factor = 2, .ctx_train = 32768, .rope_base = 1000000.0f, .rms_eps = 1e-6f,
-     .swa_small = 12, .swa_large = 512, .rope_base_swa = 10000.0f, .score_std = 0.7f, .logit_std = 3.0f},
+     .swa_small = 12, .swa_large = 512, .rope_base_swa = 10000.0f, .logit_std = 3.0f},
     {.name = "phi3", .arch = "phi3", .flags = F_PRE_NORM | F_FUSED | F_LONGROPE | F_ROPE_DIM_KEY, .head_factor = 1,
      .ctx_train = 131072, .rope_base = 10000.0f, .rms_eps = 1e-5f, .orig_ctx = 4096,
      .rope_attn_factor = PHI3_ATTN_FACTOR, .logit_std = 3.0f},
@@ -114,6 +129,10 @@ static const synth_family families[] = {
      .logit_std = 3.0f},
     {.name = "olmo2", .arch = "olmo2", .flags = F_POST_NORM | F_QK_NORM_FULL | F_HEAD_GAIN, .head_factor = 1,
      .ctx_train = 4096, .rope_base = 500000.0f, .rms_eps = 1e-6f, .logit_std = 3.0f},
+    {.name = "lfm2", .arch = "lfm2", .flags = F_TIED | F_PRE_NORM | F_QK_NORM_HEAD | F_SHORTCONV, .min_layers = 4,
+     .head_factor = 1, .ctx_train = 128000, .rope_base = 1000000.0f, .rms_eps = 1e-5f, .logit_std = 3.0f},
+    {.name = "qwen35", .arch = "qwen35", .flags = F_PRE_NORM | F_QK_NORM_HEAD | F_ROPE_DIM_KEY | F_DELTANET, .min_layers = 4,
+     .head_factor = 2, .ctx_train = 262144, .rope_base = 10000000.0f, .rms_eps = 1e-6f, .logit_std = 3.0f},
 };
 
 /* What the query/key weights aim at: attention scores (scaled, before softmax) with this standard
@@ -182,6 +201,16 @@ static uint32_t matrix_type(const synth_quant *q, tensor_role role, bool tied, i
     return type_fallback(t, ne0);
 }
 
+/* Whether layer l of a hybrid family is recurrent. */
+static bool layer_recurrent(unsigned flags, int l) {
+    if (flags & F_SHORTCONV) return l % LFM2_ATTENTION_EVERY != LFM2_ATTENTION_EVERY - 1;
+    if (flags & F_DELTANET) return (l + 1) % QWEN35_FULL_ATTENTION_INTERVAL != 0;
+    return false;
+}
+
+/* the most layers a shape has (the per-layer metadata arrays are built on the stack) */
+#define MAX_SYNTH_LAYERS 64
+
 /* Gain of query/key head h of n: 0.5 … 2, geometric about 1. */
 static float head_gain(int h, int n) { return n > 1 ? exp2f(2.0f * (float)h / (float)(n - 1) - 1.0f) : 1.0f; }
 
@@ -237,6 +266,13 @@ static void meta_key(meta_buf *b, const char *prefix, const char *key, uint32_t 
 static void kv_u32(meta_buf *b, const char *prefix, const char *key, uint32_t v) { meta_key(b, prefix, key, GGUF_U32); meta_put(b, &v, 4); }
 static void kv_f32(meta_buf *b, const char *prefix, const char *key, float v) { meta_key(b, prefix, key, GGUF_F32); meta_put(b, &v, 4); }
 static void kv_str(meta_buf *b, const char *prefix, const char *key, const char *v) { meta_key(b, prefix, key, GGUF_STRING); meta_str(b, v); }
+static void kv_i32_array(meta_buf *b, const char *prefix, const char *key, const int32_t *v, uint64_t n) {
+    uint32_t type = GGUF_I32;
+    meta_key(b, prefix, key, GGUF_ARRAY);
+    meta_put(b, &type, 4);
+    meta_put(b, &n, 8);
+    meta_put(b, v, n * 4);
+}
 
 static void put(FILE *f, const void *p, size_t n) { fwrite(p, 1, n, f); }
 static void put_u32(FILE *f, uint32_t v) { put(f, &v, 4); }
@@ -289,7 +325,8 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
     for (size_t i = 0; i < sizeof families / sizeof families[0]; i++)
         if (!strcmp(families[i].name, arch_name ? arch_name : "llama")) fam = &families[i];
     if (!fam)
-        return errorf(err, err_len, "unknown arch '%s' (llama, llama3, qwen3, gemma2, gemma3, phi3, smollm3, granite, olmo2)", arch_name);
+        return errorf(err, err_len, "unknown arch '%s' (llama, llama3, qwen3, gemma2, gemma3, phi3, smollm3, granite, olmo2, "
+                      "lfm2, qwen35)", arch_name);
     const synth_shape *sh = NULL;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         if (!strcmp(shapes[i].name, shape_name)) sh = &shapes[i];
@@ -325,7 +362,12 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
     const bool legacy = fl & F_LEGACY, tied = fl & F_TIED;
     const int dim = sh->dim, n_heads = sh->n_heads, n_kv_heads = sh->n_kv_heads, hidden = sh->hidden;
     const int n_layers = sh->small && fam->min_layers > sh->n_layers ? fam->min_layers : sh->n_layers;
-    const int head_dim = fam->head_factor * dim / n_heads, n_rot = head_dim;
+    const int head_dim = fam->head_factor * dim / n_heads;
+    /* Qwen3.5 rotates a quarter of each head (rope.dimension_count) */
+    const int n_rot = fl & F_DELTANET ? head_dim / 4 : head_dim;
+    /* DeltaNet: heads of dim / n_heads, half as many key heads as value heads */
+    const int ssm_state = dim / n_heads, ssm_v_heads = n_heads, ssm_k_heads = n_heads / 2 > 0 ? n_heads / 2 : 1;
+    const int ssm_channels = (2 * ssm_k_heads + ssm_v_heads) * ssm_state, ssm_value_dim = ssm_v_heads * ssm_state;
     const int q_dim = n_heads * head_dim, kv_dim = n_kv_heads * head_dim;
     const uint32_t swa = sh->small ? fam->swa_small : fam->swa_large;
     const float attention_scale = fam->attention_scale_1_hd ? 1.0f / (float)head_dim : 0.0f;
@@ -356,7 +398,7 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
     const int n_pairs = n_rot / 2;
     float *rope_values = calloc((size_t)(3 * n_pairs), sizeof *rope_values);
     /* the tensor list: the llama file's order, each family's extra tensors where its layer has them */
-    int cap_t = 4 + 16 * n_layers, n_t = 0;
+    int cap_t = 4 + 20 * n_layers, n_t = 0;
     synth_tensor *ts = calloc((size_t)cap_t, sizeof *ts);
     if (!ts || !rope_values) {
         free(ts);
@@ -375,6 +417,7 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
     (TENSOR(ne0_, ne1_, __VA_ARGS__), t->type = matrix_type(&q, role, tied, ne0_, i, n_layers), t->std = legacy ? 0.02f : (std_))
 #define NORM(centre_, ne0_, ...) (TENSOR(ne0_, 1, __VA_ARGS__), t->type = WICK_TYPE_F32, t->norm = true, t->centre = legacy ? 1.0f : (centre_))
 #define VALUES(v, ne0_, ...) (TENSOR(ne0_, 1, __VA_ARGS__), t->type = WICK_TYPE_F32, t->values = (v))
+#define RANDOM_F32(std_, ne0_, ne1_, ...) (TENSOR(ne0_, ne1_, __VA_ARGS__), t->type = WICK_TYPE_F32, t->std = (std_))
     MATRIX(R_EMBD, 0, emb_std, dim, n_vocab, "token_embd.weight");
     if (fl & F_ROPE_FREQS) VALUES(rope_values, n_pairs, "rope_freqs.weight");
     if (fl & F_LONGROPE) {
@@ -384,9 +427,31 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
     const float o_std = 1.0f / sqrtf((float)q_dim);
     /* the FFN adds half the size of its input to the residual: a full-size one amplifies rounding */
     const float up_std = 1.0f / sqrtf((float)dim), down_std = 0.5f / sqrtf((float)hidden);
+    /* the recurrent layers' convolution taps: F32, std 0.5, so that each tap counts */
+    const float conv_std = 0.5f;
     for (int l = 0; l < n_layers; l++) {
         if (fl & F_PRE_NORM) NORM(1.0f, dim, "blk.%d.attn_norm.weight", l);
-        if (fl & F_FUSED) {
+        if (layer_recurrent(fl, l)) {
+            if (fl & F_SHORTCONV) { /* rows B | C | x, then the taps, then the output */
+                MATRIX(R_OTHER, l, 1.0f / sqrtf((float)dim), dim, 3 * dim, "blk.%d.shortconv.in_proj.weight", l);
+                RANDOM_F32(conv_std, LFM2_L_CACHE, dim, "blk.%d.shortconv.conv.weight", l);
+                MATRIX(R_OTHER, l, o_std, dim, dim, "blk.%d.shortconv.out_proj.weight", l);
+            } else { /* gated DeltaNet, tensor names of llama.cpp's qwen35 loader */
+                MATRIX(R_OTHER, l, 1.0f / sqrtf((float)dim), dim, ssm_channels, "blk.%d.attn_qkv.weight", l);
+                MATRIX(R_OTHER, l, 0.25f / sqrtf((float)dim), dim, ssm_value_dim, "blk.%d.attn_gate.weight", l);
+                RANDOM_F32(conv_std, QWEN35_CONV_KERNEL, ssm_channels, "blk.%d.ssm_conv1d.weight", l);
+                NORM(1.0f, ssm_v_heads, "blk.%d.ssm_dt.bias", l);
+                NORM(-0.5f, ssm_v_heads, "blk.%d.ssm_a", l); /* −exp(A_log): a decay per value head */
+                MATRIX(R_OTHER, l, 1.0f / sqrtf((float)dim), dim, ssm_v_heads, "blk.%d.ssm_alpha.weight", l);
+                MATRIX(R_OTHER, l, 1.0f / sqrtf((float)dim), dim, ssm_v_heads, "blk.%d.ssm_beta.weight", l);
+                NORM(1.0f, ssm_state, "blk.%d.ssm_norm.weight", l);
+                MATRIX(R_OTHER, l, 1.0f / sqrtf((float)ssm_value_dim), ssm_value_dim, dim, "blk.%d.ssm_out.weight", l);
+            }
+        } else if (fl & F_DELTANET) { /* each head's query, then its output gate */
+            MATRIX(R_OTHER, l, qk_std, dim, 2 * q_dim, "blk.%d.attn_q.weight", l);
+            MATRIX(R_OTHER, l, qk_std, dim, kv_dim, "blk.%d.attn_k.weight", l);
+            MATRIX(R_ATTN_V, l, v_std, dim, kv_dim, "blk.%d.attn_v.weight", l);
+        } else if (fl & F_FUSED) {
             /* Q, K and V stacked: V's rows keep V's scale */
             MATRIX(R_ATTN_V, l, qk_std, dim, q_dim + 2 * kv_dim, "blk.%d.attn_qkv.weight", l);
             t->v_row0 = q_dim + kv_dim, t->v_std = v_std;
@@ -397,23 +462,27 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
             if (fl & F_HEAD_GAIN) t->head_rows = head_dim, t->n_head_groups = n_kv_heads;
             MATRIX(R_ATTN_V, l, v_std, dim, kv_dim, "blk.%d.attn_v.weight", l);
         }
-        if (fl & F_QK_NORM_HEAD) {
+        if (layer_recurrent(fl, l)) {
+            /* no attention tensors */
+        } else if (fl & F_QK_NORM_HEAD) {
             NORM(qk_norm_centre, head_dim, "blk.%d.attn_q_norm.weight", l);
             NORM(qk_norm_centre, head_dim, "blk.%d.attn_k_norm.weight", l);
         } else if (fl & F_QK_NORM_FULL) {
             NORM(qk_norm_centre, q_dim, "blk.%d.attn_q_norm.weight", l);
             NORM(qk_norm_centre, kv_dim, "blk.%d.attn_k_norm.weight", l);
         }
-        MATRIX(R_OTHER, l, o_std, q_dim, dim, "blk.%d.attn_output.weight", l);
+        if (!layer_recurrent(fl, l)) MATRIX(R_OTHER, l, o_std, q_dim, dim, "blk.%d.attn_output.weight", l);
         if (fl & F_POST_NORM) NORM(1.0f, dim, "blk.%d.post_attention_norm.weight", l);
-        if (fl & F_PRE_NORM) NORM(1.0f, dim, "blk.%d.ffn_norm.weight", l);
+        /* Qwen3.5 names the norm before its FFN post_attention_norm */
+        if (fl & F_PRE_NORM) NORM(1.0f, dim, fl & F_DELTANET ? "blk.%d.post_attention_norm.weight" : "blk.%d.ffn_norm.weight", l);
         if (!(fl & F_FUSED)) MATRIX(R_OTHER, l, up_std, dim, hidden, "blk.%d.ffn_gate.weight", l);
         MATRIX(R_FFN_DOWN, l, down_std, hidden, dim, "blk.%d.ffn_down.weight", l);
         MATRIX(R_OTHER, l, up_std, dim, fl & F_FUSED ? 2 * hidden : hidden, "blk.%d.ffn_up.weight", l);
         if (fl & F_POST_NORM) NORM(1.0f, dim, "blk.%d.post_ffw_norm.weight", l);
     }
-    NORM(out_norm_centre, dim, "output_norm.weight");
+    NORM(out_norm_centre, dim, fl & F_SHORTCONV ? "token_embd_norm.weight" : "output_norm.weight"); /* lfm2's name */
     if (!tied) MATRIX(R_OUTPUT, 0, out_std, dim, n_vocab, "output.weight");
+#undef RANDOM_F32
 #undef VALUES
 #undef NORM
 #undef MATRIX
@@ -442,7 +511,25 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
     kv_u32(&mb, a, "block_count", (uint32_t)n_layers);
     kv_u32(&mb, a, "feed_forward_length", (uint32_t)hidden);
     kv_u32(&mb, a, "attention.head_count", (uint32_t)n_heads);
-    kv_u32(&mb, a, "attention.head_count_kv", (uint32_t)n_kv_heads);
+    if (fl & F_SHORTCONV) { /* lfm2: a KV head count per layer, 0 on the convolution layers */
+        int32_t kv_heads[MAX_SYNTH_LAYERS];
+        for (int l = 0; l < n_layers; l++) kv_heads[l] = layer_recurrent(fl, l) ? 0 : n_kv_heads;
+        kv_i32_array(&mb, a, "attention.head_count_kv", kv_heads, (uint64_t)n_layers);
+        kv_u32(&mb, a, "shortconv.l_cache", LFM2_L_CACHE);
+    } else {
+        kv_u32(&mb, a, "attention.head_count_kv", (uint32_t)n_kv_heads);
+    }
+    if (fl & F_DELTANET) {
+        /* the IMROPE sections of the rotated pairs (text tokens give each the same position) */
+        int32_t pairs = n_rot / 2, third = (pairs + 2) / 3, sections[4] = {third, third, pairs - 2 * third, 0};
+        kv_i32_array(&mb, a, "rope.dimension_sections", sections, 4);
+        kv_u32(&mb, a, "ssm.conv_kernel", QWEN35_CONV_KERNEL);
+        kv_u32(&mb, a, "ssm.state_size", (uint32_t)ssm_state);
+        kv_u32(&mb, a, "ssm.group_count", (uint32_t)ssm_k_heads);
+        kv_u32(&mb, a, "ssm.time_step_rank", (uint32_t)ssm_v_heads);
+        kv_u32(&mb, a, "ssm.inner_size", (uint32_t)ssm_value_dim);
+        kv_u32(&mb, a, "full_attention_interval", QWEN35_FULL_ATTENTION_INTERVAL);
+    }
     if (fam->head_factor != 1) {
         kv_u32(&mb, a, "attention.key_length", (uint32_t)head_dim);
         kv_u32(&mb, a, "attention.value_length", (uint32_t)head_dim);

@@ -54,6 +54,7 @@ enum pre_split {
     SPLIT_GPT2,           /* 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S) */
     SPLIT_LLAMA3,         /* (?i:'s|…)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|… */
     SPLIT_QWEN2,          /* the llama3 pattern with \p{N} one digit at a time */
+    SPLIT_QWEN35,         /* qwen2's with marks (\p{M}) counted as letters */
     SPLIT_DEEPSEEK_LLM,
     SPLIT_DEEPSEEK_CODER,
     SPLIT_FALCON,
@@ -442,6 +443,7 @@ static const struct {
     {"refact", SPLIT_STARCODER, true, false, false},
     {"command-r", SPLIT_STARCODER, false, false, false},
     {"qwen2", SPLIT_QWEN2, false, false, false},
+    {"qwen35", SPLIT_QWEN35, false, false, false},
     {"deepseek-r1-qwen", SPLIT_QWEN2, false, false, false},
     {"megrez", SPLIT_QWEN2, true, false, false},
     {"stablelm2", SPLIT_QWEN2, true, false, false},
@@ -1048,7 +1050,10 @@ static void split_gpt2(const cpt_text *t, uint32_t a, uint32_t b, pieces *out) {
 /* Llama 3: (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*
  * |\s*[\r\n]+|\s+(?!\S)|\s+ (unicode_regex_split_custom_llama3); Qwen2's pattern is the same with
  * \p{N} taking one digit at a time (max_digits 1). */
-static void split_llama3(const cpt_text *t, uint32_t a, uint32_t b, pieces *out, uint32_t max_digits) {
+/* The llama3 pattern; qwen2 takes digits one at a time (max_digits 1); qwen35 (Qwen3.5's
+ * tokenizer.json) also counts marks as letters: [^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+ and
+ *  ?[^\s\p{L}\p{M}\p{N}]+[\r\n]* (letters = UFLAG_LETTER | UFLAG_MARK). */
+static void split_llama3(const cpt_text *t, uint32_t a, uint32_t b, pieces *out, uint32_t max_digits, unsigned letters) {
     uint32_t prev_end = a;
     for (uint32_t pos = a; pos < b;) {
         uint32_t c = CPT(pos);
@@ -1067,9 +1072,9 @@ static void split_llama3(const cpt_text *t, uint32_t a, uint32_t b, pieces *out,
         }
         /* [^\r\n\p{L}\p{N}]?\p{L}+ */
         if (!(c == '\r' || c == '\n' || (f & UFLAG_NUMBER))) {
-            if ((f & UFLAG_LETTER) || (FLAGS(pos + 1) & UFLAG_LETTER)) {
+            if ((f & letters) || (FLAGS(pos + 1) & letters)) {
                 pos++;
-                while (FLAGS(pos) & UFLAG_LETTER) pos++;
+                while (FLAGS(pos) & letters) pos++;
                 ADD(pos);
                 continue;
             }
@@ -1088,11 +1093,11 @@ static void split_llama3(const cpt_text *t, uint32_t a, uint32_t b, pieces *out,
         }
         /*  ?[^\s\p{L}\p{N}]+[\r\n]* */
         unsigned f2 = c == ' ' ? FLAGS(pos + 1) : f;
-        if (!(f2 & (UFLAG_WHITESPACE | UFLAG_LETTER | UFLAG_NUMBER)) && f) {
+        if (!(f2 & (UFLAG_WHITESPACE | letters | UFLAG_NUMBER)) && f) {
             pos += c == ' ';
             for (;;) {
                 unsigned g = FLAGS(pos);
-                if ((g & (UFLAG_WHITESPACE | UFLAG_LETTER | UFLAG_NUMBER)) || !g) break;
+                if ((g & (UFLAG_WHITESPACE | letters | UFLAG_NUMBER)) || !g) break;
                 pos++;
             }
             for (uint32_t c2 = CPT(pos); c2 == '\r' || c2 == '\n'; c2 = CPT(pos)) pos++;
@@ -1213,7 +1218,7 @@ enum pattern_shape {
     SHAPE_LITSPACE_RUN,   /*  ?[class]+ (a literal space) */
     SHAPE_THREE_DIGITS,   /* [0-9][0-9][0-9] */
     SHAPE_TRAILING_SPACE, /* \s+$ */
-    SHAPE_GPT2, SHAPE_LLAMA3, SHAPE_QWEN2,
+    SHAPE_GPT2, SHAPE_LLAMA3, SHAPE_QWEN2, SHAPE_QWEN35,
 };
 
 typedef struct { enum pattern_shape shape; enum char_class cls; } pattern;
@@ -1277,8 +1282,9 @@ static bool find_match(const cpt_text *t, pattern p, uint32_t pos, uint32_t end,
 
 static void apply_pattern(const cpt_text *t, pattern p, uint32_t a, uint32_t b, pieces *out) {
     if (p.shape == SHAPE_GPT2) { split_gpt2(t, a, b, out); return; }
-    if (p.shape == SHAPE_LLAMA3) { split_llama3(t, a, b, out, 3); return; }
-    if (p.shape == SHAPE_QWEN2) { split_llama3(t, a, b, out, 1); return; }
+    if (p.shape == SHAPE_LLAMA3) { split_llama3(t, a, b, out, 3, UFLAG_LETTER); return; }
+    if (p.shape == SHAPE_QWEN2) { split_llama3(t, a, b, out, 1, UFLAG_LETTER); return; }
+    if (p.shape == SHAPE_QWEN35) { split_llama3(t, a, b, out, 1, UFLAG_LETTER | UFLAG_MARK); return; }
     uint32_t pos = a, ms, me;
     while (pos < b && find_match(t, p, pos, b, &ms, &me)) {
         piece_add(out, ms - pos);
@@ -1302,6 +1308,7 @@ static int patterns_of(enum pre_split s, pattern *p) {
     case SPLIT_GPT2: p[0] = (pattern){SHAPE_GPT2, 0}; return 1;
     case SPLIT_LLAMA3: p[0] = (pattern){SHAPE_LLAMA3, 0}; return 1;
     case SPLIT_QWEN2: p[0] = (pattern){SHAPE_QWEN2, 0}; return 1;
+    case SPLIT_QWEN35: p[0] = (pattern){SHAPE_QWEN35, 0}; return 1;
     case SPLIT_DEEPSEEK_LLM:
         p[0] = (pattern){SHAPE_ONE, CLASS_CRLF};
         p[1] = (pattern){SHAPE_SPACE_RUN, CLASS_DS_LETTER};

@@ -199,7 +199,9 @@ wick_status wick_model_get_info(const wick_model *m, wick_model_info *o) {
         o->weight_bytes = weight_bytes(&m->tok_embd) + (tied ? weight_bytes(tied) : 0);
         for (int l = 0; l < c->n_layers; l++) {
             const layer_weights *w = &m->layers[l];
-            const weight *ws[] = {&w->wq, &w->wk, &w->wv, &w->wo, &w->w_gate, &w->w_down, &w->w_up};
+            const weight *ws[] = {&w->wq,     &w->wk,      &w->wv,       &w->wo,      &w->w_gate, &w->w_down,
+                                  &w->w_up,   &w->sc_in,   &w->sc_out,   &w->dn_qkv,  &w->dn_gate,
+                                  &w->dn_alpha, &w->dn_beta, &w->dn_out};
             for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) {
                 o->n_params += weight_count(ws[i]);
                 o->weight_bytes += weight_bytes(ws[i]);
@@ -241,11 +243,26 @@ static void emit_family(text_out *o, const wick_model *m) {
          "\"fused_qkv\":%s,\"fused_gate_up\":%s,\"tied_output\":%s,"
          "\"sliding_window\":%d,\"sliding_layers\":%d,\"rope_freq_base_swa\":%.9g,\"unrotated_layers\":%d,"
          "\"rope_factors\":\"%s\",\"rope_attn_factor\":%.9g,\"embedding_scale\":%.9g,\"residual_scale\":%.9g,"
-         "\"attention_scale\":%.9g,\"attn_softcap\":%.9g,\"final_softcap\":%.9g,\"logit_scale\":%.9g}",
+         "\"attention_scale\":%.9g,\"attn_softcap\":%.9g,\"final_softcap\":%.9g,\"logit_scale\":%.9g",
          c->q_dim, norms, qk[c->qk_norm], c->act == ACT_GELU_TANH ? "gelu (tanh)" : "silu", m->fused_qkv ? "true" : "false",
          m->fused_gate_up ? "true" : "false", m->output.data == m->tok_embd.data ? "true" : "false", c->n_swa, sliding,
          c->rope_base_swa, unrotated, factors, c->rope_attn_factor, c->embd_scale, c->residual_scale, c->attn_scale,
          c->attn_softcap, c->final_softcap, c->logit_scale);
+    /* the hybrids: which layers mix positions how (A attention, C short convolution, D gated
+     * DeltaNet) and the recurrent state one sequence needs, in bytes (a context keeps it and
+     * two snapshots: wick_state_bytes) */
+    emit(o, ",\"layer_pattern\":\"");
+    size_t state = 0;
+    for (int l = 0; l < c->n_layers; l++) {
+        layer_kind k = m->layers[l].kind;
+        emit(o, "%c", k == LAYER_SHORTCONV ? 'C' : k == LAYER_DELTANET ? 'D' : 'A');
+        state += model_layer_state_floats(m, l) * sizeof(float);
+    }
+    emit(o, "\",\"recurrent_layers\":%d,\"state_bytes\":%zu", c->n_recurrent, state);
+    if (c->n_recurrent)
+        emit(o, ",\"conv_kernel\":%d,\"ssm_state\":%d,\"ssm_k_heads\":%d,\"ssm_v_heads\":%d,\"attn_output_gate\":%s",
+             c->conv_kernel, c->ssm_state, c->ssm_k_heads, c->ssm_v_heads, c->attn_out_gate ? "true" : "false");
+    emit(o, "}");
 }
 
 wick_status wick_model_info_json(const wick_model *m, char *buf, size_t buf_len, size_t *needed) {
@@ -368,11 +385,7 @@ int32_t wick_n_ctx(const wick_ctx *c) { return c ? c->n_ctx : 0; }
 wick_status wick_kv_trim(wick_ctx *c, int32_t n_keep) {
     if (!c || n_keep < 0 || n_keep > c->n_past)
         return set_error(WICK_ERR_INVALID_ARG, "cannot keep %d positions of %d", n_keep, c ? c->n_past : 0);
-    if (!kv_cache_can_trim(c, n_keep))
-        return set_error(WICK_ERR_INVALID_ARG, "cannot cut the cache back to %d positions: the sliding-window layers no "
-                         "longer hold the window before it (evaluate from 0)", n_keep);
-    if (n_keep == 0) c->swa_lo = 0;
-    c->n_past = n_keep;
+    if (kv_cache_trim(c, n_keep, last_error, sizeof last_error)) return WICK_ERR_INVALID_ARG;
     return ok();
 }
 
@@ -385,6 +398,14 @@ wick_status wick_kv_shift(wick_ctx *c, int32_t n_keep, int32_t n_discard) {
 size_t wick_kv_bytes(const wick_ctx *c) {
     if (!c) return 0;
     return 2 * c->kv_cache_bytes;
+}
+
+size_t wick_state_bytes(const wick_ctx *c) { return c ? ctx_state_bytes(c) : 0; }
+
+wick_status wick_state_snapshot(wick_ctx *c) {
+    if (!c) return set_error(WICK_ERR_INVALID_ARG, "wick_state_snapshot: NULL context");
+    kv_state_snapshot(c);
+    return ok();
 }
 
 int32_t wick_sample_simple(const float *logits, int32_t n_vocab, float temperature, double u) {

@@ -34,7 +34,8 @@ const char *wick_last_error(void);
 
 /* ---- models ---- */
 
-/* A GGUF file (v2/v3) of architecture llama or qwen2, or a vocab-only GGUF (tokenizing only). */
+/* A GGUF file (v2/v3) of a supported architecture (llama, qwen2, qwen3, gemma2, gemma3, phi3,
+ * smollm3, granite, olmo2, lfm2, qwen35), or a vocab-only GGUF (tokenizing only). */
 wick_status wick_model_load_gguf(const void *buf, size_t size, wick_model **out);
 /* A model split into n GGUF files (llama.cpp's gguf-split, name-00001-of-0000N.gguf): one
  * buffer per part, in order, each alive until wick_model_free. Also the way to hold a model
@@ -105,14 +106,23 @@ int32_t wick_n_past(const wick_ctx *c);
 int32_t wick_n_ctx(const wick_ctx *c);
 /* Forget everything after the first n_keep positions (0: empty cache). Refused when a
  * sliding-window layer no longer holds the window before n_keep (its ring kept only the last
- * n_swa − 1 + n_batch positions): evaluate from 0 then. */
+ * n_swa − 1 + n_batch positions), or when a recurrent state (hybrid models) has no snapshot at
+ * n_keep (wick_state_snapshot): evaluate from 0 then. */
 wick_status wick_kv_trim(wick_ctx *c, int32_t n_keep);
 /* Drop positions [n_keep, n_keep + n_discard) and move the later ones down, re-rotating
  * their cached keys for their new positions (the context shift). Refused when a
- * sliding-window layer would need kept positions its ring no longer holds. */
+ * sliding-window layer would need kept positions its ring no longer holds, and for a hybrid
+ * model (its recurrent state cannot drop positions): evaluate the kept tokens again then. */
 wick_status wick_kv_shift(wick_ctx *c, int32_t n_keep, int32_t n_discard);
-/* Bytes held by the KV cache. */
+/* Bytes held by the KV cache (of the attention layers only, in a hybrid model). */
 size_t wick_kv_bytes(const wick_ctx *c);
+/* Bytes of the recurrent state of a hybrid model (lfm2, qwen35), its snapshots included: fixed
+ * at context creation, whatever the number of tokens; 0 for a model without recurrent layers. */
+size_t wick_state_bytes(const wick_ctx *c);
+/* Keeps a snapshot of the recurrent state at the current position, so that wick_kv_trim can
+ * later return there (the context keeps the last two; the generator takes one at the end of
+ * each prompt). Without a snapshot a hybrid model's cache is cut back only to 0. */
+wick_status wick_state_snapshot(wick_ctx *c);
 
 /* ---- generation: the loop of the seed chapter, one token per call ----
  *
@@ -121,7 +131,8 @@ size_t wick_kv_bytes(const wick_ctx *c);
  * strings, and drives a context:
  *     wick_gen_new → wick_gen_set(...) → wick_gen_start(prompt ids) → wick_gen_next() until finish
  * wick_gen_start reuses the cached prefix the new prompt shares with what the context already
- * holds (a chat turn only evaluates its new tokens). When prompt plus generation reach the
+ * holds (a chat turn only evaluates its new tokens; a hybrid model's recurrent state goes back
+ * to the snapshot taken at the end of an earlier prompt, or the prompt is evaluated anew). When prompt plus generation reach the
  * context size, the first n_keep tokens stay, the oldest half of the rest is dropped and the
  * cache is shifted (wick_kv_shift) instead of failing. */
 
@@ -144,7 +155,10 @@ void wick_gen_free(wick_gen *g);
  *   whole prompt, default 0 which keeps BOS when the model adds one), ignore_eos (0/1),
  *   n_probs (top candidates reported per token, 0 = none, at most 64),
  *   truncate_prompt (0/1: a prompt longer than the context keeps its last tokens instead of
- *   failing with WICK_ERR_CONTEXT_FULL). Settings take effect at the next wick_gen_start. */
+ *   failing with WICK_ERR_CONTEXT_FULL), checkpoint (a prompt position where a hybrid model's
+ *   recurrent state is also kept, so that a later prompt sharing only that much goes on from
+ *   there: a chat's conversation before the template's answer prompt; 0 = none). Settings take
+ *   effect at the next wick_gen_start. */
 wick_status wick_gen_set(wick_gen *g, const char *name, double value);
 wick_status wick_gen_add_stop(wick_gen *g, const char *text);      /* a stop string (UTF-8) */
 wick_status wick_gen_clear_stops(wick_gen *g);
@@ -161,6 +175,9 @@ const char *wick_gen_text(const wick_gen *g, int32_t *len); /* text safe to show
 /* top candidates of the last draw: probabilities after truncation and temperature, best first */
 int32_t wick_gen_probs(const wick_gen *g, const int32_t **ids, const float **probs);
 int32_t wick_gen_shifted(const wick_gen *g);   /* tokens dropped by a context shift in the last call */
+/* tokens evaluated again in the last call because the cache could not shift (a hybrid model's
+ * recurrent state, a sliding window's ring): the kept tokens, run through the model anew */
+int32_t wick_gen_reevaluated(const wick_gen *g);
 int32_t wick_gen_n_prompt_eval(const wick_gen *g); /* prompt tokens actually evaluated by the last start */
 
 /* ---- sampling ---- */

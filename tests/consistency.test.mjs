@@ -4,7 +4,8 @@
 // at 1, 2 and 3 threads (3 threads leave rows over from the eight decode streams: 256 rows in
 // groups of 4 split 88 + 84 + 84, and 84 = 8 × 10 + 4), for a grouped-query model (synth mini:
 // 8 heads, 4 KV heads) and one with a KV head per query head (synth mini-mha), each in a
-// 32-element block type and a K-quant mix, for stories260K (F32), and for each model family.
+// 32-element block type and a K-quant mix, for stories260K (F32), and for each model family
+// (the hybrids lfm2 and qwen35 too: their recurrence runs token by token inside a batch).
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -37,7 +38,7 @@ for (const shape of ['mini', 'mini-mha'])
 cases.push({ name: 'stories260K', file: () => path.join(models, 'stories260K.gguf'), ids: storiesIds, nVocab: 512 });
 // every family, on its quantized file and its reference prompt (41 tokens for gemma2 and gemma3:
 // longer than their sliding windows of 8 and 12, so the window and the ring both act)
-for (const fam of ['llama3', 'qwen3', 'gemma2', 'gemma3', 'phi3', 'smollm3', 'granite', 'olmo2']) {
+for (const fam of ['llama3', 'qwen3', 'gemma2', 'gemma3', 'phi3', 'smollm3', 'granite', 'olmo2', 'lfm2', 'qwen35']) {
   const file = fs.readdirSync(path.join(models, 'families')).find((f) => f.startsWith(`mini-${fam}-`) && !f.endsWith('-f16.gguf'));
   const ref = loadReference(file.replace('.gguf', '.json'));
   cases.push({ name: `${fam} (${file})`, file: () => path.join(models, 'families', file), ids: ref.prompt_tokens, nVocab: ref.n_vocab });

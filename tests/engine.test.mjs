@@ -51,11 +51,10 @@ for (const build of builds) {
 }
 
 // Every mini model (each tensor type, llama.cpp's mixes, qwen2), every file of the families wick
-// runs (Llama 3 rope factors, qwen3, gemma2, gemma3, phi3, smollm3, granite, olmo2: the hybrids
-// lfm2 and qwen35 need a recurrent state, issue 15) and stories260K.
-const hybrids = /^mini-(lfm2|qwen35)-/;
-const familyFiles = fs.readdirSync(path.join(models, 'families')).filter((f) => /^mini-.*\.gguf$/.test(f) && !hybrids.test(f)).sort();
-const families = ['llama3', 'qwen3', 'gemma2', 'gemma3', 'phi3', 'smollm3', 'granite', 'olmo2'];
+// runs (Llama 3 rope factors, qwen3, gemma2, gemma3, phi3, smollm3, granite, olmo2, and the
+// hybrids with a recurrent state: lfm2's short convolutions, qwen35's gated DeltaNet) and stories260K.
+const familyFiles = fs.readdirSync(path.join(models, 'families')).filter((f) => /^mini-.*\.gguf$/.test(f)).sort();
+const families = ['llama3', 'qwen3', 'gemma2', 'gemma3', 'phi3', 'smollm3', 'granite', 'olmo2', 'lfm2', 'qwen35'];
 test('every family has an F16 and a quantized file with its reference', () => {
   for (const fam of families) {
     const files = familyFiles.filter((f) => f.startsWith(`mini-${fam}-`));
@@ -73,6 +72,12 @@ const familySwitches = {
   smollm3: { unrotated_layers: 1 },
   granite: { embedding_scale: 10, residual_scale: 0.5, attention_scale: 0.03125, logit_scale: 0.25 },
   olmo2: { norms: 'post', qk_norm: 'full width', tied_output: false },
+  // lfm2: layers 0, 1 and 3 convolve (KV head count 0), l_cache 3: 2 inputs of 256 floats each kept
+  lfm2: { layer_pattern: 'CCAC', recurrent_layers: 3, conv_kernel: 3, state_bytes: 3 * 2 * 256 * 4, qk_norm: 'per head', tied_output: true },
+  // qwen35: full attention every 4th layer; per DeltaNet layer 3 inputs of (2·2 + 4)·32 channels
+  // and 4 value heads of 32×32
+  qwen35: { layer_pattern: 'DDDA', recurrent_layers: 3, conv_kernel: 4, ssm_state: 32, ssm_k_heads: 2, ssm_v_heads: 4,
+    state_bytes: 3 * (3 * 256 + 4 * 32 * 32) * 4, attn_output_gate: true, q_width: 256, tied_output: false },
 };
 for (const build of builds) {
   test(`${build}: info shows each family's switches`, () => {

@@ -104,7 +104,7 @@ for (const build of ['native', 'wasm']) {
   });
 
   test(`${build}: truncations and bit flips of a real file never crash`, () => {
-    for (const f of ['mini/mini-q4_0.gguf', 'mini/mini-qwen2-q8_0.gguf']) {
+    for (const f of ['mini/mini-q4_0.gguf', 'mini/mini-qwen2-q8_0.gguf', 'families/mini-qwen35-q8_0.gguf', 'families/mini-lfm2-q8_0.gguf']) {
       const r = runProgram(build, 'test_load', ['--mutate', path.join(models, f), build === 'native' ? '400' : '150', '7']);
       assert.equal(r.signal, null, r.stderr);
       assert.equal(r.code, 0, r.stderr);

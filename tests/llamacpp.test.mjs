@@ -2,7 +2,8 @@
 // node-llama-cpp (its prebuilt CPU binary, never a download or a build):
 //  - the llama architecture at each type (f16, q8_0, q4_0, q4_k_m, shape mini);
 //  - each family of `wick synth --arch` (llama3, qwen3, gemma2, gemma3, phi3, smollm3, granite,
-//    olmo2) at f16 and one quantized type, with a prompt longer than the sliding windows.
+//    olmo2, and the hybrids lfm2 and qwen35) at f16 and one quantized type, with a prompt longer
+//    than the sliding windows.
 // For each file llama.cpp loads it and generates (one test), both wick builds (native and wasm)
 // agree with llama.cpp's logits within the tolerances of ../shared/README.md (a test per build),
 // and for each family llama.cpp's own logits move far when the family's distinctive step is
@@ -36,6 +37,9 @@ const families = [
   { arch: 'smollm3', quant: 'q4_0' },
   { arch: 'granite', quant: 'q8_0' },
   { arch: 'olmo2', quant: 'q4_k_m' },
+  // the hybrids: a recurrent state carried through the prompt and the steps
+  { arch: 'lfm2', quant: 'q8_0' },
+  { arch: 'qwen35', quant: 'q4_k_m' },
 ];
 // 42 tokens with BOS: past gemma2's window (8) and gemma3's (12) several times over
 const familyPrompt = 'The quick brown fox jumps over the lazy dog, and then it sleeps. Later that evening the old farmer ' +
@@ -274,7 +278,33 @@ const renameArch = (g, from, to) => {
     else if (e.key.startsWith(`${from}.`)) e.key = to + e.key.slice(from.length);
   }
 };
+/** Reverses the order of the taps (each run of k floats) of the F32 tensors whose names match. */
+const reverseTaps = (g, pattern, k) => {
+  for (const t of g.tensors) if (pattern.test(t.name)) {
+    const v = new Float32Array(t.data.buffer.slice(t.data.byteOffset, t.data.byteOffset + t.data.length));
+    for (let i = 0; i < v.length; i += k) v.subarray(i, i + k).reverse();
+    t.data = Buffer.from(v.buffer);
+  }
+};
+const zeros = (g, pattern) => { for (const t of g.tensors) if (pattern.test(t.name)) t.data = Buffer.alloc(t.data.length); };
 const featureEdits = {
+  lfm2: {
+    'with the convolution taps reversed': (g) => reverseTaps(g, /shortconv\.conv\.weight$/, 3),
+    'with attn_q_norm/attn_k_norm weights of 1': (g) => ones(g, /attn_[qk]_norm/),
+  },
+  qwen35: {
+    'with the convolution taps reversed': (g) => reverseTaps(g, /ssm_conv1d\.weight$/, 4),
+    'with ssm_a of 0 (no decay)': (g) => zeros(g, /ssm_a$/),
+    // attn_q holds per head its query rows then its gate rows: zeroed gates put sigmoid(0) = ½ on every output
+    'with the attention output gate rows zeroed': (g) => {
+      const hd = g.kv.find((e) => e.key === 'qwen35.attention.key_length').value;
+      for (const t of g.tensors) if (/attn_q\.weight$/.test(t.name)) {
+        const rowBytes = t.data.length / Number(t.ne[1]), data = Buffer.from(t.data);
+        for (let r = 0; r < Number(t.ne[1]); r++) if (Math.floor(r / hd) % 2 === 1) data.fill(0, r * rowBytes, (r + 1) * rowBytes);
+        t.data = data;
+      }
+    },
+  },
   llama3: { 'without rope_freqs.weight (Llama 3 rope factors)': (g) => { g.tensors = g.tensors.filter((t) => t.name !== 'rope_freqs.weight'); } },
   qwen3: { 'with attn_q_norm/attn_k_norm weights of 1': (g) => ones(g, /attn_[qk]_norm/) },
   gemma2: {

@@ -1,9 +1,14 @@
 // tests/programs.test.mjs — the C test programs (kernels: SIMD against scalar; dequantization
-// against the F32 file; sampler; tokenizer), each run in the native and the wasm build. Each
+// against the F32 file; sampler; tokenizer, with Qwen3.5's vectors from llama.cpp's source
+// bundle; context shifts; hybrid models' recurrent state), each run in the native and the wasm build. Each
 // program prints one line per check and closes with "N passed, M failed".
-import { test } from 'node:test';
+import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { runProgram, shared } from './helpers.mjs';
 
 const programs = {
@@ -30,6 +35,37 @@ for (const [name, args] of Object.entries(programs)) {
   }
 }
 
+// Qwen3.5's tokenizer (tokenizer.ggml.pre = 'qwen35'): its vocabulary and test vectors come from
+// the llama.cpp source bundle node-llama-cpp ships (models/ggml-vocab-qwen35.gguf, .inp, .out)
+const bundle = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'node_modules', 'node-llama-cpp', 'llama', 'gitRelease.bundle');
+let qwen35Vocab = null;
+function qwen35VocabDir() {
+  if (qwen35Vocab) return qwen35Vocab;
+  assert.ok(fs.existsSync(bundle), `${bundle} is missing: run npm ci (node-llama-cpp ships llama.cpp's source as this git bundle)`);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wick-vocab-'));
+  const git = path.join(dir, 'src.git');
+  execFileSync('git', ['clone', '--bare', '--quiet', bundle, git], { stdio: ['ignore', 'ignore', 'inherit'] });
+  for (const ext of ['', '.inp', '.out'])
+    fs.writeFileSync(path.join(dir, `ggml-vocab-qwen35.gguf${ext}`),
+      execFileSync('git', ['--git-dir', git, 'show', `HEAD:models/ggml-vocab-qwen35.gguf${ext}`], { maxBuffer: 1 << 28 }));
+  fs.rmSync(git, { recursive: true, force: true });
+  qwen35Vocab = dir;
+  return dir;
+}
+after(() => { if (qwen35Vocab) fs.rmSync(qwen35Vocab, { recursive: true, force: true }); });
+
+for (const build of ['native', 'wasm']) {
+  test(`${build}: Qwen3.5's tokenizer (pre-type qwen35) passes llama.cpp's test vectors`, () => {
+    const dir = qwen35VocabDir();
+    const texts = fs.readFileSync(path.join(dir, 'ggml-vocab-qwen35.gguf.out'), 'utf8').split('\n').filter((l, i, all) => i < all.length - 1 || l).length;
+    assert.ok(texts >= 40, `${texts} texts`);
+    const r = runProgram(build, 'test_tokenizer', ['--vectors', dir, `qwen35:${texts}`]);
+    assert.equal(r.code, 0, r.stdout.split('\n').filter((l) => l.startsWith('FAIL')).join('\n') + r.stderr);
+    assert.match(r.stdout, new RegExp(`ok   qwen35: ${texts} of ${texts} texts tokenize as llama.cpp does`));
+    assert.match(r.stdout, new RegExp(`ok   qwen35: ${texts} of ${texts} texts come back from their ids`));
+  });
+}
+
 test('the sampler draws the same sequence in the native and the wasm build', () => {
   const hash = (s) => (s.match(/draw hash[^\n]*/gi) || []).join('\n');
   const a = outputs['native:test_sampler'] ?? runProgram('native', 'test_sampler').stdout;
@@ -39,6 +75,22 @@ test('the sampler draws the same sequence in the native and the wasm build', () 
 });
 
 for (const build of ['native', 'wasm']) {
+  test(`${build}: test_state (hybrid models: chat turns, regenerate, abort and overflow over the recurrent state)`, () => {
+    const r = runProgram(build, 'test_state', ['mini-qwen35-q8_0.gguf', 'mini-lfm2-f16.gguf'].map((f) => path.join(shared, 'models', 'families', f)));
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    assert.match(r.stdout, /^\d+ passed, 0 failed/m);
+    // both files ran every case: the state's size at two context sizes, three turns (at 1 and 2
+    // threads natively; the wasm test programs are single-threaded), regenerate, abort, and the
+    // window overflow
+    for (const f of ['mini-qwen35-q8_0.gguf', 'mini-lfm2-f16.gguf']) {
+      assert.match(r.stdout, new RegExp(`ok  : ${f}: recurrent state (\\d+) bytes at 128 tokens, \\1 at 2048`));
+      assert.equal(r.stdout.split('\n').filter((l) => l.startsWith(`ok  : ${f}, `) && /turn 3: 12 of 43/.test(l)).length, build === 'native' ? 2 : 1);
+      assert.match(r.stdout, new RegExp(`ok  : ${f}: regenerate evaluates 1 token`));
+      assert.match(r.stdout, new RegExp(`ok  : ${f}: after an abort`));
+      assert.match(r.stdout, new RegExp(`ok  : ${f}: the logits after each re-evaluation equal a fresh evaluation`));
+    }
+  });
+
   test(`${build}: test_context (cached keys after a context shift equal fresh ones; gemma3's sliding-window rings)`, () => {
     const r = runProgram(build, 'test_context', [path.join(shared, 'models', 'stories260K.gguf'),
       path.join(shared, 'models', 'families', 'mini-gemma3-f16.gguf')]);

@@ -2,6 +2,7 @@
  *
  *   test_tokenizer [vocab_dir] [models_dir] [reference_dir]
  *                  (defaults ../shared/vocab, ../shared/models, ../shared/reference)
+ *   test_tokenizer --vectors DIR NAME:COUNT…   (part 1 only, for ggml-vocab-NAME.gguf in DIR)
  *
  * 1. For each ggml-vocab-<name>.gguf: every text of <name>.gguf.inp (texts separated by lines
  *    "__ggml_vocab_test__", as llama.cpp's test-tokenizer-0 splits them) tokenizes, without BOS
@@ -209,7 +210,8 @@ static bool clean_spaces_changes(const char *s, size_t n) {
 }
 
 /* 1. llama.cpp's vectors */
-static void test_vocab_vectors(const char *dir, const char *name) {
+/* n_expected: the number of texts the .inp file must hold (46 in each of ../shared/vocab's) */
+static void test_vocab_vectors(const char *dir, const char *name, int n_expected) {
     char path[1024];
     snprintf(path, sizeof path, "%s/ggml-vocab-%s.gguf", dir, name);
     loaded_vocab lv;
@@ -287,7 +289,8 @@ static void test_vocab_vectors(const char *dir, const char *name) {
         free(detok);
         free(got);
     }
-    check(n_ok == n_texts && n_texts == 46, "%s: %d of %d texts tokenize as llama.cpp does", name, n_ok, n_texts);
+    check(n_ok == n_texts && n_texts == n_expected, "%s: %d of %d texts tokenize as llama.cpp does (%d expected)", name, n_ok,
+          n_texts, n_expected);
     check(n_rt == n_texts, "%s: %d of %d texts come back from their ids", name, n_rt, n_texts);
     free(inp);
     free(outs);
@@ -592,7 +595,10 @@ static void test_specials(const char *dir) {
  * (ECMAScript, as std::regex, with real \p{…} classes) running llama.cpp's pattern lists for
  * each pre-tokenizer one after another, each on every piece the previous ones produced, with
  * non-ASCII whitespace replaced by \v before matching as llama.cpp does. ends[] are byte
- * offsets where the words end. */
+ * offsets where the words end. The qwen35 rows come from Python's `regex` module running the
+ * pattern of Qwen3.5's tokenizer.json (as llama-vocab.cpp quotes it), a run that reproduces
+ * every qwen2 row above when given qwen2's pattern; text 6 (combining marks) is where the two
+ * differ. */
 static const char *const split_texts[] = {
     "Hello world, it's a test! I'M here; you'RE there; we'Ll see, they'VE gone.",
     "   leading spaces and trailing   ",
@@ -736,6 +742,34 @@ static const struct { const char *pre; int text, n; uint16_t ends[96]; } split_c
     {"qwen2", 25, 6, {1, 4, 8, 15, 22, 32}},
     {"qwen2", 26, 4, {3, 8, 16, 17}},
     {"qwen2", 27, 4, {3, 7, 16, 18}},
+    {"qwen35", 0, 24, {5, 11, 12, 15, 17, 19, 24, 25, 27, 29, 34, 35, 39, 42, 48, 49, 52, 55, 59, 60, 65, 68, 73, 74}},
+    {"qwen35", 1, 6, {2, 10, 17, 21, 30, 33}},
+    {"qwen35", 2, 7, {4, 5, 9, 10, 18, 24, 26}},
+    {"qwen35", 3, 52, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52}},
+    {"qwen35", 4, 44, {1, 3, 5, 6, 8, 9, 10, 11, 13, 18, 19, 21, 25, 26, 28, 31, 32, 34, 36, 38, 42, 44, 48, 49, 50, 51, 52, 54, 56, 58, 63, 64, 66, 68, 69, 71, 73, 74, 76, 77, 78, 80, 81, 82}},
+    {"qwen35", 5, 6, {6, 12, 21, 32, 40, 47}},
+    {"qwen35", 6, 5, {3, 13, 14, 21, 26}},
+    {"qwen35", 7, 7, {24, 42, 45, 55, 65, 78, 81}},
+    {"qwen35", 8, 5, {16, 31, 46, 57, 78}},
+    {"qwen35", 9, 12, {10, 19, 30, 45, 50, 51, 53, 55, 57, 58, 60, 62}},
+    {"qwen35", 10, 7, {5, 18, 37, 41, 44, 48, 53}},
+    {"qwen35", 11, 12, {3, 6, 12, 13, 15, 16, 18, 19, 21, 22, 24, 37}},
+    {"qwen35", 12, 13, {3, 6, 9, 12, 16, 18, 20, 21, 24, 28, 32, 37, 40}},
+    {"qwen35", 13, 31, {4, 5, 9, 11, 14, 16, 18, 19, 20, 21, 23, 25, 27, 28, 31, 32, 33, 35, 39, 42, 44, 46, 47, 49, 51, 53, 55, 58, 65, 69, 70}},
+    {"qwen35", 14, 7, {4, 10, 14, 19, 25, 39, 45}},
+    {"qwen35", 15, 7, {27, 37, 38, 41, 44, 47, 54}},
+    {"qwen35", 16, 1, {2}},
+    {"qwen35", 17, 1, {1}},
+    {"qwen35", 18, 1, {1}},
+    {"qwen35", 19, 8, {2, 4, 5, 7, 10, 11, 13, 15}},
+    {"qwen35", 20, 5, {6, 10, 17, 21, 24}},
+    {"qwen35", 21, 7, {7, 10, 13, 16, 18, 21, 25}},
+    {"qwen35", 22, 17, {3, 4, 5, 6, 9, 10, 11, 12, 16, 17, 18, 19, 20, 21, 22, 23, 26}},
+    {"qwen35", 23, 9, {3, 11, 17, 25, 29, 33, 35, 38, 40}},
+    {"qwen35", 24, 8, {7, 14, 25, 30, 37, 46, 55, 60}},
+    {"qwen35", 25, 6, {1, 4, 8, 15, 22, 32}},
+    {"qwen35", 26, 4, {3, 8, 16, 17}},
+    {"qwen35", 27, 4, {3, 7, 16, 18}},
     {"deepseek-llm", 0, 29, {5, 11, 12, 15, 16, 17, 19, 24, 25, 27, 28, 29, 34, 35, 39, 40, 42, 48, 49, 52, 53, 55, 59, 60, 65, 66, 68, 73, 74}},
     {"deepseek-llm", 1, 6, {2, 10, 17, 21, 30, 33}},
     {"deepseek-llm", 2, 11, {4, 5, 9, 10, 18, 19, 20, 21, 23, 24, 26}},
@@ -894,7 +928,7 @@ static void test_pre_splits(void) {
                   split_cases[i].pre, ex, n, split_cases[i].n);
         }
     }
-    check(bad == 0, "pre-tokenizers: %d of %d splits (default, gpt-2, llama3, qwen2, deepseek-llm, "
+    check(bad == 0, "pre-tokenizers: %d of %d splits (default, gpt-2, llama3, qwen2, qwen35, deepseek-llm, "
           "deepseek-coder, falcon, starcoder, bloom) agree with the regexes", n_cases - bad, n_cases);
     check(tokenizer_pre_split("no-such-pre", "x", 1, NULL, 0) == -1, "an unknown pre-tokenizer name is refused");
 }
@@ -1110,13 +1144,28 @@ static void test_speed(const char *dir) {
 }
 
 int main(int argc, char **argv) {
+    /* test_tokenizer --vectors DIR NAME:COUNT…: only the test vectors of these vocabularies, each
+     * with COUNT texts (files taken from llama.cpp's source bundle, such as Qwen3.5's:
+     * tests/programs.test.mjs) */
+    if (argc > 3 && !strcmp(argv[1], "--vectors")) {
+        for (int i = 3; i < argc; i++) {
+            char name[128];
+            int count = 0;
+            const char *colon = strchr(argv[i], ':');
+            snprintf(name, sizeof name, "%.*s", colon ? (int)(colon - argv[i]) : (int)strlen(argv[i]), argv[i]);
+            if (colon) count = atoi(colon + 1);
+            test_vocab_vectors(argv[2], name, count);
+        }
+        printf("%d passed, %d failed\n", n_pass, n_fail);
+        return n_fail ? 1 : 0;
+    }
     const char *vocab_dir = argc > 1 ? argv[1] : "../shared/vocab";
     const char *models_dir = argc > 2 ? argv[2] : "../shared/models";
     const char *refs_dir = argc > 3 ? argv[3] : "../shared/reference";
     test_stories(models_dir);
     test_references(models_dir, refs_dir);
     static const char *const names[] = {"llama-spm", "phi-3", "gpt-2", "deepseek-coder"};
-    for (int i = 0; i < 4; i++) test_vocab_vectors(vocab_dir, names[i]);
+    for (int i = 0; i < 4; i++) test_vocab_vectors(vocab_dir, names[i], 46);
     test_specials(vocab_dir);
     test_pre_splits();
     test_fuzz(vocab_dir, models_dir);

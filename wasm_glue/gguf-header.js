@@ -117,11 +117,14 @@
     const embd = get('embedding_length');
     const heads = get('attention.head_count');
     if (typeof arch !== 'string' || !Number.isFinite(embd) || !Number.isFinite(heads) || heads <= 0) return null;
-    const kvHeads = Number.isFinite(get('attention.head_count_kv')) ? get('attention.head_count_kv') : heads;
+    const kvList = get('attention.head_count_kv');
+    // lfm2 lists a KV head count per layer, 0 marking a convolution layer (src/model.c)
+    const kvHeads = Array.isArray(kvList) ? Math.max(0, ...kvList) : Number.isFinite(kvList) ? kvList : heads;
     const keyLength = Number.isFinite(get('attention.key_length')) ? get('attention.key_length') : embd / heads;
     const valueLength = Number.isFinite(get('attention.value_length')) ? get('attention.value_length') : keyLength;
     const vocab = metadata['tokenizer.ggml.tokens'];
     const layers = get('block_count') || 0;
+    const { recurrentLayers, stateBytes } = recurrentState(arch, get, layers, embd, kvList);
     // sliding-window layers keep only their window in the cache (src/model.c's family table)
     const swa = SLIDING[arch];
     let window = 0, slidingLayers = 0;
@@ -134,6 +137,8 @@
     return {
       arch,
       layers,
+      recurrentLayers,
+      stateBytes,
       window,
       slidingLayers,
       embd,
@@ -147,10 +152,34 @@
     };
   }
 
+  // the context keeps two snapshots of the recurrent state besides the live one (src/forward.h)
+  const STATE_COPIES = 3;
+
+  /**
+   * The hybrids' recurrent layers and the bytes of their state (wick_state_bytes): lfm2's
+   * convolution layers keep l_cache − 1 inputs of the embedding width; qwen35's DeltaNet layers
+   * keep conv_kernel − 1 inputs of (2·group_count + time_step_rank)·state_size channels and a
+   * state_size² matrix per value head (time_step_rank of them). F32 throughout.
+   */
+  function recurrentState(arch, get, layers, embd, kvList) {
+    let recurrentLayers = 0, perLayer = 0;
+    if (arch === 'lfm2') {
+      recurrentLayers = Array.isArray(kvList) ? kvList.slice(0, layers).filter((n) => n === 0).length : 0;
+      perLayer = Math.max(0, (get('shortconv.l_cache') || 0) - 1) * embd;
+    } else if (arch === 'qwen35') {
+      const list = get('attention.recurrent_layers');
+      const interval = Number.isFinite(get('full_attention_interval')) ? get('full_attention_interval') : 4;
+      for (let l = 0; l < layers; l++) if (Array.isArray(list) ? list[l] : (l + 1) % interval !== 0) recurrentLayers++;
+      const S = get('ssm.state_size') || 0, nk = get('ssm.group_count') || 0, nv = get('ssm.time_step_rank') || 0;
+      perLayer = Math.max(0, (get('ssm.conv_kernel') || 0) - 1) * (2 * nk + nv) * S + nv * S * S;
+    }
+    return { recurrentLayers, stateBytes: recurrentLayers * perLayer * 4 * STATE_COPIES };
+  }
+
   // families with sliding-window layers: llama.cpp's default window and layer pattern period
   const SLIDING = { gemma2: { window: 4096, period: 2 }, gemma3: { window: 0, period: 6 }, olmo2: { window: 0, period: 4 } };
   // the architectures the engine runs (src/model.c)
-  const ARCHITECTURES = ['llama', 'qwen2', 'qwen3', 'gemma2', 'gemma3', 'phi3', 'smollm3', 'granite', 'olmo2'];
+  const ARCHITECTURES = ['llama', 'qwen2', 'qwen3', 'gemma2', 'gemma3', 'phi3', 'smollm3', 'granite', 'olmo2', 'lfm2', 'qwen35'];
 
   /**
    * Why the engine cannot run a model with this metadata, or null: an architecture it does not
@@ -172,13 +201,15 @@
 
   /**
    * Bytes of the KV cache (keys and values of every layer and position), as wick_kv_bytes counts
-   * them: a sliding-window layer holds window − 1 + nBatch positions when that is fewer.
+   * them: a sliding-window layer holds window − 1 + nBatch positions when that is fewer, a
+   * recurrent layer (lfm2, qwen35) none.
    */
   function kvCacheBytes(hp, nCtx, kvType = 'f16', nBatch = 256) {
     if (!hp) return 0;
     const elem = kvType === 'f32' ? 4 : 2;
     const batch = Math.min(nBatch, nCtx), ring = hp.window > 0 ? hp.window - 1 + batch : nCtx;
-    const positions = (hp.layers - (hp.slidingLayers || 0)) * nCtx + (hp.slidingLayers || 0) * Math.min(ring, nCtx);
+    const attention = hp.layers - (hp.recurrentLayers || 0);
+    const positions = (attention - (hp.slidingLayers || 0)) * nCtx + (hp.slidingLayers || 0) * Math.min(ring, nCtx);
     return positions * hp.kvHeads * (hp.keyLength + hp.valueLength) * elem;
   }
 
@@ -197,7 +228,7 @@
     const hp = metadata ? hyperparameters(metadata) : null;
     const nCtx = contextSize > 0 ? contextSize : defaultContext(hp);
     const kvBytes = kvCacheBytes(hp, nCtx, kvType);
-    const needed = fileBytes + kvBytes + scratchBytes(hp, nCtx, 256, threads);
+    const needed = fileBytes + kvBytes + (hp?.stateBytes || 0) + scratchBytes(hp, nCtx, 256, threads);
     const available = WASM_MEMORY_LIMIT - ENGINE_RESERVE;
     return { fits: needed <= available, needed, available, fileBytes, kvBytes, contextSize: nCtx };
   }

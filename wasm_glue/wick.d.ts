@@ -88,6 +88,8 @@ export interface GenerateChunk {
   probs?: TokenProb[];
   /** tokens dropped by a context shift before this token */
   shifted?: number;
+  /** Tokens evaluated again before this one because the context could not shift (hybrid models). */
+  reevaluated?: number;
   done?: undefined;
 }
 
@@ -103,6 +105,8 @@ export interface Timings {
   prefillTokensPerSecond: number | null;
   decodeTokensPerSecond: number | null;
   contextShiftedTokens: number;
+  /** Tokens evaluated again because the cache could not shift (a hybrid model's recurrent state): the kept ones, anew. */
+  contextReevaluatedTokens: number;
   contextUsed: number;
   contextSize: number;
 }
@@ -229,6 +233,8 @@ export interface ModelInfo {
   fromCache: boolean;
   contextSize: number;
   kvBytes: number;
+  /** Bytes of the recurrent state of a hybrid model (lfm2, qwen35), its two snapshots included; 0 otherwise. Fixed at load, whatever the number of tokens. */
+  stateBytes: number;
   kvType: 'f16' | 'f32';
   build: Build;
   multiThreaded: boolean;

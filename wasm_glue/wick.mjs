@@ -347,6 +347,7 @@ class Engine {
       fromCache: r.cached,
       contextSize: r.contextSize,
       kvBytes: r.kvBytes,
+      stateBytes: r.stateBytes,
       kvType: this._kvType,
       build: r.build,
       multiThreaded: r.build.startsWith('mt'),
@@ -413,10 +414,11 @@ class Engine {
         const item = await queue.next();
         if (item.chunk && stopped) continue;
         if (item.chunk) {
-          const { text, tokens, probs, shifted } = item.chunk;
+          const { text, tokens, probs, shifted, reevaluated } = item.chunk;
           const out = { text, tokens };
           if (probs) out.probs = probs;
           if (shifted) out.shifted = shifted;
+          if (reevaluated) out.reevaluated = reevaluated;
           yield out;
         } else if (item.error) {
           finished = true;
@@ -485,10 +487,20 @@ class Engine {
     };
     if (options.maxTokens === null) options.maxTokens = undefined;
     const checked = generateSettings(options);
-    const text = await this.applyChatTemplate(request.messages, { template: request.chat_template, tools: request.tools ?? undefined, extra: request.chat_template_kwargs || {} });
+    const renderOptions = { template: request.chat_template, tools: request.tools ?? undefined, extra: request.chat_template_kwargs || {} };
+    const text = await this.applyChatTemplate(request.messages, renderOptions);
     const bos = this.info.specialTokens.bos;
-    const tokens = await this.tokenize(text, { addBos: !(bos && text.startsWith(bos)), special: true });
-    const stream = this._stream({ type: 'generate', tokens, settings: checked.settings, stops: checked.stops, probs: checked.probs }, options.signal);
+    const addBos = !(bos && text.startsWith(bos));
+    const tokens = await this.tokenize(text, { addBos, special: true });
+    // a hybrid model's recurrent state cannot be cut back: it is also kept where the conversation
+    // so far ends, before the template's answer prompt (which the next turn may render
+    // differently, as Qwen3.5's drops the <think> it opened), so that the next turn goes on there
+    let checkpoint = 0;
+    if (this.info.stateBytes > 0) {
+      const history = await this.tokenize(await this.applyChatTemplate(request.messages, { ...renderOptions, addGenerationPrompt: false }), { addBos, special: true });
+      while (checkpoint < history.length && checkpoint < tokens.length && history[checkpoint] === tokens[checkpoint]) checkpoint++;
+    }
+    const stream = this._stream({ type: 'generate', tokens, settings: { ...checked.settings, checkpoint }, stops: checked.stops, probs: checked.probs }, options.signal);
     const id = `chatcmpl-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
     const created = Math.floor(Date.now() / 1000);
     const model = this.info.name;

@@ -13,7 +13,7 @@
  *                  {id, type: 'data', bytes|end}    (the bytes of a load from an ArrayBuffer)
  *   worker → host  {id, type: 'result', value} | {id, type: 'error', code, message}
  *                  {id, type: 'progress', loaded, total, phase, cached, resumed}
- *                  {id, type: 'chunk', text, tokens, probs?, shifted?}
+ *                  {id, type: 'chunk', text, tokens, probs?, shifted?, reevaluated?}
  *                  {type: 'fatal', message}         (the wasm instance trapped: the worker is done)
  *
  * Requests run one at a time in arrival order; 'abort' and 'data' are handled at once. */
@@ -297,6 +297,7 @@
       cached: parts.every((p) => p.cached),
       contextSize: M._wick_n_ctx(state.ctx),
       kvBytes: M._wick_kv_bytes(state.ctx) >>> 0,
+      stateBytes: M._wick_state_bytes(state.ctx) >>> 0,
       build: buildInfo.build,
       threads: buildInfo.threads,
       heapBytes: M.HEAPU8.length,
@@ -894,7 +895,8 @@
     requireModel();
     if (!state.gen) throw new WorkerError('E_UNSUPPORTED', 'this build of the engine has no generation API (wick_gen_*)');
     const g = state.gen;
-    for (const [name, value] of Object.entries({ ...settings, n_probs: nProbs || 0 }))
+    // checkpoint: where a hybrid model also keeps its recurrent state (chat requests set it; 0 = none)
+    for (const [name, value] of Object.entries({ checkpoint: 0, ...settings, n_probs: nProbs || 0 }))
       withString(name, (p) => check(M._wick_gen_set(g, p, value), `setting ${name}=${value}`));
     check(M._wick_gen_clear_stops(g));
     for (const s of stops) withString(s, (p) => check(M._wick_gen_add_stop(g, p), `stop string ${JSON.stringify(s)}`));
@@ -906,7 +908,7 @@
     });
     const t1 = performance.now();
     const promptEval = M._wick_gen_n_prompt_eval(g);
-    let generated = 0, firstTokenAt = 0, finishReason = null, shiftedTotal = 0;
+    let generated = 0, firstTokenAt = 0, finishReason = null, shiftedTotal = 0, reevaluatedTotal = 0;
     const scratch = malloc(8);
     try {
       for (;;) {
@@ -922,6 +924,8 @@
         if (finish !== 1) generated++;
         const shifted = M._wick_gen_shifted(g);
         if (shifted) { chunk.shifted = shifted; shiftedTotal += shifted; }
+        const reevaluated = M._wick_gen_reevaluated(g); // a hybrid's state cannot shift: the kept tokens ran again
+        if (reevaluated) { chunk.reevaluated = reevaluated; reevaluatedTotal += reevaluated; }
         if (nProbs) chunk.probs = readProbs(g, scratch, token);
         if (chunk.text || chunk.tokens.length || chunk.shifted) post(chunk);
         if (finish) { finishReason = FINISH[finish] || 'stop'; break; }
@@ -946,6 +950,7 @@
         prefillTokensPerSecond: promptEval > 0 && t1 > t0 ? (promptEval * 1000) / (t1 - t0) : null,
         decodeTokensPerSecond: generated > 1 && decodeMs > 0 ? ((generated - 1) * 1000) / decodeMs : null,
         contextShiftedTokens: shiftedTotal,
+        contextReevaluatedTokens: reevaluatedTotal,
         contextUsed: M._wick_n_past(state.ctx),
         contextSize: M._wick_n_ctx(state.ctx),
       },

@@ -486,7 +486,7 @@ async function loadChosen() {
     const name = info.name && info.name !== info.architecture ? info.name : chosen.label;
     $('model-status').textContent = `Loaded ${name} (${params ? `${params} parameters, ` : ''}${info.architecture}) in ` +
       `${formatDuration(performance.now() - t0)}${info.fromCache ? ' from the cache' : ''} · context ${formatCount(info.contextSize)} tokens · ` +
-      `KV cache ${formatBytes(info.kvBytes)} · ${engine.multiThreaded ? `${engine.threads} thread${engine.threads > 1 ? 's' : ''}` : '1 thread (single-threaded build)'}` +
+      `KV cache ${formatBytes(info.kvBytes)}${info.stateBytes ? ` · recurrent state ${formatBytes(info.stateBytes)}` : ''} · ${engine.multiThreaded ? `${engine.threads} thread${engine.threads > 1 ? 's' : ''}` : '1 thread (single-threaded build)'}` +
       ` · ${engine.relaxedSimd ? 'relaxed SIMD' : 'SIMD128'}`;
     $('model-status').dataset.build = engine.build;
     $('model-status').dataset.loaded = name;
