@@ -7,9 +7,9 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := all
 
 ENGINE_SRC := src/gguf.c src/model.c src/forward.c src/pool.c src/quant.c src/kernels_simd.c \
-              src/tokenizer.c src/unicode.c src/sampler.c src/generate.c src/synth.c src/wick.c
+              src/tokenizer.c src/unicode.c src/sampler.c src/grammar.c src/generate.c src/synth.c src/wick.c
 HEADERS := $(wildcard src/*.h)
-TEST_PROGRAMS := test_kernels test_sampler test_tokenizer test_dequant test_load test_context
+TEST_PROGRAMS := test_kernels test_sampler test_tokenizer test_dequant test_load test_context test_grammar
 
 CC ?= gcc
 CFLAGS_COMMON := -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -ffp-contract=off -Isrc
