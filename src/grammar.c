@@ -954,10 +954,14 @@ static int run_token(grammar_matcher *m, int32_t token, const char *bytes, size_
             uint32_t lo = bits << (6 * left), hi = lo | ((1u << (6 * left)) - 1);
             if (lo < min_cp) lo = min_cp;
             if (hi > MAX_CODEPOINT) hi = MAX_CODEPOINT;
-            if (keep_partial(m, in, &m->scratch[which], lo, hi)) return -2;
-            in = &m->scratch[which];
-            which ^= 1;
-            ok = in->n > 0;
+            /* no valid character begins so (an overlong form, a surrogate, beyond U+10FFFF) */
+            if (lo > hi || (lo >= 0xD800 && hi <= 0xDFFF)) ok = false;
+            else {
+                if (keep_partial(m, in, &m->scratch[which], lo, hi)) return -2;
+                in = &m->scratch[which];
+                which ^= 1;
+                ok = in->n > 0;
+            }
         }
         /* with n > 0, in is a scratch set now: a byte either completed a character (a step)
          * or left one unfinished at the end (keep_partial) */

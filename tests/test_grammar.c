@@ -280,6 +280,20 @@ static void own_checks(void) {
     check(match_text("root ::= .+", "\xE6\x97\xA5\xE6\x9C\xAC"), "%s", "'.' takes whole characters");
     check(!match_text("root ::= \"a\"", "\xC3"), "%s", "an unfinished character is not complete");
     check(!match_text("root ::= .", "\xC0\x80"), "%s", "an overlong encoding is refused");
+    {
+        char err[256];
+        wick_grammar *g;
+        bool built = grammar_parse("root ::= .+", 11, NULL, &g, err, sizeof err) == 0;
+        grammar_matcher *m = built ? grammar_matcher_new(g) : NULL;
+        /* beginnings that no valid character has: overlong (F0 80, E0 80), surrogate (ED A0),
+         * beyond U+10FFFF (F4 90) */
+        bool ok = m && !grammar_matcher_fits(m, -1, "\xF0\x80", 2) && !grammar_matcher_fits(m, -1, "\xE0\x80", 2) &&
+                  !grammar_matcher_fits(m, -1, "\xED\xA0", 2) && !grammar_matcher_fits(m, -1, "\xF4\x90", 2) &&
+                  grammar_matcher_fits(m, -1, "\xF0\x90", 2) && grammar_matcher_fits(m, -1, "\xED\x9F", 2);
+        check(ok, "%s", "a partial character that no valid character begins with is refused at once");
+        grammar_matcher_free(m);
+        if (built) grammar_free(g);
+    }
     /* a token ending inside a character: the partial character must fit some class */
     {
         char err[256];

@@ -12,6 +12,7 @@
 import './gguf-header.js';
 import { WickError, invalid, checkNumber, checkSignal, checkGenerateOptions } from './options.mjs';
 import { connect } from './connect.mjs';
+import { jsonSchemaToGrammar, JSON_OBJECT_GRAMMAR } from './json-schema.mjs';
 
 const WickGguf = globalThis.WickGguf;
 const isNode = typeof process !== 'undefined' && !!process.versions?.node && typeof window === 'undefined' && typeof importScripts === 'undefined';
@@ -25,7 +26,7 @@ const MAX_THREADS = 8;
 const START_TIMEOUT_MS = 60000;
 const SPLIT_NAME = /-(\d{5})-of-(\d{5})\.gguf$/;
 
-export { WickError };
+export { WickError, jsonSchemaToGrammar };
 
 /** About the number of physical cores: half the logical ones, at least 1, at most 8. */
 export function defaultThreads() {
@@ -50,11 +51,11 @@ const SETTING_DEFAULTS = {
 
 /** Turns generate() options into the engine's settings, refusing bad values with a clear Error. */
 function generateSettings(options) {
-  const { given, stops, probs } = checkGenerateOptions(options);
+  const { given, stops, probs, grammar, logitBias } = checkGenerateOptions(options);
   const settings = { ...SETTING_DEFAULTS, ...given };
   if (settings.seed === undefined) settings.seed = Math.floor(Math.random() * 2 ** 32);
   if (options.ignoreEos !== undefined) settings.ignore_eos = options.ignoreEos ? 1 : 0;
-  return { settings, stops, probs };
+  return { settings, stops, probs, grammar, bias: logitBias };
 }
 
 // ---- where the files are ----
@@ -343,7 +344,11 @@ class Engine {
   /**
    * Streams a continuation of `prompt` (a string, or token ids used as they are): yields
    * {text, tokens, probs?, shifted?} as tokens are produced, then
-   * {done: true, finishReason: 'eog'|'stop'|'length'|'abort', timings}.
+   * {done: true, finishReason: 'eog'|'stop'|'length'|'grammar'|'abort', timings}.
+   * With `grammar` (GBNF text, llama.cpp's format; jsonSchemaToGrammar makes one from a JSON
+   * schema) every token keeps the text a prefix of the grammar's language, and generation ends
+   * with finishReason 'grammar' once the text is complete and the grammar allows nothing more
+   * (or 'eog' when the model ends it where the text is complete).
    */
   generate(prompt, options = {}) {
     const checked = generateSettings(options);
@@ -353,10 +358,10 @@ class Engine {
     return this._generate(prompt, checked, options);
   }
 
-  async *_generate(prompt, { settings, stops, probs }, options) {
+  async *_generate(prompt, { settings, stops, probs, grammar, bias }, options) {
     const tokens = typeof prompt === 'string' ? await this.tokenize(prompt, { addBos: options.addBos !== false }) : Array.from(prompt);
     if (!tokens.length) throw invalid('the prompt has no tokens');
-    yield* this._stream({ type: 'generate', tokens, settings, stops, probs }, options.signal);
+    yield* this._stream({ type: 'generate', tokens, settings, stops, probs, grammar, bias }, options.signal);
   }
 
   async *_stream(message, signal) {
@@ -446,13 +451,15 @@ class Engine {
       stop: request.stop ?? undefined,
       signal: request.signal ?? undefined,
       probs: request.logprobs ? request.top_logprobs ?? 1 : undefined,
+      logitBias: request.logit_bias ?? undefined,
+      grammar: responseGrammar(request),
     };
     if (options.maxTokens === null) options.maxTokens = undefined;
     const checked = generateSettings(options);
     const text = await this.applyChatTemplate(request.messages, { template: request.chat_template, tools: request.tools ?? undefined, extra: request.chat_template_kwargs || {} });
     const bos = this.info.specialTokens.bos;
     const tokens = await this.tokenize(text, { addBos: !(bos && text.startsWith(bos)), special: true });
-    const stream = this._stream({ type: 'generate', tokens, settings: checked.settings, stops: checked.stops, probs: checked.probs }, options.signal);
+    const stream = this._stream({ type: 'generate', tokens, settings: checked.settings, stops: checked.stops, probs: checked.probs, grammar: checked.grammar, bias: checked.bias }, options.signal);
     const id = `chatcmpl-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
     const created = Math.floor(Date.now() / 1000);
     const model = this.info.name;
@@ -491,6 +498,28 @@ class Engine {
       timings: final.timings,
     };
   }
+}
+
+/** The grammar a chat request asks for: response_format { type: 'json_object' } (any JSON
+ *  object), { type: 'json_schema', json_schema: { schema } }, or llama.cpp's `grammar` field. */
+function responseGrammar(request) {
+  const rf = request.response_format;
+  if (request.grammar !== undefined && request.grammar !== null) {
+    if (rf !== undefined && rf !== null && rf.type !== 'text') throw invalid('give either grammar or response_format, not both');
+    if (typeof request.grammar !== 'string') throw invalid('grammar must be a string of GBNF');
+    return request.grammar;
+  }
+  if (rf === undefined || rf === null) return undefined;
+  if (typeof rf !== 'object') throw invalid("response_format must be an object such as { type: 'json_object' }");
+  if (rf.type === 'text') return undefined;
+  // llama.cpp's server also takes a schema beside json_object
+  if (rf.type === 'json_object') return rf.schema ? jsonSchemaToGrammar(rf.schema) : JSON_OBJECT_GRAMMAR;
+  if (rf.type === 'json_schema') {
+    const schema = rf.json_schema?.schema ?? rf.schema;
+    if (schema === undefined || schema === null || typeof schema !== 'object') throw invalid("response_format { type: 'json_schema' } needs json_schema: { schema: {…} }");
+    return jsonSchemaToGrammar(schema);
+  }
+  throw invalid(`response_format.type must be 'text', 'json_object' or 'json_schema' (got ${JSON.stringify(rf.type)})`);
 }
 
 function checkTokens(tokens, nVocab) {
