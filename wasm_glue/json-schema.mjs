@@ -16,7 +16,8 @@
 // The output it allows: properties in the schema's order, required ones first, each optional
 // one present or not; no property beyond those listed unless additionalProperties says so (an
 // object schema without properties takes any properties); at most one space after each token
-// (compact JSON: a model constrained to the grammar cannot wander off into whitespace).
+// (compact JSON: a model constrained to the grammar cannot wander off into whitespace); numbers
+// of at most 16 digits before and after the point and 3 in the exponent (what a double holds).
 // The empty schema {} at the top is any JSON object (as OpenAI's json_object mode); inside, any
 // JSON value.
 import { WickError } from './options.mjs';
@@ -33,7 +34,7 @@ const PRIMITIVES = {
   char: 'char ::= [^"\\\\\\x7F\\x00-\\x1F] | "\\\\" (["\\\\/bfnrt] | "u" [0-9a-fA-F]{4})',
   string: 'string ::= "\\"" char* "\\"" ws',
   integer: 'integer ::= "-"? ("0" | [1-9] [0-9]{0,15}) ws',
-  number: 'number ::= "-"? ("0" | [1-9] [0-9]{0,15}) ("." [0-9]+)? ([eE] [-+]? [0-9]+)? ws',
+  number: 'number ::= "-"? ("0" | [1-9] [0-9]{0,15}) ("." [0-9]{1,16})? ([eE] [-+]? [0-9]{1,3})? ws',
   boolean: 'boolean ::= ("true" | "false") ws',
   null: 'null ::= "null" ws',
   value: 'value ::= object | array | string | number | boolean | null',

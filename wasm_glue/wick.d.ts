@@ -63,6 +63,11 @@ export interface GenerateOptions {
   ignoreEos?: boolean;
   /** prepend BOS to a string prompt as the model asks (default true) */
   addBos?: boolean;
+  /** a GBNF grammar (llama.cpp's format) every token must keep the text a prefix of; a grammar that
+   *  does not parse is refused with its line and column. jsonSchemaToGrammar makes one from a JSON schema */
+  grammar?: string;
+  /** { tokenId: bias } added to the logits (OpenAI's logit_bias); -100 or below (or -Infinity) bans */
+  logitBias?: Record<number, number>;
 }
 
 export interface TokenProb {
@@ -101,7 +106,8 @@ export interface Timings {
 
 export interface GenerateDone {
   done: true;
-  finishReason: 'eog' | 'stop' | 'length' | 'abort';
+  /** 'grammar': the text is complete for options.grammar and the grammar allows nothing more */
+  finishReason: 'eog' | 'stop' | 'length' | 'grammar' | 'abort';
   timings: Timings | null;
 }
 
@@ -168,6 +174,11 @@ export interface ChatCompletionRequest {
   /** a Jinja template used instead of the model's tokenizer.chat_template */
   chat_template?: string;
   chat_template_kwargs?: Record<string, unknown>;
+  /** constrains the reply: any JSON object, or JSON valid for the schema (see jsonSchemaToGrammar) */
+  response_format?: { type: 'text' } | { type: 'json_object' } | { type: 'json_schema'; json_schema: { name?: string; schema: Record<string, unknown>; strict?: boolean } };
+  /** a GBNF grammar for the reply (llama.cpp's server field); not together with response_format */
+  grammar?: string;
+  logit_bias?: Record<number, number>;
   /** tool definitions rendered by the chat template; wick neither constrains nor parses the
    *  tool calls: the reply's text carries them in the model's format (e.g. <tool_call>…</tool_call>) */
   tools?: ChatTool[];
@@ -286,6 +297,10 @@ export declare const Wick: {
  */
 export declare function renderChatTemplate(source: string, messages: ChatMessage[], options?: RenderChatTemplateOptions): Promise<string>;
 
+/** The GBNF grammar of the JSON a schema allows (types, properties, required, enum, const, items,
+ *  minItems/maxItems, minLength/maxLength, formats date/time/date-time/uuid, additionalProperties,
+ *  $ref inside the schema, anyOf/oneOf); anything else throws a WickError naming its JSON path. */
+export declare function jsonSchemaToGrammar(schema: Record<string, unknown> | boolean): string;
 export declare function defaultThreads(): number;
 export declare function canUseThreads(): boolean;
 export declare function splitUrls(firstUrl: string): string[];
