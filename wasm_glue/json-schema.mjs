@@ -77,10 +77,12 @@ function repeated(item, min, max, sep) {
 }
 
 /**
- * The GBNF grammar (rule `root`) of the JSON texts a schema allows (see the top of this file for
- * the subset). Throws a WickError naming the JSON path of anything it cannot express.
+ * The GBNF grammar (start rule `root`, or options.root) of the JSON texts a schema allows (see the
+ * top of this file for the subset). Throws a WickError naming the JSON path of anything it cannot
+ * express. With options.root the grammar can be part of a larger one (its other rule names are
+ * the schema's; the building blocks' names are in PRIMITIVES).
  */
-export function jsonSchemaToGrammar(schema) {
+export function jsonSchemaToGrammar(schema, { root: rootName = 'root' } = {}) {
   if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) {
     if (schema === true) schema = {};
     else throw bad('$', 'a JSON schema must be an object');
@@ -88,7 +90,7 @@ export function jsonSchemaToGrammar(schema) {
   const rules = new Map();     // name → definition (without "name ::=")
   const used = new Set();      // building blocks used
   const refRules = new Map();  // JSON pointer → rule name
-  const names = new Set(['root', ...Object.keys(PRIMITIVES)]);
+  const names = new Set(['root', rootName, ...Object.keys(PRIMITIVES)]);
 
   const use = (name) => {
     if (used.has(name)) return name;
@@ -275,7 +277,7 @@ export function jsonSchemaToGrammar(schema) {
   }
 
   const root = visit(schema, '$', 'root', true);
-  const out = [`root ::= ${root}`];
+  const out = [`${rootName} ::= ${root}`];
   for (const [name, body] of rules) out.push(`${name} ::= ${body}`);
   for (const name of Object.keys(PRIMITIVES)) if (used.has(name)) out.push(PRIMITIVES[name]);
   return out.join('\n') + '\n';

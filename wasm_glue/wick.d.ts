@@ -179,21 +179,27 @@ export interface ChatCompletionRequest {
   /** a GBNF grammar for the reply (llama.cpp's server field); not together with response_format */
   grammar?: string;
   logit_bias?: Record<number, number>;
-  /** tool definitions rendered by the chat template; wick neither constrains nor parses the
-   *  tool calls: the reply's text carries them in the model's format (e.g. <tool_call>…</tool_call>) */
+  /** tool definitions rendered by the chat template; the reply's calls in the family's format
+   *  (Hermes <tool_call>{…}</tool_call>: Qwen 2.5/3, SmolLM3; Llama 3.x JSON) come back as tool_calls
+   *  (streamed as deltas), finish_reason 'tool_calls'; a call that does not parse stays content */
   tools?: ChatTool[];
+  /** 'auto' (default), 'none' (tools neither rendered nor parsed), 'required' or a named function:
+   *  the reply is grammar-constrained to one call (of that function) that always parses */
+  tool_choice?: 'auto' | 'none' | 'required' | { type: 'function'; function: { name: string } };
   signal?: AbortSignal;
 }
 
 export interface ChatCompletionUsage { prompt_tokens: number; completion_tokens: number; total_tokens: number }
-type FinishReason = 'stop' | 'length' | 'abort';
+type FinishReason = 'stop' | 'length' | 'tool_calls' | 'abort';
+export interface ChatCompletionToolCall { id: string; type: 'function'; function: { name: string; arguments: string } }
+export interface ChatCompletionToolCallDelta { index: number; id?: string; type?: 'function'; function: { name?: string; arguments?: string } }
 
 export interface ChatCompletionChunk {
   id: string;
   object: 'chat.completion.chunk';
   created: number;
   model: string;
-  choices: Array<{ index: 0; delta: { role?: 'assistant'; content?: string }; finish_reason: FinishReason | null; logprobs: unknown }>;
+  choices: Array<{ index: 0; delta: { role?: 'assistant'; content?: string; tool_calls?: ChatCompletionToolCallDelta[] }; finish_reason: FinishReason | null; logprobs: unknown }>;
   /** on the last chunk */
   usage?: ChatCompletionUsage;
   timings?: Timings | null;
@@ -204,7 +210,7 @@ export interface ChatCompletion {
   object: 'chat.completion';
   created: number;
   model: string;
-  choices: Array<{ index: 0; message: { role: 'assistant'; content: string }; finish_reason: FinishReason; logprobs: unknown }>;
+  choices: Array<{ index: 0; message: { role: 'assistant'; content: string | null; tool_calls?: ChatCompletionToolCall[] }; finish_reason: FinishReason; logprobs: unknown }>;
   usage: ChatCompletionUsage;
   timings: Timings | null;
 }
@@ -301,6 +307,10 @@ export declare function renderChatTemplate(source: string, messages: ChatMessage
  *  minItems/maxItems, minLength/maxLength, formats date/time/date-time/uuid, additionalProperties,
  *  $ref inside the schema, anyOf/oneOf); anything else throws a WickError naming its JSON path. */
 export declare function jsonSchemaToGrammar(schema: Record<string, unknown> | boolean): string;
+/** The tool-call format wick parses a chat template's replies in ('hermes', 'llama3'), or null. */
+export declare function toolCallFormat(template: string | null | undefined, arch?: string): 'hermes' | 'llama3' | null;
+/** The tool calls in a reply: { content, calls }, or null when it holds none or one that does not parse. */
+export declare function parseToolCalls(format: 'hermes' | 'llama3', text: string): { content: string; calls: ChatCompletionToolCall[] } | null;
 export declare function defaultThreads(): number;
 export declare function canUseThreads(): boolean;
 export declare function splitUrls(firstUrl: string): string[];
