@@ -7,7 +7,8 @@
 // The subset: type (string, number, integer, boolean, null, object, array, or a list of them),
 // properties, required, additionalProperties (false, true or a schema), enum, const, items (a
 // schema, or a list for a tuple) and prefixItems, minItems / maxItems, minLength / maxLength,
-// string formats date, time, date-time and uuid, $ref to a place inside the schema (#/$defs/…,
+// string formats date, time, date-time and uuid, minimum / maximum / exclusiveMinimum /
+// exclusiveMaximum on integers (not on other numbers), $ref to a place inside the schema (#/$defs/…,
 // #/definitions/…, any JSON pointer; recursion allowed), anyOf and oneOf (both as "one of these").
 // Words that only describe ($schema, $id, title, description, default, examples, $comment,
 // deprecated, readOnly, writeOnly) are ignored. Anything else is refused with a WickError naming
@@ -24,7 +25,10 @@ import { WickError } from './options.mjs';
 
 const IGNORED = new Set(['$schema', '$id', 'title', 'description', 'default', 'examples', '$comment', 'deprecated', 'readOnly', 'writeOnly', '$defs', 'definitions']);
 const KNOWN = new Set(['type', 'properties', 'required', 'additionalProperties', 'enum', 'const', 'items', 'prefixItems',
-  'minItems', 'maxItems', 'minLength', 'maxLength', 'format', '$ref', 'anyOf', 'oneOf']);
+  'minItems', 'maxItems', 'minLength', 'maxLength', 'format', '$ref', 'anyOf', 'oneOf',
+  'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum']);
+const BOUNDS = ['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum'];
+const MAX_DIGITS = 16; // an integer has at most 16 digits (the plain integer rule's limit too)
 const FORMATS = new Set(['date', 'time', 'date-time', 'uuid']);
 const MAX_REPEAT = 10000; // the grammar engine's largest {m,n}
 
@@ -64,6 +68,49 @@ function literal(text) {
     else out += ch;
   }
   return out + '"';
+}
+
+/** GBNF for the decimal strings of the integers in [lo, hi] (BigInts, 0 <= lo <= hi), each with
+ *  as many digits as it needs (no leading zeros). */
+function naturalRange(lo, hi) {
+  const alts = [];
+  const digits = (n) => n.toString().length;
+  for (let len = digits(lo); len <= digits(hi); len++) {
+    const first = len === 1 ? 0n : 10n ** BigInt(len - 1), last = 10n ** BigInt(len) - 1n;
+    const a = lo > first ? lo : first, b = hi < last ? hi : last;
+    if (a <= b) alts.push(sameLength(a.toString(), b.toString()));
+  }
+  return alts.length === 1 ? alts[0] : `(${alts.join(' | ')})`;
+}
+
+/** GBNF for the digit strings from a to b, both of the same length (a <= b). */
+function sameLength(a, b) {
+  const n = a.length;
+  if (n === 0) return '';
+  const any = (k) => (k === 0 ? '' : k === 1 ? ' [0-9]' : ` [0-9]{${k}}`);
+  const cls = (x, y) => (x === y ? `"${x}"` : `[${x}-${y}]`);
+  if (a[0] === b[0]) return `"${a[0]}"${n > 1 ? ' ' + sameLength(a.slice(1), b.slice(1)) : ''}`.trim();
+  const restA = a.slice(1), restB = b.slice(1);
+  const lowFull = /^0*$/.test(restA), highFull = /^9*$/.test(restB);
+  const da = Number(a[0]), db = Number(b[0]);
+  const alts = [];
+  // from a up to a[0] 999…, the whole middle, then b[0] 000… up to b
+  let from = da, to = db;
+  if (!lowFull) { alts.push(`"${da}" ${sameLength(restA, '9'.repeat(n - 1))}`); from = da + 1; }
+  if (!highFull) to = db - 1;
+  if (from <= to) alts.push(`${cls(from, to)}${any(n - 1)}`);
+  if (!highFull) alts.push(`"${db}" ${sameLength('0'.repeat(n - 1), restB)}`);
+  return alts.length === 1 ? alts[0] : `(${alts.join(' | ')})`;
+}
+
+/** GBNF for the integers in [min, max] (BigInts or null for no bound), at most MAX_DIGITS digits. */
+function integerRange(min, max) {
+  const top = 10n ** BigInt(MAX_DIGITS) - 1n;
+  const lo = min ?? -top, hi = max ?? top;
+  const alts = [];
+  if (lo < 0n) alts.push(`"-" ${naturalRange(hi < 0n ? -hi : 1n, -lo > top ? top : -lo)}`);
+  if (hi >= 0n) alts.push(naturalRange(lo > 0n ? lo : 0n, hi > top ? top : hi));
+  return alts.length === 1 ? alts[0] : `(${alts.join(' | ')})`;
 }
 
 /** "x" repeated {min, max} (max Infinity: no limit), joined by sep (a GBNF sequence or ''). */
@@ -179,11 +226,32 @@ export function jsonSchemaToGrammar(schema, { root: rootName = 'root' } = {}) {
     const path = typePath.replace(/\.type(\[\d+\])?$/, '');
     switch (type) {
       case 'string': return stringRule(s, path, hint);
-      case 'integer': case 'number': case 'boolean': case 'null': return use(type);
+      case 'integer': return integerRule(s, path, hint);
+      case 'number': case 'boolean': case 'null':
+        for (const key of BOUNDS) if (s[key] !== undefined) throw unsupported(`${path}.${key}`, `"${key}" on a ${type} (only on integers)`);
+        return use(type);
       case 'object': return objectRule(s, path, hint);
       case 'array': return arrayRule(s, path, hint);
       default: throw unsupported(typePath, `the type ${JSON.stringify(type)}`);
     }
+  }
+
+  function integerRule(s, path, hint) {
+    if (!BOUNDS.some((k) => s[k] !== undefined)) return use('integer');
+    const bound = (key) => {
+      const v = s[key];
+      if (v === undefined) return null;
+      if (typeof v !== 'number' || !Number.isFinite(v)) throw bad(`${path}.${key}`, 'must be a number');
+      if (Math.abs(v) >= 10 ** MAX_DIGITS) throw unsupported(`${path}.${key}`, `a bound of more than ${MAX_DIGITS} digits`);
+      return v;
+    };
+    // the integers the bounds leave: the largest lower one, the smallest upper one
+    const lows = [bound('minimum'), bound('exclusiveMinimum')].map((v, i) => (v === null ? null : i ? BigInt(Math.floor(v)) + 1n : BigInt(Math.ceil(v))));
+    const highs = [bound('maximum'), bound('exclusiveMaximum')].map((v, i) => (v === null ? null : i ? BigInt(Math.ceil(v)) - 1n : BigInt(Math.floor(v))));
+    const pick = (xs, better) => xs.filter((x) => x !== null).reduce((a, b) => (a === null || better(b, a) ? b : a), null);
+    const min = pick(lows, (b, a) => b > a), max = pick(highs, (b, a) => b < a);
+    if (min !== null && max !== null && min > max) throw bad(path, 'no integer lies within the bounds');
+    return define(hint, `${integerRange(min, max)} ${use('ws')}`);
   }
 
   function stringRule(s, path, hint) {

@@ -304,7 +304,7 @@ export declare const Wick: {
 export declare function renderChatTemplate(source: string, messages: ChatMessage[], options?: RenderChatTemplateOptions): Promise<string>;
 
 /** The GBNF grammar of the JSON a schema allows (types, properties, required, enum, const, items,
- *  minItems/maxItems, minLength/maxLength, formats date/time/date-time/uuid, additionalProperties,
+ *  minItems/maxItems, minLength/maxLength, formats date/time/date-time/uuid, integer minimum/maximum, additionalProperties,
  *  $ref inside the schema, anyOf/oneOf); anything else throws a WickError naming its JSON path. */
 export declare function jsonSchemaToGrammar(schema: Record<string, unknown> | boolean): string;
 /** The tool-call format wick parses a chat template's replies in ('hermes', 'llama3'), or null. */
