@@ -7,9 +7,9 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := all
 
 ENGINE_SRC := src/gguf.c src/model.c src/forward.c src/pool.c src/quant.c src/kernels_simd.c \
-              src/tokenizer.c src/unicode.c src/sampler.c src/generate.c src/synth.c src/wick.c
+              src/tokenizer.c src/unicode.c src/sampler.c src/grammar.c src/generate.c src/synth.c src/wick.c
 HEADERS := $(wildcard src/*.h)
-TEST_PROGRAMS := test_kernels test_sampler test_tokenizer test_dequant test_load test_context test_state
+TEST_PROGRAMS := test_kernels test_sampler test_tokenizer test_dequant test_load test_context test_state test_grammar
 
 CC ?= gcc
 CFLAGS_COMMON := -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -ffp-contract=off -Isrc
@@ -24,7 +24,7 @@ WASM_EXPORT_NAMES := malloc free wick_buffer_alloc wick_buffer_free wick_cli_mai
   wick_model_free wick_model_get_info wick_model_info_json wick_tokenize wick_detokenize wick_token_to_piece wick_token_is_eog \
   wick_ctx_default_params wick_ctx_new wick_ctx_free wick_eval wick_get_logits wick_n_past wick_n_ctx \
   wick_kv_trim wick_kv_shift wick_kv_bytes wick_state_bytes wick_state_snapshot wick_sample_simple wick_softmax \
-  wick_gen_new wick_gen_free wick_gen_set wick_gen_add_stop wick_gen_clear_stops wick_gen_set_bias \
+  wick_gen_new wick_gen_free wick_gen_set wick_gen_set_grammar wick_grammar_check wick_gen_add_stop wick_gen_clear_stops wick_gen_set_bias \
   wick_gen_clear_bias wick_gen_start wick_gen_next wick_gen_token wick_gen_finish wick_gen_text \
   wick_gen_probs wick_gen_shifted wick_gen_reevaluated wick_gen_n_prompt_eval
 comma := ,

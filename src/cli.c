@@ -3,11 +3,14 @@
  *   wick generate -m MODEL [-z TOKENIZER.bin] -p PROMPT -n N [--temp T] [--seed S] [--threads N] [--ctx N]
  *                 [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R] [--repeat-last-n N]
  *                 [--frequency-penalty F] [--presence-penalty P] [--stop TEXT]... [--keep N]
- *                 [--ignore-eos] [--truncate] [--probs K] [--kv f16|f32]
+ *                 [--ignore-eos] [--truncate] [--probs K] [--kv f16|f32] [--grammar FILE.gbnf]
+ *                 (wasm_glue/cli.mjs also takes --json-schema FILE.json, converted to a grammar in JS)
  *   wick logits   -m MODEL --tokens 1,403,407 [--steps K] [--follow IDS]
  *   wick tokenize -m MODEL -p TEXT [--no-bos] [--special]
  *   wick detokenize -m MODEL --ids 1,403,407
  *   wick info     -m MODEL
+ *   wick match    --grammar FILE.gbnf (-p TEXT | --texts FILE)   one line per text: complete, prefix or no
+ *                 (--texts: texts separated by NUL bytes); no model needed
  *   wick synth    --shape mini|mini-mha|134m|1b --type f16|q8_0|q4_0|q4_k_m -o FILE.gguf [--vocab VOCAB.gguf] [--seed S]
  *                 [--arch llama|llama3|qwen3|gemma2|gemma3|phi3|smollm3|granite|olmo2|lfm2|qwen35]
  * Results go to stdout, timings and errors to stderr; any failure exits non-zero with one line. */
@@ -120,7 +123,7 @@ static int read_file(const char *path, uint8_t **out, size_t *size) {
 }
 
 typedef struct {
-    const char *cmd, *model, *tokenizer, *prompt, *tokens, *follow, *shape, *type, *out, *vocab, *arch;
+    const char *cmd, *model, *tokenizer, *prompt, *tokens, *follow, *shape, *type, *out, *vocab, *arch, *grammar, *texts;
     int n, steps, threads, ctx, kv_type, no_bos, special, probs, keep, ignore_eos, truncate;
     const char *stops[16];
     int n_stops;
@@ -171,6 +174,11 @@ static int parse_args(int argc, char **argv, options *o) {
         else if (!strcmp(a, "-o") || !strcmp(a, "--output")) o->out = v;
         else if (!strcmp(a, "--vocab")) o->vocab = v;
         else if (!strcmp(a, "--arch")) o->arch = v;
+        else if (!strcmp(a, "--grammar")) o->grammar = v;
+        else if (!strcmp(a, "--texts")) o->texts = v;
+        else if (!strcmp(a, "--json-schema"))
+            return error_exit("--json-schema: the schema is converted to a grammar by the JavaScript CLI "
+                              "(node wasm_glue/cli.mjs); here give the grammar with --grammar FILE.gbnf");
         else if (!strcmp(a, "-n")) { if (parse_int(a, v, 0, 1 << 24, &o->n)) return 1; }
         else if (!strcmp(a, "--steps")) { if (parse_int(a, v, 0, 1 << 20, &o->steps)) return 1; }
         else if (!strcmp(a, "--threads") || !strcmp(a, "-t")) { if (parse_int(a, v, 1, 256, &o->threads)) return 1; }
@@ -211,7 +219,7 @@ static int parse_args(int argc, char **argv, options *o) {
         }
         i++;
     }
-    if (!o->model && strcmp(o->cmd, "synth")) return error_exit("%s: -m MODEL is required", o->cmd);
+    if (!o->model && strcmp(o->cmd, "synth") && strcmp(o->cmd, "match")) return error_exit("%s: -m MODEL is required", o->cmd);
     return 0;
 }
 
@@ -383,6 +391,48 @@ static int cmd_logits(const options *o, wick_model *m) {
     return 0;
 }
 
+/* A grammar file as a NUL-terminated string. */
+static int read_grammar(const char *path, char **out) {
+    uint8_t *text;
+    size_t len;
+    if (read_file(path, &text, &len)) return 1;
+    char *gbnf = malloc(len + 1);
+    if (!gbnf) return error_exit("out of memory");
+    memcpy(gbnf, text, len);
+    gbnf[len] = 0;
+    *out = gbnf;
+    return 0;
+}
+
+/* wick match: checks texts against a grammar, without a model */
+static int cmd_match(const options *o) {
+    if (!o->grammar) return error_exit("match: --grammar FILE is required");
+    if (!o->prompt == !o->texts) return error_exit("match: give -p TEXT or --texts FILE");
+    char *gbnf;
+    if (read_grammar(o->grammar, &gbnf)) return 1;
+    const char *texts = o->prompt;
+    size_t len = o->prompt ? strlen(o->prompt) : 0;
+    if (o->texts) {
+        uint8_t *buf;
+        if (read_file(o->texts, &buf, &len)) { free(gbnf); return 1; }
+        texts = (const char *)buf;
+    }
+    static const char *verdicts[] = {"no", "prefix", "complete"};
+    for (size_t start = 0; start <= len;) {
+        const char *nul = memchr(texts + start, 0, len - start);
+        size_t end = nul ? (size_t)(nul - texts) : len;
+        int32_t verdict;
+        if (wick_grammar_check(gbnf, NULL, texts + start, end - start, &verdict) != WICK_OK) {
+            free(gbnf);
+            return error_exit("%s: %s", o->grammar, wick_last_error());
+        }
+        outf(1, "%s\n", verdicts[verdict]);
+        start = end + 1;
+    }
+    free(gbnf);
+    return 0;
+}
+
 /* --probs: one JSON line per generated token on stderr: the top candidates after truncation and
  * temperature, and the token drawn */
 static void print_probs(wick_gen *g) {
@@ -411,6 +461,13 @@ static int cmd_generate(const options *o, wick_model *m) {
         wick_gen_set(g, "ignore_eos", o->ignore_eos) || wick_gen_set(g, "n_probs", o->probs) ||
         wick_gen_set(g, "truncate_prompt", o->truncate))
         return error_exit("%s", wick_last_error());
+    if (o->grammar) {
+        char *gbnf;
+        if (read_grammar(o->grammar, &gbnf)) return 1;
+        wick_status st = wick_gen_set_grammar(g, gbnf, NULL);
+        free(gbnf);
+        if (st != WICK_OK) return error_exit("%s: %s", o->grammar, wick_last_error());
+    }
     double t0 = now_seconds();
     if (o->n > 0 && wick_gen_start(g, ids, n) != WICK_OK) return error_exit("%s", wick_last_error());
     double t1 = now_seconds();
@@ -428,11 +485,11 @@ static int cmd_generate(const options *o, wick_model *m) {
     }
     double t2 = now_seconds();
     out_write(1, "\n", 1);
-    static const char *reasons[] = {"none", "end of generation", "stop string", "length"};
+    static const char *reasons[] = {"none", "end of generation", "stop string", "length", "grammar complete"};
     outf(2, "prefill: %d tokens in %.3f s (%.1f tok/s); decode: %d tokens in %.3f s (%.1f tok/s); threads %d; "
             "finish: %s; context shifts dropped %d tokens (re-evaluated %d); peak memory %.1f MiB\n",
          n, t1 - t0, n / (t1 - t0 > 0 ? t1 - t0 : 1e-9), generated, t2 - t1,
-         generated / (t2 - t1 > 0 ? t2 - t1 : 1e-9), o->threads, reasons[wick_gen_finish(g) & 3], shifted, reevaluated,
+         generated / (t2 - t1 > 0 ? t2 - t1 : 1e-9), o->threads, reasons[wick_gen_finish(g) <= WICK_FINISH_GRAMMAR ? wick_gen_finish(g) : 0], shifted, reevaluated,
          peak_memory_mib());
     wick_gen_free(g);
     free(ids);
@@ -497,9 +554,10 @@ int main(int argc, char **argv)
         if (synth_write(o.arch, o.shape, o.type, vocab, o.out, seed, err, sizeof err)) return error_exit("synth: %s", err);
         return 0;
     }
+    if (!strcmp(o.cmd, "match")) return cmd_match(&o);
     bool known = !strcmp(o.cmd, "generate") || !strcmp(o.cmd, "logits") || !strcmp(o.cmd, "tokenize") ||
                  !strcmp(o.cmd, "detokenize") || !strcmp(o.cmd, "info");
-    if (!known) return error_exit("unknown command '%s' (generate, logits, tokenize, detokenize, info, synth)", o.cmd);
+    if (!known) return error_exit("unknown command '%s' (generate, logits, tokenize, detokenize, info, match, synth)", o.cmd);
     wick_model *m;
     if (load_model(&o, &m)) return 1;
     int rc;

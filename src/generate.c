@@ -4,13 +4,18 @@
  * and the token is evaluated when generation goes on. When the context is full the cache is
  * shifted: the first n_keep tokens stay, the oldest half of the rest is dropped (or, where the
  * cache cannot shift — a sliding window's ring, a hybrid's recurrent state — the tokens that
- * stay are evaluated again). */
+ * stay are evaluated again).
+ * With a grammar (wick_gen_set_grammar) each draw is constrained to the tokens whose text keeps
+ * the output a prefix of the grammar's language (sampler_sample_filtered), an end-of-generation
+ * token only where the output is complete, and generation ends once the output is complete and
+ * nothing may follow it (WICK_FINISH_GRAMMAR). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "forward.h"
+#include "grammar.h"
 #include "sampler.h"
 #include "tokenizer.h"
 #include "wick.h"
@@ -44,6 +49,15 @@ struct wick_gen {
     int32_t top_ids[MAX_PROBS];
     float top_probs[MAX_PROBS];
     int32_t n_top;
+    /* the grammar (wick_gen_set_grammar) and its matcher for this run */
+    wick_grammar *grammar;
+    grammar_matcher *matcher;
+    /* every token's text as the grammar sees it (a control token's is empty), built once:
+     * token t's bytes are piece_bytes[piece_off[t] .. piece_off[t+1]) */
+    int32_t *piece_off;
+    char *piece_bytes;
+    bool first_byte_ok[256]; /* the matcher's first-byte filter for the current step */
+    bool tokens_possible;    /* some stack waits for a token element */
 };
 
 /* set by wick.c */
@@ -77,7 +91,91 @@ void wick_gen_free(wick_gen *g) {
     if (g->sm_ready) stop_matcher_free(&g->sm);
     free(g->hist);
     free(g->text);
+    grammar_matcher_free(g->matcher);
+    grammar_free(g->grammar);
+    free(g->piece_off);
+    free(g->piece_bytes);
     free(g);
+}
+
+wick_status wick_gen_set_grammar(wick_gen *g, const char *gbnf, const char *root) {
+    if (!g) return wick_internal_error(WICK_ERR_INVALID_ARG, "NULL generator");
+    grammar_matcher_free(g->matcher);
+    grammar_free(g->grammar);
+    g->matcher = NULL;
+    g->grammar = NULL;
+    g->started = false; /* the next run starts with the new grammar */
+    if (!gbnf || !*gbnf) return wick_internal_error(WICK_OK, "");
+    char err[512];
+    wick_grammar *gr;
+    if (grammar_parse(gbnf, strlen(gbnf), root && *root ? root : NULL, &gr, err, sizeof err))
+        return wick_internal_error(WICK_ERR_INVALID_ARG, "grammar: %s", err);
+    g->matcher = grammar_matcher_new(gr);
+    if (!g->matcher) {
+        grammar_free(gr);
+        return wick_internal_error(WICK_ERR_NOMEM, "out of memory");
+    }
+    g->grammar = gr;
+    return wick_internal_error(WICK_OK, "");
+}
+
+wick_status wick_grammar_check(const char *gbnf, const char *root, const char *text, size_t len, int32_t *verdict) {
+    if (!gbnf || !verdict || (!text && len)) return wick_internal_error(WICK_ERR_INVALID_ARG, "wick_grammar_check: NULL argument");
+    char err[512];
+    wick_grammar *gr;
+    if (grammar_parse(gbnf, strlen(gbnf), root && *root ? root : NULL, &gr, err, sizeof err))
+        return wick_internal_error(WICK_ERR_INVALID_ARG, "grammar: %s", err);
+    grammar_matcher *m = grammar_matcher_new(gr);
+    int r = m ? grammar_matcher_accept(m, -1, text, len) : -1;
+    if (r >= 0) *verdict = r == 0 ? 0 : grammar_matcher_complete(m) ? 2 : 1;
+    grammar_matcher_free(m);
+    grammar_free(gr);
+    if (r < 0) return wick_internal_error(WICK_ERR_NOMEM, "out of memory");
+    return wick_internal_error(WICK_OK, "");
+}
+
+/* The text of every token, as the streaming detokenizer shows it (control tokens: none). */
+static int build_pieces(wick_gen *g) {
+    if (g->piece_off) return 0;
+    const wick_vocab *v = g->c->m->vocab;
+    int32_t n = vocab_n_tokens(v);
+    int32_t *off = malloc(((size_t)n + 1) * sizeof *off);
+    size_t cap = (size_t)n * 4 + 64, len = 0;
+    char *bytes = malloc(cap);
+    if (!off || !bytes) goto fail;
+    for (int32_t t = 0; t < n; t++) {
+        off[t] = (int32_t)len;
+        if (vocab_is_control(v, t)) continue;
+        int need = vocab_token_to_piece(v, t, bytes + len, (int)(cap - len));
+        if (need < 0) continue;
+        if ((size_t)need > cap - len) {
+            while ((size_t)need > cap - len) cap *= 2;
+            char *grown = realloc(bytes, cap);
+            if (!grown) goto fail;
+            bytes = grown;
+            vocab_token_to_piece(v, t, bytes + len, (int)(cap - len));
+        }
+        len += (size_t)need;
+    }
+    off[n] = (int32_t)len;
+    g->piece_off = off;
+    g->piece_bytes = bytes;
+    return 0;
+fail:
+    free(off);
+    free(bytes);
+    return -1;
+}
+
+/* The grammar's constraint on the next token (sampler_token_filter). */
+static bool grammar_allows(void *ctx, int32_t t) {
+    wick_gen *g = ctx;
+    if (vocab_is_eog(g->c->m->vocab, t)) return !g->ignore_eos && grammar_matcher_complete(g->matcher);
+    const char *bytes = g->piece_bytes + g->piece_off[t];
+    size_t n = (size_t)(g->piece_off[t + 1] - g->piece_off[t]);
+    if (n > 0 && !g->first_byte_ok[(unsigned char)bytes[0]] && !g->tokens_possible) return false;
+    if (n == 0 && !g->tokens_possible) return false;
+    return grammar_matcher_fits(g->matcher, t, bytes, n);
 }
 
 static bool whole(double v) { return v == floor(v); }
@@ -263,6 +361,10 @@ wick_status wick_gen_start(wick_gen *g, const int32_t *tokens, int32_t n) {
         return wick_internal_error(WICK_ERR_INVALID_ARG, "%s", err);
     g->sm_ready = true;
     detok_init_continuing(&g->dt, c->m->vocab);
+    if (g->grammar) {
+        if (build_pieces(g)) return wick_internal_error(WICK_ERR_NOMEM, "out of memory");
+        grammar_matcher_reset(g->matcher);
+    }
     g->keep = keep;
     g->pending = -1;
     g->generated = 0;
@@ -330,8 +432,15 @@ wick_status wick_gen_next(wick_gen *g) {
         g->hist[wick_n_past(c) - 1] = g->pending;
         g->pending = -1;
     }
-    int32_t tok = sampler_sample(g->sampler, wick_get_logits(c, -1));
-    if (tok < 0) return wick_internal_error(WICK_ERR_INVALID_ARG, "no token can be drawn (every logit is banned)");
+    int32_t tok;
+    if (g->grammar) {
+        grammar_matcher_first_bytes(g->matcher, g->first_byte_ok, &g->tokens_possible);
+        tok = sampler_sample_filtered(g->sampler, wick_get_logits(c, -1), grammar_allows, g);
+        if (tok < 0) return wick_internal_error(WICK_ERR_INVALID_ARG, "no token can be drawn: the grammar allows none that the model can produce here");
+    } else {
+        tok = sampler_sample(g->sampler, wick_get_logits(c, -1));
+        if (tok < 0) return wick_internal_error(WICK_ERR_INVALID_ARG, "no token can be drawn (every logit is banned)");
+    }
     sampler_accept(g->sampler, tok);
     g->token = tok;
     g->n_top = g->n_probs ? sampler_top(g->sampler, g->n_probs, g->top_ids, g->top_probs) : 0;
@@ -341,6 +450,11 @@ wick_status wick_gen_next(wick_gen *g) {
         if (flush_text(g)) return wick_internal_error(WICK_ERR_NOMEM, "out of memory");
         return wick_internal_error(WICK_OK, "");
     }
+    if (g->grammar) {
+        const char *bytes = g->piece_bytes + g->piece_off[tok];
+        size_t len = (size_t)(g->piece_off[tok + 1] - g->piece_off[tok]);
+        if (grammar_matcher_accept(g->matcher, tok, bytes, len) < 0) return wick_internal_error(WICK_ERR_NOMEM, "out of memory");
+    }
     char piece[1024];
     int n = detok_push(&g->dt, tok, piece, sizeof piece);
     if (n > 0) {
@@ -349,6 +463,12 @@ wick_status wick_gen_next(wick_gen *g) {
         int r = stop_matcher_push(&g->sm, piece, (size_t)n, &out, &out_len);
         if (r < 0 || append_text(g, out, out_len)) return wick_internal_error(WICK_ERR_NOMEM, "out of memory");
         if (r == 1) g->finish = WICK_FINISH_STOP;
+    }
+    if (g->finish == WICK_FINISH_NONE && g->grammar && grammar_matcher_complete(g->matcher) &&
+        !grammar_matcher_can_continue(g->matcher)) {
+        /* the output is a whole sentence of the grammar and nothing may follow it */
+        g->finish = WICK_FINISH_GRAMMAR;
+        if (flush_text(g)) return wick_internal_error(WICK_ERR_NOMEM, "out of memory");
     }
     if (g->finish == WICK_FINISH_NONE && g->max_tokens > 0 && g->generated >= g->max_tokens) {
         g->finish = WICK_FINISH_LENGTH;

@@ -642,7 +642,46 @@ static int32_t draw(wick_sampler *s, float z_max, float inv_t) {
 
 /* ---- the chain ----------------------------------------------------------------------------- */
 
-int32_t sampler_sample(wick_sampler *s, const float *logits) {
+/* Steps 3–5 on the logits in work (maximum z_max, finite). */
+static void truncate(wick_sampler *s, float z_max) {
+    const wick_sampler_params *p = &s->params;
+    if (p->top_k > 0 && p->top_k < s->n_vocab) {
+        select_top_k(s, p->top_k);
+    } else {
+        s->cand_all = true;
+        s->n_cand = s->n_vocab;
+    }
+    bool min_p_done = false;
+    if (p->top_p < 1.0f) {
+        if (s->cand_all) min_p_done = top_p_vocab(s, z_max);
+        else top_p_sorted(s, z_max);
+    }
+    if (p->min_p > 0.0f && !min_p_done) min_p_filter(s, z_max);
+}
+
+/* The first maximum of work (greedy), recorded as the whole final distribution. */
+static int32_t pick_argmax(wick_sampler *s, float z_max) {
+    int32_t argmax = 0;
+    while (!(s->work[argmax] == z_max)) argmax++;
+    s->cand_all = false;
+    s->cand_id[0] = argmax;
+    s->cand_logit[0] = z_max;
+    s->cand_weight[0] = 1.0;
+    s->weight_total = 1.0;
+    s->n_cand = 1;
+    s->cand_sorted = true;
+    s->last_drawn = argmax;
+    return argmax;
+}
+
+/* Bans (−∞) every token of work that the filter refuses; returns the new maximum. */
+static float ban_refused(wick_sampler *s, sampler_token_filter allowed, void *ctx) {
+    for (int32_t i = 0; i < s->n_vocab; i++)
+        if (s->work[i] > -INFINITY && !allowed(ctx, i)) s->work[i] = -INFINITY;
+    return max_logit(s->work, s->n_vocab);
+}
+
+int32_t sampler_sample_filtered(wick_sampler *s, const float *logits, sampler_token_filter allowed, void *ctx) {
     const wick_sampler_params *p = &s->params;
     int32_t n_vocab = s->n_vocab;
     float *work = s->work;
@@ -663,33 +702,49 @@ int32_t sampler_sample(wick_sampler *s, const float *logits) {
 
     float inv_t = p->temperature > 0.0f ? 1.0f / p->temperature : INFINITY;
     if (inv_t == INFINITY) {
-        /* greedy: the first maximum, which every truncation would keep */
-        int32_t argmax = 0;
-        while (!(work[argmax] == z_max)) argmax++;
-        s->cand_id[0] = argmax;
-        s->cand_logit[0] = z_max;
-        s->cand_weight[0] = 1.0;
-        s->weight_total = 1.0;
-        s->n_cand = 1;
-        s->cand_sorted = true;
-        s->last_drawn = argmax;
-        return argmax;
+        /* greedy: the first maximum, which every truncation would keep; with a filter, the
+         * first maximum among the tokens it allows */
+        int32_t argmax = pick_argmax(s, z_max);
+        if (!allowed || allowed(ctx, argmax)) return argmax;
+        s->last_drawn = -1;
+        z_max = ban_refused(s, allowed, ctx);
+        return z_max == -INFINITY ? -1 : pick_argmax(s, z_max);
     }
 
-    if (p->top_k > 0 && p->top_k < n_vocab) {
-        select_top_k(s, p->top_k);
-    } else {
-        s->cand_all = true;
-        s->n_cand = n_vocab;
+    truncate(s, z_max);
+    if (allowed) {
+        /* the constraint, where it is cheap: on the candidates the truncation kept... */
+        int32_t kept = 0;
+        float kept_max = -INFINITY;
+        if (!s->cand_all) {
+            for (int32_t i = 0; i < s->n_cand; i++)
+                if (allowed(ctx, s->cand_id[i])) {
+                    s->cand_id[kept] = s->cand_id[i];
+                    s->cand_logit[kept] = s->cand_logit[i];
+                    if (s->cand_logit[kept] > kept_max) kept_max = s->cand_logit[kept];
+                    kept++;
+                }
+        }
+        if (kept > 0) {
+            s->n_cand = kept; /* the order of the list is kept */
+            z_max = kept_max;
+        } else {
+            /* ...and over the whole vocabulary only when none of them fits: the refused tokens
+             * are banned and the truncation runs again on the rest */
+            z_max = ban_refused(s, allowed, ctx);
+            if (z_max == -INFINITY) return -1;
+            s->cand_all = false;
+            s->n_cand = 0;
+            s->cand_sorted = false;
+            truncate(s, z_max);
+        }
     }
-    bool min_p_done = false;
-    if (p->top_p < 1.0f) {
-        if (s->cand_all) min_p_done = top_p_vocab(s, z_max);
-        else top_p_sorted(s, z_max);
-    }
-    if (p->min_p > 0.0f && !min_p_done) min_p_filter(s, z_max);
     s->last_drawn = draw(s, z_max, inv_t);
     return s->last_drawn;
+}
+
+int32_t sampler_sample(wick_sampler *s, const float *logits) {
+    return sampler_sample_filtered(s, logits, NULL, NULL);
 }
 
 /* ---- probabilities out --------------------------------------------------------------------- */

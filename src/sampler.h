@@ -80,6 +80,14 @@ void sampler_accept(wick_sampler *s, int32_t token);
 /* Runs the chain on n_vocab logits (not modified) and returns the drawn id, or -1 when no token
  * can be drawn (every logit -INFINITY or NaN after the bias). */
 int32_t sampler_sample(wick_sampler *s, const float *logits);
+/* A constraint on the draw (a grammar): whether token may come next. */
+typedef bool (*sampler_token_filter)(void *ctx, int32_t token);
+/* sampler_sample with a constraint, applied where it is cheap: after truncation (steps 3–5) the
+ * candidates the filter refuses are dropped and the draw (6–7) is among the rest; only when it
+ * refuses all of them are the refused tokens banned over the whole vocabulary and steps 3–7 run
+ * again on what remains. Greedy takes the first maximum the filter allows. -1 when the filter
+ * allows no drawable token. With filter NULL it is exactly sampler_sample. */
+int32_t sampler_sample_filtered(wick_sampler *s, const float *logits, sampler_token_filter filter, void *ctx);
 /* The last draw's final distribution (after truncation and temperature: the one the draw used),
  * highest probability first (ties → lower id): writes min(k, candidates) ids and probabilities
  * and returns that count (0 before any draw). Meant for small k. */

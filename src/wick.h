@@ -143,6 +143,7 @@ enum {
     WICK_FINISH_EOG = 1,     /* an end-of-generation token */
     WICK_FINISH_STOP = 2,    /* a stop string */
     WICK_FINISH_LENGTH = 3,  /* max_tokens reached */
+    WICK_FINISH_GRAMMAR = 4, /* the grammar's output is complete and nothing may follow it */
 };
 
 wick_status wick_gen_new(wick_ctx *c, wick_gen **out);
@@ -161,6 +162,14 @@ void wick_gen_free(wick_gen *g);
  *   effect at the next wick_gen_start. */
 wick_status wick_gen_set(wick_gen *g, const char *name, double value);
 wick_status wick_gen_add_stop(wick_gen *g, const char *text);      /* a stop string (UTF-8) */
+/* Constrains generation to a GBNF grammar (llama.cpp's format, see src/grammar.h), starting at
+ * the rule named root (NULL or "": "root"); NULL or "" removes the grammar. Each token is drawn
+ * among those whose text keeps the output a prefix of the language (tried first on the
+ * candidates the other samplers kept, on the whole vocabulary only when none of them fits); an
+ * end-of-generation token only where the output is complete; generation ends with
+ * WICK_FINISH_GRAMMAR when the output is complete and the grammar allows nothing more. A grammar
+ * that does not parse is refused with its line and column. Applies from the next wick_gen_start. */
+wick_status wick_gen_set_grammar(wick_gen *g, const char *gbnf, const char *root);
 wick_status wick_gen_clear_stops(wick_gen *g);
 wick_status wick_gen_set_bias(wick_gen *g, int32_t token, float bias); /* -INFINITY bans */
 wick_status wick_gen_clear_bias(wick_gen *g);
@@ -179,6 +188,11 @@ int32_t wick_gen_shifted(const wick_gen *g);   /* tokens dropped by a context sh
  * recurrent state, a sliding window's ring): the kept tokens, run through the model anew */
 int32_t wick_gen_reevaluated(const wick_gen *g);
 int32_t wick_gen_n_prompt_eval(const wick_gen *g); /* prompt tokens actually evaluated by the last start */
+
+/* Checks len bytes of text against a GBNF grammar (start rule root, NULL: "root") without a
+ * model: *verdict = 2 when the text is a whole sentence of the language, 1 when it is only the
+ * beginning of one, 0 when it is not even that. A grammar that does not parse is an error. */
+wick_status wick_grammar_check(const char *gbnf, const char *root, const char *text, size_t len, int32_t *verdict);
 
 /* ---- sampling ---- */
 

@@ -2,27 +2,47 @@
 // against the F32 file; sampler; tokenizer, with Qwen3.5's vectors from llama.cpp's source
 // bundle; context shifts; hybrid models' recurrent state), each run in the native and the wasm build. Each
 // program prints one line per check and closes with "N passed, M failed".
-import { test, after } from 'node:test';
+import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import fs from 'node:fs';
-import os from 'node:os';
+import fs, { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os, { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { runProgram, shared } from './helpers.mjs';
+import { root, runProgram, shared } from './helpers.mjs';
 
 const programs = {
   test_kernels: [],
   test_dequant: [path.join(shared, 'models', 'mini')],
   test_sampler: [],
   test_tokenizer: [path.join(shared, 'vocab'), path.join(shared, 'models')],
+  test_grammar: null, // its arguments are set once the grammars are out of the bundle (before)
 };
+
+// test_grammar reads llama.cpp's grammars/*.gbnf, taken at test time from the git bundle of
+// llama.cpp's source that node-llama-cpp ships (none are copied into this repository).
+let llamaGit, gbnfDir;
+before(() => {
+  const bundle = path.join(root, 'node_modules/node-llama-cpp/llama/gitRelease.bundle');
+  llamaGit = mkdtempSync(path.join(tmpdir(), 'wick-llama.cpp-'));
+  execFileSync('git', ['clone', '--bare', '--quiet', bundle, llamaGit]);
+  gbnfDir = path.join(llamaGit, 'grammars-checkout');
+  mkdirSync(gbnfDir);
+  const names = execFileSync('git', ['--git-dir', llamaGit, 'ls-tree', '--name-only', 'HEAD', 'grammars/'], { encoding: 'utf8' })
+    .split('\n').filter((n) => n.endsWith('.gbnf'));
+  for (const n of names)
+    writeFileSync(path.join(gbnfDir, path.basename(n)), execFileSync('git', ['--git-dir', llamaGit, 'show', `HEAD:${n}`]));
+  programs.test_grammar = [path.join(root, 'tests', 'grammar-cases.json'), gbnfDir];
+});
+after(() => {
+  if (llamaGit) rmSync(llamaGit, { recursive: true, force: true });
+});
 
 const outputs = {};
 for (const [name, args] of Object.entries(programs)) {
   for (const build of ['native', 'wasm']) {
     test(`${build}: ${name}`, () => {
-      const r = runProgram(build, name, args);
+      const r = runProgram(build, name, programs[name] ?? args);
       outputs[`${build}:${name}`] = r.stdout;
       const failures = r.stdout.split('\n').filter((l) => /^(FAIL|not ok)/i.test(l));
       assert.equal(r.signal, null, r.stderr);
@@ -31,6 +51,11 @@ for (const [name, args] of Object.entries(programs)) {
       assert.ok(m, 'closing line present');
       assert.ok(Number(m[1]) > 0, 'checks ran');
       assert.equal(Number(m[2]), 0);
+      if (name === 'test_grammar') {
+        // every extracted case ran, and llama.cpp's grammar files were there to parse
+        assert.match(r.stdout, /^ok  : json\.gbnf parses/m);
+        assert.match(r.stdout, /^ok  : the directory holds llama\.cpp's grammars/m);
+      }
     });
   }
 }

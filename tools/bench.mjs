@@ -7,7 +7,7 @@
 //
 //   node tools/bench.mjs [--models models/synth-134m-q4_0.gguf,…] [--threads 1,2]
 //                        [--prompt-tokens 87] [--gen 32] [--repeat 3] [--ctx 2048]
-//                        [--stat best|median] [--idle-wait 30] [--no-native] [--record]
+//                        [--stat best|median] [--idle-wait 30] [--no-native] [--no-grammar] [--record]
 //
 // Each run is `wasm_glue/cli.mjs generate -m MODEL -p PROMPT -n GEN --temp 0 --ignore-eos
 // --threads T --ctx C` (and build/native/wick with the same flags); the figures come from the
@@ -17,6 +17,11 @@
 // Before each run it waits (up to --idle-wait seconds) for the machine to be quiet, so that other
 // work does not share the CPU with the measurement; a run that had to start anyway is noted.
 // --record appends the table to BENCHMARKS.md with the date, command and machine.
+// Then (unless --no-grammar) the cost of grammar-constrained sampling: tests/bench_grammar.c's
+// microseconds per draw with and without a JSON grammar over a 152 064-token synthetic vocabulary
+// (Qwen 2.5/3's size), and JSON-mode generation (the JSON-object grammar of json-schema.mjs) against
+// unconstrained generation with the same sampler chain (temperature 0.8, seed 1) on the 134m
+// Q4_K_M model of --models when it is there.
 //
 // The helpers (prompt building, model creation, machine description, BENCHMARKS.md) are shared
 // with tools/bench-peers.mjs.
@@ -252,8 +257,8 @@ export function parseRun(stderr) {
   return run;
 }
 
-function runOnce(kind, model, prompt, opts, threads) {
-  const flags = ['generate', '-m', model, '-p', prompt, '-n', String(opts.gen), '--temp', '0',
+function runOnce(kind, model, prompt, opts, threads, sampling = ['--temp', '0']) {
+  const flags = ['generate', '-m', model, '-p', prompt, '-n', String(opts.gen), ...sampling,
     '--ignore-eos', '--threads', String(threads), '--ctx', String(opts.ctx)];
   let cmd, args;
   let env = process.env;
@@ -303,8 +308,60 @@ async function cliChild(args) {
 const DEFAULTS = {
   models: 'models/synth-134m-q4_0.gguf,models/synth-134m-q8_0.gguf,models/synth-134m-q4_k_m.gguf',
   threads: '1,2', promptTokens: 87, gen: 32, repeat: 3, ctx: 2048, stat: 'best', timeout: 600, idleWait: 30,
-  noNative: false, record: false,
+  noNative: false, noGrammar: false, record: false,
 };
+
+const GRAMMAR_VOCAB = 152064; // Qwen 2.5 / Qwen 3
+
+/** The grammar section: per-draw cost at GRAMMAR_VOCAB, and JSON mode against free decoding. */
+async function grammarBench(opts, threadCounts, kinds) {
+  const { JSON_OBJECT_GRAMMAR } = await import('../wasm_glue/json-schema.mjs');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wick-bench-grammar-'));
+  const grammarFile = path.join(dir, 'json-object.gbnf');
+  fs.writeFileSync(grammarFile, JSON_OBJECT_GRAMMAR);
+  try {
+    const built = spawnSync('make', ['-s', 'build/native/bench_grammar', 'build/wasm/bench_grammar.js', 'build/wasm/package.json'], { cwd: ROOT, encoding: 'utf8' });
+    if (built.status !== 0) throw new Error(`make bench_grammar: ${built.stderr}`);
+    const costRows = [];
+    for (const kind of kinds) {
+      const [cmd, args] = kind === 'wasm'
+        ? [process.execPath, [path.join(ROOT, 'build', 'wasm', 'bench_grammar.js'), grammarFile, String(GRAMMAR_VOCAB)]]
+        : [path.join(ROOT, 'build', 'native', 'bench_grammar'), [grammarFile, String(GRAMMAR_VOCAB)]];
+      await waitForIdle(opts.idleWait);
+      const r = spawnSync(cmd, args, { encoding: 'utf8', timeout: opts.timeout * 1000 });
+      if (r.status !== 0) throw new Error(`bench_grammar (${kind}): ${r.stderr || r.error}`);
+      for (const m of r.stdout.matchAll(/^grammar-bench (\S+) n_vocab=\d+ unconstrained_us=([\d.]+) constrained_us=([\d.]+) fallback=(\d+)%/gm))
+        costRows.push([kind === 'wasm' ? 'wasm (Node)' : 'native', m[1], fmt(Number(m[2])), fmt(Number(m[3])), fmt(Number(m[3]) - Number(m[2])), `${m[4]}%`]);
+    }
+    const costTable = markdownTable(['build', 'grammar state', 'chain alone µs/token', 'chain + grammar µs/token', 'grammar adds µs', 'draws that filtered the whole vocabulary'], costRows);
+    let text = `Grammar sampling cost, n_vocab ${GRAMMAR_VOCAB} (synthetic BPE-like pieces, random logits, chain: temperature 0.8, top-k 40, top-p 0.95, min-p 0.05; the JSON-object grammar of json-schema.mjs):\n\n${costTable}`;
+    const model = list(opts.models).map((f) => path.resolve(ROOT, f)).find((f) => /134m-q4_k_m\.gguf$/.test(f));
+    if (model) {
+      const info = modelInfo(ensureModel(model));
+      const { text: prompt } = buildPrompt(model, opts.promptTokens, info.bos >= 0 ? info.bos : 1);
+      const rows = [];
+      for (const threads of threadCounts) {
+        for (const kind of kinds) {
+          const free = [], json = [];
+          for (let i = 0; i < opts.repeat; i++) {
+            await waitForIdle(opts.idleWait);
+            free.push(runOnce(kind, model, prompt, opts, threads, ['--temp', '0.8', '--seed', '1']));
+            await waitForIdle(opts.idleWait);
+            json.push(runOnce(kind, model, prompt, opts, threads, ['--temp', '0.8', '--seed', '1', '--grammar', grammarFile]));
+          }
+          const a = summarize(free.map((r) => r.decode), opts.stat), b = summarize(json.map((r) => r.decode), opts.stat);
+          rows.push([modelLabel(model), String(threads), kind === 'wasm' ? 'wasm (Node)' : 'native', fmt(a), fmt(b), `${fmt((100 * b) / a, 0)}%`, String(json[0].genTokens)]);
+          process.stderr.write(`bench: JSON mode ${kind} t${threads}: free ${fmt(a)} tok/s, JSON ${fmt(b)} tok/s\n`);
+        }
+      }
+      text += `\n\nJSON mode (the JSON-object grammar) against free text, the same chain (temperature 0.8, seed 1, EOS ignored), ${opts.gen} tokens at most, ${opts.stat} of ${opts.repeat}:\n\n` +
+        markdownTable(['model', 'threads', 'build', 'free decode tok/s', 'JSON-mode decode tok/s', 'JSON / free', 'JSON tokens generated'], rows);
+    }
+    return text;
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
 
 async function main(argv) {
   const opts = parseArgs(argv, DEFAULTS);
@@ -353,10 +410,11 @@ async function main(argv) {
     'wasm heap = size of the wasm memory at the end of the run (it never shrinks, so this is its peak); ' +
     'CLI peak memory = the "peak memory" the CLI reports; peak RSS = the process (Node for wasm) as the OS counts it.' +
     (busyRuns ? ` ${busyRuns} run(s) started while other work kept the CPU busy: those figures are low.` : '');
-  process.stdout.write(`${table}\n\n${notes}\n`);
+  const grammar = opts.noGrammar ? '' : `\n\n${await grammarBench(opts, threadCounts, kinds)}`;
+  process.stdout.write(`${table}\n\n${notes}${grammar}\n`);
   if (opts.record) {
     const command = `npm run bench -- ${argv.filter((a) => a !== '--record').join(' ')}`.trim();
-    appendBenchmarks('npm run bench', command, `${table}\n\n${notes}`);
+    appendBenchmarks('npm run bench', command, `${table}\n\n${notes}${grammar}`);
   }
 }
 

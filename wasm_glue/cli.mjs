@@ -4,10 +4,14 @@
 // Files named by -m/-z are read through Emscripten's NODEFS, mounted at /host.
 // --threads N > 1 selects the pthreads build (N workers), else the single-threaded one;
 // WICK_WASM_BUILD=st|mt forces one; WICK_WASM_RELAXED=1 takes the relaxed-SIMD build of it.
+// --json-schema FILE (this CLI only) is converted to a grammar by json-schema.mjs and given to
+// the engine as --grammar.
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
+import { jsonSchemaToGrammar } from './json-schema.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const buildDir = process.env.WICK_WASM_DIR || path.join(here, '..', 'build', 'wasm');
@@ -29,7 +33,35 @@ function writeAll(fd, bytes) {
   }
 }
 
-export async function runCli(args) {
+/** args with --json-schema FILE replaced by --grammar TEMPFILE; the temporary folder to remove. */
+function schemaToGrammar(args) {
+  const i = args.indexOf('--json-schema');
+  if (i < 0) return { args };
+  if (args.includes('--grammar')) throw new Error('give either --grammar or --json-schema');
+  const file = args[i + 1];
+  if (!file) throw new Error('--json-schema expects a file');
+  let schema;
+  try {
+    schema = JSON.parse(fs.readFileSync(file, 'utf8'));
+  } catch (e) {
+    throw new Error(`--json-schema ${file}: ${e.message}`);
+  }
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wick-schema-'));
+  const grammarFile = path.join(dir, 'schema.gbnf');
+  fs.writeFileSync(grammarFile, jsonSchemaToGrammar(schema));
+  return { args: [...args.slice(0, i), '--grammar', grammarFile, ...args.slice(i + 2)], dir };
+}
+
+export async function runCli(givenArgs) {
+  const { args, dir } = schemaToGrammar(givenArgs);
+  try {
+    return await runEngineCli(args);
+  } finally {
+    if (dir) fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function runEngineCli(args) {
   const threads = threadsArg(args);
   const kind = process.env.WICK_WASM_BUILD || (threads > 1 ? 'mt' : 'st');
   // WICK_WASM_RELAXED=1: the relaxed-SIMD build of the same kind (mk/relaxed.mk); Node 20 runs
@@ -50,7 +82,7 @@ export async function runCli(args) {
   });
   Module.FS.mkdir('/host');
   Module.FS.mount(Module.NODEFS, { root: '/' }, '/host');
-  const fileFlags = new Set(['-m', '--model', '-z', '--tokenizer']);
+  const fileFlags = new Set(['-m', '--model', '-z', '--tokenizer', '--grammar', '--texts']);
   // NODEFS does not follow symbolic links inside a path: hand it the real path where one exists
   const hostPath = (p) => '/host' + (fs.existsSync(p) ? fs.realpathSync(p) : path.resolve(p));
   const argv = ['wick', ...args.map((a, i) => (i > 0 && fileFlags.has(args[i - 1]) ? hostPath(a) : a))];

@@ -19,8 +19,11 @@ const MAX_ERROR_TEXT = 500; // characters of a non-JSON error body kept in the m
 /** The body fields of a /completions request for generate()'s options (only those given: the
  *  server's defaults apply to the rest; maxTokens 0 = no limit = the field left out). */
 function completionFields(options) {
-  const { given, stops, probs } = checkGenerateOptions(options);
+  const { given, stops, probs, grammar, logitBias } = checkGenerateOptions(options);
   const body = { ...given };
+  // llama.cpp's server takes a GBNF grammar as `grammar`; the others refuse or ignore it
+  if (grammar) body.grammar = grammar;
+  if (logitBias.length) body.logit_bias = Object.fromEntries(logitBias.map(([t, b]) => [t, b === -Infinity ? -100 : b]));
   // llama.cpp and Ollama say repeat_penalty, vLLM repetition_penalty; each ignores the other
   if (given.repeat_penalty !== undefined) body.repetition_penalty = given.repeat_penalty;
   if (body.max_tokens === 0) delete body.max_tokens;

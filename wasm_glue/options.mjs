@@ -40,12 +40,15 @@ const GENERATE_OPTIONS = {
   presencePenalty: ['presence_penalty', { min: -2, max: 2 }],
   seed: ['seed', { min: 0, max: Number.MAX_SAFE_INTEGER, integer: true }],
 };
-const OTHER_GENERATE_OPTIONS = new Set(['stop', 'signal', 'probs', 'ignoreEos', 'addBos']);
+const OTHER_GENERATE_OPTIONS = new Set(['stop', 'signal', 'probs', 'ignoreEos', 'addBos', 'grammar', 'logitBias']);
 
 /**
  * generate()'s options checked, bad values refused with a clear WickError: `given` holds the
  * numeric options that were given, under their setting names; `stops` the stop strings; `probs`
- * the count of top candidates asked for (true = 10).
+ * the count of top candidates asked for (true = 10); `grammar` the GBNF text of the constraint
+ * ('' for none; its syntax is checked by the engine, which names the line and column);
+ * `logitBias` [token id, bias] pairs from an object { id: bias } (OpenAI's logit_bias; a bias of
+ * -Infinity or -100 and below bans the token).
  */
 export function checkGenerateOptions(options) {
   if (options === null || typeof options !== 'object') throw invalid('options must be an object');
@@ -64,5 +67,17 @@ export function checkGenerateOptions(options) {
   if (probs === false) probs = 0;
   checkNumber('probs', probs, { min: 0, max: 64, integer: true });
   checkSignal(options.signal);
-  return { given, stops, probs };
+  const grammar = options.grammar ?? '';
+  if (typeof grammar !== 'string') throw invalid('grammar must be a string of GBNF (llama.cpp\'s grammar format)');
+  const logitBias = [];
+  if (options.logitBias !== undefined && options.logitBias !== null) {
+    if (typeof options.logitBias !== 'object' || Array.isArray(options.logitBias)) throw invalid('logitBias must be an object { tokenId: bias }');
+    for (const [key, value] of Object.entries(options.logitBias)) {
+      const id = Number(key);
+      if (!Number.isInteger(id) || id < 0) throw invalid(`logitBias: ${JSON.stringify(key)} is not a token id`);
+      if (typeof value !== 'number' || Number.isNaN(value) || value === Infinity) throw invalid(`logitBias[${key}] must be a number or -Infinity`);
+      logitBias.push([id, value <= -100 ? -Infinity : value]);
+    }
+  }
+  return { given, stops, probs, grammar, logitBias };
 }

@@ -71,6 +71,11 @@ export interface GenerateOptions {
   ignoreEos?: boolean;
   /** prepend BOS to a string prompt as the model asks (default true) */
   addBos?: boolean;
+  /** a GBNF grammar (llama.cpp's format) every token must keep the text a prefix of; a grammar that
+   *  does not parse is refused with its line and column. jsonSchemaToGrammar makes one from a JSON schema */
+  grammar?: string;
+  /** { tokenId: bias } added to the logits (OpenAI's logit_bias); -100 or below (or -Infinity) bans */
+  logitBias?: Record<number, number>;
 }
 
 export interface TokenProb {
@@ -113,7 +118,8 @@ export interface Timings {
 
 export interface GenerateDone {
   done: true;
-  finishReason: 'eog' | 'stop' | 'length' | 'abort';
+  /** 'grammar': the text is complete for options.grammar and the grammar allows nothing more */
+  finishReason: 'eog' | 'stop' | 'length' | 'grammar' | 'abort';
   timings: Timings | null;
 }
 
@@ -180,21 +186,32 @@ export interface ChatCompletionRequest {
   /** a Jinja template used instead of the model's tokenizer.chat_template */
   chat_template?: string;
   chat_template_kwargs?: Record<string, unknown>;
-  /** tool definitions rendered by the chat template; wick neither constrains nor parses the
-   *  tool calls: the reply's text carries them in the model's format (e.g. <tool_call>…</tool_call>) */
+  /** constrains the reply: any JSON object, or JSON valid for the schema (see jsonSchemaToGrammar) */
+  response_format?: { type: 'text' } | { type: 'json_object' } | { type: 'json_schema'; json_schema: { name?: string; schema: Record<string, unknown>; strict?: boolean } };
+  /** a GBNF grammar for the reply (llama.cpp's server field); not together with response_format */
+  grammar?: string;
+  logit_bias?: Record<number, number>;
+  /** tool definitions rendered by the chat template; the reply's calls in the family's format
+   *  (Hermes <tool_call>{…}</tool_call>: Qwen 2.5/3, SmolLM3; Llama 3.x JSON) come back as tool_calls
+   *  (streamed as deltas), finish_reason 'tool_calls'; a call that does not parse stays content */
   tools?: ChatTool[];
+  /** 'auto' (default), 'none' (tools neither rendered nor parsed), 'required' or a named function:
+   *  the reply is grammar-constrained to one call (of that function) that always parses */
+  tool_choice?: 'auto' | 'none' | 'required' | { type: 'function'; function: { name: string } };
   signal?: AbortSignal;
 }
 
 export interface ChatCompletionUsage { prompt_tokens: number; completion_tokens: number; total_tokens: number }
-type FinishReason = 'stop' | 'length' | 'abort';
+type FinishReason = 'stop' | 'length' | 'tool_calls' | 'abort';
+export interface ChatCompletionToolCall { id: string; type: 'function'; function: { name: string; arguments: string } }
+export interface ChatCompletionToolCallDelta { index: number; id?: string; type?: 'function'; function: { name?: string; arguments?: string } }
 
 export interface ChatCompletionChunk {
   id: string;
   object: 'chat.completion.chunk';
   created: number;
   model: string;
-  choices: Array<{ index: 0; delta: { role?: 'assistant'; content?: string }; finish_reason: FinishReason | null; logprobs: unknown }>;
+  choices: Array<{ index: 0; delta: { role?: 'assistant'; content?: string; tool_calls?: ChatCompletionToolCallDelta[] }; finish_reason: FinishReason | null; logprobs: unknown }>;
   /** on the last chunk */
   usage?: ChatCompletionUsage;
   timings?: Timings | null;
@@ -205,7 +222,7 @@ export interface ChatCompletion {
   object: 'chat.completion';
   created: number;
   model: string;
-  choices: Array<{ index: 0; message: { role: 'assistant'; content: string }; finish_reason: FinishReason; logprobs: unknown }>;
+  choices: Array<{ index: 0; message: { role: 'assistant'; content: string | null; tool_calls?: ChatCompletionToolCall[] }; finish_reason: FinishReason; logprobs: unknown }>;
   usage: ChatCompletionUsage;
   timings: Timings | null;
 }
@@ -314,6 +331,14 @@ export declare const Wick: {
  */
 export declare function renderChatTemplate(source: string, messages: ChatMessage[], options?: RenderChatTemplateOptions): Promise<string>;
 
+/** The GBNF grammar of the JSON a schema allows (types, properties, required, enum, const, items,
+ *  minItems/maxItems, minLength/maxLength, formats date/time/date-time/uuid, integer minimum/maximum, additionalProperties,
+ *  $ref inside the schema, anyOf/oneOf); anything else throws a WickError naming its JSON path. */
+export declare function jsonSchemaToGrammar(schema: Record<string, unknown> | boolean): string;
+/** The tool-call format wick parses a chat template's replies in ('hermes', 'llama3'), or null. */
+export declare function toolCallFormat(template: string | null | undefined, arch?: string): 'hermes' | 'llama3' | null;
+/** The tool calls in a reply: { content, calls }, or null when it holds none or one that does not parse. */
+export declare function parseToolCalls(format: 'hermes' | 'llama3', text: string): { content: string; calls: ChatCompletionToolCall[] } | null;
 export declare function defaultThreads(): number;
 export declare function canUseThreads(): boolean;
 export declare function hasRelaxedSimd(): boolean;

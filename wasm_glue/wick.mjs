@@ -14,6 +14,7 @@
 import './gguf-header.js';
 import { WickError, invalid, checkNumber, checkSignal, checkGenerateOptions } from './options.mjs';
 import { connect } from './connect.mjs';
+import { jsonSchemaToGrammar, JSON_OBJECT_GRAMMAR } from './json-schema.mjs';
 
 const WickGguf = globalThis.WickGguf;
 const isNode = typeof process !== 'undefined' && !!process.versions?.node && typeof window === 'undefined' && typeof importScripts === 'undefined';
@@ -30,7 +31,7 @@ const MAX_THREADS = 8;
 const START_TIMEOUT_MS = 60000;
 const SPLIT_NAME = /-(\d{5})-of-(\d{5})\.gguf$/;
 
-export { WickError };
+export { WickError, jsonSchemaToGrammar };
 
 /** About the number of physical cores: half the logical ones, at least 1, at most 8. */
 export function defaultThreads() {
@@ -72,11 +73,11 @@ const SETTING_DEFAULTS = {
 
 /** Turns generate() options into the engine's settings, refusing bad values with a clear Error. */
 function generateSettings(options) {
-  const { given, stops, probs } = checkGenerateOptions(options);
+  const { given, stops, probs, grammar, logitBias } = checkGenerateOptions(options);
   const settings = { ...SETTING_DEFAULTS, ...given };
   if (settings.seed === undefined) settings.seed = Math.floor(Math.random() * 2 ** 32);
   if (options.ignoreEos !== undefined) settings.ignore_eos = options.ignoreEos ? 1 : 0;
-  return { settings, stops, probs };
+  return { settings, stops, probs, grammar, bias: logitBias };
 }
 
 // ---- where the files are ----
@@ -380,7 +381,11 @@ class Engine {
   /**
    * Streams a continuation of `prompt` (a string, or token ids used as they are): yields
    * {text, tokens, probs?, shifted?} as tokens are produced, then
-   * {done: true, finishReason: 'eog'|'stop'|'length'|'abort', timings}.
+   * {done: true, finishReason: 'eog'|'stop'|'length'|'grammar'|'abort', timings}.
+   * With `grammar` (GBNF text, llama.cpp's format; jsonSchemaToGrammar makes one from a JSON
+   * schema) every token keeps the text a prefix of the grammar's language, and generation ends
+   * with finishReason 'grammar' once the text is complete and the grammar allows nothing more
+   * (or 'eog' when the model ends it where the text is complete).
    */
   generate(prompt, options = {}) {
     const checked = generateSettings(options);
@@ -390,10 +395,10 @@ class Engine {
     return this._generate(prompt, checked, options);
   }
 
-  async *_generate(prompt, { settings, stops, probs }, options) {
+  async *_generate(prompt, { settings, stops, probs, grammar, bias }, options) {
     const tokens = typeof prompt === 'string' ? await this.tokenize(prompt, { addBos: options.addBos !== false }) : Array.from(prompt);
     if (!tokens.length) throw invalid('the prompt has no tokens');
-    yield* this._stream({ type: 'generate', tokens, settings, stops, probs }, options.signal);
+    yield* this._stream({ type: 'generate', tokens, settings, stops, probs, grammar, bias }, options.signal);
   }
 
   async *_stream(message, signal) {
@@ -484,10 +489,15 @@ class Engine {
       stop: request.stop ?? undefined,
       signal: request.signal ?? undefined,
       probs: request.logprobs ? request.top_logprobs ?? 1 : undefined,
+      logitBias: request.logit_bias ?? undefined,
+      grammar: responseGrammar(request),
     };
+    const templateSource = request.chat_template ?? this.info.chatTemplate;
+    const tools = toolSetup(request, templateSource, this.info.architecture);
+    if (tools.grammar) options.grammar = tools.grammar;
     if (options.maxTokens === null) options.maxTokens = undefined;
     const checked = generateSettings(options);
-    const renderOptions = { template: request.chat_template, tools: request.tools ?? undefined, extra: request.chat_template_kwargs || {} };
+    const renderOptions = { template: request.chat_template, tools: tools.render, extra: request.chat_template_kwargs || {} };
     const text = await this.applyChatTemplate(request.messages, renderOptions);
     const bos = this.info.specialTokens.bos;
     const addBos = !(bos && text.startsWith(bos));
@@ -500,25 +510,45 @@ class Engine {
       const history = await this.tokenize(await this.applyChatTemplate(request.messages, { ...renderOptions, addGenerationPrompt: false }), { addBos, special: true });
       while (checkpoint < history.length && checkpoint < tokens.length && history[checkpoint] === tokens[checkpoint]) checkpoint++;
     }
-    const stream = this._stream({ type: 'generate', tokens, settings: { ...checked.settings, checkpoint }, stops: checked.stops, probs: checked.probs }, options.signal);
+    const stream = this._stream({ type: 'generate', tokens, settings: { ...checked.settings, checkpoint }, stops: checked.stops, probs: checked.probs, grammar: checked.grammar, bias: checked.bias }, options.signal);
     const id = `chatcmpl-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
     const created = Math.floor(Date.now() / 1000);
     const model = this.info.name;
-    const finishReason = (r) => (r === 'length' ? 'length' : r === 'abort' ? 'abort' : 'stop');
+    const finishReason = (r, calls) => (calls ? 'tool_calls' : r === 'length' ? 'length' : r === 'abort' ? 'abort' : 'stop');
     const logprobsOf = (c) => c.probs && { content: [{ token: c.text, logprob: Math.log(c.probs.find((p) => p.drawn)?.p ?? 0), top_logprobs: c.probs.map((p) => ({ token: p.text, logprob: Math.log(p.p) })) }] };
     const usageOf = (t) => t && { prompt_tokens: t.promptTokens, completion_tokens: t.generatedTokens, total_tokens: t.promptTokens + t.generatedTokens };
 
     if (request.stream) {
+      const format = tools.format;
       return (async function* chunks() {
         let first = true;
+        const chunk = (delta, extra = {}) => {
+          if (first) delta = { role: 'assistant', ...delta };
+          first = false;
+          return { id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, finish_reason: null, logprobs: null, ...extra }] };
+        };
+        // with tools, the text that may be a tool call is held back until it can be parsed
+        const splitter = format ? new ToolCallSplitter(format) : null;
         for await (const c of stream) {
           if (c.done) {
-            yield { id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta: {}, finish_reason: finishReason(c.finishReason), logprobs: null }], usage: usageOf(c.timings), timings: c.timings };
+            let calls = null;
+            if (splitter) {
+              const end = splitter.end();
+              calls = end.calls;
+              if (end.content) yield chunk({ content: end.content });
+              if (calls) {
+                for (const [index, call] of calls.entries()) {
+                  yield chunk({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.function.name, arguments: '' } }] });
+                  yield chunk({ tool_calls: [{ index, function: { arguments: call.function.arguments } }] });
+                }
+              }
+            }
+            yield { id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta: {}, finish_reason: finishReason(c.finishReason, calls), logprobs: null }], usage: usageOf(c.timings), timings: c.timings };
             return;
           }
-          const delta = first ? { role: 'assistant', content: c.text } : { content: c.text };
-          first = false;
-          yield { id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, finish_reason: null, logprobs: logprobsOf(c) || null }] };
+          const text = splitter ? splitter.push(c.text) : c.text;
+          if (splitter && !text) continue;
+          yield chunk({ content: text }, { logprobs: logprobsOf(c) || null });
         }
       })();
     }
@@ -532,13 +562,197 @@ class Engine {
         if (c.probs) logprobs.push(...logprobsOf(c).content);
       }
     }
+    const parsed = tools.format ? parseToolCalls(tools.format, content) : null;
+    const message = parsed ? { role: 'assistant', content: parsed.content || null, tool_calls: parsed.calls } : { role: 'assistant', content };
     return {
       id, object: 'chat.completion', created, model,
-      choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: finishReason(final.finishReason), logprobs: request.logprobs ? { content: logprobs } : null }],
+      choices: [{ index: 0, message, finish_reason: finishReason(final.finishReason, parsed?.calls), logprobs: request.logprobs ? { content: logprobs } : null }],
       usage: usageOf(final.timings),
       timings: final.timings,
     };
   }
+}
+
+// ---- tool calls ----
+//
+// The formats of the families wick runs, told apart by the chat template that renders the tools:
+//   hermes  <tool_call>\n{"name": "f", "arguments": {…}}\n</tool_call> (one or more), text around
+//           them is content — Qwen 2.5/3, SmolLM3, Hermes (templates that mention <tool_call>)
+//   llama3  the whole reply is one JSON object {"name": "f", "parameters": {…}}, possibly after
+//           <|python_tag|> — Llama 3.1/3.2/3.3 (templates with <|start_header_id|> that ask for
+//           "parameters")
+// A reply that looks like a call but does not parse stays plain content (finish_reason 'stop').
+
+/** The tool-call format of a chat template, or null when wick knows none for it; when the
+ *  template names none, the family's own (arch qwen2, qwen3, smollm3: hermes), as SmolLM3's
+ *  template in llama.cpp's copy has no tools section while the model writes Hermes calls. */
+export function toolCallFormat(template, arch) {
+  if (typeof template === 'string') {
+    if (template.includes('<tool_call>')) return 'hermes';
+    if (template.includes('<|start_header_id|>') && template.includes('parameters')) return 'llama3';
+  }
+  return ['qwen2', 'qwen3', 'smollm3'].includes(arch) ? 'hermes' : null;
+}
+
+let callCounter = 0;
+const callId = () => `call_${Date.now().toString(36)}${(callCounter++).toString(36)}${Math.random().toString(36).slice(2, 6)}`;
+
+/** One call as OpenAI's tool_calls entry, from a parsed {name, arguments|parameters}; null if it is not one. */
+function toolCallOf(obj, argsKey) {
+  if (obj === null || typeof obj !== 'object' || typeof obj.name !== 'string' || !obj.name) return null;
+  let args = obj[argsKey] ?? obj.arguments ?? obj.parameters ?? {};
+  if (typeof args === 'string') {
+    try { args = JSON.parse(args); } catch { return null; }
+  }
+  if (args === null || typeof args !== 'object' || Array.isArray(args)) return null;
+  return { id: callId(), type: 'function', function: { name: obj.name, arguments: JSON.stringify(args) } };
+}
+
+/**
+ * The tool calls in a reply of the given format: { content, calls } (content: the text outside
+ * the calls, trimmed), or null when the reply holds no call or a call that does not parse.
+ */
+export function parseToolCalls(format, text) {
+  if (format === 'hermes') {
+    const re = /<tool_call>\s*([\s\S]*?)\s*<\/tool_call>/g;
+    const calls = [];
+    let rest = '', last = 0, m;
+    while ((m = re.exec(text))) {
+      let obj;
+      try { obj = JSON.parse(m[1]); } catch { return null; }
+      const call = toolCallOf(obj, 'arguments');
+      if (!call) return null;
+      calls.push(call);
+      rest += text.slice(last, m.index);
+      last = re.lastIndex;
+    }
+    if (!calls.length || text.slice(last).includes('<tool_call>')) return null;
+    rest += text.slice(last);
+    return { content: rest.trim(), calls };
+  }
+  if (format === 'llama3') {
+    const body = text.trim().replace(/^<\|python_tag\|>/, '').trim();
+    if (!body.startsWith('{')) return null;
+    let obj;
+    try { obj = JSON.parse(body); } catch { return null; }
+    const call = toolCallOf(obj, 'parameters');
+    return call ? { content: '', calls: [call] } : null;
+  }
+  return null;
+}
+
+/** Streams content while holding back whatever may be the start of a tool call. */
+class ToolCallSplitter {
+  constructor(format) {
+    this.format = format;
+    this.text = '';   // all of the reply
+    this.shown = 0;   // characters of it already streamed as content
+    this.held = false; // a call has begun: nothing more is streamed
+  }
+
+  push(chunk) {
+    this.text += chunk;
+    if (this.held) return '';
+    let safe;
+    if (this.format === 'hermes') {
+      const at = this.text.indexOf('<tool_call>', this.shown);
+      if (at >= 0) { this.held = true; safe = at; }
+      else {
+        // keep back a tail that could still become "<tool_call>"
+        safe = this.text.length;
+        for (let k = Math.min(10, this.text.length - this.shown); k > 0; k--)
+          if ('<tool_call>'.startsWith(this.text.slice(-k))) { safe = this.text.length - k; break; }
+      }
+      // whitespace is kept back until text follows it (content before a call is trimmed), and
+      // the reply's leading whitespace is never shown
+      while (safe > this.shown && /\s/.test(this.text[safe - 1])) safe--;
+      if (this.shown === 0) while (this.shown < safe && /\s/.test(this.text[this.shown])) this.shown++;
+    } else if (this.shown > 0) safe = this.text.length;
+    else {
+      // llama3: a reply whose first visible character is "{" (or <|python_tag|>) may be a call
+      const lead = this.text.trimStart();
+      if (lead.startsWith('{') || lead.startsWith('<|python_tag|>')) { this.held = true; safe = 0; }
+      else safe = '<|python_tag|>'.startsWith(lead) ? 0 : this.text.length;
+    }
+    const out = this.text.slice(this.shown, safe);
+    this.shown = Math.max(this.shown, safe);
+    return out;
+  }
+
+  /** At the end: the calls (or null) and the content not streamed yet. */
+  end() {
+    const parsed = parseToolCalls(this.format, this.text);
+    if (!parsed) return { calls: null, content: this.text.slice(this.shown) };
+    // what was streamed is the start of the content; the rest of it comes now
+    const streamed = this.text.slice(0, this.shown).trim();
+    const content = parsed.content.startsWith(streamed) ? parsed.content.slice(streamed.length) : '';
+    return { calls: parsed.calls, content: this.shown === 0 ? parsed.content : content };
+  }
+}
+
+/** How a chat request's tools are used: rendered (render), parsed (format), constrained (grammar). */
+function toolSetup(request, templateSource, arch) {
+  const tools = request.tools ?? undefined;
+  const choice = request.tool_choice ?? 'auto';
+  if (!tools || !tools.length) {
+    if (choice !== 'auto' && choice !== 'none') throw invalid(`tool_choice ${JSON.stringify(choice)} needs tools`);
+    return { render: undefined, format: null, grammar: null };
+  }
+  if (choice === 'none') return { render: undefined, format: null, grammar: null };
+  const format = toolCallFormat(templateSource, arch);
+  let chosen;
+  if (choice === 'auto') chosen = null;
+  else if (choice === 'required') chosen = tools;
+  else if (choice && typeof choice === 'object' && choice.type === 'function' && typeof choice.function?.name === 'string') {
+    chosen = tools.filter((t) => t.function?.name === choice.function.name);
+    if (!chosen.length) throw invalid(`tool_choice names ${choice.function.name}, which is not among the tools`);
+  } else throw invalid("tool_choice must be 'auto', 'none', 'required' or { type: 'function', function: { name } }");
+  if (!chosen) return { render: tools, format, grammar: null };
+  if (!format) throw new WickError('E_UNSUPPORTED', "tool_choice 'required' or a named function needs a chat template with a tool-call format wick knows (Hermes <tool_call>, Llama 3.x JSON)");
+  if (request.response_format && request.response_format.type !== 'text') throw invalid('give either response_format or a forced tool_choice, not both');
+  const argsKey = format === 'llama3' ? 'parameters' : 'arguments';
+  const callSchema = {
+    anyOf: chosen.map((t, i) => {
+      const params = t.function.parameters ?? { type: 'object' };
+      return {
+        type: 'object',
+        properties: { name: { const: t.function.name }, [argsKey]: params },
+        required: ['name', argsKey],
+        additionalProperties: false,
+        $comment: `tools[${i}]`,
+      };
+    }),
+  };
+  let grammar;
+  try {
+    grammar = jsonSchemaToGrammar(callSchema, { root: 'tool-call' });
+  } catch (e) {
+    throw new WickError(e.code, `a tool's parameters: ${e.message.replace(/^\$\.anyOf\[(\d+)\]\.properties\.(arguments|parameters)/, (_, i) => `tools[${chosen === tools ? i : tools.indexOf(chosen[i])}].function.parameters`)}`);
+  }
+  const root = format === 'hermes' ? 'root ::= "<tool_call>\\n" tool-call "\\n</tool_call>"' : 'root ::= tool-call';
+  return { render: tools, format, grammar: `${root}\n${grammar}` };
+}
+
+/** The grammar a chat request asks for: response_format { type: 'json_object' } (any JSON
+ *  object), { type: 'json_schema', json_schema: { schema } }, or llama.cpp's `grammar` field. */
+function responseGrammar(request) {
+  const rf = request.response_format;
+  if (request.grammar !== undefined && request.grammar !== null) {
+    if (rf !== undefined && rf !== null && rf.type !== 'text') throw invalid('give either grammar or response_format, not both');
+    if (typeof request.grammar !== 'string') throw invalid('grammar must be a string of GBNF');
+    return request.grammar;
+  }
+  if (rf === undefined || rf === null) return undefined;
+  if (typeof rf !== 'object') throw invalid("response_format must be an object such as { type: 'json_object' }");
+  if (rf.type === 'text') return undefined;
+  // llama.cpp's server also takes a schema beside json_object
+  if (rf.type === 'json_object') return rf.schema ? jsonSchemaToGrammar(rf.schema) : JSON_OBJECT_GRAMMAR;
+  if (rf.type === 'json_schema') {
+    const schema = rf.json_schema?.schema ?? rf.schema;
+    if (schema === undefined || schema === null || typeof schema !== 'object') throw invalid("response_format { type: 'json_schema' } needs json_schema: { schema: {…} }");
+    return jsonSchemaToGrammar(schema);
+  }
+  throw invalid(`response_format.type must be 'text', 'json_object' or 'json_schema' (got ${JSON.stringify(rf.type)})`);
 }
 
 function checkTokens(tokens, nVocab) {

@@ -22,7 +22,7 @@
   const isNode = typeof importScripts !== 'function';
   const CACHE_NAME = 'wick-models-v1';
   const STATUS_CODES = { 1: 'E_INVALID_ARG', 2: 'E_FORMAT', 3: 'E_UNSUPPORTED', 4: 'E_NOMEM', 5: 'E_CONTEXT_FULL' };
-  const FINISH = { 1: 'eog', 2: 'stop', 3: 'length' };
+  const FINISH = { 1: 'eog', 2: 'stop', 3: 'length', 4: 'grammar' };
   const RESUME_ATTEMPTS = 5;     // Range requests after a download breaks off
   const CACHE_WRITE_CHUNK = 1 << 20;
   const PROGRESS_INTERVAL_MS = 50;
@@ -891,7 +891,7 @@
         return () => new Promise((r) => { waiting.push(r); channel.port2.postMessage(0); });
       })();
 
-  async function generate({ id, tokens, settings, stops, probs: nProbs }) {
+  async function generate({ id, tokens, settings, stops, probs: nProbs, grammar = '', bias = [] }) {
     requireModel();
     if (!state.gen) throw new WorkerError('E_UNSUPPORTED', 'this build of the engine has no generation API (wick_gen_*)');
     const g = state.gen;
@@ -900,6 +900,9 @@
       withString(name, (p) => check(M._wick_gen_set(g, p, value), `setting ${name}=${value}`));
     check(M._wick_gen_clear_stops(g));
     for (const s of stops) withString(s, (p) => check(M._wick_gen_add_stop(g, p), `stop string ${JSON.stringify(s)}`));
+    check(M._wick_gen_clear_bias(g));
+    for (const [token, b] of bias) check(M._wick_gen_set_bias(g, token, b), `logit bias of token ${token}`);
+    withString(grammar, (p) => check(M._wick_gen_set_grammar(g, p, 0)));
 
     const t0 = performance.now();
     withScratch(4 * Math.max(1, tokens.length), (buf) => {

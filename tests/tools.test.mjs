@@ -1,0 +1,194 @@
+// tests/tools.test.mjs — the chat API's tools (issue 17, acceptance 3), through the JavaScript API:
+// the real Qwen3, Llama 3.2 and SmolLM3 templates (llama.cpp's models/templates/, read at test
+// time from node-llama-cpp's llama.cpp bundle) render a request with two tools; a hand-written
+// reply in each family's format is parsed into OpenAI's tool_calls, streamed and not (the reply
+// is made the model's output by a grammar of exactly that text, so the whole chat path runs);
+// a reply that does not parse stays content; and tool_choice naming a function (or 'required')
+// forces a call that parses, on the random-weight model of each family.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { models, root } from './helpers.mjs';
+import { Wick, renderChatTemplate, parseToolCalls, toolCallFormat } from '../wasm_glue/wick.mjs';
+
+const TEMPLATES = {
+  qwen3: 'Qwen-Qwen3-0.6B',
+  llama32: 'meta-llama-Llama-3.2-3B-Instruct',
+  smollm3: 'HuggingFaceTB-SmolLM3-3B',
+};
+const FAMILIES = [
+  // [name, model file, template, the format its replies are parsed in]
+  ['Qwen3', 'families/mini-qwen3-q8_0.gguf', 'qwen3', 'hermes'],
+  ['Llama 3.2', 'families/mini-llama3-q4_k_m.gguf', 'llama32', 'llama3'],
+  ['SmolLM3', 'families/mini-smollm3-q8_0.gguf', 'smollm3', 'hermes'],
+];
+
+const WEATHER = {
+  type: 'function',
+  function: {
+    name: 'get_weather',
+    description: 'Get the current weather in a city',
+    parameters: { type: 'object', properties: { city: { type: 'string', maxLength: 16 }, unit: { enum: ['celsius', 'fahrenheit'] } }, required: ['city'] },
+  },
+};
+const SEARCH = {
+  type: 'function',
+  function: {
+    name: 'search_page',
+    description: 'Find text on the page',
+    parameters: { type: 'object', properties: { query: { type: 'string', maxLength: 24 }, limit: { type: 'integer' } }, required: ['query', 'limit'] },
+  },
+};
+const TOOLS = [WEATHER, SEARCH];
+const ASK = [{ role: 'user', content: 'What is the weather in Paris?' }];
+
+const templates = {};
+before(() => {
+  const gitDir = mkdtempSync(path.join(tmpdir(), 'wick-llama.cpp-'));
+  try {
+    execFileSync('git', ['clone', '--bare', '--quiet', path.join(root, 'node_modules/node-llama-cpp/llama/gitRelease.bundle'), gitDir]);
+    for (const [key, name] of Object.entries(TEMPLATES))
+      templates[key] = execFileSync('git', ['--git-dir', gitDir, 'show', `HEAD:models/templates/${name}.jinja`], { encoding: 'utf8' });
+  } finally {
+    rmSync(gitDir, { recursive: true, force: true });
+  }
+});
+
+const engines = new Map();
+async function engineFor(file) {
+  if (!engines.has(file)) engines.set(file, await Wick.load(path.join(models, file), { threads: 1 }));
+  return engines.get(file);
+}
+after(async () => {
+  for (const e of engines.values()) await e.unload();
+});
+
+const gbnfLiteral = (text) => '"' + [...text].map((c) => (c === '"' || c === '\\' ? '\\' + c : c === '\n' ? '\\n' : c)).join('') + '"';
+
+/** The chat completion for request, non-streamed and streamed, the stream folded into one message. */
+async function both(engine, request) {
+  const whole = await engine.chat.completions.create({ ...request, stream: false });
+  const chunks = [];
+  for await (const c of await engine.chat.completions.create({ ...request, stream: true })) chunks.push(c);
+  const folded = { content: '', tool_calls: [] };
+  let finish = null;
+  for (const c of chunks) {
+    const d = c.choices[0].delta;
+    if (d.content) folded.content += d.content;
+    for (const tc of d.tool_calls || []) {
+      const slot = (folded.tool_calls[tc.index] ??= { id: '', type: 'function', function: { name: '', arguments: '' } });
+      if (tc.id) slot.id = tc.id;
+      if (tc.function?.name) slot.function.name += tc.function.name;
+      if (tc.function?.arguments) slot.function.arguments += tc.function.arguments;
+    }
+    if (c.choices[0].finish_reason) finish = c.choices[0].finish_reason;
+  }
+  return { whole, streamed: { message: folded, finish_reason: finish, chunks } };
+}
+
+test('the Qwen3 and Llama 3.2 templates render both tools in their tool sections', async () => {
+  const qwen = await renderChatTemplate(templates.qwen3, ASK, { tools: TOOLS });
+  assert.match(qwen, /<tools>\n\{"type": "function", "function": \{"name": "get_weather"[^\n]*\}\n\{"type": "function", "function": \{"name": "search_page"[^\n]*\}\n<\/tools>/);
+  assert.ok(qwen.includes('<tool_call></tool_call>'), 'the call format is explained');
+  const llama = await renderChatTemplate(templates.llama32, ASK, { tools: TOOLS, bosToken: '<|begin_of_text|>' });
+  assert.ok(llama.includes('Given the following functions, please respond with a JSON for a function call'), llama);
+  assert.ok(llama.includes('"name": "get_weather"') && llama.includes('"name": "search_page"'), llama);
+  // the tool formats wick parses replies in, from these templates (SmolLM3's own is Hermes)
+  assert.equal(toolCallFormat(templates.qwen3), 'hermes');
+  assert.equal(toolCallFormat(templates.llama32), 'llama3');
+  assert.equal(toolCallFormat(templates.smollm3, 'smollm3'), 'hermes');
+});
+
+test('SmolLM3: llama.cpp\'s copy of its template has no tools section (the tools are not in its prompt)', async () => {
+  const smol = await renderChatTemplate(templates.smollm3, ASK, { tools: TOOLS });
+  assert.equal(smol, await renderChatTemplate(templates.smollm3, ASK));
+});
+
+test('parseToolCalls: Hermes calls with text around them, Llama 3 JSON calls, and what does not parse', () => {
+  const h = parseToolCalls('hermes', 'Let me look.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>\n<tool_call>\n{"name": "search_page", "arguments": {"query": "rain", "limit": 3}}\n</tool_call>');
+  assert.equal(h.content, 'Let me look.');
+  assert.deepEqual(h.calls.map((c) => [c.type, c.function.name, JSON.parse(c.function.arguments)]),
+    [['function', 'get_weather', { city: 'Paris' }], ['function', 'search_page', { query: 'rain', limit: 3 }]]);
+  assert.notEqual(h.calls[0].id, h.calls[1].id);
+  const l = parseToolCalls('llama3', '<|python_tag|>{"name": "get_weather", "parameters": {"city": "Oslo", "unit": "celsius"}}');
+  assert.deepEqual([l.content, l.calls[0].function.name, JSON.parse(l.calls[0].function.arguments)], ['', 'get_weather', { city: 'Oslo', unit: 'celsius' }]);
+  assert.equal(parseToolCalls('hermes', '<tool_call>\n{"name": "get_weather", "arguments": {"city": }\n</tool_call>'), null);
+  assert.equal(parseToolCalls('hermes', 'no call here'), null);
+  assert.equal(parseToolCalls('llama3', 'It is sunny.'), null);
+  assert.equal(parseToolCalls('llama3', '{"city": "Paris"}'), null);
+});
+
+const REPLIES = {
+  hermes: 'I will check.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}\n</tool_call>',
+  llama3: '{"name": "get_weather", "parameters": {"city": "Paris", "unit": "celsius"}}',
+};
+
+for (const [family, file, template, format] of FAMILIES) {
+  test(`${family}: a hand-written ${format} reply comes back as tool_calls, streamed and not`, async () => {
+    const engine = await engineFor(file);
+    const reply = REPLIES[format];
+    const request = { messages: ASK, tools: TOOLS, chat_template: templates[template], grammar: `root ::= ${gbnfLiteral(reply)}`, temperature: 0, max_tokens: 200 };
+    const { whole, streamed } = await both(engine, request);
+    const want = { name: 'get_weather', args: { city: 'Paris', unit: 'celsius' } };
+    for (const [how, message, finish] of [['non-streamed', whole.choices[0].message, whole.choices[0].finish_reason], ['streamed', streamed.message, streamed.finish_reason]]) {
+      assert.equal(finish, 'tool_calls', how);
+      assert.equal(message.tool_calls.length, 1, how);
+      assert.equal(message.tool_calls[0].function.name, want.name, how);
+      assert.deepEqual(JSON.parse(message.tool_calls[0].function.arguments), want.args, how);
+      assert.match(message.tool_calls[0].id, /^call_/, how);
+      assert.equal(message.content || '', format === 'hermes' ? 'I will check.' : '', how);
+    }
+    // the stream never shows the call's text as content
+    assert.ok(!streamed.chunks.some((c) => (c.choices[0].delta.content || '').includes('get_weather')));
+    // a tool result goes back as a role 'tool' message and renders (in the templates that have
+    // tools: llama.cpp's SmolLM3 copy shows only the tool message's text)
+    const followUp = [...ASK, { role: 'assistant', content: null, tool_calls: whole.choices[0].message.tool_calls }, { role: 'tool', tool_call_id: whole.choices[0].message.tool_calls[0].id, content: '{"temperature": 21}' }];
+    const prompt = await engine.applyChatTemplate(followUp, { template: templates[template], tools: TOOLS });
+    assert.ok(prompt.includes('temperature') && prompt.includes('21'), prompt);
+    if (template !== 'smollm3') assert.ok(prompt.indexOf('get_weather', prompt.indexOf(ASK[0].content)) > 0, 'the call is in the history');
+  });
+
+  test(`${family}: a reply that looks like a call but does not parse is plain content with finish_reason stop`, async () => {
+    const engine = await engineFor(file);
+    const broken = format === 'hermes' ? '<tool_call>\n{"name": "get_weather", "arguments": {"city": \n</tool_call>' : '{"name": "get_weather", "parameters": {"city"';
+    const request = { messages: ASK, tools: TOOLS, chat_template: templates[template], grammar: `root ::= ${gbnfLiteral(broken)}`, temperature: 0, max_tokens: 200 };
+    const { whole, streamed } = await both(engine, request);
+    assert.equal(whole.choices[0].finish_reason, 'stop');
+    assert.equal(whole.choices[0].message.content, broken);
+    assert.equal(whole.choices[0].message.tool_calls, undefined);
+    assert.equal(streamed.finish_reason, 'stop');
+    assert.equal(streamed.message.content, broken);
+  });
+
+  test(`${family}: tool_choice naming a function forces a call that parses (random weights, 10 seeds, temperature 1)`, async () => {
+    const engine = await engineFor(file);
+    for (let seed = 1; seed <= 10; seed++) {
+      const request = { messages: ASK, tools: TOOLS, tool_choice: { type: 'function', function: { name: 'search_page' } }, chat_template: templates[template], temperature: 1, seed, max_tokens: 300 };
+      const { whole, streamed } = await both(engine, request);
+      for (const [how, message, finish] of [['non-streamed', whole.choices[0].message, whole.choices[0].finish_reason], ['streamed', streamed.message, streamed.finish_reason]]) {
+        assert.equal(finish, 'tool_calls', `seed ${seed}, ${how}: ${JSON.stringify(message)}`);
+        assert.equal(message.tool_calls.length, 1);
+        assert.equal(message.tool_calls[0].function.name, 'search_page');
+        const args = JSON.parse(message.tool_calls[0].function.arguments);
+        assert.equal(typeof args.query, 'string');
+        assert.ok(Number.isInteger(args.limit), JSON.stringify(args));
+      }
+      assert.deepEqual(streamed.message.tool_calls.map((c) => c.function.arguments), whole.choices[0].message.tool_calls.map((c) => c.function.arguments), 'the same seed gives the same call either way');
+    }
+    // 'required' lets the model pick among the tools, and still gives a call
+    const required = await engine.chat.completions.create({ messages: ASK, tools: TOOLS, tool_choice: 'required', chat_template: templates[template], temperature: 1, seed: 3, max_tokens: 300 });
+    assert.equal(required.choices[0].finish_reason, 'tool_calls');
+    assert.ok(['get_weather', 'search_page'].includes(required.choices[0].message.tool_calls[0].function.name));
+  });
+}
+
+test('tool_choice errors: an unknown function, tool_choice without tools, a template with no known format', async () => {
+  const engine = await engineFor('families/mini-qwen3-q8_0.gguf');
+  await assert.rejects(engine.chat.completions.create({ messages: ASK, tools: TOOLS, tool_choice: { type: 'function', function: { name: 'nope' } }, chat_template: templates.qwen3 }), /nope, which is not among the tools/);
+  await assert.rejects(engine.chat.completions.create({ messages: ASK, tool_choice: 'required', chat_template: templates.qwen3 }), /needs tools/);
+  const stories = await engineFor('stories260K.gguf');
+  await assert.rejects(stories.chat.completions.create({ messages: ASK, tools: TOOLS, tool_choice: 'required', chat_template: '{% for m in messages %}{{ m.content }}{% endfor %}' }), /tool-call format wick knows/);
+});
