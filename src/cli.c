@@ -474,7 +474,7 @@ static int cmd_generate(const options *o, wick_model *m) {
     int generated = 0, shifted = 0, reevaluated = 0;
     while (generated < o->n) {
         if (wick_gen_next(g) != WICK_OK) return error_exit("%s", wick_last_error());
-        generated++;
+        if (wick_gen_token(g) >= 0) generated++;
         shifted += wick_gen_shifted(g);
         reevaluated += wick_gen_reevaluated(g);
         int32_t len;

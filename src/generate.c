@@ -436,6 +436,14 @@ wick_status wick_gen_next(wick_gen *g) {
     if (g->grammar) {
         grammar_matcher_first_bytes(g->matcher, g->first_byte_ok, &g->tokens_possible);
         tok = sampler_sample_filtered(g->sampler, wick_get_logits(c, -1), grammar_allows, g);
+        if (tok < 0 && grammar_matcher_complete(g->matcher)) {
+            /* complete, and no token may follow (EOG ignored or banned): the run ends here, with
+             * no token drawn */
+            g->token = -1;
+            g->finish = WICK_FINISH_GRAMMAR;
+            if (flush_text(g)) return wick_internal_error(WICK_ERR_NOMEM, "out of memory");
+            return wick_internal_error(WICK_OK, "");
+        }
         if (tok < 0) return wick_internal_error(WICK_ERR_INVALID_ARG, "no token can be drawn: the grammar allows none that the model can produce here");
     } else {
         tok = sampler_sample(g->sampler, wick_get_logits(c, -1));

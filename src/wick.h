@@ -178,7 +178,7 @@ wick_status wick_gen_start(wick_gen *g, const int32_t *tokens, int32_t n);
 /* Samples one token, streams its text through the detokenizer and the stop strings, and
  * evaluates it when generation goes on. After it: */
 wick_status wick_gen_next(wick_gen *g);
-int32_t wick_gen_token(const wick_gen *g);                /* the token drawn */
+int32_t wick_gen_token(const wick_gen *g);                /* the token drawn (-1: none, the grammar ended the run) */
 int32_t wick_gen_finish(const wick_gen *g);               /* WICK_FINISH_* */
 const char *wick_gen_text(const wick_gen *g, int32_t *len); /* text safe to show now (complete UTF-8) */
 /* top candidates of the last draw: probabilities after truncation and temperature, best first */

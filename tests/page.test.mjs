@@ -153,6 +153,44 @@ test('temperature 0 gives the CLI\'s greedy text; a fixed seed repeats and anoth
   }
 });
 
+test('the Format control constrains the answer: a pasted JSON schema gives JSON valid for it; a bad schema says where', { timeout: 60000 }, async () => {
+  const page = await openPage();
+  try {
+    await ready(page);
+    assert.equal(await page.isVisible('#format-schema'), false);
+    await page.check('input[name=format][value=schema]');
+    assert.equal(await page.isVisible('#format-schema'), true);
+    const schema = { type: 'object', properties: { mood: { enum: ['happy', 'sad'] }, age: { type: 'integer', minimum: 1, maximum: 9 } }, required: ['mood', 'age'] };
+    await page.fill('#format-schema', JSON.stringify(schema));
+    await setControl(page, 's-temperature', 1);
+    for (const seed of [1, 2, 3]) {
+      await page.uncheck('#seed-random');
+      await page.fill('#seed', String(seed));
+      const r = await ask(page, 'Once upon a time');
+      const value = JSON.parse(r.text);
+      assert.ok(['happy', 'sad'].includes(value.mood) && Number.isInteger(value.age) && value.age >= 1 && value.age <= 9, r.text);
+      assert.deepEqual(Object.keys(value), ['mood', 'age']);
+      assert.equal(r.finish, 'grammar');
+      assert.match(r.stats, /format complete/);
+    }
+    await page.fill('#format-schema', '{"type": "string", "pattern": "^a"}');
+    const answers = await page.locator('.msg').count();
+    await page.fill('#prompt', 'Once upon a time');
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('.notice.error');
+    assert.match(await page.textContent('.notice.error'), /Format: \$\.pattern: "pattern" is not supported/);
+    assert.equal(await page.locator('.msg').count(), answers, 'nothing was generated');
+    // back to free text: unconstrained again
+    await page.check('input[name=format][value=text]');
+    assert.equal(await page.isVisible('#format-schema'), false);
+    const free = await ask(page, 'Once upon a time');
+    assert.notEqual(free.finish, 'grammar');
+    assert.deepEqual(page.errors, []);
+  } finally {
+    await page.close();
+  }
+});
+
 test('Stop ends generation at once, the next prompt works; look inside shows candidates and the context gauge', { timeout: 60000 }, async () => {
   const page = await openPage();
   try {

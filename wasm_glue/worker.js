@@ -923,8 +923,8 @@
         const textPtr = M._wick_gen_text(g, scratch) >>> 0;
         const textLen = i32At(scratch);
         const text = textPtr && textLen > 0 ? decoder.decode(bytesAt(textPtr, textLen)) : '';
-        const chunk = { id, type: 'chunk', text, tokens: finish === 1 ? [] : [token] };
-        if (finish !== 1) generated++;
+        const chunk = { id, type: 'chunk', text, tokens: finish === 1 || token < 0 ? [] : [token] };
+        if (finish !== 1 && token >= 0) generated++;
         const shifted = M._wick_gen_shifted(g);
         if (shifted) { chunk.shifted = shifted; shiftedTotal += shifted; }
         const reevaluated = M._wick_gen_reevaluated(g); // a hybrid's state cannot shift: the kept tokens ran again

@@ -2,6 +2,7 @@
 // sampling controls, stats under each answer, and the "Look inside" panel.
 // Everything the model writes is put on the page as text (textContent), never as HTML.
 import { Wick } from '../wasm_glue/wick.mjs';
+import { jsonSchemaToGrammar, JSON_OBJECT_GRAMMAR } from '../wasm_glue/json-schema.mjs';
 import { ensureCrossOriginIsolation, controlledByServiceWorker, engineWorkerUrl } from './coi.js';
 import { LookInside } from './look-inside.js';
 import { CATALOGUE, HF, approximateSize, catalogueUrl, repositoryUrl, hubFromParam } from './catalogue.js';
@@ -71,6 +72,20 @@ function settings() {
   return s;
 }
 
+/** The grammar the Format control asks for ('' for free text); a bad schema throws, saying where. */
+function formatGrammar() {
+  const format = document.querySelector('input[name=format]:checked').value;
+  if (format === 'json') return JSON_OBJECT_GRAMMAR;
+  if (format !== 'schema') return '';
+  let schema;
+  try {
+    schema = JSON.parse($('format-schema').value);
+  } catch (e) {
+    throw new Error(`the schema is not JSON: ${e.message}`);
+  }
+  return jsonSchemaToGrammar(schema);
+}
+
 function buildSamplingControls() {
   const box = $('sampling');
   for (const [key, label, min, max, step, value, hint] of SAMPLING) {
@@ -93,6 +108,8 @@ function buildSamplingControls() {
       el('p', { className: 'hint', id: `h-${key}` }, hint)));
   }
   $('seed-random').addEventListener('change', () => { $('seed').disabled = $('seed-random').checked; });
+  for (const r of document.querySelectorAll('input[name=format]'))
+    r.addEventListener('change', () => { $('format-schema').hidden = r.value !== 'schema' || !r.checked; });
 }
 
 // ---- the log ----
@@ -143,7 +160,7 @@ function statsText(done, run) {
   bits.push(`KV cache ${formatBytes((run.kvBytes * t.contextUsed) / t.contextSize)} of ${formatBytes(run.kvBytes)}`);
   bits.push(run.threadsText);
   bits.push(`seed ${run.settings.seed}`);
-  bits.push({ eog: 'end of text', length: 'length limit', stop: 'stop string', abort: 'stopped' }[done.finishReason] || done.finishReason);
+  bits.push({ eog: 'end of text', length: 'length limit', stop: 'stop string', grammar: 'format complete', abort: 'stopped' }[done.finishReason] || done.finishReason);
   return bits.join(' · ');
 }
 
@@ -166,7 +183,7 @@ async function generate(view, tokens, run) {
     pending.length = 0;
   };
   try {
-    const stream = engine.generate(tokens, { ...run.settings, probs: PROBS_SHOWN, signal: controller.signal });
+    const stream = engine.generate(tokens, { ...run.settings, grammar: run.grammar, probs: PROBS_SHOWN, signal: controller.signal });
     for await (const chunk of stream) {
       if (chunk.done) { done = chunk; break; }
       const record = { index: view.records.length, text: chunk.text, tokenCount: chunk.tokens.length, probs: chunk.probs, shifted: chunk.shifted || 0, settings: run.settings };
@@ -201,6 +218,7 @@ function runInfo() {
   const e = state.engine;
   return {
     settings: settings(),
+    grammar: formatGrammar(),
     kvBytes: e.info.kvBytes,
     threadsText: e.multiThreaded ? `${e.threads} thread${e.threads > 1 ? 's' : ''}` : '1 thread (single-threaded build)',
   };
@@ -220,7 +238,13 @@ async function send(text) {
   if (!state.engine || state.generating) return;
   const kind = mode();
   if (!text.trim() && kind === 'chat') return;
-  const run = runInfo();
+  let run;
+  try {
+    run = runInfo();
+  } catch (e) {
+    notice('error', `Format: ${e.message}`);
+    return;
+  }
   let view, tokens;
   try {
     if (kind === 'chat') {
@@ -250,7 +274,13 @@ async function send(text) {
 async function regenerate() {
   const last = state.last;
   if (!last || !state.engine || state.generating) return;
-  const run = runInfo();
+  let run;
+  try {
+    run = runInfo();
+  } catch (e) {
+    notice('error', `Format: ${e.message}`);
+    return;
+  }
   const fresh = answerView(last.kind, last.prompt);
   last.view.box.replaceWith(fresh.box);
   last.view = fresh;
