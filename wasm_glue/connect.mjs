@@ -142,6 +142,7 @@ function timingsOf(server, usage, clock, contextSize) {
     prefillTokensPerSecond: server?.prompt_per_second ?? null,
     decodeTokensPerSecond: server?.predicted_per_second ?? (generated > 1 && decodeMs > 0 ? ((generated - 1) * 1000) / decodeMs : null),
     contextShiftedTokens: null,
+    contextReevaluatedTokens: null,
     contextUsed: null,
     contextSize: contextSize ?? null,
   };
