@@ -329,6 +329,14 @@ static int read_gguf_config(struct wick_model *m, char *err, size_t err_len) {
     REQUIRE_INT(hidden_dim, "feed_forward_length");
     REQUIRE_INT(n_ctx_train, "context_length");
 #undef REQUIRE_INT
+    /* nextn_predict_layers: trailing blocks for multi-token prediction (Qwen3.5's MTP head), which
+     * llama.cpp loads only for speculative drafting and never runs in the main pass: left out */
+    int32_t n_blocks = c->n_layers;
+    if (meta_int(g, a, "nextn_predict_layers", &v) && v != 0) {
+        if (v < 0 || v >= c->n_layers)
+            return errorf(err, err_len, "%s.nextn_predict_layers = %lld out of range (block_count %d)", a, (long long)v, c->n_layers);
+        c->n_layers -= (int32_t)v;
+    }
     /* mixtures of experts route each token through some of several FFNs: not this forward pass */
     if (meta_int(g, a, "expert_count", &v) && v > 0)
         return errorf(err, err_len, "%s is a mixture-of-experts model (%s.expert_count = %lld): not supported", a, a, (long long)v);
@@ -340,11 +348,11 @@ static int read_gguf_config(struct wick_model *m, char *err, size_t err_len) {
         /* lfm2: one count per layer, 0 marking a convolution layer; the attention layers must agree */
         if (ai->recurrent != LAYER_SHORTCONV)
             return errorf(err, err_len, "%s is an array (a KV head count per layer): not supported", key);
-        if (kv_arr->arr_type == GGUF_STRING || kv_arr->arr_type == GGUF_ARRAY || kv_arr->arr_len != (uint64_t)c->n_layers)
+        if (kv_arr->arr_type == GGUF_STRING || kv_arr->arr_type == GGUF_ARRAY || kv_arr->arr_len != (uint64_t)n_blocks)
             return errorf(err, err_len, "%s: %llu entries where block_count is %d", key, (unsigned long long)kv_arr->arr_len,
-                          c->n_layers);
+                          n_blocks);
         int64_t common = 0;
-        for (uint64_t l = 0; l < kv_arr->arr_len; l++) {
+        for (uint64_t l = 0; l < (uint64_t)c->n_layers; l++) {
             int64_t n = gguf_arr_i64(kv_arr, l);
             if (n < 0 || n > c->n_heads) return errorf(err, err_len, "%s[%llu] = %lld out of range", key, (unsigned long long)l, (long long)n);
             if (n && common && n != common)

@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { runWick, loadReference, models, compareRows, toleranceFor } from './helpers.mjs';
-import { readGguf, splitGguf } from './gguf.mjs';
+import { readGguf, splitGguf, writeGguf, T } from './gguf.mjs';
 
 const builds = ['native', 'wasm'];
 const stories = loadReference('stories260K.json');
@@ -143,6 +143,30 @@ for (const file of logitFiles) {
     assert.ok(worst <= 1e-5, `largest difference ${worst} of the row's magnitude`);
   });
 }
+
+// A Qwen3.5 file with a multi-token-prediction block (nextn_predict_layers, as converters write
+// for Qwen3.5's MTP head): the block is loaded by llama.cpp only for drafting and never run in the
+// main pass, so the logits are those of the file without it. Here the extra block is a copy of
+// layer 3's tensors renamed blk.4 (a full-attention block, as the MTP block is).
+test('qwen35 with a trailing nextn_predict_layers block gives the logits of the trunk alone', () => {
+  const src = path.join(models, 'families', 'mini-qwen35-q8_0.gguf');
+  const g = readGguf(src);
+  for (const e of g.kv) if (e.key === 'qwen35.block_count') e.value = 5;
+  g.kv.push({ key: 'qwen35.nextn_predict_layers', type: T.U32, value: 1 });
+  g.tensors.push(...g.tensors.filter((t) => t.name.startsWith('blk.3.')).map((t) => ({ ...t, name: t.name.replace('blk.3.', 'blk.4.') })));
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wick-mtp-'));
+  const file = path.join(dir, 'mtp.gguf');
+  fs.writeFileSync(file, writeGguf(g));
+  const args = ['logits', '--tokens', '1,403,407,261,378', '--steps', '2'];
+  for (const build of builds) {
+    const base = runWick(build, [...args, '-m', src]);
+    const mtp = runWick(build, [...args, '-m', file]);
+    assert.equal(mtp.code, 0, mtp.stderr);
+    assert.equal(mtp.stdout, base.stdout, build);
+    assert.equal(JSON.parse(runWick(build, ['info', '-m', file]).stdout).block_count, 4);
+  }
+  fs.rmSync(dir, { recursive: true, force: true });
+});
 
 test('the greedy tokens of stories260K match the reference run', () => {
   const out = results['native:stories260K.gguf'] ?? logitsOf('native', 'stories260K.gguf', stories);

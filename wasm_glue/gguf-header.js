@@ -123,7 +123,8 @@
     const keyLength = Number.isFinite(get('attention.key_length')) ? get('attention.key_length') : embd / heads;
     const valueLength = Number.isFinite(get('attention.value_length')) ? get('attention.value_length') : keyLength;
     const vocab = metadata['tokenizer.ggml.tokens'];
-    const layers = get('block_count') || 0;
+    // trailing multi-token-prediction blocks (nextn_predict_layers) are not run (src/model.c)
+    const layers = Math.max(0, (get('block_count') || 0) - (Number.isFinite(get('nextn_predict_layers')) ? get('nextn_predict_layers') : 0));
     const { recurrentLayers, stateBytes } = recurrentState(arch, get, layers, embd, kvList);
     // sliding-window layers keep only their window in the cache (src/model.c's family table)
     const swa = SLIDING[arch];

@@ -137,7 +137,8 @@ function userView(text) {
 
 function tokenSpan(record) {
   const span = el('span', { className: record.shifted ? 'tok after-shift' : 'tok' }, record.text);
-  if (record.shifted) span.title = `The context window was full: ${record.shifted} older tokens were dropped before this one`;
+  if (record.shifted) span.title = `The context window was full: ${record.shifted} older tokens were dropped before this one` +
+    (record.reevaluated ? ` (the model's recurrent state cannot drop them: the ${record.reevaluated} kept tokens were evaluated again)` : '');
   records.set(span, record);
   return span;
 }
@@ -186,7 +187,7 @@ async function generate(view, tokens, run) {
     const stream = engine.generate(tokens, { ...run.settings, grammar: run.grammar, probs: PROBS_SHOWN, signal: controller.signal });
     for await (const chunk of stream) {
       if (chunk.done) { done = chunk; break; }
-      const record = { index: view.records.length, text: chunk.text, tokenCount: chunk.tokens.length, probs: chunk.probs, shifted: chunk.shifted || 0, settings: run.settings };
+      const record = { index: view.records.length, text: chunk.text, tokenCount: chunk.tokens.length, probs: chunk.probs, shifted: chunk.shifted || 0, reevaluated: chunk.reevaluated || 0, settings: run.settings };
       view.records.push(record);
       view.text += record.text;
       pending.push(record);
