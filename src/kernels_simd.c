@@ -833,9 +833,17 @@ static ALWAYS_INLINE v128_t b32_rdot(v128_t lo, v128_t hi, v128_t y0, v128_t y1)
 {
     return wasm_i32x4_extadd_pairwise_i16x8(wasm_i16x8_add(rdot(y0, lo), rdot(y1, hi)));
 }
-#else
-static ALWAYS_INLINE int b32_relaxed(enum b32_kind k) { (void)k; return 0; }
 #endif
+
+/* acc + one block's term for four rows: (float)isum * (d_x * d_y) [+ m_x * s_y], yb the
+ * activation block (its fp16 d, and Q8_1's s) */
+static ALWAYS_INLINE v128_t b32_add_term(enum b32_kind k, v128_t acc, v128_t isum, v128_t dx, v128_t mx, const uint8_t *yb)
+{
+    v128_t term = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(isum), wasm_f32x4_mul(dx, wasm_f32x4_splat(load_half(yb))));
+    if (b32_has_min(k))
+        term = wasm_f32x4_add(term, wasm_f32x4_mul(mx, wasm_f32x4_splat(load_half(yb + offsetof(block_q8_1, s)))));
+    return wasm_f32x4_add(acc, term);
+}
 
 /* The reference per block: sum += (float)sumi * (d_x * d_y) [+ m_x * s_y], in four lanes. The
  * fp16 scale d sits first in every block; Q4_1 / Q5_1's min m and Q8_1's s follow it. */
@@ -873,11 +881,7 @@ static ALWAYS_INLINE void gemm_b32(enum b32_kind k, const int NT, int n, const v
                     d2 = wasm_i32x4_sub(d2, yo);
                     d3 = wasm_i32x4_sub(d3, yo);
                 }
-                v128_t isum = sum4_lanes(d0, d1, d2, d3);
-                v128_t term = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(isum), wasm_f32x4_mul(dx, wasm_f32x4_splat(load_half(yb))));
-                if (b32_has_min(k))
-                    term = wasm_f32x4_add(term, wasm_f32x4_mul(mx, wasm_f32x4_splat(load_half(yb + offsetof(block_q8_1, s)))));
-                acc[t] = wasm_f32x4_add(acc[t], term);
+                acc[t] = b32_add_term(k, acc[t], sum4_lanes(d0, d1, d2, d3), dx, mx, yb);
             }
             continue;
         }
@@ -899,11 +903,7 @@ static ALWAYS_INLINE void gemm_b32(enum b32_kind k, const int NT, int n, const v
                 d2 = wasm_i32x4_sub(d2, off8);
                 d3 = wasm_i32x4_sub(d3, off8);
             }
-            v128_t isum = sum4_lanes(d0, d1, d2, d3);
-            v128_t term = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(isum), wasm_f32x4_mul(dx, wasm_f32x4_splat(load_half(yb))));
-            if (b32_has_min(k))
-                term = wasm_f32x4_add(term, wasm_f32x4_mul(mx, wasm_f32x4_splat(load_half(yb + offsetof(block_q8_1, s)))));
-            acc[t] = wasm_f32x4_add(acc[t], term);
+            acc[t] = b32_add_term(k, acc[t], sum4_lanes(d0, d1, d2, d3), dx, mx, yb);
         }
     }
     store_tile(acc, NT, nr, out, out_stride);

@@ -215,13 +215,28 @@ async function generate(view, tokens, run) {
   return done;
 }
 
+/** How many threads an engine computes with, in words. */
+function threadsText(e) {
+  return e.multiThreaded ? `${e.threads} thread${e.threads > 1 ? 's' : ''}` : '1 thread (single-threaded build)';
+}
+
+/** runInfo(), or null with the reason shown (a Format schema that does not convert). */
+function runInfoOrNotice() {
+  try {
+    return runInfo();
+  } catch (e) {
+    notice('error', `Format: ${e.message}`);
+    return null;
+  }
+}
+
 function runInfo() {
   const e = state.engine;
   return {
     settings: settings(),
     grammar: formatGrammar(),
     kvBytes: e.info.kvBytes,
-    threadsText: e.multiThreaded ? `${e.threads} thread${e.threads > 1 ? 's' : ''}` : '1 thread (single-threaded build)',
+    threadsText: threadsText(e),
   };
 }
 
@@ -239,13 +254,8 @@ async function send(text) {
   if (!state.engine || state.generating) return;
   const kind = mode();
   if (!text.trim() && kind === 'chat') return;
-  let run;
-  try {
-    run = runInfo();
-  } catch (e) {
-    notice('error', `Format: ${e.message}`);
-    return;
-  }
+  const run = runInfoOrNotice();
+  if (!run) return;
   let view, tokens;
   try {
     if (kind === 'chat') {
@@ -275,13 +285,8 @@ async function send(text) {
 async function regenerate() {
   const last = state.last;
   if (!last || !state.engine || state.generating) return;
-  let run;
-  try {
-    run = runInfo();
-  } catch (e) {
-    notice('error', `Format: ${e.message}`);
-    return;
-  }
+  const run = runInfoOrNotice();
+  if (!run) return;
   const fresh = answerView(last.kind, last.prompt);
   last.view.box.replaceWith(fresh.box);
   last.view = fresh;
@@ -517,7 +522,7 @@ async function loadChosen() {
     const name = info.name && info.name !== info.architecture ? info.name : chosen.label;
     $('model-status').textContent = `Loaded ${name} (${params ? `${params} parameters, ` : ''}${info.architecture}) in ` +
       `${formatDuration(performance.now() - t0)}${info.fromCache ? ' from the cache' : ''} · context ${formatCount(info.contextSize)} tokens · ` +
-      `KV cache ${formatBytes(info.kvBytes)}${info.stateBytes ? ` · recurrent state ${formatBytes(info.stateBytes)}` : ''} · ${engine.multiThreaded ? `${engine.threads} thread${engine.threads > 1 ? 's' : ''}` : '1 thread (single-threaded build)'}` +
+      `KV cache ${formatBytes(info.kvBytes)}${info.stateBytes ? ` · recurrent state ${formatBytes(info.stateBytes)}` : ''} · ${threadsText(engine)}` +
       ` · ${engine.relaxedSimd ? 'relaxed SIMD' : 'SIMD128'}`;
     $('model-status').dataset.build = engine.build;
     $('model-status').dataset.loaded = name;
