@@ -33,8 +33,8 @@ space := $(empty) $(empty)
 WASM_EXPORTS := $(subst $(space),$(comma),$(addprefix _,$(strip $(WASM_EXPORT_NAMES))))
 WASM_LDFLAGS := -sMODULARIZE -sEXPORT_NAME=createWick -sALLOW_MEMORY_GROWTH -sMAXIMUM_MEMORY=4GB \
   -sINITIAL_MEMORY=32MB -sTOTAL_STACK=1MB -sEXPORTED_FUNCTIONS=$(WASM_EXPORTS) \
-  -sEXPORTED_RUNTIME_METHODS=ccall,cwrap,UTF8ToString,stringToUTF8,lengthBytesUTF8,FS,NODEFS \
-  -lnodefs.js -sFORCE_FILESYSTEM -sENVIRONMENT=web,worker,node --js-library src/cli_library.js
+  -sEXPORTED_RUNTIME_METHODS=ccall,cwrap,UTF8ToString,stringToUTF8,lengthBytesUTF8 \
+  -sFILESYSTEM=0 -sENVIRONMENT=web,worker,node --js-library src/cli_library.js
 # pthread pool: as many workers as the page or CLI asks for (Module.wickThreads), made before main work starts
 WASM_MT_FLAGS := -pthread '-sPTHREAD_POOL_SIZE=Module["wickThreads"]||4' -Wno-pthreads-mem-growth
 WASM_TEST_FLAGS := -sALLOW_MEMORY_GROWTH -sMAXIMUM_MEMORY=4GB -sENVIRONMENT=node -sNODERAWFS=1 -sSINGLE_FILE
@@ -60,13 +60,19 @@ build/native/obj/%.o: src/%.c $(HEADERS) | build/.setup-stamp
 	@mkdir -p $(@D)
 	$(CC) $(NATIVE_CFLAGS) -c -o $@ $<
 
+# The engine's cold code (file parsing and loading, the tokenizer, synth, the C API's bookkeeping) is
+# compiled for size in the wasm builds: what the page downloads shrinks, and no token waits on it.
+# The kernels, the forward pass, the sampler, the grammar matcher and the generation loop stay at -O3.
+WASM_SIZE_OPT := gguf model tokenizer unicode synth wick
+wasm_opt = $(if $(filter $(basename $(notdir $@)),$(WASM_SIZE_OPT)),-Os)
+
 build/wasm/obj/%.o: src/%.c $(HEADERS) | build/.setup-stamp
 	@mkdir -p $(@D)
-	$(EMCC) $(WASM_CFLAGS) -DWICK_NO_THREADS -c -o $@ $<
+	$(EMCC) $(WASM_CFLAGS) $(wasm_opt) -DWICK_NO_THREADS -c -o $@ $<
 
 build/wasm/obj-mt/%.o: src/%.c $(HEADERS) | build/.setup-stamp
 	@mkdir -p $(@D)
-	$(EMCC) $(WASM_CFLAGS) -pthread -c -o $@ $<
+	$(EMCC) $(WASM_CFLAGS) $(wasm_opt) -pthread -c -o $@ $<
 
 $(NATIVE_LIB): $(addprefix build/native/obj/,$(addsuffix .o,$(ENGINE_NAMES)))
 	rm -f $@ && ar rcs $@ $^

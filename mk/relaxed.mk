@@ -11,7 +11,10 @@
 #   - EMCC_READ_METADATA=python: emcc reads the module's metadata itself instead of through
 #     wasm-emscripten-finalize, which it then skips when nothing needs rewriting;
 #   - -sWASM_BIGINT: no JS legalization of i64 and no dynCalls (both would need finalize);
-#   - link at -O1: no wasm-opt pass (LLVM has optimized every object at -O3 already).
+#   - link at -O1: no wasm-opt pass (LLVM has optimized every object at -O3 already), and
+#     the engines' function names (a name section wasm-opt would have dropped) are removed after
+#     the link with llvm-objcopy (not wasm-ld's --strip-all: emcc reads the target_features section
+#     that it would drop too).
 # The results are bit-identical to the plain builds (exact integer sums; tests/relaxed.test.mjs).
 
 EMCC_RELAXED := EM_LLVM_ROOT=/usr/lib/llvm-19/bin EM_LLVM_ADD_VERSION= EM_CLANG_ADD_VERSION= EMCC_READ_METADATA=python NODE_PATH=/usr/share/nodejs emcc
@@ -23,22 +26,32 @@ WASM_MT_RX_LIB := build/wasm/libwick-mt-rx.a
 
 build/wasm/obj-rx/%.o: src/%.c $(HEADERS) | build/.setup-stamp
 	@mkdir -p $(@D)
-	$(EMCC_RELAXED) $(RELAXED_CFLAGS) -DWICK_NO_THREADS -c -o $@ $<
+	$(EMCC_RELAXED) $(RELAXED_CFLAGS) $(wasm_opt) -DWICK_NO_THREADS -c -o $@ $<
 
 build/wasm/obj-mt-rx/%.o: src/%.c $(HEADERS) | build/.setup-stamp
 	@mkdir -p $(@D)
-	$(EMCC_RELAXED) $(RELAXED_CFLAGS) -pthread -c -o $@ $<
+	$(EMCC_RELAXED) $(RELAXED_CFLAGS) $(wasm_opt) -pthread -c -o $@ $<
 
 $(WASM_RX_LIB): $(addprefix build/wasm/obj-rx/,$(addsuffix .o,$(ENGINE_NAMES)))
 	rm -f $@ && $(EMAR_RELAXED) rcs $@ $^
 $(WASM_MT_RX_LIB): $(addprefix build/wasm/obj-mt-rx/,$(addsuffix .o,$(ENGINE_NAMES)))
 	rm -f $@ && $(EMAR_RELAXED) rcs $@ $^
 
+# What emcc does to the plain builds' loaders after an optimizing link, done here by hand (the
+# -O1 link skips it): Emscripten's own acorn-optimizer drops unused JS and minifies whitespace.
+RELAXED_STRIP_NAMES = /usr/lib/llvm-19/bin/llvm-objcopy --remove-section=name $(@:.js=.wasm)
+RELAXED_MINIFY_JS = NODE_PATH=/usr/share/nodejs node "$$(dirname "$$(readlink -f "$$(command -v emcc)")")/tools/acorn-optimizer.js" \
+  $@ JSDCE minifyWhitespace > $@.min && mv $@.min $@
+
 build/wasm/wick-relaxed.js: src/cli.c src/cli_library.js $(WASM_RX_LIB) $(HEADERS)
 	$(EMCC_RELAXED) $(RELAXED_CFLAGS) -DWICK_NO_THREADS -o $@ src/cli.c $(call WHOLE,$(WASM_RX_LIB)) $(WASM_LDFLAGS) $(RELAXED_LINK)
+	$(RELAXED_STRIP_NAMES)
+	$(RELAXED_MINIFY_JS)
 
 build/wasm/wick-mt-relaxed.js: src/cli.c src/cli_library.js $(WASM_MT_RX_LIB) $(HEADERS)
 	$(EMCC_RELAXED) $(RELAXED_CFLAGS) $(WASM_MT_FLAGS) -o $@ src/cli.c $(call WHOLE,$(WASM_MT_RX_LIB)) $(WASM_LDFLAGS) $(RELAXED_LINK)
+	$(RELAXED_STRIP_NAMES)
+	$(RELAXED_MINIFY_JS)
 
 # the kernel test in the relaxed build (run with node --experimental-wasm-relaxed-simd)
 build/wasm/test_kernels-relaxed.js: tests/test_kernels.c $(WASM_RX_LIB) $(HEADERS)

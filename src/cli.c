@@ -11,7 +11,7 @@
  *   wick info     -m MODEL
  *   wick match    --grammar FILE.gbnf (-p TEXT | --texts FILE)   one line per text: complete, prefix or no
  *                 (--texts: texts separated by NUL bytes); no model needed
- *   wick synth    --shape mini|mini-mha|134m|1b --type f16|q8_0|q4_0|q4_k_m -o FILE.gguf [--vocab VOCAB.gguf] [--seed S]
+ *   wick synth    --shape mini|mini-mha|134m|1b|0.8b --type f16|q8_0|q4_0|q4_k_m -o FILE.gguf [--vocab VOCAB.gguf] [--seed S]
  *                 [--arch llama|llama3|qwen3|gemma2|gemma3|phi3|smollm3|granite|olmo2|lfm2|qwen35]
  * Results go to stdout, timings and errors to stderr; any failure exits non-zero with one line. */
 #include <errno.h>
@@ -35,6 +35,7 @@
 /* Node's stdout through the glue, unbuffered, so generated text streams as it is produced
  * (js_write: src/cli_library.js) */
 extern void js_write(int fd, const char *p, int n);
+extern int js_read_file(const char *path, uint8_t **buf, uint32_t *len, char *why, int why_len);
 static void out_write(int fd, const char *p, size_t n) { js_write(fd, p, (int)n); }
 #else
 static void out_write(int fd, const char *p, size_t n) {
@@ -101,6 +102,14 @@ static void free_file_buffers(void) {
 
 /* Reads a whole file; the buffer is the model's backing store, so it lives until exit. */
 static int read_file(const char *path, uint8_t **out, size_t *size) {
+#ifdef __EMSCRIPTEN__
+    /* the wasm builds have no file system (what the page downloads stays small): the host reads the
+     * file into a malloc'd buffer (js_read_file: src/cli_library.js, Node's fs in wasm_glue/cli.mjs) */
+    char why[256] = "";
+    uint8_t *buf = NULL;
+    uint32_t len = 0;
+    if (js_read_file(path, &buf, &len, why, (int)sizeof why)) return error_exit("cannot read %s: %s", path, why);
+#else
     FILE *f = fopen(path, "rb");
     if (!f) return error_exit("cannot open %s: %s", path, strerror(errno));
     if (fseek(f, 0, SEEK_END) != 0) { fclose(f); return error_exit("cannot seek in %s", path); }
@@ -115,6 +124,7 @@ static int read_file(const char *path, uint8_t **out, size_t *size) {
         return error_exit("cannot read %s", path);
     }
     fclose(f);
+#endif
     if (n_file_buffers == 0) atexit(free_file_buffers);
     if (n_file_buffers < (int)(sizeof file_buffers / sizeof *file_buffers)) file_buffers[n_file_buffers++] = buf;
     *out = buf;
@@ -544,6 +554,9 @@ int main(int argc, char **argv)
     options o;
     if (parse_args(argc, argv, &o)) return 1;
     if (!strcmp(o.cmd, "synth")) {
+#ifdef __EMSCRIPTEN__
+        return error_exit("synth: writes files, which the wasm builds cannot: run build/native/wick synth");
+#endif
         if (!o.shape || !o.type || !o.out) return error_exit("synth: --shape, --type and -o are required");
         char err[512];
         /* the seed comes from --seed when given, as a generation setting */

@@ -1,7 +1,30 @@
-// src/cli_library.js — the JS side of the CLI's output (linked with --js-library): Node's stdout
-// through the glue, unbuffered, so generated text streams as it is produced. A JS library rather
+// src/cli_library.js — the JS side of the CLI's input and output (linked with --js-library): its
+// files read by the host, and Node's stdout through the glue, unbuffered, so generated text streams
+// as it is produced. A JS library rather
 // than EM_JS, because the relaxed-SIMD builds (mk/relaxed.mk) skip the binaryen step that reads
 // EM_JS bodies out of the module.
 mergeInto(LibraryManager.library, {
   js_write: function (fd, p, n) { Module['wickWrite'](fd, HEAPU8.slice(p, p + n)); },
+  // The CLI's files (model, tokenizer, grammar, texts): the builds have no Emscripten file system,
+  // so Module.wickReadFile(path) (Node's fs, in wasm_glue/cli.mjs) reads one whole into a buffer
+  // malloc'd here; its address and size go to *buf and *len. 0, or -1 with the reason in why.
+  js_read_file__deps: ['malloc'],
+  js_read_file: function (path, buf, len, why, whyLen) {
+    var bytes;
+    try {
+      bytes = Module['wickReadFile'](UTF8ToString(path));
+    } catch (e) {
+      stringToUTF8(String(e && e.message || e), why, whyLen);
+      return -1;
+    }
+    var p = _malloc(bytes.length || 1);
+    if (!p) {
+      stringToUTF8('out of memory for ' + bytes.length + ' bytes', why, whyLen);
+      return -1;
+    }
+    HEAPU8.set(bytes, p);
+    HEAPU32[buf >> 2] = p;
+    HEAPU32[len >> 2] = bytes.length;
+    return 0;
+  },
 });

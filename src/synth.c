@@ -44,13 +44,17 @@ typedef struct {
     const char *name;
     int dim, n_layers, n_heads, n_kv_heads, hidden;
     bool small; /* a test shape: short sliding windows, the family's minimum layer count */
+    int ssm_k_heads, ssm_v_heads; /* DeltaNet key/value heads when not derived from n_heads (0) */
 } synth_shape;
 
 static const synth_shape shapes[] = {
-    {"mini", 256, 2, 8, 4, 768, true},
-    {"mini-mha", 256, 2, 8, 8, 768, true}, /* one query head per KV head, as 134m */
-    {"134m", 768, 12, 12, 12, 2048, false},
-    {"1b", 2048, 22, 32, 4, 5632, false},
+    {"mini", 256, 2, 8, 4, 768, true, 0, 0},
+    {"mini-mha", 256, 2, 8, 8, 768, true, 0, 0}, /* one query head per KV head, as 134m */
+    {"134m", 768, 12, 12, 12, 2048, false, 0, 0},
+    {"1b", 2048, 22, 32, 4, 5632, false, 0, 0},
+    /* Qwen3.5-0.8B's text model: 24 layers of 1024, 8 query / 2 KV heads (of 256 in qwen35),
+     * DeltaNet with 16 key and 16 value heads of 128 */
+    {"0.8b", 1024, 24, 8, 2, 3584, false, 16, 16},
 };
 
 /* ---- the families ---------------------------------------------------------------------------- */
@@ -330,7 +334,7 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
     const synth_shape *sh = NULL;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         if (!strcmp(shapes[i].name, shape_name)) sh = &shapes[i];
-    if (!sh) return errorf(err, err_len, "unknown shape '%s' (mini, mini-mha, 134m, 1b)", shape_name);
+    if (!sh) return errorf(err, err_len, "unknown shape '%s' (mini, mini-mha, 134m, 1b, 0.8b)", shape_name);
     synth_quant q = {0};
     if (!strcmp(type, "f16")) q.base = WICK_TYPE_F16, q.ftype = FTYPE_F16;
     else if (!strcmp(type, "q8_0")) q.base = WICK_TYPE_Q8_0, q.ftype = FTYPE_Q8_0;
@@ -365,8 +369,10 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
     const int head_dim = fam->head_factor * dim / n_heads;
     /* Qwen3.5 rotates a quarter of each head (rope.dimension_count) */
     const int n_rot = fl & F_DELTANET ? head_dim / 4 : head_dim;
-    /* DeltaNet: heads of dim / n_heads, half as many key heads as value heads */
-    const int ssm_state = dim / n_heads, ssm_v_heads = n_heads, ssm_k_heads = n_heads / 2 > 0 ? n_heads / 2 : 1;
+    /* DeltaNet: heads of dim / n_heads, half as many key heads as value heads unless the shape says */
+    const int ssm_state = dim / n_heads;
+    const int ssm_v_heads = sh->ssm_v_heads ? sh->ssm_v_heads : n_heads;
+    const int ssm_k_heads = sh->ssm_k_heads ? sh->ssm_k_heads : n_heads / 2 > 0 ? n_heads / 2 : 1;
     const int ssm_channels = (2 * ssm_k_heads + ssm_v_heads) * ssm_state, ssm_value_dim = ssm_v_heads * ssm_state;
     const int q_dim = n_heads * head_dim, kv_dim = n_kv_heads * head_dim;
     const uint32_t swa = sh->small ? fam->swa_small : fam->swa_large;

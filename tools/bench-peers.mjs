@@ -87,6 +87,45 @@ async function benchInBrowser(browser, base, fn, cfg, timeout) {
   }
 }
 
+/** Token ids whose text is not whole UTF-8 by itself (pieces of a character), for a byte-level BPE
+ * vocabulary ('gpt2' tokenizer). A random-weight model draws them freely, and wllama's
+ * createCompletion then fails ("invalid UTF-8 byte" when its server code writes the text as JSON),
+ * so the wllama runs of such a model are given a logit bias that bans them; the speed of a step does
+ * not depend on which token it picks. */
+function partialUtf8Tokens(modelPath) {
+  const fd = fs.openSync(modelPath, 'r');
+  let bytes = Buffer.alloc(1 << 20);
+  try {
+    for (;;) {
+      const n = fs.readSync(fd, bytes, 0, bytes.length, 0);
+      try {
+        const { metadata } = globalThis.WickGguf.parseHeader(new Uint8Array(bytes.buffer, 0, n), { keepArrays: ['tokenizer.ggml.tokens'] });
+        if (metadata['tokenizer.ggml.model'] !== 'gpt2') return [];
+        // GPT-2's byte-level alphabet: printable bytes stand for themselves, the others map to U+0100 and up
+        const byteOf = new Map();
+        let extra = 0;
+        for (let b = 0; b < 256; b++) {
+          const printable = (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
+          byteOf.set(printable ? b : 256 + extra++, b);
+        }
+        const strict = new TextDecoder('utf-8', { fatal: true });
+        const banned = [];
+        metadata['tokenizer.ggml.tokens'].forEach((tok, id) => {
+          const cps = [...tok].map((c) => byteOf.get(c.codePointAt(0)));
+          if (cps.some((b) => b === undefined)) return;  // a special or added token, not byte-level text
+          try { strict.decode(Uint8Array.from(cps)); } catch { banned.push(id); }
+        });
+        return banned;
+      } catch (e) {
+        if (!(e instanceof globalThis.WickGguf.NeedMoreBytes)) throw e;
+        bytes = Buffer.alloc(Math.max(e.needed ?? 0, bytes.length * 2));
+      }
+    }
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
 // ---- native llama.cpp ----
 
 let llamaPromise = null;
@@ -223,7 +262,11 @@ async function main(argv) {
           try {
             if (engine === 'wick') result.wick = await benchInBrowser(browser, base, 'benchWick', cfg, opts.timeout);
             else if (engine === 'wick-relaxed') result[engine] = await benchInBrowser(browser, base, 'benchWick', { ...cfg, relaxed: true }, opts.timeout);
-            else if (engine === 'wllama') result.wllama = await benchInBrowser(browser, base, 'benchWllama', cfg, opts.timeout);
+            else if (engine === 'wllama') {
+              const ban = partialUtf8Tokens(model);
+              if (ban.length && threads === threadCounts[0]) notes.push(`${label}: wllama's runs ban the ${ban.length} tokens that are not whole UTF-8 by themselves (its createCompletion fails on such text; a step costs the same whichever token it picks)`);
+              result.wllama = await benchInBrowser(browser, base, 'benchWllama', { ...cfg, ban }, opts.timeout);
+            }
             else result.native = await withTimeout(benchNative(model, cfg), opts.timeout, 'node-llama-cpp');
             const r = result[engine];
             const bad = r.runs.find((x) => x.promptTokens !== ids.length);

@@ -62,17 +62,43 @@ export const list = (s) => String(s).split(',').map((x) => x.trim()).filter(Bool
 // ---- models ----
 
 // models/synth-[<arch>-]<shape>-<type>.gguf: `wick synth` makes them on demand
-const SYNTH_NAME = /synth-(?:(llama3|qwen3|gemma2|gemma3|phi3|smollm3|granite|olmo2)-)?(134m|1b)-(f16|q8_0|q4_0|q4_k_m)\.gguf$/;
+const SYNTH_NAME = /synth-(?:(llama3|qwen3|gemma2|gemma3|phi3|smollm3|granite|olmo2|lfm2|qwen35)-)?(134m|1b|0\.8b)-(f16|q8_0|q4_0|q4_k_m)\.gguf$/;
+
+// a family's own vocabulary where its size matters to speed (Qwen3.5's 248k-token output head), taken
+// from the llama.cpp source bundle node-llama-cpp ships; the others use wick synth's default (32k)
+const FAMILY_VOCAB = { qwen35: 'ggml-vocab-qwen35.gguf' };
+
+function familyVocab(arch) {
+  const name = FAMILY_VOCAB[arch];
+  if (!name) return null;
+  const out = path.join(ROOT, 'models', name);
+  if (fs.existsSync(out)) return out;
+  const bundle = path.join(ROOT, 'node_modules', 'node-llama-cpp', 'llama', 'gitRelease.bundle');
+  if (!fs.existsSync(bundle)) throw new Error(`${bundle} is missing: run npm ci`);
+  const git = fs.mkdtempSync(path.join(os.tmpdir(), 'wick-bundle-'));
+  try {
+    let r = spawnSync('git', ['clone', '--bare', '--quiet', bundle, git], { encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`git clone of ${bundle}: ${r.stderr}`);
+    r = spawnSync('git', ['--git-dir', git, 'show', `HEAD:models/${name}`], { maxBuffer: 1 << 28 });
+    if (r.status !== 0) throw new Error(`git show models/${name}: ${r.stderr}`);
+    fs.mkdirSync(path.dirname(out), { recursive: true });
+    fs.writeFileSync(out, r.stdout);
+  } finally {
+    fs.rmSync(git, { recursive: true, force: true });
+  }
+  return out;
+}
 
 /** Makes models/synth-[<arch>-]<shape>-<type>.gguf with `wick synth` when it is missing. */
 export function ensureModel(file) {
   const abs = path.resolve(ROOT, file);
   if (fs.existsSync(abs)) return abs;
   const m = SYNTH_NAME.exec(abs);
-  if (!m) throw new Error(`${file} does not exist (only models/synth-[<arch>-]<134m|1b>-<f16|q8_0|q4_0|q4_k_m>.gguf are made on demand)`);
+  if (!m) throw new Error(`${file} does not exist (only models/synth-[<arch>-]<134m|1b|0.8b>-<f16|q8_0|q4_0|q4_k_m>.gguf are made on demand)`);
   if (!fs.existsSync(NATIVE_WICK)) throw new Error(`${NATIVE_WICK} is missing: run make native`);
   fs.mkdirSync(path.dirname(abs), { recursive: true });
-  const args = ['synth', ...(m[1] ? ['--arch', m[1]] : []), '--shape', m[2], '--type', m[3], '-o', abs];
+  const vocab = familyVocab(m[1]);
+  const args = ['synth', ...(m[1] ? ['--arch', m[1]] : []), '--shape', m[2], '--type', m[3], ...(vocab ? ['--vocab', vocab] : []), '-o', abs];
   process.stderr.write(`bench: making ${path.relative(ROOT, abs)} (wick ${args.slice(0, -2).join(' ')})\n`);
   const r = spawnSync(NATIVE_WICK, args, { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`wick synth failed: ${r.stderr || r.error}`);

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // wasm_glue/cli.mjs — the wick CLI on the WebAssembly build, under Node: the same subcommands and
 // flags as the native build/native/wick (the C code of src/cli.c runs inside the wasm module).
-// Files named by -m/-z are read through Emscripten's NODEFS, mounted at /host.
+// Files named by -m/-z/--grammar/--texts are read by Node's fs for the engine (Module.wickReadFile):
+// the wasm builds have no Emscripten file system.
 // --threads N > 1 selects the pthreads build (N workers), else the single-threaded one;
 // WICK_WASM_BUILD=st|mt forces one; WICK_WASM_RELAXED=1 takes the relaxed-SIMD build of it.
 // --json-schema FILE (this CLI only) is converted to a grammar by json-schema.mjs and given to
@@ -77,15 +78,11 @@ async function runEngineCli(args) {
     wasmBinary: fs.readFileSync(path.join(buildDir, `${base}.wasm`)),
     wickThreads: threads,
     wickWrite: (fd, bytes) => writeAll(fd === 1 ? 1 : 2, bytes),
+    wickReadFile: (p) => fs.readFileSync(p),
     print: (s) => writeAll(1, Buffer.from(s + '\n')),
     printErr: (s) => writeAll(2, Buffer.from(s + '\n')),
   });
-  Module.FS.mkdir('/host');
-  Module.FS.mount(Module.NODEFS, { root: '/' }, '/host');
-  const fileFlags = new Set(['-m', '--model', '-z', '--tokenizer', '--grammar', '--texts']);
-  // NODEFS does not follow symbolic links inside a path: hand it the real path where one exists
-  const hostPath = (p) => '/host' + (fs.existsSync(p) ? fs.realpathSync(p) : path.resolve(p));
-  const argv = ['wick', ...args.map((a, i) => (i > 0 && fileFlags.has(args[i - 1]) ? hostPath(a) : a))];
+  const argv = ['wick', ...args];
   const ptrs = argv.map((s) => {
     const n = Module.lengthBytesUTF8(s) + 1;
     const p = Module._malloc(n);

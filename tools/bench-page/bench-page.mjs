@@ -46,6 +46,7 @@ window.benchWllama = async (cfg) => {
         prompt: cfg.promptText,
         max_tokens: cfg.gen + 1,   // the first token comes from the prompt's logits, then gen decode steps
         temperature: 0, temp: 0, top_k: 1, ignore_eos: true, cache_prompt: false, seed: 0,
+        ...(cfg.ban?.length ? { logit_bias: Object.fromEntries(cfg.ban.map((id) => [String(id), -1000])) } : {}),
       });
       const wallMs = performance.now() - a;
       const t = res.timings;
