@@ -149,7 +149,7 @@ static const synth_family families[] = {
 #define SCORE_STD 1.0f
 
 /* llama.cpp's LLAMA_FTYPE values for general.file_type (llama.h) */
-enum { FTYPE_F16 = 1, FTYPE_Q4_0 = 2, FTYPE_Q8_0 = 7, FTYPE_Q4_K_M = 15 };
+enum { FTYPE_F16 = 1, FTYPE_Q4_0 = 2, FTYPE_Q8_0 = 7, FTYPE_Q4_K_M = 15, FTYPE_Q5_K_M = 17, FTYPE_Q6_K = 18 };
 
 /* ---- the tensors ----------------------------------------------------------------------------- */
 
@@ -188,10 +188,10 @@ static uint32_t type_fallback(uint32_t type, int64_t ne0) {
 typedef struct {
     uint32_t base;   /* the type of most matrices */
     uint32_t ftype;
-    bool k_mix;      /* Q4_K_M's extra bits */
+    bool k_mix;      /* Q4_K_M's and Q5_K_M's extra bits */
 } synth_quant;
 
-/* The type of a matrix: llama.cpp's llama_tensor_get_type_impl for these four mixes. i and n are
+/* The type of a matrix: llama.cpp's llama_tensor_get_type_impl for these six mixes. i and n are
  * the layer and layer count (attn_v and ffn_down, one per layer, are counted as llama.cpp counts). */
 static uint32_t matrix_type(const synth_quant *q, tensor_role role, bool tied, int64_t ne0, int i, int n) {
     if (q->base == WICK_TYPE_F16) return WICK_TYPE_F16;
@@ -340,7 +340,9 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
     else if (!strcmp(type, "q8_0")) q.base = WICK_TYPE_Q8_0, q.ftype = FTYPE_Q8_0;
     else if (!strcmp(type, "q4_0")) q.base = WICK_TYPE_Q4_0, q.ftype = FTYPE_Q4_0;
     else if (!strcmp(type, "q4_k_m")) q.base = WICK_TYPE_Q4_K, q.ftype = FTYPE_Q4_K_M, q.k_mix = true;
-    else return errorf(err, err_len, "unknown type '%s' (f16, q8_0, q4_0, q4_k_m)", type);
+    else if (!strcmp(type, "q5_k_m")) q.base = WICK_TYPE_Q5_K, q.ftype = FTYPE_Q5_K_M, q.k_mix = true;
+    else if (!strcmp(type, "q6_k")) q.base = WICK_TYPE_Q6_K, q.ftype = FTYPE_Q6_K;
+    else return errorf(err, err_len, "unknown type '%s' (f16, q8_0, q4_0, q4_k_m, q5_k_m, q6_k)", type);
 
     /* the vocabulary file: its tokenizer.* metadata is copied byte for byte */
     FILE *vf = fopen(vocab_path, "rb");

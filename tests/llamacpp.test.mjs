@@ -1,6 +1,6 @@
 // tests/llamacpp.test.mjs — files written by `wick synth` against llama.cpp itself, through
 // node-llama-cpp (its prebuilt CPU binary, never a download or a build):
-//  - the llama architecture at each type (f16, q8_0, q4_0, q4_k_m, shape mini);
+//  - the llama architecture at each type (f16, q8_0, q4_0, q4_k_m, q5_k_m, q6_k, shape mini);
 //  - each family of `wick synth --arch` (llama3, qwen3, gemma2, gemma3, phi3, smollm3, granite,
 //    olmo2, and the hybrids lfm2 and qwen35) at f16 and one quantized type, with a prompt longer
 //    than the sliding windows.
@@ -18,7 +18,7 @@ import { runWick, shared, compareRows, relRms, argmax, clearWinner, toleranceFor
 import { readGguf, writeGguf, setKv, dropKv, T } from './gguf.mjs';
 
 const builds = ['native', 'wasm'];
-const types = ['f16', 'q8_0', 'q4_0', 'q4_k_m'];
+const types = ['f16', 'q8_0', 'q4_0', 'q4_k_m', 'q5_k_m', 'q6_k'];
 const vocab = path.join(shared, 'vocab', 'ggml-vocab-llama-spm.gguf');
 const promptText = 'The quick brown fox jumps over the lazy dog, and then it sleeps.';
 const nVocabSpm = 32000;  // the llama SPM vocabulary's size
