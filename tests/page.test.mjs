@@ -455,6 +455,8 @@ test('tools in chat: a wrong Tools box says where; a forced call shows as a card
     assert.equal(await page.getAttribute('#tools', 'aria-invalid'), null);
     assert.deepEqual(await page.$$eval('#tool-choice option', (os) => os.map((o) => o.value)), ['auto', 'required', 'none', 'function:get_weather', 'function:search_page']);
     await page.selectOption('#tool-choice', 'function:get_weather');
+    await page.uncheck('#seed-random');
+    await page.fill('#seed', '7');
     await setControl(page, 's-temperature', 0);
     await setControl(page, 's-maxTokens', 300);
     const call = await ask(page, ASK);
@@ -510,6 +512,8 @@ test('tools in chat with llama.cpp\'s SmolLM3 template (no tools section): the t
     await page.fill('#tools', JSON.stringify([WEATHER]));
     await page.dispatchEvent('#tools', 'change');
     await page.selectOption('#tool-choice', 'function:get_weather');
+    await page.uncheck('#seed-random');
+    await page.fill('#seed', '7');
     await setControl(page, 's-temperature', 0);
     await setControl(page, 's-maxTokens', 300);
     await ask(page, ASK);
