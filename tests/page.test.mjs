@@ -8,7 +8,7 @@
 // isolation headers (the service worker, and one thread where service workers are refused);
 // tools in a chat: a Tools box that is wrong says where, a forced call shows as a card, and the
 // result the user sends back reaches the next prompt (Qwen3's template, and SmolLM3's, which has
-// no tools section).
+// no tools section); the same in <wick-chat>, the result given by the host page.
 // Screenshots go to $WICK_ARTIFACTS or the system's temporary folder (never committed).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -534,6 +534,58 @@ test('tools in chat with llama.cpp\'s SmolLM3 template (no tools section): the t
     assert.ok(call > 0, prompt);
     assert.ok(prompt.indexOf(RESULT) > call, prompt);
     assert.deepEqual(page.errors, []);
+  } finally {
+    await page.close();
+  }
+});
+
+test('<wick-chat> with tools: a forced call shows as a card and fires wick-tool-call; sendToolResult brings the next answer', { timeout: 120000 }, async () => {
+  const tools = JSON.stringify([WEATHER, SEARCH]).replace(/&/g, '&amp;').replace(/'/g, '&#39;');
+  fs.writeFileSync(path.join(site, 'tool-chat.html'), '<!doctype html><meta charset="utf-8"><title>tools</title>\n<script type="module" src="/web/wick-chat.js"></script>\n'
+    + `<wick-chat model="/tool-models/mini-qwen3-tools.gguf" tools='${tools}' tool-choice="get_weather" temperature="0" seed="7" max-tokens="300"></wick-chat>\n`);
+  const page = await browser.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  try {
+    await page.goto(`${isolated.base}/tool-chat.html`);
+    await page.evaluate(() => { window.toolCalls = []; document.addEventListener('wick-tool-call', (e) => window.toolCalls.push(e.detail.calls)); });
+    const chat = page.locator('wick-chat');
+    await chat.locator('textarea').fill(ASK);
+    await chat.locator('textarea').press('Enter');
+    await page.waitForFunction(() => window.toolCalls.length === 1, null, { timeout: 30000 });
+    const [calls] = await page.evaluate(() => window.toolCalls);
+    assert.equal(calls.length, 1);
+    assert.equal(calls[0].function.name, 'get_weather');
+    const args = JSON.parse(calls[0].function.arguments);
+    assert.equal(typeof args.city, 'string');
+    // the card: the name and the arguments indented; the model's <tool_call> text is not shown
+    assert.equal(await chat.locator('.tool-call .tool-name').textContent(), 'get_weather');
+    assert.equal(await chat.locator('.tool-call .tool-args').textContent(), JSON.stringify(args, null, 2));
+    assert.ok(!(await chat.locator('.msg.assistant').innerText()).includes('<tool_call>'));
+    assert.equal(await chat.locator('textarea').getAttribute('placeholder'), 'The result of get_weather');
+
+    // the host gives the result; the model's next answer follows (not forced now)
+    await page.evaluate(() => document.querySelector('wick-chat').setAttribute('tool-choice', 'none'));
+    const after = await page.evaluate(async ([id, result]) => {
+      const el = document.querySelector('wick-chat');
+      const answer = await el.sendToolResult(id, result);
+      return { answer, messages: el.messages };
+    }, [calls[0].id, RESULT]);
+    assert.equal(typeof after.answer, 'string');
+    assert.deepEqual(after.messages.map((m) => m.role), ['user', 'assistant', 'tool', 'assistant']);
+    assert.deepEqual(after.messages[1].tool_calls, calls);
+    assert.deepEqual(after.messages[2], { role: 'tool', tool_call_id: calls[0].id, content: RESULT });
+    assert.match(await chat.locator('.msg.tool').textContent(), /^Result of get_weather\{"temperature": 21/);
+    assert.equal(await page.evaluate(() => window.toolCalls.length), 1);
+
+    // a tools attribute that is not JSON: the error says where, and nothing is sent
+    await page.evaluate(() => document.querySelector('wick-chat').setAttribute('tools', '[{"type": "function",]'));
+    await chat.locator('textarea').fill('Hello');
+    await chat.locator('textarea').press('Enter');
+    await chat.locator('.msg.error').waitFor();
+    assert.match(await chat.locator('.msg.error').textContent(), /^the tools attribute: not JSON at line 1, column 22: /);
+    assert.equal(await page.evaluate(() => document.querySelector('wick-chat').messages.length), 4);
+    assert.deepEqual(errors, []);
   } finally {
     await page.close();
   }
