@@ -244,7 +244,7 @@ function showToolReply() {
 
 /** Puts a chat answer into the conversation: as tool calls (cards waiting for results) when it is one, else as text. */
 function finishChatAnswer(view, run) {
-  const parsed = run.tools?.format && view.box.dataset.finish !== 'abort' ? parseToolCalls(run.tools.format, view.text) : null;
+  const parsed = run.tools?.format && view.stats.dataset.finish !== 'abort' ? parseToolCalls(run.tools.format, view.text) : null;
   if (!parsed) {
     state.messages.push({ role: 'assistant', content: view.text });
     return;
