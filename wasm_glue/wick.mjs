@@ -975,7 +975,9 @@ function pythonStringRepr(text) {
  * The prompt text of a conversation rendered with a chat template (the Jinja source), without a
  * model. Options: addGenerationPrompt (default true), bosToken and eosToken (default ''), tools
  * (OpenAI-style function definitions, given to the template as `tools`; a template without a
- * tools section ignores them), now (the Date of strftime_now and date_string; default: now),
+ * tools section gets them described in the system message, in toolFormat), toolFormat (the call
+ * format, 'hermes' or 'llama3'; default: the template's own, toolCallFormat(source); null: the
+ * tools are left to the template alone), now (the Date of strftime_now and date_string; default: now),
  * extra (more template variables, e.g. {enable_thinking: false}).
  */
 export async function renderChatTemplate(source, messages, { addGenerationPrompt = true, bosToken = '', eosToken = '', tools, toolFormat, now, extra = {} } = {}) {

@@ -191,13 +191,10 @@ function refreshToolChoice(tools = []) {
 /** Reads the Tools box as the user types: a box that is right updates the choices; errors show on change. */
 function checkToolsBox(showError) {
   try {
-    const tools = parseToolsText($('tools').value);
+    refreshToolChoice(parseToolsText($('tools').value));
     showToolsError(null);
-    refreshToolChoice(tools);
-    return tools;
   } catch (e) {
     if (showError) showToolsError(e);
-    return null;
   }
 }
 
@@ -211,6 +208,7 @@ function toolsPlan(engine, formatGrammarText) {
     throw controlError('Tools', e, 'tools');
   }
   refreshToolChoice(tools);
+  $('tools-note')?.remove();
   if (!tools) return null;
   const value = $('tool-choice').value;
   const choice = value.startsWith('function:') ? { type: 'function', function: { name: value.slice('function:'.length) } } : value;
@@ -223,7 +221,6 @@ function toolsPlan(engine, formatGrammarText) {
   }
   if (plan.grammar && formatGrammarText) throw controlError('Tools', new Error('a tool choice that forces a call and a Format other than free text cannot go together: choose one'), 'tools');
   showToolsError(null);
-  $('tools-note')?.remove();
   if (plan.render && !plan.format) {
     notice('warn', "This model's chat template has no tool-call format wick knows (Hermes <tool_call>, Llama 3 JSON): the tools are in the prompt, but a call shows as plain text.").id = 'tools-note';
   }
