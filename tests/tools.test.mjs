@@ -133,6 +133,21 @@ test('SmolLM3: llama.cpp\'s copy of its template has no tools section, so wick d
   }
 });
 
+test('the description in the Llama 3 JSON format, and a toolFormat that is not one', async () => {
+  const plain = '{% for m in messages %}<{{ m.role }}>{{ m.content }}\n{% endfor %}';
+  const text = await renderChatTemplate(plain, [{ role: 'system', content: 'Be brief.' }, ...ASK], { tools: TOOLS, toolFormat: 'llama3' });
+  const system = text.slice(0, text.indexOf('<user>'));
+  assert.ok(system.startsWith('<system>Be brief.\n\n### Tools\n'), text);
+  assert.ok(system.includes('\n{"type": "function", "function": {"name": "get_weather"') && system.includes('\n{"type": "function", "function": {"name": "search_page"'), text);
+  assert.ok(!system.includes('<tool_call>'), 'no Hermes tags in the Llama 3 description');
+  const example = system.trimEnd().split('\n').at(-1);
+  assert.deepEqual(parseToolCalls('llama3', example).calls.map((c) => c.function.name), ['function_name']);
+  // an earlier call is written into the assistant's message in that format
+  const history = [...ASK, { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Oslo"}' } }] }, { role: 'tool', tool_call_id: 'call_1', content: '21' }];
+  assert.ok((await renderChatTemplate(plain, history, { tools: TOOLS, toolFormat: 'llama3' })).includes('<assistant>{"name": "get_weather", "parameters": {"city": "Oslo"}}\n<tool>21'));
+  await assert.rejects(renderChatTemplate(plain, ASK, { tools: TOOLS, toolFormat: 'xml' }), { code: 'E_INVALID_ARG', message: /toolFormat must be one of hermes, llama3 or null/ });
+});
+
 test('parseToolCalls: Hermes calls with text around them, Llama 3 JSON calls, and what does not parse', () => {
   const h = parseToolCalls('hermes', 'Let me look.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>\n<tool_call>\n{"name": "search_page", "arguments": {"query": "rain", "limit": 3}}\n</tool_call>');
   assert.equal(h.content, 'Let me look.');
