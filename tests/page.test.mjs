@@ -5,21 +5,49 @@
 // repeats and another seed differs; Stop ends at once and the page goes on; the look-inside
 // panel (candidates, the drawn one, the context gauge with its drop mark); keyboard use; a
 // dropped local file and chat mode; a bad URL; the <wick-chat> example; a host without the
-// isolation headers (the service worker, and one thread where service workers are refused).
+// isolation headers (the service worker, and one thread where service workers are refused);
+// tools in a chat: a Tools box that is wrong says where, a forced call shows as a card, and the
+// result the user sends back reaches the next prompt (Qwen3's template, and SmolLM3's, which has
+// no tools section); the same in <wick-chat>, the result given by the host page.
 // Screenshots go to $WICK_ARTIFACTS or the system's temporary folder (never committed).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { execFileSync } from 'node:child_process';
 import { createServer } from '../tools/serve.mjs';
 import { root, models, runWick } from './helpers.mjs';
+import { readGguf, writeGguf, setKv, T } from './gguf.mjs';
+import { Wick } from '../wasm_glue/wick.mjs';
 
 const CHROMIUM = '/usr/bin/chromium';
 const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
   '--disable-component-update', '--disable-sync'];
 const ARTIFACTS = process.env.WICK_ARTIFACTS || path.join(os.tmpdir(), 'wick-page-artifacts');
 if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is not installed: run tools/setup.sh (apt-get install chromium)`);
+
+// The random-weight Qwen3 and SmolLM3 models with their families' real chat templates
+// (llama.cpp's models/templates/, from node-llama-cpp's llama.cpp bundle), so that the page
+// chats in those templates: the mini files carry none.
+const TOOL_MODELS = {
+  'mini-qwen3-tools.gguf': ['families/mini-qwen3-q8_0.gguf', 'Qwen-Qwen3-0.6B'],
+  'mini-smollm3-tools.gguf': ['families/mini-smollm3-q8_0.gguf', 'HuggingFaceTB-SmolLM3-3B'],
+};
+const toolTemplates = {};
+function writeToolModels(dir) {
+  fs.mkdirSync(dir);
+  const gitDir = fs.mkdtempSync(path.join(os.tmpdir(), 'wick-page-llama.cpp-'));
+  try {
+    execFileSync('git', ['clone', '--bare', '--quiet', path.join(root, 'node_modules/node-llama-cpp/llama/gitRelease.bundle'), gitDir]);
+    for (const [name, [file, template]] of Object.entries(TOOL_MODELS)) {
+      toolTemplates[name] = execFileSync('git', ['--git-dir', gitDir, 'show', `HEAD:models/templates/${template}.jinja`], { encoding: 'utf8' });
+      fs.writeFileSync(path.join(dir, name), writeGguf(setKv(readGguf(path.join(models, file)), 'tokenizer.chat_template', T.STRING, toolTemplates[name])));
+    }
+  } finally {
+    fs.rmSync(gitDir, { recursive: true, force: true });
+  }
+}
 
 let site, isolated, plain, browser, profiles = [];
 
@@ -40,6 +68,7 @@ before(async () => {
   site = fs.mkdtempSync(path.join(os.tmpdir(), 'wick-page-site-'));
   for (const d of ['web', 'wasm_glue', 'build', 'node_modules']) fs.symlinkSync(path.join(root, d), path.join(site, d));
   fs.symlinkSync(models, path.join(site, 'models'));
+  writeToolModels(path.join(site, 'tool-models'));
   fs.mkdirSync(ARTIFACTS, { recursive: true });
   isolated = await serve(true);
   plain = await serve(false);
@@ -358,5 +387,206 @@ test('without isolation headers: the service worker brings threads; where it is 
     assert.match(answer.stats, /1 thread \(single-threaded build\)/);
   } finally {
     await refusing.close();
+  }
+});
+
+const WEATHER = {
+  type: 'function',
+  function: {
+    name: 'get_weather',
+    description: 'Get the current weather in a city',
+    parameters: { type: 'object', properties: { city: { type: 'string', maxLength: 16 }, unit: { enum: ['celsius', 'fahrenheit'] } }, required: ['city'] },
+  },
+};
+const SEARCH = { type: 'function', function: { name: 'search_page', description: 'Find text on the page', parameters: { type: 'object', properties: { query: { type: 'string', maxLength: 24 } }, required: ['query'] } } };
+const ASK = 'What is the weather in Paris?';
+const RESULT = '{"temperature": 21, "sky": "clear"}';
+
+/** Loads one of the tool models by its URL; the page opens it in chat mode. */
+async function loadToolModel(page, name) {
+  await page.check('input[name=source][value=url]');
+  await page.fill('#model-url', `${isolated.base}/tool-models/${name}`);
+  await page.dispatchEvent('#model-url', 'change');
+  await page.waitForFunction((n) => document.querySelector('#model-check').textContent.includes(n) && document.querySelector('#model-check .memory'), name);
+  await page.press('#model-url', 'Enter'); // submits the model form, as the Load button does
+  await page.waitForFunction(() => document.body.dataset.state === 'ready' && /^Loaded .*synthetic/.test(document.getElementById('model-status').textContent), null, { timeout: 30000 });
+  assert.equal(await page.isChecked('input[name=mode][value=chat]'), true);
+}
+
+/** The last answer's tool-call cards: [{name, args (the card's text), status}]. */
+function cardsOf(page) {
+  return page.$$eval('.msg.assistant:last-of-type .tool-call', (cards) => cards.map((c) => ({
+    name: c.querySelector('.tool-name').textContent, args: c.querySelector('.tool-args').textContent, status: c.querySelector('.tool-call-status').textContent, id: c.dataset.callId,
+  })));
+}
+
+test('tools in chat: a wrong Tools box says where; a forced call shows as a card; the result the user sends reaches the next prompt', { timeout: 120000 }, async () => {
+  const page = await openPage();
+  const engine = await Wick.load(path.join(site, 'tool-models', 'mini-qwen3-tools.gguf'), { threads: 1 });
+  try {
+    await ready(page);
+    await loadToolModel(page, 'mini-qwen3-tools.gguf');
+    assert.equal(await page.isVisible('#tools'), true, 'the Tools box shows in chat mode');
+
+    // JSON that does not parse: the line and column, under the box and in a notice; nothing is generated
+    const broken = '[\n  {"type": "function",\n   "function": {"name": "get_weather",}}\n]';
+    await page.fill('#tools', broken);
+    await page.dispatchEvent('#tools', 'change');
+    assert.match(await page.textContent('#tools-error'), /^not JSON at line 3, column 39: /);
+    assert.equal(await page.getAttribute('#tools', 'aria-invalid'), 'true');
+    const answers = await page.locator('.msg').count();
+    await page.fill('#prompt', ASK);
+    await page.click('#send');
+    await page.waitForSelector('.notice.error');
+    assert.match(await page.textContent('.notice.error'), /^Tools: not JSON at line 3, column 39/);
+    assert.equal(await page.locator('.msg').count(), answers, 'nothing was generated');
+    // the caret is put where the JSON breaks
+    const caret = await page.evaluate(() => ({ focused: document.activeElement.id, at: document.getElementById('tools').selectionStart }));
+    assert.deepEqual(caret, { focused: 'tools', at: broken.indexOf('}}') });
+    // a definition of the wrong shape: its path
+    await page.fill('#tools', JSON.stringify([WEATHER, { type: 'function', function: { description: 'no name' } }]));
+    await page.dispatchEvent('#tools', 'change');
+    assert.equal(await page.textContent('#tools-error'), 'tools[1].function.name must be 1 to 64 letters, digits, _ or - (it is missing)');
+
+    // two good tools: the choice offers each; get_weather is forced, greedy
+    await page.fill('#tools', JSON.stringify([WEATHER, SEARCH], null, 2));
+    await page.dispatchEvent('#tools', 'change');
+    assert.equal(await page.isVisible('#tools-error'), false);
+    assert.equal(await page.getAttribute('#tools', 'aria-invalid'), null);
+    assert.deepEqual(await page.$$eval('#tool-choice option', (os) => os.map((o) => o.value)), ['auto', 'required', 'none', 'function:get_weather', 'function:search_page']);
+    await page.selectOption('#tool-choice', 'function:get_weather');
+    await page.uncheck('#seed-random');
+    await page.fill('#seed', '7');
+    await setControl(page, 's-temperature', 0);
+    await setControl(page, 's-maxTokens', 300);
+    const call = await ask(page, ASK);
+    assert.equal(call.finish, 'grammar', call.stats);
+    const cards = await cardsOf(page);
+    assert.equal(cards.length, 1);
+    assert.equal(cards[0].name, 'get_weather');
+    const args = JSON.parse(cards[0].args);
+    assert.equal(cards[0].args, JSON.stringify(args, null, 2), 'the arguments are pretty-printed');
+    // the same request through the JavaScript API (greedy: the same tokens) gives these arguments
+    const api = await engine.chat.completions.create({ messages: [{ role: 'user', content: ASK }], tools: [WEATHER, SEARCH], tool_choice: { type: 'function', function: { name: 'get_weather' } }, temperature: 0, max_tokens: 300 });
+    assert.equal(api.choices[0].finish_reason, 'tool_calls');
+    assert.deepEqual(args, JSON.parse(api.choices[0].message.tool_calls[0].function.arguments));
+    // the model's <tool_call> text is not shown: it is folded away under the card
+    assert.ok(call.text.startsWith('<tool_call>\n{'), call.text);
+    assert.equal(await page.isVisible('.msg.assistant:last-of-type .tokens'), false);
+    assert.ok(!(await page.locator('.msg.assistant:last-of-type').innerText()).includes('<tool_call>'));
+    assert.match(await page.textContent('#tool-reply-note'), /^Your next message is the result of get_weather\.$/);
+    assert.equal(cards[0].status, 'Waiting for its result.');
+    await page.screenshot({ path: path.join(ARTIFACTS, 'page-tool-call.png') });
+
+    // the user's next message is the result: it shows as such, and the next answer follows it
+    await page.selectOption('#tool-choice', 'auto');
+    await setControl(page, 's-maxTokens', 20);
+    const next = await ask(page, RESULT);
+    assert.ok(next.tokens > 0);
+    assert.equal(await page.textContent('.msg.tool h3'), 'Result of get_weather');
+    assert.equal(await page.textContent('.msg.tool .tool-result-text'), RESULT);
+    assert.equal(await page.getAttribute(`.tool-call[data-call-id="${cards[0].id}"]`, 'data-answered'), 'true');
+    assert.equal(await page.isVisible('#tool-reply-note'), false);
+    const { prompt, roles, toolMessage } = await page.evaluate(() => {
+      const s = window.wickPage.state;
+      return { prompt: s.prompt, roles: s.messages.map((m) => m.role), toolMessage: s.messages.find((m) => m.role === 'tool') };
+    });
+    assert.deepEqual(roles, ['user', 'assistant', 'tool', 'assistant']);
+    assert.deepEqual(toolMessage, { role: 'tool', tool_call_id: cards[0].id, content: RESULT });
+    // Qwen3's template: the call in the assistant's turn, then the result as a tool response, then the answer prompt
+    const callText = `<|im_start|>assistant\n<tool_call>\n{"name": "get_weather", "arguments": ${JSON.stringify(args).replace(/":/g, '": ').replace(/,"/g, ', "')}}\n</tool_call><|im_end|>\n`;
+    assert.ok(prompt.includes(callText), prompt);
+    assert.ok(prompt.endsWith(`<|im_start|>user\n<tool_response>\n${RESULT}\n</tool_response><|im_end|>\n<|im_start|>assistant\n`), prompt);
+    assert.deepEqual(page.errors, []);
+  } finally {
+    await engine.unload();
+    await page.close();
+  }
+});
+
+test('tools in chat with llama.cpp\'s SmolLM3 template (no tools section): the tools reach the prompt, the call shows as a card, the result follows it', { timeout: 120000 }, async () => {
+  const page = await openPage();
+  try {
+    await ready(page);
+    await loadToolModel(page, 'mini-smollm3-tools.gguf');
+    await page.fill('#tools', JSON.stringify([WEATHER]));
+    await page.dispatchEvent('#tools', 'change');
+    await page.selectOption('#tool-choice', 'function:get_weather');
+    await page.uncheck('#seed-random');
+    await page.fill('#seed', '7');
+    await setControl(page, 's-temperature', 0);
+    await setControl(page, 's-maxTokens', 300);
+    await ask(page, ASK);
+    const cards = await cardsOf(page);
+    assert.deepEqual(cards.map((c) => c.name), ['get_weather']);
+    const args = JSON.parse(cards[0].args);
+    assert.equal(typeof args.city, 'string');
+    const first = await page.evaluate(() => window.wickPage.state.prompt);
+    const system = first.slice(0, first.indexOf('<|im_end|>'));
+    assert.ok(system.includes('<tools>\n{"type": "function", "function": {"name": "get_weather"') && system.includes('<tool_call>'), first);
+
+    await page.selectOption('#tool-choice', 'auto');
+    await setControl(page, 's-maxTokens', 10);
+    await ask(page, RESULT);
+    const prompt = await page.evaluate(() => window.wickPage.state.prompt);
+    // the call (written into the assistant's turn, as this template drops tool_calls), then the result
+    const call = prompt.indexOf('<|im_start|>assistant\n<tool_call>\n{"name": "get_weather"');
+    assert.ok(call > 0, prompt);
+    assert.ok(prompt.indexOf(RESULT) > call, prompt);
+    assert.deepEqual(page.errors, []);
+  } finally {
+    await page.close();
+  }
+});
+
+test('<wick-chat> with tools: a forced call shows as a card and fires wick-tool-call; sendToolResult brings the next answer', { timeout: 120000 }, async () => {
+  const tools = JSON.stringify([WEATHER, SEARCH]).replace(/&/g, '&amp;').replace(/'/g, '&#39;');
+  fs.writeFileSync(path.join(site, 'tool-chat.html'), '<!doctype html><meta charset="utf-8"><title>tools</title>\n<script type="module" src="/web/wick-chat.js"></script>\n'
+    + `<wick-chat model="/tool-models/mini-qwen3-tools.gguf" tools='${tools}' tool-choice="get_weather" temperature="0" seed="7" max-tokens="300"></wick-chat>\n`);
+  const page = await browser.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  try {
+    await page.goto(`${isolated.base}/tool-chat.html`);
+    await page.evaluate(() => { window.toolCalls = []; document.addEventListener('wick-tool-call', (e) => window.toolCalls.push(e.detail.calls)); });
+    const chat = page.locator('wick-chat');
+    await chat.locator('textarea').fill(ASK);
+    await chat.locator('textarea').press('Enter');
+    await page.waitForFunction(() => window.toolCalls.length === 1, null, { timeout: 30000 });
+    const [calls] = await page.evaluate(() => window.toolCalls);
+    assert.equal(calls.length, 1);
+    assert.equal(calls[0].function.name, 'get_weather');
+    const args = JSON.parse(calls[0].function.arguments);
+    assert.equal(typeof args.city, 'string');
+    // the card: the name and the arguments indented; the model's <tool_call> text is not shown
+    assert.equal(await chat.locator('.tool-call .tool-name').textContent(), 'get_weather');
+    assert.equal(await chat.locator('.tool-call .tool-args').textContent(), JSON.stringify(args, null, 2));
+    assert.ok(!(await chat.locator('.msg.assistant').innerText()).includes('<tool_call>'));
+    assert.equal(await chat.locator('textarea').getAttribute('placeholder'), 'The result of get_weather');
+
+    // the host gives the result; the model's next answer follows (not forced now)
+    await page.evaluate(() => document.querySelector('wick-chat').setAttribute('tool-choice', 'none'));
+    const after = await page.evaluate(async ([id, result]) => {
+      const el = document.querySelector('wick-chat');
+      const answer = await el.sendToolResult(id, result);
+      return { answer, messages: el.messages };
+    }, [calls[0].id, RESULT]);
+    assert.equal(typeof after.answer, 'string');
+    assert.deepEqual(after.messages.map((m) => m.role), ['user', 'assistant', 'tool', 'assistant']);
+    assert.deepEqual(after.messages[1].tool_calls, calls);
+    assert.deepEqual(after.messages[2], { role: 'tool', tool_call_id: calls[0].id, content: RESULT });
+    assert.match(await chat.locator('.msg.tool').textContent(), /^Result of get_weather\{"temperature": 21/);
+    assert.equal(await page.evaluate(() => window.toolCalls.length), 1);
+
+    // a tools attribute that is not JSON: the error says where, and nothing is sent
+    await page.evaluate(() => document.querySelector('wick-chat').setAttribute('tools', '[{"type": "function",]'));
+    await chat.locator('textarea').fill('Hello');
+    await chat.locator('textarea').press('Enter');
+    await chat.locator('.msg.error').waitFor();
+    assert.match(await chat.locator('.msg.error').textContent(), /^the tools attribute: not JSON at line 1, column 22: /);
+    assert.equal(await page.evaluate(() => document.querySelector('wick-chat').messages.length), 4);
+    assert.deepEqual(errors, []);
+  } finally {
+    await page.close();
   }
 });

@@ -209,6 +209,8 @@ test('Granite 3.3 gives the tools an available_tools turn after the system turn'
     + 'You are Granite, developed by IBM. You are a helpful assistant with access to the following tools.'), alone);
 });
 
+// (with no tool-call format to describe them in: for a model whose family has one, as SmolLM3's,
+// wick writes them into the system message, see tests/tools.test.mjs)
 test('Gemma 2, Phi-3.5 and llama.cpp\'s SmolLM3 template have no tools section: the tools leave the prompt as it was', async () => {
   for (const name of [GEMMA2, PHI35, SMOLLM3]) {
     const plain = await render(name, CONVERSATION);

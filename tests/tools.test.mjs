@@ -1,6 +1,7 @@
 // tests/tools.test.mjs — the chat API's tools (issue 17, acceptance 3), through the JavaScript API:
 // the real Qwen3, Llama 3.2 and SmolLM3 templates (llama.cpp's models/templates/, read at test
-// time from node-llama-cpp's llama.cpp bundle) render a request with two tools; a hand-written
+// time from node-llama-cpp's llama.cpp bundle) render a request with two tools (llama.cpp's SmolLM3
+// copy has no tools section: wick describes them in its system message); a hand-written
 // reply in each family's format is parsed into OpenAI's tool_calls, streamed and not (the reply
 // is made the model's output by a grammar of exactly that text, so the whole chat path runs);
 // a reply that does not parse stays content; and tool_choice naming a function (or 'required')
@@ -102,9 +103,49 @@ test('the Qwen3 and Llama 3.2 templates render both tools in their tool sections
   assert.equal(toolCallFormat(templates.smollm3, 'smollm3'), 'hermes');
 });
 
-test('SmolLM3: llama.cpp\'s copy of its template has no tools section (the tools are not in its prompt)', async () => {
-  const smol = await renderChatTemplate(templates.smollm3, ASK, { tools: TOOLS });
-  assert.equal(smol, await renderChatTemplate(templates.smollm3, ASK));
+test('SmolLM3: llama.cpp\'s copy of its template has no tools section, so wick describes the tools in the system message', async () => {
+  const engine = await engineFor('families/mini-smollm3-q8_0.gguf');
+  const plain = await engine.applyChatTemplate(ASK, { template: templates.smollm3 });
+  const smol = await engine.applyChatTemplate(ASK, { template: templates.smollm3, tools: TOOLS });
+  assert.notEqual(smol, plain);
+  // inside the system turn (the template's "Custom Instructions"), before the user's message
+  const system = smol.slice(0, smol.indexOf('<|im_end|>'));
+  assert.ok(system.startsWith('<|im_start|>system\n## Metadata'), smol);
+  assert.match(system, /<tools>\n\{"type": "function", "function": \{"name": "get_weather"[^\n]*\}\n\{"type": "function", "function": \{"name": "search_page"[^\n]*\}\n<\/tools>/);
+  assert.ok(system.includes('"maxLength": 16') && system.includes('"required": ["query", "limit"]'), 'the parameter schemas are there');
+  // the Hermes call format is explained, with an example a parser of that format reads as a call
+  const example = system.match(/<tool_call>\n[^\n]*\n<\/tool_call>/);
+  assert.ok(example, system);
+  assert.deepEqual(parseToolCalls('hermes', example[0]).calls.map((c) => c.function.name), ['function_name']);
+  // the rest of the prompt is as without tools: the user's turn and the answer prompt
+  assert.ok(smol.endsWith(plain.slice(plain.indexOf('<|im_end|>'))), smol);
+  // a system message of the caller's stays, with the tools after it
+  const own = await engine.applyChatTemplate([{ role: 'system', content: 'Answer in French.' }, ...ASK], { template: templates.smollm3, tools: TOOLS });
+  assert.match(own, /## Custom Instructions\n\nAnswer in French\.\n\n[^]*<tools>[^]*<\/tools>[^]*<\|im_end\|>\n<\|im_start\|>user\nWhat is the weather in Paris\?/);
+  // renderChatTemplate without a model does the same when told the format, and nothing without one
+  assert.equal(await renderChatTemplate(templates.smollm3, ASK, { tools: TOOLS, toolFormat: 'hermes' }), smol);
+  assert.equal(await renderChatTemplate(templates.smollm3, ASK, { tools: TOOLS }), plain);
+  // the templates that render tools themselves are left alone, even when told the format
+  for (const [key, format] of [['qwen3', 'hermes'], ['llama32', 'llama3']]) {
+    const own = await renderChatTemplate(templates[key], ASK, { tools: TOOLS, toolFormat: format, now: new Date(2025, 0, 5) });
+    assert.equal(own, await renderChatTemplate(templates[key], ASK, { tools: TOOLS, toolFormat: null, now: new Date(2025, 0, 5) }), key);
+    assert.ok(!own.includes('### Tools'), key);
+  }
+});
+
+test('the description in the Llama 3 JSON format, and a toolFormat that is not one', async () => {
+  const plain = '{% for m in messages %}<{{ m.role }}>{{ m.content }}\n{% endfor %}';
+  const text = await renderChatTemplate(plain, [{ role: 'system', content: 'Be brief.' }, ...ASK], { tools: TOOLS, toolFormat: 'llama3' });
+  const system = text.slice(0, text.indexOf('<user>'));
+  assert.ok(system.startsWith('<system>Be brief.\n\n### Tools\n'), text);
+  assert.ok(system.includes('\n{"type": "function", "function": {"name": "get_weather"') && system.includes('\n{"type": "function", "function": {"name": "search_page"'), text);
+  assert.ok(!system.includes('<tool_call>'), 'no Hermes tags in the Llama 3 description');
+  const example = system.trimEnd().split('\n').at(-1);
+  assert.deepEqual(parseToolCalls('llama3', example).calls.map((c) => c.function.name), ['function_name']);
+  // an earlier call is written into the assistant's message in that format
+  const history = [...ASK, { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Oslo"}' } }] }, { role: 'tool', tool_call_id: 'call_1', content: '21' }];
+  assert.ok((await renderChatTemplate(plain, history, { tools: TOOLS, toolFormat: 'llama3' })).includes('<assistant>{"name": "get_weather", "parameters": {"city": "Oslo"}}\n<tool>21'));
+  await assert.rejects(renderChatTemplate(plain, ASK, { tools: TOOLS, toolFormat: 'xml' }), { code: 'E_INVALID_ARG', message: /toolFormat must be one of hermes, llama3 or null/ });
 });
 
 test('parseToolCalls: Hermes calls with text around them, Llama 3 JSON calls, and what does not parse', () => {
@@ -143,12 +184,13 @@ for (const [family, file, template, format] of FAMILIES) {
     }
     // the stream never shows the call's text as content
     assert.ok(!streamed.chunks.some((c) => (c.choices[0].delta.content || '').includes('get_weather')));
-    // a tool result goes back as a role 'tool' message and renders (in the templates that have
-    // tools: llama.cpp's SmolLM3 copy shows only the tool message's text)
+    // a tool result goes back as a role 'tool' message and renders, after the call (which wick
+    // writes into the assistant's message for llama.cpp's SmolLM3 copy, as that template drops it)
     const followUp = [...ASK, { role: 'assistant', content: null, tool_calls: whole.choices[0].message.tool_calls }, { role: 'tool', tool_call_id: whole.choices[0].message.tool_calls[0].id, content: '{"temperature": 21}' }];
     const prompt = await engine.applyChatTemplate(followUp, { template: templates[template], tools: TOOLS });
     assert.ok(prompt.includes('temperature') && prompt.includes('21'), prompt);
-    if (template !== 'smollm3') assert.ok(prompt.indexOf('get_weather', prompt.indexOf(ASK[0].content)) > 0, 'the call is in the history');
+    const call = prompt.indexOf('get_weather', prompt.indexOf(ASK[0].content));
+    assert.ok(call > 0 && call < prompt.lastIndexOf('21'), 'the call is in the history, before its result');
   });
 
   test(`${family}: a reply that looks like a call but does not parse is plain content with finish_reason stop`, async () => {

@@ -152,7 +152,9 @@ export interface ChatTemplateOptions {
   /** end with the assistant's turn header (default true) */
   addGenerationPrompt?: boolean;
   /** tool definitions, given to the template as `tools` (an empty list is none); a template without a
-   *  tools section (Gemma 2, Phi-3.5, llama.cpp's SmolLM3 template) leaves them out of the prompt */
+   *  tools section (Gemma 2, Phi-3.5, llama.cpp's SmolLM3 template) gets them described in the system
+   *  message when the family's call format is known (an engine's: SmolLM3, Qwen; see toolFormat),
+   *  else leaves them out of the prompt */
   tools?: ChatTool[];
   /** the time strftime_now, date_string and datetime show (default: the current time) */
   now?: Date;
@@ -164,6 +166,19 @@ export interface RenderChatTemplateOptions extends ChatTemplateOptions {
   /** the text of bos_token and eos_token in the template (default '') */
   bosToken?: string;
   eosToken?: string;
+  /** the call format to describe the tools in, in the system message, when the template renders
+   *  the same with and without them (default: the template's own, toolCallFormat(source); null: never) */
+  toolFormat?: 'hermes' | 'llama3' | null;
+}
+
+/** What a chat request's tools come to (planToolCalls). */
+export interface ToolCallPlan {
+  /** the tools given to the template (undefined: none, as with tool_choice 'none') */
+  render: ChatTool[] | undefined;
+  /** the format replies are parsed in (parseToolCalls), or null when wick knows none for the template */
+  format: 'hermes' | 'llama3' | null;
+  /** GBNF that forces a call (tool_choice 'required' or a named function), or null */
+  grammar: string | null;
 }
 
 export interface ChatCompletionRequest {
@@ -337,6 +352,9 @@ export declare function renderChatTemplate(source: string, messages: ChatMessage
 export declare function jsonSchemaToGrammar(schema: Record<string, unknown> | boolean): string;
 /** The tool-call format wick parses a chat template's replies in ('hermes', 'llama3'), or null. */
 export declare function toolCallFormat(template: string | null | undefined, arch?: string): 'hermes' | 'llama3' | null;
+/** How a request's tools are used with a chat template and a model architecture; throws a WickError
+ *  for a tool_choice that cannot be met (an unknown function, a forced call with no known format). */
+export declare function planToolCalls(request: { tools?: ChatTool[] | null; tool_choice?: ChatCompletionRequest['tool_choice']; response_format?: ChatCompletionRequest['response_format'] }, template: string | null | undefined, architecture?: string): ToolCallPlan;
 /** The tool calls in a reply: { content, calls }, or null when it holds none or one that does not parse. */
 export declare function parseToolCalls(format: 'hermes' | 'llama3', text: string): { content: string; calls: ChatCompletionToolCall[] } | null;
 export declare function defaultThreads(): number;

@@ -467,6 +467,7 @@ class Engine {
       throw new WickError('E_NO_TEMPLATE', `${this.info.name} has no chat template (tokenizer.chat_template); pass chat_template with the request, or use engine.generate() for plain text`);
     return renderChatTemplate(source, messages, {
       addGenerationPrompt, tools, now, extra,
+      toolFormat: toolCallFormat(source, this.info.architecture),
       bosToken: this.info.specialTokens.bos ?? '',
       eosToken: this.info.specialTokens.eos ?? '',
     });
@@ -493,7 +494,7 @@ class Engine {
       grammar: responseGrammar(request),
     };
     const templateSource = request.chat_template ?? this.info.chatTemplate;
-    const tools = toolSetup(request, templateSource, this.info.architecture);
+    const tools = planToolCalls(request, templateSource, this.info.architecture);
     if (tools.grammar) options.grammar = tools.grammar;
     if (options.maxTokens === null) options.maxTokens = undefined;
     const checked = generateSettings(options);
@@ -690,11 +691,17 @@ class ToolCallSplitter {
   }
 }
 
-/** How a chat request's tools are used: rendered (render), parsed (format), constrained (grammar). */
-function toolSetup(request, templateSource, arch) {
-  const tools = request.tools ?? undefined;
+/**
+ * How a chat request's tools ({tools, tool_choice, response_format}) are used with a chat
+ * template (its source) and a model architecture: the tools to render (render), the format the
+ * reply is parsed in (format, or null), and the grammar that forces a call (grammar, or null:
+ * tool_choice 'required' or a named function). Throws a WickError for a choice that cannot be
+ * met (an unknown function, a forced call with no known format, parameters no grammar can express).
+ */
+export function planToolCalls(request, templateSource, arch) {
+  const tools = checkTools(request.tools);
   const choice = request.tool_choice ?? 'auto';
-  if (!tools || !tools.length) {
+  if (!tools) {
     if (choice !== 'auto' && choice !== 'none') throw invalid(`tool_choice ${JSON.stringify(choice)} needs tools`);
     return { render: undefined, format: null, grammar: null };
   }
@@ -968,10 +975,12 @@ function pythonStringRepr(text) {
  * The prompt text of a conversation rendered with a chat template (the Jinja source), without a
  * model. Options: addGenerationPrompt (default true), bosToken and eosToken (default ''), tools
  * (OpenAI-style function definitions, given to the template as `tools`; a template without a
- * tools section ignores them), now (the Date of strftime_now and date_string; default: now),
+ * tools section gets them described in the system message, in toolFormat), toolFormat (the call
+ * format, 'hermes' or 'llama3'; default: the template's own, toolCallFormat(source); null: the
+ * tools are left to the template alone), now (the Date of strftime_now and date_string; default: now),
  * extra (more template variables, e.g. {enable_thinking: false}).
  */
-export async function renderChatTemplate(source, messages, { addGenerationPrompt = true, bosToken = '', eosToken = '', tools, now, extra = {} } = {}) {
+export async function renderChatTemplate(source, messages, { addGenerationPrompt = true, bosToken = '', eosToken = '', tools, toolFormat, now, extra = {} } = {}) {
   if (typeof source !== 'string' || !source) throw invalid('the chat template must be a non-empty string');
   checkMessages(messages);
   const toolList = checkTools(tools);
@@ -989,16 +998,84 @@ export async function renderChatTemplate(source, messages, { addGenerationPrompt
     bos_token: bosToken,
     eos_token: eosToken,
   };
-  let prepared = templateMessages(messages, source);
-  if (prepared[0].role === 'system' && !takesSystemMessage(module, entry, base)) prepared = joinSystemToNext(prepared);
-  const context = { ...base, ...extra, messages: prepared, add_generation_prompt: addGenerationPrompt, bos_token: bosToken, eos_token: eosToken };
-  if (toolList) context.tools = toolList;
-  try {
-    return runTemplate(module, entry.template, context);
-  } catch (e) {
-    if (e instanceof TemplateRaised) throw new WickError('E_TEMPLATE', `the chat template refused the conversation: ${e.message}`);
-    throw new WickError('E_TEMPLATE', `the chat template failed: ${e.message}`);
+  if (toolFormat === undefined) toolFormat = toolCallFormat(source);
+  else if (toolFormat !== null && !TOOL_FORMATS.includes(toolFormat)) throw invalid(`toolFormat must be one of ${TOOL_FORMATS.join(', ')} or null`);
+  const render = (prepared, withTools) => {
+    if (prepared[0].role === 'system' && !takesSystemMessage(module, entry, base)) prepared = joinSystemToNext(prepared);
+    const context = { ...base, ...extra, messages: prepared, add_generation_prompt: addGenerationPrompt, bos_token: bosToken, eos_token: eosToken };
+    if (withTools) context.tools = toolList;
+    try {
+      return runTemplate(module, entry.template, context);
+    } catch (e) {
+      if (e instanceof TemplateRaised) throw new WickError('E_TEMPLATE', `the chat template refused the conversation: ${e.message}`);
+      throw new WickError('E_TEMPLATE', `the chat template failed: ${e.message}`);
+    }
+  };
+  const prepared = templateMessages(messages, source);
+  const text = render(prepared, !!toolList);
+  // a template with no tools section (llama.cpp's SmolLM3 copy) renders the same with and
+  // without them: the model would never learn of the tools, so wick tells it in the system message
+  if (!toolList || !toolFormat || text !== render(prepared, false)) return text;
+  return render(withToolsDescribed(prepared, toolList, toolFormat), true);
+}
+
+// ---- tools for a template that has no tools section ----
+//
+// The tools are described in the system message (a new one when the conversation has none), in
+// the words below: each definition as one line of JSON, then how a call is written in the
+// family's format. The assistant's earlier calls, which such a template drops, are written into
+// its message as text in that same format, so that the model sees what it called before a result.
+
+const TOOL_FORMATS = ['hermes', 'llama3'];
+
+/** JSON with a space after each comma and colon, as Python's json.dumps (the templates' tojson) writes it. */
+function spacedJson(value) {
+  if (Array.isArray(value)) return `[${value.map(spacedJson).join(', ')}]`;
+  if (value !== null && typeof value === 'object')
+    return `{${Object.entries(value).filter(([, v]) => v !== undefined).map(([k, v]) => `${JSON.stringify(k)}: ${spacedJson(v)}`).join(', ')}}`;
+  return JSON.stringify(value) ?? 'null';
+}
+
+/** The text of one call as the model writes it in a format. */
+function toolCallText(format, name, args) {
+  return format === 'hermes'
+    ? `<tool_call>\n${spacedJson({ name, arguments: args })}\n</tool_call>`
+    : spacedJson({ name, parameters: args });
+}
+
+/** The tools section wick writes into the system message for a template that has none. */
+function describeTools(tools, format) {
+  const list = tools.map(spacedJson).join('\n');
+  if (format === 'hermes') {
+    return '### Tools\n\nYou can call functions to help with the request. Each one is given below as a JSON object '
+      + '(its name, what it does, and a JSON schema of its arguments), one per line, between <tools> and </tools>:\n'
+      + `<tools>\n${list}\n</tools>\n\n`
+      + 'To call a function, write a JSON object with its name and its arguments between <tool_call> and </tool_call>, as here:\n'
+      + `${toolCallText('hermes', 'function_name', { argument_name: 'value' })}\n`
+      + 'Write one such block for each call. The results come back in the next message.';
   }
+  return '### Tools\n\nYou can call functions to help with the request. Each one is given below as a JSON object '
+    + '(its name, what it does, and a JSON schema of its parameters), one per line:\n'
+    + `${list}\n\n`
+    + 'To call a function, answer with nothing but a JSON object with its name and its parameters, as here:\n'
+    + toolCallText('llama3', 'function_name', { argument_name: 'value' });
+}
+
+/** The conversation with the tools described in its system message and the calls written as text. */
+function withToolsDescribed(messages, tools, format) {
+  const description = describeTools(tools, format);
+  const out = messages.map((m) => {
+    if (m.role !== 'assistant' || !Array.isArray(m.tool_calls) || !m.tool_calls.length) return m;
+    const calls = m.tool_calls.map((c) => toolCallText(format, c.function.name, c.function.arguments ?? {}));
+    const written = { ...m, content: [m.content, ...calls].filter(Boolean).join('\n') };
+    delete written.tool_calls;
+    return written;
+  });
+  if (out[0].role === 'system') {
+    const system = out[0].content.trimEnd();
+    return [{ ...out[0], content: system ? `${system}\n\n${description}` : description }, ...out.slice(1)];
+  }
+  return [{ role: 'system', content: description }, ...out];
 }
 
 // @huggingface/jinja renders chat templates. Under Node and with a bundler or an import map the

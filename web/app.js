@@ -1,10 +1,12 @@
 // web/app.js — the page: pick and load a model, chat or continue text with streamed tokens,
-// sampling controls, stats under each answer, and the "Look inside" panel.
+// sampling controls, tools the model may call in a chat (a call shows as a card, the user's next
+// message is its result), stats under each answer, and the "Look inside" panel.
 // Everything the model writes is put on the page as text (textContent), never as HTML.
-import { Wick } from '../wasm_glue/wick.mjs';
+import { Wick, planToolCalls, parseToolCalls } from '../wasm_glue/wick.mjs';
 import { jsonSchemaToGrammar, JSON_OBJECT_GRAMMAR } from '../wasm_glue/json-schema.mjs';
 import { ensureCrossOriginIsolation, controlledByServiceWorker, engineWorkerUrl } from './coi.js';
 import { LookInside } from './look-inside.js';
+import { parseToolsText, toolCallCard, answerCard } from './tool-calls.js';
 import { CATALOGUE, HF, approximateSize, catalogueUrl, repositoryUrl, hubFromParam } from './catalogue.js';
 import {
   el, formatBytes, formatCount, formatDuration, formatParams, detectFeatures, threadsNote, inspectFile,
@@ -38,7 +40,9 @@ const state = {
   checks: 0,          // how many looks at a source were started: a slower, older one is dropped
   hub: HF,            // where the catalogue's files are (?hf= replaces Hugging Face)
   chooseTimer: 0,     // the pending look at a catalogue entry
-  messages: [],       // chat history: {role, content}
+  messages: [],       // chat history: {role, content} (and {role: 'assistant', tool_calls}, {role: 'tool', tool_call_id})
+  pendingCalls: [],   // the last answer's tool calls still waiting for a result: {call, card}
+  prompt: '',         // the text of the last chat prompt, as the template rendered it
   last: null,         // what Regenerate repeats: {kind: 'chat'|'completion', prompt?, view}
 };
 const records = new WeakMap(); // token span → its record
@@ -58,7 +62,8 @@ function updateButtons() {
   const ready = !!state.engine && !state.loading;
   $('send').disabled = !ready || busy;
   $('stop').disabled = !busy;
-  $('regenerate').disabled = !ready || busy || !state.last;
+  // not between the results of several calls (the answer they are for would be asked again)
+  $('regenerate').disabled = !ready || busy || !state.last || (state.last.kind === 'chat' && state.messages.at(-1)?.role === 'tool');
   $('load-button').disabled = !!state.loading || !state.features?.simd;
   $('cancel-load').hidden = !state.loading;
 }
@@ -165,6 +170,98 @@ function statsText(done, run) {
   return bits.join(' · ');
 }
 
+// ---- tools (chat mode) ----
+
+function showToolsError(e) {
+  $('tools-error').hidden = !e;
+  $('tools-error').textContent = e ? e.message : '';
+  if (e) $('tools').setAttribute('aria-invalid', 'true');
+  else $('tools').removeAttribute('aria-invalid');
+}
+
+/** The Tool choice list: auto, required, none, then one entry per function of the Tools box. */
+function refreshToolChoice(tools = []) {
+  const select = $('tool-choice');
+  const was = select.value;
+  for (const option of [...select.options]) if (option.value.startsWith('function:')) option.remove();
+  for (const t of tools) select.append(el('option', { value: `function:${t.function.name}` }, `${t.function.name}: it calls this one`));
+  select.value = [...select.options].some((o) => o.value === was) ? was : 'auto';
+}
+
+/** Reads the Tools box as the user types: a box that is right updates the choices; errors show on change. */
+function checkToolsBox(showError) {
+  try {
+    refreshToolChoice(parseToolsText($('tools').value));
+    showToolsError(null);
+  } catch (e) {
+    if (showError) showToolsError(e);
+  }
+}
+
+/** How this chat turn uses the Tools box (planToolCalls: render, format, grammar), or null without tools. */
+function toolsPlan(engine, formatGrammarText) {
+  let tools;
+  try {
+    tools = parseToolsText($('tools').value);
+  } catch (e) {
+    showToolsError(e);
+    throw controlError('Tools', e, 'tools');
+  }
+  refreshToolChoice(tools);
+  $('tools-note')?.remove();
+  if (!tools) return null;
+  const value = $('tool-choice').value;
+  const choice = value.startsWith('function:') ? { type: 'function', function: { name: value.slice('function:'.length) } } : value;
+  let plan;
+  try {
+    plan = planToolCalls({ tools, tool_choice: choice }, engine.info.chatTemplate, engine.info.architecture);
+  } catch (e) {
+    showToolsError(e);
+    throw controlError('Tools', e, 'tools');
+  }
+  if (plan.grammar && formatGrammarText) throw controlError('Tools', new Error('a tool choice that forces a call and a Format other than free text cannot go together: choose one'), 'tools');
+  showToolsError(null);
+  if (plan.render && !plan.format) {
+    notice('warn', "This model's chat template has no tool-call format wick knows (Hermes <tool_call>, Llama 3 JSON): the tools are in the prompt, but a call shows as plain text.").id = 'tools-note';
+  }
+  return plan;
+}
+
+/** The composer says whose result the next message is, while calls wait for one. */
+function showToolReply() {
+  const next = mode() === 'chat' ? state.pendingCalls[0] : null;
+  const note = $('tool-reply-note');
+  note.hidden = !next;
+  if (!next) { note.textContent = ''; applyPlaceholder(); return; }
+  const name = next.call.function.name;
+  const more = state.pendingCalls.length - 1;
+  note.textContent = `Your next message is the result of ${name}${more ? ` (then ${more} more call${more > 1 ? 's' : ''})` : ''}.`;
+  $('prompt').placeholder = `The result of ${name}, e.g. {"temperature": 21}`;
+}
+
+/** Puts a chat answer into the conversation: as tool calls (cards waiting for results) when it is one, else as text. */
+function finishChatAnswer(view, run) {
+  const parsed = run.tools?.format && view.stats.dataset.finish !== 'abort' ? parseToolCalls(run.tools.format, view.text) : null;
+  if (!parsed) {
+    state.messages.push({ role: 'assistant', content: view.text });
+    return;
+  }
+  state.messages.push({ role: 'assistant', content: parsed.content || null, tool_calls: parsed.calls });
+  const cards = parsed.calls.map(toolCallCard);
+  // the model's own text (and its tokens, for Look inside) stays, folded away under the cards
+  const raw = el('details', { className: 'raw-reply' }, el('summary', {}, 'The reply as the model wrote it'));
+  view.tokens.replaceWith(...(parsed.content ? [el('div', { className: 'reply-text' }, parsed.content)] : []), ...cards, raw);
+  raw.append(view.tokens);
+  view.box.dataset.toolCalls = String(parsed.calls.length);
+  state.pendingCalls = parsed.calls.map((call, i) => ({ call, card: cards[i] }));
+  showToolReply();
+}
+
+function toolResultView(call, text) {
+  return el('article', { className: 'msg tool', 'data-call-id': call.id },
+    el('h3', {}, `Result of ${call.function.name}`), el('div', { className: 'tool-result-text' }, text));
+}
+
 // ---- generating ----
 
 async function generate(view, tokens, run) {
@@ -220,32 +317,50 @@ function threadsText(e) {
   return e.multiThreaded ? `${e.threads} thread${e.threads > 1 ? 's' : ''}` : '1 thread (single-threaded build)';
 }
 
-/** runInfo(), or null with the reason shown (a Format schema that does not convert). */
-function runInfoOrNotice() {
+/** runInfo(kind), or null with the reason shown (a Format schema that does not convert, a Tools box that is wrong). */
+function runInfoOrNotice(kind) {
   try {
-    return runInfo();
+    return runInfo(kind);
   } catch (e) {
-    notice('error', `Format: ${e.message}`);
+    notice('error', e.message);
+    if (e.field === 'tools') {
+      // the Tools box, with the caret where its JSON breaks
+      $('settings-panel').open = true;
+      $('tools').focus();
+      if (e.offset !== null && e.offset !== undefined) $('tools').setSelectionRange(e.offset, e.offset);
+    }
     return null;
   }
 }
 
-function runInfo() {
-  const e = state.engine;
-  return {
-    settings: settings(),
-    grammar: formatGrammar(),
-    kvBytes: e.info.kvBytes,
-    threadsText: threadsText(e),
-  };
+/** An error of one control, its name in front ("Format: …"); field names the control to show. */
+function controlError(label, e, field) {
+  const error = new Error(`${label}: ${e.message}`);
+  error.field = field;
+  error.offset = e.offset ?? null;
+  return error;
 }
 
-/** Renders the chat so far with the model's template and turns it into token ids. */
-async function chatTokens() {
+function runInfo(kind) {
+  const e = state.engine;
+  const run = { settings: settings(), grammar: '', tools: null, kvBytes: e.info.kvBytes, threadsText: threadsText(e) };
+  try {
+    run.grammar = formatGrammar();
+  } catch (err) {
+    throw controlError('Format', err, 'format');
+  }
+  if (kind === 'chat') run.tools = toolsPlan(e, run.grammar);
+  if (run.tools?.grammar) run.grammar = run.tools.grammar;
+  return run;
+}
+
+/** Renders the chat so far with the model's template (and the tools) and turns it into token ids. */
+async function chatTokens(run) {
   const system = $('system-prompt').value.trim();
   const messages = system ? [{ role: 'system', content: system }, ...state.messages] : state.messages;
   const engine = state.engine;
-  const text = await engine.applyChatTemplate(messages);
+  const text = await engine.applyChatTemplate(messages, { tools: run.tools?.render });
+  state.prompt = text;
   const bos = engine.info.specialTokens.bos;
   return engine.tokenize(text, { addBos: !(bos && text.startsWith(bos)), special: true });
 }
@@ -254,38 +369,50 @@ async function send(text) {
   if (!state.engine || state.generating) return;
   const kind = mode();
   if (!text.trim() && kind === 'chat') return;
-  const run = runInfoOrNotice();
+  const run = runInfoOrNotice(kind);
   if (!run) return;
+  // while the last answer's tool calls wait for results, a chat message is the next one's result
+  const answering = kind === 'chat' && state.pendingCalls.length > 0;
   let view, tokens;
   try {
     if (kind === 'chat') {
-      state.messages.push({ role: 'user', content: text });
-      stickToBottom(() => $('log').append(userView(text)));
-      $('prompt').value = '';
+      if (answering) {
+        const { call, card } = state.pendingCalls.shift();
+        state.messages.push({ role: 'tool', tool_call_id: call.id, content: text });
+        answerCard(card);
+        stickToBottom(() => $('log').append(toolResultView(call, text)));
+        $('prompt').value = '';
+        showToolReply();
+        if (state.pendingCalls.length) { updateButtons(); return; } // the other calls' results come first
+      } else {
+        state.messages.push({ role: 'user', content: text });
+        stickToBottom(() => $('log').append(userView(text)));
+        $('prompt').value = '';
+      }
       view = answerView('chat');
       stickToBottom(() => $('log').append(view.box));
-      tokens = await chatTokens();
+      tokens = await chatTokens(run);
     } else {
       view = answerView('completion', text);
       stickToBottom(() => $('log').append(view.box));
       tokens = await state.engine.tokenize(text, { addBos: true });
     }
   } catch (e) {
-    if (kind === 'chat') state.messages.pop();
+    if (kind === 'chat' && !answering) state.messages.pop();
     (view?.box || $('log')).append(el('p', { className: 'msg-error', role: 'alert' }, `${e.code ? `${e.code}: ` : ''}${e.message}`));
     view?.box.setAttribute('aria-busy', 'false');
     return;
   }
   state.last = { kind, prompt: text, view };
   await generate(view, tokens, run);
-  if (kind === 'chat') state.messages.push({ role: 'assistant', content: view.text });
+  if (kind === 'chat') finishChatAnswer(view, run);
   updateButtons();
 }
 
 async function regenerate() {
   const last = state.last;
   if (!last || !state.engine || state.generating) return;
-  const run = runInfoOrNotice();
+  const run = runInfoOrNotice(last.kind);
   if (!run) return;
   const fresh = answerView(last.kind, last.prompt);
   last.view.box.replaceWith(fresh.box);
@@ -294,7 +421,9 @@ async function regenerate() {
   try {
     if (last.kind === 'chat') {
       if (state.messages.at(-1)?.role === 'assistant') state.messages.pop();
-      tokens = await chatTokens();
+      state.pendingCalls = [];
+      showToolReply();
+      tokens = await chatTokens(run);
     } else {
       tokens = await state.engine.tokenize(last.prompt, { addBos: true });
     }
@@ -303,7 +432,7 @@ async function regenerate() {
     return;
   }
   await generate(fresh, tokens, run);
-  if (last.kind === 'chat') state.messages.push({ role: 'assistant', content: fresh.text });
+  if (last.kind === 'chat') finishChatAnswer(fresh, run);
   updateButtons();
 }
 
@@ -314,8 +443,10 @@ function stop() {
 function newConversation() {
   stop();
   state.messages = [];
+  state.pendingCalls = [];
   state.last = null;
   $('log').replaceChildren();
+  showToolReply();
   updateButtons();
 }
 
@@ -518,6 +649,7 @@ async function loadChosen() {
     state.engine = engine;
     const info = engine.info;
     state.messages = [];
+    state.pendingCalls = [];
     const params = formatParams(info.n_params);
     const name = info.name && info.name !== info.architecture ? info.name : chosen.label;
     $('model-status').textContent = `Loaded ${name} (${params ? `${params} parameters, ` : ''}${info.architecture}) in ` +
@@ -549,8 +681,13 @@ async function loadChosen() {
 function applyMode() {
   const chat = mode() === 'chat';
   $('system-field').hidden = !chat;
-  $('prompt').placeholder = chat ? 'Write a message' : 'Once upon a time';
+  $('tools-field').hidden = !chat;
   document.body.dataset.mode = mode();
+  showToolReply();
+}
+
+function applyPlaceholder() {
+  $('prompt').placeholder = mode() === 'chat' ? 'Write a message' : 'Once upon a time';
 }
 
 // ---- the cache ----
@@ -641,6 +778,8 @@ function wire() {
   $('regenerate').addEventListener('click', regenerate);
   $('new-conversation').addEventListener('click', newConversation);
   for (const r of document.querySelectorAll('input[name=mode]')) r.addEventListener('change', applyMode);
+  $('tools').addEventListener('input', () => checkToolsBox(false));
+  $('tools').addEventListener('change', () => checkToolsBox(true));
 
   // tokens: click one, or focus an answer and move with the arrow keys
   $('log').addEventListener('click', (e) => {

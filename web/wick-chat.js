@@ -18,13 +18,22 @@
 //                   at the first visit and served from the browser's cache, so the page and
 //                   a model loaded once before work with no network (a new wick version is
 //                   fetched as a whole at the next visit; see coi-sw.js)
+//   tools           functions the model may call (chat mode), an OpenAI-style JSON array; or
+//                   set the `tools` property to the array
+//   tool-choice     auto (default), required, none, or the name of one function (forced)
+// A reply that calls tools shows a card per call (name and arguments) and fires wick-tool-call
+// {calls}; each call's result is then given with sendToolResult(callId, text) (or typed by the
+// user: while calls wait, a message is the next one's result), and once all are in, the model's
+// next answer follows.
 // Events (bubbling, composed): wick-ready {info}, wick-token {text}, wick-done {text, timings,
-// finishReason}, wick-error {error}. Methods: load(), send(text), stop(). Property: engine.
+// finishReason}, wick-tool-call {calls}, wick-error {error}. Methods: load(), send(text),
+// sendToolResult(callId, text), stop(). Properties: engine, tools, messages.
 // The wick files (wasm_glue/, build/wasm/, node_modules/@huggingface/jinja) must be on the same
 // site as this script: browsers start Web Workers only from the page's own origin.
 import { Wick } from '../wasm_glue/wick.mjs';
 import { ensureCrossOriginIsolation, controlledByServiceWorker, engineWorkerUrl, keepOffline } from './coi.js';
 import { formatBytes, formatCount, formatDuration, detectFeatures, RateMeter, progressText } from './util.js';
+import { parseToolsText, toolCallCard, answerCard } from './tool-calls.js';
 
 const STYLE = `
 :host { display: block; --wick-accent: #b55d0b; --wick-bg: #fff; --wick-ink: #1d1d1f; --wick-muted: #5c5f66;
@@ -55,6 +64,13 @@ button:disabled { opacity: 0.5; cursor: not-allowed; }
 :focus-visible { outline: 3px solid #1a66d2; outline-offset: 2px; }
 .note { font-size: 0.78rem; color: var(--wick-muted); margin: 0; }
 .sr { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
+.tool-call { border: 1px solid var(--wick-line); border-left: 4px solid var(--wick-accent); border-radius: 8px; padding: 0.35rem 0.6rem; margin: 0.25rem 0; white-space: normal; }
+.tool-call p { margin: 0; }
+.tool-call-label, .tool-call-status { color: var(--wick-muted); font-size: 0.85rem; }
+.tool-name { font-weight: 600; }
+.tool-args { margin: 0.25rem 0; font-size: 0.82rem; white-space: pre-wrap; overflow-wrap: anywhere; }
+.tool { align-self: flex-end; border: 1px dashed var(--wick-line); padding: 0.35rem 0.6rem; border-radius: 8px; max-width: 85%; }
+.tool-head { display: block; color: var(--wick-muted); font-size: 0.8rem; }
 `;
 
 let instances = 0;
@@ -90,6 +106,8 @@ class WickChat extends HTMLElement {
       form: q('form'), prompt: q('textarea'), send: q('.send'), stop: q('.stop'), note: q('.note') };
     this.engine = null;
     this.messages = [];
+    this._tools = undefined;  // set by the property; else read from the attribute
+    this._pending = [];       // the last answer's tool calls still waiting for a result: {call, card}
     this._loading = null;
     this._controller = null;
     this.ui.loadButton.addEventListener('click', () => this.load());
@@ -122,6 +140,19 @@ class WickChat extends HTMLElement {
       this._describe();
     }
   }
+
+  /** The tools of a chat: the property's array, else the `tools` attribute's JSON (a ToolsError says where it is wrong). */
+  get tools() {
+    if (this._tools !== undefined) return this._tools;
+    if (!this.hasAttribute('tools')) return undefined;
+    try {
+      return parseToolsText(this.getAttribute('tools'));
+    } catch (e) {
+      throw new Error(`the tools attribute: ${e.message}`);
+    }
+  }
+
+  set tools(value) { this._tools = value === null || value === undefined ? undefined : parseToolsText(JSON.stringify(value)); }
 
   get modelUrl() { return this.getAttribute('model') ? new URL(this.getAttribute('model'), document.baseURI).href : null; }
 
@@ -210,6 +241,7 @@ class WickChat extends HTMLElement {
     const engine = this.engine;
     this.engine = null;
     this.messages = [];
+    this._pending = [];
     this.ui.log.replaceChildren();
     this.ui.loadButton.hidden = false;
     this.ui.loadButton.disabled = false;
@@ -219,9 +251,49 @@ class WickChat extends HTMLElement {
 
   stop() { this._controller?.abort(); }
 
-  /** Sends a prompt (chat: a user message; completion: text to continue); resolves with the answer. */
+  /** Sends a prompt (chat: a user message, or while tool calls wait, the next one's result;
+   *  completion: text to continue); resolves with the answer. */
   async send(text) {
     if (this._controller || !String(text).trim()) return null;
+    if (this._pending.length && this._mode() === 'chat') return this.sendToolResult(this._pending[0].call.id, text);
+    return this._run(text);
+  }
+
+  /** Gives the result of one of the last answer's tool calls; once every call has one, the model answers (resolves with that answer, else null). */
+  async sendToolResult(callId, text) {
+    if (this._controller) return null;
+    const at = this._pending.findIndex((p) => p.call.id === callId);
+    if (at < 0) throw new Error(`no tool call ${callId} waits for a result`);
+    const [{ call, card }] = this._pending.splice(at, 1);
+    const content = String(text);
+    this.messages.push({ role: 'tool', tool_call_id: call.id, content });
+    answerCard(card);
+    const line = document.createElement('div');
+    line.className = 'msg tool';
+    const head = document.createElement('span');
+    head.className = 'tool-head';
+    head.textContent = `Result of ${call.function.name}`;
+    line.append(head, content);
+    this.ui.log.append(line);
+    this.ui.prompt.value = '';
+    this._showPending();
+    return this._pending.length ? null : this._run(null);
+  }
+
+  _showPending() {
+    const next = this._pending[0];
+    if (next) this.ui.prompt.placeholder = `The result of ${next.call.function.name}`;
+    else this.ui.prompt.placeholder = this.getAttribute('placeholder') || (this._mode() === 'chat' ? 'Write a message' : 'Once upon a time');
+  }
+
+  /** tool_choice from the attribute: auto, required, none, or a function's name. */
+  _toolChoice() {
+    const choice = this.getAttribute('tool-choice') || 'auto';
+    return ['auto', 'required', 'none'].includes(choice) ? choice : { type: 'function', function: { name: choice } };
+  }
+
+  /** One turn: text is the user's message (null: the model answers the tool results just given). */
+  async _run(text) {
     const ui = this.ui;
     const controller = new AbortController();
     this._controller = controller;
@@ -248,19 +320,39 @@ class WickChat extends HTMLElement {
       let out, done = null;
       ui.prompt.value = '';
       if (mode === 'chat') {
-        line('user', text);
+        const tools = this.tools;
+        if (text !== null) {
+          line('user', text);
+          this.messages.push({ role: 'user', content: text });
+        }
         out = line('assistant');
-        this.messages.push({ role: 'user', content: text });
         const system = this.getAttribute('system');
         const messages = system ? [{ role: 'system', content: system }, ...this.messages] : this.messages;
-        const stream = await engine.chat.completions.create({ ...settings, messages, stream: true });
+        const request = { ...settings, messages, stream: true };
+        if (tools) Object.assign(request, { tools, tool_choice: this._toolChoice() });
+        const stream = await engine.chat.completions.create(request);
+        const calls = [];
         for await (const c of stream) {
-          const piece = c.choices[0].delta.content;
-          if (piece) { answer += piece; out.append(piece); this._emit('wick-token', { text: piece }); }
+          const delta = c.choices[0].delta;
+          if (delta.content) { answer += delta.content; out.append(delta.content); this._emit('wick-token', { text: delta.content }); }
+          // a call comes whole at the end of the stream: its id and name, then its arguments
+          for (const d of delta.tool_calls || []) {
+            const slot = (calls[d.index] ??= { id: '', type: 'function', function: { name: '', arguments: '' } });
+            if (d.id) slot.id = d.id;
+            slot.function.name += d.function?.name || '';
+            slot.function.arguments += d.function?.arguments || '';
+          }
           if (c.choices[0].finish_reason) done = { finishReason: c.choices[0].finish_reason, timings: c.timings };
           ui.log.scrollTop = ui.log.scrollHeight;
         }
-        this.messages.push({ role: 'assistant', content: answer });
+        this.messages.push(calls.length ? { role: 'assistant', content: answer || null, tool_calls: calls } : { role: 'assistant', content: answer });
+        if (calls.length) {
+          const cards = calls.map(toolCallCard);
+          out.append(...cards);
+          this._pending = calls.map((call, i) => ({ call, card: cards[i] }));
+          this._showPending();
+          this._emit('wick-tool-call', { calls });
+        }
       } else {
         const prompt = document.createElement('span');
         prompt.className = 'prompt';
