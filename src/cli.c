@@ -108,7 +108,7 @@ static int read_file(const char *path, uint8_t **out, size_t *size) {
     char why[256] = "";
     uint8_t *buf = NULL;
     uint32_t len = 0;
-    if (js_read_file(path, &buf, &len, why, (int)sizeof why)) return error_exit("cannot read %s: %s", path, why);
+    if (js_read_file(path, &buf, &len, why, (int)sizeof why)) return error_exit("cannot open %s: %s", path, why);
 #else
     FILE *f = fopen(path, "rb");
     if (!f) return error_exit("cannot open %s: %s", path, strerror(errno));

@@ -14,7 +14,10 @@ mergeInto(LibraryManager.library, {
     try {
       bytes = Module['wickReadFile'](UTF8ToString(path));
     } catch (e) {
-      stringToUTF8(String(e && e.message || e), why, whyLen);
+      // Node's "ENOENT: no such file or directory, open '…'" as the C library says it
+      var text = String(e && e.message || e);
+      if (e && e.code && e.syscall) text = text.replace(/^[A-Z0-9_]+: /, '').replace(/, \w+ '.*'$/, '');
+      stringToUTF8(text, why, whyLen);
       return -1;
     }
     var p = _malloc(bytes.length || 1);
