@@ -153,7 +153,9 @@ function bufferFrom(device, bytes, usage, label) {
 export class GpuForward {
   static async create(device, { tensors, heap, dequantize, nCtx, maxBatch = 32, maxBinding }) {
     const f = new GpuForward(device, tensors, nCtx, maxBatch, maxBinding);
+    f.dequantize = dequantize;
     await f.#build(heap, dequantize);
+    f.setRopeFactors(heap);
     return f;
   }
 
@@ -169,6 +171,8 @@ export class GpuForward {
     this.limit = Math.min(maxBinding || Infinity, device.limits.maxStorageBufferBindingSize, device.limits.maxBufferSize);
     this.kvDim = c.n_kv_heads * c.head_dim;
     this.half = c.rope_dim / 2;
+    // the FFN's hidden rows padded to whole 32-element units (the padding stays zero)
+    this.hidStride = align(c.hidden_dim, 32);
     this.lostReason = null;
     this.converted = [];      // names of the tensors converted to F32 at load
     this.weightBytes = 0;     // bytes of weights on the GPU
@@ -186,6 +190,7 @@ export class GpuForward {
     if (c.attn_out_gate) return `the ${c.arch} family (attention output gate) runs on the CPU only`;
     if (c.head_dim > MAX_HEAD_DIM) return `head dimension ${c.head_dim} is above the GPU path's ${MAX_HEAD_DIM}`;
     if (c.n_heads % c.n_kv_heads) return `${c.n_heads} heads do not group over ${c.n_kv_heads} KV heads`;
+    if (c.dim % 32 || c.q_dim % 32) return `widths ${c.dim} and ${c.q_dim} are not multiples of 32`;
     return null;
   }
 
@@ -204,7 +209,15 @@ export class GpuForward {
       type = 0;
       rowBytes = w.cols * 4;
     }
-    if (w.cols % 32) throw new GpuError(`${name}: rows of ${w.cols} elements are not whole 32-element units`, 'E_UNSUPPORTED');
+    // rows of a float type whose width is not whole 32-element units (stories260K's hidden 172)
+    // become F32 rows padded with zeros to the next unit; their input rows are padded alike
+    const cols = align(w.cols, 32);
+    if (cols !== w.cols) {
+      if (BLOCK_ELEMS[w.type] !== 1) throw new GpuError(`${name}: rows of ${w.cols} elements are not whole 32-element units`, 'E_UNSUPPORTED');
+      convert = true;
+      type = 0;
+      rowBytes = cols * 4;
+    }
     const rowsPerChunk = Math.max(1, Math.floor(this.limit / rowBytes));
     const chunks = [];
     for (let r0 = 0; r0 < w.rows; r0 += rowsPerChunk) {
@@ -213,10 +226,14 @@ export class GpuForward {
       if (convert) {
         buffer = this.device.createBuffer({ size: rows * rowBytes, usage: S, mappedAtCreation: true, label: name });
         const out = new Float32Array(buffer.getMappedRange());
-        const step = Math.max(1, Math.floor((1 << 22) / w.cols)); // rows per conversion call
-        for (let r = 0; r < rows; r += step) {
-          const n = Math.min(step, rows - r);
-          out.set(dequantize(w.type, w.ptr + (r0 + r) * w.row_bytes, n * w.cols), r * w.cols);
+        if (cols !== w.cols) {
+          for (let r = 0; r < rows; r++) out.set(dequantize(w.type, w.ptr + (r0 + r) * w.row_bytes, w.cols), r * cols);
+        } else {
+          const step = Math.max(1, Math.floor((1 << 22) / w.cols)); // rows per conversion call
+          for (let r = 0; r < rows; r += step) {
+            const n = Math.min(step, rows - r);
+            out.set(dequantize(w.type, w.ptr + (r0 + r) * w.row_bytes, n * w.cols), r * w.cols);
+          }
         }
         buffer.unmap();
         this.buffers.push(buffer);
@@ -228,7 +245,7 @@ export class GpuForward {
       chunks.push({ buffer, row0: r0, rows, bytes: rows * rowBytes });
       this.weightBytes += rows * rowBytes;
     }
-    return { type, cols: w.cols, rows: w.rows, rowBytes, chunks };
+    return { type, cols, rows: w.rows, rowBytes, chunks };
   }
 
   async #build(heap, dequantize) {
@@ -274,7 +291,7 @@ export class GpuForward {
       this.outNorm = outNorm;
 
       // activations of one batch, the KV cache, the readback
-      const qd = c.q_dim, kvd = this.kvDim, dim = c.dim, hid = c.hidden_dim;
+      const qd = c.q_dim, kvd = this.kvDim, dim = c.dim, hid = this.hidStride;
       const f = (n, label, extra = 0) => this.#buffer(4 * n, S | CD | CS | extra, label);
       this.x = f(B * dim, 'x');
       this.xn = f(B * dim, 'xn');
@@ -351,7 +368,7 @@ export class GpuForward {
     };
     const norm = (X, Y, wOff, n, groups, stride, { head = false } = {}) => {
       const off = uniform(u32f32([[n, 'u'], [groups, 'u'], [stride, 'u'], [wOff, 'u'], [c.rms_eps, 'f'], [head ? 1 : 0, 'u'], [0, 'u'], [0, 'u']]));
-      if (X === Y) op(this.pipes.normInPlace, [null, Y, this.vectors, P(32, off), 'step'], (nt, nOut) => [(head ? nOut : nt) * groups, 1, 1]);
+      if (X === Y) op(this.pipes.normInPlace, [null, Y, this.vectors, P(32, off)], (nt, nOut) => [(head ? nOut : nt) * groups, 1, 1]);
       else op(this.pipes.norm, [X, Y, this.vectors, P(32, off), 'step'], (nt, nOut) => [(head ? nOut : nt) * groups, 1, 1]);
     };
     const elementwise = (pipe, A, Bb, n, stride, { act = 0, scale = 1, cap = 0, head = false } = {}) => {
@@ -360,7 +377,7 @@ export class GpuForward {
         const g = Math.ceil(((head ? nOut : nt) * n) / WG);
         return [Math.min(g, GROUPS_PER_Y), Math.ceil(g / GROUPS_PER_Y), 1];
       };
-      op(pipe, Bb ? [A, Bb, P(32, off), 'step'] : [A, P(32, off), 'step'], groups);
+      op(pipe, [A, Bb, P(32, off), 'step'], groups);
     };
     const ownSwaTable = c.n_swa > 0 && (c.rope_base_swa !== c.rope_base || c.rope_scale_swa !== c.rope_scale);
     const rope = (Y, nHeads, stride, sliding) => {
@@ -369,7 +386,7 @@ export class GpuForward {
       op(this.pipes.rope, [Y, this.rope, P(32, off), 'step'], (nt) => [Math.ceil((nt * nHeads * this.half) / WG), 1, 1]);
     };
 
-    const dim = c.dim, qd = c.q_dim, kvd = this.kvDim, hid = c.hidden_dim;
+    const dim = c.dim, qd = c.q_dim, kvd = this.kvDim, hid = this.hidStride;
     this.layers.forEach((l, i) => {
       const L = l.L;
       let input = this.x;
@@ -402,7 +419,7 @@ export class GpuForward {
       }
       mm(l.w_gate, fIn, this.g, dim, hid);
       mm(l.w_up, fIn, this.u, dim, hid);
-      elementwise(this.pipes.glu, this.g, this.u, hid, hid, { act: c.act === 'gelu_tanh' ? 1 : 0 });
+      elementwise(this.pipes.glu, this.g, this.u, c.hidden_dim, hid, { act: c.act === 'gelu_tanh' ? 1 : 0 });
       this.#blockOut(mm, norm, elementwise, l.w_down, this.g, hid, l.ffn_post);
     });
     this.layerOps = ops.length;
@@ -480,6 +497,23 @@ export class GpuForward {
 
   #checkLost() {
     if (this.lostReason !== null) throw new GpuError(`the GPU device was lost: ${this.lostReason}`);
+  }
+
+  /** The embeddings of tokens, dequantized by the engine and scaled (as src/forward.c does). */
+  embed(tokens) {
+    const c = this.c, e = this.t.tok_embd;
+    const x = new Float32Array(tokens.length * c.dim);
+    tokens.forEach((tok, i) => {
+      if (!(tok >= 0 && tok < c.n_vocab)) throw new GpuError(`token id ${tok} out of range (vocabulary of ${c.n_vocab})`, 'E_INVALID_ARG');
+      x.set(this.dequantize(e.type, e.ptr + tok * e.row_bytes, c.dim), i * c.dim);
+    });
+    if (c.embd_scale !== 1) for (let i = 0; i < x.length; i++) x[i] *= c.embd_scale;
+    return x;
+  }
+
+  /** evaluate() on token ids. */
+  eval(tokens, pos0, allLogits) {
+    return this.evaluate(this.embed(tokens), tokens.length, pos0, allLogits);
   }
 
   /**
