@@ -17,7 +17,7 @@ const heap = () => M.HEAPU8;
 
 async function forwardOf(file, nCtx = 256) {
   const { model, tensors } = loadModel(M, file);
-  const f = await backend.GpuForward.create(device, { tensors, heap, dequantize, nCtx });
+  const f = await backend.GpuForward.create(device, { tensors, heap, dequantize, nCtx, software: true });
   return { f, model, tensors };
 }
 

@@ -4,7 +4,8 @@
 // dequantization (wick_dequantize, summed in float64) within float rounding, and against the
 // engine's kernel (wick_row_dot: the activation row quantized to 8-bit blocks first, as the CPU
 // forward pass does) within that quantization's error. One token (decode) and eleven (a token
-// tile of 8 and a partial one), a row count over several workgroups, on SwiftShader.
+// tile of 8 and a partial one), a row count over several workgroups, on SwiftShader; both entry
+// points (main: an invocation per row, main_wg: a workgroup per row).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { backend, loadEngine, gpuDevice } from './gpu-helpers.mjs';
@@ -45,8 +46,8 @@ function randomRows(t, rows, cols) {
   return bytes;
 }
 
-async function gpuMatmul(type, wBytes, rows, cols, x, nTok) {
-  const pipe = await backend.makePipeline(device, await backend.matmulSource(type), 'main', `matmul ${type}`);
+async function gpuMatmul(type, wBytes, rows, cols, x, nTok, entry) {
+  const pipe = await backend.makePipeline(device, await backend.matmulSource(type), entry, `matmul ${type}`);
   const S = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
   const mk = (size, usage) => device.createBuffer({ size: Math.ceil(size / 4) * 4, usage });
   const W = mk(wBytes.length, S), X = mk(x.byteLength, S), Y = mk(nTok * rows * 4, S), B = mk(rows * 4, S);
@@ -66,7 +67,7 @@ async function gpuMatmul(type, wBytes, rows, cols, x, nTok) {
   const pass = enc.beginComputePass();
   pass.setPipeline(pipe);
   pass.setBindGroup(0, bind);
-  pass.dispatchWorkgroups(rows, 1, Math.ceil(nTok / 8));
+  pass.dispatchWorkgroups(entry === 'main' ? Math.ceil(rows / 64) : rows, 1, Math.ceil(nTok / 8));
   pass.end();
   enc.copyBufferToBuffer(Y, 0, R, 0, nTok * rows * 4);
   device.queue.submit([enc.finish()]);
@@ -87,14 +88,14 @@ function withHeap(bytes, fn) {
   }
 }
 
-for (const [name, t] of Object.entries(TYPES)) {
-  test(`matmul shader ${name}: equals the engine's dequantization and its kernel on random blocks`, { timeout: 120000 }, async () => {
+for (const [name, t] of Object.entries(TYPES)) for (const entry of ['main', 'main_wg']) {
+  test(`matmul shader ${name} (${entry}): equals the engine's dequantization and its kernel on random blocks`, { timeout: 120000 }, async () => {
     const rows = 70, cols = 512;
     const w = randomRows(t, rows, cols);
     const rowBytes = w.length / rows;
     for (const nTok of [1, 11]) {
       const x = new Float32Array(nTok * cols).map(() => rand() * 2 - 1);
-      const gpu = await gpuMatmul(t.id, w, rows, cols, x, nTok);
+      const gpu = await gpuMatmul(t.id, w, rows, cols, x, nTok, entry);
       let checked = 0;
       withHeap(w, (wp) => withHeap(x, (xp) => {
         const deq = M._malloc(cols * 4) >>> 0, out = M._malloc(4) >>> 0;
@@ -133,8 +134,8 @@ test('a wrong layout is caught: Q4_K blocks with their nibbles swapped give othe
   const shifted = new Uint8Array(w.length);
   shifted.set(w);
   for (let r = 0; r < rows; r++) for (let i = 16; i < 144; i++) shifted[r * 144 + i] = ((w[r * 144 + i] & 15) << 4) | (w[r * 144 + i] >> 4); // nibbles swapped
-  const good = await gpuMatmul(t.id, w, rows, cols, x, 1);
-  const bad = await gpuMatmul(t.id, shifted, rows, cols, x, 1);
+  const good = await gpuMatmul(t.id, w, rows, cols, x, 1, 'main');
+  const bad = await gpuMatmul(t.id, shifted, rows, cols, x, 1, 'main');
   let differ = 0;
   for (let r = 0; r < rows; r++) if (Math.abs(good[r] - bad[r]) > 1e-3 * Math.abs(good[r]) + 1e-6) differ++;
   assert.ok(differ >= 3, `${differ} of ${rows} rows changed when the nibbles were swapped`);

@@ -151,8 +151,10 @@ function bufferFrom(device, bytes, usage, label) {
  *   nCtx        positions of the KV cache
  */
 export class GpuForward {
-  static async create(device, { tensors, heap, dequantize, nCtx, maxBatch = 32, maxBinding }) {
+  static async create(device, { tensors, heap, dequantize, nCtx, maxBatch = 32, maxBinding, software = false }) {
     const f = new GpuForward(device, tensors, nCtx, maxBatch, maxBinding);
+    // matmul.wgsl: a workgroup per row on a GPU, an invocation per row on a software adapter
+    f.matmulEntry = software ? 'main' : 'main_wg';
     f.dequantize = dequantize;
     await f.#build(heap, dequantize);
     f.setRopeFactors(heap);
@@ -317,7 +319,7 @@ export class GpuForward {
     const s = await shaders();
     const types = new Set([...this.layers.flatMap((l) => ['wq', 'wk', 'wv', 'wo', 'w_gate', 'w_up', 'w_down'].map((n) => l[n].type)), this.output.type]);
     this.pipes = { matmul: new Map() };
-    for (const ty of types) this.pipes.matmul.set(ty, await makePipeline(d, await matmulSource(ty), 'main', `matmul ${GPU_TYPES.get(ty)}`));
+    for (const ty of types) this.pipes.matmul.set(ty, await makePipeline(d, await matmulSource(ty), this.matmulEntry, `matmul ${GPU_TYPES.get(ty)}`));
     this.pipes.norm = await makePipeline(d, s.norm, 'main', 'norm');
     this.pipes.normInPlace = await makePipeline(d, s.norm, 'in_place', 'norm in place');
     this.pipes.rope = await makePipeline(d, s.rope, 'main', 'rope');
@@ -362,7 +364,9 @@ export class GpuForward {
         const flags = (bias >= 0 ? 1 : 0) | (acc ? 2 : 0) | (head ? 4 : 0);
         const off = uniform(u32f32([[ch.rows, 'u'], [w.cols, 'u'], [w.rowBytes, 'u'], [ch.row0, 'u'], [xStride, 'u'], [yStride, 'u'], [flags, 'u'], [scale, 'f'], [Math.max(0, bias), 'u'], [0, 'u'], [0, 'u'], [0, 'u']]));
         op(this.pipes.matmul.get(w.type), [ch.buffer, X, Y, P(48, off), 'step', this.vectors],
-          (n, nOut) => [Math.min(ch.rows, ROWS_PER_Y), Math.ceil(ch.rows / ROWS_PER_Y), Math.ceil((head ? nOut : n) / TOKEN_TILE)],
+          this.matmulEntry === 'main'
+            ? (n, nOut) => [Math.ceil(ch.rows / WG), 1, Math.ceil((head ? nOut : n) / TOKEN_TILE)]
+            : (n, nOut) => [Math.min(ch.rows, ROWS_PER_Y), Math.ceil(ch.rows / ROWS_PER_Y), Math.ceil((head ? nOut : n) / TOKEN_TILE)],
           { weightBytes: ch.bytes, head });
       }
     };

@@ -1,9 +1,14 @@
 // matmul.wgsl — Y[t][row] = Σ_k W[row][k] · X[t][k] for a tile of up to 8 tokens (t), with the
 // weight rows kept in their GGUF block format and dequantized here, 32 elements at a time, by
-// the type's unit function (dequant.wgsl; the glue names it in place of UNIT_FN). One workgroup
-// per output row and token tile: its 64 threads take the row's 32-element units in turn, each
-// unit dequantized once and used for every token of the tile; the partial sums are then added
-// up across the workgroup. Decode (one token) reads every weight byte once.
+// the type's unit function (dequant.wgsl; the glue names it in place of UNIT_FN). Each unit is
+// dequantized once and used for every token of the tile, so decode (one token) reads every
+// weight byte once. Two ways to share the work:
+//   main_wg  one workgroup per output row: its 64 threads take the row's units in turn and add
+//            their partial sums up across the workgroup (neighbouring threads read neighbouring
+//            bytes: the way for a real GPU's memory);
+//   main     one invocation per output row, no workgroup barrier: the way for a software
+//            adapter (SwiftShader runs a barrier as a switch between all 64 invocations, which
+//            made main_wg some 30 times slower there).
 
 struct Params {
   rows: u32,        // rows of this weight chunk (a matrix larger than one buffer is split by rows)
@@ -58,7 +63,40 @@ fn f16_at(off: u32) -> f32 {
 //DEQUANT//
 
 @compute @workgroup_size(64)
-fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid: u32) {
+fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(workgroup_id) wid: vec3u) {
+  let row = gid.x;
+  let head = (P.flags & 4u) != 0u;
+  let n = select(S.n_tok, S.n_out, head);
+  let t0 = wid.z * TILE;
+  if (row >= P.rows) { return; }
+  let nt = min(TILE, n - t0);
+  var acc: array<f32, 8>;
+  for (var t = 0u; t < TILE; t++) { acc[t] = 0.0; }
+  let base = row * P.row_bytes;
+  let units = P.cols / 32u;
+  for (var u = 0u; u < units; u++) {
+    UNIT_FN(base, u);
+    for (var t = 0u; t < nt; t++) {
+      let xo = (t0 + t) * P.x_stride + u * 32u;
+      var s = 0.0;
+      for (var i = 0u; i < 32u; i++) { s += wv[i] * X[xo + i]; }
+      acc[t] += s;
+    }
+  }
+  for (var t = 0u; t < nt; t++) { store(t0 + t, row, acc[t]); }
+}
+
+// the result of one row for token t: bias, then written or added to the residual stream
+fn store(t: u32, row: u32, sum: f32) {
+  let r = P.row0 + row;
+  var v = sum;
+  if ((P.flags & 1u) != 0u) { v += B[P.bias_off + r]; }
+  let yi = t * P.y_stride + r;
+  if ((P.flags & 2u) != 0u) { Y[yi] = Y[yi] + P.scale * v; } else { Y[yi] = v; }
+}
+
+@compute @workgroup_size(64)
+fn main_wg(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid: u32) {
   let row = wid.x + wid.y * ROWS_PER_Y;
   let head = (P.flags & 4u) != 0u;
   let n = select(S.n_tok, S.n_out, head);
@@ -88,11 +126,5 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid:
     }
     workgroupBarrier();
   }
-  if (lid < TILE && row < P.rows && t0 + lid < n) {
-    var v = partial[lid * WG];
-    let r = P.row0 + row;
-    if ((P.flags & 1u) != 0u) { v += B[P.bias_off + r]; }
-    let yi = (t0 + lid) * P.y_stride + r;
-    if ((P.flags & 2u) != 0u) { Y[yi] = Y[yi] + P.scale * v; } else { Y[yi] = v; }
-  }
+  if (lid < TILE && row < P.rows && t0 + lid < n) { store(t0 + lid, row, partial[lid * WG]); }
 }
