@@ -1,8 +1,8 @@
 // tests/gpu-large.test.mjs — a 1b-shaped model (wick synth: dim 2048, 22 layers, vocabulary 32000,
 // Q4_K_M, 668 MB) on the WebGPU path within WebGPU's default maxStorageBufferBindingSize of
-// 128 MiB: every buffer within the limit, and with a smaller limit (16 MiB) the tensors larger
-// than it split by rows across buffers, with the same logits; those logits of one token against
-// the CPU path's. One token only: SwiftShader computes on the CPU.
+// 128 MiB: every buffer within the limit; and with a smaller limit (16 MiB) the tensors larger
+// than it split by rows across buffers, the logits of one token through them against the CPU
+// path's. One token only: SwiftShader computes on the CPU.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ensureModel } from '../tools/bench.mjs';
@@ -38,28 +38,28 @@ test('1b Q4_K_M loads on the GPU within 128 MiB bindings, splits tensors under a
     return logits;
   })();
 
-  const run = async (maxBinding) => {
+  // (one token of a 1b model takes SwiftShader about a minute: only the split run computes one)
+  const run = async (maxBinding, compute) => {
     const f = await backend.GpuForward.create(device, { tensors, heap: () => M.HEAPU8, dequantize: dequantizer(M), nCtx: 64, software: true, maxBinding });
     try {
       const s = f.structure();
-      const logits = await f.eval(bos, 0, false);
+      const logits = compute ? await f.eval(bos, 0, false) : null;
       return { s, logits, outputChunks: f.output.chunks.length, limit: f.limit };
     } finally {
       f.destroy();
     }
   };
-  const whole = await run(undefined);
+  const whole = await run(undefined, false);
   assert.equal(whole.limit, 128 * MiB);
   assert.ok(whole.s.largestBuffer <= 128 * MiB, `largest buffer ${whole.s.largestBuffer}`);
   // the weights on the GPU are the file's (Q4_K and Q6_K read as they are, no conversion), read once per token
   assert.ok(whole.s.weightBytes > 600e6 && whole.s.weightBytes < 668e6, `${whole.s.weightBytes} bytes of weights`);
   assert.ok(whole.s.weightBytesReadPerToken <= 1.1 * whole.s.weightBytes);
-  const split = await run(16 * MiB);
+  const split = await run(16 * MiB, true);
   assert.ok(split.s.largestBuffer <= 16 * MiB, `largest buffer ${split.s.largestBuffer} with a 16 MiB limit`);
   assert.ok(split.outputChunks >= 4, `the output matrix (${(tensors.output.rows * tensors.output.row_bytes / MiB).toFixed(1)} MiB) in ${split.outputChunks} buffers`);
   assert.equal(split.s.weightBytes, whole.s.weightBytes);
-  assert.deepEqual(Array.from(split.logits), Array.from(whole.logits)); // each row computed alike whatever its buffer
-  const d = relRms(whole.logits, cpu);
-  assert.ok(d < 0.05, `GPU vs CPU logits: ${(100 * d).toFixed(2)}% of a standard deviation`);
-  assert.equal(argmax(whole.logits), argmax(cpu));
+  const d = relRms(split.logits, cpu);
+  assert.ok(d < 0.05, `GPU (split buffers) vs CPU logits: ${(100 * d).toFixed(2)}% of a standard deviation`);
+  assert.equal(argmax(split.logits), argmax(cpu));
 });
