@@ -334,8 +334,8 @@
         check(M._wick_ctx_new_external(state.model, contextSize || 0, out));
         return u32At(out);
       });
-      const device_ = await gpu.openDevice(found.adapter);
-      forward = await gpu.GpuForward.create(device_, {
+      const gpuDevice = await gpu.openDevice(found.adapter);
+      forward = await gpu.GpuForward.create(gpuDevice, {
         tensors,
         nCtx: M._wick_n_ctx(ctx),
         heap: () => M.HEAPU8,

@@ -123,10 +123,10 @@ export async function makePipeline(device, code, entryPoint, label) {
   });
 }
 
-/** A device on the adapter with the limits the model needs (defaults: buffers split to fit). */
+/** A device with WebGPU's default limits, which every adapter grants (maxStorageBufferBindingSize
+ * 128 MiB, maxBufferSize 256 MiB): the backend splits larger tensors to fit. */
 export async function openDevice(adapter) {
-  const device = await adapter.requestDevice({ label: 'wick' });
-  return device;
+  return adapter.requestDevice({ label: 'wick' });
 }
 
 function align(n, a) {
@@ -172,6 +172,8 @@ export class GpuForward {
     this.B = Math.max(1, Math.min(maxBatch, nCtx));
     this.limit = Math.min(maxBinding || Infinity, device.limits.maxStorageBufferBindingSize, device.limits.maxBufferSize);
     this.kvDim = c.n_kv_heads * c.head_dim;
+    if (nCtx * this.kvDim * 4 > this.limit)
+      throw new GpuError(`the KV cache of one layer (${nCtx} positions × ${this.kvDim} floats) exceeds the GPU's ${this.limit} bytes per buffer: ask for a smaller context`);
     this.half = c.rope_dim / 2;
     // the FFN's hidden rows padded to whole 32-element units (the padding stays zero)
     this.hidStride = align(c.hidden_dim, 32);
@@ -313,7 +315,7 @@ export class GpuForward {
       this.vc = layers.map((_, i) => f(this.nCtx * kvd, `v cache ${i}`));
       this.step = this.#buffer(16, GPUBufferUsage.UNIFORM | CD, 'step');
     });
-    this.kvBytes = 2 * layers_bytes(this.nCtx, this.kvDim, this.layers.length);
+    this.kvBytes = 2 * this.nCtx * this.kvDim * 4 * this.layers.length;
 
     // pipelines
     const s = await shaders();
@@ -334,29 +336,23 @@ export class GpuForward {
 
   #plan() {
     const c = this.c, d = this.device;
-    const params = [];                 // [offset, ArrayBuffer] of each op's uniforms
-    const ops = [];
+    const params = [];                 // each op's uniforms (an ArrayBuffer), one UNIFORM_SLOT apart
+    const ops = [];                    // dispatches {pipe, entries, groups(n_tok, n_out)} and KV copies {copyKV}
     const uniform = (words) => {
       const off = params.length * UNIFORM_SLOT;
       params.push(words);
       return off;
     };
-    const slots = () => params.length;
     const u32f32 = (spec) => {
-      // spec: array of [value, 'u'|'f']
+      // spec: [value, 'u' (u32) | 'f' (f32)] per field
       const buf = new ArrayBuffer(spec.length * 4);
       const dv = new DataView(buf);
       spec.forEach(([v, k], i) => (k === 'f' ? dv.setFloat32(i * 4, v, true) : dv.setUint32(i * 4, v, true)));
       return buf;
     };
-    // Uniform slots are filled after counting; bind groups refer to the buffer made below.
-    const pending = [];
-    const op = (pipe, entries, groups, extra = {}) => {
-      const o = { pipe, entries, groups, ...extra };
-      ops.push(o);
-      pending.push(o);
-      return o;
-    };
+    // entries name buffers, 'step', a params slot, or null (a binding the entry point does not
+    // use); the bind groups are made below, once the params buffer exists
+    const op = (pipe, entries, groups, extra = {}) => ops.push({ pipe, entries, groups, ...extra });
     const P = (size, off) => ({ kind: 'params', off, size });
 
     const mm = (w, X, Y, xStride, yStride, { bias = -1, acc = false, scale = 1, head = false } = {}) => {
@@ -435,11 +431,12 @@ export class GpuForward {
     this.ops = ops;
 
     // the uniforms, written once
-    this.params = this.#buffer(Math.max(1, slots()) * UNIFORM_SLOT, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST, 'params');
-    const all = new Uint8Array(Math.max(1, slots()) * UNIFORM_SLOT);
+    this.params = this.#buffer(Math.max(1, params.length) * UNIFORM_SLOT, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST, 'params');
+    const all = new Uint8Array(Math.max(1, params.length) * UNIFORM_SLOT);
     params.forEach((buf, k) => all.set(new Uint8Array(buf), k * UNIFORM_SLOT));
     d.queue.writeBuffer(this.params, 0, all);
-    for (const o of pending) {
+    for (const o of ops) {
+      if (!o.pipe) continue;
       const entries = [];
       o.entries.forEach((e, binding) => {
         if (e === null) return;
@@ -621,8 +618,3 @@ export class GpuForward {
   }
 }
 
-function layers_bytes(nCtx, kvd, nLayers) {
-  return nCtx * kvd * 4 * nLayers;
-}
-
-export { TYPE_NAMES, BLOCK_ELEMS };
