@@ -418,7 +418,11 @@ async function main(argv) {
   let gpu = '';
   if (!opts.noGpu) {
     const { gpuBench, GPU_DEFAULTS } = await import('./bench-gpu.mjs');
-    gpu = `\n\n${await gpuBench(GPU_DEFAULTS)}`;
+    try {
+      gpu = `\n\n${await gpuBench(GPU_DEFAULTS)}`;
+    } catch (e) {
+      gpu = `\n\nGPU path: not measured (${e.message}).`;
+    }
   }
   process.stdout.write(`${table}\n\n${notes}${grammar}${gpu}\n`);
   if (opts.record) {
