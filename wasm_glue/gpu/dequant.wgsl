@@ -22,10 +22,13 @@ fn unit_f16(base: u32, u: u32) {
 fn unit_q4_0(base: u32, u: u32) {
   let off = base + u * 18u;
   let d = f16_at(off);
-  for (var j = 0u; j < 16u; j++) {
-    let q = byte_at(off + 2u + j);
-    wv[j] = d * (f32(q & 15u) - 8.0);
-    wv[j + 16u] = d * (f32(q >> 4u) - 8.0);
+  for (var k = 0u; k < 4u; k++) {
+    let w = bytes4_at(off + 2u + 4u * k);
+    for (var b = 0u; b < 4u; b++) {
+      let q = (w >> (8u * b)) & 0xffu;
+      wv[4u * k + b] = d * (f32(q & 15u) - 8.0);
+      wv[4u * k + b + 16u] = d * (f32(q >> 4u) - 8.0);
+    }
   }
 }
 
@@ -33,7 +36,10 @@ fn unit_q4_0(base: u32, u: u32) {
 fn unit_q8_0(base: u32, u: u32) {
   let off = base + u * 34u;
   let d = f16_at(off);
-  for (var j = 0u; j < 32u; j++) { wv[j] = d * f32(sbyte_at(off + 2u + j)); }
+  for (var k = 0u; k < 8u; k++) {
+    let w = bytes4_at(off + 2u + 4u * k);
+    for (var b = 0u; b < 4u; b++) { wv[4u * k + b] = d * f32((i32(w << (24u - 8u * b))) >> 24u); }
+  }
 }
 
 // the 6-bit scale and min of sub-block j of a Q4_K / Q5_K super-block whose 12 packed bytes
@@ -58,7 +64,10 @@ fn unit_q4_K(base: u32, u: u32) {
   let m = f16_at(off + 2u) * sm.y;
   let qs = off + 16u + 32u * (j / 2u);
   let shift = (j & 1u) * 4u;
-  for (var l = 0u; l < 32u; l++) { wv[l] = d * f32((byte_at(qs + l) >> shift) & 15u) - m; }
+  for (var k = 0u; k < 8u; k++) {
+    let w = bytes4_at(qs + 4u * k);
+    for (var b = 0u; b < 4u; b++) { wv[4u * k + b] = d * f32((w >> (8u * b + shift)) & 15u) - m; }
+  }
 }
 
 // Q5_K, 176 bytes per 256: d, dmin, 12 bytes of scales/mins, qh[32], qs[128]. As Q4_K with a
@@ -71,9 +80,13 @@ fn unit_q5_K(base: u32, u: u32) {
   let m = f16_at(off + 2u) * sm.y;
   let qs = off + 48u + 32u * (j / 2u);
   let shift = (j & 1u) * 4u;
-  for (var l = 0u; l < 32u; l++) {
-    let q = ((byte_at(qs + l) >> shift) & 15u) | (((byte_at(off + 16u + l) >> j) & 1u) << 4u);
-    wv[l] = d * f32(q) - m;
+  for (var k = 0u; k < 8u; k++) {
+    let w = bytes4_at(qs + 4u * k);
+    let h = bytes4_at(off + 16u + 4u * k);
+    for (var b = 0u; b < 4u; b++) {
+      let q = ((w >> (8u * b + shift)) & 15u) | (((h >> (8u * b + j)) & 1u) << 4u);
+      wv[4u * k + b] = d * f32(q) - m;
+    }
   }
 }
 
@@ -91,8 +104,13 @@ fn unit_q6_K(base: u32, u: u32) {
   let lshift = select(4u, 0u, k < 2u);
   let d0 = d * f32(sbyte_at(off + 192u + e0 / 16u));
   let d1 = d * f32(sbyte_at(off + 192u + e0 / 16u + 1u));
-  for (var l = 0u; l < 32u; l++) {
-    let q = ((byte_at(ql + l) >> lshift) & 15u) | (((byte_at(qh + l) >> (2u * k)) & 3u) << 4u);
-    wv[l] = select(d1, d0, l < 16u) * (f32(q) - 32.0);
+  for (var g = 0u; g < 8u; g++) {
+    let lo = bytes4_at(ql + 4u * g);
+    let hi = bytes4_at(qh + 4u * g);
+    let dg = select(d1, d0, g < 4u);
+    for (var b = 0u; b < 4u; b++) {
+      let q = ((lo >> (8u * b + lshift)) & 15u) | (((hi >> (8u * b + 2u * k)) & 3u) << 4u);
+      wv[4u * g + b] = dg * (f32(q) - 32.0);
+    }
   }
 }

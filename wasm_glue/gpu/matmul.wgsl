@@ -49,6 +49,13 @@ var<workgroup> partial: array<f32, 512>; // TILE * WG
 fn byte_at(off: u32) -> u32 { return (W[off >> 2u] >> ((off & 3u) * 8u)) & 0xffu; }
 fn sbyte_at(off: u32) -> i32 { return (i32(byte_at(off)) << 24u) >> 24u; }
 fn u16_at(off: u32) -> u32 { return (W[off >> 2u] >> ((off & 2u) * 8u)) & 0xffffu; }
+// the four bytes from `off` (2-byte aligned, as every block field is), little-endian: one load
+// where off is a multiple of 4, two where the blocks' 18-, 34- or 210-byte size left it at 2
+fn bytes4_at(off: u32) -> u32 {
+  let w = off >> 2u;
+  if ((off & 2u) == 0u) { return W[w]; }
+  return (W[w] >> 16u) | (W[w + 1u] << 16u);
+}
 // a half decoded by hand, exactly: block scales are often subnormal halves, which a GPU's
 // unpack2x16float may flush to zero (their value is a normal f32)
 fn f16_at(off: u32) -> f32 {
