@@ -2,7 +2,8 @@
 // downloaded browser) on SwiftShader (--use-webgpu-adapter=swiftshader), from 127.0.0.1:
 // logits of every mini/families file the GPU path runs against llama.cpp's references (the
 // backend module and the wasm engine on the page itself), stories260K's greedy text through
-// Wick.load({device: 'gpu'}) in the engine's Web Worker, and the page: Auto takes the CPU on a
+// Wick.load({device: 'gpu'}) in the engine's Web Worker (and after a device lost mid-generation,
+// on the CPU), and the page: Auto takes the CPU on a
 // software adapter and says why; choosing GPU runs there and says on which adapter.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -121,23 +122,39 @@ test('Chromium, GPU path on SwiftShader: logits of every mini and families file 
   }
 });
 
-test("Chromium: Wick.load({device: 'gpu'}) runs stories260K in the worker on the GPU, greedy text as the reference", { timeout: 300000 }, async () => {
+test("Chromium: Wick.load({device: 'gpu'}) runs stories260K in the worker on the GPU, greedy text as the reference; a lost device falls back to the CPU", { timeout: 300000 }, async () => {
   const page = await testPage();
   try {
     const r = await page.evaluate(async () => {
       const engine = await window.Wick.load('/models/stories260K.gguf', { device: 'gpu', gpuAllowSoftware: true, threads: 1, contextSize: 512 });
-      let text = '';
-      for await (const c of engine.generate('Once upon a time', { temperature: 0, maxTokens: 240 })) if (!c.done) text += c.text;
+      const run = async (lose) => {
+        let text = '', chunks = 0;
+        for await (const c of engine.generate('Once upon a time', { temperature: 0, maxTokens: 240 })) {
+          if (c.done) break;
+          text += c.text;
+          if (lose && ++chunks === 3) engine._loseGpuDevice();
+        }
+        return text;
+      };
+      const text = await run(false);
       const device = engine.device;
+      // a device lost mid-generation: E_GPU, then the CPU path answers
+      const lost = await run(true).then(() => 'no error', (e) => `${e.code}: ${e.message}`);
+      const after = engine.device;
+      const again = await run(false);
       const auto = await window.Wick.load('/models/stories260K.gguf', { device: 'auto', threads: 1 });
       const autoDevice = auto.device;
       await engine.unload();
       await auto.unload();
-      return { text, device, autoDevice };
+      return { text, device, lost, after, again, autoDevice };
     });
+    const greedy = loadReference('stories260K.json').greedy_text;
     assert.equal(r.device.type, 'gpu');
     assert.match(r.device.adapter, /swiftshader/i);
-    assert.equal(r.text, loadReference('stories260K.json').greedy_text);
+    assert.equal(r.text, greedy);
+    assert.match(r.lost, /^E_GPU: .*switched to the CPU/);
+    assert.equal(r.after.type, 'cpu');
+    assert.equal(r.again, greedy);
     assert.equal(r.autoDevice.type, 'cpu');
     assert.match(r.autoDevice.reason, /software/);
   } finally {
