@@ -15,9 +15,9 @@ const { device } = await gpuDevice();
 const dequantize = dequantizer(M);
 const heap = () => M.HEAPU8;
 
-async function forwardOf(file, nCtx = 256) {
+async function forwardOf(file, nCtx = 256, software = true) {
   const { model, tensors } = loadModel(M, file);
-  const f = await backend.GpuForward.create(device, { tensors, heap, dequantize, nCtx, software: true });
+  const f = await backend.GpuForward.create(device, { tensors, heap, dequantize, nCtx, software });
   return { f, model, tensors };
 }
 
@@ -59,6 +59,26 @@ for (const file of files) {
     }
   });
 }
+
+test("a hardware adapter's plan (matmul.wgsl's workgroup-per-row entry point): mini-q4_k_m's logits match too", { timeout: 300000 }, async () => {
+  // SwiftShader runs this plan about 30 times slower than its own: the prompt and two steps only
+  const ref = loadReference('mini-q4_k_m.json');
+  const { f } = await forwardOf(path.join(models, 'mini', 'mini-q4_k_m.gguf'), 128, false);
+  try {
+    assert.equal(f.matmulEntry, 'main_wg');
+    const n = ref.prompt_tokens.length, V = ref.n_vocab;
+    const logits = await f.eval(ref.prompt_tokens, 0, true);
+    const rows = Array.from({ length: n }, (_, i) => logits.subarray(i * V, (i + 1) * V));
+    const steps = [rows[n - 1], await f.eval([ref.greedy_tokens[0]], n, false), await f.eval([ref.greedy_tokens[1]], n + 1, false)];
+    const problems = [
+      ...compareRows(rows, ref.prompt_logits, toleranceFor('mini-q4_k_m'), 'prompt'),
+      ...compareRows(steps, ref.greedy_step_logits.slice(0, 3), toleranceFor('mini-q4_k_m'), 'greedy'),
+    ];
+    assert.deepEqual(problems, []);
+  } finally {
+    f.destroy();
+  }
+});
 
 test('stories260K: the 240 greedy tokens on the GPU path are the published ones', { timeout: 600000 }, async () => {
   const ref = loadReference('stories260K.json');
