@@ -461,12 +461,12 @@ class Engine {
     for (const stop of this._active?.values() || []) stop();
   }
 
-  /** Frees the model and ends the worker (and its threads). The engine cannot be used afterwards. */
   /** Tests: destroys the GPU device, as a lost one (a driver reset, a removed GPU) would be. */
   _loseGpuDevice() {
     if (!this._dead) this._worker.post({ type: 'gpu-lose' });
   }
 
+  /** Frees the model and ends the worker (and its threads). The engine cannot be used afterwards. */
   async unload() {
     if (this._dead) return;
     this._dead = new WickError('E_UNLOADED', 'the engine was unloaded');

@@ -200,6 +200,7 @@ async function generate(view, tokens, run) {
       // the engine went on on the CPU: the conversation stays, the next answer runs there
       notice('warn', `The GPU stopped working (${e.message}). The model now runs on the CPU; send again to continue.`);
       $('model-status').dataset.device = engine.device.type;
+      $('model-status').textContent = $('model-status').textContent.replace(/ · GPU: .*$/, ` · ${deviceText(engine.device)}`);
     }
   } finally {
     cancelAnimationFrame(frame);
