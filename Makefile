@@ -26,7 +26,8 @@ WASM_EXPORT_NAMES := malloc free wick_buffer_alloc wick_buffer_free wick_cli_mai
   wick_kv_trim wick_kv_shift wick_kv_bytes wick_state_bytes wick_state_snapshot wick_sample_simple wick_softmax \
   wick_gen_new wick_gen_free wick_gen_set wick_gen_set_grammar wick_grammar_check wick_gen_add_stop wick_gen_clear_stops wick_gen_set_bias \
   wick_gen_clear_bias wick_gen_start wick_gen_next wick_gen_token wick_gen_finish wick_gen_text \
-  wick_gen_probs wick_gen_shifted wick_gen_reevaluated wick_gen_n_prompt_eval
+  wick_gen_probs wick_gen_shifted wick_gen_reevaluated wick_gen_n_prompt_eval \
+  wick_ctx_new_external wick_ctx_external_ops wick_ctx_external_logits wick_model_tensors_json wick_dequantize wick_row_dot
 comma := ,
 empty :=
 space := $(empty) $(empty)
@@ -114,10 +115,13 @@ build/wasm/wick-mt.js: src/cli.c src/cli_library.js $(WASM_MT_LIB) $(HEADERS)
 build/wasm/test_%.js: tests/test_%.c $(WASM_LIB) $(HEADERS)
 	$(EMCC) $(WASM_CFLAGS) -DWICK_NO_THREADS -o $@ $< $(WASM_LIB) $(WASM_TEST_FLAGS)
 
+# the WebGPU backend: its module and WGSL shaders, a folder beside the glue (gpu/ in dist/ too)
+GPU_FILES := $(wildcard wasm_glue/gpu/*.mjs wasm_glue/gpu/*.wgsl)
+
 # The app shell that web/coi-sw.js keeps for offline use: the page's files, the glue, both wasm
 # builds and the chat-template renderer, with a version that changes with any of them.
 SHELL_FILES := $(filter-out web/coi-sw.js,$(wildcard web/*.html web/*.js web/*.css web/*.webmanifest web/icons/*.png)) \
-  $(filter-out wasm_glue/cli.mjs,$(wildcard wasm_glue/*.mjs wasm_glue/*.js)) $(wildcard node_modules/@huggingface/jinja/dist/index.js)
+  $(filter-out wasm_glue/cli.mjs,$(wildcard wasm_glue/*.mjs wasm_glue/*.js)) $(GPU_FILES) $(wildcard node_modules/@huggingface/jinja/dist/index.js)
 SHELL_BUILDS := $(foreach b,wick wick-relaxed,build/wasm/$(b).js build/wasm/$(b).wasm) \
   $(foreach b,wick-mt wick-mt-relaxed,build/wasm/$(b).js build/wasm/$(b).wasm build/wasm/$(b).worker.js)
 build/wick-shell.json: tools/shell-manifest.mjs $(SHELL_FILES) build/wasm/wick.js build/wasm/wick-mt.js build/wasm/wick-relaxed.js build/wasm/wick-mt-relaxed.js
@@ -149,13 +153,14 @@ DIST_TYPES := $(wildcard wasm_glue/*.d.ts)
 JINJA_DIR := node_modules/@huggingface/jinja
 DIST_PATHS := -e 's|\.\./build/wick-shell\.json|./wick-shell.json|g' -e 's|\.\./build/wasm/|./wasm/|g' -e 's|\.\./wasm_glue/|./|g' -e 's|\.\./node_modules/@huggingface/jinja/dist/|./jinja/|g'
 
-dist: build/wasm/package.json build/wasm/wick.js build/wasm/wick-mt.js $(DIST_TYPES) $(DIST_MODULES) $(JINJA_DIR)/dist/index.js
-	rm -rf $(DIST_DIR) && mkdir -p $(DIST_DIR)/wasm $(DIST_DIR)/jinja
+dist: build/wasm/package.json build/wasm/wick.js build/wasm/wick-mt.js $(DIST_TYPES) $(DIST_MODULES) $(GPU_FILES) $(JINJA_DIR)/dist/index.js
+	rm -rf $(DIST_DIR) && mkdir -p $(DIST_DIR)/wasm $(DIST_DIR)/jinja $(DIST_DIR)/gpu
+	cp $(GPU_FILES) $(DIST_DIR)/gpu/
 	cp build/wasm/package.json build/wasm/wick*.js build/wasm/wick*.wasm $(DIST_DIR)/wasm/
 	for f in $(DIST_MODULES) $(DIST_TYPES); do sed $(DIST_PATHS) $$f > $(DIST_DIR)/$${f##*/}; done
 	cp $(JINJA_DIR)/dist/index.js $(DIST_DIR)/jinja/index.js && cp $(JINJA_DIR)/LICENSE $(DIST_DIR)/jinja/LICENSE
 	node tools/shell-manifest.mjs $(DIST_DIR)/wick-shell.json $$(ls $(DIST_DIR)/*.js $(DIST_DIR)/*.mjs | grep -v '/coi-sw\.js$$') \
-	  $(DIST_DIR)/wasm/wick*.js $(DIST_DIR)/wasm/wick*.wasm $(DIST_DIR)/jinja/index.js
+	  $(DIST_DIR)/wasm/wick*.js $(DIST_DIR)/wasm/wick*.wasm $(DIST_DIR)/gpu/* $(DIST_DIR)/jinja/index.js
 	@if grep -nE "\.\./(build|wasm_glue|web|node_modules)/" $(DIST_DIR)/*.js $(DIST_DIR)/*.mjs; then \
 	  echo "dist: the paths above still point into the repository" >&2; exit 1; fi
 

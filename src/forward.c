@@ -50,6 +50,20 @@ void wick_ctx_default_params(wick_ctx_params *p) {
 
 static int recurrent_init(struct wick_ctx *c, char *err, size_t err_len);
 
+int ctx_init_external(struct wick_ctx *c, const struct wick_model *m, int32_t n_ctx, char *err, size_t err_len) {
+    memset(c, 0, sizeof *c);
+    if (!m->has_weights) return errorf(err, err_len, "the model has no weights (vocab-only file)");
+    const model_config *mc = &m->c;
+    int32_t def_ctx = mc->n_ctx_train < 2048 ? 2048 : mc->n_ctx_train > 4096 ? 4096 : mc->n_ctx_train; /* as ctx_init */
+    if (n_ctx < 0 || n_ctx > (1 << 22)) return errorf(err, err_len, "context size %d out of range (1 to %d)", n_ctx, 1 << 22);
+    c->m = m;
+    c->n_ctx = n_ctx > 0 ? n_ctx : def_ctx;
+    c->n_batch = c->n_ctx;
+    c->external = true;
+    for (int i = 0; i < STATE_SNAPSHOTS; i++) c->rs_snap_pos[i] = -1;
+    return 0;
+}
+
 /* The largest recurrent state a context takes: 2^28 floats (1 GiB, 3 GiB with its two
  * snapshots; far above any real model's). Checked as the layers are summed, so that the sum
  * cannot wrap around wasm32's 32-bit size_t. */
@@ -214,7 +228,7 @@ void ctx_release(struct wick_ctx *c) {
     void *bufs[] = {c->k_cache, c->v_cache, c->x, c->xb, c->xb2, c->q, c->k, c->v, c->hb, c->hb2,
                     c->rope_cos, c->rope_sin, c->att, c->qbuf[0], c->qbuf[1], c->qbuf[2], c->logits,
                     c->kv_slots, c->kv_off, c->rstate, c->rs_off, c->proj, c->mix, c->mix2,
-                    c->rs_snap[0], c->rs_snap[1]};
+                    c->rs_snap[0], c->rs_snap[1], c->ext_ops};
     _Static_assert(STATE_SNAPSHOTS == 2, "ctx_release frees each snapshot");
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     memset(c, 0, sizeof *c);
@@ -1075,6 +1089,7 @@ static int ring_first_after_shift(const struct wick_ctx *c, int n_keep, int n_di
 bool kv_cache_can_shift(const struct wick_ctx *c, int32_t n_keep, int32_t n_discard) {
     if (n_keep < 0 || n_discard < 0 || n_keep + n_discard > c->n_past) return false;
     if (n_discard == 0) return true;
+    if (c->external) return false;      /* the outside backend evaluates the kept tokens again */
     if (ctx_has_state(c)) return false; /* a recurrent state holds the dropped positions mixed in */
     if (!c->ring) return true;
     int n_after = c->n_past - n_discard, w = c->m->c.n_swa;

@@ -61,9 +61,15 @@ struct wick_ctx {
     /* scratch of the recurrent layers and of the attention output gate, [n_batch] rows each:
      * proj the input projections, mix the convolution's output, mix2 the mixer's output or the gate */
     float *proj, *mix, *mix2;
+    /* an external context (wick_ctx_new_external): no cache or scratch here, the operations
+     * wick_eval and wick_kv_trim asked for, waiting for wick_ctx_external_ops */
+    bool external;
+    int32_t *ext_ops, ext_len, ext_cap;
 };
 
 int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_params *p, char *err, size_t err_len);
+/* An external context (wick.h, wick_ctx_new_external): the window and the logits only. */
+int ctx_init_external(struct wick_ctx *c, const struct wick_model *m, int32_t n_ctx, char *err, size_t err_len);
 void ctx_release(struct wick_ctx *c);
 int forward_eval(struct wick_ctx *c, const int32_t *tokens, int32_t n, bool all_logits, char *err, size_t err_len);
 int kv_cache_shift(struct wick_ctx *c, int32_t n_keep, int32_t n_discard, char *err, size_t err_len);

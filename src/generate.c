@@ -415,6 +415,20 @@ static int flush_text(wick_gen *g) {
     return append_text(g, out, out_len);
 }
 
+/* Evaluates the token drawn last (making room first when the context is full). */
+static wick_status eval_pending(wick_gen *g) {
+    wick_ctx *c = g->c;
+    if (wick_n_past(c) >= wick_n_ctx(c)) {
+        wick_status s = context_shift(g);
+        if (s != WICK_OK) return s;
+    }
+    wick_status s = wick_eval(c, &g->pending, 1, 0);
+    if (s != WICK_OK) return s;
+    g->hist[wick_n_past(c) - 1] = g->pending;
+    g->pending = -1;
+    return WICK_OK;
+}
+
 wick_status wick_gen_next(wick_gen *g) {
     if (!g || !g->started) return wick_internal_error(WICK_ERR_INVALID_ARG, "wick_gen_next before wick_gen_start");
     if (g->finish != WICK_FINISH_NONE) return wick_internal_error(WICK_ERR_INVALID_ARG, "generation has finished; start again");
@@ -423,14 +437,8 @@ wick_status wick_gen_next(wick_gen *g) {
     g->shifted = 0;
     g->reevaluated = 0;
     if (g->pending >= 0) {
-        if (wick_n_past(c) >= wick_n_ctx(c)) {
-            wick_status s = context_shift(g);
-            if (s != WICK_OK) return s;
-        }
-        wick_status s = wick_eval(c, &g->pending, 1, 0);
+        wick_status s = eval_pending(g);
         if (s != WICK_OK) return s;
-        g->hist[wick_n_past(c) - 1] = g->pending;
-        g->pending = -1;
     }
     int32_t tok;
     if (g->grammar) {
@@ -483,6 +491,12 @@ wick_status wick_gen_next(wick_gen *g) {
         if (flush_text(g)) return wick_internal_error(WICK_ERR_NOMEM, "out of memory");
     }
     if (g->finish == WICK_FINISH_NONE) g->pending = tok;
+    /* an external context (wick.h) evaluates the token now: the caller computes its logits
+     * before the next call samples from them */
+    if (g->pending >= 0 && c->external) {
+        wick_status s = eval_pending(g);
+        if (s != WICK_OK) return s;
+    }
     return wick_internal_error(WICK_OK, "");
 }
 

@@ -308,6 +308,110 @@ wick_status wick_model_info_json(const wick_model *m, char *buf, size_t buf_len,
     return o.len < buf_len ? ok() : set_error(WICK_ERR_INVALID_ARG, "buffer of %zu bytes too small for the info (%zu)", buf_len, o.len + 1);
 }
 
+/* "name":{"ptr":…,"type":…,"rows":…,"cols":…,"row_bytes":…} or null, for wick_model_tensors_json */
+static void emit_weight(text_out *o, const char *name, const weight *w) {
+    if (!w->data) {
+        emit(o, "\"%s\":null", name);
+        return;
+    }
+    emit(o, "\"%s\":{\"ptr\":%llu,\"type\":%u,\"rows\":%lld,\"cols\":%lld,\"row_bytes\":%llu}", name,
+         (unsigned long long)(uintptr_t)w->data, w->type, (long long)w->rows, (long long)w->cols,
+         (unsigned long long)w->row_bytes);
+}
+
+/* "name":{"ptr":…,"n":…} (n F32 values) or null */
+static void emit_vector(text_out *o, const char *name, const float *v, int64_t n) {
+    if (!v) emit(o, "\"%s\":null", name);
+    else emit(o, "\"%s\":{\"ptr\":%llu,\"n\":%lld}", name, (unsigned long long)(uintptr_t)v, (long long)n);
+}
+
+wick_status wick_model_tensors_json(const wick_model *m, char *buf, size_t buf_len, size_t *needed) {
+    if (!m || (!buf && buf_len)) return set_error(WICK_ERR_INVALID_ARG, "wick_model_tensors_json: bad argument");
+    if (!m->has_weights) return set_error(WICK_ERR_INVALID_ARG, "the model has no weights (vocab-only file)");
+    const model_config *c = &m->c;
+    int64_t kvd = (int64_t)c->n_kv_heads * c->head_dim;
+    text_out o = {buf, buf_len, 0};
+    emit(&o,
+         "{\"config\":{\"arch\":\"%s\",\"dim\":%d,\"n_layers\":%d,\"n_heads\":%d,\"n_kv_heads\":%d,\"head_dim\":%d,"
+         "\"hidden_dim\":%d,\"n_vocab\":%d,\"q_dim\":%d,\"rope_dim\":%d,\"rope_neox\":%s,\"rope_base\":%.9g,"
+         "\"rope_base_swa\":%.9g,\"rope_scale\":%.9g,\"rope_scale_swa\":%.9g,\"rope_attn_factor\":%.9g,"
+         "\"n_ctx_orig\":%d,\"rms_eps\":%.9g,\"act\":\"%s\",\"qk_norm\":\"%s\",\"embd_scale\":%.9g,"
+         "\"residual_scale\":%.9g,\"attn_scale\":%.9g,\"attn_softcap\":%.9g,\"final_softcap\":%.9g,"
+         "\"logit_scale\":%.9g,\"n_swa\":%d,\"attn_out_gate\":%s,\"n_recurrent\":%d},",
+         c->arch, c->dim, c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim, c->hidden_dim, c->n_vocab, c->q_dim,
+         c->rope_dim, c->rope_neox ? "true" : "false", c->rope_base, c->rope_base_swa, c->rope_scale, c->rope_scale_swa,
+         c->rope_attn_factor, c->n_ctx_orig, c->rms_eps, c->act == ACT_GELU_TANH ? "gelu_tanh" : "silu",
+         c->qk_norm == QK_NORM_PER_HEAD ? "per_head" : c->qk_norm == QK_NORM_FULL ? "full" : "none", c->embd_scale,
+         c->residual_scale, c->attn_scale, c->attn_softcap, c->final_softcap, c->logit_scale, c->n_swa,
+         c->attn_out_gate ? "true" : "false", c->n_recurrent);
+    emit_weight(&o, "tok_embd", &m->tok_embd);
+    emit(&o, ",");
+    emit_weight(&o, "output", &m->output);
+    emit(&o, ",");
+    emit_vector(&o, "output_norm", m->output_norm, c->dim);
+    emit(&o, ",");
+    emit_vector(&o, "rope_freqs", m->rope_freqs, c->rope_dim / 2);
+    emit(&o, ",");
+    emit_vector(&o, "rope_factors_short", m->rope_factors_short, c->rope_dim / 2);
+    emit(&o, ",");
+    emit_vector(&o, "rope_factors_long", m->rope_factors_long, c->rope_dim / 2);
+    emit(&o, ",\"layers\":[");
+    int64_t qn = c->qk_norm == QK_NORM_FULL ? c->q_dim : c->head_dim, kn = c->qk_norm == QK_NORM_FULL ? kvd : c->head_dim;
+    for (int l = 0; l < c->n_layers; l++) {
+        const layer_weights *w = &m->layers[l];
+        static const char *const kinds[] = {"attention", "shortconv", "deltanet"};
+        emit(&o, "%s{\"kind\":\"%s\",\"sliding\":%s,\"rotate\":%s,", l ? "," : "", kinds[w->kind],
+             w->sliding ? "true" : "false", w->rotate ? "true" : "false");
+        emit_vector(&o, "attn_norm", w->attn_norm, c->dim);
+        const struct { const char *name; const weight *w; } ws[] = {
+            {"wq", &w->wq}, {"wk", &w->wk}, {"wv", &w->wv}, {"wo", &w->wo},
+            {"w_gate", &w->w_gate}, {"w_up", &w->w_up}, {"w_down", &w->w_down}};
+        for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) {
+            emit(&o, ",");
+            emit_weight(&o, ws[i].name, ws[i].w);
+        }
+        const struct { const char *name; const float *v; int64_t n; } vs[] = {
+            {"bq", w->bq, c->q_dim}, {"bk", w->bk, kvd}, {"bv", w->bv, kvd},
+            {"attn_q_norm", w->attn_q_norm, qn}, {"attn_k_norm", w->attn_k_norm, kn},
+            {"attn_post_norm", w->attn_post_norm, c->dim}, {"ffn_norm", w->ffn_norm, c->dim},
+            {"ffn_post_norm", w->ffn_post_norm, c->dim}};
+        for (size_t i = 0; i < sizeof vs / sizeof vs[0]; i++) {
+            emit(&o, ",");
+            emit_vector(&o, vs[i].name, vs[i].v, vs[i].n);
+        }
+        emit(&o, "}");
+    }
+    emit(&o, "]}");
+    if (needed) *needed = o.len + 1;
+    if (buf_len == 0) return ok();
+    return o.len < buf_len ? ok() : set_error(WICK_ERR_INVALID_ARG, "buffer of %zu bytes too small for the tensors (%zu)", buf_len, o.len + 1);
+}
+
+wick_status wick_dequantize(uint32_t type, const void *src, int32_t n, float *dst) {
+    const quant_type *t = quant_get(type);
+    if (!t || !src || !dst || n < 0 || n % (int32_t)t->block_size)
+        return set_error(WICK_ERR_INVALID_ARG, "wick_dequantize: bad type %u or count %d", type, n);
+    t->to_float(src, dst, n);
+    return ok();
+}
+
+wick_status wick_row_dot(uint32_t type, const void *w, const float *x, int32_t n, float *out) {
+    const quant_type *t = quant_get(type);
+    if (!t || !w || !x || !out || n <= 0 || n % t->block_size)
+        return set_error(WICK_ERR_INVALID_ARG, "wick_row_dot: bad type %u or count %d", type, n);
+    const quant_type *a = quant_get(t->vec_dot_type);
+    if (a->type == WICK_TYPE_F32) {
+        *out = t->vec_dot(n, w, x);
+        return ok();
+    }
+    void *q = malloc(quant_row_size(a->type, n) + 64);
+    if (!q) return set_error(WICK_ERR_NOMEM, "out of memory");
+    a->from_float(x, q, n);
+    *out = t->vec_dot(n, w, q);
+    free(q);
+    return ok();
+}
+
 wick_status wick_tokenize(const wick_model *m, const char *text, size_t len, int add_bos, int parse_special,
                           int32_t *tokens, int32_t max_tokens, int32_t *n_tokens) {
     if (!m || (!text && len) || !n_tokens || max_tokens < 0 || (!tokens && max_tokens))
@@ -362,11 +466,78 @@ void wick_ctx_free(wick_ctx *c) {
     free(c);
 }
 
+/* appends n int32s to an external context's operations */
+static int ext_push(wick_ctx *c, const int32_t *v, int32_t n) {
+    if (c->ext_len > INT32_MAX - n) return -1;
+    if (c->ext_len + n > c->ext_cap) {
+        int32_t cap = c->ext_cap ? c->ext_cap : 64;
+        while (cap < c->ext_len + n) cap = cap > INT32_MAX / 2 ? INT32_MAX : cap * 2;
+        int32_t *grown = realloc(c->ext_ops, (size_t)cap * sizeof *grown);
+        if (!grown) return -1;
+        c->ext_ops = grown;
+        c->ext_cap = cap;
+    }
+    memcpy(c->ext_ops + c->ext_len, v, (size_t)n * sizeof *v);
+    c->ext_len += n;
+    return 0;
+}
+
+/* wick_eval on an external context: the operation is queued, the logits wait for the caller */
+static wick_status eval_external(wick_ctx *c, const int32_t *tokens, int32_t n, int all_logits) {
+    if (n < 1 || !tokens) return set_error(WICK_ERR_INVALID_ARG, "no tokens to evaluate");
+    for (int32_t i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= c->m->c.n_vocab)
+            return set_error(WICK_ERR_INVALID_ARG, "token id %d out of range (vocabulary of %d)", tokens[i], c->m->c.n_vocab);
+    int32_t head[4] = {WICK_OP_EVAL, c->n_past, n, all_logits != 0};
+    int32_t len = c->ext_len;
+    if (ext_push(c, head, 4) || ext_push(c, tokens, n)) {
+        c->ext_len = len;
+        return set_error(WICK_ERR_NOMEM, "out of memory");
+    }
+    c->n_past += n;
+    c->n_logit_rows = 0; /* until the caller writes them */
+    return ok();
+}
+
+wick_status wick_ctx_new_external(const wick_model *m, int32_t n_ctx, wick_ctx **out) {
+    if (!m || !out) return set_error(WICK_ERR_INVALID_ARG, "wick_ctx_new_external: NULL argument");
+    *out = NULL;
+    wick_ctx *c = malloc(sizeof *c);
+    if (!c) return set_error(WICK_ERR_NOMEM, "out of memory");
+    if (ctx_init_external(c, m, n_ctx, last_error, sizeof last_error)) {
+        free(c);
+        return WICK_ERR_INVALID_ARG;
+    }
+    *out = c;
+    return ok();
+}
+
+int32_t wick_ctx_external_ops(wick_ctx *c, const int32_t **ops) {
+    if (!c || !c->external) return 0;
+    if (ops) *ops = c->ext_ops;
+    int32_t n = c->ext_len;
+    c->ext_len = 0;
+    return n;
+}
+
+float *wick_ctx_external_logits(wick_ctx *c, int32_t n_rows) {
+    if (!c || !c->external || n_rows < 1) return NULL;
+    if (n_rows > c->logits_cap_rows) {
+        float *l = realloc(c->logits, (size_t)n_rows * (size_t)c->m->c.n_vocab * sizeof(float));
+        if (!l) return NULL;
+        c->logits = l;
+        c->logits_cap_rows = n_rows;
+    }
+    c->n_logit_rows = n_rows;
+    return c->logits;
+}
+
 wick_status wick_eval(wick_ctx *c, const int32_t *tokens, int32_t n, int all_logits) {
     if (!c) return set_error(WICK_ERR_INVALID_ARG, "wick_eval: NULL context");
     if (n > c->n_ctx - c->n_past)
         return set_error(WICK_ERR_CONTEXT_FULL, "%d tokens do not fit in the context: %d of %d positions used", n,
                          c->n_past, c->n_ctx);
+    if (c->external) return eval_external(c, tokens, n, all_logits);
     if (forward_eval(c, tokens, n, all_logits != 0, last_error, sizeof last_error))
         return strstr(last_error, "memory") ? WICK_ERR_NOMEM : WICK_ERR_INVALID_ARG;
     return ok();
@@ -386,6 +557,10 @@ wick_status wick_kv_trim(wick_ctx *c, int32_t n_keep) {
     if (!c || n_keep < 0 || n_keep > c->n_past)
         return set_error(WICK_ERR_INVALID_ARG, "cannot keep %d positions of %d", n_keep, c ? c->n_past : 0);
     if (kv_cache_trim(c, n_keep, last_error, sizeof last_error)) return WICK_ERR_INVALID_ARG;
+    if (c->external) {
+        int32_t op[2] = {WICK_OP_TRIM, n_keep};
+        if (ext_push(c, op, 2)) return set_error(WICK_ERR_NOMEM, "out of memory");
+    }
     return ok();
 }
 

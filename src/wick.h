@@ -124,6 +124,36 @@ size_t wick_state_bytes(const wick_ctx *c);
  * each prompt). Without a snapshot a hybrid model's cache is cut back only to 0. */
 wick_status wick_state_snapshot(wick_ctx *c);
 
+/* ---- a forward pass outside the engine (the glue's WebGPU backend) ----
+ * A context made by wick_ctx_new_external has no KV cache and runs no forward pass: wick_eval
+ * and wick_kv_trim (also when the generator calls them) only append an operation to a list that
+ * the caller takes with wick_ctx_external_ops, carries out on its own device, and answers by
+ * writing the logits into wick_ctx_external_logits. The generator (wick_gen_*) on such a context
+ * evaluates each drawn token at the end of wick_gen_next instead of the start of the next call,
+ * so that the logits the next call samples from are the ones the caller computes in between;
+ * the cache never shifts (a full context evaluates the kept tokens again). So sampling, grammar
+ * and stop strings stay here while the forward pass can be asynchronous (WebGPU's readback is). */
+enum { WICK_OP_EVAL = 1, WICK_OP_TRIM = 2 };
+wick_status wick_ctx_new_external(const wick_model *m, int32_t n_ctx, wick_ctx **out);
+/* The operations since the last call, as int32s: WICK_OP_EVAL, first position, n, all_logits, then
+ * the n token ids; WICK_OP_TRIM, positions kept. Returns their count and empties the list; *ops
+ * stays valid until the next call on the context. */
+int32_t wick_ctx_external_ops(wick_ctx *c, const int32_t **ops);
+/* Room for n_rows rows of logits, which wick_get_logits then returns (NULL: out of memory). */
+float *wick_ctx_external_logits(wick_ctx *c, int32_t n_rows);
+
+/* ---- what an outside backend needs of a model ----
+ * JSON of the forward pass's inputs: the config switches (model.h) and, for every weight matrix
+ * and vector, its address in this process's memory, element type, rows and columns (a wasm
+ * build's addresses are offsets in its linear memory). Writes at most buf_len bytes
+ * (NUL-terminated); *needed gets the full length. */
+wick_status wick_model_tensors_json(const wick_model *m, char *buf, size_t buf_len, size_t *needed);
+/* dst[0..n) = the n elements of type `type` at src (n a multiple of the block size). */
+wick_status wick_dequantize(uint32_t type, const void *src, int32_t n, float *dst);
+/* The engine's own kernel: the n-element weight row w of type `type` times the float row x, x
+ * first converted to the type's activation format as the forward pass does (Q8_0, Q8_K, …). */
+wick_status wick_row_dot(uint32_t type, const void *w, const float *x, int32_t n, float *out);
+
 /* ---- generation: the loop of the seed chapter, one token per call ----
  *
  * A generator owns the sampler chain (see sampler.h for the order: penalties → logit bias →

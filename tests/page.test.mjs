@@ -124,7 +124,7 @@ test('the page loads the default model and streams an answer with its stats', { 
   const page = await openPage();
   try {
     await ready(page);
-    assert.match(await page.textContent('#model-status'), /Loaded stories260K.* · relaxed SIMD$/);
+    assert.match(await page.textContent("#model-status"), /Loaded stories260K.* · relaxed SIMD · CPU \(not the GPU: [^)]+\)$/);
     // Chromium has relaxed SIMD: the page says so and takes that build
     assert.equal(await page.getAttribute('#model-status', 'data-build'), 'mt-relaxed');
     assert.match(await page.textContent('#env'), /relaxed SIMD ✓/);

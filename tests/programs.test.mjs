@@ -124,5 +124,8 @@ for (const build of ['native', 'wasm']) {
     // the gemma3 part ran: the rings' memory, their logits and the shift past the window
     assert.match(r.stdout, /ok  : KV cache of a 1024-token context/);
     assert.match(r.stdout, /ok  : all layers sliding: the next token's logits after the shift match a fresh evaluation/);
+    // the external context (the WebGPU path's) ran
+    assert.match(r.stdout, /ok  : greedy tokens through the external context equal the CPU generator's/);
+    assert.match(r.stdout, /ok  : a full external context is evaluated again/);
   });
 }

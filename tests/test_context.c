@@ -4,7 +4,8 @@
  * go on. With a second file, a gemma3 model (sliding-window layers), the same with the window
  * set to 32: the sliding layers' cache stays at the window as the context grows to 1024, a ring
  * that wraps gives the logits of a cache that holds everything, and a shift past the window
- * matches a fresh evaluation. Usage: test_context MODEL.gguf [GEMMA3.gguf]. Closes with
+ * matches a fresh evaluation. And an external context (the glue's WebGPU path) driven by the
+ * generator, its operations carried out on a CPU context. Usage: test_context MODEL.gguf [GEMMA3.gguf]. Closes with
  * "N passed, M failed". */
 #include <math.h>
 #include <stdio.h>
@@ -211,6 +212,91 @@ static void sliding_window_cases(wick_model *m) {
     free(after);
 }
 
+/* Carries out an external context's operations on a CPU context (the role the WebGPU backend
+ * plays in the glue) and hands the logits over. Returns the tokens evaluated. */
+static int run_external_ops(wick_ctx *ext, wick_ctx *backend, int *saw_trim) {
+    const int32_t *ops;
+    int32_t n = wick_ctx_external_ops(ext, &ops), evaluated = 0;
+    const float *logits = NULL;
+    int32_t rows = 0;
+    for (int32_t i = 0; i < n;) {
+        if (ops[i] == WICK_OP_TRIM) {
+            if (saw_trim) *saw_trim = 1;
+            i += 2;
+            continue;
+        }
+        int32_t pos = ops[i + 1], count = ops[i + 2], all = ops[i + 3];
+        if (wick_kv_trim(backend, pos) != WICK_OK || wick_eval(backend, ops + i + 4, count, all) != WICK_OK) return -1;
+        logits = wick_get_logits(backend, 0);
+        rows = all ? count : 1;
+        evaluated += count;
+        i += 4 + count;
+    }
+    if (logits) {
+        size_t n_vocab = (size_t)backend->m->c.n_vocab;
+        memcpy(wick_ctx_external_logits(ext, rows), logits, (size_t)rows * n_vocab * sizeof(float));
+    }
+    return evaluated;
+}
+
+/* An external context (wick_ctx_new_external) driven by the generator: its operations carried
+ * out on a CPU context give the same greedy tokens as the generator on a CPU context; a full
+ * context is evaluated again (trimmed to 0, the kept tokens once more), never shifted. */
+static void external_case(wick_model *m) {
+    int32_t prompt[] = {1, 403, 407, 261, 378};
+    int np = (int)(sizeof prompt / sizeof prompt[0]);
+    int32_t ref[40], got[40];
+    wick_ctx *cpu = new_ctx(m, 128, 0);
+    wick_gen *g;
+    wick_gen_new(cpu, &g);
+    wick_gen_set(g, "temperature", 0);
+    wick_gen_set(g, "max_tokens", 40);
+    int ok = wick_gen_start(g, prompt, np) == WICK_OK, n_ref = 0;
+    while (ok && !wick_gen_finish(g) && wick_gen_next(g) == WICK_OK) ref[n_ref++] = wick_gen_token(g);
+    wick_gen_free(g);
+    wick_ctx_free(cpu);
+
+    wick_ctx *ext = NULL, *backend = new_ctx(m, 128, 0);
+    check(wick_ctx_new_external(m, 128, &ext) == WICK_OK && wick_n_ctx(ext) == 128, "an external context of 128 positions");
+    wick_gen_new(ext, &g);
+    wick_gen_set(g, "temperature", 0);
+    wick_gen_set(g, "max_tokens", 40);
+    ok = wick_gen_start(g, prompt, np) == WICK_OK;
+    check(ok && wick_get_logits(ext, -1) == NULL, "after the start the logits wait for the outside pass");
+    int first = run_external_ops(ext, backend, NULL), n_got = 0, steps_ok = 1;
+    check(first == np, "the start asks for the prompt as one evaluation");
+    while (ok && !wick_gen_finish(g) && wick_gen_next(g) == WICK_OK) {
+        got[n_got++] = wick_gen_token(g);
+        int e = run_external_ops(ext, backend, NULL);
+        if (e != (wick_gen_finish(g) ? 0 : 1)) steps_ok = 0;
+    }
+    check(steps_ok, "each step asks for the drawn token, the last (finished) one for nothing");
+    check(n_got == n_ref && n_got == 40 && !memcmp(got, ref, sizeof ref), "greedy tokens through the external context equal the CPU generator's");
+    wick_gen_free(g);
+    wick_ctx_free(ext);
+    wick_ctx_free(backend);
+
+    /* a context of 24: full after 19 generated tokens; the external one evaluates again */
+    check(wick_ctx_new_external(m, 24, &ext) == WICK_OK, "an external context of 24 positions");
+    backend = new_ctx(m, 24, 0);
+    wick_gen_new(ext, &g);
+    wick_gen_set(g, "temperature", 0);
+    wick_gen_set(g, "max_tokens", 30);
+    wick_gen_set(g, "n_keep", 1);
+    ok = wick_gen_start(g, prompt, np) == WICK_OK && run_external_ops(ext, backend, NULL) == np;
+    int reevaluated = 0, trimmed = 0, generated = 0;
+    while (ok && !wick_gen_finish(g) && wick_gen_next(g) == WICK_OK) {
+        generated++;
+        reevaluated += wick_gen_reevaluated(g);
+        if (run_external_ops(ext, backend, &trimmed) < 0) ok = 0;
+    }
+    check(ok && generated == 30 && reevaluated > 0 && trimmed, "a full external context is evaluated again (trimmed, kept tokens once more), generation goes on");
+    check(wick_kv_shift(ext, 1, 4) != WICK_OK, "an external context refuses a shift");
+    wick_gen_free(g);
+    wick_ctx_free(ext);
+    wick_ctx_free(backend);
+}
+
 static unsigned char *read_file(const char *path, long *n) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
@@ -233,6 +319,7 @@ int main(int argc, char **argv) {
     shift_case(m, WICK_KV_F32, 1, 29, 1e-5);
     shift_case(m, WICK_KV_F32, 4, 7, 1e-5);
     shift_case(m, WICK_KV_F16, 1, 29, 2e-3); /* keys re-rounded to F16 after the rotation */
+    external_case(m);
     wick_model_free(m);
     free(buf);
     if (argc > 2) {

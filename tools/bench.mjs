@@ -7,7 +7,7 @@
 //
 //   node tools/bench.mjs [--models models/synth-134m-q4_0.gguf,…] [--threads 1,2]
 //                        [--prompt-tokens 87] [--gen 32] [--repeat 3] [--ctx 2048]
-//                        [--stat best|median] [--idle-wait 30] [--no-native] [--no-grammar] [--record]
+//                        [--stat best|median] [--idle-wait 30] [--no-native] [--no-grammar] [--no-gpu] [--record]
 //
 // Each run is `wasm_glue/cli.mjs generate -m MODEL -p PROMPT -n GEN --temp 0 --ignore-eos
 // --threads T --ctx C` (and build/native/wick with the same flags); the figures come from the
@@ -22,6 +22,9 @@
 // (Qwen 2.5/3's size), and JSON-mode generation (the JSON-object grammar of json-schema.mjs) against
 // unconstrained generation with the same sampler chain (temperature 0.8, seed 1) on the 134m
 // Q4_K_M model of --models when it is there.
+//
+// Last (unless --no-gpu) the WebGPU path's structure per decoded token (tools/bench-gpu.mjs):
+// weight bytes read, dispatches, submissions and readback bytes for 134m and 1b in Q4_0 and Q4_K_M.
 //
 // The helpers (prompt building, model creation, machine description, BENCHMARKS.md) are shared
 // with tools/bench-peers.mjs.
@@ -334,7 +337,7 @@ async function cliChild(args) {
 const DEFAULTS = {
   models: 'models/synth-134m-q4_0.gguf,models/synth-134m-q8_0.gguf,models/synth-134m-q4_k_m.gguf',
   threads: '1,2', promptTokens: 87, gen: 32, repeat: 3, ctx: 2048, stat: 'best', timeout: 600, idleWait: 30,
-  noNative: false, noGrammar: false, record: false,
+  noNative: false, noGrammar: false, noGpu: false, record: false,
 };
 
 const GRAMMAR_VOCAB = 152064; // Qwen 2.5 / Qwen 3
@@ -437,10 +440,20 @@ async function main(argv) {
     'CLI peak memory = the "peak memory" the CLI reports; peak RSS = the process (Node for wasm) as the OS counts it.' +
     (busyRuns ? ` ${busyRuns} run(s) started while other work kept the CPU busy: those figures are low.` : '');
   const grammar = opts.noGrammar ? '' : `\n\n${await grammarBench(opts, threadCounts, kinds)}`;
-  process.stdout.write(`${table}\n\n${notes}${grammar}\n`);
+  // the WebGPU path's structure per token (tools/bench-gpu.mjs): 134m and 1b, Q4_0 and Q4_K_M
+  let gpu = '';
+  if (!opts.noGpu) {
+    const { gpuBench, GPU_DEFAULTS } = await import('./bench-gpu.mjs');
+    try {
+      gpu = `\n\n${await gpuBench(GPU_DEFAULTS)}`;
+    } catch (e) {
+      gpu = `\n\nGPU path: not measured (${e.message}).`;
+    }
+  }
+  process.stdout.write(`${table}\n\n${notes}${grammar}${gpu}\n`);
   if (opts.record) {
     const command = `npm run bench -- ${argv.filter((a) => a !== '--record').join(' ')}`.trim();
-    appendBenchmarks('npm run bench', command, `${table}\n\n${notes}${grammar}`);
+    appendBenchmarks('npm run bench', command, `${table}\n\n${notes}${grammar}${gpu}`);
   }
 }
 

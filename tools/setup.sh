@@ -2,6 +2,7 @@
 # Installs what the builds and tests need, when it is missing (Debian 12, as root):
 # gcc/make, emscripten, libsimde-dev, clang (fuzzing), clang-19 + lld-19 (the relaxed-SIMD wasm
 # builds), Node.js + npm, chromium (browser tests),
+# libvulkan1 (the WebGPU tests: the npm package webgpu's Dawn loads Chromium's SwiftShader Vulkan driver through it),
 # g++, cmake and git (llama.cpp's llama-server, built once from node-llama-cpp's bundled source for Wick.connect's tests).
 # Idempotent: does nothing when everything is present.
 set -euo pipefail
@@ -20,6 +21,7 @@ command -v npm >/dev/null || need+=(npm)
 command -v clang >/dev/null || need+=(clang)
 compgen -G '/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-*.a' >/dev/null || need+=(libclang-rt-14-dev)
 command -v valgrind >/dev/null || need+=(valgrind)
+compgen -G '/usr/lib/*/libvulkan.so.1' >/dev/null || need+=(libvulkan1)
 # the relaxed-SIMD wasm builds (mk/relaxed.mk): LLVM 19's clang and wasm-ld under emcc
 [ -x /usr/lib/llvm-19/bin/clang ] || need+=(clang-19)
 [ -x /usr/lib/llvm-19/bin/wasm-ld ] || need+=(lld-19)

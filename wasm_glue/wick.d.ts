@@ -43,7 +43,19 @@ export interface LoadOptions {
   wasmBase?: string | URL;
   /** URL of worker.js (default: beside wick.mjs) */
   workerUrl?: string | URL;
+  /** where the forward pass runs: 'cpu' (default), 'gpu' (WebGPU; an error when it cannot), or
+   * 'auto' (the GPU when a hardware adapter exists and the family runs there, else the CPU) */
+  device?: 'auto' | 'gpu' | 'cpu';
+  /** true: a software WebGPU adapter (SwiftShader, lavapipe) counts as a GPU (default false) */
+  gpuAllowSoftware?: boolean;
+  /** URL of the WebGPU backend module (default: gpu/backend.mjs beside wick.mjs) */
+  gpuModuleUrl?: string | URL;
 }
+
+/** Where an engine's forward pass runs. */
+export type Device =
+  | { type: 'gpu'; /** the adapter's description */ adapter: string; software: boolean; /** tensors converted to F32 at load */ converted: string[] }
+  | { type: 'cpu'; /** why not the GPU ('asked for' when device was 'cpu') */ reason: string };
 
 export type Build = 'mt' | 'st' | 'mt-relaxed' | 'st-relaxed';
 
@@ -283,6 +295,8 @@ export interface Engine {
   readonly multiThreaded: boolean;
   readonly relaxedSimd: boolean;
   readonly threads: number;
+  /** where the forward pass runs; becomes {type: 'cpu'} after a GPU failure (E_GPU) */
+  readonly device: Device;
   generate(prompt: string | number[], options?: GenerateOptions): AsyncGenerator<GenerateChunk | GenerateDone>;
   chat: {
     completions: {

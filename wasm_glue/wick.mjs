@@ -96,6 +96,7 @@ function moduleUrl(rel) {
 const engineFiles = () => ({
   worker: new URL('./worker.js', import.meta.url).href,
   gguf: new URL('./gguf-header.js', import.meta.url).href,
+  gpu: new URL('./gpu/backend.mjs', import.meta.url).href,
   st: {
     script: new URL('../build/wasm/wick.js', import.meta.url).href,
     wasm: new URL('../build/wasm/wick.wasm', import.meta.url).href,
@@ -246,6 +247,7 @@ class Engine {
       wasmUrl: files.wasm,
       threadWorkerUrl: files.threadWorker,
       ggufUrl: this._ggufUrl,
+      gpuModuleUrl: this._gpuUrl,
     });
     // A wasm module that never comes up (a missing or half-written file, a blocked thread
     // worker) would otherwise leave the load pending for ever.
@@ -270,6 +272,7 @@ class Engine {
     else {
       this._pending.delete(m.id);
       if (!this._pending.size) this._worker?.unref();
+      if (m.device) this._setDevice(m.device); // a GPU failure: the engine went on on the CPU
       if (m.type === 'result') p.resolve(m.value);
       else p.reject(new WickError(m.code, m.message));
     }
@@ -309,6 +312,8 @@ class Engine {
       source: { kind: described.kind, items: described.items, sizes: described.sizes },
       contextSize: options.contextSize || 0,
       kvType: options.kvType || 'f16',
+      device: options.device || 'cpu',
+      gpuAllowSoftware: options.gpuAllowSoftware === true,
     }, { onProgress: report });
     const onAbort = () => this._abort(request.id);
     options.signal?.addEventListener('abort', onAbort);
@@ -356,6 +361,15 @@ class Engine {
       threads: r.threads,
       wasmMemoryBytes: r.heapBytes,
     };
+    this._setDevice(r.device);
+  }
+
+  _setDevice(d) {
+    /** Where the forward pass runs: {type: 'gpu', adapter, software, converted} (the adapter's
+     * description; tensors of types the shaders do not read, converted to F32 at load) or
+     * {type: 'cpu', reason} (why not the GPU: asked for, no adapter, a software adapter, a
+     * family the GPU path does not run, a GPU failure) */
+    this.device = d || { type: 'cpu', reason: 'asked for' };
   }
 
   /** Token ids of a text. addBos: prepend BOS as the model asks (default true); special: parse special-token texts. */
@@ -445,6 +459,11 @@ class Engine {
   /** Stops every generation in progress (each ends with finishReason 'abort'). */
   abort() {
     for (const stop of this._active?.values() || []) stop();
+  }
+
+  /** Tests: destroys the GPU device, as a lost one (a driver reset, a removed GPU) would be. */
+  _loseGpuDevice() {
+    if (!this._dead) this._worker.post({ type: 'gpu-lose' });
   }
 
   /** Frees the model and ends the worker (and its threads). The engine cannot be used afterwards. */
@@ -1208,6 +1227,7 @@ async function load(source, options = {}) {
   if (options.contextSize !== undefined && options.contextSize !== 0) checkNumber('contextSize', options.contextSize, { min: 1, max: 1 << 22, integer: true });
   if (options.kvType !== undefined && options.kvType !== 'f16' && options.kvType !== 'f32') throw invalid(`kvType must be 'f16' or 'f32' (got ${JSON.stringify(options.kvType)})`);
   if (options.onProgress !== undefined && typeof options.onProgress !== 'function') throw invalid('onProgress must be a function');
+  if (options.device !== undefined && !['auto', 'gpu', 'cpu'].includes(options.device)) throw invalid(`device must be 'auto', 'gpu' or 'cpu' (got ${JSON.stringify(options.device)})`);
   checkSignal(options.signal);
   const mt = options.multiThreaded !== false && canUseThreads();
   const relaxed = options.relaxedSimd !== false && hasRelaxedSimd();
@@ -1216,6 +1236,7 @@ async function load(source, options = {}) {
   engine._files = options.wasmBase ? filesIn(await resourceUrl(options.wasmBase, true)) : files;
   engine._workerUrl = options.workerUrl ? await resourceUrl(options.workerUrl, false) : files.worker;
   engine._ggufUrl = files.gguf;
+  engine._gpuUrl = options.gpuModuleUrl ? await resourceUrl(options.gpuModuleUrl, false) : files.gpu;
   engine._kvType = options.kvType || 'f16';
   try {
     await engine._start({ threads: mt ? threadsAsked : 1, build: (mt ? 'mt' : 'st') + (relaxed ? '-relaxed' : '') });

@@ -10,13 +10,22 @@
  *
  *   host → worker  {id, type: 'init'|'load'|'generate'|'tokenize'|'detokenize'|'unload', ...}
  *                  {id, type: 'abort'}              (stops request id: a load or a generation)
+ *                  {type: 'gpu-lose'}               (destroys the GPU device: tests of the fallback)
  *                  {id, type: 'data', bytes|end}    (the bytes of a load from an ArrayBuffer)
  *   worker → host  {id, type: 'result', value} | {id, type: 'error', code, message}
  *                  {id, type: 'progress', loaded, total, phase, cached, resumed}
  *                  {id, type: 'chunk', text, tokens, probs?, shifted?, reevaluated?}
  *                  {type: 'fatal', message}         (the wasm instance trapped: the worker is done)
  *
- * Requests run one at a time in arrival order; 'abort' and 'data' are handled at once. */
+ * Requests run one at a time in arrival order; 'abort', 'data' and 'gpu-lose' are handled at once.
+ *
+ * The WebGPU path (load option device 'gpu' or 'auto'): the engine parses the model as always,
+ * but its context is an external one (src/wick.h, wick_ctx_new_external): the generator's
+ * evaluations come out as a list of operations that gpu/backend.mjs carries out on the GPU,
+ * and the logits it reads back go into the context, where the C sampler draws from them. So
+ * sampling, grammar and stop strings are the same code on both paths. A GPU failure during a
+ * request (a lost device, an out-of-memory) makes the worker fall back to the CPU: the request
+ * ends with E_GPU, and the next one runs on a fresh CPU context. */
 'use strict';
 (function () {
   const isNode = typeof importScripts !== 'function';
@@ -31,7 +40,8 @@
   let post = null;          // (message, transfer?) → void
   let M = null;             // the Emscripten module
   let buildInfo = null;     // {build, threads}
-  const state = { model: 0, ctx: 0, gen: 0, buffers: [], size: 0, meta: null };
+  const state = { model: 0, ctx: 0, gen: 0, buffers: [], size: 0, meta: null, gpu: null, device: null, ctxOptions: null };
+  let gpuUrl = null;        // gpu/backend.mjs, as the host names it
   const aborted = new Set();
   const feeds = new Map();  // load id → pushed data {chunks, waiting, ended}
   let queue = Promise.resolve();
@@ -48,6 +58,7 @@
   function onMessage(msg) {
     if (msg.type === 'abort') { aborted.add(msg.id); feedWake(msg.id); return; }
     if (msg.type === 'data') { feedPush(msg); return; }
+    if (msg.type === 'gpu-lose') { state.gpu?.forward.device.destroy(); return; }
     queue = queue.then(() => handle(msg));
   }
 
@@ -59,7 +70,7 @@
       post({ id, type: 'result', value });
     } catch (e) {
       if (isTrap(e)) { fatal(e); return; }
-      post({ id, type: 'error', code: /^E_[A-Z_]+$/.test(e.code) ? e.code : 'E_INTERNAL', message: e.message || String(e) });
+      post({ id, type: 'error', code: /^E_[A-Z_]+$/.test(e.code) ? e.code : 'E_INTERNAL', message: e.message || String(e), ...(e.device ? { device: e.device } : {}) });
     } finally {
       aborted.delete(id);
       feeds.delete(id);
@@ -84,7 +95,8 @@
 
   // ---- starting the wasm module ----
 
-  async function init({ scriptUrl, wasmUrl, threadWorkerUrl, build, threads }) {
+  async function init({ scriptUrl, wasmUrl, threadWorkerUrl, build, threads, gpuModuleUrl }) {
+    gpuUrl = gpuModuleUrl || null;
     const options = {
       wickThreads: threads,
       print: (s) => console.log(s),
@@ -164,7 +176,8 @@
     if (state.ctx) M._wick_ctx_free(state.ctx);
     if (state.model) M._wick_model_free(state.model);
     for (const b of state.buffers) M._wick_buffer_free(b.ptr, b.size);
-    Object.assign(state, { model: 0, ctx: 0, gen: 0, buffers: [], size: 0, meta: null });
+    dropGpu();
+    Object.assign(state, { model: 0, ctx: 0, gen: 0, buffers: [], size: 0, meta: null, gpu: null, device: null, ctxOptions: null });
     pieceCache.clear();
   }
 
@@ -240,18 +253,17 @@
         state.buffers = parts;
         state.size = size;
 
-        withScratch(16, (params) => {
-          M._wick_ctx_default_params(params);
-          const p32 = params >>> 2;
-          if (contextSize) M.HEAP32[p32] = contextSize;
-          M.HEAP32[p32 + 2] = buildInfo.threads;
-          M.HEAP32[p32 + 3] = kvType === 'f32' ? 0 : 1;
-          check(M._wick_ctx_new(state.model, params, out));
-        });
-        state.ctx = u32At(out);
-        if (typeof M._wick_gen_new === 'function') {
+        state.ctxOptions = { contextSize, kvType };
+        const gpu = msg.device && msg.device !== 'cpu' ? await openGpu(msg) : null;
+        if (gpu?.forward) {
+          state.gpu = gpu;
+          state.ctx = gpu.ctx;
+          state.device = { type: 'gpu', adapter: gpu.description, software: gpu.software, converted: gpu.forward.converted };
           check(M._wick_gen_new(state.ctx, out));
           state.gen = u32At(out);
+        } else {
+          cpuContext();
+          state.device = { type: 'cpu', reason: gpu?.reason || (msg.device === 'cpu' ? 'asked for' : 'no GPU path in this engine') };
         }
       } finally {
         M._free(out);
@@ -263,6 +275,129 @@
       unloadModel();
       throw e;
     }
+  }
+
+  /** The CPU context and generator (a load on the CPU path, or the fallback from the GPU). */
+  function cpuContext() {
+    const { contextSize, kvType } = state.ctxOptions;
+    withScratch(16, (params) => withScratch(4, (out) => {
+      M._wick_ctx_default_params(params);
+      const p32 = params >>> 2;
+      if (contextSize) M.HEAP32[p32] = contextSize;
+      M.HEAP32[p32 + 2] = buildInfo.threads;
+      M.HEAP32[p32 + 3] = kvType === 'f32' ? 0 : 1;
+      check(M._wick_ctx_new(state.model, params, out));
+      state.ctx = u32At(out);
+      if (typeof M._wick_gen_new === 'function') {
+        check(M._wick_gen_new(state.ctx, out));
+        state.gen = u32At(out);
+      }
+    }));
+  }
+
+  function dropGpu() {
+    if (!state.gpu) return;
+    try { state.gpu.forward?.destroy(); } catch { /* a lost device's buffers are gone already */ }
+    try { state.gpu.forward?.device.destroy(); } catch { /* idem */ }
+    state.gpu = null;
+  }
+
+  /**
+   * The GPU path for the loaded model: {forward, ctx, description, software}, or {reason} why
+   * the CPU path is taken instead (device 'auto'). With device 'gpu' a reason is an E_GPU error
+   * (E_UNSUPPORTED for a family the GPU path does not run).
+   */
+  async function openGpu({ device, gpuAllowSoftware, contextSize, gpuMaxBatch }) {
+    const forced = device === 'gpu';
+    const refuse = (reason, code = 'E_GPU') => {
+      if (forced) throw new WorkerError(code, `the GPU path is not available: ${reason}`);
+      return { reason };
+    };
+    if (typeof M._wick_ctx_new_external !== 'function') return refuse('this build of the engine has no external context (wick_ctx_new_external)');
+    if (!gpuUrl) return refuse('the host named no GPU module');
+    let gpu;
+    try {
+      gpu = await import(gpuUrl);
+    } catch (e) {
+      return refuse(`the GPU module did not load: ${e.message}`);
+    }
+    const tensors = modelTensors();
+    const unsupported = gpu.GpuForward.unsupported(tensors);
+    if (unsupported) return refuse(unsupported, 'E_UNSUPPORTED');
+    const found = await gpu.findAdapter();
+    if (!found.adapter) return refuse(found.reason);
+    if (found.software && !gpuAllowSoftware)
+      return refuse(`the only WebGPU adapter is a software one (${found.description}), slower than the CPU path`);
+    let ctx = 0, forward = null;
+    try {
+      ctx = withScratch(4, (out) => {
+        check(M._wick_ctx_new_external(state.model, contextSize || 0, out));
+        return u32At(out);
+      });
+      const gpuDevice = await gpu.openDevice(found.adapter);
+      forward = await gpu.GpuForward.create(gpuDevice, {
+        tensors,
+        nCtx: M._wick_n_ctx(ctx),
+        heap: () => M.HEAPU8,
+        dequantize,
+        maxBatch: gpuMaxBatch || 32,
+        software: found.software,
+      });
+      return { forward, ctx, description: found.description, software: found.software };
+    } catch (e) {
+      if (ctx) M._wick_ctx_free(ctx);
+      try { forward?.device.destroy(); } catch { /* nothing to free */ }
+      if (e.code === 'E_GPU' || e.code === 'E_UNSUPPORTED') return refuse(e.message, e.code);
+      throw e;
+    }
+  }
+
+  function modelTensors() {
+    const need = withScratch(4, (n) => { M._wick_model_tensors_json(state.model, 0, 0, n); return u32At(n); });
+    return JSON.parse(withScratch(need, (buf) => {
+      check(M._wick_model_tensors_json(state.model, buf, need, 0));
+      return M.UTF8ToString(buf);
+    }));
+  }
+
+  function dequantize(type, ptr, n) {
+    return withScratch(4 * n, (out) => {
+      check(M._wick_dequantize(type, ptr, n, out));
+      return M.HEAPF32.slice(out >>> 2, (out >>> 2) + n);
+    });
+  }
+
+  /** Carries out the external context's queued evaluations on the GPU and hands it the logits. */
+  async function runGpuOps() {
+    const { forward, ctx } = state.gpu;
+    const [ptr, n] = withScratch(4, (p) => { const n = M._wick_ctx_external_ops(ctx, p); return [u32At(p), n]; });
+    const ops = M.HEAP32.slice(ptr >>> 2, (ptr >>> 2) + n);
+    let logits = null, rows = 0;
+    for (let i = 0; i < ops.length; ) {
+      if (ops[i] === 2) { i += 2; continue; } // trim: the next evaluation says its positions
+      const pos = ops[i + 1], count = ops[i + 2], all = ops[i + 3] === 1;
+      logits = await forward.eval(Array.from(ops.subarray(i + 4, i + 4 + count)), pos, all);
+      rows = all ? count : 1;
+      i += 4 + count;
+    }
+    if (!logits) return;
+    const dst = M._wick_ctx_external_logits(ctx, rows) >>> 0;
+    if (!dst) throw new WorkerError('E_NOMEM', 'out of memory for the logits');
+    M.HEAPF32.set(logits, dst >>> 2);
+  }
+
+  /** After a GPU failure: the GPU path is dropped and the conversation goes on on the CPU. */
+  function fallBackToCpu(e) {
+    const reason = e.message || String(e);
+    if (state.gen) M._wick_gen_free(state.gen);
+    if (state.ctx) M._wick_ctx_free(state.ctx);
+    state.gen = state.ctx = 0;
+    dropGpu();
+    cpuContext();
+    state.device = { type: 'cpu', reason: `the GPU failed (${reason}): switched to the CPU` };
+    const err = new WorkerError('E_GPU', `${reason}; the engine switched to the CPU, where the next request runs`);
+    err.device = state.device;
+    return err;
   }
 
   function headerOf(part) {
@@ -296,7 +431,8 @@
       files: parts.length,
       cached: parts.every((p) => p.cached),
       contextSize: M._wick_n_ctx(state.ctx),
-      kvBytes: M._wick_kv_bytes(state.ctx) >>> 0,
+      kvBytes: state.gpu ? state.gpu.forward.kvBytes : M._wick_kv_bytes(state.ctx) >>> 0,
+      device: state.device,
       stateBytes: M._wick_state_bytes(state.ctx) >>> 0,
       build: buildInfo.build,
       threads: buildInfo.threads,
@@ -894,6 +1030,8 @@
   async function generate({ id, tokens, settings, stops, probs: nProbs, grammar = '', bias = [] }) {
     requireModel();
     if (!state.gen) throw new WorkerError('E_UNSUPPORTED', 'this build of the engine has no generation API (wick_gen_*)');
+    // a device lost between requests: this one runs on the CPU already
+    if (state.gpu && state.gpu.forward.lostReason !== null) fallBackToCpu(new Error(`the GPU device was lost: ${state.gpu.forward.lostReason}`));
     const g = state.gen;
     // checkpoint: where a hybrid model also keeps its recurrent state (chat requests set it; 0 = none)
     for (const [name, value] of Object.entries({ checkpoint: 0, ...settings, n_probs: nProbs || 0 }))
@@ -909,6 +1047,7 @@
       M.HEAP32.set(tokens, buf >>> 2);
       check(M._wick_gen_start(g, buf, tokens.length));
     });
+    await gpuStep();
     const t1 = performance.now();
     const promptEval = M._wick_gen_n_prompt_eval(g);
     let generated = 0, firstTokenAt = 0, finishReason = null, shiftedTotal = 0, reevaluatedTotal = 0;
@@ -917,6 +1056,7 @@
       for (;;) {
         if (aborted.has(id)) { finishReason = 'abort'; break; }
         check(M._wick_gen_next(g));
+        await gpuStep();
         const token = M._wick_gen_token(g);
         const finish = M._wick_gen_finish(g);
         if (!firstTokenAt) firstTokenAt = performance.now();
@@ -958,6 +1098,17 @@
         contextSize: M._wick_n_ctx(state.ctx),
       },
     };
+  }
+
+  /** On the GPU path: the evaluations the generator just asked for (a GPU failure falls back). */
+  async function gpuStep() {
+    if (!state.gpu) return;
+    try {
+      await runGpuOps();
+    } catch (e) {
+      if (e.code === 'E_GPU') throw fallBackToCpu(e);
+      throw e;
+    }
   }
 
   function readProbs(g, scratch, drawn) {

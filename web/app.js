@@ -293,6 +293,12 @@ async function generate(view, tokens, run) {
     }
   } catch (e) {
     view.box.append(el('p', { className: 'msg-error', role: 'alert' }, `${e.code ? `${e.code}: ` : ''}${e.message}`));
+    if (e.code === 'E_GPU') {
+      // the engine went on on the CPU: the conversation stays, the next answer runs there
+      notice('warn', `The GPU stopped working (${e.message}). The model now runs on the CPU; send again to continue.`);
+      $('model-status').dataset.device = engine.device.type;
+      $('model-status').textContent = $('model-status').textContent.replace(/ · GPU: .*$/, ` · ${deviceText(engine.device)}`);
+    }
   } finally {
     cancelAnimationFrame(frame);
     flush();
@@ -310,6 +316,12 @@ async function generate(view, tokens, run) {
     setState('ready');
   }
   return done;
+}
+
+/** Where the forward pass runs, and why not on the GPU, in words. */
+function deviceText(d) {
+  if (d.type === 'gpu') return `GPU: ${d.adapter}${d.software ? ' (a software adapter)' : ''}`;
+  return d.reason === 'asked for' ? 'CPU' : `CPU (not the GPU: ${d.reason})`;
 }
 
 /** How many threads an engine computes with, in words. */
@@ -511,7 +523,9 @@ function loadOptions(metadata = state.source?.metadata) {
   const trained = trainedContext(metadata);
   const ctx = Number($('ctx-size').value) || (trained && trained < SHORT_CONTEXT ? trained : 0);
   const threads = Math.max(1, Math.min(8, Number($('threads').value) || Wick.defaultThreads()));
-  return { contextSize: ctx, threads };
+  const device = $('device')?.value || 'auto';
+  // choosing the GPU by hand takes a software adapter too (slow, but what was asked for)
+  return { contextSize: ctx, threads, device, gpuAllowSoftware: device === 'gpu' };
 }
 
 /** The chosen source, looked at (size, metadata, memory) without loading it. */
@@ -624,10 +638,12 @@ async function loadChosen() {
   const previous = state.engine;
   state.engine = null;
   await previous?.unload().catch(() => {});
-  const { contextSize, threads } = loadOptions();
+  const { contextSize, threads, device, gpuAllowSoftware } = loadOptions();
   const options = {
     contextSize,
     threads,
+    device,
+    gpuAllowSoftware,
     signal: controller.signal,
     onProgress: (p) => {
       if (p.phase === 'download') meter.add(p.loaded - (p.resumed || 0)); // kept bytes read back are no download speed
@@ -655,8 +671,9 @@ async function loadChosen() {
     $('model-status').textContent = `Loaded ${name} (${params ? `${params} parameters, ` : ''}${info.architecture}) in ` +
       `${formatDuration(performance.now() - t0)}${info.fromCache ? ' from the cache' : ''} · context ${formatCount(info.contextSize)} tokens · ` +
       `KV cache ${formatBytes(info.kvBytes)}${info.stateBytes ? ` · recurrent state ${formatBytes(info.stateBytes)}` : ''} · ${threadsText(engine)}` +
-      ` · ${engine.relaxedSimd ? 'relaxed SIMD' : 'SIMD128'}`;
+      ` · ${engine.relaxedSimd ? 'relaxed SIMD' : 'SIMD128'} · ${deviceText(engine.device)}`;
     $('model-status').dataset.build = engine.build;
+    $('model-status').dataset.device = engine.device.type;
     $('model-status').dataset.loaded = name;
     const chat = $('mode-field').querySelector('input[value=chat]');
     chat.disabled = !info.chatTemplate;

@@ -1,0 +1,103 @@
+// tests/gpu-glue.test.mjs — the WebGPU path through the public API under Node (Wick.load with
+// `device`, the worker driving an external context, SwiftShader through the npm package webgpu):
+// stories260K's greedy text and mini logits-driven generation as on the CPU, `auto` refusing the
+// software adapter with a reason, a family the GPU path does not run, and a device lost in the
+// middle of a generation falling back to the CPU, where the next answer is right.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { Wick } from '../wasm_glue/wick.mjs';
+import { models, loadReference } from './helpers.mjs';
+
+process.env.VK_ICD_FILENAMES ??= '/usr/lib/chromium/vk_swiftshader_icd.json';
+const stories = path.join(models, 'stories260K.gguf');
+const ref = loadReference('stories260K.json');
+
+async function collect(stream) {
+  let text = '', tokens = [], done = null;
+  for await (const c of stream) {
+    if (c.done) done = c;
+    else { text += c.text; tokens.push(...c.tokens); }
+  }
+  return { text, tokens, done };
+}
+
+test('device gpu (software adapter allowed): stories260K greedy text equals the reference, one answer after another', { timeout: 300000 }, async () => {
+  const engine = await Wick.load(stories, { threads: 1, device: 'gpu', gpuAllowSoftware: true, contextSize: 512 });
+  try {
+    assert.equal(engine.device.type, 'gpu');
+    assert.match(engine.device.adapter, /swiftshader/i);
+    assert.equal(engine.device.software, true);
+    const r = await collect(engine.generate('Once upon a time', { temperature: 0, maxTokens: 240 }));
+    assert.equal(r.text, ref.greedy_text);
+    assert.equal(r.done.finishReason, 'length');
+    // the same prompt again reuses the GPU's cache (one token evaluated) and gives the same text
+    const again = await collect(engine.generate('Once upon a time', { temperature: 0, maxTokens: 40 }));
+    assert.equal(again.done.timings.promptEvalTokens, 1);
+    assert.equal(again.text, ref.greedy_text.slice(0, again.text.length));
+    assert.ok(again.text.length > 100);
+  } finally {
+    await engine.unload();
+  }
+});
+
+test('device gpu: a grammar and stop strings work on the GPU path (sampling stays in C)', { timeout: 300000 }, async () => {
+  const engine = await Wick.load(stories, { threads: 1, device: 'gpu', gpuAllowSoftware: true, contextSize: 256 });
+  try {
+    const r = await collect(engine.generate('Once upon a time', { temperature: 0, maxTokens: 60, stop: ['Lily'] }));
+    assert.equal(r.done.finishReason, 'stop');
+    assert.equal(r.text, ref.greedy_text.slice(0, ref.greedy_text.indexOf('Lily')));
+    const g = await collect(engine.generate('Once upon a time', { temperature: 0.8, seed: 7, maxTokens: 20, grammar: 'root ::= " there" (" was" | " is") " a"' }));
+    assert.match(g.text, /^ there (was|is) a$/);
+    assert.equal(g.done.finishReason, 'grammar');
+  } finally {
+    await engine.unload();
+  }
+});
+
+test("device auto on SwiftShader takes the CPU and says why", { timeout: 120000 }, async () => {
+  const engine = await Wick.load(stories, { threads: 1, device: 'auto' });
+  try {
+    assert.equal(engine.device.type, 'cpu');
+    assert.match(engine.device.reason, /software/i);
+    assert.match(engine.device.reason, /swiftshader/i);
+    const r = await collect(engine.generate('Once upon a time', { temperature: 0, maxTokens: 30 }));
+    assert.equal(r.text, ref.greedy_text.slice(0, r.text.length));
+  } finally {
+    await engine.unload();
+  }
+  // without the option, device stays 'cpu'
+  const cpu = await Wick.load(stories, { threads: 1 });
+  assert.deepEqual(cpu.device, { type: 'cpu', reason: 'asked for' });
+  await cpu.unload();
+});
+
+test('a family the GPU path does not run: E_UNSUPPORTED when forced, the CPU with a reason under auto', { timeout: 120000 }, async () => {
+  const file = path.join(models, 'families', 'mini-lfm2-q8_0.gguf');
+  await assert.rejects(Wick.load(file, { threads: 1, device: 'gpu', gpuAllowSoftware: true }), (e) => e.code === 'E_UNSUPPORTED' && /lfm2/.test(e.message));
+  const engine = await Wick.load(file, { threads: 1, device: 'auto', gpuAllowSoftware: true });
+  assert.equal(engine.device.type, 'cpu');
+  assert.match(engine.device.reason, /lfm2.*CPU/);
+  await engine.unload();
+  await assert.rejects(Wick.load(stories, { device: 'tpu' }), { code: 'E_INVALID_ARG' });
+});
+
+test('a GPU device lost mid-generation: E_GPU, the engine goes on on the CPU and the next answer is right', { timeout: 300000 }, async () => {
+  const engine = await Wick.load(stories, { threads: 1, device: 'gpu', gpuAllowSoftware: true, contextSize: 512 });
+  try {
+    assert.equal(engine.device.type, 'gpu');
+    let chunks = 0;
+    await assert.rejects(async () => {
+      for await (const c of engine.generate('Once upon a time', { temperature: 0, maxTokens: 200 })) {
+        if (!c.done && ++chunks === 3) engine._loseGpuDevice();
+      }
+    }, (e) => e.code === 'E_GPU' && /switched to the CPU/.test(e.message));
+    assert.ok(chunks >= 3);
+    assert.equal(engine.device.type, 'cpu');
+    assert.match(engine.device.reason, /GPU failed/);
+    const r = await collect(engine.generate('Once upon a time', { temperature: 0, maxTokens: 240 }));
+    assert.equal(r.text, ref.greedy_text);
+  } finally {
+    await engine.unload();
+  }
+});

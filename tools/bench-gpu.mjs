@@ -1,0 +1,114 @@
+#!/usr/bin/env node
+// tools/bench-gpu.mjs — the WebGPU path's structure per decoded token, counted from the dispatch
+// plan as it is encoded (wasm_glue/gpu/backend.mjs): bytes read from weight buffers (against the
+// weights' size on the GPU), compute dispatches, queue submissions and bytes read back, for the
+// synthetic 134m and 1b files in Q4_0 and Q4_K_M; with the adapter it ran on and its decode
+// tokens/s (meaningless on a software adapter such as SwiftShader, which computes on the CPU).
+// `npm run bench` runs it after the CPU tables (unless --no-gpu); alone:
+//   node tools/bench-gpu.mjs [--models models/synth-1b-q4_0.gguf,…] [--tokens 3] [--record]
+// Under Node the adapter comes from the npm package webgpu (Dawn); without a GPU, Chromium's
+// SwiftShader driver (VK_ICD_FILENAMES=/usr/lib/chromium/vk_swiftshader_icd.json, set here when unset).
+import fs from 'node:fs';
+import path from 'node:path';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+import { ROOT, parseArgs, list, ensureModel, modelLabel, markdownTable, fmt, appendBenchmarks } from './bench.mjs';
+
+const MiB = 1024 * 1024;
+export const GPU_DEFAULTS = {
+  models: 'models/synth-134m-q4_0.gguf,models/synth-134m-q4_k_m.gguf,models/synth-1b-q4_0.gguf,models/synth-1b-q4_k_m.gguf',
+  tokens: 3,
+  record: false,
+};
+
+async function engine() {
+  const script = path.join(ROOT, 'build', 'wasm', 'wick.js');
+  const createWick = createRequire(script)(script);
+  return createWick({ wasmBinary: fs.readFileSync(path.join(ROOT, 'build', 'wasm', 'wick.wasm')), print: () => {}, printErr: () => {} });
+}
+
+function check(M, status) {
+  if (status !== 0) throw new Error(M.UTF8ToString(M._wick_last_error()));
+}
+
+/** The structural table (markdown) and the adapter, for the files of opts.models. */
+export async function gpuBench(opts) {
+  process.env.VK_ICD_FILENAMES ??= '/usr/lib/chromium/vk_swiftshader_icd.json';
+  const gpu = await import('../wasm_glue/gpu/backend.mjs');
+  const found = await gpu.findAdapter();
+  if (!found.adapter) throw new Error(`no WebGPU adapter: ${found.reason}`);
+  const device = await gpu.openDevice(found.adapter);
+  const M = await engine();
+  const dequantize = (type, ptr, n) => {
+    const out = M._malloc(4 * n) >>> 0;
+    check(M, M._wick_dequantize(type, ptr, n, out));
+    const v = M.HEAPF32.slice(out >>> 2, (out >>> 2) + n);
+    M._free(out);
+    return v;
+  };
+  const rows = [];
+  for (const file of list(opts.models)) {
+    const model = ensureModel(file);
+    const bytes = fs.readFileSync(model);
+    const ptr = M._malloc(bytes.length) >>> 0;
+    if (!ptr) throw new Error(`${file}: out of wasm memory`);
+    M.HEAPU8.set(bytes, ptr);
+    const out = M._malloc(4) >>> 0;
+    check(M, M._wick_model_load_gguf(ptr, bytes.length, out));
+    const handle = M.HEAPU32[out >>> 2];
+    M._wick_model_tensors_json(handle, 0, 0, out);
+    const need = M.HEAPU32[out >>> 2], buf = M._malloc(need) >>> 0;
+    check(M, M._wick_model_tensors_json(handle, buf, need, out));
+    const tensors = JSON.parse(M.UTF8ToString(buf));
+    M._free(buf);
+    process.stderr.write(`bench-gpu: ${modelLabel(model)}: uploading to ${found.description}\n`);
+    const f = await gpu.GpuForward.create(device, { tensors, heap: () => M.HEAPU8, dequantize, nCtx: 64, software: found.software });
+    try {
+      await f.eval([1, 2, 3, 4], 0, false);
+      const before = { ...f.stats };
+      const t0 = performance.now();
+      for (let i = 0; i < opts.tokens; i++) await f.eval([5 + i], 4 + i, false);
+      const seconds = (performance.now() - t0) / 1000;
+      const per = (k) => (f.stats[k] - before[k]) / opts.tokens;
+      const s = f.structure();
+      rows.push([
+        modelLabel(model),
+        fmt(s.weightBytes / MiB),
+        fmt(per('weightBytesRead') / MiB),
+        fmt(per('weightBytesRead') / s.weightBytes, 3),
+        fmt(per('dispatches'), 0),
+        fmt(s.copiesPerToken, 0),
+        fmt(per('submissions'), 0),
+        fmt(per('readbackBytes') / 1024, 1),
+        `${s.buffers} (largest ${fmt(s.largestBuffer / MiB)} MiB)`,
+        fmt(opts.tokens / seconds, 2),
+      ]);
+    } finally {
+      f.destroy();
+      M._wick_model_free(handle);
+      M._free(ptr);
+      M._free(out);
+    }
+  }
+  device.destroy();
+  const table = markdownTable(['model', 'weights on GPU MiB', 'weight MiB read per token', 'read / weights', 'dispatches per token', 'buffer copies per token', 'submissions per token', 'readback KiB per token', 'buffers', 'decode tok/s'], rows);
+  const notes = `GPU path (wasm_glue/gpu/backend.mjs), adapter: ${found.description}${found.software ? ' (a software adapter: computes on the CPU, its tokens/s say nothing about a GPU)' : ''}; ` +
+    `maxStorageBufferBindingSize ${fmt(device.limits.maxStorageBufferBindingSize / MiB, 0)} MiB (tensors above it are split by rows); ` +
+    `figures counted over ${opts.tokens} decode steps after a 4-token prompt, context 64. The embedding table stays on the CPU side ` +
+    '(one row dequantized per token) unless the output shares it; buffer copies are the K and V rows into each layer\'s cache.';
+  return `${table}\n\n${notes}`;
+}
+
+async function main(argv) {
+  const opts = parseArgs(argv, GPU_DEFAULTS);
+  const text = await gpuBench(opts);
+  process.stdout.write(`${text}\n`);
+  if (opts.record) appendBenchmarks('npm run bench (GPU structure)', `node tools/bench-gpu.mjs ${argv.filter((a) => a !== '--record').join(' ')}`.trim(), text);
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
+  main(process.argv.slice(2)).then(() => process.exit(0), (e) => {
+    console.error(`bench-gpu: ${e.message}`);
+    process.exit(1);
+  });
+}

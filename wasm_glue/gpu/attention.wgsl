@@ -1,0 +1,84 @@
+// attention.wgsl — softmax(q·Kᵀ · scale) · V for one head of one token per workgroup, over the
+// cached positions the token sees (all before it and itself, or the last `window` of them on a
+// sliding-window layer), with the softmax taken online over chunks of 64 positions (running
+// maximum and sum, earlier partial sums rescaled), so no score row is stored. Grouped-query
+// attention: query head h reads KV head h / (n_heads / n_kv_heads).
+
+struct Params {
+  n_heads: u32,
+  n_kv_heads: u32,
+  head_dim: u32,
+  q_stride: u32,     // floats between tokens in Q and O
+  kv_dim: u32,       // floats per cached position
+  window: u32,       // 0: every earlier position; else position p sees p − window + 1 … p
+  scale: f32,
+  softcap: f32,      // 0: off; else s → softcap · tanh(s / softcap) (gemma2)
+}
+struct Step { n_tok: u32, pos0: u32, n_out: u32, first_out: u32 }
+
+@group(0) @binding(0) var<storage, read> Q: array<f32>;
+@group(0) @binding(1) var<storage, read> K: array<f32>;
+@group(0) @binding(2) var<storage, read> Vc: array<f32>;
+@group(0) @binding(3) var<storage, read_write> O: array<f32>;
+@group(0) @binding(4) var<uniform> P: Params;
+@group(0) @binding(5) var<uniform> S: Step;
+
+const WG: u32 = 64u;
+const MAX_HEAD_DIM: u32 = 256u;
+var<workgroup> q: array<f32, 256>;
+var<workgroup> prob: array<f32, 64>;
+
+fn tanh_exp(x: f32) -> f32 { return 1.0 - 2.0 / (exp(2.0 * x) + 1.0); }
+
+@compute @workgroup_size(64)
+fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid: u32) {
+  let h = wid.x % P.n_heads;
+  let t = wid.x / P.n_heads;
+  let pos = S.pos0 + t;
+  let kvh = h / (P.n_heads / P.n_kv_heads);
+  var first = 0u;
+  if (P.window > 0u && pos >= P.window) { first = pos - P.window + 1u; }
+  for (var d = lid; d < P.head_dim; d += WG) { q[d] = Q[t * P.q_stride + h * P.head_dim + d]; }
+  workgroupBarrier();
+  var acc: array<f32, 4>;   // output dims lid, lid + 64, … (head_dim ≤ 256)
+  for (var j = 0u; j < 4u; j++) { acc[j] = 0.0; }
+  var m = -3.0e38;
+  var l = 0.0;
+  for (var c0 = first; c0 <= pos; c0 += WG) {
+    let p = c0 + lid;
+    var s = -3.0e38;
+    if (p <= pos) {
+      let kb = p * P.kv_dim + kvh * P.head_dim;
+      var dot = 0.0;
+      for (var d = 0u; d < P.head_dim; d++) { dot += q[d] * K[kb + d]; }
+      s = dot * P.scale;
+      if (P.softcap > 0.0) { s = tanh_exp(s / P.softcap) * P.softcap; }
+    }
+    prob[lid] = s;
+    workgroupBarrier();
+    var cm = m;
+    let n_here = min(WG, pos + 1u - c0);
+    for (var i = 0u; i < n_here; i++) { cm = max(cm, prob[i]); }
+    let corr = exp(m - cm);
+    workgroupBarrier();
+    prob[lid] = select(0.0, exp(s - cm), p <= pos);
+    workgroupBarrier();
+    var sum = 0.0;
+    for (var i = 0u; i < n_here; i++) { sum += prob[i]; }
+    l = l * corr + sum;
+    for (var j = 0u; j < 4u; j++) {
+      let d = lid + j * WG;
+      if (d < P.head_dim) {
+        var a = acc[j] * corr;
+        for (var i = 0u; i < n_here; i++) { a += prob[i] * Vc[(c0 + i) * P.kv_dim + kvh * P.head_dim + d]; }
+        acc[j] = a;
+      }
+    }
+    m = cm;
+    workgroupBarrier();
+  }
+  for (var j = 0u; j < 4u; j++) {
+    let d = lid + j * WG;
+    if (d < P.head_dim) { O[t * P.q_stride + h * P.head_dim + d] = acc[j] / l; }
+  }
+}

@@ -1,0 +1,620 @@
+// wasm_glue/gpu/backend.mjs — wick's WebGPU backend: the forward pass of the llama lineage on the
+// GPU, fed by the engine's parsed model (wick_model_tensors_json: addresses in wasm memory, types,
+// shapes and the family switches). The weights are uploaded once and stay in their GGUF block
+// formats (F32, F16, Q4_0, Q8_0, Q4_K, Q5_K, Q6_K), dequantized inside the shaders (the .wgsl
+// files beside this one); other types are converted to F32 once at load (`converted` says which).
+// The KV cache stays on the GPU; each batch is one queue submission, and only the logits rows
+// asked for are read back. Sampling, grammar and stop strings stay in C: the worker drives an
+// external context (src/wick.h, wick_ctx_new_external) whose evaluations this backend carries out.
+// Numbers: activations, KV cache and accumulation in f32 (no shader-f16 needed); they differ
+// from the CPU path's (8-bit activation blocks, F16 cache) in the low bits.
+
+const SHADER_FILES = ['matmul', 'dequant', 'norm', 'rope', 'attention', 'elementwise'];
+
+// GGUF type ids the shaders read directly, and the unit function of each (dequant.wgsl)
+export const GPU_TYPES = new Map([[0, 'f32'], [1, 'f16'], [2, 'q4_0'], [8, 'q8_0'], [12, 'q4_K'], [13, 'q5_K'], [14, 'q6_K']]);
+const TYPE_NAMES = { 0: 'f32', 1: 'f16', 2: 'q4_0', 3: 'q4_1', 6: 'q5_0', 7: 'q5_1', 8: 'q8_0', 10: 'q2_K', 11: 'q3_K', 12: 'q4_K', 13: 'q5_K', 14: 'q6_K', 20: 'iq4_nl', 30: 'bf16' };
+const BLOCK_ELEMS = { 0: 1, 1: 1, 2: 32, 3: 32, 6: 32, 7: 32, 8: 32, 10: 256, 11: 256, 12: 256, 13: 256, 14: 256, 20: 32, 30: 1 };
+
+const WG = 64;
+const TOKEN_TILE = 8;             // tokens per matmul workgroup (matmul.wgsl TILE)
+const ROWS_PER_Y = 32768;         // matmul.wgsl ROWS_PER_Y
+const GROUPS_PER_Y = 32768;       // elementwise.wgsl: 32768 workgroups of 64 per y step
+const MAX_HEAD_DIM = 256;         // attention.wgsl
+const UNIFORM_SLOT = 256;         // minUniformBufferOffsetAlignment's default
+// software rasterizers that expose WebGPU adapters: real, but slower than wick's own CPU path
+const SOFTWARE_ADAPTER = /swiftshader|lavapipe|llvmpipe|softpipe|software|basic render/i;
+
+/** A GPU failure: lost device, out of memory on upload, shader compilation (WickError E_GPU). */
+export class GpuError extends Error {
+  constructor(message, code = 'E_GPU') {
+    super(message);
+    this.code = code;
+  }
+}
+
+const isNode = typeof process !== 'undefined' && !!process.versions?.node && typeof window === 'undefined' && typeof importScripts !== 'function';
+let nodeGpu = null;
+
+/** navigator.gpu, or under Node the npm package `webgpu` (Dawn) when it is installed; null if neither. */
+async function gpuEntry() {
+  if (globalThis.navigator?.gpu) return globalThis.navigator.gpu;
+  if (!isNode) return null;
+  if (!nodeGpu) {
+    let pkg;
+    try {
+      pkg = await import('webgpu');
+    } catch {
+      return null;
+    }
+    Object.assign(globalThis, pkg.globals);
+    nodeGpu = pkg.create([]);
+  }
+  return nodeGpu;
+}
+
+/** The adapter and what it is: {adapter, description, software} or {adapter: null, reason}. */
+export async function findAdapter() {
+  const gpu = await gpuEntry();
+  if (!gpu) return { adapter: null, reason: isNode ? 'no WebGPU in this Node (install the npm package "webgpu")' : 'this browser has no WebGPU' };
+  let adapter = null;
+  try {
+    adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
+  } catch (e) {
+    return { adapter: null, reason: `no WebGPU adapter: ${e.message}` };
+  }
+  if (!adapter) return { adapter: null, reason: 'no WebGPU adapter' };
+  const info = adapter.info || {};
+  const description = [info.vendor, info.architecture, info.device, info.description].filter((s) => s).join(' ').trim() || 'unknown adapter';
+  const software = !!(info.isFallbackAdapter || adapter.isFallbackAdapter) || SOFTWARE_ADAPTER.test(description);
+  return { adapter, description, software };
+}
+
+async function readShader(name) {
+  const url = new URL(`./${name}.wgsl`, import.meta.url);
+  if (url.protocol === 'file:') {
+    const fs = await import('node:fs/promises');
+    const { fileURLToPath } = await import('node:url');
+    return fs.readFile(fileURLToPath(url), 'utf8');
+  }
+  const r = await fetch(url);
+  if (!r.ok) throw new GpuError(`shader ${name}.wgsl: HTTP ${r.status}`);
+  return r.text();
+}
+
+let shaderTexts = null;
+async function shaders() {
+  if (!shaderTexts) {
+    const texts = await Promise.all(SHADER_FILES.map(readShader));
+    shaderTexts = Object.fromEntries(SHADER_FILES.map((n, i) => [n, texts[i]]));
+  }
+  return shaderTexts;
+}
+
+/** The WGSL of the matrix product for GGUF type `type` (one of GPU_TYPES). */
+export async function matmulSource(type) {
+  const s = await shaders();
+  return s.matmul.replace('//DEQUANT//', s.dequant).replace(/UNIT_FN\(/g, `unit_${GPU_TYPES.get(type)}(`);
+}
+
+/** Runs fn inside validation and out-of-memory error scopes; a GPU error becomes a GpuError. */
+async function checked(device, what, fn) {
+  device.pushErrorScope('out-of-memory');
+  device.pushErrorScope('validation');
+  let value;
+  try {
+    value = await fn();
+  } finally {
+    const validation = await device.popErrorScope();
+    const oom = await device.popErrorScope();
+    if (oom) throw new GpuError(`${what}: out of GPU memory (${oom.message})`);
+    if (validation) throw new GpuError(`${what}: ${validation.message}`);
+  }
+  return value;
+}
+
+export async function makePipeline(device, code, entryPoint, label) {
+  return checked(device, `shader ${label}`, async () => {
+    const module = device.createShaderModule({ code, label });
+    const info = await module.getCompilationInfo?.();
+    const errors = (info?.messages || []).filter((m) => m.type === 'error');
+    if (errors.length) throw new GpuError(`shader ${label} does not compile: ${errors.map((m) => `${m.lineNum}:${m.linePos} ${m.message}`).join('; ')}`);
+    return device.createComputePipelineAsync({ layout: 'auto', compute: { module, entryPoint }, label });
+  });
+}
+
+/** A device with WebGPU's default limits, which every adapter grants (maxStorageBufferBindingSize
+ * 128 MiB, maxBufferSize 256 MiB): the backend splits larger tensors to fit. */
+export async function openDevice(adapter) {
+  return adapter.requestDevice({ label: 'wick' });
+}
+
+function align(n, a) {
+  return Math.ceil(n / a) * a;
+}
+
+/** Buffer from bytes (a view on wasm memory): created mapped, filled, unmapped. */
+function bufferFrom(device, bytes, usage, label) {
+  const size = align(Math.max(4, bytes.byteLength), 4);
+  const buf = device.createBuffer({ size, usage, mappedAtCreation: true, label });
+  new Uint8Array(buf.getMappedRange()).set(bytes);
+  buf.unmap();
+  return buf;
+}
+
+/**
+ * The forward pass of one model on one device. create() uploads the weights; evaluate() runs a
+ * batch and returns the logits rows asked for.
+ *   tensors     the parsed JSON of wick_model_tensors_json
+ *   heap()      the current wasm memory (Uint8Array; it changes when memory grows)
+ *   dequantize(type, ptr, n) → Float32Array: the engine's wick_dequantize
+ *   nCtx        positions of the KV cache
+ */
+export class GpuForward {
+  static async create(device, { tensors, heap, dequantize, nCtx, maxBatch = 32, maxBinding, software = false }) {
+    const f = new GpuForward(device, tensors, nCtx, maxBatch, maxBinding);
+    // matmul.wgsl: a workgroup per row on a GPU, an invocation per row on a software adapter
+    f.matmulEntry = software ? 'main' : 'main_wg';
+    f.dequantize = dequantize;
+    await f.#build(heap, dequantize);
+    f.setRopeFactors(heap);
+    return f;
+  }
+
+  constructor(device, tensors, nCtx, maxBatch, maxBinding) {
+    const c = tensors.config;
+    const unsupported = GpuForward.unsupported(tensors);
+    if (unsupported) throw new GpuError(unsupported, 'E_UNSUPPORTED');
+    this.device = device;
+    this.t = tensors;
+    this.c = c;
+    this.nCtx = nCtx;
+    this.B = Math.max(1, Math.min(maxBatch, nCtx));
+    this.limit = Math.min(maxBinding || Infinity, device.limits.maxStorageBufferBindingSize, device.limits.maxBufferSize);
+    this.kvDim = c.n_kv_heads * c.head_dim;
+    if (nCtx * this.kvDim * 4 > this.limit)
+      throw new GpuError(`the KV cache of one layer (${nCtx} positions × ${this.kvDim} floats) exceeds the GPU's ${this.limit} bytes per buffer: ask for a smaller context`);
+    this.half = c.rope_dim / 2;
+    // the FFN's hidden rows padded to whole 32-element units (the padding stays zero)
+    this.hidStride = align(c.hidden_dim, 32);
+    this.lostReason = null;
+    this.converted = [];      // names of the tensors converted to F32 at load
+    this.weightBytes = 0;     // bytes of weights on the GPU
+    this.buffers = [];
+    this.stats = { submissions: 0, dispatches: 0, weightBytesRead: 0, readbackBytes: 0, tokens: 0 };
+    device.lost.then((info) => {
+      this.lostReason = info.message || info.reason || 'lost';
+    });
+  }
+
+  /** Why this model cannot run here (a family or shape the shaders do not take), or null. */
+  static unsupported(tensors) {
+    const c = tensors.config;
+    if (c.n_recurrent > 0) return `the ${c.arch} family (recurrent layers) runs on the CPU only`;
+    if (c.attn_out_gate) return `the ${c.arch} family (attention output gate) runs on the CPU only`;
+    if (c.head_dim > MAX_HEAD_DIM) return `head dimension ${c.head_dim} is above the GPU path's ${MAX_HEAD_DIM}`;
+    if (c.n_heads % c.n_kv_heads) return `${c.n_heads} heads do not group over ${c.n_kv_heads} KV heads`;
+    if (c.dim % 32 || c.q_dim % 32) return `widths ${c.dim} and ${c.q_dim} are not multiples of 32`;
+    return null;
+  }
+
+  #buffer(size, usage, label) {
+    const b = this.device.createBuffer({ size: align(Math.max(4, size), 4), usage, label });
+    this.buffers.push(b);
+    return b;
+  }
+
+  /** A weight matrix on the GPU: row chunks each within the binding limit. */
+  #uploadWeight(name, w, heap, dequantize) {
+    const S = GPUBufferUsage.STORAGE;
+    let type = w.type, rowBytes = w.row_bytes, convert = !GPU_TYPES.has(type);
+    if (convert) {
+      this.converted.push(`${name} (${TYPE_NAMES[type] || type})`);
+      type = 0;
+      rowBytes = w.cols * 4;
+    }
+    // rows of a float type whose width is not whole 32-element units (stories260K's hidden 172)
+    // become F32 rows padded with zeros to the next unit; their input rows are padded alike
+    const cols = align(w.cols, 32);
+    if (cols !== w.cols) {
+      if (BLOCK_ELEMS[w.type] !== 1) throw new GpuError(`${name}: rows of ${w.cols} elements are not whole 32-element units`, 'E_UNSUPPORTED');
+      convert = true;
+      type = 0;
+      rowBytes = cols * 4;
+    }
+    const rowsPerChunk = Math.max(1, Math.floor(this.limit / rowBytes));
+    const chunks = [];
+    for (let r0 = 0; r0 < w.rows; r0 += rowsPerChunk) {
+      const rows = Math.min(rowsPerChunk, w.rows - r0);
+      let buffer;
+      if (convert) {
+        buffer = this.device.createBuffer({ size: rows * rowBytes, usage: S, mappedAtCreation: true, label: name });
+        const out = new Float32Array(buffer.getMappedRange());
+        if (cols !== w.cols) {
+          for (let r = 0; r < rows; r++) out.set(dequantize(w.type, w.ptr + (r0 + r) * w.row_bytes, w.cols), r * cols);
+        } else {
+          const step = Math.max(1, Math.floor((1 << 22) / w.cols)); // rows per conversion call
+          for (let r = 0; r < rows; r += step) {
+            const n = Math.min(step, rows - r);
+            out.set(dequantize(w.type, w.ptr + (r0 + r) * w.row_bytes, n * w.cols), r * w.cols);
+          }
+        }
+        buffer.unmap();
+        this.buffers.push(buffer);
+      } else {
+        const start = w.ptr + r0 * rowBytes;
+        buffer = bufferFrom(this.device, heap().subarray(start, start + rows * rowBytes), S, name);
+        this.buffers.push(buffer);
+      }
+      chunks.push({ buffer, row0: r0, rows, bytes: rows * rowBytes });
+      this.weightBytes += rows * rowBytes;
+    }
+    return { type, cols, rows: w.rows, rowBytes, chunks };
+  }
+
+  async #build(heap, dequantize) {
+    const d = this.device, c = this.c, t = this.t, B = this.B;
+    const S = GPUBufferUsage.STORAGE, CD = GPUBufferUsage.COPY_DST, CS = GPUBufferUsage.COPY_SRC;
+    await checked(d, 'uploading the model', async () => {
+      // the model's vectors (norm weights, biases) in one buffer
+      const vecs = [];
+      const vecOff = new Map();
+      let nVec = 0;
+      const addVec = (v) => {
+        if (!v) return -1;
+        if (!vecOff.has(v.ptr)) {
+          vecOff.set(v.ptr, nVec);
+          vecs.push([v.ptr, v.n, nVec]);
+          nVec += v.n;
+        }
+        return vecOff.get(v.ptr);
+      };
+      const layers = t.layers.map((L) => ({
+        L,
+        attn_norm: addVec(L.attn_norm), bq: addVec(L.bq), bk: addVec(L.bk), bv: addVec(L.bv),
+        q_norm: addVec(L.attn_q_norm), k_norm: addVec(L.attn_k_norm), attn_post: addVec(L.attn_post_norm),
+        ffn_norm: addVec(L.ffn_norm), ffn_post: addVec(L.ffn_post_norm),
+      }));
+      const outNorm = addVec(t.output_norm);
+      const vecData = new Float32Array(Math.max(1, nVec));
+      const h = heap();
+      for (const [ptr, n, off] of vecs) vecData.set(new Float32Array(h.buffer, h.byteOffset + ptr, n), off);
+      this.vectors = bufferFrom(d, new Uint8Array(vecData.buffer), S, 'vectors');
+      this.buffers.push(this.vectors);
+
+      const uploaded = new Map(); // by address: a tied output shares the embedding's upload
+      const weight = (name, w) => {
+        const key = `${w.ptr}:${w.rows}`;
+        if (!uploaded.has(key)) uploaded.set(key, this.#uploadWeight(name, w, heap, dequantize));
+        return uploaded.get(key);
+      };
+      for (const [i, l] of layers.entries())
+        for (const n of ['wq', 'wk', 'wv', 'wo', 'w_gate', 'w_up', 'w_down']) l[n] = weight(`blk.${i}.${n}`, l.L[n]);
+      this.output = weight('output', t.output);
+      this.layers = layers;
+      this.outNorm = outNorm;
+
+      // activations of one batch, the KV cache, the readback
+      const qd = c.q_dim, kvd = this.kvDim, dim = c.dim, hid = this.hidStride;
+      const f = (n, label, extra = 0) => this.#buffer(4 * n, S | CD | CS | extra, label);
+      this.x = f(B * dim, 'x');
+      this.xn = f(B * dim, 'xn');
+      this.q = f(B * qd, 'q');
+      this.k = f(B * kvd, 'k');
+      this.v = f(B * kvd, 'v');
+      this.att = f(B * qd, 'att');
+      this.y = f(B * dim, 'y');
+      this.g = f(B * hid, 'gate');
+      this.u = f(B * hid, 'up');
+      this.hn = f(B * dim, 'head rows');
+      this.logitRows = Math.max(1, Math.min(B, Math.floor(this.limit / (4 * c.n_vocab))));
+      this.logits = f(this.logitRows * c.n_vocab, 'logits');
+      this.readback = this.#buffer(4 * this.logitRows * c.n_vocab, GPUBufferUsage.MAP_READ | CD, 'readback');
+      this.rope = f(2 * 2 * B * Math.max(1, this.half), 'rope tables');
+      this.kc = layers.map((_, i) => f(this.nCtx * kvd, `k cache ${i}`));
+      this.vc = layers.map((_, i) => f(this.nCtx * kvd, `v cache ${i}`));
+      this.step = this.#buffer(16, GPUBufferUsage.UNIFORM | CD, 'step');
+    });
+    this.kvBytes = 2 * this.nCtx * this.kvDim * 4 * this.layers.length;
+
+    // pipelines
+    const s = await shaders();
+    const types = new Set([...this.layers.flatMap((l) => ['wq', 'wk', 'wv', 'wo', 'w_gate', 'w_up', 'w_down'].map((n) => l[n].type)), this.output.type]);
+    this.pipes = { matmul: new Map() };
+    for (const ty of types) this.pipes.matmul.set(ty, await makePipeline(d, await matmulSource(ty), this.matmulEntry, `matmul ${GPU_TYPES.get(ty)}`));
+    this.pipes.norm = await makePipeline(d, s.norm, 'main', 'norm');
+    this.pipes.normInPlace = await makePipeline(d, s.norm, 'in_place', 'norm in place');
+    this.pipes.rope = await makePipeline(d, s.rope, 'main', 'rope');
+    this.pipes.attention = await makePipeline(d, s.attention, 'main', 'attention');
+    this.pipes.glu = await makePipeline(d, s.elementwise, 'glu', 'glu');
+    this.pipes.residual = await makePipeline(d, s.elementwise, 'residual', 'residual');
+    this.pipes.logits = await makePipeline(d, s.elementwise, 'logits', 'logits');
+    await checked(d, 'building the dispatch plan', () => this.#plan());
+  }
+
+  // ---- the plan: every dispatch of one batch, its bind group made once ----
+
+  #plan() {
+    const c = this.c, d = this.device;
+    const params = [];                 // each op's uniforms (an ArrayBuffer), one UNIFORM_SLOT apart
+    const ops = [];                    // dispatches {pipe, entries, groups(n_tok, n_out)} and KV copies {copyKV}
+    const uniform = (words) => {
+      const off = params.length * UNIFORM_SLOT;
+      params.push(words);
+      return off;
+    };
+    const u32f32 = (spec) => {
+      // spec: [value, 'u' (u32) | 'f' (f32)] per field
+      const buf = new ArrayBuffer(spec.length * 4);
+      const dv = new DataView(buf);
+      spec.forEach(([v, k], i) => (k === 'f' ? dv.setFloat32(i * 4, v, true) : dv.setUint32(i * 4, v, true)));
+      return buf;
+    };
+    // entries name buffers, 'step', a params slot, or null (a binding the entry point does not
+    // use); the bind groups are made below, once the params buffer exists
+    const op = (pipe, entries, groups, extra = {}) => ops.push({ pipe, entries, groups, ...extra });
+    const P = (size, off) => ({ kind: 'params', off, size });
+
+    const mm = (w, X, Y, xStride, yStride, { bias = -1, acc = false, scale = 1, head = false } = {}) => {
+      for (const ch of w.chunks) {
+        const flags = (bias >= 0 ? 1 : 0) | (acc ? 2 : 0) | (head ? 4 : 0);
+        const off = uniform(u32f32([[ch.rows, 'u'], [w.cols, 'u'], [w.rowBytes, 'u'], [ch.row0, 'u'], [xStride, 'u'], [yStride, 'u'], [flags, 'u'], [scale, 'f'], [Math.max(0, bias), 'u'], [0, 'u'], [0, 'u'], [0, 'u']]));
+        op(this.pipes.matmul.get(w.type), [ch.buffer, X, Y, P(48, off), 'step', this.vectors],
+          this.matmulEntry === 'main'
+            ? (n, nOut) => [Math.ceil(ch.rows / WG), 1, Math.ceil((head ? nOut : n) / TOKEN_TILE)]
+            : (n, nOut) => [Math.min(ch.rows, ROWS_PER_Y), Math.ceil(ch.rows / ROWS_PER_Y), Math.ceil((head ? nOut : n) / TOKEN_TILE)],
+          { weightBytes: ch.bytes, head });
+      }
+    };
+    const norm = (X, Y, wOff, n, groups, stride, { head = false } = {}) => {
+      const off = uniform(u32f32([[n, 'u'], [groups, 'u'], [stride, 'u'], [wOff, 'u'], [c.rms_eps, 'f'], [head ? 1 : 0, 'u'], [0, 'u'], [0, 'u']]));
+      if (X === Y) op(this.pipes.normInPlace, [null, Y, this.vectors, P(32, off)], (nt, nOut) => [(head ? nOut : nt) * groups, 1, 1]);
+      else op(this.pipes.norm, [X, Y, this.vectors, P(32, off), 'step'], (nt, nOut) => [(head ? nOut : nt) * groups, 1, 1]);
+    };
+    const elementwise = (pipe, A, Bb, n, stride, { act = 0, scale = 1, cap = 0, head = false } = {}) => {
+      const off = uniform(u32f32([[n, 'u'], [stride, 'u'], [act, 'u'], [head ? 1 : 0, 'u'], [scale, 'f'], [cap, 'f'], [0, 'u'], [0, 'u']]));
+      const groups = (nt, nOut) => {
+        const g = Math.ceil(((head ? nOut : nt) * n) / WG);
+        return [Math.min(g, GROUPS_PER_Y), Math.ceil(g / GROUPS_PER_Y), 1];
+      };
+      op(pipe, [A, Bb, P(32, off), 'step'], groups);
+    };
+    const ownSwaTable = c.n_swa > 0 && (c.rope_base_swa !== c.rope_base || c.rope_scale_swa !== c.rope_scale);
+    const rope = (Y, nHeads, stride, sliding) => {
+      const table = sliding && ownSwaTable ? 2 * this.B * this.half : 0;
+      const off = uniform(u32f32([[nHeads, 'u'], [c.head_dim, 'u'], [c.rope_dim, 'u'], [c.rope_neox ? 1 : 0, 'u'], [stride, 'u'], [table, 'u'], [0, 'u'], [0, 'u']]));
+      op(this.pipes.rope, [Y, this.rope, P(32, off), 'step'], (nt) => [Math.ceil((nt * nHeads * this.half) / WG), 1, 1]);
+    };
+
+    const dim = c.dim, qd = c.q_dim, kvd = this.kvDim, hid = this.hidStride;
+    this.layers.forEach((l, i) => {
+      const L = l.L;
+      let input = this.x;
+      if (l.attn_norm >= 0) {
+        norm(this.x, this.xn, l.attn_norm, dim, 1, dim);
+        input = this.xn;
+      }
+      mm(l.wq, input, this.q, dim, qd, { bias: l.bq });
+      mm(l.wk, input, this.k, dim, kvd, { bias: l.bk });
+      mm(l.wv, input, this.v, dim, kvd, { bias: l.bv });
+      if (c.qk_norm === 'per_head') {
+        norm(this.q, this.q, l.q_norm, c.head_dim, c.n_heads, qd);
+        norm(this.k, this.k, l.k_norm, c.head_dim, c.n_kv_heads, kvd);
+      } else if (c.qk_norm === 'full') {
+        norm(this.q, this.q, l.q_norm, qd, 1, qd);
+        norm(this.k, this.k, l.k_norm, kvd, 1, kvd);
+      }
+      if (L.rotate) {
+        rope(this.q, c.n_heads, qd, L.sliding);
+        rope(this.k, c.n_kv_heads, kvd, L.sliding);
+      }
+      ops.push({ copyKV: i });
+      const aOff = uniform(u32f32([[c.n_heads, 'u'], [c.n_kv_heads, 'u'], [c.head_dim, 'u'], [qd, 'u'], [kvd, 'u'], [L.sliding ? c.n_swa : 0, 'u'], [c.attn_scale, 'f'], [c.attn_softcap, 'f']]));
+      op(this.pipes.attention, [this.q, this.kc[i], this.vc[i], this.att, P(32, aOff), 'step'], (nt) => [nt * c.n_heads, 1, 1]);
+      this.#blockOut(mm, norm, elementwise, l.wo, this.att, qd, l.attn_post);
+      let fIn = this.x;
+      if (l.ffn_norm >= 0) {
+        norm(this.x, this.xn, l.ffn_norm, dim, 1, dim);
+        fIn = this.xn;
+      }
+      mm(l.w_gate, fIn, this.g, dim, hid);
+      mm(l.w_up, fIn, this.u, dim, hid);
+      elementwise(this.pipes.glu, this.g, this.u, c.hidden_dim, hid, { act: c.act === 'gelu_tanh' ? 1 : 0 });
+      this.#blockOut(mm, norm, elementwise, l.w_down, this.g, hid, l.ffn_post);
+    });
+    this.layerOps = ops.length;
+    // the output head on the rows asked for (n_out from first_out): norm, product, scale and cap
+    norm(this.x, this.hn, this.outNorm, dim, 1, dim, { head: true });
+    mm(this.output, this.hn, this.logits, dim, c.n_vocab, { head: true });
+    if (c.logit_scale !== 1 || c.final_softcap > 0)
+      elementwise(this.pipes.logits, this.logits, null, c.n_vocab, c.n_vocab, { scale: c.logit_scale, cap: c.final_softcap, head: true });
+    this.ops = ops;
+
+    // the uniforms, written once
+    this.params = this.#buffer(Math.max(1, params.length) * UNIFORM_SLOT, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST, 'params');
+    const all = new Uint8Array(Math.max(1, params.length) * UNIFORM_SLOT);
+    params.forEach((buf, k) => all.set(new Uint8Array(buf), k * UNIFORM_SLOT));
+    d.queue.writeBuffer(this.params, 0, all);
+    for (const o of ops) {
+      if (!o.pipe) continue;
+      const entries = [];
+      o.entries.forEach((e, binding) => {
+        if (e === null) return;
+        if (e === 'step') entries.push({ binding, resource: { buffer: this.step } });
+        else if (e.kind === 'params') entries.push({ binding, resource: { buffer: this.params, offset: e.off, size: e.size } });
+        else entries.push({ binding, resource: { buffer: e } });
+      });
+      o.bindGroup = d.createBindGroup({ layout: o.pipe.getBindGroupLayout(0), entries });
+    }
+  }
+
+  /** A block's output Y = W·in added to the residual stream: straight into x when there is no
+   * post norm, else into y, normed there, then added (× the residual scale). */
+  #blockOut(mm, norm, elementwise, w, input, inStride, postNorm) {
+    const c = this.c, dim = c.dim;
+    if (postNorm < 0) {
+      mm(w, input, this.x, inStride, dim, { acc: true, scale: c.residual_scale });
+      return;
+    }
+    mm(w, input, this.y, inStride, dim);
+    norm(this.y, this.y, postNorm, dim, 1, dim);
+    elementwise(this.pipes.residual, this.x, this.y, dim, dim, { scale: c.residual_scale });
+  }
+
+  // ---- running a batch ----
+
+  /** cos/sin of every rotated pair for n positions from pos0, as src/forward.c's rope_tables. */
+  #ropeTables(pos0, n) {
+    const c = this.c, half = this.half, B = this.B;
+    const out = new Float32Array(2 * 2 * B * Math.max(1, half));
+    const factors = this.ropeFactors;
+    const fill = (base, scale, at) => {
+      const thetaScale = Math.fround(Math.pow(base, Math.fround(-2 / c.rope_dim)));
+      for (let t = 0; t < n; t++) {
+        let theta = Math.fround(pos0 + t);
+        for (let i = 0; i < half; i++) {
+          const ff = factors ? factors[i] : 1;
+          const angle = Math.fround(scale * Math.fround(theta / ff));
+          out[at + t * half + i] = Math.fround(Math.fround(Math.cos(angle)) * c.rope_attn_factor);
+          out[at + n * half + t * half + i] = Math.fround(Math.fround(Math.sin(angle)) * c.rope_attn_factor);
+          theta = Math.fround(theta * thetaScale);
+        }
+      }
+    };
+    fill(c.rope_base, c.rope_scale, 0);
+    if (c.n_swa > 0) fill(c.rope_base_swa, c.rope_scale_swa, 2 * B * half);
+    return out;
+  }
+
+  /** Frequency divisors in effect (Llama 3's rope_freqs, phi3's short or long set for this
+   * context), read once from the engine's memory. */
+  setRopeFactors(heap) {
+    const t = this.t;
+    let v = t.rope_freqs;
+    if (t.rope_factors_short) v = this.nCtx > this.c.n_ctx_orig ? t.rope_factors_long : t.rope_factors_short;
+    const h = heap();
+    this.ropeFactors = v ? Float32Array.from(new Float32Array(h.buffer, h.byteOffset + v.ptr, v.n)) : null;
+  }
+
+  #checkLost() {
+    if (this.lostReason !== null) throw new GpuError(`the GPU device was lost: ${this.lostReason}`);
+  }
+
+  /** The embeddings of tokens, dequantized by the engine and scaled (as src/forward.c does). */
+  embed(tokens) {
+    const c = this.c, e = this.t.tok_embd;
+    const x = new Float32Array(tokens.length * c.dim);
+    tokens.forEach((tok, i) => {
+      if (!(tok >= 0 && tok < c.n_vocab)) throw new GpuError(`token id ${tok} out of range (vocabulary of ${c.n_vocab})`, 'E_INVALID_ARG');
+      x.set(this.dequantize(e.type, e.ptr + tok * e.row_bytes, c.dim), i * c.dim);
+    });
+    if (c.embd_scale !== 1) for (let i = 0; i < x.length; i++) x[i] *= c.embd_scale;
+    return x;
+  }
+
+  /** evaluate() on token ids. */
+  eval(tokens, pos0, allLogits) {
+    return this.evaluate(this.embed(tokens), tokens.length, pos0, allLogits);
+  }
+
+  /**
+   * Evaluates tokens at positions pos0… (their embeddings given: Float32Array, n × dim, already
+   * scaled), keeping their K/V. Returns the logits of every row (allLogits) or of the last,
+   * as one Float32Array of rows × n_vocab.
+   */
+  async evaluate(embeddings, n, pos0, allLogits) {
+    this.#checkLost();
+    const c = this.c, d = this.device, B = this.B, V = c.n_vocab;
+    if (pos0 + n > this.nCtx) throw new GpuError(`${n} tokens do not fit in the context: ${pos0} of ${this.nCtx} positions used`, 'E_CONTEXT_FULL');
+    const rows = allLogits ? n : 1;
+    const out = new Float32Array(rows * V);
+    let outRow = 0;
+    for (let done = 0; done < n; ) {
+      const nt = Math.min(B, n - done);
+      const last = done + nt === n;
+      // output rows of this chunk: all of them, or its last when it is the last chunk
+      const wantRows = allLogits ? nt : last ? 1 : 0;
+      d.queue.writeBuffer(this.x, 0, embeddings, done * c.dim, nt * c.dim);
+      d.queue.writeBuffer(this.rope, 0, this.#ropeTables(pos0 + done, nt));
+      let first = allLogits ? 0 : nt - 1, layers = true;
+      do {
+        // a vocabulary too large for all rows in one logits buffer takes several head passes
+        const nOut = wantRows ? Math.min(this.logitRows, nt - first) : 0;
+        d.queue.writeBuffer(this.step, 0, new Uint32Array([nt, pos0 + done, nOut, first]));
+        const enc = d.createCommandEncoder();
+        if (layers) this.#encode(enc, this.ops.slice(0, this.layerOps), nt, nOut, pos0 + done);
+        if (nOut) {
+          this.#encode(enc, this.ops.slice(this.layerOps), nt, nOut, pos0 + done);
+          enc.copyBufferToBuffer(this.logits, 0, this.readback, 0, nOut * V * 4);
+        }
+        d.queue.submit([enc.finish()]);
+        this.stats.submissions++;
+        if (nOut) {
+          await this.readback.mapAsync(GPUMapMode.READ, 0, nOut * V * 4).catch((e) => {
+            this.#checkLost();
+            throw new GpuError(`reading the logits back: ${e.message}`);
+          });
+          out.set(new Float32Array(this.readback.getMappedRange(0, nOut * V * 4)), outRow * V);
+          this.readback.unmap();
+          this.stats.readbackBytes += nOut * V * 4;
+          outRow += nOut;
+        }
+        this.#checkLost();
+        layers = false;
+        first += nOut;
+      } while (wantRows && first < nt);
+      done += nt;
+    }
+    this.stats.tokens += n;
+    return out;
+  }
+
+  /** Records ops into one compute pass (the KV copies between passes). */
+  #encode(enc, ops, nt, nOut, pos) {
+    let pass = enc.beginComputePass();
+    for (const o of ops) {
+      if (o.copyKV !== undefined) {
+        pass.end();
+        const bytes = nt * this.kvDim * 4, at = pos * this.kvDim * 4;
+        enc.copyBufferToBuffer(this.k, 0, this.kc[o.copyKV], at, bytes);
+        enc.copyBufferToBuffer(this.v, 0, this.vc[o.copyKV], at, bytes);
+        pass = enc.beginComputePass();
+        continue;
+      }
+      const [x, y, z] = o.groups(nt, nOut);
+      if (x === 0 || z === 0) continue;
+      pass.setPipeline(o.pipe);
+      pass.setBindGroup(0, o.bindGroup);
+      pass.dispatchWorkgroups(x, y, z);
+      this.stats.dispatches++;
+      if (o.weightBytes) this.stats.weightBytesRead += o.weightBytes * Math.ceil((o.head ? nOut : nt) / TOKEN_TILE);
+    }
+    pass.end();
+  }
+
+  /** Structural figures of one decode step (one token), counted from the plan. */
+  structure() {
+    let dispatches = 0, weightBytesRead = 0;
+    for (const o of this.ops) {
+      if (o.copyKV !== undefined) continue;
+      dispatches++;
+      if (o.weightBytes) weightBytesRead += o.weightBytes;
+    }
+    return {
+      weightBytes: this.weightBytes,
+      weightBytesReadPerToken: weightBytesRead,
+      dispatchesPerToken: dispatches,
+      copiesPerToken: 2 * this.layers.length + 1,
+      submissionsPerToken: 1,
+      readbackBytesPerToken: 4 * this.c.n_vocab,
+      buffers: this.buffers.length,
+      largestBuffer: Math.max(...this.buffers.map((b) => b.size)),
+    };
+  }
+
+  destroy() {
+    for (const b of this.buffers) b.destroy();
+    this.buffers = [];
+  }
+}
+

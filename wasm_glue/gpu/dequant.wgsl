@@ -1,0 +1,116 @@
+// dequant.wgsl — one 32-element unit of a weight row into wv[0..32), per GGUF block format.
+// The layouts are ggml's (ggml/src/ggml-common.h: block_q4_0, block_q8_0, block_q4_K,
+// block_q5_K, block_q6_K), as wick's CPU code reads them (src/quant.h, src/quant.c: the
+// *_to_float functions these mirror). `base` is the row's first byte, u the unit index in the row.
+
+fn unit_f32(base: u32, u: u32) {
+  let w0 = (base >> 2u) + u * 32u;
+  for (var i = 0u; i < 32u; i++) { wv[i] = bitcast<f32>(W[w0 + i]); }
+}
+
+fn unit_f16(base: u32, u: u32) {
+  let w0 = (base >> 2u) + u * 16u;
+  for (var i = 0u; i < 16u; i++) {
+    let h = unpack2x16float(W[w0 + i]);
+    wv[2u * i] = h.x;
+    wv[2u * i + 1u] = h.y;
+  }
+}
+
+// Q4_0, 18 bytes per 32: d (f16), 16 bytes of nibbles; element j in the low nibble of qs[j],
+// element j + 16 in the high one; x = d · (q − 8)
+fn unit_q4_0(base: u32, u: u32) {
+  let off = base + u * 18u;
+  let d = f16_at(off);
+  for (var k = 0u; k < 4u; k++) {
+    let w = bytes4_at(off + 2u + 4u * k);
+    for (var b = 0u; b < 4u; b++) {
+      let q = (w >> (8u * b)) & 0xffu;
+      wv[4u * k + b] = d * (f32(q & 15u) - 8.0);
+      wv[4u * k + b + 16u] = d * (f32(q >> 4u) - 8.0);
+    }
+  }
+}
+
+// Q8_0, 34 bytes per 32: d (f16), 32 signed bytes; x = d · q
+fn unit_q8_0(base: u32, u: u32) {
+  let off = base + u * 34u;
+  let d = f16_at(off);
+  for (var k = 0u; k < 8u; k++) {
+    let w = bytes4_at(off + 2u + 4u * k);
+    for (var b = 0u; b < 4u; b++) { wv[4u * k + b] = d * f32((i32(w << (24u - 8u * b))) >> 24u); }
+  }
+}
+
+// the 6-bit scale and min of sub-block j of a Q4_K / Q5_K super-block whose 12 packed bytes
+// start at `sc` (ggml's get_scale_min_k4; wick's quant_unpack_q4_K_scales)
+fn scale_min_k4(sc: u32, j: u32) -> vec2f {
+  if (j < 4u) {
+    return vec2f(f32(byte_at(sc + j) & 63u), f32(byte_at(sc + j + 4u) & 63u));
+  }
+  let s = (byte_at(sc + j + 4u) & 15u) | ((byte_at(sc + j - 4u) >> 6u) << 4u);
+  let m = (byte_at(sc + j + 4u) >> 4u) | ((byte_at(sc + j) >> 6u) << 4u);
+  return vec2f(f32(s), f32(m));
+}
+
+// Q4_K, 144 bytes per 256: d, dmin (f16), 12 bytes of scales/mins, 128 bytes of nibbles. Unit j
+// of 8 is sub-block j: its element l is the low (j even) or high (j odd) nibble of
+// qs[32·(j/2) + l]; x = d · sc_j · q − dmin · m_j
+fn unit_q4_K(base: u32, u: u32) {
+  let off = base + (u / 8u) * 144u;
+  let j = u % 8u;
+  let sm = scale_min_k4(off + 4u, j);
+  let d = f16_at(off) * sm.x;
+  let m = f16_at(off + 2u) * sm.y;
+  let qs = off + 16u + 32u * (j / 2u);
+  let shift = (j & 1u) * 4u;
+  for (var k = 0u; k < 8u; k++) {
+    let w = bytes4_at(qs + 4u * k);
+    for (var b = 0u; b < 4u; b++) { wv[4u * k + b] = d * f32((w >> (8u * b + shift)) & 15u) - m; }
+  }
+}
+
+// Q5_K, 176 bytes per 256: d, dmin, 12 bytes of scales/mins, qh[32], qs[128]. As Q4_K with a
+// fifth bit: bit j of qh[l] for element l of sub-block j
+fn unit_q5_K(base: u32, u: u32) {
+  let off = base + (u / 8u) * 176u;
+  let j = u % 8u;
+  let sm = scale_min_k4(off + 4u, j);
+  let d = f16_at(off) * sm.x;
+  let m = f16_at(off + 2u) * sm.y;
+  let qs = off + 48u + 32u * (j / 2u);
+  let shift = (j & 1u) * 4u;
+  for (var k = 0u; k < 8u; k++) {
+    let w = bytes4_at(qs + 4u * k);
+    let h = bytes4_at(off + 16u + 4u * k);
+    for (var b = 0u; b < 4u; b++) {
+      let q = ((w >> (8u * b + shift)) & 15u) | (((h >> (8u * b + j)) & 1u) << 4u);
+      wv[4u * k + b] = d * f32(q) - m;
+    }
+  }
+}
+
+// Q6_K, 210 bytes per 256: ql[128], qh[64], 16 signed scales, d (f16 at 208). Element e:
+// h = e/128, k = (e%128)/32, l = e%32; low 4 bits from ql[64h + 32(k&1) + l] (low nibble for
+// k < 2), high 2 bits from qh[32h + l] >> 2k; x = d · scales[e/16] · (q − 32)
+fn unit_q6_K(base: u32, u: u32) {
+  let off = base + (u / 8u) * 210u;
+  let e0 = (u % 8u) * 32u;
+  let h = e0 / 128u;
+  let k = (e0 % 128u) / 32u;
+  let d = f16_at(off + 208u);
+  let ql = off + 64u * h + 32u * (k & 1u);
+  let qh = off + 128u + 32u * h;
+  let lshift = select(4u, 0u, k < 2u);
+  let d0 = d * f32(sbyte_at(off + 192u + e0 / 16u));
+  let d1 = d * f32(sbyte_at(off + 192u + e0 / 16u + 1u));
+  for (var g = 0u; g < 8u; g++) {
+    let lo = bytes4_at(ql + 4u * g);
+    let hi = bytes4_at(qh + 4u * g);
+    let dg = select(d1, d0, g < 4u);
+    for (var b = 0u; b < 4u; b++) {
+      let q = ((lo >> (8u * b + lshift)) & 15u) | (((hi >> (8u * b + 2u * k)) & 3u) << 4u);
+      wv[4u * g + b] = dg * (f32(q) - 32.0);
+    }
+  }
+}

@@ -1,0 +1,137 @@
+// matmul.wgsl — Y[t][row] = Σ_k W[row][k] · X[t][k] for a tile of up to 8 tokens (t), with the
+// weight rows kept in their GGUF block format and dequantized here, 32 elements at a time, by
+// the type's unit function (dequant.wgsl; the glue names it in place of UNIT_FN). Each unit is
+// dequantized once and used for every token of the tile, so decode (one token) reads every
+// weight byte once. Two ways to share the work:
+//   main_wg  one workgroup per output row: its 64 threads take the row's units in turn and add
+//            their partial sums up across the workgroup (neighbouring threads read neighbouring
+//            bytes: the way for a real GPU's memory);
+//   main     one invocation per output row, no workgroup barrier: the way for a software
+//            adapter (SwiftShader runs a barrier as a switch between all 64 invocations, which
+//            made main_wg some 30 times slower there).
+
+struct Params {
+  rows: u32,        // rows of this weight chunk (a matrix larger than one buffer is split by rows)
+  cols: u32,        // elements per row, a multiple of 32
+  row_bytes: u32,   // bytes per row in W
+  row0: u32,        // the chunk's first row in the whole matrix (where its outputs go)
+  x_stride: u32,    // floats between tokens in X
+  y_stride: u32,    // floats between tokens in Y
+  flags: u32,       // 1: add B[row] (bias); 2: accumulate Y += scale·result; 4: the output head (n_out rows of X)
+  scale: f32,
+  bias_off: u32,    // where the bias starts in B, in floats
+  pad0: u32, pad1: u32, pad2: u32,
+}
+
+struct Step {
+  n_tok: u32,       // tokens of this batch
+  pos0: u32,        // position of its first token
+  n_out: u32,       // rows of the output head (all tokens, or the last)
+  first_out: u32,   // the first of them
+}
+
+@group(0) @binding(0) var<storage, read> W: array<u32>;
+@group(0) @binding(1) var<storage, read> X: array<f32>;
+@group(0) @binding(2) var<storage, read_write> Y: array<f32>;
+@group(0) @binding(3) var<uniform> P: Params;
+@group(0) @binding(4) var<uniform> S: Step;
+@group(0) @binding(5) var<storage, read> B: array<f32>;
+
+const WG: u32 = 64u;
+const TILE: u32 = 8u;
+// dispatches wider than this go on in the y dimension (WebGPU's default limit is 65535 per dimension)
+const ROWS_PER_Y: u32 = 32768u;
+
+var<private> wv: array<f32, 32>;
+var<workgroup> partial: array<f32, 512>; // TILE * WG
+
+// byte `off` of W, and the little-endian 16-bit values the block formats hold (2-byte aligned)
+fn byte_at(off: u32) -> u32 { return (W[off >> 2u] >> ((off & 3u) * 8u)) & 0xffu; }
+fn sbyte_at(off: u32) -> i32 { return (i32(byte_at(off)) << 24u) >> 24u; }
+fn u16_at(off: u32) -> u32 { return (W[off >> 2u] >> ((off & 2u) * 8u)) & 0xffffu; }
+// the four bytes from `off` (2-byte aligned, as every block field is), little-endian: one load
+// where off is a multiple of 4, two where the blocks' 18-, 34- or 210-byte size left it at 2
+fn bytes4_at(off: u32) -> u32 {
+  let w = off >> 2u;
+  if ((off & 2u) == 0u) { return W[w]; }
+  return (W[w] >> 16u) | (W[w + 1u] << 16u);
+}
+// a half decoded by hand, exactly: block scales are often subnormal halves, which a GPU's
+// unpack2x16float may flush to zero (their value is a normal f32)
+fn f16_at(off: u32) -> f32 {
+  let h = u16_at(off);
+  let e = (h >> 10u) & 31u;
+  let m = h & 1023u;
+  var v = ldexp(f32(m), -24);
+  if (e != 0u) { v = ldexp(f32(m | 1024u), i32(e) - 25); }
+  return select(v, -v, (h & 0x8000u) != 0u);
+}
+
+//DEQUANT//
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(workgroup_id) wid: vec3u) {
+  let row = gid.x;
+  let head = (P.flags & 4u) != 0u;
+  let n = select(S.n_tok, S.n_out, head);
+  let t0 = wid.z * TILE;
+  if (row >= P.rows) { return; }
+  let nt = min(TILE, n - t0);
+  var acc: array<f32, 8>;
+  for (var t = 0u; t < TILE; t++) { acc[t] = 0.0; }
+  let base = row * P.row_bytes;
+  let units = P.cols / 32u;
+  for (var u = 0u; u < units; u++) {
+    UNIT_FN(base, u);
+    for (var t = 0u; t < nt; t++) {
+      let xo = (t0 + t) * P.x_stride + u * 32u;
+      var s = 0.0;
+      for (var i = 0u; i < 32u; i++) { s += wv[i] * X[xo + i]; }
+      acc[t] += s;
+    }
+  }
+  for (var t = 0u; t < nt; t++) { store(t0 + t, row, acc[t]); }
+}
+
+// the result of one row for token t: bias, then written or added to the residual stream
+fn store(t: u32, row: u32, sum: f32) {
+  let r = P.row0 + row;
+  var v = sum;
+  if ((P.flags & 1u) != 0u) { v += B[P.bias_off + r]; }
+  let yi = t * P.y_stride + r;
+  if ((P.flags & 2u) != 0u) { Y[yi] = Y[yi] + P.scale * v; } else { Y[yi] = v; }
+}
+
+@compute @workgroup_size(64)
+fn main_wg(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid: u32) {
+  let row = wid.x + wid.y * ROWS_PER_Y;
+  let head = (P.flags & 4u) != 0u;
+  let n = select(S.n_tok, S.n_out, head);
+  let t0 = wid.z * TILE;
+  var acc: array<f32, 8>;
+  for (var t = 0u; t < TILE; t++) { acc[t] = 0.0; }
+  if (row < P.rows) {
+    let base = row * P.row_bytes;
+    let units = P.cols / 32u;
+    for (var u = lid; u < units; u += WG) {
+      UNIT_FN(base, u);
+      for (var t = 0u; t < TILE; t++) {
+        if (t0 + t < n) {
+          let xo = (t0 + t) * P.x_stride + u * 32u;
+          var s = 0.0;
+          for (var i = 0u; i < 32u; i++) { s += wv[i] * X[xo + i]; }
+          acc[t] += s;
+        }
+      }
+    }
+  }
+  for (var t = 0u; t < TILE; t++) { partial[t * WG + lid] = acc[t]; }
+  workgroupBarrier();
+  for (var stride = WG / 2u; stride > 0u; stride = stride / 2u) {
+    if (lid < stride) {
+      for (var t = 0u; t < TILE; t++) { partial[t * WG + lid] += partial[t * WG + lid + stride]; }
+    }
+    workgroupBarrier();
+  }
+  if (lid < TILE && row < P.rows && t0 + lid < n) { store(t0 + lid, row, partial[lid * WG]); }
+}
