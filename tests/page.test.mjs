@@ -135,6 +135,9 @@ test('the page loads the default model and streams an answer with its stats', { 
       new MutationObserver((records) => { if (records.some((r) => [...r.addedNodes].some((n) => n.classList?.contains('tok')))) window.deliveries++; })
         .observe(document.getElementById('log'), { childList: true, subtree: true });
     });
+    // a fixed seed: the answer's length is the same every run (a random one may end at once)
+    await page.uncheck('#seed-random');
+    await page.fill('#seed', '42');
     const r = await ask(page, 'Once upon a time');
     assert.ok(r.text.length > 20, r.text);
     assert.ok(await page.evaluate(() => window.deliveries) >= 3, 'text arrives in several separate updates');

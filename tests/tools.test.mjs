@@ -1,5 +1,5 @@
 // tests/tools.test.mjs — the chat API's tools (issue 17, acceptance 3), through the JavaScript API:
-// the real Qwen3, Llama 3.2 and SmolLM3 templates (llama.cpp's models/templates/, read at test
+// the real Qwen3, Llama 3.2, SmolLM3 and Granite 3.3 templates (llama.cpp's models/templates/, read at test
 // time from node-llama-cpp's llama.cpp bundle) render a request with two tools (llama.cpp's SmolLM3
 // copy has no tools section: wick describes them in its system message); a hand-written
 // reply in each family's format is parsed into OpenAI's tool_calls, streamed and not (the reply
@@ -19,12 +19,14 @@ const TEMPLATES = {
   qwen3: 'Qwen-Qwen3-0.6B',
   llama32: 'meta-llama-Llama-3.2-3B-Instruct',
   smollm3: 'HuggingFaceTB-SmolLM3-3B',
+  granite33: 'ibm-granite-granite-3.3-2B-Instruct',
 };
 const FAMILIES = [
   // [name, model file, template, the format its replies are parsed in]
   ['Qwen3', 'families/mini-qwen3-q8_0.gguf', 'qwen3', 'hermes'],
   ['Llama 3.2', 'families/mini-llama3-q4_k_m.gguf', 'llama32', 'llama3'],
   ['SmolLM3', 'families/mini-smollm3-q8_0.gguf', 'smollm3', 'hermes'],
+  ['Granite 3.3', 'families/mini-granite-q4_k_m.gguf', 'granite33', 'granite'],
 ];
 
 const WEATHER = {
@@ -101,6 +103,11 @@ test('the Qwen3 and Llama 3.2 templates render both tools in their tool sections
   assert.equal(toolCallFormat(templates.qwen3), 'hermes');
   assert.equal(toolCallFormat(templates.llama32), 'llama3');
   assert.equal(toolCallFormat(templates.smollm3, 'smollm3'), 'hermes');
+  // Granite 3.3: the tools as a JSON list in its available_tools turn, calls as <|tool_call|>[…]
+  const granite = await renderChatTemplate(templates.granite33, ASK, { tools: TOOLS });
+  assert.ok(granite.includes('<|start_of_role|>available_tools<|end_of_role|>[') && granite.includes('"name": "get_weather"') && granite.includes('"name": "search_page"'), granite);
+  assert.ok(granite.includes('respond only with <|tool_call|> followed by a JSON list'), granite);
+  assert.equal(toolCallFormat(templates.granite33), 'granite');
 });
 
 test('SmolLM3: llama.cpp\'s copy of its template has no tools section, so wick describes the tools in the system message', async () => {
@@ -133,7 +140,7 @@ test('SmolLM3: llama.cpp\'s copy of its template has no tools section, so wick d
   }
 });
 
-test('the description in the Llama 3 JSON format, and a toolFormat that is not one', async () => {
+test('the description in the Llama 3 JSON and Granite formats, and a toolFormat that is not one', async () => {
   const plain = '{% for m in messages %}<{{ m.role }}>{{ m.content }}\n{% endfor %}';
   const text = await renderChatTemplate(plain, [{ role: 'system', content: 'Be brief.' }, ...ASK], { tools: TOOLS, toolFormat: 'llama3' });
   const system = text.slice(0, text.indexOf('<user>'));
@@ -145,10 +152,13 @@ test('the description in the Llama 3 JSON format, and a toolFormat that is not o
   // an earlier call is written into the assistant's message in that format
   const history = [...ASK, { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Oslo"}' } }] }, { role: 'tool', tool_call_id: 'call_1', content: '21' }];
   assert.ok((await renderChatTemplate(plain, history, { tools: TOOLS, toolFormat: 'llama3' })).includes('<assistant>{"name": "get_weather", "parameters": {"city": "Oslo"}}\n<tool>21'));
-  await assert.rejects(renderChatTemplate(plain, ASK, { tools: TOOLS, toolFormat: 'xml' }), { code: 'E_INVALID_ARG', message: /toolFormat must be one of hermes, llama3 or null/ });
+  // and in Granite's: the example is a <|tool_call|> list its parser reads
+  const granite = await renderChatTemplate(plain, ASK, { tools: TOOLS, toolFormat: 'granite' });
+  assert.deepEqual(parseToolCalls('granite', granite.slice(0, granite.indexOf('<user>')).trimEnd().split('\n').at(-1)).calls.map((c) => c.function.name), ['function_name']);
+  await assert.rejects(renderChatTemplate(plain, ASK, { tools: TOOLS, toolFormat: 'xml' }), { code: 'E_INVALID_ARG', message: /toolFormat must be one of hermes, llama3, granite or null/ });
 });
 
-test('parseToolCalls: Hermes calls with text around them, Llama 3 JSON calls, and what does not parse', () => {
+test('parseToolCalls: Hermes calls with text around them, Llama 3 JSON calls, Granite lists, and what does not parse', () => {
   const h = parseToolCalls('hermes', 'Let me look.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>\n<tool_call>\n{"name": "search_page", "arguments": {"query": "rain", "limit": 3}}\n</tool_call>');
   assert.equal(h.content, 'Let me look.');
   assert.deepEqual(h.calls.map((c) => [c.type, c.function.name, JSON.parse(c.function.arguments)]),
@@ -160,11 +170,25 @@ test('parseToolCalls: Hermes calls with text around them, Llama 3 JSON calls, an
   assert.equal(parseToolCalls('hermes', 'no call here'), null);
   assert.equal(parseToolCalls('llama3', 'It is sunny.'), null);
   assert.equal(parseToolCalls('llama3', '{"city": "Paris"}'), null);
+  // Granite: <|tool_call|> and a list of calls (or one object), nothing else in the reply
+  const g = parseToolCalls('granite', '<|tool_call|>[{"name": "get_weather", "arguments": {"city": "Rome"}}, {"name": "search_page", "arguments": {"query": "sun", "limit": 1}}]');
+  assert.deepEqual(g.calls.map((c) => [c.function.name, JSON.parse(c.function.arguments)]), [['get_weather', { city: 'Rome' }], ['search_page', { query: 'sun', limit: 1 }]]);
+  assert.equal(g.content, '');
+  assert.equal(parseToolCalls('granite', '<|tool_call|>{"name": "get_weather", "arguments": {}}').calls.length, 1);
+  assert.equal(parseToolCalls('granite', '[{"name": "get_weather", "arguments": {}}]'), null);
+  assert.equal(parseToolCalls('granite', '<|tool_call|>[{"name": "get_weather", "arguments": {"city": }]'), null);
+  assert.equal(parseToolCalls('granite', '<|tool_call|>[{"city": "Rome"}]'), null);
 });
 
 const REPLIES = {
   hermes: 'I will check.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}\n</tool_call>',
   llama3: '{"name": "get_weather", "parameters": {"city": "Paris", "unit": "celsius"}}',
+  granite: '<|tool_call|>[{"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}]',
+};
+const BROKEN = {
+  hermes: '<tool_call>\n{"name": "get_weather", "arguments": {"city": \n</tool_call>',
+  llama3: '{"name": "get_weather", "parameters": {"city"',
+  granite: '<|tool_call|>[{"name": "get_weather", "arguments": {"city"',
 };
 
 for (const [family, file, template, format] of FAMILIES) {
@@ -185,7 +209,8 @@ for (const [family, file, template, format] of FAMILIES) {
     // the stream never shows the call's text as content
     assert.ok(!streamed.chunks.some((c) => (c.choices[0].delta.content || '').includes('get_weather')));
     // a tool result goes back as a role 'tool' message and renders, after the call (which wick
-    // writes into the assistant's message for llama.cpp's SmolLM3 copy, as that template drops it)
+    // writes into the assistant's message for llama.cpp's SmolLM3 copy and for Granite 3.3's
+    // template, as they drop it)
     const followUp = [...ASK, { role: 'assistant', content: null, tool_calls: whole.choices[0].message.tool_calls }, { role: 'tool', tool_call_id: whole.choices[0].message.tool_calls[0].id, content: '{"temperature": 21}' }];
     const prompt = await engine.applyChatTemplate(followUp, { template: templates[template], tools: TOOLS });
     assert.ok(prompt.includes('temperature') && prompt.includes('21'), prompt);
@@ -195,7 +220,7 @@ for (const [family, file, template, format] of FAMILIES) {
 
   test(`${family}: a reply that looks like a call but does not parse is plain content with finish_reason stop`, async () => {
     const engine = await engineFor(file);
-    const broken = format === 'hermes' ? '<tool_call>\n{"name": "get_weather", "arguments": {"city": \n</tool_call>' : '{"name": "get_weather", "parameters": {"city"';
+    const broken = BROKEN[format];
     const request = { messages: ASK, tools: TOOLS, chat_template: templates[template], grammar: `root ::= ${gbnfLiteral(broken)}`, temperature: 0, max_tokens: 200 };
     const { whole, streamed } = await both(engine, request);
     assert.equal(whole.choices[0].finish_reason, 'stop');

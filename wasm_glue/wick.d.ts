@@ -219,7 +219,7 @@ export interface ChatCompletionRequest {
   grammar?: string;
   logit_bias?: Record<number, number>;
   /** tool definitions rendered by the chat template; the reply's calls in the family's format
-   *  (Hermes <tool_call>{…}</tool_call>: Qwen 2.5/3, SmolLM3; Llama 3.x JSON) come back as tool_calls
+   *  (Hermes <tool_call>{…}</tool_call>: Qwen 2.5/3, SmolLM3; Llama 3.x JSON; Granite <|tool_call|>[…]) come back as tool_calls
    *  (streamed as deltas), finish_reason 'tool_calls'; a call that does not parse stays content */
   tools?: ChatTool[];
   /** 'auto' (default), 'none' (tools neither rendered nor parsed), 'required' or a named function:

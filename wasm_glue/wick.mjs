@@ -601,18 +601,24 @@ class Engine {
 //   llama3  the whole reply is one JSON object {"name": "f", "parameters": {…}}, possibly after
 //           <|python_tag|> — Llama 3.1/3.2/3.3 (templates with <|start_header_id|> that ask for
 //           "parameters")
+//   granite the whole reply is <|tool_call|> and a JSON list [{"name": "f", "arguments": {…}}, …]
+//           — Granite 3.x (templates that mention <|tool_call|>)
 // A reply that looks like a call but does not parse stays plain content (finish_reason 'stop').
 
 /** The tool-call format of a chat template, or null when wick knows none for it; when the
- *  template names none, the family's own (arch qwen2, qwen3, smollm3: hermes), as SmolLM3's
- *  template in llama.cpp's copy has no tools section while the model writes Hermes calls. */
+ *  template names none, the family's own (arch qwen2, qwen3, smollm3: hermes; granite), as
+ *  SmolLM3's template in llama.cpp's copy has no tools section while the model writes Hermes calls. */
 export function toolCallFormat(template, arch) {
   if (typeof template === 'string') {
     if (template.includes('<tool_call>')) return 'hermes';
+    if (template.includes('<|tool_call|>')) return 'granite';
     if (template.includes('<|start_header_id|>') && template.includes('parameters')) return 'llama3';
   }
+  if (arch === 'granite') return 'granite';
   return ['qwen2', 'qwen3', 'smollm3'].includes(arch) ? 'hermes' : null;
 }
+
+const GRANITE_CALL = '<|tool_call|>';
 
 let callCounter = 0;
 const callId = () => `call_${Date.now().toString(36)}${(callCounter++).toString(36)}${Math.random().toString(36).slice(2, 6)}`;
@@ -658,6 +664,15 @@ export function parseToolCalls(format, text) {
     const call = toolCallOf(obj, 'parameters');
     return call ? { content: '', calls: [call] } : null;
   }
+  if (format === 'granite') {
+    const body = text.trim();
+    if (!body.startsWith(GRANITE_CALL)) return null;
+    let list;
+    try { list = JSON.parse(body.slice(GRANITE_CALL.length)); } catch { return null; }
+    if (!Array.isArray(list)) list = [list];
+    const calls = list.map((obj) => toolCallOf(obj, 'arguments'));
+    return calls.length && calls.every(Boolean) ? { content: '', calls } : null;
+  }
   return null;
 }
 
@@ -689,10 +704,12 @@ class ToolCallSplitter {
       if (this.shown === 0) while (this.shown < safe && /\s/.test(this.text[this.shown])) this.shown++;
     } else if (this.shown > 0) safe = this.text.length;
     else {
-      // llama3: a reply whose first visible character is "{" (or <|python_tag|>) may be a call
+      // llama3: a reply whose first visible character is "{" (or <|python_tag|>) may be a call;
+      // granite: one that starts with <|tool_call|>
       const lead = this.text.trimStart();
-      if (lead.startsWith('{') || lead.startsWith('<|python_tag|>')) { this.held = true; safe = 0; }
-      else safe = '<|python_tag|>'.startsWith(lead) ? 0 : this.text.length;
+      const marks = this.format === 'granite' ? [GRANITE_CALL] : ['{', '<|python_tag|>'];
+      if (marks.some((m) => lead.startsWith(m))) { this.held = true; safe = 0; }
+      else safe = marks.some((m) => m.startsWith(lead)) ? 0 : this.text.length;
     }
     const out = this.text.slice(this.shown, safe);
     this.shown = Math.max(this.shown, safe);
@@ -734,7 +751,7 @@ export function planToolCalls(request, templateSource, arch) {
     if (!chosen.length) throw invalid(`tool_choice names ${choice.function.name}, which is not among the tools`);
   } else throw invalid("tool_choice must be 'auto', 'none', 'required' or { type: 'function', function: { name } }");
   if (!chosen) return { render: tools, format, grammar: null };
-  if (!format) throw new WickError('E_UNSUPPORTED', "tool_choice 'required' or a named function needs a chat template with a tool-call format wick knows (Hermes <tool_call>, Llama 3.x JSON)");
+  if (!format) throw new WickError('E_UNSUPPORTED', "tool_choice 'required' or a named function needs a chat template with a tool-call format wick knows (Hermes <tool_call>, Llama 3.x JSON, Granite <|tool_call|>)");
   if (request.response_format && request.response_format.type !== 'text') throw invalid('give either response_format or a forced tool_choice, not both');
   const argsKey = format === 'llama3' ? 'parameters' : 'arguments';
   const callSchema = {
@@ -755,7 +772,8 @@ export function planToolCalls(request, templateSource, arch) {
   } catch (e) {
     throw new WickError(e.code, `a tool's parameters: ${e.message.replace(/^\$\.anyOf\[(\d+)\]\.properties\.(arguments|parameters)/, (_, i) => `tools[${chosen === tools ? i : tools.indexOf(chosen[i])}].function.parameters`)}`);
   }
-  const root = format === 'hermes' ? 'root ::= "<tool_call>\\n" tool-call "\\n</tool_call>"' : 'root ::= tool-call';
+  const root = format === 'hermes' ? 'root ::= "<tool_call>\\n" tool-call "\\n</tool_call>"'
+    : format === 'granite' ? `root ::= "${GRANITE_CALL}[" tool-call "]"` : 'root ::= tool-call';
   return { render: tools, format, grammar: `${root}\n${grammar}` };
 }
 
@@ -948,6 +966,23 @@ function takesSystemMessage(module, entry, context) {
   return entry.takesSystem;
 }
 
+/** Whether a template writes an assistant message's tool_calls (Granite 3.3's, for one, writes
+ *  only the content), found by rendering a probe call once per template. */
+function rendersToolCalls(module, entry, context) {
+  if (entry.rendersCalls === undefined) {
+    const call = { id: 'call_probe', type: 'function', function: { name: CALL_PROBE, arguments: {} } };
+    const messages = [{ role: 'user', content: 'Hello' }, { role: 'assistant', content: '', tool_calls: [call] },
+      { role: 'tool', tool_call_id: call.id, content: '{}' }];
+    try {
+      entry.rendersCalls = runTemplate(module, entry.template, { ...context, messages }).includes(CALL_PROBE);
+    } catch {
+      entry.rendersCalls = false;
+    }
+  }
+  return entry.rendersCalls;
+}
+const CALL_PROBE = 'wick_probe_function';
+
 // `x | string` of a mapping or a list is Python's str(x), its repr, in transformers' Jinja; the
 // original SmolLM3 template prints its xml_tools so. @huggingface/jinja has no such filter: its
 // Interpreter, extended here, gets it (the rest of its filters are untouched).
@@ -1030,7 +1065,10 @@ export async function renderChatTemplate(source, messages, { addGenerationPrompt
       throw new WickError('E_TEMPLATE', `the chat template failed: ${e.message}`);
     }
   };
-  const prepared = templateMessages(messages, source);
+  let prepared = templateMessages(messages, source);
+  // a template that drops the assistant's calls (Granite 3.3's) gets them written into the
+  // message's text in the family's format, so that the model sees what it called before a result
+  if (toolFormat && prepared.some(hasCalls) && !rendersToolCalls(module, entry, base)) prepared = callsAsText(prepared, toolFormat);
   const text = render(prepared, !!toolList);
   // a template with no tools section (llama.cpp's SmolLM3 copy) renders the same with and
   // without them: the model would never learn of the tools, so wick tells it in the system message
@@ -1045,7 +1083,7 @@ export async function renderChatTemplate(source, messages, { addGenerationPrompt
 // family's format. The assistant's earlier calls, which such a template drops, are written into
 // its message as text in that same format, so that the model sees what it called before a result.
 
-const TOOL_FORMATS = ['hermes', 'llama3'];
+const TOOL_FORMATS = ['hermes', 'llama3', 'granite'];
 
 /** JSON with a space after each comma and colon, as Python's json.dumps (the templates' tojson) writes it. */
 function spacedJson(value) {
@@ -1057,6 +1095,7 @@ function spacedJson(value) {
 
 /** The text of one call as the model writes it in a format. */
 function toolCallText(format, name, args) {
+  if (format === 'granite') return `${GRANITE_CALL}${spacedJson([{ name, arguments: args }])}`;
   return format === 'hermes'
     ? `<tool_call>\n${spacedJson({ name, arguments: args })}\n</tool_call>`
     : spacedJson({ name, parameters: args });
@@ -1073,6 +1112,13 @@ function describeTools(tools, format) {
       + `${toolCallText('hermes', 'function_name', { argument_name: 'value' })}\n`
       + 'Write one such block for each call. The results come back in the next message.';
   }
+  if (format === 'granite') {
+    return '### Tools\n\nYou can call functions to help with the request. Each one is given below as a JSON object '
+      + '(its name, what it does, and a JSON schema of its arguments), one per line:\n'
+      + `${list}\n\n`
+      + `To call functions, answer with nothing but ${GRANITE_CALL} and a JSON list of calls, each with its name and its arguments, as here:\n`
+      + toolCallText('granite', 'function_name', { argument_name: 'value' });
+  }
   return '### Tools\n\nYou can call functions to help with the request. Each one is given below as a JSON object '
     + '(its name, what it does, and a JSON schema of its parameters), one per line:\n'
     + `${list}\n\n`
@@ -1080,16 +1126,25 @@ function describeTools(tools, format) {
     + toolCallText('llama3', 'function_name', { argument_name: 'value' });
 }
 
-/** The conversation with the tools described in its system message and the calls written as text. */
-function withToolsDescribed(messages, tools, format) {
-  const description = describeTools(tools, format);
-  const out = messages.map((m) => {
-    if (m.role !== 'assistant' || !Array.isArray(m.tool_calls) || !m.tool_calls.length) return m;
-    const calls = m.tool_calls.map((c) => toolCallText(format, c.function.name, c.function.arguments ?? {}));
+const hasCalls = (m) => m.role === 'assistant' && Array.isArray(m.tool_calls) && m.tool_calls.length > 0;
+
+/** The conversation with each assistant message's tool_calls written into its text, in a format. */
+function callsAsText(messages, format) {
+  return messages.map((m) => {
+    if (!hasCalls(m)) return m;
+    const calls = format === 'granite'
+      ? [`${GRANITE_CALL}${spacedJson(m.tool_calls.map((c) => ({ name: c.function.name, arguments: c.function.arguments ?? {} })))}`]
+      : m.tool_calls.map((c) => toolCallText(format, c.function.name, c.function.arguments ?? {}));
     const written = { ...m, content: [m.content, ...calls].filter(Boolean).join('\n') };
     delete written.tool_calls;
     return written;
   });
+}
+
+/** The conversation with the tools described in its system message and the calls written as text. */
+function withToolsDescribed(messages, tools, format) {
+  const description = describeTools(tools, format);
+  const out = callsAsText(messages, format);
   if (out[0].role === 'system') {
     const system = out[0].content.trimEnd();
     return [{ ...out[0], content: system ? `${system}\n\n${description}` : description }, ...out.slice(1)];
