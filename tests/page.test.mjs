@@ -15,8 +15,8 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { execFileSync } from 'node:child_process';
 import { createServer } from '../tools/serve.mjs';
+import { readLlamaBundle } from '../tools/llama-bundle.mjs';
 import { root, models, runWick } from './helpers.mjs';
 import { readGguf, writeGguf, setKv, T } from './gguf.mjs';
 import { Wick } from '../wasm_glue/wick.mjs';
@@ -37,16 +37,12 @@ const TOOL_MODELS = {
 const toolTemplates = {};
 function writeToolModels(dir) {
   fs.mkdirSync(dir);
-  const gitDir = fs.mkdtempSync(path.join(os.tmpdir(), 'wick-page-llama.cpp-'));
-  try {
-    execFileSync('git', ['clone', '--bare', '--quiet', path.join(root, 'node_modules/node-llama-cpp/llama/gitRelease.bundle'), gitDir]);
-    for (const [name, [file, template]] of Object.entries(TOOL_MODELS)) {
-      toolTemplates[name] = execFileSync('git', ['--git-dir', gitDir, 'show', `HEAD:models/templates/${template}.jinja`], { encoding: 'utf8' });
-      fs.writeFileSync(path.join(dir, name), writeGguf(setKv(readGguf(path.join(models, file)), 'tokenizer.chat_template', T.STRING, toolTemplates[name])));
-    }
-  } finally {
-    fs.rmSync(gitDir, { recursive: true, force: true });
-  }
+  const entries = Object.entries(TOOL_MODELS);
+  const sources = readLlamaBundle(entries.map(([, [, template]]) => `models/templates/${template}.jinja`));
+  entries.forEach(([name, [file]], i) => {
+    toolTemplates[name] = sources[i].toString('utf8');
+    fs.writeFileSync(path.join(dir, name), writeGguf(setKv(readGguf(path.join(models, file)), 'tokenizer.chat_template', T.STRING, toolTemplates[name])));
+  });
 }
 
 let site, isolated, plain, browser, profiles = [];

@@ -8,11 +8,9 @@
 // forces a call that parses, on the random-weight model of each family.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { models, root } from './helpers.mjs';
+import { models } from './helpers.mjs';
+import { readLlamaBundle } from '../tools/llama-bundle.mjs';
 import { Wick, renderChatTemplate, parseToolCalls, toolCallFormat } from '../wasm_glue/wick.mjs';
 
 const TEMPLATES = {
@@ -50,14 +48,8 @@ const ASK = [{ role: 'user', content: 'What is the weather in Paris?' }];
 
 const templates = {};
 before(() => {
-  const gitDir = mkdtempSync(path.join(tmpdir(), 'wick-llama.cpp-'));
-  try {
-    execFileSync('git', ['clone', '--bare', '--quiet', path.join(root, 'node_modules/node-llama-cpp/llama/gitRelease.bundle'), gitDir]);
-    for (const [key, name] of Object.entries(TEMPLATES))
-      templates[key] = execFileSync('git', ['--git-dir', gitDir, 'show', `HEAD:models/templates/${name}.jinja`], { encoding: 'utf8' });
-  } finally {
-    rmSync(gitDir, { recursive: true, force: true });
-  }
+  const keys = Object.keys(TEMPLATES);
+  readLlamaBundle(keys.map((k) => `models/templates/${TEMPLATES[k]}.jinja`)).forEach((b, i) => { templates[keys[i]] = b.toString('utf8'); });
 });
 
 const engines = new Map();

@@ -34,6 +34,7 @@ import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import '../wasm_glue/gguf-header.js';
+import { readLlamaBundle } from './llama-bundle.mjs';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const NATIVE_WICK = path.join(ROOT, 'build', 'native', 'wick');
@@ -76,19 +77,9 @@ function familyVocab(arch) {
   if (!name) return null;
   const out = path.join(ROOT, 'models', name);
   if (fs.existsSync(out)) return out;
-  const bundle = path.join(ROOT, 'node_modules', 'node-llama-cpp', 'llama', 'gitRelease.bundle');
-  if (!fs.existsSync(bundle)) throw new Error(`${bundle} is missing: run npm ci`);
-  const git = fs.mkdtempSync(path.join(os.tmpdir(), 'wick-bundle-'));
-  try {
-    let r = spawnSync('git', ['clone', '--bare', '--quiet', bundle, git], { encoding: 'utf8' });
-    if (r.status !== 0) throw new Error(`git clone of ${bundle}: ${r.stderr}`);
-    r = spawnSync('git', ['--git-dir', git, 'show', `HEAD:models/${name}`], { maxBuffer: 1 << 28 });
-    if (r.status !== 0) throw new Error(`git show models/${name}: ${r.stderr}`);
-    fs.mkdirSync(path.dirname(out), { recursive: true });
-    fs.writeFileSync(out, r.stdout);
-  } finally {
-    fs.rmSync(git, { recursive: true, force: true });
-  }
+  const [bytes] = readLlamaBundle([`models/${name}`]);
+  fs.mkdirSync(path.dirname(out), { recursive: true });
+  fs.writeFileSync(out, bytes);
   return out;
 }
 
