@@ -6,28 +6,28 @@
 mergeInto(LibraryManager.library, {
   js_write: function (fd, p, n) { Module['wickWrite'](fd, HEAPU8.slice(p, p + n)); },
   // The CLI's files (model, tokenizer, grammar, texts): the builds have no Emscripten file system,
-  // so Module.wickReadFile(path) (Node's fs, in wasm_glue/cli.mjs) reads one whole into a buffer
-  // malloc'd here; its address and size go to *buf and *len. 0, or -1 with the reason in why.
-  js_read_file__deps: ['malloc'],
+  // so Module.wickReadFile(path, alloc) (Node's fs, in wasm_glue/cli.mjs) reads one whole straight
+  // into a buffer it asks alloc for (malloc'd here, the file's bytes never held twice) and returns
+  // its size; the address and size go to *buf and *len. 0, or -1 with the reason in why.
+  js_read_file__deps: ['malloc', 'free'],
   js_read_file: function (path, buf, len, why, whyLen) {
-    var bytes;
+    var p = 0, n;
     try {
-      bytes = Module['wickReadFile'](UTF8ToString(path));
+      n = Module['wickReadFile'](UTF8ToString(path), function (size) {
+        p = _malloc(size || 1);
+        if (!p) throw new Error('out of memory for ' + size + ' bytes');
+        return p;
+      });
     } catch (e) {
+      if (p) _free(p);
       // Node's "ENOENT: no such file or directory, open '…'" as the C library says it
       var text = String(e && e.message || e);
       if (e && e.code && e.syscall) text = text.replace(/^[A-Z0-9_]+: /, '').replace(/, \w+ '.*'$/, '');
       stringToUTF8(text, why, whyLen);
       return -1;
     }
-    var p = _malloc(bytes.length || 1);
-    if (!p) {
-      stringToUTF8('out of memory for ' + bytes.length + ' bytes', why, whyLen);
-      return -1;
-    }
-    HEAPU8.set(bytes, p);
     HEAPU32[buf >> 2] = p;
-    HEAPU32[len >> 2] = bytes.length;
+    HEAPU32[len >> 2] = n;
     return 0;
   },
 });

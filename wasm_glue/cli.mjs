@@ -62,6 +62,24 @@ export async function runCli(givenArgs) {
   }
 }
 
+/** Reads the file at p into the wasm heap at alloc(size) (the heap's current view from heap(), as
+ *  alloc may grow the memory), in 64 MiB reads; returns the size. */
+function readInto(p, alloc, heap) {
+  const fd = fs.openSync(p, 'r');
+  try {
+    const size = fs.fstatSync(fd).size;
+    const at = alloc(size);
+    for (let off = 0; off < size;) {
+      const n = fs.readSync(fd, heap(), at + off, Math.min(size - off, 64 << 20), off);
+      if (n === 0) throw new Error(`${p} ended at ${off} of ${size} bytes`);
+      off += n;
+    }
+    return size;
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
 async function runEngineCli(args) {
   const threads = threadsArg(args);
   const kind = process.env.WICK_WASM_BUILD || (threads > 1 ? 'mt' : 'st');
@@ -78,7 +96,7 @@ async function runEngineCli(args) {
     wasmBinary: fs.readFileSync(path.join(buildDir, `${base}.wasm`)),
     wickThreads: threads,
     wickWrite: (fd, bytes) => writeAll(fd === 1 ? 1 : 2, bytes),
-    wickReadFile: (p) => fs.readFileSync(p),
+    wickReadFile: (p, alloc) => readInto(p, alloc, () => Module.HEAPU8),
     print: (s) => writeAll(1, Buffer.from(s + '\n')),
     printErr: (s) => writeAll(2, Buffer.from(s + '\n')),
   });
