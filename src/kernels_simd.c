@@ -1167,6 +1167,14 @@ static ALWAYS_INLINE v128_t bcast_i16(v128_t lo, v128_t hi, const int i)
     }
 }
 
+/* every byte of v with its bit `from` moved to bit `to` (other bits garbage, to be masked), by a
+ * 16-bit shift: one instruction, where an 8-bit shift is several on x86. A bit moves at most 4
+ * places here, so the bit landing at `to` (4 or 5) of each byte comes from the same byte. */
+static ALWAYS_INLINE v128_t move_bits16(v128_t v, const int from, const int to)
+{
+    return from < to ? wasm_i16x8_shl(v, to - from) : from > to ? wasm_u16x8_shr(v, from - to) : v;
+}
+
 /* Unit v's stored values (0..63, no scale, no offset) as 16 bytes for each of its two element
  * sets (lo: first .. first+16, hi: second .. second+16), for the relaxed dot; the bit layout is
  * k_unpack's, on 8-bit lanes. */
@@ -1191,41 +1199,44 @@ static ALWAYS_INLINE void k_unpack_u8(enum k_kind k, const uint8_t *blk, const i
     case K_Q4: case K_Q5: {
         const uint8_t *qs = k == K_Q4 ? ((const block_q4_K *)blk)->qs : ((const block_q5_K *)blk)->qs;
         const int j = v >> 1;
-        v128_t b = wasm_v128_load(qs + 32 * j + 16 * q);
-        *lo = wasm_v128_and(b, wasm_i8x16_splat(0x0f));
-        *hi = wasm_u8x16_shr(b, 4);
+        v128_t b = wasm_v128_load(qs + 32 * j + 16 * q), low4 = wasm_i8x16_splat(0x0f);
+        *lo = wasm_v128_and(b, low4);
+        *hi = wasm_v128_and(wasm_u16x8_shr(b, 4), low4);
         if (k == K_Q5) {
             /* qh bit 2j (low nibble) or 2j + 1 (high) as bit 4 */
-            v128_t hb = wasm_v128_load(((const block_q5_K *)blk)->qh + 16 * q), one = wasm_i8x16_splat(1);
-            *lo = wasm_v128_or(*lo, wasm_i8x16_shl(wasm_v128_and(wasm_u8x16_shr(hb, 2 * j), one), 4));
-            *hi = wasm_v128_or(*hi, wasm_i8x16_shl(wasm_v128_and(wasm_u8x16_shr(hb, 2 * j + 1), one), 4));
+            v128_t hb = wasm_v128_load(((const block_q5_K *)blk)->qh + 16 * q), bit4 = wasm_i8x16_splat(0x10);
+            *lo = wasm_v128_or(*lo, wasm_v128_and(move_bits16(hb, 2 * j, 4), bit4));
+            *hi = wasm_v128_or(*hi, wasm_v128_and(move_bits16(hb, 2 * j + 1, 4), bit4));
         }
         break;
     }
     case K_Q6: {
         const block_q6_K *x = (const block_q6_K *)blk;
         const int h = v >> 2, p = (v >> 1) & 1;
-        v128_t b = wasm_v128_load(x->ql + 64 * h + 32 * p + 16 * q);
-        v128_t hb = wasm_v128_load(x->qh + 32 * h + 16 * q), three = wasm_i8x16_splat(3);
+        v128_t b = wasm_v128_load(x->ql + 64 * h + 32 * p + 16 * q), low4 = wasm_i8x16_splat(0x0f);
+        v128_t hb = wasm_v128_load(x->qh + 32 * h + 16 * q), bits45 = wasm_i8x16_splat(0x30);
         /* qh bits 2p.. (low nibble) and 2p + 4.. (high) as bits 4, 5 */
-        *lo = wasm_v128_or(wasm_v128_and(b, wasm_i8x16_splat(0x0f)), wasm_i8x16_shl(wasm_v128_and(wasm_u8x16_shr(hb, 2 * p), three), 4));
-        *hi = wasm_v128_or(wasm_u8x16_shr(b, 4), wasm_i8x16_shl(wasm_v128_and(wasm_u8x16_shr(hb, 2 * p + 4), three), 4));
+        *lo = wasm_v128_or(wasm_v128_and(b, low4), wasm_v128_and(move_bits16(hb, 2 * p, 4), bits45));
+        *hi = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(b, 4), low4), wasm_v128_and(move_bits16(hb, 2 * p + 4, 4), bits45));
         break;
     }
     }
 }
 #endif
 
-/* part[r][t] += the partial sums of unit v of row r times token t's activations. One token
- * (decode): the four rows' units are unpacked side by side and each activation vector is loaded
- * once for all of them. Several tokens (prefill): one row at a time, so that its unit and its
- * accumulators stay in registers while the tokens pass; the activations are loaded per row. */
+/* part[row][t] += the partial sums of unit v of row `row` times token t's activations. One row
+ * at a time, so that its unit and its accumulators stay in registers while the tokens pass (the
+ * activations are loaded again per row, from L1). For one token (decode) the four rows' units
+ * used to be unpacked side by side, each activation vector loaded once for all of them: in V8
+ * that was slower in the relaxed build (bench_kernels 4x1: Q5_K 1.3x, Q6_K 1.35x) and, as it
+ * also changed how LLVM compiled the tiles, made the plain build's prefill tiles 25-34% slower
+ * (its Q4_K 4x1 decode was 13% faster). */
 static ALWAYS_INLINE void k_unit(enum k_kind k, const int NT, const uint8_t *const rows[4], size_t off,
                                  int16_t sc[4][16], const block_q8_K *const y[], v128_t part[4][GEMM_MAX_TOKENS],
                                  const int v, const int row)
 {
     const k_unit_sets set = k_sets(k, v);
-    const int r0 = NT == 1 ? 0 : row, r1 = NT == 1 ? 4 : row + 1;
+    const uint8_t *blk = rows[row] + off;
 #if WICK_RELAXED
     {
         /* Each 16-bit lane of a relaxed dot is at most 2 * 128 * 63, and is multiplied by its
@@ -1236,6 +1247,9 @@ static ALWAYS_INLINE void k_unit(enum k_kind k, const int NT, const uint8_t *con
         const int shift = k == K_Q4 || k == K_Q5 ? 5 : 4;
         const int pair = (k == K_Q4 || k == K_Q5) && !(v & 1);
         const k_unit_sets set2 = k_sets(k, v + 1);
+        /* (written for a range of rows although it is one: LLVM 19 compiles the 4x4 tile of this
+         * form 1.3x faster for Q6_K than the same with plain variables, bench_kernels) */
+        const int r0 = row, r1 = row + 1;
         v128_t wl[4], wh[4], wl2[4], wh2[4], s0[4], s1[4];
         for (int r = r0; r < r1; r++) {
             k_unpack_u8(k, rows[r] + off, v, &wl[r], &wh[r]);
@@ -1263,15 +1277,13 @@ static ALWAYS_INLINE void k_unit(enum k_kind k, const int NT, const uint8_t *con
         return;
     }
 #endif
-    v128_t wq[4][4];
-    for (int r = r0; r < r1; r++)
-        k_unpack(k, rows[r] + off, v, sc[r], wq[r]);
+    v128_t wq[4];
+    k_unpack(k, blk, v, sc[row], wq);
     for (int t = 0; t < NT; t++) {
         const int8_t *q8 = y[t]->qs;
         v128_t ya[4] = { load_i8x8(q8 + set.first), load_i8x8(q8 + set.first + 8),
                          load_i8x8(q8 + set.second), load_i8x8(q8 + set.second + 8) };
-        for (int r = r0; r < r1; r++)
-            part[r][t] = wasm_i32x4_add(part[r][t], dot_unit(wq[r], ya));
+        part[row][t] = wasm_i32x4_add(part[row][t], dot_unit(wq, ya));
     }
 }
 
@@ -1302,7 +1314,7 @@ static ALWAYS_INLINE void k_block(enum k_kind k, const int NT, const uint8_t *co
     /* units spelled out so that every shift count in k_unpack is a constant */
     /* (relaxed, Q4_K and Q5_K: the odd units go with the even ones before them) */
     const int odd = !(WICK_RELAXED && (k == K_Q4 || k == K_Q5));
-    for (int row = 0; row < (NT == 1 ? 1 : 4); row++) {
+    for (int row = 0; row < 4; row++) {
         k_unit(k, NT, rows, off, sc, y, part, 0, row);
         if (odd) k_unit(k, NT, rows, off, sc, y, part, 1, row);
         k_unit(k, NT, rows, off, sc, y, part, 2, row);
