@@ -1359,11 +1359,34 @@ static ALWAYS_INLINE void gemm_k(enum k_kind k, const int NT, int n, const void 
     store_tile(acc, NT, nr, out, out_stride);
 }
 
+/* Decode: one token against eight rows, w + r * w_stride (r < 8): two tiles of four whose
+ * super-blocks are read in turn, so that eight streams are in flight; each output computed
+ * exactly as gemm's one-token tile computes it. */
+static ALWAYS_INLINE void gemv8_k(enum k_kind k, int n, const void *w, size_t w_stride, const void *a, float out[8])
+{
+    const uint8_t *rows0[4], *rows1[4];
+    tile_rows(w, w_stride, 4, rows0);
+    tile_rows((const uint8_t *)w + 4 * w_stride, w_stride, 4, rows1);
+    v128_t acc0 = wasm_f32x4_splat(0.0f), acc1 = acc0;
+    for (int i = 0; i < n / QK_K; i++) {
+        const block_q8_K *y[1] = { (const block_q8_K *)a + i };
+        k_block(k, 1, rows0, (size_t)i * k_size(k), y, &acc0);
+        k_block(k, 1, rows1, (size_t)i * k_size(k), y, &acc1);
+    }
+    wasm_v128_store(out, acc0);
+    wasm_v128_store(out + 4, acc1);
+}
+
 GEMM_ENTRY(quant_gemm_q2_K, gemm_k, K_Q2)
+GEMV8_ENTRY(quant_gemv8_q2_K, gemv8_k, K_Q2)
 GEMM_ENTRY(quant_gemm_q3_K, gemm_k, K_Q3)
+GEMV8_ENTRY(quant_gemv8_q3_K, gemv8_k, K_Q3)
 GEMM_ENTRY(quant_gemm_q4_K, gemm_k, K_Q4)
+GEMV8_ENTRY(quant_gemv8_q4_K, gemv8_k, K_Q4)
 GEMM_ENTRY(quant_gemm_q5_K, gemm_k, K_Q5)
+GEMV8_ENTRY(quant_gemv8_q5_K, gemv8_k, K_Q5)
 GEMM_ENTRY(quant_gemm_q6_K, gemm_k, K_Q6)
+GEMV8_ENTRY(quant_gemv8_q6_K, gemv8_k, K_Q6)
 
 /* ---- the rest: one vec_dot per output ---- */
 

@@ -45,9 +45,9 @@ typedef struct {
     void (*gemm)(int n, const void *w, size_t w_stride, int nr, const void *a, size_t a_stride, int nt,
                  float *out, size_t out_stride);
     /* decode: out[r] = dot(weight row r at w + r * w_stride, activation row a) for r < 8, each
-     * equal to gemm's 1×1 tile bit for bit; eight weight streams at once. NULL where gemm's four
-     * rows are the widest (forward.c then reads four streams): the K-quants, whose eight-row
-     * kernel came out slower in V8 than two four-row passes. */
+     * equal to gemm's 1×1 tile bit for bit; eight weight streams at once. NULL where there is no
+     * eight-row kernel (forward.c then reads four streams through gemm): the float types, Q8_1
+     * and Q8_K. */
     void (*gemv8)(int n, const void *w, size_t w_stride, const void *a, float out[8]);
 } quant_type;
 
@@ -201,7 +201,8 @@ void quant_q8_0_from_float_simd(const float *src, void *dst, int64_t n);
 void quant_q8_K_from_float_ref(const float *src, void *dst, int64_t n);
 void quant_q8_K_from_float_simd(const float *src, void *dst, int64_t n);
 typedef void quant_gemv8_fn(int n, const void *w, size_t w_stride, const void *a, float out[8]);
-quant_gemv8_fn quant_gemv8_q4_0, quant_gemv8_q4_1, quant_gemv8_q5_0, quant_gemv8_q5_1, quant_gemv8_q8_0, quant_gemv8_iq4_nl;
+quant_gemv8_fn quant_gemv8_q4_0, quant_gemv8_q4_1, quant_gemv8_q5_0, quant_gemv8_q5_1, quant_gemv8_q8_0, quant_gemv8_iq4_nl,
+    quant_gemv8_q2_K, quant_gemv8_q3_K, quant_gemv8_q4_K, quant_gemv8_q5_K, quant_gemv8_q6_K;
 quant_gemm_fn quant_gemm_f32, quant_gemm_f16, quant_gemm_bf16, quant_gemm_q4_0, quant_gemm_q4_1,
     quant_gemm_q5_0, quant_gemm_q5_1, quant_gemm_q8_0, quant_gemm_q8_1, quant_gemm_q2_K, quant_gemm_q3_K,
     quant_gemm_q4_K, quant_gemm_q5_K, quant_gemm_q6_K, quant_gemm_q8_K, quant_gemm_iq4_nl;
