@@ -807,9 +807,9 @@ static void attention_runs_task(void *arg, int ith, int nth) {
     struct wick_ctx *c = a->c;
     int n_heads = c->m->c.n_heads, n_runs = (a->n_tok + ATT_TOKENS - 1) / ATT_TOKENS;
     float *scores = c->att + (size_t)ith * att_floats_per_thread(c);
-    long p0, p1;
-    pool_split((long)n_runs * n_heads, ith, nth, &p0, &p1);
-    for (long item = p0; item < p1; item++) {
+    /* items interleaved between the threads: a later token attends to more positions, so
+     * halves of the batch would give the last thread most of the work (causal attention) */
+    for (long item = ith; item < (long)n_runs * n_heads; item += nth) {
         int t0 = (int)(item / n_heads) * ATT_TOKENS, nt = a->n_tok - t0 < ATT_TOKENS ? a->n_tok - t0 : ATT_TOKENS;
         attend_f16_run(c, a->layer, (int)(item % n_heads), t0, nt, a->pos0, scores, ATT_TOKENS);
     }
@@ -832,9 +832,8 @@ static void attention_task(void *arg, int ith, int nth) {
     int hd = mc->head_dim, group = mc->n_heads / mc->n_kv_heads, heads = a->heads, runs = group / heads;
     float *scores = c->att + (size_t)ith * att_floats_per_thread(c); /* scores[g * n_ctx + j] */
     float *row = scores + (size_t)ATT_SCORE_ROWS * c->n_ctx;         /* one cached key or value as floats */
-    long p0, p1;
-    pool_split((long)a->n_tok * mc->n_kv_heads * runs, ith, nth, &p0, &p1);
-    for (long item = p0; item < p1; item++) {
+    /* interleaved, as in attention_runs_task */
+    for (long item = ith; item < (long)a->n_tok * mc->n_kv_heads * runs; item += nth) {
         int t = (int)(item / ((long)mc->n_kv_heads * runs)), rest = (int)(item % ((long)mc->n_kv_heads * runs));
         int kvh = rest / runs, h0 = kvh * group + (rest % runs) * heads, pos = a->pos0 + t;
         if (heads == 1 && c->kv_type == WICK_KV_F16) { /* nothing to share: converted as used */
