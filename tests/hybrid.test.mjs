@@ -6,32 +6,21 @@
 // snapshot before the answer; an aborted answer followed by a turn that still answers as a fresh
 // engine does; and a conversation past the context window that keeps producing text with the
 // re-evaluation reported. (tests/test_state.c checks the same against logits, in C.)
-import { test, before, after } from 'node:test';
+import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Wick } from '../wasm_glue/wick.mjs';
+import { readLlamaBundle } from '../tools/llama-bundle.mjs';
 import { models } from './helpers.mjs';
 
-const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..');
-const bundle = path.join(root, 'node_modules', 'node-llama-cpp', 'llama', 'gitRelease.bundle');
 const qwen35Path = path.join(models, 'families', 'mini-qwen35-q8_0.gguf');
 const lfm2Path = path.join(models, 'families', 'mini-lfm2-q8_0.gguf');
 
 const templates = {};
-let gitDir;
 before(() => {
-  assert.ok(fs.existsSync(bundle), `${bundle} is missing: run npm ci (node-llama-cpp ships llama.cpp's source as this git bundle)`);
-  gitDir = fs.mkdtempSync(path.join(os.tmpdir(), 'wick-llama.cpp-'));
-  execFileSync('git', ['clone', '--bare', '--quiet', bundle, gitDir], { stdio: ['ignore', 'ignore', 'inherit'] });
-  const show = (p) => execFileSync('git', ['--git-dir', gitDir, 'show', `HEAD:${p}`], { encoding: 'utf8' });
-  templates.qwen35 = show('models/templates/Qwen3.5-4B.jinja');
-  templates.lfm2 = show('models/templates/LFM2.5-Instruct.jinja');
+  [templates.qwen35, templates.lfm2] = readLlamaBundle(['models/templates/Qwen3.5-4B.jinja', 'models/templates/LFM2.5-Instruct.jinja'])
+    .map((b) => b.toString('utf8'));
 });
-after(() => { if (gitDir) fs.rmSync(gitDir, { recursive: true, force: true }); });
 
 // the per-sequence state of the mini files (wick info's state_bytes): the context keeps it and two snapshots
 const stateBytes = { qwen35: 3 * (3 * 256 + 4 * 32 * 32) * 4, lfm2: 3 * 2 * 256 * 4 };

@@ -4,11 +4,10 @@
 // program prints one line per check and closes with "N passed, M failed".
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import fs, { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import os, { tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { readLlamaBundle } from '../tools/llama-bundle.mjs';
 import { root, runProgram, shared } from './helpers.mjs';
 
 const programs = {
@@ -19,23 +18,22 @@ const programs = {
   test_grammar: null, // its arguments are set once the grammars are out of the bundle (before)
 };
 
-// test_grammar reads llama.cpp's grammars/*.gbnf, taken at test time from the git bundle of
-// llama.cpp's source that node-llama-cpp ships (none are copied into this repository).
-let llamaGit, gbnfDir;
+// test_grammar reads llama.cpp's grammars/*.gbnf, and the Qwen3.5 tokenizer test below its
+// models/ggml-vocab-qwen35.gguf with its vectors (.inp, .out): taken at test time from the git
+// bundle of llama.cpp's source that node-llama-cpp ships (none are copied into this repository).
+const QWEN35_VOCAB = ['', '.inp', '.out'].map((ext) => `ggml-vocab-qwen35.gguf${ext}`);
+let llamaDir;
 before(() => {
-  const bundle = path.join(root, 'node_modules/node-llama-cpp/llama/gitRelease.bundle');
-  llamaGit = mkdtempSync(path.join(tmpdir(), 'wick-llama.cpp-'));
-  execFileSync('git', ['clone', '--bare', '--quiet', bundle, llamaGit]);
-  gbnfDir = path.join(llamaGit, 'grammars-checkout');
+  llamaDir = mkdtempSync(path.join(tmpdir(), 'wick-llama.cpp-'));
+  const [gbnfs, ...vocab] = readLlamaBundle(['grammars/*.gbnf', ...QWEN35_VOCAB.map((f) => `models/${f}`)]);
+  const gbnfDir = path.join(llamaDir, 'grammars');
   mkdirSync(gbnfDir);
-  const names = execFileSync('git', ['--git-dir', llamaGit, 'ls-tree', '--name-only', 'HEAD', 'grammars/'], { encoding: 'utf8' })
-    .split('\n').filter((n) => n.endsWith('.gbnf'));
-  for (const n of names)
-    writeFileSync(path.join(gbnfDir, path.basename(n)), execFileSync('git', ['--git-dir', llamaGit, 'show', `HEAD:${n}`]));
+  for (const [name, bytes] of gbnfs) writeFileSync(path.join(gbnfDir, path.basename(name)), bytes);
+  QWEN35_VOCAB.forEach((f, i) => writeFileSync(path.join(llamaDir, f), vocab[i]));
   programs.test_grammar = [path.join(root, 'tests', 'grammar-cases.json'), gbnfDir];
 });
 after(() => {
-  if (llamaGit) rmSync(llamaGit, { recursive: true, force: true });
+  if (llamaDir) rmSync(llamaDir, { recursive: true, force: true });
 });
 
 const outputs = {};
@@ -60,28 +58,12 @@ for (const [name, args] of Object.entries(programs)) {
   }
 }
 
-// Qwen3.5's tokenizer (tokenizer.ggml.pre = 'qwen35'): its vocabulary and test vectors come from
-// the llama.cpp source bundle node-llama-cpp ships (models/ggml-vocab-qwen35.gguf, .inp, .out)
-const bundle = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'node_modules', 'node-llama-cpp', 'llama', 'gitRelease.bundle');
-let qwen35Vocab = null;
-function qwen35VocabDir() {
-  if (qwen35Vocab) return qwen35Vocab;
-  assert.ok(fs.existsSync(bundle), `${bundle} is missing: run npm ci (node-llama-cpp ships llama.cpp's source as this git bundle)`);
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wick-vocab-'));
-  const git = path.join(dir, 'src.git');
-  execFileSync('git', ['clone', '--bare', '--quiet', bundle, git], { stdio: ['ignore', 'ignore', 'inherit'] });
-  for (const ext of ['', '.inp', '.out'])
-    fs.writeFileSync(path.join(dir, `ggml-vocab-qwen35.gguf${ext}`),
-      execFileSync('git', ['--git-dir', git, 'show', `HEAD:models/ggml-vocab-qwen35.gguf${ext}`], { maxBuffer: 1 << 28 }));
-  fs.rmSync(git, { recursive: true, force: true });
-  qwen35Vocab = dir;
-  return dir;
-}
-after(() => { if (qwen35Vocab) fs.rmSync(qwen35Vocab, { recursive: true, force: true }); });
+// Qwen3.5's tokenizer (tokenizer.ggml.pre = 'qwen35'): its vocabulary and test vectors, out of
+// the llama.cpp source bundle (written to llamaDir before the tests)
 
 for (const build of ['native', 'wasm']) {
   test(`${build}: Qwen3.5's tokenizer (pre-type qwen35) passes llama.cpp's test vectors`, () => {
-    const dir = qwen35VocabDir();
+    const dir = llamaDir;
     const texts = fs.readFileSync(path.join(dir, 'ggml-vocab-qwen35.gguf.out'), 'utf8').split('\n').filter((l, i, all) => i < all.length - 1 || l).length;
     assert.ok(texts >= 40, `${texts} texts`);
     const r = runProgram(build, 'test_tokenizer', ['--vectors', dir, `qwen35:${texts}`]);

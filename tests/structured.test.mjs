@@ -12,11 +12,9 @@
 // settings without the grammar give text that is not JSON (checked below).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { models, root } from './helpers.mjs';
+import { models } from './helpers.mjs';
+import { readLlamaBundle } from '../tools/llama-bundle.mjs';
 import { Wick, jsonSchemaToGrammar } from '../wasm_glue/wick.mjs';
 
 const SEEDS = 20;
@@ -91,13 +89,7 @@ function validate(v, schema, rootSchema = schema, at = '$') {
 
 let jsonGbnf;
 before(() => {
-  const gitDir = mkdtempSync(path.join(tmpdir(), 'wick-llama.cpp-'));
-  try {
-    execFileSync('git', ['clone', '--bare', '--quiet', path.join(root, 'node_modules/node-llama-cpp/llama/gitRelease.bundle'), gitDir]);
-    jsonGbnf = execFileSync('git', ['--git-dir', gitDir, 'show', 'HEAD:grammars/json.gbnf'], { encoding: 'utf8' });
-  } finally {
-    rmSync(gitDir, { recursive: true, force: true });
-  }
+  jsonGbnf = readLlamaBundle(['grammars/json.gbnf'])[0].toString('utf8');
 });
 
 const engines = new Map();

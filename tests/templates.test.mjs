@@ -5,17 +5,10 @@
 // tests/test-chat-template.cpp has a case of the same format, its expected string (read from the
 // same bundle) must come out of the real template too. No model is needed: renderChatTemplate is
 // the engine-less path of engine.applyChatTemplate.
-import { test, before, after } from 'node:test';
+import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { renderChatTemplate } from '../wasm_glue/wick.mjs';
-
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const BUNDLE = join(root, 'node_modules/node-llama-cpp/llama/gitRelease.bundle');
+import { readLlamaBundle } from '../tools/llama-bundle.mjs';
 
 const LLAMA32 = 'meta-llama-Llama-3.2-3B-Instruct';
 const QWEN3 = 'Qwen-Qwen3-0.6B';
@@ -24,21 +17,15 @@ const PHI35 = 'microsoft-Phi-3.5-mini-instruct';
 const SMOLLM3 = 'HuggingFaceTB-SmolLM3-3B';
 const GRANITE33 = 'ibm-granite-granite-3.3-2B-Instruct';
 
-let gitDir;
 const templates = {};
 let templateTests = '';
-const show = (path) => execFileSync('git', ['--git-dir', gitDir, 'show', `HEAD:${path}`], { encoding: 'utf8' });
 
 before(() => {
-  assert.ok(existsSync(BUNDLE), `${BUNDLE} is missing: run npm ci (node-llama-cpp ships llama.cpp's source as this git bundle)`);
-  gitDir = mkdtempSync(join(tmpdir(), 'wick-llama.cpp-'));
-  execFileSync('git', ['clone', '--bare', '--quiet', BUNDLE, gitDir], { stdio: ['ignore', 'ignore', 'inherit'] });
-  for (const name of [LLAMA32, QWEN3, GEMMA2, PHI35, SMOLLM3, GRANITE33]) templates[name] = show(`models/templates/${name}.jinja`);
-  templateTests = show('tests/test-chat-template.cpp');
-});
-
-after(() => {
-  if (gitDir) rmSync(gitDir, { recursive: true, force: true });
+  const names = [LLAMA32, QWEN3, GEMMA2, PHI35, SMOLLM3, GRANITE33];
+  const files = readLlamaBundle([...names.map((name) => `models/templates/${name}.jinja`), 'tests/test-chat-template.cpp'])
+    .map((b) => b.toString('utf8'));
+  names.forEach((name, i) => { templates[name] = files[i]; });
+  templateTests = files[names.length];
 });
 
 // The first four messages of the conversation in llama.cpp's tests/test-chat-template.cpp.

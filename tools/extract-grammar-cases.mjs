@@ -10,25 +10,15 @@
 //           build_successes: [{what, grammar, root}] }
 // where case = { what, text, pass: [input], fail: [input] } and an input is a string, or, when it
 // holds token markers (the C++ file's token(N)), an array of parts: strings and token ids.
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { readLlamaBundle } from './llama-bundle.mjs';
 
 const FILE = 'tests/test-grammar-integration.cpp';
 
 function readSource() {
   if (process.argv[2]) return readFileSync(join(process.argv[2], FILE), 'utf8');
-  const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-  const bundle = join(root, 'node_modules/node-llama-cpp/llama/gitRelease.bundle');
-  const gitDir = mkdtempSync(join(tmpdir(), 'wick-llama.cpp-'));
-  try {
-    execFileSync('git', ['clone', '--bare', '--quiet', bundle, gitDir]);
-    return execFileSync('git', ['--git-dir', gitDir, 'show', `HEAD:${FILE}`], { encoding: 'utf8' });
-  } finally {
-    rmSync(gitDir, { recursive: true, force: true });
-  }
+  return readLlamaBundle([FILE])[0].toString('utf8');
 }
 
 // ---- a tokenizer for the small part of C++ the test file uses around its data ----
