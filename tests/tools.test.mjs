@@ -1,5 +1,5 @@
 // tests/tools.test.mjs — the chat API's tools (issue 17, acceptance 3), through the JavaScript API:
-// the real Qwen3, Llama 3.2, SmolLM3 and Granite 3.3 templates (llama.cpp's models/templates/, read at test
+// the real Qwen3, Llama 3.2, SmolLM3, Granite 3.3 and Qwen3.5 templates (llama.cpp's models/templates/, read at test
 // time from node-llama-cpp's llama.cpp bundle) render a request with two tools (llama.cpp's SmolLM3
 // copy has no tools section: wick describes them in its system message); a hand-written
 // reply in each family's format is parsed into OpenAI's tool_calls, streamed and not (the reply
@@ -18,6 +18,7 @@ const TEMPLATES = {
   llama32: 'meta-llama-Llama-3.2-3B-Instruct',
   smollm3: 'HuggingFaceTB-SmolLM3-3B',
   granite33: 'ibm-granite-granite-3.3-2B-Instruct',
+  qwen35: 'Qwen3.5-4B',
 };
 const FAMILIES = [
   // [name, model file, template, the format its replies are parsed in]
@@ -25,6 +26,7 @@ const FAMILIES = [
   ['Llama 3.2', 'families/mini-llama3-q4_k_m.gguf', 'llama32', 'llama3'],
   ['SmolLM3', 'families/mini-smollm3-q8_0.gguf', 'smollm3', 'hermes'],
   ['Granite 3.3', 'families/mini-granite-q4_k_m.gguf', 'granite33', 'granite'],
+  ['Qwen3.5', 'families/mini-qwen35-q8_0.gguf', 'qwen35', 'xml'],
 ];
 
 const WEATHER = {
@@ -100,6 +102,12 @@ test('the Qwen3 and Llama 3.2 templates render both tools in their tool sections
   assert.ok(granite.includes('<|start_of_role|>available_tools<|end_of_role|>[') && granite.includes('"name": "get_weather"') && granite.includes('"name": "search_page"'), granite);
   assert.ok(granite.includes('respond only with <|tool_call|> followed by a JSON list'), granite);
   assert.equal(toolCallFormat(templates.granite33), 'granite');
+  // Qwen3.5: JSON definitions inside <tools>, calls as <tool_call><function=…><parameter=…>
+  const qwen35 = await renderChatTemplate(templates.qwen35, ASK, { tools: TOOLS });
+  assert.match(qwen35, /<tools>\n\{"type": "function", "function": \{"name": "get_weather"[^\n]*\}\n\{"type": "function", "function": \{"name": "search_page"[^\n]*\}\n<\/tools>/);
+  assert.ok(qwen35.includes('<tool_call>\n<function=example_function_name>\n<parameter=example_parameter_1>'), qwen35);
+  assert.equal(toolCallFormat(templates.qwen35), 'xml');
+  assert.equal(toolCallFormat(null, 'qwen35'), 'xml');
 });
 
 test('SmolLM3: llama.cpp\'s copy of its template has no tools section, so wick describes the tools in the system message', async () => {
@@ -147,7 +155,12 @@ test('the description in the Llama 3 JSON and Granite formats, and a toolFormat 
   // and in Granite's: the example is a <|tool_call|> list its parser reads
   const granite = await renderChatTemplate(plain, ASK, { tools: TOOLS, toolFormat: 'granite' });
   assert.deepEqual(parseToolCalls('granite', granite.slice(0, granite.indexOf('<user>')).trimEnd().split('\n').at(-1)).calls.map((c) => c.function.name), ['function_name']);
-  await assert.rejects(renderChatTemplate(plain, ASK, { tools: TOOLS, toolFormat: 'xml' }), { code: 'E_INVALID_ARG', message: /toolFormat must be one of hermes, llama3, granite or null/ });
+  // and in the <function=…> format: the example is a call its parser reads
+  const xml = await renderChatTemplate(plain, ASK, { tools: TOOLS, toolFormat: 'xml' });
+  const xmlExample = xml.match(/<tool_call>\n<function=[^]*?<\/tool_call>/);
+  assert.ok(xmlExample, xml);
+  assert.deepEqual(parseToolCalls('xml', xmlExample[0]).calls.map((c) => [c.function.name, JSON.parse(c.function.arguments)]), [['function_name', { argument_name: 'value' }]]);
+  await assert.rejects(renderChatTemplate(plain, ASK, { tools: TOOLS, toolFormat: 'pythonic' }), { code: 'E_INVALID_ARG', message: /toolFormat must be one of hermes, llama3, granite, xml or null/ });
 });
 
 test('parseToolCalls: Hermes calls with text around them, Llama 3 JSON calls, Granite lists, and what does not parse', () => {
@@ -170,17 +183,31 @@ test('parseToolCalls: Hermes calls with text around them, Llama 3 JSON calls, Gr
   assert.equal(parseToolCalls('granite', '[{"name": "get_weather", "arguments": {}}]'), null);
   assert.equal(parseToolCalls('granite', '<|tool_call|>[{"name": "get_weather", "arguments": {"city": }]'), null);
   assert.equal(parseToolCalls('granite', '<|tool_call|>[{"city": "Rome"}]'), null);
+  // <function=…>: text before the calls is content; a value is text where the tool's schema says
+  // string, else JSON where it parses (without the tools: JSON where it parses)
+  const xmlReply = 'Let me look.\n<tool_call>\n<function=search_page>\n<parameter=query>\n42\n</parameter>\n<parameter=limit>\n3\n</parameter>\n</function>\n</tool_call>\n'
+    + '<tool_call>\n<function=get_weather>\n<parameter=city>\nSan José\nde Costa Rica\n</parameter>\n</function>\n</tool_call>';
+  const x = parseToolCalls('xml', xmlReply, TOOLS);
+  assert.equal(x.content, 'Let me look.');
+  assert.deepEqual(x.calls.map((c) => [c.function.name, JSON.parse(c.function.arguments)]),
+    [['search_page', { query: '42', limit: 3 }], ['get_weather', { city: 'San José\nde Costa Rica' }]]);
+  assert.deepEqual(JSON.parse(parseToolCalls('xml', xmlReply).calls[0].function.arguments), { query: 42, limit: 3 });
+  assert.equal(parseToolCalls('xml', '<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</function>\n</tool_call>'), null);
+  assert.equal(parseToolCalls('xml', '<tool_call>\n<function=get_weather>\nParis\n</function>\n</tool_call>'), null);
+  assert.equal(parseToolCalls('xml', 'It is sunny.'), null);
 });
 
 const REPLIES = {
   hermes: 'I will check.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}\n</tool_call>',
   llama3: '{"name": "get_weather", "parameters": {"city": "Paris", "unit": "celsius"}}',
   granite: '<|tool_call|>[{"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}]',
+  xml: 'I will check.\n<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=unit>\ncelsius\n</parameter>\n</function>\n</tool_call>',
 };
 const BROKEN = {
   hermes: '<tool_call>\n{"name": "get_weather", "arguments": {"city": \n</tool_call>',
   llama3: '{"name": "get_weather", "parameters": {"city"',
   granite: '<|tool_call|>[{"name": "get_weather", "arguments": {"city"',
+  xml: '<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</function>\n</tool_call>',
 };
 
 for (const [family, file, template, format] of FAMILIES) {
@@ -196,7 +223,7 @@ for (const [family, file, template, format] of FAMILIES) {
       assert.equal(message.tool_calls[0].function.name, want.name, how);
       assert.deepEqual(JSON.parse(message.tool_calls[0].function.arguments), want.args, how);
       assert.match(message.tool_calls[0].id, /^call_/, how);
-      assert.equal(message.content || '', format === 'hermes' ? 'I will check.' : '', how);
+      assert.equal(message.content || '', format === 'hermes' || format === 'xml' ? 'I will check.' : '', how);
     }
     // the stream never shows the call's text as content
     assert.ok(!streamed.chunks.some((c) => (c.choices[0].delta.content || '').includes('get_weather')));

@@ -59,7 +59,7 @@ const unsupported = (path, what) => new WickError('E_UNSUPPORTED', `${path}: ${w
 const bad = (path, what) => new WickError('E_INVALID_ARG', `${path}: ${what}`);
 
 /** A GBNF string literal of text. */
-function literal(text) {
+export function literal(text) {
   let out = '"';
   for (const ch of text) {
     const cp = ch.codePointAt(0);

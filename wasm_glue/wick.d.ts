@@ -180,7 +180,7 @@ export interface RenderChatTemplateOptions extends ChatTemplateOptions {
   eosToken?: string;
   /** the call format to describe the tools in, in the system message, when the template renders
    *  the same with and without them (default: the template's own, toolCallFormat(source); null: never) */
-  toolFormat?: 'hermes' | 'llama3' | null;
+  toolFormat?: ToolCallFormat | null;
 }
 
 /** What a chat request's tools come to (planToolCalls). */
@@ -188,7 +188,7 @@ export interface ToolCallPlan {
   /** the tools given to the template (undefined: none, as with tool_choice 'none') */
   render: ChatTool[] | undefined;
   /** the format replies are parsed in (parseToolCalls), or null when wick knows none for the template */
-  format: 'hermes' | 'llama3' | null;
+  format: ToolCallFormat | null;
   /** GBNF that forces a call (tool_choice 'required' or a named function), or null */
   grammar: string | null;
 }
@@ -364,13 +364,15 @@ export declare function renderChatTemplate(source: string, messages: ChatMessage
  *  minItems/maxItems, minLength/maxLength, formats date/time/date-time/uuid, integer minimum/maximum, additionalProperties,
  *  $ref inside the schema, anyOf/oneOf); anything else throws a WickError naming its JSON path. */
 export declare function jsonSchemaToGrammar(schema: Record<string, unknown> | boolean): string;
-/** The tool-call format wick parses a chat template's replies in ('hermes', 'llama3'), or null. */
-export declare function toolCallFormat(template: string | null | undefined, arch?: string): 'hermes' | 'llama3' | null;
+/** The tool-call formats wick parses: Hermes <tool_call> JSON, Llama 3.x JSON, Granite <|tool_call|> lists, Qwen3.5's <function=…>. */
+export type ToolCallFormat = 'hermes' | 'llama3' | 'granite' | 'xml';
+/** The tool-call format wick parses a chat template's replies in, or null. */
+export declare function toolCallFormat(template: string | null | undefined, arch?: string): ToolCallFormat | null;
 /** How a request's tools are used with a chat template and a model architecture; throws a WickError
  *  for a tool_choice that cannot be met (an unknown function, a forced call with no known format). */
 export declare function planToolCalls(request: { tools?: ChatTool[] | null; tool_choice?: ChatCompletionRequest['tool_choice']; response_format?: ChatCompletionRequest['response_format'] }, template: string | null | undefined, architecture?: string): ToolCallPlan;
 /** The tool calls in a reply: { content, calls }, or null when it holds none or one that does not parse. */
-export declare function parseToolCalls(format: 'hermes' | 'llama3', text: string): { content: string; calls: ChatCompletionToolCall[] } | null;
+export declare function parseToolCalls(format: ToolCallFormat, text: string, tools?: ChatTool[]): { content: string; calls: ChatCompletionToolCall[] } | null;
 export declare function defaultThreads(): number;
 export declare function canUseThreads(): boolean;
 export declare function hasRelaxedSimd(): boolean;

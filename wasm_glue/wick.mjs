@@ -14,7 +14,7 @@
 import './gguf-header.js';
 import { WickError, invalid, checkNumber, checkSignal, checkGenerateOptions } from './options.mjs';
 import { connect } from './connect.mjs';
-import { jsonSchemaToGrammar, JSON_OBJECT_GRAMMAR } from './json-schema.mjs';
+import { jsonSchemaToGrammar, JSON_OBJECT_GRAMMAR, literal as gbnfLiteral } from './json-schema.mjs';
 
 const WickGguf = globalThis.WickGguf;
 const isNode = typeof process !== 'undefined' && !!process.versions?.node && typeof window === 'undefined' && typeof importScripts === 'undefined';
@@ -548,7 +548,7 @@ class Engine {
           return { id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, finish_reason: null, logprobs: null, ...extra }] };
         };
         // with tools, the text that may be a tool call is held back until it can be parsed
-        const splitter = format ? new ToolCallSplitter(format) : null;
+        const splitter = format ? new ToolCallSplitter(format, tools.render) : null;
         for await (const c of stream) {
           if (c.done) {
             let calls = null;
@@ -582,7 +582,7 @@ class Engine {
         if (c.probs) logprobs.push(...logprobsOf(c).content);
       }
     }
-    const parsed = tools.format ? parseToolCalls(tools.format, content) : null;
+    const parsed = tools.format ? parseToolCalls(tools.format, content, tools.render) : null;
     const message = parsed ? { role: 'assistant', content: parsed.content || null, tool_calls: parsed.calls } : { role: 'assistant', content };
     return {
       id, object: 'chat.completion', created, model,
@@ -603,18 +603,25 @@ class Engine {
 //           "parameters")
 //   granite the whole reply is <|tool_call|> and a JSON list [{"name": "f", "arguments": {…}}, …]
 //           — Granite 3.x (templates that mention <|tool_call|>)
+//   xml     <tool_call>\n<function=f>\n<parameter=p>\nvalue\n</parameter>\n</function>\n</tool_call>
+//           (one or more), text before them is content; a value is text where the tool's schema
+//           says string, else JSON when it parses as JSON — Qwen3.5 and Qwen3-Coder (templates
+//           that mention <function=)
 // A reply that looks like a call but does not parse stays plain content (finish_reason 'stop').
 
 /** The tool-call format of a chat template, or null when wick knows none for it; when the
- *  template names none, the family's own (arch qwen2, qwen3, smollm3: hermes; granite), as
- *  SmolLM3's template in llama.cpp's copy has no tools section while the model writes Hermes calls. */
+ *  template names none, the family's own (arch qwen2, qwen3, smollm3: hermes; granite; qwen35:
+ *  xml), as SmolLM3's template in llama.cpp's copy has no tools section while the model writes
+ *  Hermes calls. */
 export function toolCallFormat(template, arch) {
   if (typeof template === 'string') {
+    if (template.includes('<function=')) return 'xml';
     if (template.includes('<tool_call>')) return 'hermes';
     if (template.includes('<|tool_call|>')) return 'granite';
     if (template.includes('<|start_header_id|>') && template.includes('parameters')) return 'llama3';
   }
   if (arch === 'granite') return 'granite';
+  if (arch === 'qwen35') return 'xml';
   return ['qwen2', 'qwen3', 'smollm3'].includes(arch) ? 'hermes' : null;
 }
 
@@ -634,11 +641,52 @@ function toolCallOf(obj, argsKey) {
   return { id: callId(), type: 'function', function: { name: obj.name, arguments: JSON.stringify(args) } };
 }
 
+/** A parameter's schema in the tools (or undefined). */
+function parameterSchema(tools, name, param) {
+  const tool = (tools || []).find((t) => t?.function?.name === name);
+  return tool?.function?.parameters?.properties?.[param];
+}
+
+/** An xml-format value: the text itself for a string parameter, else its JSON when it parses. */
+function xmlValue(text, schema) {
+  const stringy = schema && (schema.type === 'string' || (Array.isArray(schema.enum) && schema.enum.every((v) => typeof v === 'string')));
+  if (stringy) return text;
+  try { return JSON.parse(text); } catch { return text; }
+}
+
+/** The calls of an xml-format reply, as parseToolCalls gives them. */
+function parseXmlCalls(text, tools) {
+  const re = /<tool_call>\s*<function=([^>\n]+)>\n?([\s\S]*?)<\/function>\s*<\/tool_call>/g;
+  const calls = [];
+  let rest = '', last = 0, m;
+  while ((m = re.exec(text))) {
+    const name = m[1].trim(), body = m[2], args = {};
+    const pre = /<parameter=([^>\n]+)>\n?([\s\S]*?)\n?<\/parameter>/g;
+    let seen = 0, pm;
+    while ((pm = pre.exec(body))) {
+      if (body.slice(seen, pm.index).trim()) return null;
+      const param = pm[1].trim();
+      args[param] = xmlValue(pm[2], parameterSchema(tools, name, param));
+      seen = pre.lastIndex;
+    }
+    if (body.slice(seen).trim() || !name) return null;
+    calls.push({ id: callId(), type: 'function', function: { name, arguments: JSON.stringify(args) } });
+    rest += text.slice(last, m.index);
+    last = re.lastIndex;
+  }
+  if (!calls.length || text.slice(last).includes('<tool_call>')) return null;
+  rest += text.slice(last);
+  return { content: rest.trim(), calls };
+}
+
 /**
  * The tool calls in a reply of the given format: { content, calls } (content: the text outside
  * the calls, trimmed), or null when the reply holds no call or a call that does not parse.
+ * tools (the request's): where a format writes values as text (xml), their schemas say which
+ * values are strings.
  */
-export function parseToolCalls(format, text) {
+export function parseToolCalls(format, text, tools) {
+  if (format === 'xml') return parseXmlCalls(text, tools);
   if (format === 'hermes') {
     const re = /<tool_call>\s*([\s\S]*?)\s*<\/tool_call>/g;
     const calls = [];
@@ -678,8 +726,9 @@ export function parseToolCalls(format, text) {
 
 /** Streams content while holding back whatever may be the start of a tool call. */
 class ToolCallSplitter {
-  constructor(format) {
+  constructor(format, tools) {
     this.format = format;
+    this.tools = tools;
     this.text = '';   // all of the reply
     this.shown = 0;   // characters of it already streamed as content
     this.held = false; // a call has begun: nothing more is streamed
@@ -689,7 +738,7 @@ class ToolCallSplitter {
     this.text += chunk;
     if (this.held) return '';
     let safe;
-    if (this.format === 'hermes') {
+    if (this.format === 'hermes' || this.format === 'xml') {
       const at = this.text.indexOf('<tool_call>', this.shown);
       if (at >= 0) { this.held = true; safe = at; }
       else {
@@ -718,7 +767,7 @@ class ToolCallSplitter {
 
   /** At the end: the calls (or null) and the content not streamed yet. */
   end() {
-    const parsed = parseToolCalls(this.format, this.text);
+    const parsed = parseToolCalls(this.format, this.text, this.tools);
     if (!parsed) return { calls: null, content: this.text.slice(this.shown) };
     // what was streamed is the start of the content; the rest of it comes now
     const streamed = this.text.slice(0, this.shown).trim();
@@ -751,8 +800,9 @@ export function planToolCalls(request, templateSource, arch) {
     if (!chosen.length) throw invalid(`tool_choice names ${choice.function.name}, which is not among the tools`);
   } else throw invalid("tool_choice must be 'auto', 'none', 'required' or { type: 'function', function: { name } }");
   if (!chosen) return { render: tools, format, grammar: null };
-  if (!format) throw new WickError('E_UNSUPPORTED', "tool_choice 'required' or a named function needs a chat template with a tool-call format wick knows (Hermes <tool_call>, Llama 3.x JSON, Granite <|tool_call|>)");
+  if (!format) throw new WickError('E_UNSUPPORTED', "tool_choice 'required' or a named function needs a chat template with a tool-call format wick knows (Hermes <tool_call>, Llama 3.x JSON, Granite <|tool_call|>, Qwen3.5's <function=…>)");
   if (request.response_format && request.response_format.type !== 'text') throw invalid('give either response_format or a forced tool_choice, not both');
+  if (format === 'xml') return { render: tools, format, grammar: xmlCallGrammar(chosen, tools) };
   const argsKey = format === 'llama3' ? 'parameters' : 'arguments';
   const callSchema = {
     anyOf: chosen.map((t, i) => {
@@ -775,6 +825,33 @@ export function planToolCalls(request, templateSource, arch) {
   const root = format === 'hermes' ? 'root ::= "<tool_call>\\n" tool-call "\\n</tool_call>"'
     : format === 'granite' ? `root ::= "${GRANITE_CALL}[" tool-call "]"` : 'root ::= tool-call';
   return { render: tools, format, grammar: `${root}\n${grammar}` };
+}
+
+/** GBNF for one xml-format call of one of the chosen tools: each tool's parameters in the order
+ *  of its schema, the required ones always and the others optionally. A value is text without
+ *  '<' for a string (up to maxLength characters), one of the literals of an enum, or a JSON
+ *  integer, number or boolean; other parameter types cannot be forced in this format. */
+function xmlCallGrammar(chosen, tools) {
+  const rules = [];
+  const calls = chosen.map((t, i) => {
+    const params = t.function.parameters ?? { type: 'object' };
+    const props = params.properties ?? {}, required = new Set(params.required ?? []);
+    const where = `tools[${tools.indexOf(t)}].function.parameters`;
+    const items = Object.entries(props).map(([name, schema], j) => {
+      let value;
+      if (Array.isArray(schema?.enum) && schema.enum.length) value = schema.enum.map((v) => gbnfLiteral(typeof v === 'string' ? v : JSON.stringify(v))).join(' | ');
+      else if (schema?.type === 'string') value = Number.isInteger(schema.maxLength) ? `[^<\\n]{0,${schema.maxLength}}` : '[^<\\n]*';
+      else if (schema?.type === 'integer') value = '"-"? ("0" | [1-9] [0-9]{0,15})';
+      else if (schema?.type === 'number') value = '"-"? ("0" | [1-9] [0-9]{0,15}) ("." [0-9]{1,16})?';
+      else if (schema?.type === 'boolean') value = '"true" | "false"';
+      else throw new WickError('E_UNSUPPORTED', `${where}.properties.${name}: a forced call in the <function=…> format takes string, integer, number, boolean and enum parameters`);
+      rules.push(`call${i}-p${j} ::= ${gbnfLiteral(`<parameter=${name}>\n`)} (${value}) ${gbnfLiteral('\n</parameter>\n')}`);
+      return required.has(name) ? `call${i}-p${j}` : `call${i}-p${j}?`;
+    });
+    rules.push(`call${i} ::= ${gbnfLiteral(`<function=${t.function.name}>\n`)} ${items.join(' ')} ${gbnfLiteral('</function>')}`);
+    return `call${i}`;
+  });
+  return [`root ::= "<tool_call>\\n" (${calls.join(' | ')}) "\\n</tool_call>"`, ...rules].join('\n');
 }
 
 /** The grammar a chat request asks for: response_format { type: 'json_object' } (any JSON
@@ -1030,7 +1107,7 @@ function pythonStringRepr(text) {
  * model. Options: addGenerationPrompt (default true), bosToken and eosToken (default ''), tools
  * (OpenAI-style function definitions, given to the template as `tools`; a template without a
  * tools section gets them described in the system message, in toolFormat), toolFormat (the call
- * format, 'hermes' or 'llama3'; default: the template's own, toolCallFormat(source); null: the
+ * format, 'hermes', 'llama3', 'granite' or 'xml'; default: the template's own, toolCallFormat(source); null: the
  * tools are left to the template alone), now (the Date of strftime_now and date_string; default: now),
  * extra (more template variables, e.g. {enable_thinking: false}).
  */
@@ -1083,7 +1160,7 @@ export async function renderChatTemplate(source, messages, { addGenerationPrompt
 // family's format. The assistant's earlier calls, which such a template drops, are written into
 // its message as text in that same format, so that the model sees what it called before a result.
 
-const TOOL_FORMATS = ['hermes', 'llama3', 'granite'];
+const TOOL_FORMATS = ['hermes', 'llama3', 'granite', 'xml'];
 
 /** JSON with a space after each comma and colon, as Python's json.dumps (the templates' tojson) writes it. */
 function spacedJson(value) {
@@ -1096,6 +1173,10 @@ function spacedJson(value) {
 /** The text of one call as the model writes it in a format. */
 function toolCallText(format, name, args) {
   if (format === 'granite') return `${GRANITE_CALL}${spacedJson([{ name, arguments: args }])}`;
+  if (format === 'xml') {
+    const params = Object.entries(args).map(([k, v]) => `<parameter=${k}>\n${typeof v === 'string' ? v : spacedJson(v)}\n</parameter>\n`).join('');
+    return `<tool_call>\n<function=${name}>\n${params}</function>\n</tool_call>`;
+  }
   return format === 'hermes'
     ? `<tool_call>\n${spacedJson({ name, arguments: args })}\n</tool_call>`
     : spacedJson({ name, parameters: args });
@@ -1104,12 +1185,13 @@ function toolCallText(format, name, args) {
 /** The tools section wick writes into the system message for a template that has none. */
 function describeTools(tools, format) {
   const list = tools.map(spacedJson).join('\n');
-  if (format === 'hermes') {
+  if (format === 'hermes' || format === 'xml') {
+    const how = format === 'hermes' ? 'a JSON object with its name and its arguments' : 'its name and each argument';
     return '### Tools\n\nYou can call functions to help with the request. Each one is given below as a JSON object '
       + '(its name, what it does, and a JSON schema of its arguments), one per line, between <tools> and </tools>:\n'
       + `<tools>\n${list}\n</tools>\n\n`
-      + 'To call a function, write a JSON object with its name and its arguments between <tool_call> and </tool_call>, as here:\n'
-      + `${toolCallText('hermes', 'function_name', { argument_name: 'value' })}\n`
+      + `To call a function, write ${how} between <tool_call> and </tool_call>, as here:\n`
+      + `${toolCallText(format, 'function_name', { argument_name: 'value' })}\n`
       + 'Write one such block for each call. The results come back in the next message.';
   }
   if (format === 'granite') {
