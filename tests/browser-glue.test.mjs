@@ -11,18 +11,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { createServer } from '../tools/serve.mjs';
 import { root, models } from './helpers.mjs';
+import { launchChromium } from './browser.mjs';
 
-const CHROMIUM = '/usr/bin/chromium';
 const GREEDY_START = ', there was a little girl named Lily';
 const storiesBytes = fs.statSync(path.join(models, 'stories260K.gguf')).size;
-// tools/setup.sh installs Debian's chromium; without it these tests fail (they are never skipped)
-const skip = false;
-if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is not installed: run tools/setup.sh (apt-get install chromium)`);
 
 const PAGE = `<!doctype html><meta charset="utf-8"><title>wick glue test</title>
 <script type="module">import { Wick } from '/wasm_glue/wick.mjs'; window.Wick = Wick; window.ready = true;</script>`;
 
-let site, profile, browser, isolated, plain;
+let site, browser, isolated, plain;
 
 /** A server over a folder that links the repository's glue and builds and the shared models;
  *  it logs requests, can refuse model requests ("offline") and cut the first download of /cut/. */
@@ -50,27 +47,19 @@ async function startSite(isolate) {
 }
 
 before(async () => {
-  if (skip) return;
   site = fs.mkdtempSync(path.join(os.tmpdir(), 'wick-site-'));
   for (const d of ['wasm_glue', 'build', 'node_modules']) fs.symlinkSync(path.join(root, d), path.join(site, d));
   fs.symlinkSync(models, path.join(site, 'models'));
   fs.writeFileSync(path.join(site, 'index.html'), PAGE);
   isolated = await startSite(true);
   plain = await startSite(false);
-  const { chromium } = await import('playwright-core');
-  profile = fs.mkdtempSync(path.join(os.tmpdir(), 'wick-chromium-'));
-  browser = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync'],
-  });
+  browser = await launchChromium('glue');
 });
 
 after(async () => {
   await browser?.close();
   for (const s of [isolated, plain]) if (s) { s.server.closeAllConnections(); s.server.close(); }
-  for (const d of [site, profile]) if (d) fs.rmSync(d, { recursive: true, force: true });
+  if (site) fs.rmSync(site, { recursive: true, force: true });
 });
 
 async function openPage(s) {
@@ -96,7 +85,7 @@ const loadAndGenerate = async ({ url, options }) => {
   return result;
 };
 
-test('cross-origin isolated page: the pthreads build in a Web Worker streams the greedy text', { skip, timeout: 60000 }, async () => {
+test('cross-origin isolated page: the pthreads build in a Web Worker streams the greedy text', { timeout: 60000 }, async () => {
   const page = await openPage(isolated);
   try {
     const r = await page.evaluate(loadAndGenerate, { url: '/models/stories260K.gguf', options: { threads: 2, cache: false } });
@@ -115,7 +104,7 @@ test('cross-origin isolated page: the pthreads build in a Web Worker streams the
   }
 });
 
-test('relaxed SIMD reported missing: the plain builds, with the same greedy text as the relaxed ones', { skip, timeout: 60000 }, async () => {
+test('relaxed SIMD reported missing: the plain builds, with the same greedy text as the relaxed ones', { timeout: 60000 }, async () => {
   for (const s of [isolated, plain]) {
     const page = await browser.newPage();
     try {
@@ -152,7 +141,7 @@ test('relaxed SIMD reported missing: the plain builds, with the same greedy text
   }
 });
 
-test('page without isolation: the single-threaded build generates the same text', { skip, timeout: 60000 }, async () => {
+test('page without isolation: the single-threaded build generates the same text', { timeout: 60000 }, async () => {
   const page = await openPage(plain);
   try {
     const r = await page.evaluate(loadAndGenerate, { url: '/models/stories260K.gguf', options: { cache: false } });
@@ -166,7 +155,7 @@ test('page without isolation: the single-threaded build generates the same text'
   }
 });
 
-test('a second load comes from the Cache API with the network off; the cache lists and forgets it', { skip, timeout: 60000 }, async () => {
+test('a second load comes from the Cache API with the network off; the cache lists and forgets it', { timeout: 60000 }, async () => {
   const page = await openPage(isolated);
   try {
     await page.evaluate(() => window.Wick.cache.clear());
@@ -199,7 +188,7 @@ test('a second load comes from the Cache API with the network off; the cache lis
   }
 });
 
-test('a download cut halfway resumes with Range and only the whole file is cached', { skip, timeout: 60000 }, async () => {
+test('a download cut halfway resumes with Range and only the whole file is cached', { timeout: 60000 }, async () => {
   const page = await openPage(isolated);
   try {
     await page.evaluate(() => window.Wick.cache.clear());
@@ -221,7 +210,7 @@ test('a download cut halfway resumes with Range and only the whole file is cache
   }
 });
 
-test('a local File loads without being cached; chat completions stream with the model\'s template', { skip, timeout: 60000 }, async () => {
+test('a local File loads without being cached; chat completions stream with the model\'s template', { timeout: 60000 }, async () => {
   const page = await openPage(isolated);
   try {
     const r = await page.evaluate(async () => {

@@ -16,14 +16,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { createServer } from '../tools/serve.mjs';
 import { root, models } from './helpers.mjs';
+import { launchChromium } from './browser.mjs';
 import { CATALOGUE, CATALOGUE_MAX_BYTES, HF, approximateSize, catalogueUrl, hubFromParam } from '../web/catalogue.js';
 import '../wasm_glue/gguf-header.js'; // globalThis.WickGguf: the page's own byte formatting
 
-const CHROMIUM = '/usr/bin/chromium';
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-  '--disable-component-update', '--disable-sync'];
 const ARTIFACTS = process.env.WICK_ARTIFACTS || path.join(os.tmpdir(), 'wick-page-artifacts');
-if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is not installed: run tools/setup.sh (apt-get install chromium)`);
 
 // The families of issue 12 that the page must offer, and the models named there.
 const FAMILIES = ['llama', 'qwen3', 'gemma3', 'gemma2', 'phi3', 'smollm3', 'granite', 'olmo2'];
@@ -42,7 +39,6 @@ const sizeOf = (id) => fs.statSync(SERVED[id]).size;
 const formatBytes = (n) => globalThis.WickGguf.formatBytes(n);
 
 let site, page0, hub, cdn, browser;
-const profiles = [];
 const log = []; // every request to the stand-in: {server, method, path, range, status, bytes}
 
 function listen(server) {
@@ -104,10 +100,7 @@ function cdnRespond(req, res, url, record, send) {
 }
 
 async function launch(options = {}) {
-  const { chromium } = await import('playwright-core');
-  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'wick-catalogue-chromium-'));
-  profiles.push(profile);
-  const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: ARGS, ...options });
+  const context = await launchChromium('catalogue', options);
   // nothing may leave this machine: a request to the real hub fails and is counted
   context.outside = [];
   await context.route(/^https?:\/\/(?!127\.0\.0\.1[:/])/, (route) => { context.outside.push(route.request().url()); route.abort(); });
@@ -128,7 +121,7 @@ before(async () => {
 after(async () => {
   await browser?.close();
   for (const s of [page0, hub, cdn]) if (s) { s.server.closeAllConnections(); s.server.close(); }
-  for (const d of [site, ...profiles]) if (d) fs.rmSync(d, { recursive: true, force: true });
+  if (site) fs.rmSync(site, { recursive: true, force: true });
 });
 
 async function openPage(query, context = browser) {

@@ -12,11 +12,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { createServer } from '../tools/serve.mjs';
 import { root, models, loadReference } from './helpers.mjs';
+import { launchBrowser } from './browser.mjs';
 import { readmeBlock } from './readme.mjs';
 
-const CHROMIUM = '/usr/bin/chromium';
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-  '--disable-component-update', '--disable-sync'];
 const stories = loadReference('stories260K.json');
 
 let work, site, server, base, browser;
@@ -33,9 +31,7 @@ before(async () => {
   server = createServer(site, { isolate: false });
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   base = `http://127.0.0.1:${server.address().port}`;
-  if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is not installed: run tools/setup.sh (apt-get install chromium)`);
-  const { chromium } = await import('playwright-core');
-  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ARGS });
+  browser = await launchBrowser();
 });
 
 after(async () => {

@@ -12,12 +12,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { createServer } from '../tools/serve.mjs';
 import { root, models, loadReference, toleranceFor, compareRows } from './helpers.mjs';
+import { CHROMIUM_ARGS, launchChromium } from './browser.mjs';
 
-const CHROMIUM = '/usr/bin/chromium';
-if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is not installed: run tools/setup.sh (apt-get install chromium)`);
-const ARGS = ['--headless', '--no-sandbox', '--disable-quic', '--no-first-run', '--disable-background-networking',
-  '--disable-component-update', '--disable-sync',
-  '--enable-unsafe-webgpu', '--enable-features=Vulkan', '--use-vulkan=swiftshader', '--use-webgpu-adapter=swiftshader', '--enable-unsafe-swiftshader'];
+// Chromium's WebGPU on its SwiftShader adapter; no GPU watchdog (a software GPU on a busy
+// machine can take longer than it allows for one submission, and the GPU process would be killed)
+const ARGS = [...CHROMIUM_ARGS, '--disable-gpu-watchdog', '--enable-unsafe-webgpu', '--enable-features=Vulkan', '--use-vulkan=swiftshader', '--use-webgpu-adapter=swiftshader', '--enable-unsafe-swiftshader'];
 
 // the page of the logits test: the single-threaded engine and the GPU backend, side by side
 const PAGE = `<!doctype html><meta charset="utf-8"><title>wick gpu test</title>
@@ -67,7 +66,7 @@ window.gpuLogits = async (url, promptTokens, greedy, steps) => {
 window.ready = true;
 </script>`;
 
-let site, server, base, browser, profile;
+let site, server, base, browser;
 
 before(async () => {
   site = fs.mkdtempSync(path.join(os.tmpdir(), 'wick-gpu-site-'));
@@ -77,15 +76,13 @@ before(async () => {
   server = createServer(site, { isolate: true });
   await new Promise((r) => server.listen(0, '127.0.0.1', r));
   base = `http://127.0.0.1:${server.address().port}`;
-  const { chromium } = await import('playwright-core');
-  profile = fs.mkdtempSync(path.join(os.tmpdir(), 'wick-gpu-chromium-'));
-  browser = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: ARGS });
+  browser = await launchChromium('gpu', { args: ARGS });
 });
 
 after(async () => {
   await browser?.close();
   if (server) { server.closeAllConnections(); server.close(); }
-  for (const d of [site, profile]) if (d) fs.rmSync(d, { recursive: true, force: true });
+  if (site) fs.rmSync(site, { recursive: true, force: true });
 });
 
 async function testPage() {

@@ -12,12 +12,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { createServer } from '../tools/serve.mjs';
 import { root, models } from './helpers.mjs';
+import { launchChromium } from './browser.mjs';
 
-const CHROMIUM = '/usr/bin/chromium';
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-  '--disable-component-update', '--disable-sync'];
-
-let server, base, context, profile, site;
+let server, base, context, site;
 
 before(async () => {
   site = fs.mkdtempSync(path.join(os.tmpdir(), 'wick-install-site-'));
@@ -26,16 +23,14 @@ before(async () => {
   server = createServer(site, { isolate: true });
   await new Promise((r) => server.listen(0, '127.0.0.1', r));
   base = `http://127.0.0.1:${server.address().port}`;
-  const { chromium } = await import('playwright-core');
-  profile = fs.mkdtempSync(path.join(os.tmpdir(), 'wick-install-chromium-'));
-  context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: ARGS });
+  context = await launchChromium('install');
 });
 
 after(async () => {
   await context?.close();
   server?.closeAllConnections();
   server?.close();
-  for (const d of [profile, site]) if (d) fs.rmSync(d, { recursive: true, force: true });
+  if (site) fs.rmSync(site, { recursive: true, force: true });
 });
 
 async function installability(file) {

@@ -17,11 +17,8 @@ import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { createServer } from '../tools/serve.mjs';
 import { root, models } from './helpers.mjs';
+import { launchChromium } from './browser.mjs';
 
-const CHROMIUM = '/usr/bin/chromium';
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-  '--disable-component-update', '--disable-sync'];
-if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is not installed: run tools/setup.sh (apt-get install chromium)`);
 
 const temps = [];
 const contexts = [];
@@ -83,8 +80,7 @@ async function serve(site) {
 }
 
 async function launch() {
-  const { chromium } = await import('playwright-core');
-  const context = await chromium.launchPersistentContext(tempDir('wick-offline-chromium-'), { executablePath: CHROMIUM, headless: true, args: ARGS });
+  const context = await launchChromium('offline');
   contexts.push(context);
   return context;
 }

@@ -17,11 +17,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { createServer } from '../tools/serve.mjs';
 import { root, models, loadReference } from './helpers.mjs';
+import { launchBrowser } from './browser.mjs';
 import { readmeBlock } from './readme.mjs';
 
-const CHROMIUM = '/usr/bin/chromium';
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-  '--disable-component-update', '--disable-sync'];
 const MAX_UNPACKED_BYTES = 4 * 1024 * 1024; // four engine builds (plain and relaxed SIMD, one thread and pthreads) and the glue
 const README_MODEL_URL = 'https://example.org/models/stories260K.gguf'; // the Node snippet's, replaced by the local server's
 const NPM_INSTALL = ['install', '--prefer-offline', '--no-audit', '--no-fund'];
@@ -144,9 +142,7 @@ test('installed into a new app, Node imports { Wick } and generates the referenc
 });
 
 async function launch() {
-  if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is not installed: run tools/setup.sh (apt-get install chromium)`);
-  const { chromium } = await import('playwright-core');
-  browser ??= await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ARGS });
+  browser ??= await launchBrowser();
   return browser;
 }
 

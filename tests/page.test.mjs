@@ -18,14 +18,11 @@ import path from 'node:path';
 import { createServer } from '../tools/serve.mjs';
 import { readLlamaBundle } from '../tools/llama-bundle.mjs';
 import { root, models, runWick } from './helpers.mjs';
+import { launchChromium } from './browser.mjs';
 import { readGguf, writeGguf, setKv, T } from './gguf.mjs';
 import { Wick } from '../wasm_glue/wick.mjs';
 
-const CHROMIUM = '/usr/bin/chromium';
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-  '--disable-component-update', '--disable-sync'];
 const ARTIFACTS = process.env.WICK_ARTIFACTS || path.join(os.tmpdir(), 'wick-page-artifacts');
-if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is not installed: run tools/setup.sh (apt-get install chromium)`);
 
 // The random-weight Qwen3 and SmolLM3 models with their families' real chat templates
 // (llama.cpp's models/templates/, from node-llama-cpp's llama.cpp bundle), so that the page
@@ -45,7 +42,7 @@ function writeToolModels(dir) {
   });
 }
 
-let site, isolated, plain, browser, profiles = [];
+let site, isolated, plain, browser;
 
 async function serve(isolate) {
   const server = createServer(site, { isolate });
@@ -53,12 +50,7 @@ async function serve(isolate) {
   return { server, base: `http://127.0.0.1:${server.address().port}` };
 }
 
-async function launch(options = {}) {
-  const { chromium } = await import('playwright-core');
-  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'wick-page-chromium-'));
-  profiles.push(profile);
-  return chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: ARGS, ...options });
-}
+const launch = (options) => launchChromium('page', options);
 
 before(async () => {
   site = fs.mkdtempSync(path.join(os.tmpdir(), 'wick-page-site-'));
@@ -74,7 +66,7 @@ before(async () => {
 after(async () => {
   await browser?.close();
   for (const s of [isolated, plain]) if (s) { s.server.closeAllConnections(); s.server.close(); }
-  for (const d of [site, ...profiles]) if (d) fs.rmSync(d, { recursive: true, force: true });
+  if (site) fs.rmSync(site, { recursive: true, force: true });
 });
 
 async function openPage(context = browser, base = isolated.base, file = '', viewport = { width: 1400, height: 900 }) {

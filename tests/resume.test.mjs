@@ -15,18 +15,14 @@ import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { createServer } from '../tools/serve.mjs';
 import { root, shared, nativeCli } from './helpers.mjs';
-
-const CHROMIUM = '/usr/bin/chromium';
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-  '--disable-component-update', '--disable-sync'];
-if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is not installed: run tools/setup.sh (apt-get install chromium)`);
+import { launchChromium } from './browser.mjs';
 
 const PAGE = `<!doctype html><meta charset="utf-8"><title>wick resume test</title>
 <script type="module">import { Wick } from '/wasm_glue/wick.mjs'; window.Wick = Wick; window.ready = true;</script>`;
 const MODEL = '/m/model.gguf';
 const SLOW = 24 << 20; // bytes per second while a download is to be cut: about 3 s to half of the file
 
-let dir, site, server, base, context, profile, size, fileA, fileB;
+let dir, site, server, base, context, size, fileA, fileB;
 const log = [];      // the server's answers to the model's URL
 let rate = 0;        // the model's bytes per second (0: full speed), read as each answer starts
 
@@ -62,16 +58,14 @@ before(async () => {
   });
   await new Promise((r) => server.listen(0, '127.0.0.1', r));
   base = `http://127.0.0.1:${server.address().port}`;
-  const { chromium } = await import('playwright-core');
-  profile = fs.mkdtempSync(path.join(os.tmpdir(), 'wick-resume-chromium-'));
-  context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: ARGS });
+  context = await launchChromium('resume');
 });
 
 after(async () => {
   await context?.close();
   server?.closeAllConnections();
   server?.close();
-  for (const d of [profile, dir]) if (d) fs.rmSync(d, { recursive: true, force: true });
+  if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });
 
 async function openPage() {
