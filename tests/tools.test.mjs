@@ -1,5 +1,5 @@
 // tests/tools.test.mjs — the chat API's tools (issue 17, acceptance 3), through the JavaScript API:
-// the real Qwen3, Llama 3.2, SmolLM3, Granite 3.3 and Qwen3.5 templates (llama.cpp's models/templates/, read at test
+// the real Qwen3, Llama 3.2, SmolLM3, Granite 3.3, Qwen3.5 and LFM2.5 templates (llama.cpp's models/templates/, read at test
 // time from node-llama-cpp's llama.cpp bundle) render a request with two tools (llama.cpp's SmolLM3
 // copy has no tools section: wick describes them in its system message); a hand-written
 // reply in each family's format is parsed into OpenAI's tool_calls, streamed and not (the reply
@@ -19,6 +19,7 @@ const TEMPLATES = {
   smollm3: 'HuggingFaceTB-SmolLM3-3B',
   granite33: 'ibm-granite-granite-3.3-2B-Instruct',
   qwen35: 'Qwen3.5-4B',
+  lfm25: 'LFM2.5-Instruct',
 };
 const FAMILIES = [
   // [name, model file, template, the format its replies are parsed in]
@@ -27,6 +28,8 @@ const FAMILIES = [
   ['SmolLM3', 'families/mini-smollm3-q8_0.gguf', 'smollm3', 'hermes'],
   ['Granite 3.3', 'families/mini-granite-q4_k_m.gguf', 'granite33', 'granite'],
   ['Qwen3.5', 'families/mini-qwen35-q8_0.gguf', 'qwen35', 'xml'],
+  // LFM2.5's template lists the tools but names no call format: the model's own (arch lfm2)
+  ['LFM2.5', 'families/mini-lfm2-q8_0.gguf', 'lfm25', 'pythonic'],
 ];
 
 const WEATHER = {
@@ -108,6 +111,12 @@ test('the Qwen3 and Llama 3.2 templates render both tools in their tool sections
   assert.ok(qwen35.includes('<tool_call>\n<function=example_function_name>\n<parameter=example_parameter_1>'), qwen35);
   assert.equal(toolCallFormat(templates.qwen35), 'xml');
   assert.equal(toolCallFormat(null, 'qwen35'), 'xml');
+  // LFM2.5: the tools as a JSON list in the system turn; the format is the family's (lfm2: pythonic)
+  const lfm = await renderChatTemplate(templates.lfm25, ASK, { tools: TOOLS });
+  assert.ok(lfm.startsWith('<|im_start|>system\nList of tools: [{"type": "function", "function": {"name": "get_weather"') && lfm.includes('"name": "search_page"'), lfm);
+  assert.equal(toolCallFormat(templates.lfm25), null);
+  assert.equal(toolCallFormat(templates.lfm25, 'lfm2'), 'pythonic');
+  assert.equal(toolCallFormat('List of tools: <|tool_list_start|>[…]<|tool_list_end|>'), 'pythonic');
 });
 
 test('SmolLM3: llama.cpp\'s copy of its template has no tools section, so wick describes the tools in the system message', async () => {
@@ -160,7 +169,12 @@ test('the description in the Llama 3 JSON and Granite formats, and a toolFormat 
   const xmlExample = xml.match(/<tool_call>\n<function=[^]*?<\/tool_call>/);
   assert.ok(xmlExample, xml);
   assert.deepEqual(parseToolCalls('xml', xmlExample[0]).calls.map((c) => [c.function.name, JSON.parse(c.function.arguments)]), [['function_name', { argument_name: 'value' }]]);
-  await assert.rejects(renderChatTemplate(plain, ASK, { tools: TOOLS, toolFormat: 'pythonic' }), { code: 'E_INVALID_ARG', message: /toolFormat must be one of hermes, llama3, granite, xml or null/ });
+  // and in LFM2's: a Python list of calls between its marks
+  const py = await renderChatTemplate(plain, ASK, { tools: TOOLS, toolFormat: 'pythonic' });
+  const pyExample = py.slice(0, py.indexOf('<user>')).trimEnd().split('\n').at(-1);
+  assert.equal(pyExample, '<|tool_call_start|>[function_name(argument_name="value")]<|tool_call_end|>');
+  assert.deepEqual(parseToolCalls('pythonic', pyExample).calls.map((c) => [c.function.name, JSON.parse(c.function.arguments)]), [['function_name', { argument_name: 'value' }]]);
+  await assert.rejects(renderChatTemplate(plain, ASK, { tools: TOOLS, toolFormat: 'yaml' }), { code: 'E_INVALID_ARG', message: /toolFormat must be one of hermes, llama3, granite, xml, pythonic or null/ });
 });
 
 test('parseToolCalls: Hermes calls with text around them, Llama 3 JSON calls, Granite lists, and what does not parse', () => {
@@ -195,6 +209,15 @@ test('parseToolCalls: Hermes calls with text around them, Llama 3 JSON calls, Gr
   assert.equal(parseToolCalls('xml', '<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</function>\n</tool_call>'), null);
   assert.equal(parseToolCalls('xml', '<tool_call>\n<function=get_weather>\nParis\n</function>\n</tool_call>'), null);
   assert.equal(parseToolCalls('xml', 'It is sunny.'), null);
+  // pythonic: a Python list of calls, keyword arguments as Python literals, text around it is content
+  const p = parseToolCalls('pythonic', 'Let me look. <|tool_call_start|>[get_weather(city="Rome"), search_page(query=\'it\\\'s "x"\', limit=3, tags=["a", None], exact=True)]<|tool_call_end|> Done.');
+  assert.equal(p.content, 'Let me look.  Done.');
+  assert.deepEqual(p.calls.map((c) => [c.function.name, JSON.parse(c.function.arguments)]),
+    [['get_weather', { city: 'Rome' }], ['search_page', { query: 'it\'s "x"', limit: 3, tags: ['a', null], exact: true }]]);
+  assert.equal(parseToolCalls('pythonic', '<|tool_call_start|>[get_weather()]<|tool_call_end|>').calls.length, 1);
+  assert.equal(parseToolCalls('pythonic', '<|tool_call_start|>[get_weather(city="Rome"]<|tool_call_end|>'), null);
+  assert.equal(parseToolCalls('pythonic', '<|tool_call_start|>[get_weather("Rome")]<|tool_call_end|>'), null);
+  assert.equal(parseToolCalls('pythonic', '[get_weather(city="Rome")]'), null);
 });
 
 const REPLIES = {
@@ -202,12 +225,14 @@ const REPLIES = {
   llama3: '{"name": "get_weather", "parameters": {"city": "Paris", "unit": "celsius"}}',
   granite: '<|tool_call|>[{"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}]',
   xml: 'I will check.\n<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=unit>\ncelsius\n</parameter>\n</function>\n</tool_call>',
+  pythonic: 'I will check.\n<|tool_call_start|>[get_weather(city="Paris", unit="celsius")]<|tool_call_end|>',
 };
 const BROKEN = {
   hermes: '<tool_call>\n{"name": "get_weather", "arguments": {"city": \n</tool_call>',
   llama3: '{"name": "get_weather", "parameters": {"city"',
   granite: '<|tool_call|>[{"name": "get_weather", "arguments": {"city"',
   xml: '<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</function>\n</tool_call>',
+  pythonic: '<|tool_call_start|>[get_weather(city="Paris"]<|tool_call_end|>',
 };
 
 for (const [family, file, template, format] of FAMILIES) {
@@ -223,7 +248,7 @@ for (const [family, file, template, format] of FAMILIES) {
       assert.equal(message.tool_calls[0].function.name, want.name, how);
       assert.deepEqual(JSON.parse(message.tool_calls[0].function.arguments), want.args, how);
       assert.match(message.tool_calls[0].id, /^call_/, how);
-      assert.equal(message.content || '', format === 'hermes' || format === 'xml' ? 'I will check.' : '', how);
+      assert.equal(message.content || '', ['hermes', 'xml', 'pythonic'].includes(format) ? 'I will check.' : '', how);
     }
     // the stream never shows the call's text as content
     assert.ok(!streamed.chunks.some((c) => (c.choices[0].delta.content || '').includes('get_weather')));

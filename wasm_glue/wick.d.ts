@@ -364,8 +364,8 @@ export declare function renderChatTemplate(source: string, messages: ChatMessage
  *  minItems/maxItems, minLength/maxLength, formats date/time/date-time/uuid, integer minimum/maximum, additionalProperties,
  *  $ref inside the schema, anyOf/oneOf); anything else throws a WickError naming its JSON path. */
 export declare function jsonSchemaToGrammar(schema: Record<string, unknown> | boolean): string;
-/** The tool-call formats wick parses: Hermes <tool_call> JSON, Llama 3.x JSON, Granite <|tool_call|> lists, Qwen3.5's <function=…>. */
-export type ToolCallFormat = 'hermes' | 'llama3' | 'granite' | 'xml';
+/** The tool-call formats wick parses: Hermes <tool_call> JSON, Llama 3.x JSON, Granite <|tool_call|> lists, Qwen3.5's <function=…>, LFM2's <|tool_call_start|>[f(a=…)]. */
+export type ToolCallFormat = 'hermes' | 'llama3' | 'granite' | 'xml' | 'pythonic';
 /** The tool-call format wick parses a chat template's replies in, or null. */
 export declare function toolCallFormat(template: string | null | undefined, arch?: string): ToolCallFormat | null;
 /** How a request's tools are used with a chat template and a model architecture; throws a WickError

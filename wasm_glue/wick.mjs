@@ -607,6 +607,9 @@ class Engine {
 //           (one or more), text before them is content; a value is text where the tool's schema
 //           says string, else JSON when it parses as JSON — Qwen3.5 and Qwen3-Coder (templates
 //           that mention <function=)
+//   pythonic <|tool_call_start|>[f(a="x", b=1), g()]<|tool_call_end|>: a Python list of calls with
+//           keyword arguments (Python literals), text around it is content — LFM2 and LFM2.5
+//           (templates with <|tool_list_start|>, or arch lfm2)
 // A reply that looks like a call but does not parse stays plain content (finish_reason 'stop').
 
 /** The tool-call format of a chat template, or null when wick knows none for it; when the
@@ -616,16 +619,19 @@ class Engine {
 export function toolCallFormat(template, arch) {
   if (typeof template === 'string') {
     if (template.includes('<function=')) return 'xml';
+    if (template.includes('<|tool_list_start|>') || template.includes(PY_CALL_START)) return 'pythonic';
     if (template.includes('<tool_call>')) return 'hermes';
     if (template.includes('<|tool_call|>')) return 'granite';
     if (template.includes('<|start_header_id|>') && template.includes('parameters')) return 'llama3';
   }
   if (arch === 'granite') return 'granite';
   if (arch === 'qwen35') return 'xml';
+  if (arch === 'lfm2') return 'pythonic';
   return ['qwen2', 'qwen3', 'smollm3'].includes(arch) ? 'hermes' : null;
 }
 
 const GRANITE_CALL = '<|tool_call|>';
+const PY_CALL_START = '<|tool_call_start|>', PY_CALL_END = '<|tool_call_end|>';
 
 let callCounter = 0;
 const callId = () => `call_${Date.now().toString(36)}${(callCounter++).toString(36)}${Math.random().toString(36).slice(2, 6)}`;
@@ -679,6 +685,107 @@ function parseXmlCalls(text, tools) {
   return { content: rest.trim(), calls };
 }
 
+/** A Python list of calls with keyword arguments, [f(a="x", b=1), g()], as [{name, args}]; throws
+ *  where the text is not one (values: strings, numbers, True/False/None, lists, dicts). */
+function parsePythonCalls(src) {
+  let i = 0;
+  const fail = () => { throw new Error(`not a call list at ${i}`); };
+  const ws = () => { while (i < src.length && /\s/.test(src[i])) i++; };
+  const eat = (c) => { ws(); if (src[i] !== c) fail(); i++; };
+  const name = () => {
+    ws();
+    const m = /^[A-Za-z_][\w.-]*/.exec(src.slice(i));
+    if (!m) fail();
+    i += m[0].length;
+    return m[0];
+  };
+  const ESC = { n: '\n', t: '\t', r: '\r', b: '\b', f: '\f', 0: '\0', '\\': '\\', "'": "'", '"': '"' };
+  const value = () => {
+    ws();
+    const c = src[i];
+    if (c === '"' || c === "'") {
+      let out = '';
+      for (i++; i < src.length && src[i] !== c; i++) {
+        if (src[i] !== '\\') { out += src[i]; continue; }
+        const e = src[++i];
+        if (e === 'u' && /^[0-9a-fA-F]{4}$/.test(src.slice(i + 1, i + 5))) { out += String.fromCharCode(parseInt(src.slice(i + 1, i + 5), 16)); i += 4; }
+        else out += ESC[e] ?? '\\' + e;
+      }
+      if (src[i] !== c) fail();
+      i++;
+      return out;
+    }
+    if (c === '[' || c === '(') {
+      const close = c === '[' ? ']' : ')', list = [];
+      i++;
+      for (ws(); src[i] !== close; ws()) {
+        list.push(value());
+        ws();
+        if (src[i] === ',') i++;
+        else if (src[i] !== close) fail();
+      }
+      i++;
+      return list;
+    }
+    if (c === '{') {
+      const obj = {};
+      i++;
+      for (ws(); src[i] !== '}'; ws()) {
+        const k = value();
+        eat(':');
+        obj[String(k)] = value();
+        ws();
+        if (src[i] === ',') i++;
+        else if (src[i] !== '}') fail();
+      }
+      i++;
+      return obj;
+    }
+    const m = /^(-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|True|False|None|true|false|null)/.exec(src.slice(i));
+    if (!m) fail();
+    i += m[0].length;
+    return { True: true, true: true, False: false, false: false, None: null, null: null }[m[0]] ?? Number(m[0]);
+  };
+  const calls = [];
+  eat('[');
+  for (ws(); src[i] !== ']'; ws()) {
+    const fn = name(), args = {};
+    eat('(');
+    for (ws(); src[i] !== ')'; ws()) {
+      const key = name();
+      eat('=');
+      args[key] = value();
+      ws();
+      if (src[i] === ',') i++;
+      else if (src[i] !== ')') fail();
+    }
+    i++;
+    calls.push({ name: fn, args });
+    ws();
+    if (src[i] === ',') i++;
+    else if (src[i] !== ']') fail();
+  }
+  i++;
+  ws();
+  if (i !== src.length) fail();
+  return calls;
+}
+
+/** The calls of a pythonic-format reply, as parseToolCalls gives them. */
+function parsePythonicCalls(text) {
+  const start = text.indexOf(PY_CALL_START);
+  if (start < 0) return null;
+  const end = text.indexOf(PY_CALL_END, start);
+  if (end < 0) return null;
+  let list;
+  try { list = parsePythonCalls(text.slice(start + PY_CALL_START.length, end)); } catch { return null; }
+  if (!list.length) return null;
+  const rest = text.slice(0, start) + text.slice(end + PY_CALL_END.length);
+  if (rest.includes(PY_CALL_START)) return null;
+  const calls = list.map(({ name, args }) => ({ id: callId(), type: 'function', function: { name, arguments: JSON.stringify(args) } }));
+  return { content: rest.trim(), calls };
+}
+
 /**
  * The tool calls in a reply of the given format: { content, calls } (content: the text outside
  * the calls, trimmed), or null when the reply holds no call or a call that does not parse.
@@ -687,6 +794,7 @@ function parseXmlCalls(text, tools) {
  */
 export function parseToolCalls(format, text, tools) {
   if (format === 'xml') return parseXmlCalls(text, tools);
+  if (format === 'pythonic') return parsePythonicCalls(text);
   if (format === 'hermes') {
     const re = /<tool_call>\s*([\s\S]*?)\s*<\/tool_call>/g;
     const calls = [];
@@ -738,14 +846,15 @@ class ToolCallSplitter {
     this.text += chunk;
     if (this.held) return '';
     let safe;
-    if (this.format === 'hermes' || this.format === 'xml') {
-      const at = this.text.indexOf('<tool_call>', this.shown);
+    if (this.format === 'hermes' || this.format === 'xml' || this.format === 'pythonic') {
+      const mark = this.format === 'pythonic' ? PY_CALL_START : '<tool_call>';
+      const at = this.text.indexOf(mark, this.shown);
       if (at >= 0) { this.held = true; safe = at; }
       else {
-        // keep back a tail that could still become "<tool_call>"
+        // keep back a tail that could still become the mark
         safe = this.text.length;
-        for (let k = Math.min(10, this.text.length - this.shown); k > 0; k--)
-          if ('<tool_call>'.startsWith(this.text.slice(-k))) { safe = this.text.length - k; break; }
+        for (let k = Math.min(mark.length - 1, this.text.length - this.shown); k > 0; k--)
+          if (mark.startsWith(this.text.slice(-k))) { safe = this.text.length - k; break; }
       }
       // whitespace is kept back until text follows it (content before a call is trimmed), and
       // the reply's leading whitespace is never shown
@@ -800,9 +909,9 @@ export function planToolCalls(request, templateSource, arch) {
     if (!chosen.length) throw invalid(`tool_choice names ${choice.function.name}, which is not among the tools`);
   } else throw invalid("tool_choice must be 'auto', 'none', 'required' or { type: 'function', function: { name } }");
   if (!chosen) return { render: tools, format, grammar: null };
-  if (!format) throw new WickError('E_UNSUPPORTED', "tool_choice 'required' or a named function needs a chat template with a tool-call format wick knows (Hermes <tool_call>, Llama 3.x JSON, Granite <|tool_call|>, Qwen3.5's <function=…>)");
+  if (!format) throw new WickError('E_UNSUPPORTED', "tool_choice 'required' or a named function needs a chat template with a tool-call format wick knows (Hermes <tool_call>, Llama 3.x JSON, Granite <|tool_call|>, Qwen3.5's <function=…>, LFM2's <|tool_call_start|>)");
   if (request.response_format && request.response_format.type !== 'text') throw invalid('give either response_format or a forced tool_choice, not both');
-  if (format === 'xml') return { render: tools, format, grammar: xmlCallGrammar(chosen, tools) };
+  if (format === 'xml' || format === 'pythonic') return { render: tools, format, grammar: textCallGrammar(format, chosen, tools) };
   const argsKey = format === 'llama3' ? 'parameters' : 'arguments';
   const callSchema = {
     anyOf: chosen.map((t, i) => {
@@ -827,31 +936,64 @@ export function planToolCalls(request, templateSource, arch) {
   return { render: tools, format, grammar: `${root}\n${grammar}` };
 }
 
-/** GBNF for one xml-format call of one of the chosen tools: each tool's parameters in the order
- *  of its schema, the required ones always and the others optionally. A value is text without
- *  '<' for a string (up to maxLength characters), one of the literals of an enum, or a JSON
- *  integer, number or boolean; other parameter types cannot be forced in this format. */
-function xmlCallGrammar(chosen, tools) {
+/** GBNF for one call of one of the chosen tools in a format whose values are not JSON: xml
+ *  (<parameter=p>\nvalue\n</parameter>, in the order of the tool's schema, the required ones
+ *  always and the others optionally) or pythonic (<|tool_call_start|>[f(p=value, …)]<|tool_call_end|>,
+ *  the required arguments first, then the others optionally). A value is text (xml: without '<'
+ *  or a newline; pythonic: a double-quoted string without quotes, backslashes or newlines), up
+ *  to maxLength characters, for a string; one of the literals of an enum; an integer, number or
+ *  boolean. Other parameter types cannot be forced in these formats. */
+function textCallGrammar(format, chosen, tools) {
+  const xml = format === 'xml';
   const rules = [];
   const calls = chosen.map((t, i) => {
     const params = t.function.parameters ?? { type: 'object' };
-    const props = params.properties ?? {}, required = new Set(params.required ?? []);
+    const props = Object.entries(params.properties ?? {}), required = new Set(params.required ?? []);
     const where = `tools[${tools.indexOf(t)}].function.parameters`;
-    const items = Object.entries(props).map(([name, schema], j) => {
+    const item = ([name, schema], j) => {
       let value;
-      if (Array.isArray(schema?.enum) && schema.enum.length) value = schema.enum.map((v) => gbnfLiteral(typeof v === 'string' ? v : JSON.stringify(v))).join(' | ');
-      else if (schema?.type === 'string') value = Number.isInteger(schema.maxLength) ? `[^<\\n]{0,${schema.maxLength}}` : '[^<\\n]*';
-      else if (schema?.type === 'integer') value = '"-"? ("0" | [1-9] [0-9]{0,15})';
+      const text = (v) => (xml ? v : `"${v}"`);
+      if (Array.isArray(schema?.enum) && schema.enum.length)
+        value = schema.enum.map((v) => gbnfLiteral(typeof v === 'string' ? text(v) : xml ? JSON.stringify(v) : pythonLiteral(v))).join(' | ');
+      else if (schema?.type === 'string') {
+        const chars = `${xml ? '[^<\\n]' : '[^"\\\\\\n]'}${Number.isInteger(schema.maxLength) ? `{0,${schema.maxLength}}` : '*'}`;
+        value = xml ? chars : `"\\"" ${chars} "\\""`;
+      } else if (schema?.type === 'integer') value = '"-"? ("0" | [1-9] [0-9]{0,15})';
       else if (schema?.type === 'number') value = '"-"? ("0" | [1-9] [0-9]{0,15}) ("." [0-9]{1,16})?';
-      else if (schema?.type === 'boolean') value = '"true" | "false"';
-      else throw new WickError('E_UNSUPPORTED', `${where}.properties.${name}: a forced call in the <function=…> format takes string, integer, number, boolean and enum parameters`);
-      rules.push(`call${i}-p${j} ::= ${gbnfLiteral(`<parameter=${name}>\n`)} (${value}) ${gbnfLiteral('\n</parameter>\n')}`);
-      return required.has(name) ? `call${i}-p${j}` : `call${i}-p${j}?`;
-    });
-    rules.push(`call${i} ::= ${gbnfLiteral(`<function=${t.function.name}>\n`)} ${items.join(' ')} ${gbnfLiteral('</function>')}`);
+      else if (schema?.type === 'boolean') value = xml ? '"true" | "false"' : '"True" | "False"';
+      else throw new WickError('E_UNSUPPORTED', `${where}.properties.${name}: a forced call in this model's call format takes string, integer, number, boolean and enum parameters`);
+      rules.push(xml ? `call${i}-p${j} ::= ${gbnfLiteral(`<parameter=${name}>\n`)} (${value}) ${gbnfLiteral('\n</parameter>\n')}`
+        : `call${i}-p${j} ::= ${gbnfLiteral(`${name}=`)} (${value})`);
+      return `call${i}-p${j}`;
+    };
+    let body;
+    if (xml) body = props.map((p, j) => (required.has(p[0]) ? item(p, j) : `${item(p, j)}?`)).join(' ');
+    else {
+      const indexed = props.map((p, j) => [p, j]);
+      const req = indexed.filter(([p]) => required.has(p[0])).map(([p, j]) => item(p, j));
+      const opt = indexed.filter(([p]) => !required.has(p[0])).map(([p, j]) => item(p, j));
+      // optional ones after the required (each its own ", " first), or, with none required, a
+      // chain that starts at the first optional one
+      body = req.length ? [req.join(' ", " '), ...opt.map((o) => `(", " ${o})?`)].join(' ')
+        : opt.length ? `(${opt[0]} ${opt.slice(1).map((o) => `(", " ${o})?`).join(' ')})?` : '';
+    }
+    rules.push(xml ? `call${i} ::= ${gbnfLiteral(`<function=${t.function.name}>\n`)} ${body} ${gbnfLiteral('</function>')}`
+      : `call${i} ::= ${gbnfLiteral(`${t.function.name}(`)} ${body} ")"`);
     return `call${i}`;
   });
-  return [`root ::= "<tool_call>\\n" (${calls.join(' | ')}) "\\n</tool_call>"`, ...rules].join('\n');
+  const root = xml ? `root ::= "<tool_call>\\n" (${calls.join(' | ')}) "\\n</tool_call>"`
+    : `root ::= ${gbnfLiteral(`${PY_CALL_START}[`)} (${calls.join(' | ')}) ${gbnfLiteral(`]${PY_CALL_END}`)}`;
+  return [root, ...rules].join('\n');
+}
+
+/** A value as a Python literal (the pythonic call format): True, False, None, JSON otherwise. */
+function pythonLiteral(v) {
+  if (v === true) return 'True';
+  if (v === false) return 'False';
+  if (v === null || v === undefined) return 'None';
+  if (Array.isArray(v)) return `[${v.map(pythonLiteral).join(', ')}]`;
+  if (typeof v === 'object') return `{${Object.entries(v).map(([k, x]) => `${JSON.stringify(k)}: ${pythonLiteral(x)}`).join(', ')}}`;
+  return JSON.stringify(v);
 }
 
 /** The grammar a chat request asks for: response_format { type: 'json_object' } (any JSON
@@ -1107,7 +1249,7 @@ function pythonStringRepr(text) {
  * model. Options: addGenerationPrompt (default true), bosToken and eosToken (default ''), tools
  * (OpenAI-style function definitions, given to the template as `tools`; a template without a
  * tools section gets them described in the system message, in toolFormat), toolFormat (the call
- * format, 'hermes', 'llama3', 'granite' or 'xml'; default: the template's own, toolCallFormat(source); null: the
+ * format, 'hermes', 'llama3', 'granite', 'xml' or 'pythonic'; default: the template's own, toolCallFormat(source); null: the
  * tools are left to the template alone), now (the Date of strftime_now and date_string; default: now),
  * extra (more template variables, e.g. {enable_thinking: false}).
  */
@@ -1160,7 +1302,7 @@ export async function renderChatTemplate(source, messages, { addGenerationPrompt
 // family's format. The assistant's earlier calls, which such a template drops, are written into
 // its message as text in that same format, so that the model sees what it called before a result.
 
-const TOOL_FORMATS = ['hermes', 'llama3', 'granite', 'xml'];
+const TOOL_FORMATS = ['hermes', 'llama3', 'granite', 'xml', 'pythonic'];
 
 /** JSON with a space after each comma and colon, as Python's json.dumps (the templates' tojson) writes it. */
 function spacedJson(value) {
@@ -1173,6 +1315,7 @@ function spacedJson(value) {
 /** The text of one call as the model writes it in a format. */
 function toolCallText(format, name, args) {
   if (format === 'granite') return `${GRANITE_CALL}${spacedJson([{ name, arguments: args }])}`;
+  if (format === 'pythonic') return `${PY_CALL_START}[${pythonCall(name, args)}]${PY_CALL_END}`;
   if (format === 'xml') {
     const params = Object.entries(args).map(([k, v]) => `<parameter=${k}>\n${typeof v === 'string' ? v : spacedJson(v)}\n</parameter>\n`).join('');
     return `<tool_call>\n<function=${name}>\n${params}</function>\n</tool_call>`;
@@ -1181,6 +1324,9 @@ function toolCallText(format, name, args) {
     ? `<tool_call>\n${spacedJson({ name, arguments: args })}\n</tool_call>`
     : spacedJson({ name, parameters: args });
 }
+
+/** One call in the pythonic format: f(a="x", b=1) */
+const pythonCall = (name, args) => `${name}(${Object.entries(args).map(([k, v]) => `${k}=${pythonLiteral(v)}`).join(', ')})`;
 
 /** The tools section wick writes into the system message for a template that has none. */
 function describeTools(tools, format) {
@@ -1193,6 +1339,13 @@ function describeTools(tools, format) {
       + `To call a function, write ${how} between <tool_call> and </tool_call>, as here:\n`
       + `${toolCallText(format, 'function_name', { argument_name: 'value' })}\n`
       + 'Write one such block for each call. The results come back in the next message.';
+  }
+  if (format === 'pythonic') {
+    return '### Tools\n\nYou can call functions to help with the request. Each one is given below as a JSON object '
+      + '(its name, what it does, and a JSON schema of its arguments), one per line:\n'
+      + `${list}\n\n`
+      + `To call functions, write a Python list of calls with keyword arguments between ${PY_CALL_START} and ${PY_CALL_END}, as here:\n`
+      + toolCallText('pythonic', 'function_name', { argument_name: 'value' });
   }
   if (format === 'granite') {
     return '### Tools\n\nYou can call functions to help with the request. Each one is given below as a JSON object '
@@ -1216,7 +1369,9 @@ function callsAsText(messages, format) {
     if (!hasCalls(m)) return m;
     const calls = format === 'granite'
       ? [`${GRANITE_CALL}${spacedJson(m.tool_calls.map((c) => ({ name: c.function.name, arguments: c.function.arguments ?? {} })))}`]
-      : m.tool_calls.map((c) => toolCallText(format, c.function.name, c.function.arguments ?? {}));
+      : format === 'pythonic'
+        ? [`${PY_CALL_START}[${m.tool_calls.map((c) => pythonCall(c.function.name, c.function.arguments ?? {})).join(', ')}]${PY_CALL_END}`]
+        : m.tool_calls.map((c) => toolCallText(format, c.function.name, c.function.arguments ?? {}));
     const written = { ...m, content: [m.content, ...calls].filter(Boolean).join('\n') };
     delete written.tool_calls;
     return written;
