@@ -656,6 +656,46 @@ static inline float att_score(const model_config *mc, float dot) {
 
 /* ---- attention ---- */
 
+/* e^x, four at a time, for the softmax (x = score − max ≤ 0): x = n·ln 2 + r with |r| ≤ ln 2 / 2
+ * (ln 2 in two parts, so that r is exact), e^r by the polynomial of Cephes' expf (Moshier; about
+ * 1 ulp), times 2^n built in the exponent field; 0 below −87.3 (where e^x is no longer a normal
+ * float). The same operations in every build and in every lane, so a value does not depend on the
+ * lanes around it; libm's expf, one call per score, was a few percent of a long context's decode. */
+static inline v128_t exp_f32x4(v128_t x) {
+    v128_t under = wasm_f32x4_lt(x, wasm_f32x4_splat(-87.3f));
+    x = wasm_f32x4_max(x, wasm_f32x4_splat(-87.3f));
+    v128_t n = wasm_f32x4_nearest(wasm_f32x4_mul(x, wasm_f32x4_splat(1.44269504088896341f)));
+    v128_t r = wasm_f32x4_sub(x, wasm_f32x4_mul(n, wasm_f32x4_splat(0.693359375f)));
+    r = wasm_f32x4_sub(r, wasm_f32x4_mul(n, wasm_f32x4_splat(-2.12194440e-4f)));
+    v128_t p = wasm_f32x4_splat(1.9875691500e-4f);
+    p = wasm_f32x4_add(wasm_f32x4_mul(p, r), wasm_f32x4_splat(1.3981999507e-3f));
+    p = wasm_f32x4_add(wasm_f32x4_mul(p, r), wasm_f32x4_splat(8.3334519073e-3f));
+    p = wasm_f32x4_add(wasm_f32x4_mul(p, r), wasm_f32x4_splat(4.1665795894e-2f));
+    p = wasm_f32x4_add(wasm_f32x4_mul(p, r), wasm_f32x4_splat(1.6666665459e-1f));
+    p = wasm_f32x4_add(wasm_f32x4_mul(p, r), wasm_f32x4_splat(5.0000001201e-1f));
+    p = wasm_f32x4_add(wasm_f32x4_add(wasm_f32x4_mul(p, wasm_f32x4_mul(r, r)), r), wasm_f32x4_splat(1.0f));
+    v128_t scale = wasm_i32x4_shl(wasm_i32x4_add(wasm_i32x4_trunc_sat_f32x4(n), wasm_i32x4_splat(127)), 23);
+    return wasm_v128_andnot(wasm_f32x4_mul(p, scale), under);
+}
+
+/* sc[lo..hi] = softmax of the scores there (max: their largest): e^(s − max) four at a time,
+ * the sum in order, then each divided through */
+static void softmax_scores(float *sc, int lo, int hi, float max) {
+    v128_t m = wasm_f32x4_splat(max);
+    int j = lo;
+    for (; j + 3 <= hi; j += 4) wasm_v128_store(sc + j, exp_f32x4(wasm_f32x4_sub(wasm_v128_load(sc + j), m)));
+    if (j <= hi) { /* the last one to three, through the same lanes */
+        float tail[4] = {max, max, max, max};
+        memcpy(tail, sc + j, (size_t)(hi - j + 1) * sizeof(float));
+        wasm_v128_store(tail, exp_f32x4(wasm_f32x4_sub(wasm_v128_load(tail), m)));
+        memcpy(sc + j, tail, (size_t)(hi - j + 1) * sizeof(float));
+    }
+    float sum = 0;
+    for (j = lo; j <= hi; j++) sum += sc[j];
+    float inv_sum = 1.0f / sum;
+    for (j = lo; j <= hi; j++) sc[j] *= inv_sum;
+}
+
 /* Four F16 values in the high halves of 32-bit lanes → four F32: an arithmetic shift by 3 puts
  * the half's exponent and mantissa in a float's fields (the sign bit copied into the three bits
  * above them, masked off), read as a float that is 2^-112 times the value (the difference of
@@ -758,17 +798,12 @@ static inline __attribute__((always_inline)) void attend_f16_run(struct wick_ctx
         else kj += stride;
     }
     for (int t = 0; t < T; t++) {
-        float *sc = scores + (size_t)t * n_ctx, sum = 0;
+        float *sc = scores + (size_t)t * n_ctx;
         if (t >= nt) { /* the repeated first token: probabilities 0, its output dropped */
             memset(sc + first, 0, (size_t)(last + 1 - first) * sizeof(float));
             continue;
         }
-        for (int j = lo[t]; j <= pos[t]; j++) {
-            sc[j] = expf(sc[j] - max[t]);
-            sum += sc[j];
-        }
-        float inv_sum = 1.0f / sum;
-        for (int j = lo[t]; j <= pos[t]; j++) sc[j] *= inv_sum;
+        softmax_scores(sc, lo[t], pos[t], max[t]);
         for (int j = first; j < lo[t]; j++) sc[j] = 0;
         for (int j = pos[t] + 1; j <= last; j++) sc[j] = 0;
     }
@@ -854,15 +889,7 @@ static void attention_task(void *arg, int ith, int nth) {
                 if (s > max[g]) max[g] = s;
             }
         }
-        for (int g = 0; g < heads; g++) {
-            float *sc = scores + (size_t)g * c->n_ctx, sum = 0;
-            for (int j = lo; j <= pos; j++) {
-                sc[j] = expf(sc[j] - max[g]);
-                sum += sc[j];
-            }
-            float inv_sum = 1.0f / sum;
-            for (int j = lo; j <= pos; j++) sc[j] *= inv_sum;
-        }
+        for (int g = 0; g < heads; g++) softmax_scores(scores + (size_t)g * c->n_ctx, lo, pos, max[g]);
         memset(out, 0, (size_t)heads * hd * sizeof(float));
         for (int j = lo; j <= pos; j++) {
             kv_row_to_f32(c, (const uint8_t *)kv_at(c, c->v_cache, a->layer, j) + head_off, row, hd);
