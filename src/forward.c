@@ -656,30 +656,10 @@ static inline float att_score(const model_config *mc, float dot) {
 
 /* ---- attention ---- */
 
-/* e^x, four at a time, for the softmax (x = score − max ≤ 0): x = n·ln 2 + r with |r| ≤ ln 2 / 2
- * (ln 2 in two parts, so that r is exact), e^r by the polynomial of Cephes' expf (Moshier; about
- * 1 ulp), times 2^n built in the exponent field; 0 below −87.3 (where e^x is no longer a normal
- * float). The same operations in every build and in every lane, so a value does not depend on the
- * lanes around it; libm's expf, one call per score, was a few percent of a long context's decode. */
-static inline v128_t exp_f32x4(v128_t x) {
-    v128_t under = wasm_f32x4_lt(x, wasm_f32x4_splat(-87.3f));
-    x = wasm_f32x4_max(x, wasm_f32x4_splat(-87.3f));
-    v128_t n = wasm_f32x4_nearest(wasm_f32x4_mul(x, wasm_f32x4_splat(1.44269504088896341f)));
-    v128_t r = wasm_f32x4_sub(x, wasm_f32x4_mul(n, wasm_f32x4_splat(0.693359375f)));
-    r = wasm_f32x4_sub(r, wasm_f32x4_mul(n, wasm_f32x4_splat(-2.12194440e-4f)));
-    v128_t p = wasm_f32x4_splat(1.9875691500e-4f);
-    p = wasm_f32x4_add(wasm_f32x4_mul(p, r), wasm_f32x4_splat(1.3981999507e-3f));
-    p = wasm_f32x4_add(wasm_f32x4_mul(p, r), wasm_f32x4_splat(8.3334519073e-3f));
-    p = wasm_f32x4_add(wasm_f32x4_mul(p, r), wasm_f32x4_splat(4.1665795894e-2f));
-    p = wasm_f32x4_add(wasm_f32x4_mul(p, r), wasm_f32x4_splat(1.6666665459e-1f));
-    p = wasm_f32x4_add(wasm_f32x4_mul(p, r), wasm_f32x4_splat(5.0000001201e-1f));
-    p = wasm_f32x4_add(wasm_f32x4_add(wasm_f32x4_mul(p, wasm_f32x4_mul(r, r)), r), wasm_f32x4_splat(1.0f));
-    v128_t scale = wasm_i32x4_shl(wasm_i32x4_add(wasm_i32x4_trunc_sat_f32x4(n), wasm_i32x4_splat(127)), 23);
-    return wasm_v128_andnot(wasm_f32x4_mul(p, scale), under);
-}
-
-/* sc[lo..hi] = softmax of the scores there (max: their largest): e^(s − max) four at a time,
- * the sum in order, then each divided through */
+/* sc[lo..hi] = softmax of the scores there (max: their largest): e^(s − max) four at a time
+ * (exp_f32x4, the sampler's: the same operations in every build and lane, so a value does not
+ * depend on the lanes around it; libm's expf, one call per score, was a few percent of a long
+ * context's decode), the sum in order, then each divided through */
 static void softmax_scores(float *sc, int lo, int hi, float max) {
     v128_t m = wasm_f32x4_splat(max);
     int j = lo;

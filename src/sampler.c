@@ -12,8 +12,8 @@
  *              with no truncation, one SIMD pass of exp over all tokens and no sort at all.
  * The draw walks per-64-token block sums first, then one block.
  *
- * Precision: each weight e^((z - z_max)/T) comes from exp_f32x4 below (single precision, about
- * 1e-7 relative; 4 lanes at a time); sums, normalisation, cumulative sums and the draw are in
+ * Precision: each weight e^((z - z_max)/T) comes from exp_f32x4 (simd.h; attention's softmax uses
+ * it too) (single precision, about 1e-7 relative; 4 lanes at a time); sums, normalisation, cumulative sums and the draw are in
  * double. Every step is a fixed sequence of IEEE operations (no libm on any path that decides a
  * token, no FMA: build with -ffp-contract=off), so native and wasm draw the same tokens. */
 #include "sampler.h"
@@ -71,35 +71,7 @@ struct wick_sampler {
     int32_t last_drawn;
 };
 
-/* ---- deterministic exp --------------------------------------------------------------------- */
-
-/* e^x in 4 lanes, for x <= 0: Cephes expf (S. Moshier). x = k ln2 + r with |r| <= ln2/2 (ln 2
- * split in a short high part, so k·C1 is exact, and a correction); e^r = 1 + r + r²·P(r) with
- * Cephes' degree-5 P; 2^k assembled from its bits. Lanes below -86 (and NaN lanes) give 0:
- * e^-86 ≈ 4e-38 is just above FLT_MIN, so no result is subnormal (subnormals are exact but
- * take a slow path on x86). Only IEEE single-precision +, -, * and bit operations. */
-static inline v128_t exp_f32x4(v128_t x) {
-    const v128_t lowest = wasm_f32x4_splat(-86.0f);
-    const v128_t round = wasm_f32x4_splat(12582912.0f); /* 1.5·2^23: adding it rounds to an integer */
-    v128_t in_range = wasm_f32x4_ge(x, lowest);
-    v128_t xc = wasm_f32x4_pmax(x, lowest);
-    v128_t kr = wasm_f32x4_add(wasm_f32x4_mul(xc, wasm_f32x4_splat(1.44269504088896341f)), round);
-    v128_t k = wasm_f32x4_sub(kr, round);
-    v128_t r = wasm_f32x4_sub(wasm_f32x4_sub(xc, wasm_f32x4_mul(k, wasm_f32x4_splat(0.693359375f))),
-                              wasm_f32x4_mul(k, wasm_f32x4_splat(-2.12194440e-4f)));
-    v128_t p = wasm_f32x4_splat(1.9875691500e-4f);
-    p = wasm_f32x4_add(wasm_f32x4_mul(p, r), wasm_f32x4_splat(1.3981999507e-3f));
-    p = wasm_f32x4_add(wasm_f32x4_mul(p, r), wasm_f32x4_splat(8.3334519073e-3f));
-    p = wasm_f32x4_add(wasm_f32x4_mul(p, r), wasm_f32x4_splat(4.1665795894e-2f));
-    p = wasm_f32x4_add(wasm_f32x4_mul(p, r), wasm_f32x4_splat(1.6666665459e-1f));
-    p = wasm_f32x4_add(wasm_f32x4_mul(p, r), wasm_f32x4_splat(5.0000001201e-1f));
-    v128_t e = wasm_f32x4_add(wasm_f32x4_add(wasm_f32x4_mul(p, wasm_f32x4_mul(r, r)), r),
-                              wasm_f32x4_splat(1.0f));
-    /* kr's bits are those of 1.5·2^23 plus k, whose low 9 bits are 0: adding the bias 127 and
-     * shifting into the exponent field gives 2^k (k is in [-124, 0] here) */
-    v128_t scale = wasm_i32x4_shl(wasm_i32x4_add(kr, wasm_i32x4_splat(127)), 23);
-    return wasm_v128_and(wasm_f32x4_mul(e, scale), in_range);
-}
+/* ---- deterministic exp: exp_f32x4 (simd.h) ---- */
 
 /* w[i] = e^((z[i] - z_max)·scale) for 4 logits; their values in double added to acc_lo (lanes
  * 0, 1) and acc_hi (lanes 2, 3). */
