@@ -14,8 +14,9 @@
  *
  * Precision: each weight e^((z - z_max)/T) comes from exp_f32x4 (simd.h; attention's softmax
  * uses it too: single precision, about 1e-7 relative, 4 lanes at a time); sums, normalisation,
- * cumulative sums and the draw are in double. Every step is a fixed sequence of IEEE operations (no libm on any path that decides a
- * token, no FMA: build with -ffp-contract=off), so native and wasm draw the same tokens. */
+ * cumulative sums and the draw are in double. Every step is a fixed sequence of IEEE operations
+ * (no libm on any path that decides a token, no FMA: build with -ffp-contract=off), so native and
+ * wasm draw the same tokens. */
 #include "sampler.h"
 
 #include <math.h>
