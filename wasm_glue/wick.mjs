@@ -676,7 +676,7 @@ function parseXmlCalls(text, tools) {
       seen = pre.lastIndex;
     }
     if (body.slice(seen).trim() || !name) return null;
-    calls.push({ id: callId(), type: 'function', function: { name, arguments: JSON.stringify(args) } });
+    calls.push(toolCallOf({ name, arguments: args }, 'arguments'));
     rest += text.slice(last, m.index);
     last = re.lastIndex;
   }
@@ -782,7 +782,7 @@ function parsePythonicCalls(text) {
   if (!list.length) return null;
   const rest = text.slice(0, start) + text.slice(end + PY_CALL_END.length);
   if (rest.includes(PY_CALL_START)) return null;
-  const calls = list.map(({ name, args }) => ({ id: callId(), type: 'function', function: { name, arguments: JSON.stringify(args) } }));
+  const calls = list.map(({ name, args }) => toolCallOf({ name, arguments: args }, 'arguments'));
   return { content: rest.trim(), calls };
 }
 
