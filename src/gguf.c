@@ -164,7 +164,7 @@ static int read_tensor_info(reader *r, gguf_tensor *t, uint64_t index) {
         n_elem *= t->ne[d];
     }
     if (read_u32(r, &t->type, name) || read_u64(r, &t->offset, name)) return -1;
-    const quant_type *qt = quant_get(t->type);
+    const quant_type *qt = t->type < WICK_TYPE_FILE_COUNT ? quant_get(t->type) : NULL;
     if (!qt) return fail(r, "tensor %s: unsupported tensor type %u", name, t->type);
     if (t->ne[0] % qt->block_size)
         return fail(r, "tensor %s: row length %llu is not a multiple of the %s block size %u", name,

@@ -41,7 +41,19 @@ static inline v128_t rdot(v128_t y, v128_t w)
 }
 #else
 #define WICK_RELAXED 0
+/* the same, for Q6_K_R's kernel (which only the relaxed builds choose, quant_cpu_type) */
+static inline v128_t rdot(v128_t y, v128_t w)
+{
+    v128_t lo = wasm_i16x8_mul(wasm_i16x8_extend_low_i8x16(y), wasm_i16x8_extend_low_i8x16(w));
+    v128_t hi = wasm_i16x8_mul(wasm_i16x8_extend_high_i8x16(y), wasm_i16x8_extend_high_i8x16(w));
+    return wasm_i16x8_add(wasm_i16x8_shuffle(lo, hi, 0, 2, 4, 6, 8, 10, 12, 14), wasm_i16x8_shuffle(lo, hi, 1, 3, 5, 7, 9, 11, 13, 15));
+}
 #endif
+
+uint32_t quant_cpu_type(uint32_t t)
+{
+    return WICK_RELAXED && t == WICK_TYPE_Q6_K ? WICK_TYPE_Q6_K_R : t;
+}
 
 static inline float hsum_f32x4(v128_t v)
 {
@@ -1004,7 +1016,7 @@ B32_ENTRIES(iq4_nl, B32_IQ4_NL)
  * Q3_K's q - 4) and the mins (Q2_K, Q4_K, Q5_K) go through the activation block sums, as in
  * the vec_dot kernels above. */
 
-enum k_kind { K_Q2, K_Q3, K_Q4, K_Q5, K_Q6 };
+enum k_kind { K_Q2, K_Q3, K_Q4, K_Q5, K_Q6, K_Q6R };
 
 static ALWAYS_INLINE size_t k_size(enum k_kind k)
 {
@@ -1013,7 +1025,8 @@ static ALWAYS_INLINE size_t k_size(enum k_kind k)
     case K_Q3: return sizeof(block_q3_K);
     case K_Q4: return sizeof(block_q4_K);
     case K_Q5: return sizeof(block_q5_K);
-    default: return sizeof(block_q6_K);
+    case K_Q6: return sizeof(block_q6_K);
+    default: return sizeof(block_q6_K_r);
     }
 }
 
@@ -1056,6 +1069,7 @@ static ALWAYS_INLINE void k_scales(enum k_kind k, const uint8_t *blk, int16_t sc
         wasm_v128_store(sc + 8, *c_hi);
         break;
     }
+    case K_Q6R: break;   /* q6r_parts */
     }
 }
 
@@ -1140,6 +1154,7 @@ static ALWAYS_INLINE void k_unpack(enum k_kind k, const uint8_t *blk, const int 
         }
         break;
     }
+    case K_Q6R: lo[0] = lo[1] = hi[0] = hi[1] = wasm_i32x4_splat(0); break;   /* q6r_parts */
     }
     const int shift = k == K_Q4 || k == K_Q5 ? 5 : 4;   /* log2 of the sub-block size */
     v128_t s0 = wasm_i16x8_splat(sc[set.first >> shift]), s1 = wasm_i16x8_splat(sc[set.second >> shift]);
@@ -1220,6 +1235,7 @@ static ALWAYS_INLINE void k_unpack_u8(enum k_kind k, const uint8_t *blk, const i
         *hi = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(b, 4), low4), wasm_v128_and(move_bits16(hb, 2 * p + 4, 4), bits45));
         break;
     }
+    case K_Q6R: *lo = *hi = wasm_i32x4_splat(0); break;   /* q6r_parts */
     }
 }
 #endif
@@ -1287,6 +1303,41 @@ static ALWAYS_INLINE void k_unit(enum k_kind k, const int NT, const uint8_t *con
     }
 }
 
+/* Q6_K_R (quant.h): one super-block of rows[0..3] against every token t < NT, as k_block's
+ * per-row partial sums part[r][t] and activation-sum coefficients (the scales). Each group of
+ * 64 stored values is four vectors; each vector's pair products (i16 lane k: sub-block k of its
+ * half) for two vectors are added in 16 bits (at most 2 * 2 * 128 * 63) and weighed by the
+ * half's eight scales at once. */
+static ALWAYS_INLINE void q6r_parts(const int NT, const uint8_t *const rows[4], size_t off, const block_q8_K *const y[],
+                                    v128_t c_lo[4], v128_t c_hi[4], v128_t part[4][GEMM_MAX_TOKENS])
+{
+    const v128_t low6 = wasm_i8x16_splat(0x3f);
+    for (int r = 0; r < 4; r++) {
+        const block_q6_K_r *x = (const block_q6_K_r *)(rows[r] + off);
+        c_lo[r] = load_i8x8(x->scales);
+        c_hi[r] = load_i8x8(x->scales + 8);
+        for (int t = 0; t < NT; t++)
+            part[r][t] = wasm_i32x4_splat(0);
+        for (int g = 0; g < 4; g++) {
+            const uint8_t *q = x->q + 48 * g;
+            v128_t p0 = wasm_v128_load(q), p1 = wasm_v128_load(q + 16), p2 = wasm_v128_load(q + 32);
+            v128_t a = wasm_v128_and(p0, low6), b = wasm_v128_and(p1, low6), c = wasm_v128_and(p2, low6);
+            /* the top two bits of each byte, moved by 16-bit shifts (the bits that cross into
+             * the lower byte are masked away) */
+            v128_t d = wasm_v128_or(wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(p0, 6), wasm_i8x16_splat(0x03)),
+                                                 wasm_v128_and(wasm_u16x8_shr(p1, 4), wasm_i8x16_splat(0x0c))),
+                                    wasm_v128_and(wasm_u16x8_shr(p2, 2), wasm_i8x16_splat(0x30)));
+            v128_t sc = g < 2 ? c_lo[r] : c_hi[r];
+            for (int t = 0; t < NT; t++) {
+                const int8_t *q8 = y[t]->qs + 64 * g;
+                v128_t ab = wasm_i16x8_add(rdot(wasm_v128_load(q8), a), rdot(wasm_v128_load(q8 + 16), b));
+                v128_t cd = wasm_i16x8_add(rdot(wasm_v128_load(q8 + 32), c), rdot(wasm_v128_load(q8 + 48), d));
+                part[r][t] = wasm_i32x4_add(part[r][t], wasm_i32x4_add(dot_i16(ab, sc), dot_i16(cd, sc)));
+            }
+        }
+    }
+}
+
 /* the reference per super-block, in four lanes:
  *   Q3_K, Q6_K:        sum += d_x * d_y * (float)sumi
  *   Q4_K, Q5_K:        sum += d_x * d_y * (float)sumi - dmin_x * d_y * (float)sum_mins
@@ -1306,23 +1357,27 @@ static ALWAYS_INLINE void k_block(enum k_kind k, const int NT, const uint8_t *co
     }
     int16_t sc[4][16];
     v128_t c_lo[4], c_hi[4], part[4][GEMM_MAX_TOKENS];
-    for (int r = 0; r < 4; r++) {
-        k_scales(k, rows[r] + off, sc[r], &c_lo[r], &c_hi[r]);
-        for (int t = 0; t < NT; t++)
-            part[r][t] = wasm_i32x4_splat(0);
-    }
-    /* units spelled out so that every shift count in k_unpack is a constant */
-    /* (relaxed, Q4_K and Q5_K: the odd units go with the even ones before them) */
-    const int odd = !(WICK_RELAXED && (k == K_Q4 || k == K_Q5));
-    for (int row = 0; row < 4; row++) {
-        k_unit(k, NT, rows, off, sc, y, part, 0, row);
-        if (odd) k_unit(k, NT, rows, off, sc, y, part, 1, row);
-        k_unit(k, NT, rows, off, sc, y, part, 2, row);
-        if (odd) k_unit(k, NT, rows, off, sc, y, part, 3, row);
-        k_unit(k, NT, rows, off, sc, y, part, 4, row);
-        if (odd) k_unit(k, NT, rows, off, sc, y, part, 5, row);
-        k_unit(k, NT, rows, off, sc, y, part, 6, row);
-        if (odd) k_unit(k, NT, rows, off, sc, y, part, 7, row);
+    if (k == K_Q6R) {
+        q6r_parts(NT, rows, off, y, c_lo, c_hi, part);
+    } else {
+        for (int r = 0; r < 4; r++) {
+            k_scales(k, rows[r] + off, sc[r], &c_lo[r], &c_hi[r]);
+            for (int t = 0; t < NT; t++)
+                part[r][t] = wasm_i32x4_splat(0);
+        }
+        /* units spelled out so that every shift count in k_unpack is a constant */
+        /* (relaxed, Q4_K and Q5_K: the odd units go with the even ones before them) */
+        const int odd = !(WICK_RELAXED && (k == K_Q4 || k == K_Q5));
+        for (int row = 0; row < 4; row++) {
+            k_unit(k, NT, rows, off, sc, y, part, 0, row);
+            if (odd) k_unit(k, NT, rows, off, sc, y, part, 1, row);
+            k_unit(k, NT, rows, off, sc, y, part, 2, row);
+            if (odd) k_unit(k, NT, rows, off, sc, y, part, 3, row);
+            k_unit(k, NT, rows, off, sc, y, part, 4, row);
+            if (odd) k_unit(k, NT, rows, off, sc, y, part, 5, row);
+            k_unit(k, NT, rows, off, sc, y, part, 6, row);
+            if (odd) k_unit(k, NT, rows, off, sc, y, part, 7, row);
+        }
     }
     v128_t dx = gather_half4(rows, off + d_off);
     v128_t dmin = k_has_min(k) ? gather_half4(rows, off + dmin_off) : dx;
@@ -1331,7 +1386,7 @@ static ALWAYS_INLINE void k_block(enum k_kind k, const int NT, const uint8_t *co
                                  dot_bsums(c_lo[2], c_hi[2], y[t]), dot_bsums(c_lo[3], c_hi[3], y[t]));
         v128_t dy = wasm_f32x4_splat(y[t]->d);
         v128_t sumi = sum4_lanes(part[0][t], part[1][t], part[2][t], part[3][t]);
-        if (k == K_Q6)
+        if (k == K_Q6 || k == K_Q6R)
             sumi = wasm_i32x4_sub(sumi, wasm_i32x4_shl(bsum, 5));
         if (k == K_Q3)
             sumi = wasm_i32x4_sub(sumi, wasm_i32x4_shl(bsum, 2));
@@ -1387,6 +1442,86 @@ GEMM_ENTRY(quant_gemm_q5_K, gemm_k, K_Q5)
 GEMV8_ENTRY(quant_gemv8_q5_K, gemv8_k, K_Q5)
 GEMM_ENTRY(quant_gemm_q6_K, gemm_k, K_Q6)
 GEMV8_ENTRY(quant_gemv8_q6_K, gemv8_k, K_Q6)
+GEMM_ENTRY(quant_gemm_q6_K_r, gemm_k, K_Q6R)
+GEMV8_ENTRY(quant_gemv8_q6_K_r, gemv8_k, K_Q6R)
+
+/* Q6_K blocks rewritten in place as Q6_K_R (quant.h), equal byte for byte to the scalar
+ * quant_repack_ref. Per half of a super-block, the eight sub-blocks' stored values (one vector
+ * each) are an 8 x 8 matrix of element pairs; the Q6_K_R order is its transpose. */
+static ALWAYS_INLINE void transpose_u16x8x8(const v128_t r[8], v128_t out[8])
+{
+    v128_t a[8], b[8];
+    for (int i = 0; i < 8; i += 2) {
+        a[i] = wasm_i16x8_shuffle(r[i], r[i + 1], 0, 8, 1, 9, 2, 10, 3, 11);
+        a[i + 1] = wasm_i16x8_shuffle(r[i], r[i + 1], 4, 12, 5, 13, 6, 14, 7, 15);
+    }
+    for (int i = 0; i < 8; i += 4)
+        for (int hi = 0; hi < 2; hi++) {
+            b[i + 2 * hi] = wasm_i32x4_shuffle(a[i + hi], a[i + 2 + hi], 0, 4, 1, 5);
+            b[i + 2 * hi + 1] = wasm_i32x4_shuffle(a[i + hi], a[i + 2 + hi], 2, 6, 3, 7);
+        }
+    for (int i = 0; i < 4; i++) {
+        out[2 * i] = wasm_i64x2_shuffle(b[i], b[i + 4], 0, 2);
+        out[2 * i + 1] = wasm_i64x2_shuffle(b[i], b[i + 4], 1, 3);
+    }
+}
+
+void quant_repack_q6_K_r_simd(void *data, size_t n_blocks)
+{
+    const v128_t low4 = wasm_i8x16_splat(0x0f), bits45 = wasm_i8x16_splat(0x30), top2 = wasm_i8x16_splat((int8_t)0xc0);
+    for (size_t i = 0; i < n_blocks; i++) {
+        uint8_t *blk = (uint8_t *)data + i * sizeof(block_q6_K);
+        const block_q6_K *x = (const block_q6_K *)blk;
+        /* sub[k]: the stored values of sub-block k (elements 16k ..), from Q6_K's nibbles and
+         * bit pairs (q6_K_value in quant.c): element 128h + 32kk + 16m + l takes nibble kk / 2 of
+         * ql[64h + 32(kk & 1) + 16m + l] and bits 2kk.. of qh[32h + 16m + l] */
+        v128_t sub[16], perm[16];
+        for (int h = 0; h < 2; h++) {
+            v128_t ql[4], qh[2];
+            for (int v = 0; v < 4; v++) ql[v] = wasm_v128_load(x->ql + 64 * h + 16 * v);
+            for (int v = 0; v < 2; v++) qh[v] = wasm_v128_load(x->qh + 32 * h + 16 * v);
+            for (int m = 0; m < 2; m++) {
+                v128_t b0 = ql[m], b1 = ql[2 + m], hb = qh[m];
+                sub[8 * h + 0 + m] = wasm_v128_or(wasm_v128_and(b0, low4), wasm_v128_and(wasm_i16x8_shl(hb, 4), bits45));
+                sub[8 * h + 2 + m] = wasm_v128_or(wasm_v128_and(b1, low4), wasm_v128_and(wasm_i16x8_shl(hb, 2), bits45));
+                sub[8 * h + 4 + m] = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(b0, 4), low4), wasm_v128_and(hb, bits45));
+                sub[8 * h + 6 + m] = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(b1, 4), low4), wasm_v128_and(wasm_u16x8_shr(hb, 2), bits45));
+            }
+        }
+        transpose_u16x8x8(sub, perm);
+        transpose_u16x8x8(sub + 8, perm + 8);
+        /* groups of four vectors A, B, C, D: A | D's bits 0-1 << 6, B | bits 2-3 << 6, C | bits 4-5 << 6 */
+        for (int g = 0; g < 4; g++) {
+            v128_t d = perm[4 * g + 3];
+            wasm_v128_store(blk + 48 * g, wasm_v128_or(perm[4 * g], wasm_v128_and(wasm_i16x8_shl(d, 6), top2)));
+            wasm_v128_store(blk + 48 * g + 16, wasm_v128_or(perm[4 * g + 1], wasm_v128_and(wasm_i16x8_shl(d, 4), top2)));
+            wasm_v128_store(blk + 48 * g + 32, wasm_v128_or(perm[4 * g + 2], wasm_v128_and(wasm_i16x8_shl(d, 2), top2)));
+        }
+    }
+}
+
+/* Q8_K_R (quant.h): Q8_K with each half's eight sub-blocks transposed as Q6_K_R's values are */
+void quant_q8_K_r_from_float_simd(const float *src, void *dst, int64_t n)
+{
+    quant_q8_K_from_float_simd(src, dst, n);
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        int8_t *qs = ((block_q8_K *)dst)[i].qs;
+        for (int h = 0; h < 2; h++) {
+            v128_t sub[8], perm[8];
+            for (int k = 0; k < 8; k++) sub[k] = wasm_v128_load(qs + 128 * h + 16 * k);
+            transpose_u16x8x8(sub, perm);
+            for (int k = 0; k < 8; k++) wasm_v128_store(qs + 128 * h + 16 * k, perm[k]);
+        }
+    }
+}
+
+/* Q6_K_R's dot product is its tile's, one row by one token */
+float quant_vec_dot_q6_K_r_simd(int n, const void *w, const void *a)
+{
+    float out;
+    quant_gemm_q6_K_r(n, w, 0, 1, a, 0, 1, &out, 1);
+    return out;
+}
 
 /* ---- the rest: one vec_dot per output ---- */
 

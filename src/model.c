@@ -77,6 +77,47 @@ static int bind_matrix(struct wick_model *m, const char *name, int64_t rows, int
     return 0;
 }
 
+static int by_data(const void *a, const void *b)
+{
+    const char *x = (*(weight *const *)a)->data, *y = (*(weight *const *)b)->data;
+    return x < y ? -1 : x > y;
+}
+
+void model_use_cpu_layout(struct wick_model *m)
+{
+    if (!m->has_weights || !m->is_gguf) return;
+    enum { PER_LAYER = 14 };
+    size_t n = 0, cap = 2 + (size_t)m->c.n_layers * PER_LAYER;
+    weight **ws = malloc(cap * sizeof *ws);
+    if (!ws) return;   /* the file's layout works everywhere; only slower in the relaxed builds */
+    ws[n++] = &m->tok_embd;
+    ws[n++] = &m->output;
+    for (int l = 0; l < m->c.n_layers; l++) {
+        layer_weights *L = &m->layers[l];
+        weight *per[PER_LAYER] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_down, &L->w_up,
+                                  &L->sc_in, &L->sc_out, &L->dn_qkv, &L->dn_gate, &L->dn_alpha, &L->dn_beta, &L->dn_out};
+        for (int i = 0; i < PER_LAYER; i++) ws[n++] = per[i];
+    }
+    /* a tied output is the embedding itself and the views into one fused tensor (phi3) are
+     * disjoint row ranges: in address order, whatever starts inside a range already rewritten
+     * is that range */
+    qsort(ws, n, sizeof *ws, by_data);
+    const char *done_end = NULL;
+    for (size_t i = 0; i < n; i++) {
+        weight *w = ws[i];
+        uint32_t t = w->data ? quant_cpu_type(w->type) : w->type;
+        if (t == w->type) continue;
+        const char *start = w->data, *end = start + (size_t)w->rows * w->row_bytes;
+        if (!done_end || start >= done_end) {
+            quant_repack(w->type, t, (void *)(uintptr_t)start, (size_t)w->rows * w->row_bytes / quant_get(t)->type_size);
+            done_end = end;
+        }
+        w->type = t;
+        m->cpu_layout = true;
+    }
+    free(ws);
+}
+
 static bool meta_int(const gguf_file *g, const char *arch, const char *suffix, int64_t *out) {
     char key[128];
     snprintf(key, sizeof key, "%s.%s", arch, suffix);

@@ -112,6 +112,7 @@ struct wick_model {
     bool is_gguf;
     void **owned;                     /* vectors converted to F32 at load */
     int n_owned;
+    bool cpu_layout;                  /* some weights were rewritten in the CPU kernels' layout */
 };
 
 /* One GGUF file, or the n parts of a split model (llama.cpp's gguf-split: the first holds the
@@ -123,6 +124,12 @@ const gguf_tensor *model_find_tensor(const struct wick_model *m, const char *nam
 int model_load_llama2c(struct wick_model *m, const uint8_t *bin, size_t bin_size, const uint8_t *tok,
                        size_t tok_size, char *err, size_t err_len);
 void model_release(struct wick_model *m);
+
+/* Rewrites the weight matrices whose CPU layout differs from the file's (quant_cpu_type: Q6_K in
+ * the relaxed-SIMD builds) in place in the file buffer, once per model; their type becomes the
+ * new one. Called when a CPU context is made: the GPU path reads the file's layout, so it is
+ * not done at load. Sets cpu_layout when anything changed. */
+void model_use_cpu_layout(struct wick_model *m);
 
 /* Floats of one sequence's recurrent state in layer l (0 for an attention layer): the last
  * conv_kernel − 1 convolution inputs and, for DeltaNet, an S×S matrix per value head. */

@@ -970,6 +970,114 @@ static float vec_dot_q6_K_ref(int n, const void *w, const void *a)
     return sum;
 }
 
+/* ---- Q6_K_R and Q8_K_R: Q6_K and Q8_K in the relaxed kernels' order (quant.h) ---------- */
+
+_Static_assert(sizeof(block_q6_K_r) == sizeof(block_q6_K), "Q6_K_R repacks Q6_K in place");
+_Static_assert(offsetof(block_q6_K_r, scales) == offsetof(block_q6_K, scales) &&
+               offsetof(block_q6_K_r, d) == offsetof(block_q6_K, d), "Q6_K_R keeps Q6_K's scales and d in place");
+
+/* the stored value (0..63) at position p of the Q6_K_R order */
+static int q6_K_r_stored(const block_q6_K_r *x, int p)
+{
+    const uint8_t *q = x->q + 48 * (p / 64);
+    int run = (p % 64) / 16, l = p % 16;
+    if (run < 3)
+        return q[16 * run + l] & 63;
+    return (q[l] >> 6) | (q[16 + l] >> 6) << 2 | (q[32 + l] >> 6) << 4;
+}
+
+static void q6_K_r_to_float(const void *src, float *dst, int64_t n)
+{
+    const block_q6_K_r *x = src;
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        float d = f16(x[i].d);
+        for (int e = 0; e < QK_K; e++)
+            *dst++ = d * x[i].scales[e / 16] * (q6_K_r_stored(&x[i], quant_k_r_pos(e)) - 32);
+    }
+}
+
+/* one Q6_K block as Q6_K_R; src and dst may be the same block */
+static void q6_K_to_r(const block_q6_K *src, block_q6_K_r *dst)
+{
+    uint8_t v[QK_K], q[3 * QK_K / 4];
+    for (int e = 0; e < QK_K; e++)
+        v[quant_k_r_pos(e)] = (uint8_t)(q6_K_value(src, e) + 32);
+    for (int g = 0; g < 4; g++)
+        for (int l = 0; l < 16; l++) {
+            const uint8_t *run = v + 64 * g;
+            q[48 * g + l] = (uint8_t)(run[l] | (run[48 + l] & 3) << 6);
+            q[48 * g + 16 + l] = (uint8_t)(run[16 + l] | (run[48 + l] >> 2 & 3) << 6);
+            q[48 * g + 32 + l] = (uint8_t)(run[32 + l] | (run[48 + l] >> 4) << 6);
+        }
+    memcpy(dst->q, q, sizeof q);   /* scales and d are already in place when src == dst */
+    if ((const void *)src != (const void *)dst) {
+        memcpy(dst->scales, src->scales, sizeof dst->scales);
+        dst->d = src->d;
+    }
+}
+
+static void q6_K_r_from_float(const float *src, void *dst, int64_t n)
+{
+    q6_K_from_float(src, dst, n);
+    quant_repack(WICK_TYPE_Q6_K, WICK_TYPE_Q6_K_R, dst, (size_t)(n / QK_K));
+}
+
+void quant_repack_ref(uint32_t from, uint32_t to, void *data, size_t n_blocks)
+{
+    if (from == WICK_TYPE_Q6_K && to == WICK_TYPE_Q6_K_R)
+        for (size_t i = 0; i < n_blocks; i++)
+            q6_K_to_r((const block_q6_K *)data + i, (block_q6_K_r *)data + i);
+}
+
+void quant_repack(uint32_t from, uint32_t to, void *data, size_t n_blocks)
+{
+    if (from == WICK_TYPE_Q6_K && to == WICK_TYPE_Q6_K_R)
+        quant_repack_q6_K_r_simd(data, n_blocks);
+}
+
+/* the reference: Q6_K's, read through the new order (the same integers, so the same result) */
+static float vec_dot_q6_K_r_ref(int n, const void *w, const void *a)
+{
+    const block_q6_K_r *x = w;
+    const block_q8_K *y = a;
+    float sum = 0;
+    for (int i = 0; i < n / QK_K; i++) {
+        int sumi = 0;
+        for (int sb = 0; sb < 16; sb++) {
+            int part = 0;
+            for (int e = 16 * sb; e < 16 * sb + 16; e++) {
+                int p = quant_k_r_pos(e);
+                part += (q6_K_r_stored(&x[i], p) - 32) * y[i].qs[p];
+            }
+            sumi += x[i].scales[sb] * part;
+        }
+        sum += f16(x[i].d) * y[i].d * (float)sumi;
+    }
+    return sum;
+}
+
+static void q8_K_r_to_float(const void *src, float *dst, int64_t n)
+{
+    const block_q8_K *x = src;
+    for (int64_t i = 0; i < n / QK_K; i++, dst += QK_K)
+        for (int e = 0; e < QK_K; e++)
+            dst[e] = x[i].d * x[i].qs[quant_k_r_pos(e)];
+}
+
+/* Q8_K (the scalar quantizer), its qs then put in the Q8_K_R order: the reference of
+ * quant_q8_K_r_from_float_simd */
+void quant_q8_K_r_from_float_ref(const float *src, void *dst, int64_t n)
+{
+    quant_q8_K_from_float_ref(src, dst, n);
+    block_q8_K *y = dst;
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        int8_t qs[QK_K];
+        for (int e = 0; e < QK_K; e++)
+            qs[quant_k_r_pos(e)] = y[i].qs[e];
+        memcpy(y[i].qs, qs, sizeof qs);
+    }
+}
+
 /* ---- the table ----------------------------------------------------------------------------- */
 
 #define TYPE_ROW(T, NAME, BLOCK, SIZE, DOT_TYPE, TO, FROM, DOT, DOT_REF, GEMM, GEMV8) \
@@ -1008,6 +1116,11 @@ static const quant_type quant_types[WICK_TYPE_COUNT] = {
              quant_vec_dot_q8_K_simd, vec_dot_q8_K_ref, quant_gemm_q8_K, NULL),
     TYPE_ROW(IQ4_NL, "iq4_nl", QK4_NL, sizeof(block_iq4_nl), Q8_0, iq4_nl_to_float, iq4_nl_from_float,
              quant_vec_dot_iq4_nl_simd, vec_dot_iq4_nl_ref, quant_gemm_iq4_nl, quant_gemv8_iq4_nl),
+    TYPE_ROW(Q6_K_R, "q6_K_r", QK_K, sizeof(block_q6_K_r), Q8_K_R, q6_K_r_to_float, q6_K_r_from_float,
+             quant_vec_dot_q6_K_r_simd, vec_dot_q6_K_r_ref, quant_gemm_q6_K_r, quant_gemv8_q6_K_r),
+    /* an activation format only: never a weight, so no dot product of its own */
+    TYPE_ROW(Q8_K_R, "q8_K_r", QK_K, sizeof(block_q8_K), Q8_K_R, q8_K_r_to_float, quant_q8_K_r_from_float_simd,
+             NULL, NULL, NULL, NULL),
 };
 
 const quant_type *quant_get(uint32_t type)

@@ -12,8 +12,12 @@ enum wick_type {
     WICK_TYPE_Q5_0 = 6, WICK_TYPE_Q5_1 = 7, WICK_TYPE_Q8_0 = 8, WICK_TYPE_Q8_1 = 9,
     WICK_TYPE_Q2_K = 10, WICK_TYPE_Q3_K = 11, WICK_TYPE_Q4_K = 12, WICK_TYPE_Q5_K = 13,
     WICK_TYPE_Q6_K = 14, WICK_TYPE_Q8_K = 15, WICK_TYPE_IQ4_NL = 20, WICK_TYPE_BF16 = 30,
-    WICK_TYPE_COUNT = 31
+    /* wick's own layouts, made in memory and never read from a file (below) */
+    WICK_TYPE_Q6_K_R = 31, WICK_TYPE_Q8_K_R = 32,
+    WICK_TYPE_COUNT = 33
 };
+/* type ids below this may come from a file; the others are wick's own */
+#define WICK_TYPE_FILE_COUNT 31
 
 /* A weight row of type T (n elements, n a multiple of block_size) is multiplied with an
  * activation row that was converted once to vec_dot_type (F32, or an 8-bit block format
@@ -58,6 +62,17 @@ typedef struct {
 
 /* NULL for a type id wick does not support. */
 const quant_type *quant_get(uint32_t type);
+
+/* The type a weight matrix of file type t takes on the CPU path of this build: Q6_K_R for Q6_K
+ * in the relaxed-SIMD builds, else t itself. */
+uint32_t quant_cpu_type(uint32_t t);
+/* n_blocks blocks of type `from` at data rewritten in place as blocks of type `to` (the same
+ * size): Q6_K to Q6_K_R only. */
+void quant_repack(uint32_t from, uint32_t to, void *data, size_t n_blocks);
+/* the same by the scalar reference (quant.c), and the SIMD version quant_repack uses
+ * (kernels_simd.c), equal byte for byte */
+void quant_repack_ref(uint32_t from, uint32_t to, void *data, size_t n_blocks);
+void quant_repack_q6_K_r_simd(void *data, size_t n_blocks);
 
 /* bytes of a row of n elements, or 0 when n is not a multiple of the block size */
 size_t quant_row_size(uint32_t type, int64_t n);
@@ -111,6 +126,29 @@ typedef struct {
 typedef struct { uint8_t ql[QK_K / 2]; uint8_t qh[QK_K / 4]; int8_t scales[QK_K / 16]; uint16_t d; } block_q6_K;
 /* the K-quants' activation format: x = d * q, bsums[j] = sum of qs[16j .. 16j+16) */
 typedef struct { float d; int8_t qs[QK_K]; int16_t bsums[QK_K / 16]; } block_q8_K;
+
+/* ---- wick's own layouts, for the relaxed-SIMD kernels ----
+ * Q6_K_R is Q6_K with the same values, scales and size (210 bytes) in another order, made from
+ * Q6_K in place (quant_repack) when a CPU context is made in a relaxed build (quant_cpu_type);
+ * its activations are Q8_K_R, Q8_K with qs in the same order (bsums, per sub-block, unchanged).
+ * The order puts element 16k + i of a super-block (sub-block k, i < 16) at
+ *   p = 128 * (k / 8) + 16 * (i / 2) + 2 * (k % 8) + i % 2,
+ * so that each 16 bytes hold one pair of elements of each of eight sub-blocks: lane k of a dot
+ * product of pairs (i16x8) belongs to sub-block k, and one vector of eight scales weighs eight
+ * sub-blocks at once, with no broadcast per sub-block. The integer sum of each sub-block is the
+ * same in any order, so Q6_K_R gives Q6_K's results bit for bit. The stored 6-bit values (0..63,
+ * meaning q - 32) in this order are packed in groups of 64 (48 bytes): with A, B, C, D the four
+ * runs of 16, q[48g + l] = A_l | (D_l & 3) << 6, q[48g + 16 + l] = B_l | (D_l >> 2 & 3) << 6,
+ * q[48g + 32 + l] = C_l | (D_l >> 4) << 6: four 6-bit vectors from three loads, two masks and
+ * three shifts cheaper than Q6_K's nibbles and bit pairs. */
+typedef struct { uint8_t q[3 * QK_K / 4]; int8_t scales[QK_K / 16]; uint16_t d; } block_q6_K_r;
+
+/* position of element e (0..255) of a super-block in the Q6_K_R / Q8_K_R order */
+static inline int quant_k_r_pos(int e)
+{
+    int k = e / 16, i = e % 16;
+    return 128 * (k / 8) + 16 * (i / 2) + 2 * (k % 8) + i % 2;
+}
 /* x = d * kvalues_iq4nl[q], q in 0..15, nibbles as in Q4_0 */
 typedef struct { uint16_t d; uint8_t qs[QK4_NL / 2]; } block_iq4_nl;
 
@@ -188,6 +226,7 @@ float quant_vec_dot_q5_K_simd(int n, const void *w, const void *a);
 float quant_vec_dot_q6_K_simd(int n, const void *w, const void *a);
 float quant_vec_dot_q8_K_simd(int n, const void *w, const void *a);
 float quant_vec_dot_iq4_nl_simd(int n, const void *w, const void *a);
+float quant_vec_dot_q6_K_r_simd(int n, const void *w, const void *a);
 
 /* The tile kernels (kernels_simd.c), handed out as quant_type.gemm (arguments as there). The
  * float types and the activation formats as weights loop over their vec_dot. */
@@ -200,11 +239,14 @@ void quant_q8_0_from_float_simd(const float *src, void *dst, int64_t n);
 /* the same for Q8_K (quantize_row_q8_K_ref) */
 void quant_q8_K_from_float_ref(const float *src, void *dst, int64_t n);
 void quant_q8_K_from_float_simd(const float *src, void *dst, int64_t n);
+/* the same for Q8_K_R (Q8_K in the Q6_K_R order) */
+void quant_q8_K_r_from_float_ref(const float *src, void *dst, int64_t n);
+void quant_q8_K_r_from_float_simd(const float *src, void *dst, int64_t n);
 typedef void quant_gemv8_fn(int n, const void *w, size_t w_stride, const void *a, float out[8]);
 quant_gemv8_fn quant_gemv8_q4_0, quant_gemv8_q4_1, quant_gemv8_q5_0, quant_gemv8_q5_1, quant_gemv8_q8_0, quant_gemv8_iq4_nl,
-    quant_gemv8_q2_K, quant_gemv8_q3_K, quant_gemv8_q4_K, quant_gemv8_q5_K, quant_gemv8_q6_K;
+    quant_gemv8_q2_K, quant_gemv8_q3_K, quant_gemv8_q4_K, quant_gemv8_q5_K, quant_gemv8_q6_K, quant_gemv8_q6_K_r;
 quant_gemm_fn quant_gemm_f32, quant_gemm_f16, quant_gemm_bf16, quant_gemm_q4_0, quant_gemm_q4_1,
     quant_gemm_q5_0, quant_gemm_q5_1, quant_gemm_q8_0, quant_gemm_q8_1, quant_gemm_q2_K, quant_gemm_q3_K,
-    quant_gemm_q4_K, quant_gemm_q5_K, quant_gemm_q6_K, quant_gemm_q8_K, quant_gemm_iq4_nl;
+    quant_gemm_q4_K, quant_gemm_q5_K, quant_gemm_q6_K, quant_gemm_q8_K, quant_gemm_iq4_nl, quant_gemm_q6_K_r;
 
 #endif

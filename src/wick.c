@@ -456,6 +456,8 @@ wick_status wick_ctx_new(const wick_model *m, const wick_ctx_params *p, wick_ctx
         free(c);
         return strstr(last_error, "memory") || strstr(last_error, "too large") ? WICK_ERR_NOMEM : WICK_ERR_INVALID_ARG;
     }
+    /* the weights in this build's CPU layout (wick.h: the buffers are rewritten in place) */
+    model_use_cpu_layout((wick_model *)m);
     *out = c;
     return ok();
 }
@@ -502,6 +504,9 @@ static wick_status eval_external(wick_ctx *c, const int32_t *tokens, int32_t n, 
 wick_status wick_ctx_new_external(const wick_model *m, int32_t n_ctx, wick_ctx **out) {
     if (!m || !out) return set_error(WICK_ERR_INVALID_ARG, "wick_ctx_new_external: NULL argument");
     *out = NULL;
+    if (m->cpu_layout)
+        return set_error(WICK_ERR_INVALID_ARG, "wick_ctx_new_external: a CPU context has rewritten this model's weights "
+                                               "in the CPU layout; load the model again for an external (GPU) context");
     wick_ctx *c = malloc(sizeof *c);
     if (!c) return set_error(WICK_ERR_NOMEM, "out of memory");
     if (ctx_init_external(c, m, n_ctx, last_error, sizeof last_error)) {

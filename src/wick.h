@@ -6,7 +6,12 @@
  *
  * Lifetime: a model made by wick_model_load holds views into the caller's buffer, which must
  * stay alive and unchanged until wick_model_free. A context (KV cache, scratch, threads) is
- * made from a model and freed before it. */
+ * made from a model and freed before it.
+ *
+ * The buffer must also be writable: in the relaxed-SIMD builds the first wick_ctx_new on a
+ * model rewrites its Q6_K weight matrices in place into the layout of the CPU kernels (the same
+ * values and size, quant.h: Q6_K_R), so the buffer no longer holds the file's bytes; keep a copy
+ * of the file elsewhere if it is needed again (the glue caches a download before loading it). */
 #ifndef WICK_H
 #define WICK_H
 
@@ -134,6 +139,8 @@ wick_status wick_state_snapshot(wick_ctx *c);
  * the cache never shifts (a full context evaluates the kept tokens again). So sampling, grammar
  * and stop strings stay here while the forward pass can be asynchronous (WebGPU's readback is). */
 enum { WICK_OP_EVAL = 1, WICK_OP_TRIM = 2 };
+/* Refused on a model whose weights a CPU context has rewritten (above): the outside pass reads
+ * the file's layout. */
 wick_status wick_ctx_new_external(const wick_model *m, int32_t n_ctx, wick_ctx **out);
 /* The operations since the last call, as int32s: WICK_OP_EVAL, first position, n, all_logits, then
  * the n token ids; WICK_OP_TRIM, positions kept. Returns their count and empties the list; *ops
