@@ -37,8 +37,10 @@ static int att_heads_cap(const model_config *mc) {
 /* a thread's attention scratch: score rows of up to 8 heads (one token, grouped-query) or of up to
  * 4 tokens (one head, prefill), then one cached row as floats */
 #define ATT_SCORE_ROWS 8
+/* per thread: ATT_SCORE_ROWS rows of scores, one cached row as floats, and the queries of an
+ * item times 2^112 (F16_REBIAS) */
 static size_t att_floats_per_thread(const struct wick_ctx *c) {
-    return (size_t)ATT_SCORE_ROWS * (size_t)c->n_ctx + MAX_HEAD_DIM;
+    return (size_t)ATT_SCORE_ROWS * (size_t)c->n_ctx + MAX_HEAD_DIM + (size_t)ATT_SCORE_ROWS * MAX_HEAD_DIM;
 }
 
 void wick_ctx_default_params(wick_ctx_params *p) {
@@ -683,20 +685,40 @@ static void softmax_scores(float *sc, int lo, int hi, float max) {
  * rebiases exactly. Four operations per four values: attention converts every cached key and
  * value it reads. The one inexact case: an Inf or NaN half (only from a value beyond ±65504
  * stored in the cache) reads back as a finite ±65536…131008. */
-static inline v128_t f16_high_to_f32(v128_t x /* half bits << 16 */) {
+#define F16_REBIAS 0x1p112f
+/* (folded: without the multiply, the value times 2^-112; see fold_query) */
+static inline __attribute__((always_inline)) v128_t f16_high_to_f32(v128_t x /* half bits << 16 */, const int folded) {
     v128_t f = wasm_v128_and(wasm_i32x4_shr(x, 3), wasm_i32x4_splat((int32_t)0x8fffffffu));
-    return wasm_f32x4_mul(f, wasm_f32x4_splat(0x1p112f));
+    return folded ? f : wasm_f32x4_mul(f, wasm_f32x4_splat(F16_REBIAS));
 }
 
 /* eight halves at h → their floats, the first four in *lo, the last four in *hi */
-static inline void f16x8_to_f32(const uint16_t *h, v128_t *lo, v128_t *hi) {
+static inline __attribute__((always_inline)) void f16x8_to_f32(const uint16_t *h, v128_t *lo, v128_t *hi, const int folded) {
     const v128_t zero = wasm_i32x4_splat(0), x = wasm_v128_load(h);
-    *lo = f16_high_to_f32(wasm_i16x8_shuffle(zero, x, 0, 8, 1, 9, 2, 10, 3, 11));
-    *hi = f16_high_to_f32(wasm_i16x8_shuffle(zero, x, 4, 12, 5, 13, 6, 14, 7, 15));
+    *lo = f16_high_to_f32(wasm_i16x8_shuffle(zero, x, 0, 8, 1, 9, 2, 10, 3, 11), folded);
+    *hi = f16_high_to_f32(wasm_i16x8_shuffle(zero, x, 4, 12, 5, 13, 6, 14, 7, 15), folded);
 }
 
-/* n (a multiple of 8) cached values → floats */
-static void kv_row_to_f32(const struct wick_ctx *c, const void *src, float *dst, int n) {
+/* Attention over the F16 cache moves the rebias (× 2^112) out of the conversion of every cached
+ * key and value into the query and the probabilities: (k·2^-112)(q·2^112) and (p·2^112)(v·2^-112)
+ * are the same real products as k·q and p·v, so they round to the same floats and every sum is
+ * the one the unfolded conversion gives, bit for bit, with a multiply per four cached values
+ * fewer. q·2^112 must stay finite: fold_query writes n query values times 2^112 to out and says
+ * yes only when each has a magnitude below 2^15 (else the conversion rebiases as before). */
+static int fold_query(const float *q, float *out, int n) {
+    for (int i = 0; i < n; i++)
+        if (!(fabsf(q[i]) < 0x1p15f)) return 0;
+    for (int i = 0; i < n; i++) out[i] = q[i] * F16_REBIAS;
+    return 1;
+}
+
+/* sc[lo..hi] (probabilities, at most 1) times 2^112: exact */
+static void rebias_probs(float *sc, int lo, int hi) {
+    for (int j = lo; j <= hi; j++) sc[j] *= F16_REBIAS;
+}
+
+/* n (a multiple of 8) cached values → floats (times 2^-112 where folded: F16 only) */
+static void kv_row_to_f32(const struct wick_ctx *c, const void *src, float *dst, int n, int folded) {
     if (c->kv_type == WICK_KV_F32) {
         memcpy(dst, src, (size_t)n * sizeof(float));
         return;
@@ -704,7 +726,8 @@ static void kv_row_to_f32(const struct wick_ctx *c, const void *src, float *dst,
     const uint16_t *h = src;
     for (int i = 0; i < n; i += 8) {
         v128_t lo, hi;
-        f16x8_to_f32(h + i, &lo, &hi);
+        if (folded) f16x8_to_f32(h + i, &lo, &hi, 1);
+        else f16x8_to_f32(h + i, &lo, &hi, 0);
         wasm_v128_store(dst + i, lo);
         wasm_v128_store(dst + i + 4, hi);
     }
@@ -736,17 +759,16 @@ static void axpy_f32(float *out, float w, const float *v, int n) {
  * ATT_TOKENS prefill; a short run repeats its first token and drops the copies. */
 #define ATT_TOKENS 4
 
-static inline __attribute__((always_inline)) void attend_f16_run(struct wick_ctx *c, int layer, int h, int t0, int nt,
-                                                                int pos0, float *scores /* T rows of n_ctx */, const int T) {
+static inline __attribute__((always_inline)) void attend_f16_body(struct wick_ctx *c, int layer, int h, int t0, int nt,
+                                                                 int pos0, float *scores, const float *const q[],
+                                                                 const int T, const int folded) {
     const model_config *mc = &c->m->c;
     int hd = mc->head_dim, kvh = h / (mc->n_heads / mc->n_kv_heads), last = pos0 + t0 + nt - 1;
     size_t stride = (size_t)kv_dim(mc), n_ctx = (size_t)c->n_ctx;
-    const float *q[ATT_TOKENS];
     int pos[ATT_TOKENS], lo[ATT_TOKENS];
     float max[ATT_TOKENS];
     for (int t = 0; t < T; t++) {
         int tt = t < nt ? t0 + t : t0;
-        q[t] = c->q + (size_t)tt * mc->q_dim + (size_t)h * hd;
         pos[t] = pos0 + tt;
         lo[t] = att_first(c, layer, pos[t]);
         max[t] = -INFINITY;
@@ -760,7 +782,7 @@ static inline __attribute__((always_inline)) void attend_f16_run(struct wick_ctx
         for (int t = 0; t < T; t++) s0[t] = s1[t] = wasm_f32x4_splat(0);
         for (int i = 0; i < hd; i += 8) {
             v128_t lo8, hi8;
-            f16x8_to_f32(kj + i, &lo8, &hi8);
+            f16x8_to_f32(kj + i, &lo8, &hi8, folded);
             for (int t = 0; t < T; t++) {
                 s0[t] = wasm_f32x4_add(s0[t], wasm_f32x4_mul(lo8, wasm_v128_load(q[t] + i)));
                 s1[t] = wasm_f32x4_add(s1[t], wasm_f32x4_mul(hi8, wasm_v128_load(q[t] + i + 4)));
@@ -784,6 +806,7 @@ static inline __attribute__((always_inline)) void attend_f16_run(struct wick_ctx
             continue;
         }
         softmax_scores(sc, lo[t], pos[t], max[t]);
+        if (folded) rebias_probs(sc, lo[t], pos[t]);
         for (int j = first; j < lo[t]; j++) sc[j] = 0;
         for (int j = pos[t] + 1; j <= last; j++) sc[j] = 0;
     }
@@ -794,7 +817,7 @@ static inline __attribute__((always_inline)) void attend_f16_run(struct wick_ctx
         const uint16_t *vj = vbase + (size_t)slot0 * stride + i;
         for (int j = first, slot = slot0; j <= last; j++) {
             v128_t lo8, hi8;
-            f16x8_to_f32(vj, &lo8, &hi8);
+            f16x8_to_f32(vj, &lo8, &hi8, folded);
             for (int t = 0; t < T; t++) {
                 v128_t pj = wasm_f32x4_splat(scores[(size_t)t * n_ctx + j]);
                 a0[t] = wasm_f32x4_add(a0[t], wasm_f32x4_mul(pj, lo8));
@@ -809,6 +832,23 @@ static inline __attribute__((always_inline)) void attend_f16_run(struct wick_ctx
             wasm_v128_store(out + i + 4, a1[t]);
         }
     }
+}
+
+/* scores: T rows of n_ctx, then the thread's query scratch (att_floats_per_thread) */
+static inline __attribute__((always_inline)) void attend_f16_run(struct wick_ctx *c, int layer, int h, int t0, int nt,
+                                                                int pos0, float *scores, const int T) {
+    const model_config *mc = &c->m->c;
+    int hd = mc->head_dim;
+    float *qf = scores + (size_t)ATT_SCORE_ROWS * c->n_ctx + MAX_HEAD_DIM;
+    const float *q[ATT_TOKENS], *qfold[ATT_TOKENS];
+    int folded = 1;
+    for (int t = 0; t < T; t++) {
+        q[t] = c->q + (size_t)(t < nt ? t0 + t : t0) * mc->q_dim + (size_t)h * hd;
+        qfold[t] = qf + (size_t)t * hd;
+        folded = folded && fold_query(q[t], qf + (size_t)t * hd, hd);
+    }
+    if (folded) attend_f16_body(c, layer, h, t0, nt, pos0, scores, qfold, T, 1);
+    else attend_f16_body(c, layer, h, t0, nt, pos0, scores, q, T, 0);
 }
 
 /* Prefill with one query head per item: runs of ATT_TOKENS tokens of a head */
@@ -859,20 +899,26 @@ static void attention_task(void *arg, int ith, int nth) {
         const float *q = c->q + (size_t)t * mc->q_dim + (size_t)h0 * hd;
         float *out = c->xb2 + (size_t)t * mc->q_dim + (size_t)h0 * hd;
         size_t head_off = (size_t)kvh * hd * c->kv_elem;
+        /* the heads' queries are consecutive: folded all at once (F16 cache) */
+        int folded = c->kv_type == WICK_KV_F16 && fold_query(q, row + MAX_HEAD_DIM, heads * hd);
+        if (folded) q = row + MAX_HEAD_DIM;
         float max[ATT_HEADS_MAX];
         for (int g = 0; g < heads; g++) max[g] = -INFINITY;
         for (int j = lo; j <= pos; j++) {
-            kv_row_to_f32(c, (const uint8_t *)kv_at(c, c->k_cache, a->layer, j) + head_off, row, hd);
+            kv_row_to_f32(c, (const uint8_t *)kv_at(c, c->k_cache, a->layer, j) + head_off, row, hd, folded);
             for (int g = 0; g < heads; g++) {
                 float s = att_score(mc, dot_f32(q + (size_t)g * hd, row, hd));
                 scores[(size_t)g * c->n_ctx + j] = s;
                 if (s > max[g]) max[g] = s;
             }
         }
-        for (int g = 0; g < heads; g++) softmax_scores(scores + (size_t)g * c->n_ctx, lo, pos, max[g]);
+        for (int g = 0; g < heads; g++) {
+            softmax_scores(scores + (size_t)g * c->n_ctx, lo, pos, max[g]);
+            if (folded) rebias_probs(scores + (size_t)g * c->n_ctx, lo, pos);
+        }
         memset(out, 0, (size_t)heads * hd * sizeof(float));
         for (int j = lo; j <= pos; j++) {
-            kv_row_to_f32(c, (const uint8_t *)kv_at(c, c->v_cache, a->layer, j) + head_off, row, hd);
+            kv_row_to_f32(c, (const uint8_t *)kv_at(c, c->v_cache, a->layer, j) + head_off, row, hd, folded);
             for (int g = 0; g < heads; g++)
                 axpy_f32(out + (size_t)g * hd, scores[(size_t)g * c->n_ctx + j], row, hd);
         }
