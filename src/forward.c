@@ -705,7 +705,11 @@ static inline __attribute__((always_inline)) void f16x8_to_f32(const uint16_t *h
  * the one the unfolded conversion gives, bit for bit, with a multiply per four cached values
  * fewer. q·2^112 must stay finite: fold_query writes n query values times 2^112 to out and says
  * yes only when each has a magnitude below 2^15 (else the conversion rebiases as before). */
-static int fold_query(const float *q, float *out, int n) {
+static __attribute__((noinline)) int fold_query(const float *q, float *out, int n) {
+#ifdef WICK_NO_FOLD /* build/native/wick-nofold: every query takes the unfolded path (tests) */
+    (void)q, (void)out, (void)n;
+    return 0;
+#endif
     for (int i = 0; i < n; i++)
         if (!(fabsf(q[i]) < 0x1p15f)) return 0;
     for (int i = 0; i < n; i++) out[i] = q[i] * F16_REBIAS;
@@ -713,7 +717,7 @@ static int fold_query(const float *q, float *out, int n) {
 }
 
 /* sc[lo..hi] (probabilities, at most 1) times 2^112: exact */
-static void rebias_probs(float *sc, int lo, int hi) {
+static __attribute__((noinline)) void rebias_probs(float *sc, int lo, int hi) {
     for (int j = lo; j <= hi; j++) sc[j] *= F16_REBIAS;
 }
 
@@ -752,8 +756,9 @@ static void axpy_f32(float *out, float w, const float *v, int n) {
         wasm_v128_store(out + i, wasm_f32x4_add(wasm_v128_load(out + i), wasm_f32x4_mul(ww, wasm_v128_load(v + i))));
 }
 
-/* One query head h of the F16 cache for the run of nt (≤ T) consecutive tokens from t0: each
- * cached key and value converted once for the run, as it is used. Token t sees positions up to
+/* One query head h of the F16 cache for the run of nt (≤ T) consecutive tokens from t0, their
+ * queries q[] folded (fold_query): each cached key and value converted once for the run, as it
+ * is used, the probabilities rebiased. Token t sees positions up to
  * its own; the later positions of the run get probability 0 and add nothing, so every token's
  * result is the same whatever run it is in (tests/consistency.test.mjs). T = 1 is decode, T =
  * ATT_TOKENS prefill; a short run repeats its first token and drops the copies. */
@@ -761,7 +766,7 @@ static void axpy_f32(float *out, float w, const float *v, int n) {
 
 static inline __attribute__((always_inline)) void attend_f16_body(struct wick_ctx *c, int layer, int h, int t0, int nt,
                                                                  int pos0, float *scores, const float *const q[],
-                                                                 const int T, const int folded) {
+                                                                 const int T) {
     const model_config *mc = &c->m->c;
     int hd = mc->head_dim, kvh = h / (mc->n_heads / mc->n_kv_heads), last = pos0 + t0 + nt - 1;
     size_t stride = (size_t)kv_dim(mc), n_ctx = (size_t)c->n_ctx;
@@ -782,7 +787,7 @@ static inline __attribute__((always_inline)) void attend_f16_body(struct wick_ct
         for (int t = 0; t < T; t++) s0[t] = s1[t] = wasm_f32x4_splat(0);
         for (int i = 0; i < hd; i += 8) {
             v128_t lo8, hi8;
-            f16x8_to_f32(kj + i, &lo8, &hi8, folded);
+            f16x8_to_f32(kj + i, &lo8, &hi8, 1);
             for (int t = 0; t < T; t++) {
                 s0[t] = wasm_f32x4_add(s0[t], wasm_f32x4_mul(lo8, wasm_v128_load(q[t] + i)));
                 s1[t] = wasm_f32x4_add(s1[t], wasm_f32x4_mul(hi8, wasm_v128_load(q[t] + i + 4)));
@@ -806,7 +811,7 @@ static inline __attribute__((always_inline)) void attend_f16_body(struct wick_ct
             continue;
         }
         softmax_scores(sc, lo[t], pos[t], max[t]);
-        if (folded) rebias_probs(sc, lo[t], pos[t]);
+        rebias_probs(sc, lo[t], pos[t]);
         for (int j = first; j < lo[t]; j++) sc[j] = 0;
         for (int j = pos[t] + 1; j <= last; j++) sc[j] = 0;
     }
@@ -817,7 +822,7 @@ static inline __attribute__((always_inline)) void attend_f16_body(struct wick_ct
         const uint16_t *vj = vbase + (size_t)slot0 * stride + i;
         for (int j = first, slot = slot0; j <= last; j++) {
             v128_t lo8, hi8;
-            f16x8_to_f32(vj, &lo8, &hi8, folded);
+            f16x8_to_f32(vj, &lo8, &hi8, 1);
             for (int t = 0; t < T; t++) {
                 v128_t pj = wasm_f32x4_splat(scores[(size_t)t * n_ctx + j]);
                 a0[t] = wasm_f32x4_add(a0[t], wasm_f32x4_mul(pj, lo8));
@@ -834,21 +839,59 @@ static inline __attribute__((always_inline)) void attend_f16_body(struct wick_ct
     }
 }
 
-/* scores: T rows of n_ctx, then the thread's query scratch (att_floats_per_thread) */
-static inline __attribute__((always_inline)) void attend_f16_run(struct wick_ctx *c, int layer, int h, int t0, int nt,
-                                                                int pos0, float *scores, const int T) {
+/* scores: T rows of n_ctx, then the thread's scratch (att_floats_per_thread). Returns 0, having
+ * done nothing, when a query cannot be folded (fold_query): attend_heads then takes the tokens
+ * one at a time, with the same results. */
+static inline __attribute__((always_inline)) int attend_f16_run(struct wick_ctx *c, int layer, int h, int t0, int nt,
+                                                               int pos0, float *scores, const int T) {
     const model_config *mc = &c->m->c;
     int hd = mc->head_dim;
     float *qf = scores + (size_t)ATT_SCORE_ROWS * c->n_ctx + MAX_HEAD_DIM;
-    const float *q[ATT_TOKENS], *qfold[ATT_TOKENS];
-    int folded = 1;
+    const float *q[ATT_TOKENS];
     for (int t = 0; t < T; t++) {
-        q[t] = c->q + (size_t)(t < nt ? t0 + t : t0) * mc->q_dim + (size_t)h * hd;
-        qfold[t] = qf + (size_t)t * hd;
-        folded = folded && fold_query(q[t], qf + (size_t)t * hd, hd);
+        q[t] = qf + (size_t)t * hd;
+        if (!fold_query(c->q + (size_t)(t < nt ? t0 + t : t0) * mc->q_dim + (size_t)h * hd, qf + (size_t)t * hd, hd))
+            return 0;
     }
-    if (folded) attend_f16_body(c, layer, h, t0, nt, pos0, scores, qfold, T, 1);
-    else attend_f16_body(c, layer, h, t0, nt, pos0, scores, q, T, 0);
+    attend_f16_body(c, layer, h, t0, nt, pos0, scores, q, T);
+    return 1;
+}
+
+/* Token t's query heads h0 … h0 + heads − 1, all of KV head kvh: each cached key and value
+ * converted to floats once for all of them (grouped-query models share a KV head between up to
+ * ATT_HEADS_MAX heads at once). For each head: scores against every cached position up to the
+ * token's own, softmax, and the weighted sum of cached values into xb2. */
+static void attend_heads(struct wick_ctx *c, int layer, int pos0, int t, int kvh, int h0, int heads, float *scores) {
+    const model_config *mc = &c->m->c;
+    int hd = mc->head_dim, pos = pos0 + t;
+    float *row = scores + (size_t)ATT_SCORE_ROWS * c->n_ctx; /* one cached key or value as floats */
+    int lo = att_first(c, layer, pos);
+    const float *q = c->q + (size_t)t * mc->q_dim + (size_t)h0 * hd;
+    float *out = c->xb2 + (size_t)t * mc->q_dim + (size_t)h0 * hd;
+    size_t head_off = (size_t)kvh * hd * c->kv_elem;
+    /* the heads' queries are consecutive: folded all at once (F16 cache) */
+    int folded = c->kv_type == WICK_KV_F16 && fold_query(q, row + MAX_HEAD_DIM, heads * hd);
+    if (folded) q = row + MAX_HEAD_DIM;
+    float max[ATT_HEADS_MAX];
+    for (int g = 0; g < heads; g++) max[g] = -INFINITY;
+    for (int j = lo; j <= pos; j++) {
+        kv_row_to_f32(c, (const uint8_t *)kv_at(c, c->k_cache, layer, j) + head_off, row, hd, folded);
+        for (int g = 0; g < heads; g++) {
+            float s = att_score(mc, dot_f32(q + (size_t)g * hd, row, hd));
+            scores[(size_t)g * c->n_ctx + j] = s;
+            if (s > max[g]) max[g] = s;
+        }
+    }
+    for (int g = 0; g < heads; g++) {
+        softmax_scores(scores + (size_t)g * c->n_ctx, lo, pos, max[g]);
+        if (folded) rebias_probs(scores + (size_t)g * c->n_ctx, lo, pos);
+    }
+    memset(out, 0, (size_t)heads * hd * sizeof(float));
+    for (int j = lo; j <= pos; j++) {
+        kv_row_to_f32(c, (const uint8_t *)kv_at(c, c->v_cache, layer, j) + head_off, row, hd, folded);
+        for (int g = 0; g < heads; g++)
+            axpy_f32(out + (size_t)g * hd, scores[(size_t)g * c->n_ctx + j], row, hd);
+    }
 }
 
 /* Prefill with one query head per item: runs of ATT_TOKENS tokens of a head */
@@ -866,7 +909,10 @@ static void attention_runs_task(void *arg, int ith, int nth) {
      * halves of the batch would give the last thread most of the work (causal attention) */
     for (long item = ith; item < (long)n_runs * n_heads; item += nth) {
         int t0 = (int)(item / n_heads) * ATT_TOKENS, nt = a->n_tok - t0 < ATT_TOKENS ? a->n_tok - t0 : ATT_TOKENS;
-        attend_f16_run(c, a->layer, (int)(item % n_heads), t0, nt, a->pos0, scores, ATT_TOKENS);
+        int h = (int)(item % n_heads);
+        if (!attend_f16_run(c, a->layer, h, t0, nt, a->pos0, scores, ATT_TOKENS))
+            for (int t = t0; t < t0 + nt; t++)
+                attend_heads(c, a->layer, a->pos0, t, h / (c->m->c.n_heads / c->m->c.n_kv_heads), h, 1, scores);
     }
 }
 
@@ -876,52 +922,21 @@ typedef struct {
     int heads; /* query heads per work item, all of one KV head: a divisor of the group, ≤ ATT_HEADS_MAX */
 } attn_args;
 
-/* Work items are (token, KV head, run of `heads` query heads of its group): each cached key and
- * value is converted to floats once for all the heads of the item (grouped-query models share a
- * KV head between up to ATT_HEADS_MAX of them at once). For each head: scores against every
- * cached position up to the token's own, softmax, and the weighted sum of cached values into xb2. */
+/* Work items are (token, KV head, run of `heads` query heads of its group), attend_heads each */
 static void attention_task(void *arg, int ith, int nth) {
     attn_args *a = arg;
     struct wick_ctx *c = a->c;
     const model_config *mc = &c->m->c;
-    int hd = mc->head_dim, group = mc->n_heads / mc->n_kv_heads, heads = a->heads, runs = group / heads;
+    int group = mc->n_heads / mc->n_kv_heads, heads = a->heads, runs = group / heads;
     float *scores = c->att + (size_t)ith * att_floats_per_thread(c); /* scores[g * n_ctx + j] */
-    float *row = scores + (size_t)ATT_SCORE_ROWS * c->n_ctx;         /* one cached key or value as floats */
     /* interleaved, as in attention_runs_task */
     for (long item = ith; item < (long)a->n_tok * mc->n_kv_heads * runs; item += nth) {
         int t = (int)(item / ((long)mc->n_kv_heads * runs)), rest = (int)(item % ((long)mc->n_kv_heads * runs));
-        int kvh = rest / runs, h0 = kvh * group + (rest % runs) * heads, pos = a->pos0 + t;
-        if (heads == 1 && c->kv_type == WICK_KV_F16) { /* nothing to share: converted as used */
-            attend_f16_run(c, a->layer, h0, t, 1, a->pos0, scores, 1);
+        int kvh = rest / runs, h0 = kvh * group + (rest % runs) * heads;
+        /* one head: nothing to share, each value converted as used */
+        if (heads == 1 && c->kv_type == WICK_KV_F16 && attend_f16_run(c, a->layer, h0, t, 1, a->pos0, scores, 1))
             continue;
-        }
-        int lo = att_first(c, a->layer, pos);
-        const float *q = c->q + (size_t)t * mc->q_dim + (size_t)h0 * hd;
-        float *out = c->xb2 + (size_t)t * mc->q_dim + (size_t)h0 * hd;
-        size_t head_off = (size_t)kvh * hd * c->kv_elem;
-        /* the heads' queries are consecutive: folded all at once (F16 cache) */
-        int folded = c->kv_type == WICK_KV_F16 && fold_query(q, row + MAX_HEAD_DIM, heads * hd);
-        if (folded) q = row + MAX_HEAD_DIM;
-        float max[ATT_HEADS_MAX];
-        for (int g = 0; g < heads; g++) max[g] = -INFINITY;
-        for (int j = lo; j <= pos; j++) {
-            kv_row_to_f32(c, (const uint8_t *)kv_at(c, c->k_cache, a->layer, j) + head_off, row, hd, folded);
-            for (int g = 0; g < heads; g++) {
-                float s = att_score(mc, dot_f32(q + (size_t)g * hd, row, hd));
-                scores[(size_t)g * c->n_ctx + j] = s;
-                if (s > max[g]) max[g] = s;
-            }
-        }
-        for (int g = 0; g < heads; g++) {
-            softmax_scores(scores + (size_t)g * c->n_ctx, lo, pos, max[g]);
-            if (folded) rebias_probs(scores + (size_t)g * c->n_ctx, lo, pos);
-        }
-        memset(out, 0, (size_t)heads * hd * sizeof(float));
-        for (int j = lo; j <= pos; j++) {
-            kv_row_to_f32(c, (const uint8_t *)kv_at(c, c->v_cache, a->layer, j) + head_off, row, hd, folded);
-            for (int g = 0; g < heads; g++)
-                axpy_f32(out + (size_t)g * hd, scores[(size_t)g * c->n_ctx + j], row, hd);
-        }
+        attend_heads(c, a->layer, a->pos0, t, kvh, h0, heads, scores);
     }
 }
 

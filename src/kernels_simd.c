@@ -41,13 +41,6 @@ static inline v128_t rdot(v128_t y, v128_t w)
 }
 #else
 #define WICK_RELAXED 0
-/* the same, for Q6_K_R's kernel (which only the relaxed builds choose, quant_cpu_type) */
-static inline v128_t rdot(v128_t y, v128_t w)
-{
-    v128_t lo = wasm_i16x8_mul(wasm_i16x8_extend_low_i8x16(y), wasm_i16x8_extend_low_i8x16(w));
-    v128_t hi = wasm_i16x8_mul(wasm_i16x8_extend_high_i8x16(y), wasm_i16x8_extend_high_i8x16(w));
-    return wasm_i16x8_add(wasm_i16x8_shuffle(lo, hi, 0, 2, 4, 6, 8, 10, 12, 14), wasm_i16x8_shuffle(lo, hi, 1, 3, 5, 7, 9, 11, 13, 15));
-}
 #endif
 
 uint32_t quant_cpu_type(uint32_t t)
@@ -1303,6 +1296,7 @@ static ALWAYS_INLINE void k_unit(enum k_kind k, const int NT, const uint8_t *con
     }
 }
 
+#if WICK_RELAXED
 /* Q6_K_R (quant.h): one super-block of rows[0..3] against every token t < NT, as k_block's
  * per-row partial sums part[r][t] and activation-sum coefficients (the scales). Each group of
  * 64 stored values is four vectors; each vector's pair products (i16 lane k: sub-block k of its
@@ -1312,6 +1306,9 @@ static ALWAYS_INLINE void q6r_parts(const int NT, const uint8_t *const rows[4], 
                                     v128_t c_lo[4], v128_t c_hi[4], v128_t part[4][GEMM_MAX_TOKENS])
 {
     const v128_t low6 = wasm_i8x16_splat(0x3f);
+#ifdef __clang__
+#pragma clang loop unroll(disable)   /* four copies of the row would only weigh on the download */
+#endif
     for (int r = 0; r < 4; r++) {
         const block_q6_K_r *x = (const block_q6_K_r *)(rows[r] + off);
         c_lo[r] = load_i8x8(x->scales);
@@ -1337,6 +1334,7 @@ static ALWAYS_INLINE void q6r_parts(const int NT, const uint8_t *const rows[4], 
         }
     }
 }
+#endif
 
 /* the reference per super-block, in four lanes:
  *   Q3_K, Q6_K:        sum += d_x * d_y * (float)sumi
@@ -1357,9 +1355,12 @@ static ALWAYS_INLINE void k_block(enum k_kind k, const int NT, const uint8_t *co
     }
     int16_t sc[4][16];
     v128_t c_lo[4], c_hi[4], part[4][GEMM_MAX_TOKENS];
+#if WICK_RELAXED
     if (k == K_Q6R) {
         q6r_parts(NT, rows, off, y, c_lo, c_hi, part);
-    } else {
+    } else
+#endif
+    {
         for (int r = 0; r < 4; r++) {
             k_scales(k, rows[r] + off, sc[r], &c_lo[r], &c_hi[r]);
             for (int t = 0; t < NT; t++)
@@ -1440,8 +1441,11 @@ GEMM_ENTRY(quant_gemm_q4_K, gemm_k, K_Q4)
 GEMV8_ENTRY(quant_gemv8_q4_K, gemv8_k, K_Q4)
 GEMM_ENTRY(quant_gemm_q5_K, gemm_k, K_Q5)
 GEMV8_ENTRY(quant_gemv8_q5_K, gemv8_k, K_Q5)
+#if !WICK_RELAXED /* (the relaxed builds' Q6_K kernels: below) */
 GEMM_ENTRY(quant_gemm_q6_K, gemm_k, K_Q6)
 GEMV8_ENTRY(quant_gemv8_q6_K, gemv8_k, K_Q6)
+#endif
+#if WICK_RELAXED
 GEMM_ENTRY(quant_gemm_q6_K_r, gemm_k, K_Q6R)
 GEMV8_ENTRY(quant_gemv8_q6_K_r, gemv8_k, K_Q6R)
 
@@ -1522,6 +1526,18 @@ float quant_vec_dot_q6_K_r_simd(int n, const void *w, const void *a)
     quant_gemm_q6_K_r(n, w, 0, 1, a, 0, 1, &out, 1);
     return out;
 }
+#else
+/* The plain builds never choose Q6_K_R (quant_cpu_type): there its functions are the scalar
+ * references, which the tests still check, and add next to nothing to the download. */
+void quant_repack_q6_K_r_simd(void *data, size_t n_blocks)
+{
+    quant_repack_ref(WICK_TYPE_Q6_K, WICK_TYPE_Q6_K_R, data, n_blocks);
+}
+
+void quant_q8_K_r_from_float_simd(const float *src, void *dst, int64_t n) { quant_q8_K_r_from_float_ref(src, dst, n); }
+
+float quant_vec_dot_q6_K_r_simd(int n, const void *w, const void *a) { return quant_vec_dot_q6_K_r_ref(n, w, a); }
+#endif
 
 /* ---- the rest: one vec_dot per output ---- */
 
@@ -1535,6 +1551,23 @@ static ALWAYS_INLINE void gemm_by_vec_dot(float (*dot)(int, const void *, const 
                                                   (const uint8_t *)a + (size_t)t * a_stride);
 }
 
+/* Where a type's fast kernels are never used, its tile and eight-row kernels loop over its
+ * scalar reference (exact), so that they add next to nothing to the download: Q6_K_R in the plain
+ * builds, which never choose it, and Q6_K in the relaxed builds, whose CPU contexts rewrite every
+ * Q6_K matrix as Q6_K_R first (model_use_cpu_layout). */
+#define GEMV8_BY_DOT(name, dot)                                                                     \
+    void name(int n, const void *w, size_t w_stride, const void *a, float out[8])                   \
+    {                                                                                               \
+        for (int r = 0; r < 8; r++)                                                                 \
+            out[r] = dot(n, (const uint8_t *)w + (size_t)r * w_stride, a);                          \
+    }
+#if WICK_RELAXED
+GEMM_ENTRY(quant_gemm_q6_K, gemm_by_vec_dot, quant_vec_dot_q6_K_ref)
+GEMV8_BY_DOT(quant_gemv8_q6_K, quant_vec_dot_q6_K_ref)
+#else
+GEMM_ENTRY(quant_gemm_q6_K_r, gemm_by_vec_dot, quant_vec_dot_q6_K_r_simd)
+GEMV8_BY_DOT(quant_gemv8_q6_K_r, quant_vec_dot_q6_K_r_simd)
+#endif
 GEMM_ENTRY(quant_gemm_f32, gemm_by_vec_dot, quant_vec_dot_f32_simd)
 GEMM_ENTRY(quant_gemm_f16, gemm_by_vec_dot, quant_vec_dot_f16_simd)
 GEMM_ENTRY(quant_gemm_bf16, gemm_by_vec_dot, quant_vec_dot_bf16_simd)

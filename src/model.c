@@ -83,13 +83,13 @@ static int by_data(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-void model_use_cpu_layout(struct wick_model *m)
+int model_use_cpu_layout(struct wick_model *m)
 {
-    if (!m->has_weights || !m->is_gguf) return;
+    if (!m->has_weights || !m->is_gguf) return 0;
     enum { PER_LAYER = 14 };
     size_t n = 0, cap = 2 + (size_t)m->c.n_layers * PER_LAYER;
     weight **ws = malloc(cap * sizeof *ws);
-    if (!ws) return;   /* the file's layout works everywhere; only slower in the relaxed builds */
+    if (!ws) return -1;
     ws[n++] = &m->tok_embd;
     ws[n++] = &m->output;
     for (int l = 0; l < m->c.n_layers; l++) {
@@ -116,6 +116,7 @@ void model_use_cpu_layout(struct wick_model *m)
         m->cpu_layout = true;
     }
     free(ws);
+    return 0;
 }
 
 static bool meta_int(const gguf_file *g, const char *arch, const char *suffix, int64_t *out) {

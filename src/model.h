@@ -128,8 +128,8 @@ void model_release(struct wick_model *m);
 /* Rewrites the weight matrices whose CPU layout differs from the file's (quant_cpu_type: Q6_K in
  * the relaxed-SIMD builds) in place in the file buffer, once per model; their type becomes the
  * new one. Called when a CPU context is made: the GPU path reads the file's layout, so it is
- * not done at load. Sets cpu_layout when anything changed. */
-void model_use_cpu_layout(struct wick_model *m);
+ * not done at load. Sets cpu_layout when anything changed; -1 when out of memory. */
+int model_use_cpu_layout(struct wick_model *m);
 
 /* Floats of one sequence's recurrent state in layer l (0 for an attention layer): the last
  * conv_kernel − 1 convolution inputs and, for DeltaNet, an S×S matrix per value head. */

@@ -952,7 +952,7 @@ static void q6_K_from_float(const float *src, void *dst, int64_t n)
     }
 }
 
-static float vec_dot_q6_K_ref(int n, const void *w, const void *a)
+float quant_vec_dot_q6_K_ref(int n, const void *w, const void *a)
 {
     const block_q6_K *x = w;
     const block_q8_K *y = a;
@@ -1036,7 +1036,7 @@ void quant_repack(uint32_t from, uint32_t to, void *data, size_t n_blocks)
 }
 
 /* the reference: Q6_K's, read through the new order (the same integers, so the same result) */
-static float vec_dot_q6_K_r_ref(int n, const void *w, const void *a)
+float quant_vec_dot_q6_K_r_ref(int n, const void *w, const void *a)
 {
     const block_q6_K_r *x = w;
     const block_q8_K *y = a;
@@ -1111,13 +1111,13 @@ static const quant_type quant_types[WICK_TYPE_COUNT] = {
     TYPE_ROW(Q5_K, "q5_K", QK_K, sizeof(block_q5_K), Q8_K, q5_K_to_float, q5_K_from_float,
              quant_vec_dot_q5_K_simd, vec_dot_q5_K_ref, quant_gemm_q5_K, quant_gemv8_q5_K),
     TYPE_ROW(Q6_K, "q6_K", QK_K, sizeof(block_q6_K), Q8_K, q6_K_to_float, q6_K_from_float,
-             quant_vec_dot_q6_K_simd, vec_dot_q6_K_ref, quant_gemm_q6_K, quant_gemv8_q6_K),
+             quant_vec_dot_q6_K_simd, quant_vec_dot_q6_K_ref, quant_gemm_q6_K, quant_gemv8_q6_K),
     TYPE_ROW(Q8_K, "q8_K", QK_K, sizeof(block_q8_K), Q8_K, q8_K_to_float, quant_q8_K_from_float_simd,
              quant_vec_dot_q8_K_simd, vec_dot_q8_K_ref, quant_gemm_q8_K, NULL),
     TYPE_ROW(IQ4_NL, "iq4_nl", QK4_NL, sizeof(block_iq4_nl), Q8_0, iq4_nl_to_float, iq4_nl_from_float,
              quant_vec_dot_iq4_nl_simd, vec_dot_iq4_nl_ref, quant_gemm_iq4_nl, quant_gemv8_iq4_nl),
     TYPE_ROW(Q6_K_R, "q6_K_r", QK_K, sizeof(block_q6_K_r), Q8_K_R, q6_K_r_to_float, q6_K_r_from_float,
-             quant_vec_dot_q6_K_r_simd, vec_dot_q6_K_r_ref, quant_gemm_q6_K_r, quant_gemv8_q6_K_r),
+             quant_vec_dot_q6_K_r_simd, quant_vec_dot_q6_K_r_ref, quant_gemm_q6_K_r, quant_gemv8_q6_K_r),
     /* an activation format only: never a weight, so no dot product of its own */
     TYPE_ROW(Q8_K_R, "q8_K_r", QK_K, sizeof(block_q8_K), Q8_K_R, q8_K_r_to_float, quant_q8_K_r_from_float_simd,
              NULL, NULL, NULL, NULL),

@@ -227,6 +227,10 @@ float quant_vec_dot_q6_K_simd(int n, const void *w, const void *a);
 float quant_vec_dot_q8_K_simd(int n, const void *w, const void *a);
 float quant_vec_dot_iq4_nl_simd(int n, const void *w, const void *a);
 float quant_vec_dot_q6_K_r_simd(int n, const void *w, const void *a);
+/* Q6_K_R's and Q6_K's scalar references (quant.c), which also stand in for the tile kernels
+ * of the one a build never runs (kernels_simd.c) */
+float quant_vec_dot_q6_K_r_ref(int n, const void *w, const void *a);
+float quant_vec_dot_q6_K_ref(int n, const void *w, const void *a);
 
 /* The tile kernels (kernels_simd.c), handed out as quant_type.gemm (arguments as there). The
  * float types and the activation formats as weights loop over their vec_dot. */

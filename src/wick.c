@@ -457,7 +457,11 @@ wick_status wick_ctx_new(const wick_model *m, const wick_ctx_params *p, wick_ctx
         return strstr(last_error, "memory") || strstr(last_error, "too large") ? WICK_ERR_NOMEM : WICK_ERR_INVALID_ARG;
     }
     /* the weights in this build's CPU layout (wick.h: the buffers are rewritten in place) */
-    model_use_cpu_layout((wick_model *)m);
+    if (model_use_cpu_layout((wick_model *)m)) {
+        ctx_release(c);
+        free(c);
+        return set_error(WICK_ERR_NOMEM, "out of memory");
+    }
     *out = c;
     return ok();
 }

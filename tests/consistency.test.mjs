@@ -11,7 +11,8 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { runWick, shared, models, loadReference } from './helpers.mjs';
+import { spawnSync } from 'node:child_process';
+import { runWick, shared, models, loadReference, nativeCli } from './helpers.mjs';
 
 const vocab = path.join(shared, 'vocab', 'ggml-vocab-llama-spm.gguf');
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'wick-consistency-'));
@@ -69,3 +70,23 @@ for (const { name, file: fileOf, ids, nVocab } of cases)
           // and the rows are not trivially equal: consecutive positions differ
           assert.notDeepEqual(rowsBatch[1], rowsBatch[2]);
         });
+
+// Attention folds the F16 cache's rebias (× 2^112) into the query and the probabilities
+// (src/forward.c, fold_query): the same real products, so the same floats. build/native/wick-nofold
+// never folds (the path a query with a huge element takes): its logits equal wick's bit for bit,
+// for a prompt long enough that attention is most of a step.
+const nofold = path.join(path.dirname(nativeCli), 'wick-nofold');
+const longIds = Array.from({ length: 300 }, (_, i) => 3 + ((i * 7919) % 240));
+for (const { name, file: fileOf } of cases.filter((c) => /synth mini q4_k_m|synth mini-mha q4_0|llama3|gemma3|qwen3/.test(c.name)))
+  for (const threads of [1, 2])
+    test(`native, ${threads} thread(s): ${name}: attention with the rebias folded equals it unfolded bit for bit`, () => {
+      const args = ['logits', '-m', fileOf(), '--threads', String(threads), '--tokens', longIds.join(','), '--steps', '4'];
+      const folded = spawnSync(nativeCli, args, { encoding: 'utf8', maxBuffer: 1 << 30 });
+      const plain = spawnSync(nofold, args, { encoding: 'utf8', maxBuffer: 1 << 30 });
+      assert.equal(folded.status, 0, folded.stderr);
+      assert.equal(plain.status, 0, plain.stderr);
+      const a = JSON.parse(folded.stdout), b = JSON.parse(plain.stdout);
+      assert.equal(a.prompt_logits.length, longIds.length);
+      assert.equal(a.greedy_step_logits.length, 4);
+      assert.ok(folded.stdout === plain.stdout, 'the logits differ');
+    });
