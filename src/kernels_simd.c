@@ -45,7 +45,8 @@ static inline v128_t rdot(v128_t y, v128_t w)
 
 uint32_t quant_cpu_type(uint32_t t)
 {
-    return WICK_RELAXED && t == WICK_TYPE_Q6_K ? WICK_TYPE_Q6_K_R : t;
+    if (!WICK_RELAXED) return t;
+    return t == WICK_TYPE_Q6_K ? WICK_TYPE_Q6_K_R : t == WICK_TYPE_Q4_K ? WICK_TYPE_Q4_K_R : t;
 }
 
 static inline float hsum_f32x4(v128_t v)
@@ -1009,14 +1010,14 @@ B32_ENTRIES(iq4_nl, B32_IQ4_NL)
  * Q3_K's q - 4) and the mins (Q2_K, Q4_K, Q5_K) go through the activation block sums, as in
  * the vec_dot kernels above. */
 
-enum k_kind { K_Q2, K_Q3, K_Q4, K_Q5, K_Q6, K_Q6R };
+enum k_kind { K_Q2, K_Q3, K_Q4, K_Q5, K_Q6, K_Q6R, K_Q4R };
 
 static ALWAYS_INLINE size_t k_size(enum k_kind k)
 {
     switch (k) {
     case K_Q2: return sizeof(block_q2_K);
     case K_Q3: return sizeof(block_q3_K);
-    case K_Q4: return sizeof(block_q4_K);
+    case K_Q4: case K_Q4R: return sizeof(block_q4_K);
     case K_Q5: return sizeof(block_q5_K);
     case K_Q6: return sizeof(block_q6_K);
     default: return sizeof(block_q6_K_r);
@@ -1024,7 +1025,7 @@ static ALWAYS_INLINE size_t k_size(enum k_kind k)
 }
 
 /* Q2_K, Q4_K and Q5_K subtract dmin times a sum of mins; Q3_K and Q6_K fold an offset in */
-static ALWAYS_INLINE int k_has_min(enum k_kind k) { return k == K_Q2 || k == K_Q4 || k == K_Q5; }
+static ALWAYS_INLINE int k_has_min(enum k_kind k) { return k == K_Q2 || k == K_Q4 || k == K_Q5 || k == K_Q4R; }
 
 /* A super-block's integer scales: sc[s] for sub-block s (16 sub-blocks of 16 elements, or for
  * Q4_K / Q5_K 8 of 32); *c_lo, *c_hi the 16 coefficients of the activation's bsums (the mins,
@@ -1062,7 +1063,7 @@ static ALWAYS_INLINE void k_scales(enum k_kind k, const uint8_t *blk, int16_t sc
         wasm_v128_store(sc + 8, *c_hi);
         break;
     }
-    case K_Q6R: break;   /* q6r_parts */
+    case K_Q6R: case K_Q4R: break;   /* q6r_parts, q4r_parts */
     }
 }
 
@@ -1147,7 +1148,7 @@ static ALWAYS_INLINE void k_unpack(enum k_kind k, const uint8_t *blk, const int 
         }
         break;
     }
-    case K_Q6R: lo[0] = lo[1] = hi[0] = hi[1] = wasm_i32x4_splat(0); break;   /* q6r_parts */
+    case K_Q6R: case K_Q4R: lo[0] = lo[1] = hi[0] = hi[1] = wasm_i32x4_splat(0); break;   /* q6r_parts, q4r_parts */
     }
     const int shift = k == K_Q4 || k == K_Q5 ? 5 : 4;   /* log2 of the sub-block size */
     v128_t s0 = wasm_i16x8_splat(sc[set.first >> shift]), s1 = wasm_i16x8_splat(sc[set.second >> shift]);
@@ -1228,7 +1229,7 @@ static ALWAYS_INLINE void k_unpack_u8(enum k_kind k, const uint8_t *blk, const i
         *hi = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(b, 4), low4), wasm_v128_and(move_bits16(hb, 2 * p + 4, 4), bits45));
         break;
     }
-    case K_Q6R: *lo = *hi = wasm_i32x4_splat(0); break;   /* q6r_parts */
+    case K_Q6R: case K_Q4R: *lo = *hi = wasm_i32x4_splat(0); break;   /* q6r_parts, q4r_parts */
     }
 }
 #endif
@@ -1334,6 +1335,43 @@ static ALWAYS_INLINE void q6r_parts(const int NT, const uint8_t *const rows[4], 
         }
     }
 }
+
+/* Q4_K_R (quant.h), as q6r_parts: per row and token, the sixteen pair-product vectors of a
+ * super-block added in 16 bits eight at a time (lane k: sub-block k), each sum weighed by the
+ * eight scales at once; the mins go through the activation sums as for Q4_K (k_block). */
+static ALWAYS_INLINE void q4r_parts(const int NT, const uint8_t *const rows[4], size_t off, const block_q8_K *const y[],
+                                    v128_t c_lo[4], v128_t c_hi[4], v128_t part[4][GEMM_MAX_TOKENS])
+{
+    const v128_t low4 = wasm_i8x16_splat(0x0f);
+#ifdef __clang__
+#pragma clang loop unroll(disable)
+#endif
+    for (int r = 0; r < 4; r++) {
+        const block_q4_K *x = (const block_q4_K *)(rows[r] + off);
+        v128_t scale, min;
+        k_scales_mins(x->scales, &scale, &min);
+        c_lo[r] = wasm_i16x8_shuffle(min, min, 0, 0, 1, 1, 2, 2, 3, 3);
+        c_hi[r] = wasm_i16x8_shuffle(min, min, 4, 4, 5, 5, 6, 6, 7, 7);
+        /* runs m and m + 8 (one byte's nibbles) add into one 16-bit sum per token: lane k is
+         * sub-block k in both; eight products (four bytes) per sum, then weighed */
+        for (int t = 0; t < NT; t++)
+            part[r][t] = wasm_i32x4_splat(0);
+        for (int m0 = 0; m0 < 8; m0 += 4) {
+            v128_t sum[GEMM_MAX_TOKENS];
+            for (int t = 0; t < NT; t++)
+                sum[t] = wasm_i16x8_splat(0);
+            for (int m = m0; m < m0 + 4; m++) {
+                v128_t b = wasm_v128_load(x->qs + 16 * m);
+                v128_t lo = wasm_v128_and(b, low4), hi = wasm_v128_and(wasm_u16x8_shr(b, 4), low4);
+                for (int t = 0; t < NT; t++)
+                    sum[t] = wasm_i16x8_add(sum[t], wasm_i16x8_add(rdot(wasm_v128_load(y[t]->qs + 16 * m), lo),
+                                                                   rdot(wasm_v128_load(y[t]->qs + 16 * (m + 8)), hi)));
+            }
+            for (int t = 0; t < NT; t++)
+                part[r][t] = wasm_i32x4_add(part[r][t], dot_i16(sum[t], scale));
+        }
+    }
+}
 #endif
 
 /* the reference per super-block, in four lanes:
@@ -1349,7 +1387,7 @@ static ALWAYS_INLINE void k_block(enum k_kind k, const int NT, const uint8_t *co
     switch (k) {
     case K_Q2: d_off = offsetof(block_q2_K, d); dmin_off = offsetof(block_q2_K, dmin); break;
     case K_Q3: d_off = offsetof(block_q3_K, d); dmin_off = 0; break;
-    case K_Q4: d_off = offsetof(block_q4_K, d); dmin_off = offsetof(block_q4_K, dmin); break;
+    case K_Q4: case K_Q4R: d_off = offsetof(block_q4_K, d); dmin_off = offsetof(block_q4_K, dmin); break;
     case K_Q5: d_off = offsetof(block_q5_K, d); dmin_off = offsetof(block_q5_K, dmin); break;
     default: d_off = offsetof(block_q6_K, d); dmin_off = 0; break;
     }
@@ -1358,6 +1396,8 @@ static ALWAYS_INLINE void k_block(enum k_kind k, const int NT, const uint8_t *co
 #if WICK_RELAXED
     if (k == K_Q6R) {
         q6r_parts(NT, rows, off, y, c_lo, c_hi, part);
+    } else if (k == K_Q4R) {
+        q4r_parts(NT, rows, off, y, c_lo, c_hi, part);
     } else
 #endif
     {
@@ -1437,8 +1477,10 @@ GEMM_ENTRY(quant_gemm_q2_K, gemm_k, K_Q2)
 GEMV8_ENTRY(quant_gemv8_q2_K, gemv8_k, K_Q2)
 GEMM_ENTRY(quant_gemm_q3_K, gemm_k, K_Q3)
 GEMV8_ENTRY(quant_gemv8_q3_K, gemv8_k, K_Q3)
+#if !WICK_RELAXED /* (the relaxed builds' Q4_K kernels: below) */
 GEMM_ENTRY(quant_gemm_q4_K, gemm_k, K_Q4)
 GEMV8_ENTRY(quant_gemv8_q4_K, gemv8_k, K_Q4)
+#endif
 GEMM_ENTRY(quant_gemm_q5_K, gemm_k, K_Q5)
 GEMV8_ENTRY(quant_gemv8_q5_K, gemv8_k, K_Q5)
 #if !WICK_RELAXED /* (the relaxed builds' Q6_K kernels: below) */
@@ -1448,6 +1490,8 @@ GEMV8_ENTRY(quant_gemv8_q6_K, gemv8_k, K_Q6)
 #if WICK_RELAXED
 GEMM_ENTRY(quant_gemm_q6_K_r, gemm_k, K_Q6R)
 GEMV8_ENTRY(quant_gemv8_q6_K_r, gemv8_k, K_Q6R)
+GEMM_ENTRY(quant_gemm_q4_K_r, gemm_k, K_Q4R)
+GEMV8_ENTRY(quant_gemv8_q4_K_r, gemv8_k, K_Q4R)
 
 /* Q6_K blocks rewritten in place as Q6_K_R (quant.h), equal byte for byte to the scalar
  * quant_repack_ref. Per half of a super-block, the eight sub-blocks' stored values (one vector
@@ -1526,6 +1570,55 @@ float quant_vec_dot_q6_K_r_simd(int n, const void *w, const void *a)
     quant_gemm_q6_K_r(n, w, 0, 1, a, 0, 1, &out, 1);
     return out;
 }
+
+/* Q4_K blocks rewritten in place as Q4_K_R (quant.h), equal byte for byte to quant_repack_ref:
+ * sub-block k's 32 stored values (two vectors) are read from nibble k % 2 of qs[32 (k / 2) ..];
+ * the first vectors of the eight sub-blocks transposed as element pairs give runs 0..7 of the
+ * new order, the second ones runs 8..15; run m and run m + 8 share bytes as nibbles. */
+void quant_repack_q4_K_r_simd(void *data, size_t n_blocks)
+{
+    const v128_t low4 = wasm_i8x16_splat(0x0f);
+    for (size_t i = 0; i < n_blocks; i++) {
+        uint8_t *qs = ((block_q4_K *)data + i)->qs;
+        v128_t first[8], second[8], run[16];
+        for (int j = 0; j < 4; j++) {
+            v128_t a = wasm_v128_load(qs + 32 * j), b = wasm_v128_load(qs + 32 * j + 16);
+            first[2 * j] = wasm_v128_and(a, low4);
+            second[2 * j] = wasm_v128_and(b, low4);
+            first[2 * j + 1] = wasm_v128_and(wasm_u16x8_shr(a, 4), low4);
+            second[2 * j + 1] = wasm_v128_and(wasm_u16x8_shr(b, 4), low4);
+        }
+        transpose_u16x8x8(first, run);
+        transpose_u16x8x8(second, run + 8);
+        for (int m = 0; m < 8; m++)
+            wasm_v128_store(qs + 16 * m, wasm_v128_or(run[m], wasm_i16x8_shl(run[m + 8], 4)));
+    }
+}
+
+/* Q8_K_R32 (quant.h): Q8_K with the first and the second halves of the eight sub-blocks of 32
+ * transposed as Q4_K_R's values are */
+void quant_q8_K_r32_from_float_simd(const float *src, void *dst, int64_t n)
+{
+    quant_q8_K_from_float_simd(src, dst, n);
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        int8_t *qs = ((block_q8_K *)dst)[i].qs;
+        v128_t first[8], second[8], run[16];
+        for (int k = 0; k < 8; k++) {
+            first[k] = wasm_v128_load(qs + 32 * k);
+            second[k] = wasm_v128_load(qs + 32 * k + 16);
+        }
+        transpose_u16x8x8(first, run);
+        transpose_u16x8x8(second, run + 8);
+        for (int m = 0; m < 16; m++) wasm_v128_store(qs + 16 * m, run[m]);
+    }
+}
+
+float quant_vec_dot_q4_K_r_simd(int n, const void *w, const void *a)
+{
+    float out;
+    quant_gemm_q4_K_r(n, w, 0, 1, a, 0, 1, &out, 1);
+    return out;
+}
 #else
 /* The plain builds never choose Q6_K_R (quant_cpu_type): there its functions are the scalar
  * references, which the tests still check, and add next to nothing to the download. */
@@ -1537,6 +1630,15 @@ void quant_repack_q6_K_r_simd(void *data, size_t n_blocks)
 void quant_q8_K_r_from_float_simd(const float *src, void *dst, int64_t n) { quant_q8_K_r_from_float_ref(src, dst, n); }
 
 float quant_vec_dot_q6_K_r_simd(int n, const void *w, const void *a) { return quant_vec_dot_q6_K_r_ref(n, w, a); }
+
+void quant_repack_q4_K_r_simd(void *data, size_t n_blocks)
+{
+    quant_repack_ref(WICK_TYPE_Q4_K, WICK_TYPE_Q4_K_R, data, n_blocks);
+}
+
+void quant_q8_K_r32_from_float_simd(const float *src, void *dst, int64_t n) { quant_q8_K_r32_from_float_ref(src, dst, n); }
+
+float quant_vec_dot_q4_K_r_simd(int n, const void *w, const void *a) { return quant_vec_dot_q4_K_r_ref(n, w, a); }
 #endif
 
 /* ---- the rest: one vec_dot per output ---- */
@@ -1552,9 +1654,9 @@ static ALWAYS_INLINE void gemm_by_vec_dot(float (*dot)(int, const void *, const 
 }
 
 /* Where a type's fast kernels are never used, its tile and eight-row kernels loop over its
- * scalar reference (exact), so that they add next to nothing to the download: Q6_K_R in the plain
- * builds, which never choose it, and Q6_K in the relaxed builds, whose CPU contexts rewrite every
- * Q6_K matrix as Q6_K_R first (model_use_cpu_layout). */
+ * scalar reference (exact), so that they add next to nothing to the download: Q6_K_R and Q4_K_R
+ * in the plain builds, which never choose them, and Q6_K and Q4_K in the relaxed builds, whose
+ * CPU contexts rewrite every such matrix first (model_use_cpu_layout). */
 #define GEMV8_BY_DOT(name, dot)                                                                     \
     void name(int n, const void *w, size_t w_stride, const void *a, float out[8])                   \
     {                                                                                               \
@@ -1564,9 +1666,13 @@ static ALWAYS_INLINE void gemm_by_vec_dot(float (*dot)(int, const void *, const 
 #if WICK_RELAXED
 GEMM_ENTRY(quant_gemm_q6_K, gemm_by_vec_dot, quant_vec_dot_q6_K_ref)
 GEMV8_BY_DOT(quant_gemv8_q6_K, quant_vec_dot_q6_K_ref)
+GEMM_ENTRY(quant_gemm_q4_K, gemm_by_vec_dot, quant_vec_dot_q4_K_ref)
+GEMV8_BY_DOT(quant_gemv8_q4_K, quant_vec_dot_q4_K_ref)
 #else
 GEMM_ENTRY(quant_gemm_q6_K_r, gemm_by_vec_dot, quant_vec_dot_q6_K_r_simd)
 GEMV8_BY_DOT(quant_gemv8_q6_K_r, quant_vec_dot_q6_K_r_simd)
+GEMM_ENTRY(quant_gemm_q4_K_r, gemm_by_vec_dot, quant_vec_dot_q4_K_r_simd)
+GEMV8_BY_DOT(quant_gemv8_q4_K_r, quant_vec_dot_q4_K_r_simd)
 #endif
 GEMM_ENTRY(quant_gemm_f32, gemm_by_vec_dot, quant_vec_dot_f32_simd)
 GEMM_ENTRY(quant_gemm_f16, gemm_by_vec_dot, quant_vec_dot_f16_simd)

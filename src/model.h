@@ -125,8 +125,8 @@ int model_load_llama2c(struct wick_model *m, const uint8_t *bin, size_t bin_size
                        size_t tok_size, char *err, size_t err_len);
 void model_release(struct wick_model *m);
 
-/* Rewrites the weight matrices whose CPU layout differs from the file's (quant_cpu_type: Q6_K in
- * the relaxed-SIMD builds) in place in the file buffer, once per model; their type becomes the
+/* Rewrites the weight matrices whose CPU layout differs from the file's (quant_cpu_type: Q4_K and
+ * Q6_K in the relaxed-SIMD builds) in place in the file buffer, once per model; their type becomes the
  * new one. Called when a CPU context is made: the GPU path reads the file's layout, so it is
  * not done at load. Sets cpu_layout when anything changed; -1 when out of memory. */
 int model_use_cpu_layout(struct wick_model *m);

@@ -856,7 +856,7 @@ static void q5_K_from_float(const float *src, void *dst, int64_t n)
 }
 
 /* ggml_vec_dot_q4_K_q8_K: sum_j d sc_j sum(q y) - dmin sum_j m_j (bsums of sub-block j) */
-static float vec_dot_q4_K_ref(int n, const void *w, const void *a)
+float quant_vec_dot_q4_K_ref(int n, const void *w, const void *a)
 {
     const block_q4_K *x = w;
     const block_q8_K *y = a;
@@ -1022,17 +1022,102 @@ static void q6_K_r_from_float(const float *src, void *dst, int64_t n)
     quant_repack(WICK_TYPE_Q6_K, WICK_TYPE_Q6_K_R, dst, (size_t)(n / QK_K));
 }
 
+/* ---- Q4_K_R and Q8_K_R32 (quant.h) ---- */
+
+static int q4_K_r_stored(const uint8_t qs[QK_K / 2], int p)
+{
+    int m = p / 16, l = p % 16;
+    return m < 8 ? qs[16 * m + l] & 0x0f : qs[16 * (m - 8) + l] >> 4;
+}
+
+static void q4_K_r_to_float(const void *src, float *dst, int64_t n)
+{
+    const block_q4_K *x = src;
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        float d = f16(x[i].d), dmin = f16(x[i].dmin);
+        uint8_t scale[8], min[8];
+        quant_unpack_q4_K_scales(x[i].scales, scale, min);
+        for (int e = 0; e < QK_K; e++)
+            *dst++ = d * scale[e / 32] * q4_K_r_stored(x[i].qs, quant_k_r32_pos(e)) - dmin * min[e / 32];
+    }
+}
+
+/* one Q4_K block's qs in the Q4_K_R order, in place (d, dmin and scales stay) */
+static void q4_K_to_r(block_q4_K *x)
+{
+    uint8_t v[QK_K];
+    for (int e = 0; e < QK_K; e++)
+        v[quant_k_r32_pos(e)] = (uint8_t)q4_K_value(x->qs, e);
+    for (int m = 0; m < 8; m++)
+        for (int l = 0; l < 16; l++)
+            x->qs[16 * m + l] = (uint8_t)(v[16 * m + l] | v[16 * (m + 8) + l] << 4);
+}
+
+static void q4_K_r_from_float(const float *src, void *dst, int64_t n)
+{
+    q4_K_from_float(src, dst, n);
+    quant_repack(WICK_TYPE_Q4_K, WICK_TYPE_Q4_K_R, dst, (size_t)(n / QK_K));
+}
+
+float quant_vec_dot_q4_K_r_ref(int n, const void *w, const void *a)
+{
+    const block_q4_K *x = w;
+    const block_q8_K *y = a;
+    float sum = 0;
+    for (int i = 0; i < n / QK_K; i++) {
+        uint8_t scale[8], min[8];
+        quant_unpack_q4_K_scales(x[i].scales, scale, min);
+        int sumi = 0, sum_mins = 0;
+        for (int sb = 0; sb < 8; sb++) {
+            int part = 0;
+            for (int e = 32 * sb; e < 32 * sb + 32; e++) {
+                int p = quant_k_r32_pos(e);
+                part += q4_K_r_stored(x[i].qs, p) * y[i].qs[p];
+            }
+            sumi += scale[sb] * part;
+            sum_mins += min[sb] * (y[i].bsums[2 * sb] + y[i].bsums[2 * sb + 1]);
+        }
+        sum += f16(x[i].d) * y[i].d * (float)sumi - f16(x[i].dmin) * y[i].d * (float)sum_mins;
+    }
+    return sum;
+}
+
+static void q8_K_r32_to_float(const void *src, float *dst, int64_t n)
+{
+    const block_q8_K *x = src;
+    for (int64_t i = 0; i < n / QK_K; i++, dst += QK_K)
+        for (int e = 0; e < QK_K; e++)
+            dst[e] = x[i].d * x[i].qs[quant_k_r32_pos(e)];
+}
+
+void quant_q8_K_r32_from_float_ref(const float *src, void *dst, int64_t n)
+{
+    quant_q8_K_from_float_ref(src, dst, n);
+    block_q8_K *y = dst;
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        int8_t qs[QK_K];
+        for (int e = 0; e < QK_K; e++)
+            qs[quant_k_r32_pos(e)] = y[i].qs[e];
+        memcpy(y[i].qs, qs, sizeof qs);
+    }
+}
+
 void quant_repack_ref(uint32_t from, uint32_t to, void *data, size_t n_blocks)
 {
     if (from == WICK_TYPE_Q6_K && to == WICK_TYPE_Q6_K_R)
         for (size_t i = 0; i < n_blocks; i++)
             q6_K_to_r((const block_q6_K *)data + i, (block_q6_K_r *)data + i);
+    if (from == WICK_TYPE_Q4_K && to == WICK_TYPE_Q4_K_R)
+        for (size_t i = 0; i < n_blocks; i++)
+            q4_K_to_r((block_q4_K *)data + i);
 }
 
 void quant_repack(uint32_t from, uint32_t to, void *data, size_t n_blocks)
 {
     if (from == WICK_TYPE_Q6_K && to == WICK_TYPE_Q6_K_R)
         quant_repack_q6_K_r_simd(data, n_blocks);
+    if (from == WICK_TYPE_Q4_K && to == WICK_TYPE_Q4_K_R)
+        quant_repack_q4_K_r_simd(data, n_blocks);
 }
 
 /* the reference: Q6_K's, read through the new order (the same integers, so the same result) */
@@ -1107,7 +1192,7 @@ static const quant_type quant_types[WICK_TYPE_COUNT] = {
     TYPE_ROW(Q3_K, "q3_K", QK_K, sizeof(block_q3_K), Q8_K, q3_K_to_float, q3_K_from_float,
              quant_vec_dot_q3_K_simd, vec_dot_q3_K_ref, quant_gemm_q3_K, quant_gemv8_q3_K),
     TYPE_ROW(Q4_K, "q4_K", QK_K, sizeof(block_q4_K), Q8_K, q4_K_to_float, q4_K_from_float,
-             quant_vec_dot_q4_K_simd, vec_dot_q4_K_ref, quant_gemm_q4_K, quant_gemv8_q4_K),
+             quant_vec_dot_q4_K_simd, quant_vec_dot_q4_K_ref, quant_gemm_q4_K, quant_gemv8_q4_K),
     TYPE_ROW(Q5_K, "q5_K", QK_K, sizeof(block_q5_K), Q8_K, q5_K_to_float, q5_K_from_float,
              quant_vec_dot_q5_K_simd, vec_dot_q5_K_ref, quant_gemm_q5_K, quant_gemv8_q5_K),
     TYPE_ROW(Q6_K, "q6_K", QK_K, sizeof(block_q6_K), Q8_K, q6_K_to_float, q6_K_from_float,
@@ -1120,6 +1205,10 @@ static const quant_type quant_types[WICK_TYPE_COUNT] = {
              quant_vec_dot_q6_K_r_simd, quant_vec_dot_q6_K_r_ref, quant_gemm_q6_K_r, quant_gemv8_q6_K_r),
     /* an activation format only: never a weight, so no dot product of its own */
     TYPE_ROW(Q8_K_R, "q8_K_r", QK_K, sizeof(block_q8_K), Q8_K_R, q8_K_r_to_float, quant_q8_K_r_from_float_simd,
+             NULL, NULL, NULL, NULL),
+    TYPE_ROW(Q4_K_R, "q4_K_r", QK_K, sizeof(block_q4_K), Q8_K_R32, q4_K_r_to_float, q4_K_r_from_float,
+             quant_vec_dot_q4_K_r_simd, quant_vec_dot_q4_K_r_ref, quant_gemm_q4_K_r, quant_gemv8_q4_K_r),
+    TYPE_ROW(Q8_K_R32, "q8_K_r32", QK_K, sizeof(block_q8_K), Q8_K_R32, q8_K_r32_to_float, quant_q8_K_r32_from_float_simd,
              NULL, NULL, NULL, NULL),
 };
 

@@ -13,8 +13,8 @@ enum wick_type {
     WICK_TYPE_Q2_K = 10, WICK_TYPE_Q3_K = 11, WICK_TYPE_Q4_K = 12, WICK_TYPE_Q5_K = 13,
     WICK_TYPE_Q6_K = 14, WICK_TYPE_Q8_K = 15, WICK_TYPE_IQ4_NL = 20, WICK_TYPE_BF16 = 30,
     /* wick's own layouts, made in memory and never read from a file (below) */
-    WICK_TYPE_Q6_K_R = 31, WICK_TYPE_Q8_K_R = 32,
-    WICK_TYPE_COUNT = 33
+    WICK_TYPE_Q6_K_R = 31, WICK_TYPE_Q8_K_R = 32, WICK_TYPE_Q4_K_R = 33, WICK_TYPE_Q8_K_R32 = 34,
+    WICK_TYPE_COUNT = 35
 };
 /* type ids below this may come from a file; the others are wick's own */
 #define WICK_TYPE_FILE_COUNT 31
@@ -64,15 +64,16 @@ typedef struct {
 const quant_type *quant_get(uint32_t type);
 
 /* The type a weight matrix of file type t takes on the CPU path of this build: Q6_K_R for Q6_K
- * in the relaxed-SIMD builds, else t itself. */
+ * and Q4_K_R for Q4_K in the relaxed-SIMD builds, else t itself. */
 uint32_t quant_cpu_type(uint32_t t);
 /* n_blocks blocks of type `from` at data rewritten in place as blocks of type `to` (the same
- * size): Q6_K to Q6_K_R only. */
+ * size): Q6_K to Q6_K_R and Q4_K to Q4_K_R. */
 void quant_repack(uint32_t from, uint32_t to, void *data, size_t n_blocks);
 /* the same by the scalar reference (quant.c), and the SIMD version quant_repack uses
  * (kernels_simd.c), equal byte for byte */
 void quant_repack_ref(uint32_t from, uint32_t to, void *data, size_t n_blocks);
 void quant_repack_q6_K_r_simd(void *data, size_t n_blocks);
+void quant_repack_q4_K_r_simd(void *data, size_t n_blocks);
 
 /* bytes of a row of n elements, or 0 when n is not a multiple of the block size */
 size_t quant_row_size(uint32_t type, int64_t n);
@@ -148,6 +149,20 @@ static inline int quant_k_r_pos(int e)
 {
     int k = e / 16, i = e % 16;
     return 128 * (k / 8) + 16 * (i / 2) + 2 * (k % 8) + i % 2;
+}
+
+/* Q4_K_R is Q4_K (block_q4_K: the same d, dmin, scales and size) with qs in the same kind of
+ * order for its eight sub-blocks of 32: element 32k + i (sub-block k, i < 32) at
+ *   p = 16 * (i / 2) + 2 * k + i % 2,
+ * each 16 positions one pair of each sub-block, so a dot product of pairs has sub-block k in lane
+ * k; eight of them add in 16 bits (at most 8 * 2 * 128 * 15) before one vector of the eight
+ * scales weighs them. Stored values v (0..15) in this order are packed two runs of 16 per 16
+ * bytes: qs[16m + l] = v[16m + l] | v[16(m + 8) + l] << 4 (m < 8). Activations: Q8_K_R32, Q8_K
+ * with qs in this order. */
+static inline int quant_k_r32_pos(int e)
+{
+    int k = e / 32, i = e % 32;
+    return 16 * (i / 2) + 2 * k + i % 2;
 }
 /* x = d * kvalues_iq4nl[q], q in 0..15, nibbles as in Q4_0 */
 typedef struct { uint16_t d; uint8_t qs[QK4_NL / 2]; } block_iq4_nl;
@@ -231,6 +246,9 @@ float quant_vec_dot_q6_K_r_simd(int n, const void *w, const void *a);
  * of the one a build never runs (kernels_simd.c) */
 float quant_vec_dot_q6_K_r_ref(int n, const void *w, const void *a);
 float quant_vec_dot_q6_K_ref(int n, const void *w, const void *a);
+float quant_vec_dot_q4_K_r_ref(int n, const void *w, const void *a);
+float quant_vec_dot_q4_K_ref(int n, const void *w, const void *a);
+float quant_vec_dot_q4_K_r_simd(int n, const void *w, const void *a);
 
 /* The tile kernels (kernels_simd.c), handed out as quant_type.gemm (arguments as there). The
  * float types and the activation formats as weights loop over their vec_dot. */
@@ -243,14 +261,18 @@ void quant_q8_0_from_float_simd(const float *src, void *dst, int64_t n);
 /* the same for Q8_K (quantize_row_q8_K_ref) */
 void quant_q8_K_from_float_ref(const float *src, void *dst, int64_t n);
 void quant_q8_K_from_float_simd(const float *src, void *dst, int64_t n);
-/* the same for Q8_K_R (Q8_K in the Q6_K_R order) */
+/* the same for Q8_K_R (Q8_K in the Q6_K_R order) and Q8_K_R32 (in the Q4_K_R order) */
 void quant_q8_K_r_from_float_ref(const float *src, void *dst, int64_t n);
 void quant_q8_K_r_from_float_simd(const float *src, void *dst, int64_t n);
+void quant_q8_K_r32_from_float_ref(const float *src, void *dst, int64_t n);
+void quant_q8_K_r32_from_float_simd(const float *src, void *dst, int64_t n);
 typedef void quant_gemv8_fn(int n, const void *w, size_t w_stride, const void *a, float out[8]);
 quant_gemv8_fn quant_gemv8_q4_0, quant_gemv8_q4_1, quant_gemv8_q5_0, quant_gemv8_q5_1, quant_gemv8_q8_0, quant_gemv8_iq4_nl,
-    quant_gemv8_q2_K, quant_gemv8_q3_K, quant_gemv8_q4_K, quant_gemv8_q5_K, quant_gemv8_q6_K, quant_gemv8_q6_K_r;
+    quant_gemv8_q2_K, quant_gemv8_q3_K, quant_gemv8_q4_K, quant_gemv8_q5_K, quant_gemv8_q6_K, quant_gemv8_q6_K_r,
+    quant_gemv8_q4_K_r;
 quant_gemm_fn quant_gemm_f32, quant_gemm_f16, quant_gemm_bf16, quant_gemm_q4_0, quant_gemm_q4_1,
     quant_gemm_q5_0, quant_gemm_q5_1, quant_gemm_q8_0, quant_gemm_q8_1, quant_gemm_q2_K, quant_gemm_q3_K,
-    quant_gemm_q4_K, quant_gemm_q5_K, quant_gemm_q6_K, quant_gemm_q8_K, quant_gemm_iq4_nl, quant_gemm_q6_K_r;
+    quant_gemm_q4_K, quant_gemm_q5_K, quant_gemm_q6_K, quant_gemm_q8_K, quant_gemm_iq4_nl, quant_gemm_q6_K_r,
+    quant_gemm_q4_K_r;
 
 #endif

@@ -9,9 +9,10 @@
  * made from a model and freed before it.
  *
  * The buffer must also be writable: in the relaxed-SIMD builds the first wick_ctx_new on a
- * model rewrites its Q6_K weight matrices in place into the layout of the CPU kernels (the same
- * values and size, quant.h: Q6_K_R), so the buffer no longer holds the file's bytes; keep a copy
- * of the file elsewhere if it is needed again (the glue caches a download before loading it). */
+ * model rewrites its Q4_K and Q6_K weight matrices in place into the layouts of the CPU kernels
+ * (the same values and size, quant.h: Q4_K_R, Q6_K_R), so the buffer no longer holds the file's
+ * bytes; keep a copy of the file elsewhere if it is needed again (the glue caches a download
+ * before loading it). */
 #ifndef WICK_H
 #define WICK_H
 

@@ -10,7 +10,7 @@
  * batch, per-token equivalent: a batch of 4 that takes the time of one token counts 4×), and
  * tokens per second through this one matrix.
  *
- * Usage: bench_kernels [type-name ...]   (default: q4_0 q8_0 q4_K q6_K q6_K_r; "all" for every type) */
+ * Usage: bench_kernels [type-name ...]   (default: q4_0 q8_0 q4_K_r q6_K_r; "all" for every type) */
 #include "quant.h"
 
 #include <stdio.h>
@@ -158,9 +158,9 @@ int bench_main(int argc, char **argv)
     static const uint32_t order[] = {
         WICK_TYPE_Q4_0, WICK_TYPE_Q8_0, WICK_TYPE_Q4_K, WICK_TYPE_Q6_K, WICK_TYPE_Q2_K, WICK_TYPE_Q3_K,
         WICK_TYPE_Q5_K, WICK_TYPE_Q4_1, WICK_TYPE_Q5_0, WICK_TYPE_Q5_1, WICK_TYPE_IQ4_NL, WICK_TYPE_F16,
-        WICK_TYPE_BF16, WICK_TYPE_F32, WICK_TYPE_Q8_1, WICK_TYPE_Q8_K, WICK_TYPE_Q6_K_R,
+        WICK_TYPE_BF16, WICK_TYPE_F32, WICK_TYPE_Q8_1, WICK_TYPE_Q8_K, WICK_TYPE_Q6_K_R, WICK_TYPE_Q4_K_R,
     };
-    static const char *const default_types[] = { "q4_0", "q8_0", "q4_K", "q6_K", "q6_K_r" };
+    static const char *const default_types[] = { "q4_0", "q8_0", "q4_K_r", "q6_K_r" };
     printf("matrix kernels, %d x %d weights, one thread; xN: speed-up over the line it replaces\n"
            "(vec_dot over the scalar reference, gemm over the vec_dot loop for the same tokens)\n", ROWS, COLS);
     int all = argc > 1 && strcmp(argv[1], "all") == 0;

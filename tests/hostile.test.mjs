@@ -45,9 +45,9 @@ add('tensor-zero-dimension', variant((g) => { tensor(g, 'output_norm.weight').ne
 add('tensor-shape-overflows', variant((g) => { tensor(g, 'output_norm.weight').ne = [1n << 32n, 1n << 32n]; }), /too large/);
 add('tensor-shape-product-overflows-64-bits', variant((g) => { tensor(g, 'output_norm.weight').ne = [1n << 40n, 1n << 30n, 1n << 30n]; }), /too large/);
 add('tensor-unknown-type', variant((g) => { tensor(g, 'output_norm.weight').type = 99; }), /unsupported tensor type 99/);
-// wick's own in-memory layouts (quant.h: Q6_K_R = 31, Q8_K_R = 32) are never taken from a file
-add('tensor-internal-type-31', variant((g) => { tensor(g, 'output_norm.weight').type = 31; }), /unsupported tensor type 31/);
-add('tensor-internal-type-32', variant((g) => { tensor(g, 'output_norm.weight').type = 32; }), /unsupported tensor type 32/);
+// wick's own in-memory layouts (quant.h: Q6_K_R = 31, Q8_K_R = 32, Q4_K_R = 33, Q8_K_R32 = 34) are never taken from a file
+for (const t of [31, 32, 33, 34])
+  add(`tensor-internal-type-${t}`, variant((g) => { tensor(g, 'output_norm.weight').type = t; }), new RegExp(`unsupported tensor type ${t}`));
 add('tensor-offset-past-end', variant((g) => { tensor(g, 'output_norm.weight').offset = 1n << 40n; }), /past end of file/);
 add('tensor-offset-wraps-around', variant((g) => { tensor(g, 'output_norm.weight').offset = u64max - 31n; }), /past end of file|not aligned/);
 add('tensor-offset-misaligned', variant((g) => { tensor(g, 'output_norm.weight').offset = 4n; }), /not aligned/);

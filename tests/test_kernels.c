@@ -57,7 +57,7 @@ static void fill_normal(float *x, int n, float scale)
 static const uint32_t all_types[] = {
     WICK_TYPE_F32, WICK_TYPE_F16, WICK_TYPE_BF16, WICK_TYPE_Q4_0, WICK_TYPE_Q4_1, WICK_TYPE_Q5_0,
     WICK_TYPE_Q5_1, WICK_TYPE_Q8_0, WICK_TYPE_Q8_1, WICK_TYPE_Q2_K, WICK_TYPE_Q3_K, WICK_TYPE_Q4_K,
-    WICK_TYPE_Q5_K, WICK_TYPE_Q6_K, WICK_TYPE_Q8_K, WICK_TYPE_IQ4_NL, WICK_TYPE_Q6_K_R,
+    WICK_TYPE_Q5_K, WICK_TYPE_Q6_K, WICK_TYPE_Q8_K, WICK_TYPE_IQ4_NL, WICK_TYPE_Q6_K_R, WICK_TYPE_Q4_K_R,
 };
 #define N_TYPES (sizeof all_types / sizeof all_types[0])
 
@@ -78,6 +78,7 @@ static int half_fields(uint32_t type, size_t off[3])
     case WICK_TYPE_Q5_K: off[0] = offsetof(block_q5_K, d); off[1] = offsetof(block_q5_K, dmin); return 2;
     case WICK_TYPE_Q6_K: off[0] = offsetof(block_q6_K, d); return 1;
     case WICK_TYPE_Q6_K_R: off[0] = offsetof(block_q6_K_r, d); return 1;
+    case WICK_TYPE_Q4_K_R: off[0] = offsetof(block_q4_K, d); off[1] = offsetof(block_q4_K, dmin); return 2;
     case WICK_TYPE_IQ4_NL: off[0] = offsetof(block_iq4_nl, d); return 1;
     default: return 0;
     }
@@ -312,7 +313,7 @@ static double round_trip_bound(uint32_t type)
     case WICK_TYPE_Q8_K: return 0.02;          /* one scale per 256 values */
     case WICK_TYPE_Q6_K: case WICK_TYPE_Q6_K_R: return 0.03;
     case WICK_TYPE_Q5_0: case WICK_TYPE_Q5_1: case WICK_TYPE_Q5_K: return 0.06;
-    case WICK_TYPE_Q4_0: case WICK_TYPE_Q4_1: case WICK_TYPE_Q4_K: case WICK_TYPE_IQ4_NL: return 0.12;
+    case WICK_TYPE_Q4_0: case WICK_TYPE_Q4_1: case WICK_TYPE_Q4_K: case WICK_TYPE_Q4_K_R: case WICK_TYPE_IQ4_NL: return 0.12;
     case WICK_TYPE_Q3_K: return 0.25;
     case WICK_TYPE_Q2_K: return 0.5;
     default: return 0;
@@ -544,41 +545,50 @@ static void test_q8_quantize(void)
         quant_q8_K_r_from_float_ref(x, kref, N);
         quant_get(WICK_TYPE_Q8_K_R)->from_float(x, ksimd, N);
         bad_kr += memcmp(kref, ksimd, sizeof kref) != 0;
+        quant_q8_K_r32_from_float_ref(x, kref, N);
+        quant_get(WICK_TYPE_Q8_K_R32)->from_float(x, ksimd, N);
+        bad_kr += memcmp(kref, ksimd, sizeof kref) != 0;
         rows++;
     }
     check(bad_k == 0, "q8_K   quantization: SIMD equals the scalar reference byte for byte on %d rows of %d blocks "
           "(every scale, ties, zeros, NaN, Inf, subnormals; %d differ)", rows, N / QK_K, bad_k);
-    check(bad_kr == 0, "q8_K_r quantization: SIMD equals the scalar reference byte for byte on %d rows (%d differ)", rows, bad_kr);
+    check(bad_kr == 0, "q8_K_r and q8_K_r32 quantization: SIMD equals the scalar reference byte for byte on %d rows (%d differ)", rows, bad_kr);
     check(bad_rows == 0, "q8_0   quantization: SIMD equals the scalar reference byte for byte on %d rows of %d blocks "
           "(every scale, ties, zeros, NaN, Inf, subnormals; %d differ)", rows, BLOCKS, bad_rows);
 }
 
-/* Q6_K_R is Q6_K rewritten in place (quant_repack) with Q8_K_R activations: the same values,
- * and every kernel's result bit for bit Q6_K's reference, in every build (the relaxed builds
- * choose it for Q6_K weights, quant_cpu_type). */
-static void test_q6_K_r(void)
+/* Q6_K_R and Q4_K_R are Q6_K and Q4_K rewritten in place (quant_repack), with Q8_K_R / Q8_K_R32
+ * activations: the same values, and every kernel's result bit for bit the file type's reference,
+ * in every build (the relaxed builds choose them, quant_cpu_type). */
+static void test_repacked(uint32_t file_type, uint32_t r_type, int (*pos)(int))
 {
+    const quant_type *qf = quant_get(file_type), *qr = quant_get(r_type);
+    const quant_type *q8 = quant_get(WICK_TYPE_Q8_K), *q8r = quant_get(qr->vec_dot_type);
+    const char *name = qr->name;
     uint8_t seen[QK_K] = {0};
     int bijective = 1;
     for (int e = 0; e < QK_K; e++) {
-        int p = quant_k_r_pos(e);
-        bijective &= p >= 0 && p < QK_K && !seen[p] && p / 128 == e / 128;
+        int p = pos(e);
+        bijective &= p >= 0 && p < QK_K && !seen[p];
         if (p >= 0 && p < QK_K) seen[p] = 1;
     }
-    check(bijective, "q6_K_r order: a permutation of each half of a super-block");
-
-    const quant_type *q6 = quant_get(WICK_TYPE_Q6_K), *q6r = quant_get(WICK_TYPE_Q6_K_R);
-    const quant_type *q8 = quant_get(WICK_TYPE_Q8_K), *q8r = quant_get(WICK_TYPE_Q8_K_R);
-    check(q6r->vec_dot_type == WICK_TYPE_Q8_K_R && q6r->type_size == q6->type_size && q8r->type_size == q8->type_size,
-          "q6_K_r: Q6_K's size, Q8_K_R activations of Q8_K's size");
+    check(bijective, "%s order: a permutation of a super-block", name);
+    check(qr->type_size == qf->type_size && q8r->type_size == q8->type_size && qf->vec_dot_type == WICK_TYPE_Q8_K
+          && quant_cpu_type(WICK_TYPE_F32) == WICK_TYPE_F32 && (quant_cpu_type(file_type) == file_type || quant_cpu_type(file_type) == r_type),
+          "%s: %s's size, activations (%s) of Q8_K's size", name, qf->name, q8r->name);
     enum { ROWS = 9, TOKENS = 5 };
     const int n = 4096;
-    size_t rb = quant_row_size(WICK_TYPE_Q6_K, n), ab = quant_row_size(WICK_TYPE_Q8_K, n);
-    uint8_t *w = malloc(rb * ROWS), *wr = malloc(rb * ROWS), *a = malloc(ab * TOKENS), *ar = malloc(ab * TOKENS);
+    size_t rb = quant_row_size(file_type, n), ab = quant_row_size(WICK_TYPE_Q8_K, n);
+    uint8_t *w = malloc(rb * ROWS), *wr = malloc(rb * ROWS), *wref = malloc(rb * ROWS), *a = malloc(ab * TOKENS), *ar = malloc(ab * TOKENS);
+    uint8_t *aref = malloc(ab * TOKENS);
     float *x = malloc(sizeof(float) * n), *f0 = malloc(sizeof(float) * n), *f1 = malloc(sizeof(float) * n);
-    fill_random_blocks(q6, w, n * ROWS);
+    fill_random_blocks(qf, w, n * ROWS);
     memcpy(wr, w, rb * ROWS);
-    quant_repack(WICK_TYPE_Q6_K, WICK_TYPE_Q6_K_R, wr, (size_t)ROWS * n / QK_K);
+    quant_repack(file_type, r_type, wr, (size_t)ROWS * n / QK_K);
+    memcpy(wref, w, rb * ROWS);
+    quant_repack_ref(file_type, r_type, wref, (size_t)ROWS * n / QK_K);
+    check(memcmp(wref, wr, rb * ROWS) == 0 && memcmp(w, wr, rb * ROWS) != 0,
+          "%s: quant_repack (SIMD) equals the scalar quant_repack_ref byte for byte", name);
     int acts_ok = 1;
     for (int t = 0; t < TOKENS; t++) {
         fill_normal(x, n, 1.0f);
@@ -590,40 +600,37 @@ static void test_q6_K_r(void)
         for (int i = 0; i < n / QK_K; i++) {
             const block_q8_K *b0 = (const block_q8_K *)(a + t * ab) + i, *b1 = (const block_q8_K *)(ar + t * ab) + i;
             acts_ok &= b0->d == b1->d && memcmp(b0->bsums, b1->bsums, sizeof b0->bsums) == 0;
+            for (int e = 0; e < QK_K; e++)
+                acts_ok &= b1->qs[pos(e)] == b0->qs[e];
         }
     }
-    check(acts_ok, "q8_K_r: the same values, scale and sub-block sums as q8_K");
+    check(acts_ok, "%s: the same values, scale and sub-block sums as q8_K, in the order", q8r->name);
     int values_ok = 1;
     for (int r = 0; r < ROWS; r++) {
-        q6->to_float(w + r * rb, f0, n);
-        q6r->to_float(wr + r * rb, f1, n);
+        qf->to_float(w + r * rb, f0, n);
+        qr->to_float(wr + r * rb, f1, n);
         values_ok &= memcmp(f0, f1, sizeof(float) * n) == 0;
     }
-    check(values_ok, "q6_K_r: quant_repack in place keeps every value (to_float)");
-    uint8_t *wref = malloc(rb * ROWS);
-    memcpy(wref, w, rb * ROWS);
-    quant_repack_ref(WICK_TYPE_Q6_K, WICK_TYPE_Q6_K_R, wref, (size_t)ROWS * n / QK_K);
-    check(memcmp(wref, wr, rb * ROWS) == 0, "q6_K_r: quant_repack (SIMD) equals the scalar quant_repack_ref byte for byte");
-    free(wref);
+    check(values_ok, "%s: quant_repack in place keeps every value (to_float)", name);
     int bad_ref = 0, bad_gemm = 0, bad_gemv8 = 0;
     float out[TOKENS * ROWS];
-    q6r->gemm(n, wr, rb, 4, ar, ab, TOKENS, out, ROWS);
-    q6r->gemm(n, wr + 4 * rb, rb, 4, ar, ab, TOKENS, out + 4, ROWS);
-    q6r->gemm(n, wr + 8 * rb, rb, 1, ar, ab, TOKENS, out + 8, ROWS);
+    qr->gemm(n, wr, rb, 4, ar, ab, TOKENS, out, ROWS);
+    qr->gemm(n, wr + 4 * rb, rb, 4, ar, ab, TOKENS, out + 4, ROWS);
+    qr->gemm(n, wr + 8 * rb, rb, 1, ar, ab, TOKENS, out + 8, ROWS);
     for (int t = 0; t < TOKENS; t++) {
         float g8[8];
-        q6r->gemv8(n, wr, rb, ar + t * ab, g8);
+        qr->gemv8(n, wr, rb, ar + t * ab, g8);
         for (int r = 0; r < ROWS; r++) {
-            float expect = q6->vec_dot_ref(n, w + r * rb, a + t * ab);
-            bad_ref += bits_of(q6r->vec_dot_ref(n, wr + r * rb, ar + t * ab)) != bits_of(expect);
+            float expect = qf->vec_dot_ref(n, w + r * rb, a + t * ab);
+            bad_ref += bits_of(qr->vec_dot_ref(n, wr + r * rb, ar + t * ab)) != bits_of(expect);
             bad_gemm += bits_of(out[t * ROWS + r]) != bits_of(expect);
             if (r < 8) bad_gemv8 += bits_of(g8[r]) != bits_of(expect);
         }
     }
     check(bad_ref == 0 && bad_gemm == 0 && bad_gemv8 == 0,
-          "q6_K_r n=%d: reference, gemm tiles and gemv8 equal q6_K's reference bit for bit (%d, %d, %d wrong)",
-          n, bad_ref, bad_gemm, bad_gemv8);
-    free(w); free(wr); free(a); free(ar); free(x); free(f0); free(f1);
+          "%s n=%d: reference, gemm tiles and gemv8 equal %s's reference bit for bit (%d, %d, %d wrong)",
+          name, n, qf->name, bad_ref, bad_gemm, bad_gemv8);
+    free(w); free(wr); free(wref); free(a); free(ar); free(aref); free(x); free(f0); free(f1);
 }
 
 int main(void)
@@ -633,7 +640,8 @@ int main(void)
     test_bf16();
     test_activation_sums();
     test_q8_quantize();
-    test_q6_K_r();
+    test_repacked(WICK_TYPE_Q6_K, WICK_TYPE_Q6_K_R, quant_k_r_pos);
+    test_repacked(WICK_TYPE_Q4_K, WICK_TYPE_Q4_K_R, quant_k_r32_pos);
     for (size_t k = 0; k < N_TYPES; k++) {
         const quant_type *t = quant_get(all_types[k]);
         if (t == NULL)
