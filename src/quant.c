@@ -972,6 +972,25 @@ float quant_vec_dot_q6_K_ref(int n, const void *w, const void *a)
 
 /* ---- Q6_K_R and Q8_K_R: Q6_K and Q8_K in the relaxed kernels' order (quant.h) ---------- */
 
+/* Q8_K_R and Q8_K_R32 are Q8_K with element e of each super-block at qs[pos(e)] */
+static void q8_K_in_order_to_float(const block_q8_K *x, float *dst, int64_t n, int (*pos)(int))
+{
+    for (int64_t i = 0; i < n / QK_K; i++, dst += QK_K)
+        for (int e = 0; e < QK_K; e++)
+            dst[e] = x[i].d * x[i].qs[pos(e)];
+}
+
+/* Q8_K blocks (n elements) with their qs moved to that order in place */
+static void q8_K_put_in_order(block_q8_K *y, int64_t n, int (*pos)(int))
+{
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        int8_t qs[QK_K];
+        for (int e = 0; e < QK_K; e++)
+            qs[pos(e)] = y[i].qs[e];
+        memcpy(y[i].qs, qs, sizeof qs);
+    }
+}
+
 _Static_assert(sizeof(block_q6_K_r) == sizeof(block_q6_K), "Q6_K_R repacks Q6_K in place");
 _Static_assert(offsetof(block_q6_K_r, scales) == offsetof(block_q6_K, scales) &&
                offsetof(block_q6_K_r, d) == offsetof(block_q6_K, d), "Q6_K_R keeps Q6_K's scales and d in place");
@@ -1082,24 +1101,12 @@ float quant_vec_dot_q4_K_r_ref(int n, const void *w, const void *a)
     return sum;
 }
 
-static void q8_K_r32_to_float(const void *src, float *dst, int64_t n)
-{
-    const block_q8_K *x = src;
-    for (int64_t i = 0; i < n / QK_K; i++, dst += QK_K)
-        for (int e = 0; e < QK_K; e++)
-            dst[e] = x[i].d * x[i].qs[quant_k_r32_pos(e)];
-}
+static void q8_K_r32_to_float(const void *src, float *dst, int64_t n) { q8_K_in_order_to_float(src, dst, n, quant_k_r32_pos); }
 
 void quant_q8_K_r32_from_float_ref(const float *src, void *dst, int64_t n)
 {
     quant_q8_K_from_float_ref(src, dst, n);
-    block_q8_K *y = dst;
-    for (int64_t i = 0; i < n / QK_K; i++) {
-        int8_t qs[QK_K];
-        for (int e = 0; e < QK_K; e++)
-            qs[quant_k_r32_pos(e)] = y[i].qs[e];
-        memcpy(y[i].qs, qs, sizeof qs);
-    }
+    q8_K_put_in_order(dst, n, quant_k_r32_pos);
 }
 
 void quant_repack_ref(uint32_t from, uint32_t to, void *data, size_t n_blocks)
@@ -1141,26 +1148,14 @@ float quant_vec_dot_q6_K_r_ref(int n, const void *w, const void *a)
     return sum;
 }
 
-static void q8_K_r_to_float(const void *src, float *dst, int64_t n)
-{
-    const block_q8_K *x = src;
-    for (int64_t i = 0; i < n / QK_K; i++, dst += QK_K)
-        for (int e = 0; e < QK_K; e++)
-            dst[e] = x[i].d * x[i].qs[quant_k_r_pos(e)];
-}
+static void q8_K_r_to_float(const void *src, float *dst, int64_t n) { q8_K_in_order_to_float(src, dst, n, quant_k_r_pos); }
 
 /* Q8_K (the scalar quantizer), its qs then put in the Q8_K_R order: the reference of
  * quant_q8_K_r_from_float_simd */
 void quant_q8_K_r_from_float_ref(const float *src, void *dst, int64_t n)
 {
     quant_q8_K_from_float_ref(src, dst, n);
-    block_q8_K *y = dst;
-    for (int64_t i = 0; i < n / QK_K; i++) {
-        int8_t qs[QK_K];
-        for (int e = 0; e < QK_K; e++)
-            qs[quant_k_r_pos(e)] = y[i].qs[e];
-        memcpy(y[i].qs, qs, sizeof qs);
-    }
+    q8_K_put_in_order(dst, n, quant_k_r_pos);
 }
 
 /* ---- the table ----------------------------------------------------------------------------- */
