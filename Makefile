@@ -3,6 +3,7 @@
 #   make test     all tests (node --test)
 #   make serve    builds, prepares the default model, serves the page on 127.0.0.1
 #   make dist     dist/: the folder for a static host, and the npm package's contents
+#   make check-fresh   the README's commands on a clean debootstrapped Debian 12 (as root; tools/check-fresh.sh)
 SHELL := /bin/bash
 .DEFAULT_GOAL := all
 
@@ -141,9 +142,15 @@ test: all build/.npm-stamp
 	node --test --test-concurrency=2 tests/
 
 # ---- the page ----
+PORT ?= 8080
 serve: wasm
 	bash tools/prepare-model.sh
-	node tools/serve.mjs
+	node tools/serve.mjs --port $(PORT)
+
+# ---- a clean system: setup, build and a test of every toolchain on a minimal Debian 12 root ----
+.PHONY: check-fresh
+check-fresh:
+	bash tools/check-fresh.sh
 
 # ---- dist/: a folder to copy to any static host, and the npm package's contents ----
 # One flat folder: the glue, the worker, <wick-chat> and its modules, the builds in wasm/ (with a
@@ -192,7 +199,10 @@ bench-streams: build/native/bench_streams build/wasm/bench_streams.js build/wasm
 	build/native/bench_streams
 	node build/wasm/bench_streams.js
 
+# never through a mount of check-fresh's root (its /dev is the machine's): an interrupted check may leave one
 clean:
+	@if grep -q " $(abspath build/fresh/root)/" /proc/mounts; then \
+	  echo "clean: build/fresh/root still has mounts (an interrupted make check-fresh): umount -R -l them first" >&2; exit 1; fi
 	rm -rf build dist
 
 # ---- hardening: fuzzing, sanitizers, valgrind (targets fuzz, test-asan, test-valgrind) ----
