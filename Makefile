@@ -7,10 +7,11 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := all
 
-ENGINE_SRC := src/gguf.c src/model.c src/forward.c src/pool.c src/quant.c src/kernels_simd.c \
+ENGINE_SRC := src/errmsg.c src/gguf.c src/model.c src/forward.c src/context.c src/attention.c src/matmul.c src/recurrent.c src/rope.c \
+              src/pool.c src/quant.c src/quant_table.c src/kernels_simd.c \
               src/tokenizer.c src/unicode.c src/sampler.c src/grammar.c src/generate.c src/synth.c src/wick.c
 HEADERS := $(wildcard src/*.h)
-TEST_PROGRAMS := test_kernels test_sampler test_tokenizer test_dequant test_load test_context test_state test_grammar
+TEST_PROGRAMS := test_kernels test_sampler test_tokenizer test_dequant test_load test_context test_state test_grammar test_attention
 
 CC ?= gcc
 CFLAGS_COMMON := -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -ffp-contract=off -Isrc

@@ -100,6 +100,7 @@ test-asan: $(addprefix build/asan/,$(TEST_PROGRAMS)) build/asan/wick
 	@set -e; run() { echo "asan: $$*"; $(ASAN_RUN) "$$@" > build/asan/last.log 2>&1 || { tail -n 40 build/asan/last.log; exit 1; }; tail -n 1 build/asan/last.log | cut -c1-200; }; \
 	run build/asan/test_kernels; \
 	run build/asan/test_sampler; \
+	run build/asan/test_attention; \
 	run build/asan/test_dequant $(M)/mini; \
 	run build/asan/test_tokenizer $(WICK_SHARED)/vocab $(M); \
 	run build/asan/test_context $(M)/stories260K.gguf $(M)/families/mini-gemma3-f16.gguf; \

@@ -27,11 +27,9 @@
 #include <string.h>
 
 #if defined(__wasm_relaxed_simd__)
-#define WICK_RELAXED 1
 /* lane i: y[2i] * w[2i] + y[2i+1] * w[2i+1]; y int8, w within 0..127 */
 static inline v128_t rdot(v128_t y, v128_t w) { return wasm_i16x8_relaxed_dot_i8x16_i7x16(y, w); }
 #elif defined(WICK_RELAXED_EMULATE)
-#define WICK_RELAXED 1
 static inline v128_t rdot(v128_t y, v128_t w)
 {
     /* |y * w| <= 128 * 127 and the sum of two fit int16 */
@@ -39,15 +37,7 @@ static inline v128_t rdot(v128_t y, v128_t w)
     v128_t hi = wasm_i16x8_mul(wasm_i16x8_extend_high_i8x16(y), wasm_i16x8_extend_high_i8x16(w));
     return wasm_i16x8_add(wasm_i16x8_shuffle(lo, hi, 0, 2, 4, 6, 8, 10, 12, 14), wasm_i16x8_shuffle(lo, hi, 1, 3, 5, 7, 9, 11, 13, 15));
 }
-#else
-#define WICK_RELAXED 0
 #endif
-
-uint32_t quant_cpu_type(uint32_t t)
-{
-    if (!WICK_RELAXED) return t;
-    return t == WICK_TYPE_Q6_K ? WICK_TYPE_Q6_K_R : t == WICK_TYPE_Q4_K ? WICK_TYPE_Q4_K_R : t;
-}
 
 static inline float hsum_f32x4(v128_t v)
 {

@@ -1,5 +1,6 @@
 /* quant.c — the tensor element types: half-precision conversions, dequantization (to_float),
- * quantization (from_float), the scalar reference dot products and the type table.
+ * quantization (from_float) and the scalar reference dot products (the type table that names
+ * them is quant_table.c's).
  *
  * Block layouts, quantizers and dot-product arithmetic follow llama.cpp (MIT licence):
  * ggml/src/ggml-common.h for the structs (declared in quant.h), ggml/src/ggml-quants.c for
@@ -94,31 +95,31 @@ static int8_t round_q8(float x) { return x > -127.5f && x < 127.5f ? (int8_t)rou
 
 /* ---- float types --------------------------------------------------------------------------- */
 
-static void f32_to_float(const void *src, float *dst, int64_t n) { memcpy(dst, src, (size_t)n * 4); }
-static void f32_from_float(const float *src, void *dst, int64_t n) { memcpy(dst, src, (size_t)n * 4); }
+void quant_f32_to_float(const void *src, float *dst, int64_t n) { memcpy(dst, src, (size_t)n * 4); }
+void quant_f32_from_float(const float *src, void *dst, int64_t n) { memcpy(dst, src, (size_t)n * 4); }
 
-static void f16_to_float(const void *src, float *dst, int64_t n)
+void quant_f16_to_float(const void *src, float *dst, int64_t n)
 {
     const uint16_t *h = src;
     for (int64_t i = 0; i < n; i++)
         dst[i] = f16(h[i]);
 }
 
-static void f16_from_float(const float *src, void *dst, int64_t n)
+void quant_f16_from_float(const float *src, void *dst, int64_t n)
 {
     uint16_t *h = dst;
     for (int64_t i = 0; i < n; i++)
         h[i] = quant_f32_to_f16(src[i]);
 }
 
-static void bf16_to_float(const void *src, float *dst, int64_t n)
+void quant_bf16_to_float(const void *src, float *dst, int64_t n)
 {
     const uint16_t *h = src;
     for (int64_t i = 0; i < n; i++)
         dst[i] = quant_bf16_to_f32(h[i]);
 }
 
-static void bf16_from_float(const float *src, void *dst, int64_t n)
+void quant_bf16_from_float(const float *src, void *dst, int64_t n)
 {
     uint16_t *h = dst;
     for (int64_t i = 0; i < n; i++)
@@ -126,7 +127,7 @@ static void bf16_from_float(const float *src, void *dst, int64_t n)
 }
 
 /* The float dot products accumulate in double, as ggml's scalar ggml_vec_dot_f32 does. */
-static float vec_dot_f32_ref(int n, const void *w, const void *a)
+float quant_vec_dot_f32_ref(int n, const void *w, const void *a)
 {
     const float *x = w, *y = a;
     double sum = 0;
@@ -135,7 +136,7 @@ static float vec_dot_f32_ref(int n, const void *w, const void *a)
     return (float)sum;
 }
 
-static float vec_dot_f16_ref(int n, const void *w, const void *a)
+float quant_vec_dot_f16_ref(int n, const void *w, const void *a)
 {
     const uint16_t *x = w;
     const float *y = a;
@@ -145,7 +146,7 @@ static float vec_dot_f16_ref(int n, const void *w, const void *a)
     return (float)sum;
 }
 
-static float vec_dot_bf16_ref(int n, const void *w, const void *a)
+float quant_vec_dot_bf16_ref(int n, const void *w, const void *a)
 {
     const uint16_t *x = w;
     const float *y = a;
@@ -157,7 +158,7 @@ static float vec_dot_bf16_ref(int n, const void *w, const void *a)
 
 /* ---- 32-element block types ---------------------------------------------------------------- */
 
-static void q4_0_to_float(const void *src, float *dst, int64_t n)
+void quant_q4_0_to_float(const void *src, float *dst, int64_t n)
 {
     const block_q4_0 *x = src;
     for (int64_t i = 0; i < n / QK4_0; i++, dst += QK4_0) {
@@ -170,7 +171,7 @@ static void q4_0_to_float(const void *src, float *dst, int64_t n)
 }
 
 /* quantize_row_q4_0_ref: the value of largest magnitude maps to -8 exactly */
-static void q4_0_from_float(const float *src, void *dst, int64_t n)
+void quant_q4_0_from_float(const float *src, void *dst, int64_t n)
 {
     block_q4_0 *y = dst;
     for (int64_t i = 0; i < n / QK4_0; i++, src += QK4_0) {
@@ -186,7 +187,7 @@ static void q4_0_from_float(const float *src, void *dst, int64_t n)
     }
 }
 
-static void q4_1_to_float(const void *src, float *dst, int64_t n)
+void quant_q4_1_to_float(const void *src, float *dst, int64_t n)
 {
     const block_q4_1 *x = src;
     for (int64_t i = 0; i < n / QK4_1; i++, dst += QK4_1) {
@@ -199,7 +200,7 @@ static void q4_1_to_float(const void *src, float *dst, int64_t n)
 }
 
 /* quantize_row_q4_1_ref: q = (x - min) / d rounded, d = (max - min) / 15 */
-static void q4_1_from_float(const float *src, void *dst, int64_t n)
+void quant_q4_1_from_float(const float *src, void *dst, int64_t n)
 {
     block_q4_1 *y = dst;
     for (int64_t i = 0; i < n / QK4_1; i++, src += QK4_1) {
@@ -233,7 +234,7 @@ static void store_u32_le(uint8_t *p, uint32_t v)
         p[k] = (uint8_t)(v >> 8 * k);
 }
 
-static void q5_0_to_float(const void *src, float *dst, int64_t n)
+void quant_q5_0_to_float(const void *src, float *dst, int64_t n)
 {
     const block_q5_0 *x = src;
     for (int64_t i = 0; i < n / QK5_0; i++, dst += QK5_0) {
@@ -247,7 +248,7 @@ static void q5_0_to_float(const void *src, float *dst, int64_t n)
 }
 
 /* quantize_row_q5_0_ref: the value of largest magnitude maps to -16 exactly */
-static void q5_0_from_float(const float *src, void *dst, int64_t n)
+void quant_q5_0_from_float(const float *src, void *dst, int64_t n)
 {
     block_q5_0 *y = dst;
     for (int64_t i = 0; i < n / QK5_0; i++, src += QK5_0) {
@@ -268,7 +269,7 @@ static void q5_0_from_float(const float *src, void *dst, int64_t n)
     }
 }
 
-static void q5_1_to_float(const void *src, float *dst, int64_t n)
+void quant_q5_1_to_float(const void *src, float *dst, int64_t n)
 {
     const block_q5_1 *x = src;
     for (int64_t i = 0; i < n / QK5_1; i++, dst += QK5_1) {
@@ -282,7 +283,7 @@ static void q5_1_to_float(const void *src, float *dst, int64_t n)
 }
 
 /* quantize_row_q5_1_ref */
-static void q5_1_from_float(const float *src, void *dst, int64_t n)
+void quant_q5_1_from_float(const float *src, void *dst, int64_t n)
 {
     block_q5_1 *y = dst;
     for (int64_t i = 0; i < n / QK5_1; i++, src += QK5_1) {
@@ -327,7 +328,7 @@ static void q8_block_to_float(uint16_t d16, const int8_t *qs, float *dst)
         dst[j] = d * qs[j];
 }
 
-static void q8_0_to_float(const void *src, float *dst, int64_t n)
+void quant_q8_0_to_float(const void *src, float *dst, int64_t n)
 {
     const block_q8_0 *x = src;
     for (int64_t i = 0; i < n / QK8_0; i++, dst += QK8_0)
@@ -341,7 +342,7 @@ void quant_q8_0_from_float_ref(const float *src, void *dst, int64_t n)
         y[i].d = quant_f32_to_f16(q8_block_quantize(src, y[i].qs));
 }
 
-static void q8_1_to_float(const void *src, float *dst, int64_t n)
+void quant_q8_1_to_float(const void *src, float *dst, int64_t n)
 {
     const block_q8_1 *x = src;
     for (int64_t i = 0; i < n / QK8_1; i++, dst += QK8_1)
@@ -349,7 +350,7 @@ static void q8_1_to_float(const void *src, float *dst, int64_t n)
 }
 
 /* quantize_row_q8_1_ref: as Q8_0, plus s = d * sum(q) */
-static void q8_1_from_float(const float *src, void *dst, int64_t n)
+void quant_q8_1_from_float(const float *src, void *dst, int64_t n)
 {
     block_q8_1 *y = dst;
     for (int64_t i = 0; i < n / QK8_1; i++, src += QK8_1) {
@@ -362,7 +363,7 @@ static void q8_1_from_float(const float *src, void *dst, int64_t n)
     }
 }
 
-static void iq4_nl_to_float(const void *src, float *dst, int64_t n)
+void quant_iq4_nl_to_float(const void *src, float *dst, int64_t n)
 {
     const block_iq4_nl *x = src;
     for (int64_t i = 0; i < n / QK4_NL; i++, dst += QK4_NL) {
@@ -399,7 +400,7 @@ static float iq4_nl_assign(const float *src, float d, uint8_t idx[QK4_NL])
 /* A simple IQ4_NL quantizer (llama.cpp's searches more scales): start from the scale that maps
  * the value of largest magnitude to the grid end -127, then refit the scale by least squares
  * on the chosen grid points and keep whichever fits better. */
-static void iq4_nl_from_float(const float *src, void *dst, int64_t n)
+void quant_iq4_nl_from_float(const float *src, void *dst, int64_t n)
 {
     block_iq4_nl *y = dst;
     for (int64_t i = 0; i < n / QK4_NL; i++, src += QK4_NL) {
@@ -426,7 +427,7 @@ static void iq4_nl_from_float(const float *src, void *dst, int64_t n)
 }
 
 /* ggml_vec_dot_q4_0_q8_0 (generic): integer sum per block, times both block scales */
-static float vec_dot_q4_0_ref(int n, const void *w, const void *a)
+float quant_vec_dot_q4_0_ref(int n, const void *w, const void *a)
 {
     const block_q4_0 *x = w;
     const block_q8_0 *y = a;
@@ -441,7 +442,7 @@ static float vec_dot_q4_0_ref(int n, const void *w, const void *a)
 }
 
 /* ggml_vec_dot_q4_1_q8_1: sum (d_x q_x + m_x) d_y q_y = d_x d_y sum(q_x q_y) + m_x s_y */
-static float vec_dot_q4_1_ref(int n, const void *w, const void *a)
+float quant_vec_dot_q4_1_ref(int n, const void *w, const void *a)
 {
     const block_q4_1 *x = w;
     const block_q8_1 *y = a;
@@ -455,7 +456,7 @@ static float vec_dot_q4_1_ref(int n, const void *w, const void *a)
     return sum;
 }
 
-static float vec_dot_q5_0_ref(int n, const void *w, const void *a)
+float quant_vec_dot_q5_0_ref(int n, const void *w, const void *a)
 {
     const block_q5_0 *x = w;
     const block_q8_0 *y = a;
@@ -473,7 +474,7 @@ static float vec_dot_q5_0_ref(int n, const void *w, const void *a)
     return sum;
 }
 
-static float vec_dot_q5_1_ref(int n, const void *w, const void *a)
+float quant_vec_dot_q5_1_ref(int n, const void *w, const void *a)
 {
     const block_q5_1 *x = w;
     const block_q8_1 *y = a;
@@ -491,7 +492,7 @@ static float vec_dot_q5_1_ref(int n, const void *w, const void *a)
     return sum;
 }
 
-static float vec_dot_q8_0_ref(int n, const void *w, const void *a)
+float quant_vec_dot_q8_0_ref(int n, const void *w, const void *a)
 {
     const block_q8_0 *x = w;
     const block_q8_0 *y = a;
@@ -505,7 +506,7 @@ static float vec_dot_q8_0_ref(int n, const void *w, const void *a)
     return sum;
 }
 
-static float vec_dot_q8_1_ref(int n, const void *w, const void *a)
+float quant_vec_dot_q8_1_ref(int n, const void *w, const void *a)
 {
     const block_q8_1 *x = w;
     const block_q8_1 *y = a;
@@ -519,7 +520,7 @@ static float vec_dot_q8_1_ref(int n, const void *w, const void *a)
     return sum;
 }
 
-static float vec_dot_iq4_nl_ref(int n, const void *w, const void *a)
+float quant_vec_dot_iq4_nl_ref(int n, const void *w, const void *a)
 {
     const block_iq4_nl *x = w;
     const block_q8_0 *y = a;
@@ -536,7 +537,7 @@ static float vec_dot_iq4_nl_ref(int n, const void *w, const void *a)
 
 /* ---- K-quants: 256-element super-blocks ---------------------------------------------------- */
 
-static void q8_K_to_float(const void *src, float *dst, int64_t n)
+void quant_q8_K_to_float(const void *src, float *dst, int64_t n)
 {
     const block_q8_K *x = src;
     for (int64_t i = 0; i < n / QK_K; i++, dst += QK_K)
@@ -571,7 +572,7 @@ void quant_q8_K_from_float_ref(const float *src, void *dst, int64_t n)
     }
 }
 
-static float vec_dot_q8_K_ref(int n, const void *w, const void *a)
+float quant_vec_dot_q8_K_ref(int n, const void *w, const void *a)
 {
     const block_q8_K *x = w;
     const block_q8_K *y = a;
@@ -606,7 +607,7 @@ static int quantize_affine(float x, float s, float m, int nmax)
 
 /* Q2_K (dequantize_row_q2_K): element e = 128*h + 32*j + l (l < 32) has its 2 bits at bit 2*j
  * of qs[32*h + l]; its sub-block, scale and min are those of index e / 16. */
-static void q2_K_to_float(const void *src, float *dst, int64_t n)
+void quant_q2_K_to_float(const void *src, float *dst, int64_t n)
 {
     const block_q2_K *x = src;
     for (int64_t i = 0; i < n / QK_K; i++) {
@@ -621,7 +622,7 @@ static void q2_K_to_float(const void *src, float *dst, int64_t n)
 
 /* A simple Q2_K quantizer (llama.cpp's quantize_row_q2_K_ref searches the fit harder):
  * per sub-block min/max fit, 4-bit scales and mins relative to the largest of each. */
-static void q2_K_from_float(const float *src, void *dst, int64_t n)
+void quant_q2_K_from_float(const float *src, void *dst, int64_t n)
 {
     block_q2_K *y = dst;
     for (int64_t i = 0; i < n / QK_K; i++, src += QK_K) {
@@ -649,7 +650,7 @@ static void q2_K_from_float(const float *src, void *dst, int64_t n)
 }
 
 /* ggml_vec_dot_q2_K_q8_K: mins go through the activation block sums */
-static float vec_dot_q2_K_ref(int n, const void *w, const void *a)
+float quant_vec_dot_q2_K_ref(int n, const void *w, const void *a)
 {
     const block_q2_K *x = w;
     const block_q8_K *y = a;
@@ -681,7 +682,7 @@ static int q3_K_value(const block_q3_K *x, int e)
     return (low | high << 2) - 4;
 }
 
-static void q3_K_to_float(const void *src, float *dst, int64_t n)
+void quant_q3_K_to_float(const void *src, float *dst, int64_t n)
 {
     const block_q3_K *x = src;
     for (int64_t i = 0; i < n / QK_K; i++) {
@@ -695,7 +696,7 @@ static void q3_K_to_float(const void *src, float *dst, int64_t n)
 
 /* A simple Q3_K quantizer: per sub-block the value of largest magnitude maps to -4, the 16
  * sub-block scales become 6-bit signed multiples of one super-block scale. */
-static void q3_K_from_float(const float *src, void *dst, int64_t n)
+void quant_q3_K_from_float(const float *src, void *dst, int64_t n)
 {
     block_q3_K *y = dst;
     for (int64_t i = 0; i < n / QK_K; i++, src += QK_K) {
@@ -735,7 +736,7 @@ static void q3_K_from_float(const float *src, void *dst, int64_t n)
 }
 
 /* ggml_vec_dot_q3_K_q8_K: sum over sub-blocks of scale * sum((q - 4) * y), all in integers */
-static float vec_dot_q3_K_ref(int n, const void *w, const void *a)
+float quant_vec_dot_q3_K_ref(int n, const void *w, const void *a)
 {
     const block_q3_K *x = w;
     const block_q8_K *y = a;
@@ -769,7 +770,7 @@ static int q5_K_value(const block_q5_K *x, int e)
     return q4_K_value(x->qs, e) | ((x->qh[l] >> (2 * j + upper)) & 1) << 4;
 }
 
-static void q4_K_to_float(const void *src, float *dst, int64_t n)
+void quant_q4_K_to_float(const void *src, float *dst, int64_t n)
 {
     const block_q4_K *x = src;
     for (int64_t i = 0; i < n / QK_K; i++) {
@@ -781,7 +782,7 @@ static void q4_K_to_float(const void *src, float *dst, int64_t n)
     }
 }
 
-static void q5_K_to_float(const void *src, float *dst, int64_t n)
+void quant_q5_K_to_float(const void *src, float *dst, int64_t n)
 {
     const block_q5_K *x = src;
     for (int64_t i = 0; i < n / QK_K; i++) {
@@ -827,7 +828,7 @@ static void k_affine_quantize(const float *src, int nmax, uint16_t *d_out, uint1
         q[e] = (uint8_t)quantize_affine(src[e], d * ls[e / 32], dmin * lm[e / 32], nmax);
 }
 
-static void q4_K_from_float(const float *src, void *dst, int64_t n)
+void quant_q4_K_from_float(const float *src, void *dst, int64_t n)
 {
     block_q4_K *y = dst;
     for (int64_t i = 0; i < n / QK_K; i++, src += QK_K) {
@@ -839,7 +840,7 @@ static void q4_K_from_float(const float *src, void *dst, int64_t n)
     }
 }
 
-static void q5_K_from_float(const float *src, void *dst, int64_t n)
+void quant_q5_K_from_float(const float *src, void *dst, int64_t n)
 {
     block_q5_K *y = dst;
     for (int64_t i = 0; i < n / QK_K; i++, src += QK_K) {
@@ -877,7 +878,7 @@ float quant_vec_dot_q4_K_ref(int n, const void *w, const void *a)
     return sum;
 }
 
-static float vec_dot_q5_K_ref(int n, const void *w, const void *a)
+float quant_vec_dot_q5_K_ref(int n, const void *w, const void *a)
 {
     const block_q5_K *x = w;
     const block_q8_K *y = a;
@@ -910,7 +911,7 @@ static int q6_K_value(const block_q6_K *x, int e)
     return (low | high << 4) - 32;
 }
 
-static void q6_K_to_float(const void *src, float *dst, int64_t n)
+void quant_q6_K_to_float(const void *src, float *dst, int64_t n)
 {
     const block_q6_K *x = src;
     for (int64_t i = 0; i < n / QK_K; i++) {
@@ -922,7 +923,7 @@ static void q6_K_to_float(const void *src, float *dst, int64_t n)
 
 /* A simple Q6_K quantizer: per sub-block of 16 the value of largest magnitude maps to -32; the
  * sub-block scales become int8 multiples of one super-block scale (as quantize_row_q6_K_ref). */
-static void q6_K_from_float(const float *src, void *dst, int64_t n)
+void quant_q6_K_from_float(const float *src, void *dst, int64_t n)
 {
     block_q6_K *y = dst;
     for (int64_t i = 0; i < n / QK_K; i++, src += QK_K) {
@@ -1005,7 +1006,7 @@ static int q6_K_r_stored(const block_q6_K_r *x, int p)
     return (q[l] >> 6) | (q[16 + l] >> 6) << 2 | (q[32 + l] >> 6) << 4;
 }
 
-static void q6_K_r_to_float(const void *src, float *dst, int64_t n)
+void quant_q6_K_r_to_float(const void *src, float *dst, int64_t n)
 {
     const block_q6_K_r *x = src;
     for (int64_t i = 0; i < n / QK_K; i++) {
@@ -1035,10 +1036,10 @@ static void q6_K_to_r(const block_q6_K *src, block_q6_K_r *dst)
     }
 }
 
-static void q6_K_r_from_float(const float *src, void *dst, int64_t n)
+void quant_q6_K_r_from_float(const float *src, void *dst, int64_t n)
 {
-    q6_K_from_float(src, dst, n);
-    quant_repack(WICK_TYPE_Q6_K, WICK_TYPE_Q6_K_R, dst, (size_t)(n / QK_K));
+    quant_q6_K_from_float(src, dst, n);
+    quant_repack_ref(WICK_TYPE_Q6_K, WICK_TYPE_Q6_K_R, dst, (size_t)(n / QK_K));
 }
 
 /* ---- Q4_K_R and Q8_K_R32 (quant.h) ---- */
@@ -1049,7 +1050,7 @@ static int q4_K_r_stored(const uint8_t qs[QK_K / 2], int p)
     return m < 8 ? qs[16 * m + l] & 0x0f : qs[16 * (m - 8) + l] >> 4;
 }
 
-static void q4_K_r_to_float(const void *src, float *dst, int64_t n)
+void quant_q4_K_r_to_float(const void *src, float *dst, int64_t n)
 {
     const block_q4_K *x = src;
     for (int64_t i = 0; i < n / QK_K; i++) {
@@ -1072,10 +1073,10 @@ static void q4_K_to_r(block_q4_K *x)
             x->qs[16 * m + l] = (uint8_t)(v[16 * m + l] | v[16 * (m + 8) + l] << 4);
 }
 
-static void q4_K_r_from_float(const float *src, void *dst, int64_t n)
+void quant_q4_K_r_from_float(const float *src, void *dst, int64_t n)
 {
-    q4_K_from_float(src, dst, n);
-    quant_repack(WICK_TYPE_Q4_K, WICK_TYPE_Q4_K_R, dst, (size_t)(n / QK_K));
+    quant_q4_K_from_float(src, dst, n);
+    quant_repack_ref(WICK_TYPE_Q4_K, WICK_TYPE_Q4_K_R, dst, (size_t)(n / QK_K));
 }
 
 float quant_vec_dot_q4_K_r_ref(int n, const void *w, const void *a)
@@ -1101,7 +1102,7 @@ float quant_vec_dot_q4_K_r_ref(int n, const void *w, const void *a)
     return sum;
 }
 
-static void q8_K_r32_to_float(const void *src, float *dst, int64_t n) { q8_K_in_order_to_float(src, dst, n, quant_k_r32_pos); }
+void quant_q8_K_r32_to_float(const void *src, float *dst, int64_t n) { q8_K_in_order_to_float(src, dst, n, quant_k_r32_pos); }
 
 void quant_q8_K_r32_from_float_ref(const float *src, void *dst, int64_t n)
 {
@@ -1117,14 +1118,6 @@ void quant_repack_ref(uint32_t from, uint32_t to, void *data, size_t n_blocks)
     if (from == WICK_TYPE_Q4_K && to == WICK_TYPE_Q4_K_R)
         for (size_t i = 0; i < n_blocks; i++)
             q4_K_to_r((block_q4_K *)data + i);
-}
-
-void quant_repack(uint32_t from, uint32_t to, void *data, size_t n_blocks)
-{
-    if (from == WICK_TYPE_Q6_K && to == WICK_TYPE_Q6_K_R)
-        quant_repack_q6_K_r_simd(data, n_blocks);
-    if (from == WICK_TYPE_Q4_K && to == WICK_TYPE_Q4_K_R)
-        quant_repack_q4_K_r_simd(data, n_blocks);
 }
 
 /* the reference: Q6_K's, read through the new order (the same integers, so the same result) */
@@ -1148,7 +1141,7 @@ float quant_vec_dot_q6_K_r_ref(int n, const void *w, const void *a)
     return sum;
 }
 
-static void q8_K_r_to_float(const void *src, float *dst, int64_t n) { q8_K_in_order_to_float(src, dst, n, quant_k_r_pos); }
+void quant_q8_K_r_to_float(const void *src, float *dst, int64_t n) { q8_K_in_order_to_float(src, dst, n, quant_k_r_pos); }
 
 /* Q8_K (the scalar quantizer), its qs then put in the Q8_K_R order: the reference of
  * quant_q8_K_r_from_float_simd */
@@ -1156,68 +1149,4 @@ void quant_q8_K_r_from_float_ref(const float *src, void *dst, int64_t n)
 {
     quant_q8_K_from_float_ref(src, dst, n);
     q8_K_put_in_order(dst, n, quant_k_r_pos);
-}
-
-/* ---- the table ----------------------------------------------------------------------------- */
-
-#define TYPE_ROW(T, NAME, BLOCK, SIZE, DOT_TYPE, TO, FROM, DOT, DOT_REF, GEMM, GEMV8) \
-    [WICK_TYPE_##T] = { WICK_TYPE_##T, NAME, BLOCK, SIZE, WICK_TYPE_##DOT_TYPE, TO, FROM, DOT, DOT_REF, GEMM, GEMV8 }
-
-static const quant_type quant_types[WICK_TYPE_COUNT] = {
-    TYPE_ROW(F32, "f32", 1, 4, F32, f32_to_float, f32_from_float,
-             quant_vec_dot_f32_simd, vec_dot_f32_ref, quant_gemm_f32, NULL),
-    TYPE_ROW(F16, "f16", 1, 2, F32, f16_to_float, f16_from_float,
-             quant_vec_dot_f16_simd, vec_dot_f16_ref, quant_gemm_f16, NULL),
-    TYPE_ROW(BF16, "bf16", 1, 2, F32, bf16_to_float, bf16_from_float,
-             quant_vec_dot_bf16_simd, vec_dot_bf16_ref, quant_gemm_bf16, NULL),
-    TYPE_ROW(Q4_0, "q4_0", QK4_0, sizeof(block_q4_0), Q8_0, q4_0_to_float, q4_0_from_float,
-             quant_vec_dot_q4_0_simd, vec_dot_q4_0_ref, quant_gemm_q4_0, quant_gemv8_q4_0),
-    TYPE_ROW(Q4_1, "q4_1", QK4_1, sizeof(block_q4_1), Q8_1, q4_1_to_float, q4_1_from_float,
-             quant_vec_dot_q4_1_simd, vec_dot_q4_1_ref, quant_gemm_q4_1, quant_gemv8_q4_1),
-    TYPE_ROW(Q5_0, "q5_0", QK5_0, sizeof(block_q5_0), Q8_0, q5_0_to_float, q5_0_from_float,
-             quant_vec_dot_q5_0_simd, vec_dot_q5_0_ref, quant_gemm_q5_0, quant_gemv8_q5_0),
-    TYPE_ROW(Q5_1, "q5_1", QK5_1, sizeof(block_q5_1), Q8_1, q5_1_to_float, q5_1_from_float,
-             quant_vec_dot_q5_1_simd, vec_dot_q5_1_ref, quant_gemm_q5_1, quant_gemv8_q5_1),
-    TYPE_ROW(Q8_0, "q8_0", QK8_0, sizeof(block_q8_0), Q8_0, q8_0_to_float, quant_q8_0_from_float_simd,
-             quant_vec_dot_q8_0_simd, vec_dot_q8_0_ref, quant_gemm_q8_0, quant_gemv8_q8_0),
-    TYPE_ROW(Q8_1, "q8_1", QK8_1, sizeof(block_q8_1), Q8_1, q8_1_to_float, q8_1_from_float,
-             quant_vec_dot_q8_1_simd, vec_dot_q8_1_ref, quant_gemm_q8_1, NULL),
-    TYPE_ROW(Q2_K, "q2_K", QK_K, sizeof(block_q2_K), Q8_K, q2_K_to_float, q2_K_from_float,
-             quant_vec_dot_q2_K_simd, vec_dot_q2_K_ref, quant_gemm_q2_K, quant_gemv8_q2_K),
-    TYPE_ROW(Q3_K, "q3_K", QK_K, sizeof(block_q3_K), Q8_K, q3_K_to_float, q3_K_from_float,
-             quant_vec_dot_q3_K_simd, vec_dot_q3_K_ref, quant_gemm_q3_K, quant_gemv8_q3_K),
-    TYPE_ROW(Q4_K, "q4_K", QK_K, sizeof(block_q4_K), Q8_K, q4_K_to_float, q4_K_from_float,
-             quant_vec_dot_q4_K_simd, quant_vec_dot_q4_K_ref, quant_gemm_q4_K, quant_gemv8_q4_K),
-    TYPE_ROW(Q5_K, "q5_K", QK_K, sizeof(block_q5_K), Q8_K, q5_K_to_float, q5_K_from_float,
-             quant_vec_dot_q5_K_simd, vec_dot_q5_K_ref, quant_gemm_q5_K, quant_gemv8_q5_K),
-    TYPE_ROW(Q6_K, "q6_K", QK_K, sizeof(block_q6_K), Q8_K, q6_K_to_float, q6_K_from_float,
-             quant_vec_dot_q6_K_simd, quant_vec_dot_q6_K_ref, quant_gemm_q6_K, quant_gemv8_q6_K),
-    TYPE_ROW(Q8_K, "q8_K", QK_K, sizeof(block_q8_K), Q8_K, q8_K_to_float, quant_q8_K_from_float_simd,
-             quant_vec_dot_q8_K_simd, vec_dot_q8_K_ref, quant_gemm_q8_K, NULL),
-    TYPE_ROW(IQ4_NL, "iq4_nl", QK4_NL, sizeof(block_iq4_nl), Q8_0, iq4_nl_to_float, iq4_nl_from_float,
-             quant_vec_dot_iq4_nl_simd, vec_dot_iq4_nl_ref, quant_gemm_iq4_nl, quant_gemv8_iq4_nl),
-    TYPE_ROW(Q6_K_R, "q6_K_r", QK_K, sizeof(block_q6_K_r), Q8_K_R, q6_K_r_to_float, q6_K_r_from_float,
-             quant_vec_dot_q6_K_r_simd, quant_vec_dot_q6_K_r_ref, quant_gemm_q6_K_r, quant_gemv8_q6_K_r),
-    /* an activation format only: never a weight, so no dot product of its own */
-    TYPE_ROW(Q8_K_R, "q8_K_r", QK_K, sizeof(block_q8_K), Q8_K_R, q8_K_r_to_float, quant_q8_K_r_from_float_simd,
-             NULL, NULL, NULL, NULL),
-    TYPE_ROW(Q4_K_R, "q4_K_r", QK_K, sizeof(block_q4_K), Q8_K_R32, q4_K_r_to_float, q4_K_r_from_float,
-             quant_vec_dot_q4_K_r_simd, quant_vec_dot_q4_K_r_ref, quant_gemm_q4_K_r, quant_gemv8_q4_K_r),
-    TYPE_ROW(Q8_K_R32, "q8_K_r32", QK_K, sizeof(block_q8_K), Q8_K_R32, q8_K_r32_to_float, quant_q8_K_r32_from_float_simd,
-             NULL, NULL, NULL, NULL),
-};
-
-const quant_type *quant_get(uint32_t type)
-{
-    if (type >= WICK_TYPE_COUNT || quant_types[type].name == NULL)
-        return NULL;
-    return &quant_types[type];
-}
-
-size_t quant_row_size(uint32_t type, int64_t n)
-{
-    const quant_type *t = quant_get(type);
-    if (t == NULL || n < 0 || n % t->block_size != 0)
-        return 0;
-    return (size_t)(n / t->block_size) * t->type_size;
 }

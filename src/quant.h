@@ -55,6 +55,59 @@ typedef struct {
     void (*gemv8)(int n, const void *w, size_t w_stride, const void *a, float out[8]);
 } quant_type;
 
+/* The scalar functions of the table's rows (quant.c): to-float, from-float and the reference dot
+ * product of each type. */
+void quant_bf16_from_float(const float *src, void *dst, int64_t n);
+void quant_bf16_to_float(const void *src, float *dst, int64_t n);
+void quant_f16_from_float(const float *src, void *dst, int64_t n);
+void quant_f16_to_float(const void *src, float *dst, int64_t n);
+void quant_f32_from_float(const float *src, void *dst, int64_t n);
+void quant_f32_to_float(const void *src, float *dst, int64_t n);
+void quant_iq4_nl_from_float(const float *src, void *dst, int64_t n);
+void quant_iq4_nl_to_float(const void *src, float *dst, int64_t n);
+void quant_q2_K_from_float(const float *src, void *dst, int64_t n);
+void quant_q2_K_to_float(const void *src, float *dst, int64_t n);
+void quant_q3_K_from_float(const float *src, void *dst, int64_t n);
+void quant_q3_K_to_float(const void *src, float *dst, int64_t n);
+void quant_q4_0_from_float(const float *src, void *dst, int64_t n);
+void quant_q4_0_to_float(const void *src, float *dst, int64_t n);
+void quant_q4_1_from_float(const float *src, void *dst, int64_t n);
+void quant_q4_1_to_float(const void *src, float *dst, int64_t n);
+void quant_q4_K_from_float(const float *src, void *dst, int64_t n);
+void quant_q4_K_r_from_float(const float *src, void *dst, int64_t n);
+void quant_q4_K_r_to_float(const void *src, float *dst, int64_t n);
+void quant_q4_K_to_float(const void *src, float *dst, int64_t n);
+void quant_q5_0_from_float(const float *src, void *dst, int64_t n);
+void quant_q5_0_to_float(const void *src, float *dst, int64_t n);
+void quant_q5_1_from_float(const float *src, void *dst, int64_t n);
+void quant_q5_1_to_float(const void *src, float *dst, int64_t n);
+void quant_q5_K_from_float(const float *src, void *dst, int64_t n);
+void quant_q5_K_to_float(const void *src, float *dst, int64_t n);
+void quant_q6_K_from_float(const float *src, void *dst, int64_t n);
+void quant_q6_K_r_from_float(const float *src, void *dst, int64_t n);
+void quant_q6_K_r_to_float(const void *src, float *dst, int64_t n);
+void quant_q6_K_to_float(const void *src, float *dst, int64_t n);
+void quant_q8_0_to_float(const void *src, float *dst, int64_t n);
+void quant_q8_1_from_float(const float *src, void *dst, int64_t n);
+void quant_q8_1_to_float(const void *src, float *dst, int64_t n);
+void quant_q8_K_r32_to_float(const void *src, float *dst, int64_t n);
+void quant_q8_K_r_to_float(const void *src, float *dst, int64_t n);
+void quant_q8_K_to_float(const void *src, float *dst, int64_t n);
+float quant_vec_dot_bf16_ref(int n, const void *w, const void *a);
+float quant_vec_dot_f16_ref(int n, const void *w, const void *a);
+float quant_vec_dot_f32_ref(int n, const void *w, const void *a);
+float quant_vec_dot_iq4_nl_ref(int n, const void *w, const void *a);
+float quant_vec_dot_q2_K_ref(int n, const void *w, const void *a);
+float quant_vec_dot_q3_K_ref(int n, const void *w, const void *a);
+float quant_vec_dot_q4_0_ref(int n, const void *w, const void *a);
+float quant_vec_dot_q4_1_ref(int n, const void *w, const void *a);
+float quant_vec_dot_q5_0_ref(int n, const void *w, const void *a);
+float quant_vec_dot_q5_1_ref(int n, const void *w, const void *a);
+float quant_vec_dot_q5_K_ref(int n, const void *w, const void *a);
+float quant_vec_dot_q8_0_ref(int n, const void *w, const void *a);
+float quant_vec_dot_q8_1_ref(int n, const void *w, const void *a);
+float quant_vec_dot_q8_K_ref(int n, const void *w, const void *a);
+
 /* The largest tile gemm computes: weight rows × activation rows (tokens). Four rows fill the
  * four lanes of a vector, one lane per row, so a tile of fewer rows costs as much as four. */
 #define GEMM_MAX_ROWS 4
@@ -62,6 +115,13 @@ typedef struct {
 
 /* NULL for a type id wick does not support. */
 const quant_type *quant_get(uint32_t type);
+
+/* 1 in the relaxed-SIMD builds (mk/relaxed.mk: -mrelaxed-simd, or emulated natively), else 0 */
+#if defined(__wasm_relaxed_simd__) || defined(WICK_RELAXED_EMULATE)
+#define WICK_RELAXED 1
+#else
+#define WICK_RELAXED 0
+#endif
 
 /* The type a weight matrix of file type t takes on the CPU path of this build: Q6_K_R for Q6_K
  * and Q4_K_R for Q4_K in the relaxed-SIMD builds, else t itself. */

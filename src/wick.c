@@ -23,16 +23,6 @@ static char last_error[512];
 
 const char *wick_last_error(void) { return last_error; }
 
-int errorf(char *err, size_t err_len, const char *fmt, ...) {
-    if (err && err_len) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, err_len, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
 /* for the other API files (generate.c) */
 wick_status wick_internal_error(wick_status s, const char *fmt, ...) {
     va_list ap;

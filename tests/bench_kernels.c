@@ -54,7 +54,7 @@ enum method { VEC_DOT, VEC_DOT_REF, GEMM, GEMV8 };
 /* one product of the first `rows` rows with nt tokens */
 static void run(const matrix *m, enum method how, int rows, int nt)
 {
-    if (how == GEMV8) {   /* eight streams, rows / 8 apart, as forward.c reads them */
+    if (how == GEMV8) {   /* eight streams, rows / 8 apart, as matmul.c reads them */
         float tile[8];
         int q = rows / 8;
         for (int r = 0; r < q; r++) {

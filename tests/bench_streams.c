@@ -1,6 +1,6 @@
 /* bench_streams.c — how fast one core reads memory from 1, 2, 4 and 8 places at once, with the
  * same SIMD128 loads the kernels use (natively through SIMDe). It shows why the decode kernels
- * read several far-apart weight streams at once (forward.c, matvec_rows_streams): WebAssembly has
+ * read several far-apart weight streams at once (matmul.c, matvec_rows_streams): WebAssembly has
  * no prefetch instruction, and one sequential stream leaves most of memory's bandwidth unused.
  *
  * Usage: bench_streams [MiB]   (default 256: well beyond any cache) — `make bench-streams` runs

@@ -72,7 +72,7 @@ for (const { name, file: fileOf, ids, nVocab } of cases)
         });
 
 // Attention folds the F16 cache's rebias (× 2^112) into the query and the probabilities
-// (src/forward.c, fold_query): the same real products, so the same floats. build/native/wick-nofold
+// (src/attention.c, fold_query): the same real products, so the same floats. build/native/wick-nofold
 // never folds (the path a query with a huge element takes): its logits equal wick's bit for bit,
 // for a prompt long enough that attention is most of a step.
 const nofold = path.join(path.dirname(nativeCli), 'wick-nofold');

@@ -1,6 +1,7 @@
 // tests/programs.test.mjs — the C test programs (kernels: SIMD against scalar; dequantization
 // against the F32 file; sampler; tokenizer, with Qwen3.5's vectors from llama.cpp's source
-// bundle; context shifts; hybrid models' recurrent state), each run in the native and the wasm build. Each
+// bundle; context shifts; hybrid models' recurrent state; attention's fast paths against its scalar
+// reference), each run in the native and the wasm build. Each
 // program prints one line per check and closes with "N passed, M failed".
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -15,6 +16,7 @@ const programs = {
   test_dequant: [path.join(shared, 'models', 'mini')],
   test_sampler: [],
   test_tokenizer: [path.join(shared, 'vocab'), path.join(shared, 'models')],
+  test_attention: [],
   test_grammar: null, // its arguments are set once the grammars are out of the bundle (before)
 };
 

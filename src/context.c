@@ -1,0 +1,353 @@
+/* context.c — the inference context: its allocation (the KV cache of every attention layer, a
+ * sliding layer's ring where that is smaller, the recurrent state and its snapshots, the scratch
+ * of one batch, the thread pool) and release; and what is done to the cache between evaluations:
+ * cutting it back (trim, to a snapshot of the recurrent state), dropping positions and
+ * re-rotating the keys moved down (shift), snapshots of the recurrent state. */
+#include "attention.h"
+#include "context.h"
+#include "errmsg.h"
+#include "rope.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void wick_ctx_default_params(wick_ctx_params *p) {
+    p->n_ctx = 0;
+    p->n_batch = 0;
+    p->n_threads = 0;
+    p->kv_type = WICK_KV_F16;
+}
+
+static int recurrent_state_init(struct wick_ctx *c, char *err, size_t err_len);
+
+int ctx_init_external(struct wick_ctx *c, const struct wick_model *m, int32_t n_ctx, char *err, size_t err_len) {
+    memset(c, 0, sizeof *c);
+    if (!m->has_weights) return errorf(err, err_len, "the model has no weights (vocab-only file)");
+    const model_config *mc = &m->c;
+    int32_t def_ctx = mc->n_ctx_train < 2048 ? 2048 : mc->n_ctx_train > 4096 ? 4096 : mc->n_ctx_train; /* as ctx_init */
+    if (n_ctx < 0 || n_ctx > (1 << 22)) return errorf(err, err_len, "context size %d out of range (1 to %d)", n_ctx, 1 << 22);
+    c->m = m;
+    c->n_ctx = n_ctx > 0 ? n_ctx : def_ctx;
+    c->n_batch = c->n_ctx;
+    c->external = true;
+    for (int i = 0; i < STATE_SNAPSHOTS; i++) c->rs_snap_pos[i] = -1;
+    return 0;
+}
+
+/* The largest recurrent state a context takes: 2^28 floats (1 GiB, 3 GiB with its two
+ * snapshots; far above any real model's). Checked as the layers are summed, so that the sum
+ * cannot wrap around wasm32's 32-bit size_t. */
+#define MAX_STATE_FLOATS ((size_t)1 << 28)
+
+int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_params *p, char *err, size_t err_len) {
+    memset(c, 0, sizeof *c);
+    if (!m->has_weights) return errorf(err, err_len, "the model has no weights (vocab-only file)");
+    const model_config *mc = &m->c;
+    if (mc->head_dim % 8 || mc->head_dim > MAX_HEAD_DIM)
+        return errorf(err, err_len, "head dimension %d is not supported (multiples of 8 up to %d are)", mc->head_dim, MAX_HEAD_DIM);
+    c->m = m;
+    /* default window: the training context, at least 2048 (tiny models list short ones but
+     * extrapolate; llama.cpp runs them so) and at most 4096 (memory) */
+    int32_t def_ctx = mc->n_ctx_train < 2048 ? 2048 : mc->n_ctx_train > 4096 ? 4096 : mc->n_ctx_train;
+    c->n_ctx = p->n_ctx > 0 ? p->n_ctx : def_ctx;
+    c->n_batch = p->n_batch > 0 ? p->n_batch : 256;
+    if (c->n_batch > c->n_ctx) c->n_batch = c->n_ctx;
+    int n_threads = p->n_threads > 0 ? p->n_threads : 1;
+    if (p->n_ctx < 0 || c->n_ctx > (1 << 22)) return errorf(err, err_len, "context size %d out of range (1 to %d)", p->n_ctx, 1 << 22);
+    if (p->n_batch < 0 || p->n_threads < 0 || n_threads > 256)
+        return errorf(err, err_len, "batch size %d or thread count %d out of range", p->n_batch, p->n_threads);
+    if (p->kv_type != WICK_KV_F16 && p->kv_type != WICK_KV_F32)
+        return errorf(err, err_len, "KV cache type %d unknown (0 = f32, 1 = f16)", p->kv_type);
+    c->kv_type = p->kv_type;
+    c->kv_elem = p->kv_type == WICK_KV_F16 ? 2 : 4;
+    /* phi3 rotates with its long-context factors when the context exceeds the original one
+     * (llama.cpp's get_rope_factors); Llama 3's rope_freqs apply always */
+    c->rope_factors = m->rope_freqs;
+    if (m->rope_factors_short) c->rope_factors = c->n_ctx > mc->n_ctx_orig ? m->rope_factors_long : m->rope_factors_short;
+
+    /* the cache of each layer: every position, or a sliding layer's ring when that is smaller */
+    if (mc->n_swa > 0 && (int64_t)mc->n_swa - 1 + c->n_batch < c->n_ctx) c->ring = mc->n_swa - 1 + c->n_batch;
+    c->kv_slots = malloc((size_t)mc->n_layers * sizeof *c->kv_slots);
+    c->kv_off = malloc((size_t)mc->n_layers * sizeof *c->kv_off);
+    if (!c->kv_slots || !c->kv_off) {
+        ctx_release(c);
+        return errorf(err, err_len, "out of memory");
+    }
+    uint64_t slots = 0;
+    for (int l = 0; l < mc->n_layers; l++) {
+        /* a recurrent layer keeps no keys and values */
+        c->kv_slots[l] = m->layers[l].kind != LAYER_ATTENTION ? 0 : m->layers[l].sliding && c->ring ? c->ring : c->n_ctx;
+        c->kv_off[l] = (size_t)(slots * (uint64_t)kv_dim(mc));
+        slots += (uint64_t)c->kv_slots[l];
+    }
+    /* KV cache size checked in 64 bits before allocating: it is the one large allocation here */
+    uint64_t kv_bytes = slots * (uint64_t)kv_dim(mc) * c->kv_elem;
+    if (kv_bytes > (uint64_t)1 << 31 || kv_bytes > SIZE_MAX / 2) {
+        ctx_release(c);
+        return errorf(err, err_len, "a KV cache for %d tokens needs 2 x %llu MiB: too large for this build; ask for a smaller context",
+                    p->n_ctx > 0 ? p->n_ctx : c->n_ctx, (unsigned long long)(kv_bytes >> 20));
+    }
+    c->kv_cache_bytes = (size_t)kv_bytes;
+    c->k_cache = malloc(kv_bytes ? (size_t)kv_bytes : 1); /* 0 when every layer is recurrent */
+    c->v_cache = malloc(kv_bytes ? (size_t)kv_bytes : 1);
+
+    size_t B = (size_t)c->n_batch, dim = (size_t)mc->dim, hid = (size_t)mc->hidden_dim, kvd = (size_t)kv_dim(mc);
+    size_t qd = (size_t)mc->q_dim, widest = hid > dim ? hid : dim;
+    if (qd > widest) widest = qd;
+    size_t vd = (size_t)mc->ssm_v_heads * (size_t)mc->ssm_state; /* DeltaNet's output, the input of ssm_out */
+    if (vd > widest) widest = vd;
+    c->x = malloc(B * dim * sizeof(float));
+    c->xb = malloc(B * dim * sizeof(float));
+    c->xb2 = malloc(B * qd * sizeof(float));
+    c->q = malloc(B * qd * sizeof(float));
+    c->k = malloc(B * kvd * sizeof(float));
+    c->v = malloc(B * kvd * sizeof(float));
+    c->hb = malloc(B * hid * sizeof(float));
+    c->hb2 = malloc(B * hid * sizeof(float));
+    size_t half = (size_t)(mc->rope_dim / 2 > 0 ? mc->rope_dim / 2 : 1);
+    c->rope_cos = malloc(2 * B * half * sizeof(float));
+    c->rope_sin = malloc(2 * B * half * sizeof(float));
+    c->att = malloc((size_t)n_threads * attention_scratch_floats(c->n_ctx) * sizeof(float));
+    if (recurrent_state_init(c, err, err_len)) {
+        ctx_release(c);
+        return -1;
+    }
+    c->qbuf_bytes = B * (widest * ACT_BYTES_PER_ELEM_NUM / ACT_BYTES_PER_ELEM_DEN + 64);
+    for (int i = 0; i < ACT_SLOTS; i++) c->qbuf[i] = malloc(c->qbuf_bytes);
+    if (!c->k_cache || !c->v_cache || !c->x || !c->xb || !c->xb2 || !c->q || !c->k || !c->v || !c->hb ||
+        !c->hb2 || !c->rope_cos || !c->rope_sin || !c->att || !c->qbuf[0] || !c->qbuf[1] || !c->qbuf[2]) {
+        ctx_release(c);
+        return errorf(err, err_len, "out of memory allocating a context of %d tokens (KV cache 2 x %llu MiB)",
+                    p->n_ctx > 0 ? p->n_ctx : 0, (unsigned long long)(kv_bytes >> 20));
+    }
+    c->pool = pool_new(n_threads);
+    if (!c->pool) {
+        ctx_release(c);
+        return errorf(err, err_len, "cannot start %d threads (this build may be single-threaded)", n_threads);
+    }
+    return 0;
+}
+
+/* The recurrent state and its snapshots (sized here, once: constant in the number of tokens),
+ * and the scratch of the recurrent layers and of an attention output gate. */
+static int recurrent_state_init(struct wick_ctx *c, char *err, size_t err_len) {
+    const struct wick_model *m = c->m;
+    const model_config *mc = &m->c;
+    size_t B = (size_t)c->n_batch, dim = (size_t)mc->dim, qd = (size_t)mc->q_dim;
+    size_t proj_w = 0, mix_w = 0, mix2_w = 0;
+    for (int i = 0; i < STATE_SNAPSHOTS; i++) c->rs_snap_pos[i] = -1;
+    if (mc->attn_out_gate) proj_w = 2 * qd, mix2_w = qd;
+    if (mc->n_recurrent == 0 && !mc->attn_out_gate) return 0;
+    c->rs_off = malloc((size_t)mc->n_layers * sizeof *c->rs_off);
+    if (!c->rs_off) return errorf(err, err_len, "out of memory");
+    for (int l = 0; l < mc->n_layers; l++) {
+        layer_kind kind = m->layers[l].kind;
+        c->rs_off[l] = c->rs_floats;
+        c->rs_floats += model_layer_state_floats(m, l); /* each term < 2^29 (the model's bounds) */
+        if (c->rs_floats > MAX_STATE_FLOATS)
+            return errorf(err, err_len, "a recurrent state of more than %u MiB is too large", (unsigned)(MAX_STATE_FLOATS >> 18));
+        size_t ch = (size_t)model_conv_channels(mc, kind), vd = (size_t)mc->ssm_v_heads * (size_t)mc->ssm_state;
+        if (kind == LAYER_SHORTCONV) {
+            if (3 * dim > proj_w) proj_w = 3 * dim;
+            if (dim > mix_w) mix_w = dim;
+        } else if (kind == LAYER_DELTANET) {
+            /* proj: q | k | v (the convolution's input), z, α, β; mix: the convolution's output */
+            size_t w = ch + vd + 2 * (size_t)mc->ssm_v_heads;
+            if (w > proj_w) proj_w = w;
+            if (ch > mix_w) mix_w = ch;
+            if (vd > mix2_w) mix2_w = vd;
+        }
+    }
+    size_t state_bytes = (c->rs_floats ? c->rs_floats : 1) * sizeof(float);
+    c->rstate = calloc(1, state_bytes);
+    for (int i = 0; i < STATE_SNAPSHOTS; i++) c->rs_snap[i] = malloc(state_bytes);
+    c->proj = malloc(B * (proj_w ? proj_w : 1) * sizeof(float));
+    c->mix = malloc(B * (mix_w ? mix_w : 1) * sizeof(float));
+    c->mix2 = malloc(B * (mix2_w ? mix2_w : 1) * sizeof(float));
+    if (!c->rstate || !c->rs_snap[0] || !c->rs_snap[1] || !c->proj || !c->mix || !c->mix2)
+        return errorf(err, err_len, "out of memory allocating the recurrent state (%zu bytes)", state_bytes);
+    return 0;
+}
+
+bool ctx_has_state(const struct wick_ctx *c) { return c->rs_floats > 0; }
+
+size_t ctx_state_bytes(const struct wick_ctx *c) {
+    return c->rs_floats * sizeof(float) * (1 + STATE_SNAPSHOTS);
+}
+
+void kv_state_snapshot(struct wick_ctx *c) {
+    if (!ctx_has_state(c)) return;
+    /* the snapshot of this position already, else an empty slot, else the oldest */
+    int slot = -1;
+    for (int i = 0; i < STATE_SNAPSHOTS && slot < 0; i++)
+        if (c->rs_snap_pos[i] == c->n_past) slot = i;
+    for (int i = 0; i < STATE_SNAPSHOTS && slot < 0; i++)
+        if (c->rs_snap_pos[i] < 0) slot = i;
+    if (slot < 0) {
+        slot = 0;
+        for (int i = 1; i < STATE_SNAPSHOTS; i++)
+            if (c->rs_snap_used[i] < c->rs_snap_used[slot]) slot = i;
+    }
+    memcpy(c->rs_snap[slot], c->rstate, c->rs_floats * sizeof(float));
+    c->rs_snap_pos[slot] = c->n_past;
+    c->rs_snap_used[slot] = ++c->rs_clock;
+}
+
+void ctx_release(struct wick_ctx *c) {
+    if (c->pool) pool_free(c->pool);
+    void *bufs[] = {c->k_cache, c->v_cache, c->x, c->xb, c->xb2, c->q, c->k, c->v, c->hb, c->hb2,
+                    c->rope_cos, c->rope_sin, c->att, c->qbuf[0], c->qbuf[1], c->qbuf[2], c->logits,
+                    c->kv_slots, c->kv_off, c->rstate, c->rs_off, c->proj, c->mix, c->mix2,
+                    c->rs_snap[0], c->rs_snap[1], c->ext_ops};
+    _Static_assert(STATE_SNAPSHOTS == 2, "ctx_release frees each snapshot");
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
+    memset(c, 0, sizeof *c);
+}
+
+/* The old position of new position q after positions n_keep … n_keep + n_discard − 1 are dropped. */
+static int shifted_from(int q, int n_keep, int n_discard) { return q < n_keep ? q : q + n_discard; }
+
+/* The first position (in the new numbering) a sliding layer's ring can still supply after the
+ * shift: within the ring's reach and held (at or after swa_lo) before. */
+static int ring_first_after_shift(const struct wick_ctx *c, int n_keep, int n_discard) {
+    int n_after = c->n_past - n_discard, lo = n_after - c->ring > 0 ? n_after - c->ring : 0;
+    if (c->swa_lo > n_keep) { /* kept positions are gone: only moved ones from old swa_lo on */
+        int q = c->swa_lo - n_discard;
+        if (q < n_keep) q = n_keep;
+        if (q > lo) lo = q;
+    } else if (c->swa_lo > lo) {
+        lo = c->swa_lo;
+    }
+    return lo < n_after ? lo : n_after;
+}
+
+bool kv_cache_can_shift(const struct wick_ctx *c, int32_t n_keep, int32_t n_discard) {
+    if (n_keep < 0 || n_discard < 0 || n_keep + n_discard > c->n_past) return false;
+    if (n_discard == 0) return true;
+    if (c->external) return false;      /* the outside backend evaluates the kept tokens again */
+    if (ctx_has_state(c)) return false; /* a recurrent state holds the dropped positions mixed in */
+    if (!c->ring) return true;
+    int n_after = c->n_past - n_discard, w = c->m->c.n_swa;
+    int need = n_after >= w ? n_after - w + 1 : 0; /* the window of the next position */
+    return ring_first_after_shift(c, n_keep, n_discard) <= need;
+}
+
+/* the snapshot of the recurrent state at position n, or -1 */
+static int state_snapshot_at(const struct wick_ctx *c, int32_t n) {
+    for (int i = 0; i < STATE_SNAPSHOTS; i++)
+        if (c->rs_snap_pos[i] == n) return i;
+    return -1;
+}
+
+bool kv_cache_can_trim(const struct wick_ctx *c, int32_t n) {
+    if (n < 0 || n > c->n_past) return false;
+    if (n == 0) return true;
+    if (ctx_has_state(c) && n != c->n_past && state_snapshot_at(c, n) < 0) return false;
+    if (!c->ring) return true;
+    int w = c->m->c.n_swa, need = n >= w ? n - w + 1 : 0;
+    return need >= c->swa_lo;
+}
+
+int32_t kv_cache_rewind_point(const struct wick_ctx *c, int32_t n) {
+    if (n > c->n_past) n = c->n_past;
+    if (n <= 0) return 0;
+    if (!ctx_has_state(c)) return kv_cache_can_trim(c, n) ? n : 0;
+    int32_t best = kv_cache_can_trim(c, n) ? n : 0;
+    for (int i = 0; i < STATE_SNAPSHOTS; i++) {
+        int32_t p = c->rs_snap_pos[i];
+        if (p > best && p <= n && kv_cache_can_trim(c, p)) best = p;
+    }
+    return best;
+}
+
+int kv_cache_trim(struct wick_ctx *c, int32_t n, char *err, size_t err_len) {
+    if (!kv_cache_can_trim(c, n)) {
+        if (ctx_has_state(c) && n > 0 && n < c->n_past && state_snapshot_at(c, n) < 0)
+            return errorf(err, err_len, "cannot cut the cache back to %d positions: the recurrent state holds all %d and "
+                          "has no snapshot at %d (evaluate from 0)", n, c->n_past, n);
+        return errorf(err, err_len, "cannot cut the cache back to %d positions: the sliding-window layers no longer hold "
+                      "the window before it (evaluate from 0)", n);
+    }
+    if (ctx_has_state(c) && n != c->n_past) {
+        int i = n == 0 ? -1 : state_snapshot_at(c, n);
+        if (i >= 0) memcpy(c->rstate, c->rs_snap[i], c->rs_floats * sizeof(float));
+        else memset(c->rstate, 0, c->rs_floats * sizeof(float));
+    }
+    for (int i = 0; i < STATE_SNAPSHOTS; i++) /* later ones describe tokens no longer there */
+        if (c->rs_snap_pos[i] > n) c->rs_snap_pos[i] = -1;
+    if (n == 0) c->swa_lo = 0;
+    c->n_past = n;
+    return 0;
+}
+
+/* Re-rotates one cached key row (kv_dim values) by the angles of cs/sn. */
+static void rotate_cached_key(struct wick_ctx *c, const void *src, void *dst, const float *cs, const float *sn) {
+    const model_config *mc = &c->m->c;
+    int kvd = kv_dim(mc);
+    float *tmp = c->k; /* scratch of at least kv_dim floats */
+    for (int i = 0; i < kvd; i++) tmp[i] = kv_load(c, src, (size_t)i);
+    rope_apply(tmp, mc->n_kv_heads, mc, cs, sn);
+    for (int i = 0; i < kvd; i++) kv_store(c, dst, (size_t)i, tmp[i]);
+}
+
+int kv_cache_shift(struct wick_ctx *c, int32_t n_keep, int32_t n_discard, char *err, size_t err_len) {
+    const model_config *mc = &c->m->c;
+    if (n_keep < 0 || n_discard < 0 || n_keep + n_discard > c->n_past)
+        return errorf(err, err_len, "cannot drop %d positions after %d of %d", n_discard, n_keep, c->n_past);
+    if (n_discard == 0) return 0;
+    if (!kv_cache_can_shift(c, n_keep, n_discard))
+        return errorf(err, err_len, "cannot drop %d positions after %d: the sliding-window layers no longer hold the kept "
+                      "positions their window would see (evaluate the kept tokens again)", n_discard, n_keep);
+    int kvd = kv_dim(mc), half = mc->rope_dim / 2;
+    size_t row_bytes = (size_t)kvd * c->kv_elem;
+    int moved = c->n_past - n_keep - n_discard, n_after = c->n_past - n_discard;
+    /* a key at position p was rotated by p·θ_i; moved to p − n_discard it needs a further
+     * rotation by −n_discard·θ_i (rotations compose additively), with each base's θ and no
+     * magnitude factor (phi3's attn_factor is in the key already) */
+    float *cs = c->rope_cos, *sn = c->rope_sin, *cs_swa = c->rope_cos + half, *sn_swa = c->rope_sin + half;
+    rope_tables(c, mc->rope_base, mc->rope_scale, 1.0f, -n_discard, 1, cs, sn);
+    rope_tables(c, mc->rope_base_swa, mc->rope_scale_swa, 1.0f, -n_discard, 1, cs_swa, sn_swa);
+    uint8_t *ring_k = NULL, *ring_v = NULL;
+    int ring_lo = c->ring ? ring_first_after_shift(c, n_keep, n_discard) : 0;
+    if (c->ring) {
+        ring_k = malloc((size_t)c->ring * row_bytes);
+        ring_v = malloc((size_t)c->ring * row_bytes);
+        if (!ring_k || !ring_v) {
+            free(ring_k);
+            free(ring_v);
+            return errorf(err, err_len, "out of memory shifting the context");
+        }
+    }
+    for (int l = 0; l < mc->n_layers; l++) {
+        const layer_weights *w = &c->m->layers[l];
+        const float *lcs = w->sliding ? cs_swa : cs, *lsn = w->sliding ? sn_swa : sn;
+        if (c->kv_slots[l] == 0) continue; /* a recurrent layer (never reached: such a cache is not shifted) */
+        if (c->kv_slots[l] == c->n_ctx) { /* every position: move the rest down in place */
+            for (int j = 0; j < moved; j++) {
+                int from = n_keep + n_discard + j, to = n_keep + j;
+                void *ks = kv_at(c, c->k_cache, l, from), *kd = kv_at(c, c->k_cache, l, to);
+                if (w->rotate) rotate_cached_key(c, ks, kd, lcs, lsn);
+                else memmove(kd, ks, row_bytes);
+                memmove(kv_at(c, c->v_cache, l, to), kv_at(c, c->v_cache, l, from), row_bytes);
+            }
+            continue;
+        }
+        /* a ring: the positions it can still supply, from a copy into their new slots */
+        uint8_t *kr = (uint8_t *)kv_at(c, c->k_cache, l, 0), *vr = (uint8_t *)kv_at(c, c->v_cache, l, 0);
+        memcpy(ring_k, kr, (size_t)c->ring * row_bytes);
+        memcpy(ring_v, vr, (size_t)c->ring * row_bytes);
+        for (int q = ring_lo; q < n_after; q++) {
+            int from = shifted_from(q, n_keep, n_discard);
+            const uint8_t *ks = ring_k + (size_t)(from % c->ring) * row_bytes;
+            uint8_t *kd = kr + (size_t)(q % c->ring) * row_bytes;
+            if (w->rotate && from != q) rotate_cached_key(c, ks, kd, lcs, lsn);
+            else memcpy(kd, ks, row_bytes);
+            memcpy(vr + (size_t)(q % c->ring) * row_bytes, ring_v + (size_t)(from % c->ring) * row_bytes, row_bytes);
+        }
+    }
+    free(ring_k);
+    free(ring_v);
+    c->n_past = n_after;
+    if (c->ring) c->swa_lo = ring_lo;
+    return 0;
+}

@@ -1,0 +1,109 @@
+/* context.h — the inference context: the KV cache (per layer, a sliding layer's ring), the
+ * recurrent state and its snapshots, the scratch of one batch and the thread pool; how the cache
+ * is laid out (kv_at), and what can be done to it (trim, shift, snapshot). */
+#ifndef WICK_CONTEXT_H
+#define WICK_CONTEXT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "matmul.h"
+#include "model.h"
+#include "pool.h"
+#include "quant.h"
+#include "wick.h"
+
+/* Snapshots of the recurrent state a context keeps (the ends of the last prompts: a new chat
+ * turn or a regenerated answer goes on from one of them). */
+#define STATE_SNAPSHOTS 2
+
+struct wick_ctx {
+    const struct wick_model *m;
+    int32_t n_ctx, n_batch, kv_type, n_past;
+    size_t kv_elem;               /* bytes per cached element (2 or 4) */
+    void *k_cache, *v_cache;      /* per layer l: [kv_slots[l]][kv_dim] from element kv_off[l] */
+    int32_t *kv_slots;            /* positions layer l holds: n_ctx, or a ring for a sliding layer */
+    size_t *kv_off;               /* where layer l's cache starts, in elements */
+    size_t kv_cache_bytes;        /* of k_cache (v_cache is as large) */
+    /* A sliding layer's ring holds position p in slot p mod ring: its last n_swa − 1 + n_batch
+     * positions, enough for a batch to see its window; swa_lo is the oldest position every ring
+     * still holds (positions before it were overwritten). ring is 0 when no layer has one. */
+    int32_t ring, swa_lo;
+    const float *rope_factors;    /* frequency divisors in effect: rope_freqs, or phi3's set for n_ctx */
+    pool *pool;
+    /* scratch for one batch of at most n_batch tokens */
+    float *x, *xb, *xb2, *q, *k, *v, *hb, *hb2; /* q and xb2 are [n_batch][q_dim], x and xb [n_batch][dim] */
+    float *rope_cos, *rope_sin;   /* [2][n_batch][rope_dim/2]: the full layers' base, then the sliding layers' */
+    float *att;                   /* per thread: attention's scratch (attention.h, attention_scratch_floats) */
+    void *qbuf[ACT_SLOTS];
+    size_t qbuf_bytes;
+    float *logits;                /* [n_logit_rows][n_vocab] */
+    int32_t n_logit_rows, logits_cap_rows;
+    /* The recurrent layers' state (lfm2, qwen35): layer l's from rstate + rs_off[l], of
+     * model_layer_state_floats(m, l) floats, all zero at position 0. It sums up every position
+     * before n_past in a fixed size, so it cannot be cut back to an earlier position: the cache
+     * returns only to a snapshot of it taken there (kv_state_snapshot), or to 0. */
+    float *rstate;
+    size_t *rs_off, rs_floats;
+    float *rs_snap[STATE_SNAPSHOTS];
+    int32_t rs_snap_pos[STATE_SNAPSHOTS]; /* the position a snapshot holds the state of; -1: empty */
+    uint32_t rs_snap_used[STATE_SNAPSHOTS], rs_clock; /* when each was taken: the oldest is replaced */
+    /* scratch of the recurrent layers and of the attention output gate, [n_batch] rows each:
+     * proj the input projections, mix the convolution's output, mix2 the mixer's output or the gate */
+    float *proj, *mix, *mix2;
+    /* an external context (wick_ctx_new_external): no cache or scratch here, the operations
+     * wick_eval and wick_kv_trim asked for, waiting for wick_ctx_external_ops */
+    bool external;
+    int32_t *ext_ops, ext_len, ext_cap;
+};
+
+int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_params *p, char *err, size_t err_len);
+/* An external context (wick.h, wick_ctx_new_external): the window and the logits only. */
+int ctx_init_external(struct wick_ctx *c, const struct wick_model *m, int32_t n_ctx, char *err, size_t err_len);
+void ctx_release(struct wick_ctx *c);
+int kv_cache_shift(struct wick_ctx *c, int32_t n_keep, int32_t n_discard, char *err, size_t err_len);
+/* Whether the cache can drop positions n_keep … n_keep + n_discard − 1 and go on: false when a
+ * sliding layer would need kept positions its ring no longer holds (then evaluate again). */
+bool kv_cache_can_shift(const struct wick_ctx *c, int32_t n_keep, int32_t n_discard);
+/* Whether the cache can be cut back to its first n positions and go on from there (a sliding
+ * layer's ring must still hold the window before position n). */
+bool kv_cache_can_trim(const struct wick_ctx *c, int32_t n);
+/* Cuts the cache back to its first n positions (kv_cache_can_trim must hold): a recurrent state
+ * is zeroed (n = 0) or restored from the snapshot at n; snapshots after n are forgotten. */
+int kv_cache_trim(struct wick_ctx *c, int32_t n, char *err, size_t err_len);
+/* The largest position ≤ n the cache can be cut back to (0 at worst). */
+int32_t kv_cache_rewind_point(const struct wick_ctx *c, int32_t n);
+/* Whether the model has recurrent layers (their state cannot be shifted or cut back freely). */
+bool ctx_has_state(const struct wick_ctx *c);
+/* Keeps a copy of the recurrent state at the current position (n_past), replacing the oldest
+ * snapshot; a no-op without recurrent layers. */
+void kv_state_snapshot(struct wick_ctx *c);
+/* Bytes of the recurrent state, its snapshots included (0 without recurrent layers). */
+size_t ctx_state_bytes(const struct wick_ctx *c);
+
+/* ---- the cache's layout: inline, for every step that reads or writes it ---- */
+
+/* width of one cached key or value row: every KV head's */
+static inline int kv_dim(const model_config *c) { return c->n_kv_heads * c->head_dim; }
+
+static inline float kv_load(const struct wick_ctx *c, const void *base, size_t i) {
+    return c->kv_type == WICK_KV_F16 ? quant_f16_to_f32(((const uint16_t *)base)[i]) : ((const float *)base)[i];
+}
+
+static inline void kv_store(const struct wick_ctx *c, void *base, size_t i, float v) {
+    if (c->kv_type == WICK_KV_F16) ((uint16_t *)base)[i] = quant_f32_to_f16(v);
+    else ((float *)base)[i] = v;
+}
+
+/* the slot of position pos in layer l's cache (a sliding layer's ring wraps around) */
+static inline int kv_slot(const struct wick_ctx *c, int l, int pos) {
+    return pos < c->kv_slots[l] ? pos : pos % c->kv_slots[l];
+}
+
+/* layer l, position pos in a cache */
+static inline void *kv_at(const struct wick_ctx *c, void *cache, int l, int pos) {
+    return (uint8_t *)cache + (c->kv_off[l] + (size_t)kv_slot(c, l, pos) * (size_t)kv_dim(&c->m->c)) * c->kv_elem;
+}
+
+#endif

@@ -1,0 +1,32 @@
+/* elementwise.h — the scalar functions several steps of a layer share: the activations (SiLU,
+ * GELU in its tanh form, the sigmoid), tanh through expf, and the RMS norm of a row. Inline, so
+ * that the files using them (matmul.c, attention.c, recurrent.c, forward.c) depend on no other
+ * file for them. Only expf, sqrt and IEEE arithmetic: every build rounds them alike. */
+#ifndef WICK_ELEMENTWISE_H
+#define WICK_ELEMENTWISE_H
+
+#include <math.h>
+
+static inline float silu(float x) { return x / (1.0f + expf(-x)); }
+
+static inline float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+/* tanh(x) = 1 − 2 / (e^(2x) + 1), through expf: the C libraries of the two builds (glibc, musl)
+ * round expf alike but not tanhf, and native and wasm must give the same numbers */
+static inline float tanh_exp(float x) { return 1.0f - 2.0f / (expf(2.0f * x) + 1.0f); }
+
+/* GELU in its tanh form: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) */
+static inline float gelu_tanh(float x) {
+    const float sqrt_2_over_pi = 0.79788456080286535588f;
+    return 0.5f * x * (1.0f + tanh_exp(sqrt_2_over_pi * x * (1.0f + 0.044715f * x * x)));
+}
+
+/* out = x / √(mean(x²) + eps) ⊙ w over n values (the sum of squares in double; out may be x) */
+static inline void rmsnorm(float *out, const float *x, const float *w, int n, float eps) {
+    double ss = 0;
+    for (int i = 0; i < n; i++) ss += (double)x[i] * x[i];
+    float scale = (float)(1.0 / sqrt(ss / n + eps));
+    for (int i = 0; i < n; i++) out[i] = x[i] * scale * w[i];
+}
+
+#endif

@@ -1,0 +1,42 @@
+/* rope.c — the rotary position embedding (RoPE): the cos/sin tables of a batch's positions and
+ * the rotation of each head's first rope_dim dimensions by them; used by the forward pass (queries
+ * and keys) and by the cache shift (cached keys moved to new positions). */
+#include "context.h"
+#include "rope.h"
+
+#include <math.h>
+
+/* cos/sin of every rotated pair for n positions from pos0, rope base `base`: as llama.cpp's rope
+ * forms them (ggml_rope_cache_init), θ_i = pos · base^(−2i/rope_dim) by repeated multiplication,
+ * divided by the pair's frequency factor (Llama 3's rope_freqs, phi3's short or long set), times
+ * the linear position scale `scale`; cos and sin are then multiplied by mscale (phi3's attn_factor). */
+void rope_tables(const struct wick_ctx *c, float base, float scale, float mscale, int pos0, int n, float *cs, float *sn) {
+    const model_config *mc = &c->m->c;
+    int half = mc->rope_dim / 2;
+    float theta_scale = powf(base, -2.0f / (float)mc->rope_dim);
+    for (int t = 0; t < n; t++) {
+        float theta = (float)(pos0 + t);
+        for (int i = 0; i < half; i++) {
+            float ff = c->rope_factors ? c->rope_factors[i] : 1.0f;
+            float angle = scale * (theta / ff);
+            /* in double, rounded once: the float cosf/sinf of glibc and musl differ in the last bit */
+            cs[t * half + i] = (float)cos((double)angle) * mscale;
+            sn[t * half + i] = (float)sin((double)angle) * mscale;
+            theta *= theta_scale;
+        }
+    }
+}
+
+/* Rotates the first rope_dim dimensions of each head of vec (n_heads heads) by the angles of cs/sn. */
+void rope_apply(float *vec, int n_heads, const model_config *mc, const float *cs, const float *sn) {
+    int half = mc->rope_dim / 2;
+    for (int h = 0; h < n_heads; h++) {
+        float *v = vec + (size_t)h * mc->head_dim;
+        for (int i = 0; i < half; i++) {
+            int i0 = mc->rope_neox ? i : 2 * i, i1 = mc->rope_neox ? i + half : 2 * i + 1;
+            float a = v[i0], b = v[i1];
+            v[i0] = a * cs[i] - b * sn[i];
+            v[i1] = a * sn[i] + b * cs[i];
+        }
+    }
+}

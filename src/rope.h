@@ -1,0 +1,13 @@
+/* rope.h — the rotary position embedding (rope.c). */
+#ifndef WICK_ROPE_H
+#define WICK_ROPE_H
+
+#include "context.h"
+
+/* cos/sin of every rotated pair for n positions from pos0 (cs, sn: [n][rope_dim/2]), with rope base
+ * `base`, linear position scale `scale` and magnitude factor mscale */
+void rope_tables(const struct wick_ctx *c, float base, float scale, float mscale, int pos0, int n, float *cs, float *sn);
+/* Rotates the first rope_dim dimensions of each of n_heads heads of vec by the angles of cs/sn. */
+void rope_apply(float *vec, int n_heads, const model_config *mc, const float *cs, const float *sn);
+
+#endif

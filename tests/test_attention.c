@@ -1,0 +1,178 @@
+/* tests/test_attention.c — attention's fast paths (src/attention.c: grouped query heads sharing
+ * each converted cached row, runs of prefill tokens of one head over the F16 cache, the F16
+ * rebias folded into the query or not) against the plain scalar attention_ref, on random
+ * queries, keys and values: head sizes 32 … 256, 1 … 8 query heads per KV head, one or two KV
+ * heads, decode (one token) and prefill batches at several positions, causal and non-causal,
+ * F32 and F16 caches, a sliding window and a soft cap, 1 and 2 threads (1 in the single-threaded
+ * wasm build). A model of one attention layer is made here; no file is read. Each case's error
+ * is the largest |fast − ref| of a head's output relative to the largest |ref| of that output.
+ * Usage: test_attention. Closes with "N passed, M failed". */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attention.h"
+#include "context.h"
+#include "wick.h"
+
+static int passed, failed;
+
+static void check(int ok, const char *what) {
+    printf("%s: %s\n", ok ? "ok  " : "FAIL", what);
+    if (ok) passed++;
+    else failed++;
+}
+
+/* F32: the fast paths sum in another order than the reference (and use exp_f32x4 for expf);
+ * F16: the cached values are the same halves for both, converted exactly, so the same bound,
+ * far inside the 2e-3 that tests/test_context.c allows an F16 cache (re-rounded keys). */
+#define TOL 1e-6
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+/* uniform in [-1, 1) (xorshift64*) */
+static float uniform(void) {
+    rng ^= rng >> 12, rng ^= rng << 25, rng ^= rng >> 27;
+    return (float)((double)((rng * 0x2545f4914f6cdd1dull) >> 40) / (double)(1ull << 23) - 1.0);
+}
+
+typedef struct {
+    int head_dim, group, n_kv_heads, n_tok, pos0, threads, kv_type, n_swa;
+    bool causal;
+    float softcap, q_scale; /* q_scale: the queries' magnitude */
+    /* each head's first query element 2^16 (fold_query refuses such queries: the F16 cache takes the
+     * unfolded conversion), and every key's first element 0, so that the scores stay in range */
+    bool huge_query;
+} attn_case;
+
+/* relative error of the case, or -1 when the context cannot be made */
+static double run_case(const attn_case *k, char *err, size_t err_len) {
+    layer_weights layer = {.kind = LAYER_ATTENTION, .sliding = k->n_swa > 0};
+    struct wick_model m = {.has_weights = true, .layers = &layer};
+    model_config *mc = &m.c;
+    mc->n_layers = 1, mc->n_kv_heads = k->n_kv_heads, mc->n_heads = k->group * k->n_kv_heads;
+    mc->head_dim = k->head_dim, mc->q_dim = mc->n_heads * k->head_dim, mc->dim = mc->q_dim, mc->hidden_dim = mc->q_dim;
+    mc->n_vocab = 1, mc->n_ctx_train = 64, mc->rope_dim = k->head_dim;
+    mc->attn_scale = 1.0f / sqrtf((float)k->head_dim), mc->attn_softcap = k->softcap, mc->n_swa = k->n_swa;
+    wick_ctx_params p = {.n_ctx = 64, .n_batch = 16, .n_threads = k->threads, .kv_type = k->kv_type};
+    struct wick_ctx c;
+    if (ctx_init(&c, &m, &p, err, err_len)) return -1;
+    int kvd = kv_dim(mc), last = k->pos0 + k->n_tok - 1;
+    for (int j = 0; j <= last; j++) {
+        void *kc = kv_at(&c, c.k_cache, 0, j), *vc = kv_at(&c, c.v_cache, 0, j);
+        for (int i = 0; i < kvd; i++) {
+            kv_store(&c, kc, (size_t)i, k->huge_query && i % k->head_dim == 0 ? 0.0f : 2.0f * uniform());
+            kv_store(&c, vc, (size_t)i, uniform());
+        }
+    }
+    for (size_t i = 0; i < (size_t)k->n_tok * mc->q_dim; i++)
+        c.q[i] = k->huge_query && i % (size_t)k->head_dim == 0 ? 0x1p16f : k->q_scale * uniform();
+    float *ref = malloc((size_t)k->n_tok * mc->q_dim * sizeof(float));
+    if (!ref) {
+        ctx_release(&c);
+        snprintf(err, err_len, "out of memory");
+        return -1;
+    }
+    attention(&c, 0, k->pos0, k->n_tok, k->causal);
+    attention_ref(&c, 0, k->pos0, k->n_tok, k->causal, ref);
+    double worst = 0;
+    for (int t = 0; t < k->n_tok; t++)
+        for (int h = 0; h < mc->n_heads; h++) {
+            const float *a = c.xb2 + (size_t)t * mc->q_dim + (size_t)h * k->head_dim, *r = ref + (a - c.xb2);
+            double diff = 0, scale = 0;
+            for (int i = 0; i < k->head_dim; i++) {
+                if (!(fabs((double)a[i] - r[i]) <= diff)) diff = fabs((double)a[i] - r[i]); /* NaN counts */
+                if (fabs(r[i]) > scale) scale = fabs(r[i]);
+            }
+            double e = diff / (scale > 0 ? scale : 1);
+            if (!(e <= worst)) worst = e;
+        }
+    free(ref);
+    ctx_release(&c);
+    return worst;
+}
+
+static void case_check(const attn_case *k) {
+    char err[256] = "", what[320];
+    double e = run_case(k, err, sizeof err);
+    snprintf(what, sizeof what,
+             "head %d, %d per KV head x %d, %d token(s) from %d, %s, %s, %d thread(s)%s%s%s: fast = ref (rel. error %.2e, bound %.0e)%s%s",
+             k->head_dim, k->group, k->n_kv_heads, k->n_tok, k->pos0, k->kv_type == WICK_KV_F16 ? "f16" : "f32",
+             k->causal ? "causal" : "non-causal", k->threads, k->n_swa ? ", sliding window" : "",
+             k->softcap > 0 ? ", soft cap" : "", k->huge_query ? ", unfolded" : "", e, TOL, err[0] ? ": " : "", err);
+    check(e >= 0 && e <= TOL, what);
+}
+
+/* A causal batch's last token sees what a non-causal one's every token sees: equal outputs there,
+ * different ones before it. */
+static void causal_check(void) {
+    layer_weights layer = {.kind = LAYER_ATTENTION};
+    struct wick_model m = {.has_weights = true, .layers = &layer};
+    model_config *mc = &m.c;
+    mc->n_layers = 1, mc->n_kv_heads = 1, mc->n_heads = 2, mc->head_dim = 32, mc->q_dim = 64, mc->dim = 64;
+    mc->hidden_dim = 64, mc->n_vocab = 1, mc->n_ctx_train = 64, mc->rope_dim = 32, mc->attn_scale = 1.0f / sqrtf(32.0f);
+    wick_ctx_params p = {.n_ctx = 64, .n_batch = 16, .n_threads = 1, .kv_type = WICK_KV_F32};
+    struct wick_ctx c;
+    char err[256];
+    if (ctx_init(&c, &m, &p, err, sizeof err)) {
+        check(0, err);
+        return;
+    }
+    enum { N = 6 };
+    for (int j = 0; j < N; j++)
+        for (int i = 0; i < 32; i++) {
+            kv_store(&c, kv_at(&c, c.k_cache, 0, j), (size_t)i, uniform());
+            kv_store(&c, kv_at(&c, c.v_cache, 0, j), (size_t)i, uniform());
+        }
+    for (int i = 0; i < N * 64; i++) c.q[i] = uniform();
+    float causal[N * 64];
+    attention(&c, 0, 0, N, true);
+    memcpy(causal, c.xb2, sizeof causal);
+    attention(&c, 0, 0, N, false);
+    check(memcmp(causal + (N - 1) * 64, c.xb2 + (N - 1) * 64, 64 * sizeof(float)) == 0,
+          "the last token of a batch: causal and non-causal outputs are equal");
+    check(memcmp(causal, c.xb2, 64 * sizeof(float)) != 0, "the first token of a batch: causal and non-causal outputs differ");
+    ctx_release(&c);
+}
+
+int main(void) {
+    static const int head_dims[] = {32, 40, 64, 96, 128, 200, 256};
+#ifdef WICK_NO_THREADS
+    const int max_threads = 1;
+#else
+    const int max_threads = 2;
+#endif
+    /* decode (pos0 > 0, one token) and prefill runs: full runs of 4, a short last run, longer batches */
+    static const int n_toks[] = {1, 4, 7, 13}, pos0s[] = {9, 0, 3, 20};
+    int n = 0;
+    for (size_t d = 0; d < sizeof head_dims / sizeof head_dims[0]; d++)
+        for (int group = 1; group <= 8; group++)
+            for (int kv_type = 0; kv_type <= 1; kv_type++)
+                for (int causal = 1; causal >= 0; causal--, n++) {
+                    attn_case k = {.head_dim = head_dims[d], .group = group, .n_kv_heads = 1 + n % 2,
+                                   .n_tok = n_toks[n % 4], .pos0 = pos0s[n % 4], .threads = 1 + n / 4 % max_threads,
+                                   .kv_type = kv_type == 0 ? WICK_KV_F32 : WICK_KV_F16, .causal = causal, .q_scale = 1};
+                    case_check(&k);
+                }
+    /* gemma's switches: a sliding window of 8 (a ring of 8 − 1 + 16 slots), and a soft cap */
+    for (int kv_type = 0; kv_type <= 1; kv_type++)
+        for (int causal = 1; causal >= 0; causal--) {
+            attn_case k = {.head_dim = 64, .group = 2, .n_kv_heads = 2, .n_tok = 13, .pos0 = 20, .threads = max_threads,
+                           .kv_type = kv_type == 0 ? WICK_KV_F32 : WICK_KV_F16, .n_swa = 8, .causal = causal, .q_scale = 1};
+            case_check(&k);
+            k.n_swa = 0, k.softcap = 5.0f, k.q_scale = 8;
+            case_check(&k);
+        }
+    /* F16, queries that cannot be folded: one head per KV head and 16 tokens try the prefill runs,
+     * one token the decode run, 4 heads of a group the shared conversion */
+    for (int causal = 1; causal >= 0; causal--)
+        for (int group = 1; group <= 4; group *= 2) {
+            attn_case k = {.head_dim = 128, .group = group, .n_kv_heads = 1, .n_tok = group == 1 ? 16 : group == 2 ? 1 : 8,
+                           .pos0 = 5, .threads = 1, .kv_type = WICK_KV_F16, .causal = causal, .q_scale = 1, .huge_query = true};
+            case_check(&k);
+        }
+    causal_check();
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
