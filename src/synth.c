@@ -13,6 +13,8 @@
  *   - norm weights uniform in [0.5, 1.5] times a centre, not 1, so a missing or misplaced norm shows;
  *   - the output side scaled so that the logits spread over a few units: the final cap bites, and a
  *     softmax over 32000 tokens keeps every probability above float's underflow;
+ *   - gemma4's per-layer embeddings at about the residual's size (post_norm centre 0.5), its
+ *     attention scores at the Gemmas' 0.7 under its scale of 1, its logits capped at 8;
  *   - the hybrids' convolution taps F32 with standard deviation 0.5 (reversed taps move the logits
  *     by over 100%), DeltaNet decays of about e^−0.65 per token (no decay moves them by over 100%),
  *     and its output gate z at a quarter of the usual scale: at full scale silu(z) passes llama.cpp's
@@ -55,6 +57,9 @@ static const synth_shape shapes[] = {
     /* Qwen3.5-0.8B's text model: 24 layers of 1024, 8 query / 2 KV heads (of 256 in qwen35),
      * DeltaNet with 16 key and 16 value heads of 128 */
     {"0.8b", 1024, 24, 8, 2, 3584, false, 16, 16},
+    /* Gemma 4 E2B's text model: 35 layers of 1536, 8 query heads and 1 KV head (of 256 on the
+     * sliding layers, 512 on the full ones), FFN 6144 (doubled on the 15 KV-shared layers) */
+    {"e2b", 1536, 35, 8, 1, 6144, false, 0, 0},
 };
 
 /* ---- the families ---------------------------------------------------------------------------- */
@@ -75,6 +80,8 @@ enum {
     F_SHORTCONV = 1u << 12,    /* lfm2: layers with il % 3 != 2 are short convolutions (KV head count 0) */
     F_DELTANET = 1u << 13,     /* qwen35: gated DeltaNet layers, full attention every 4th; attn_q holds each
                                 * head's query then its output gate; the FFN's norm is post_attention_norm */
+    F_GEMMA4 = 1u << 14,       /* gemma4: sliding and full layers of their own head sizes, KV heads and rope
+                                * dimensions, KV-shared last layers, per-layer embeddings (synth_gemma4) */
 };
 
 /* lfm2's attention layers in a synth file: every third (LFM2-350M has 6 of 16, spread out) */
@@ -84,6 +91,17 @@ enum {
 /* the taps of the recurrent layers' convolutions (LFM2's l_cache, Qwen3.5's conv_kernel) */
 #define LFM2_L_CACHE 3
 #define QWEN35_CONV_KERNEL 4
+/* gemma4, as conversion/gemma.py's Gemma4Model writes E2B: every fifth layer full attention
+ * (small shapes: every third), the last 3/7 of the layers (small: half) reading the KV cache of
+ * the last earlier layer of their kind (attention.shared_kv_layers), their FFN doubled
+ * (use_double_wide_mlp); the full layers' heads twice the sliding ones' (global_head_dim), with
+ * half the KV heads (at least 1), rotated over the whole head (rope.dimension_count) with
+ * rope_freqs leaving all but the first quarter unrotated (its "proportional" rope,
+ * partial_rotary_factor 0.25: 1e30 divides the rest), and no attn_v (V is K, attention_k_eq_v);
+ * per-layer embeddings of 64 (E2B: 256) values per layer */
+#define GEMMA4_FULL_EVERY_SMALL 3
+#define GEMMA4_FULL_EVERY 5
+#define GEMMA4_UNROTATED 1e30f
 
 typedef struct {
     const char *name;       /* --arch */
@@ -137,6 +155,10 @@ static const synth_family families[] = {
      .head_factor = 1, .ctx_train = 128000, .rope_base = 1000000.0f, .rms_eps = 1e-5f, .logit_std = 3.0f},
     {.name = "qwen35", .arch = "qwen35", .flags = F_PRE_NORM | F_QK_NORM_HEAD | F_ROPE_DIM_KEY | F_DELTANET, .min_layers = 4,
      .head_factor = 2, .ctx_train = 262144, .rope_base = 10000000.0f, .rms_eps = 1e-6f, .logit_std = 3.0f},
+    {.name = "gemma4", .arch = "gemma4",
+     .flags = F_TIED | F_PRE_NORM | F_POST_NORM | F_QK_NORM_HEAD | F_EMB_SQRT | F_ROPE_DIM_KEY | F_GEMMA4, .min_layers = 6,
+     .head_factor = 1, .ctx_train = 131072, .rope_base = 1000000.0f, .rms_eps = 1e-6f, .swa_small = 12, .swa_large = 512,
+     .rope_base_swa = 10000.0f, .final_softcap = 8.0f, .score_std = 0.7f, .logit_std = 3.0f},
 };
 
 /* What the query/key weights aim at: attention scores (scaled, before softmax) with this standard
@@ -270,6 +292,17 @@ static void meta_key(meta_buf *b, const char *prefix, const char *key, uint32_t 
 static void kv_u32(meta_buf *b, const char *prefix, const char *key, uint32_t v) { meta_key(b, prefix, key, GGUF_U32); meta_put(b, &v, 4); }
 static void kv_f32(meta_buf *b, const char *prefix, const char *key, float v) { meta_key(b, prefix, key, GGUF_F32); meta_put(b, &v, 4); }
 static void kv_str(meta_buf *b, const char *prefix, const char *key, const char *v) { meta_key(b, prefix, key, GGUF_STRING); meta_str(b, v); }
+static void kv_bool_array(meta_buf *b, const char *prefix, const char *key, const bool *v, uint64_t n) {
+    uint32_t type = GGUF_BOOL;
+    meta_key(b, prefix, key, GGUF_ARRAY);
+    meta_put(b, &type, 4);
+    meta_put(b, &n, 8);
+    for (uint64_t i = 0; i < n; i++) {
+        uint8_t x = v[i];
+        meta_put(b, &x, 1);
+    }
+}
+
 static void kv_i32_array(meta_buf *b, const char *prefix, const char *key, const int32_t *v, uint64_t n) {
     uint32_t type = GGUF_I32;
     meta_key(b, prefix, key, GGUF_ARRAY);
@@ -330,11 +363,11 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
         if (!strcmp(families[i].name, arch_name ? arch_name : "llama")) fam = &families[i];
     if (!fam)
         return errorf(err, err_len, "unknown arch '%s' (llama, llama3, qwen3, gemma2, gemma3, phi3, smollm3, granite, olmo2, "
-                      "lfm2, qwen35)", arch_name);
+                      "lfm2, qwen35, gemma4)", arch_name);
     const synth_shape *sh = NULL;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         if (!strcmp(shapes[i].name, shape_name)) sh = &shapes[i];
-    if (!sh) return errorf(err, err_len, "unknown shape '%s' (mini, mini-mha, 134m, 1b, 0.8b)", shape_name);
+    if (!sh) return errorf(err, err_len, "unknown shape '%s' (mini, mini-mha, 134m, 1b, 0.8b, e2b)", shape_name);
     synth_quant q = {0};
     if (!strcmp(type, "f16")) q.base = WICK_TYPE_F16, q.ftype = FTYPE_F16;
     else if (!strcmp(type, "q8_0")) q.base = WICK_TYPE_Q8_0, q.ftype = FTYPE_Q8_0;
@@ -369,8 +402,19 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
     const int dim = sh->dim, n_heads = sh->n_heads, n_kv_heads = sh->n_kv_heads, hidden = sh->hidden;
     const int n_layers = sh->small && fam->min_layers > sh->n_layers ? fam->min_layers : sh->n_layers;
     const int head_dim = fam->head_factor * dim / n_heads;
-    /* Qwen3.5 rotates a quarter of each head (rope.dimension_count) */
-    const int n_rot = fl & F_DELTANET ? head_dim / 4 : head_dim;
+    /* gemma4's layers: which are full attention, the first KV-shared one, the full layers' shape */
+    const bool gemma4 = fl & F_GEMMA4;
+    const int g4_every = sh->small ? GEMMA4_FULL_EVERY_SMALL : GEMMA4_FULL_EVERY;
+    const int g4_from = n_layers - (sh->small ? n_layers / 2 : n_layers * 3 / 7);
+    const int g4_kv_full = n_kv_heads / 2 > 0 ? n_kv_heads / 2 : 1, g4_n_ple = sh->small ? 64 : 256;
+#define G4_FULL(l) (gemma4 && (l) % g4_every == g4_every - 1)
+    if (gemma4 && (g4_from < 2 || !G4_FULL(g4_from - 1) || G4_FULL(g4_from - 2))) {
+        gguf_close(&vg);
+        free(vbuf);
+        return errorf(err, err_len, "shape %s does not fit gemma4's layer pattern", shape_name);
+    }
+    /* Qwen3.5 rotates a quarter of each head (rope.dimension_count); gemma4's full layers their whole head */
+    const int n_rot = fl & F_DELTANET ? head_dim / 4 : gemma4 ? 2 * head_dim : head_dim;
     /* DeltaNet: heads of dim / n_heads, half as many key heads as value heads unless the shape says */
     const int ssm_state = dim / n_heads;
     const int ssm_v_heads = sh->ssm_v_heads ? sh->ssm_v_heads : n_heads;
@@ -406,7 +450,7 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
     const int n_pairs = n_rot / 2;
     float *rope_values = calloc((size_t)(3 * n_pairs), sizeof *rope_values);
     /* the tensor list: the llama file's order, each family's extra tensors where its layer has them */
-    int cap_t = 4 + 20 * n_layers, n_t = 0;
+    int cap_t = 8 + 20 * n_layers, n_t = 0;
     synth_tensor *ts = calloc((size_t)cap_t, sizeof *ts);
     if (!ts || !rope_values) {
         free(ts);
@@ -416,6 +460,7 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
         return errorf(err, err_len, "out of memory");
     }
     if (fl & F_ROPE_FREQS) llama3_rope_factors(rope_values, n_pairs, fam->rope_base);
+    for (int i = 0; gemma4 && i < n_pairs; i++) rope_values[i] = i < n_pairs / 4 ? 1.0f : GEMMA4_UNROTATED;
     if (fl & F_LONGROPE) phi3_rope_factors(rope_values + n_pairs, rope_values + 2 * n_pairs, n_pairs);
 
     synth_tensor *t;
@@ -427,17 +472,29 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
 #define VALUES(v, ne0_, ...) (TENSOR(ne0_, 1, __VA_ARGS__), t->type = WICK_TYPE_F32, t->values = (v))
 #define RANDOM_F32(std_, ne0_, ne1_, ...) (TENSOR(ne0_, ne1_, __VA_ARGS__), t->type = WICK_TYPE_F32, t->std = (std_))
     MATRIX(R_EMBD, 0, emb_std, dim, n_vocab, "token_embd.weight");
-    if (fl & F_ROPE_FREQS) VALUES(rope_values, n_pairs, "rope_freqs.weight");
+    if (fl & F_ROPE_FREQS || gemma4) VALUES(rope_values, n_pairs, "rope_freqs.weight");
+    if (gemma4) { /* the per-layer embeddings' table and the projection of the embeddings into it */
+        MATRIX(R_EMBD, 0, 1.0f / sqrtf((float)g4_n_ple), n_layers * g4_n_ple, n_vocab, "per_layer_token_embd.weight");
+        MATRIX(R_OTHER, 0, 1.0f / sqrtf((float)dim), dim, n_layers * g4_n_ple, "per_layer_model_proj.weight");
+        NORM(1.0f, g4_n_ple, "per_layer_proj_norm.weight");
+    }
     if (fl & F_LONGROPE) {
         VALUES(rope_values + 2 * n_pairs, n_pairs, "rope_factors_long.weight");
         VALUES(rope_values + n_pairs, n_pairs, "rope_factors_short.weight");
     }
     const float o_std = 1.0f / sqrtf((float)q_dim);
     /* the FFN adds half the size of its input to the residual: a full-size one amplifies rounding */
-    const float up_std = 1.0f / sqrtf((float)dim), down_std = 0.5f / sqrtf((float)hidden);
+    const float up_std = 1.0f / sqrtf((float)dim);
     /* the recurrent layers' convolution taps: F32, std 0.5, so that each tap counts */
     const float conv_std = 0.5f;
     for (int l = 0; l < n_layers; l++) {
+        /* the layer's shape: gemma4's full layers and KV-shared ones differ */
+        const int l_hd = G4_FULL(l) ? 2 * head_dim : head_dim, l_kv = G4_FULL(l) ? g4_kv_full : n_kv_heads;
+        const int l_q = n_heads * l_hd, l_kvd = l_kv * l_hd, l_hid = gemma4 && l >= g4_from ? 2 * hidden : hidden;
+        const bool own_kv = !gemma4 || l < g4_from;
+        /* gemma4 scales its scores by 1, not 1/√head size: the q/k norms aim at score_std from that */
+        const float l_qk_norm_centre = gemma4 ? sqrtf(fam->score_std / sqrtf((float)l_hd)) / norm_rms : qk_norm_centre;
+        const float down_std = 0.5f / sqrtf((float)l_hid);
         if (fl & F_PRE_NORM) NORM(1.0f, dim, "blk.%d.attn_norm.weight", l);
         if (layer_recurrent(fl, l)) {
             if (fl & F_SHORTCONV) { /* rows B | C | x, then the taps, then the output */
@@ -464,29 +521,35 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
             MATRIX(R_ATTN_V, l, qk_std, dim, q_dim + 2 * kv_dim, "blk.%d.attn_qkv.weight", l);
             t->v_row0 = q_dim + kv_dim, t->v_std = v_std;
         } else {
-            MATRIX(R_OTHER, l, qk_std, dim, q_dim, "blk.%d.attn_q.weight", l);
+            MATRIX(R_OTHER, l, qk_std, dim, l_q, "blk.%d.attn_q.weight", l);
             if (fl & F_HEAD_GAIN) t->head_rows = head_dim, t->n_head_groups = n_heads;
-            MATRIX(R_OTHER, l, qk_std, dim, kv_dim, "blk.%d.attn_k.weight", l);
+            if (own_kv) MATRIX(R_OTHER, l, qk_std, dim, l_kvd, "blk.%d.attn_k.weight", l);
             if (fl & F_HEAD_GAIN) t->head_rows = head_dim, t->n_head_groups = n_kv_heads;
-            MATRIX(R_ATTN_V, l, v_std, dim, kv_dim, "blk.%d.attn_v.weight", l);
+            if (own_kv && !G4_FULL(l)) MATRIX(R_ATTN_V, l, v_std, dim, l_kvd, "blk.%d.attn_v.weight", l);
         }
         if (layer_recurrent(fl, l)) {
             /* no attention tensors */
         } else if (fl & F_QK_NORM_HEAD) {
-            NORM(qk_norm_centre, head_dim, "blk.%d.attn_q_norm.weight", l);
-            NORM(qk_norm_centre, head_dim, "blk.%d.attn_k_norm.weight", l);
+            NORM(l_qk_norm_centre, l_hd, "blk.%d.attn_q_norm.weight", l);
+            if (own_kv) NORM(l_qk_norm_centre, l_hd, "blk.%d.attn_k_norm.weight", l);
         } else if (fl & F_QK_NORM_FULL) {
             NORM(qk_norm_centre, q_dim, "blk.%d.attn_q_norm.weight", l);
             NORM(qk_norm_centre, kv_dim, "blk.%d.attn_k_norm.weight", l);
         }
-        if (!layer_recurrent(fl, l)) MATRIX(R_OTHER, l, o_std, q_dim, dim, "blk.%d.attn_output.weight", l);
+        if (!layer_recurrent(fl, l)) MATRIX(R_OTHER, l, o_std, l_q, dim, "blk.%d.attn_output.weight", l);
         if (fl & F_POST_NORM) NORM(1.0f, dim, "blk.%d.post_attention_norm.weight", l);
         /* Qwen3.5 names the norm before its FFN post_attention_norm */
         if (fl & F_PRE_NORM) NORM(1.0f, dim, fl & F_DELTANET ? "blk.%d.post_attention_norm.weight" : "blk.%d.ffn_norm.weight", l);
-        if (!(fl & F_FUSED)) MATRIX(R_OTHER, l, up_std, dim, hidden, "blk.%d.ffn_gate.weight", l);
-        MATRIX(R_FFN_DOWN, l, down_std, hidden, dim, "blk.%d.ffn_down.weight", l);
-        MATRIX(R_OTHER, l, up_std, dim, fl & F_FUSED ? 2 * hidden : hidden, "blk.%d.ffn_up.weight", l);
+        if (!(fl & F_FUSED)) MATRIX(R_OTHER, l, up_std, dim, l_hid, "blk.%d.ffn_gate.weight", l);
+        MATRIX(R_FFN_DOWN, l, down_std, l_hid, dim, "blk.%d.ffn_down.weight", l);
+        MATRIX(R_OTHER, l, up_std, dim, fl & F_FUSED ? 2 * l_hid : l_hid, "blk.%d.ffn_up.weight", l);
         if (fl & F_POST_NORM) NORM(1.0f, dim, "blk.%d.post_ffw_norm.weight", l);
+        if (gemma4) { /* the per-layer embedding step, then layer_output_scale (the checkpoint's layer_scalar) */
+            MATRIX(R_OTHER, l, 1.0f / sqrtf((float)dim), dim, g4_n_ple, "blk.%d.inp_gate.weight", l);
+            MATRIX(R_OTHER, l, 1.0f / sqrtf((float)g4_n_ple), g4_n_ple, dim, "blk.%d.proj.weight", l);
+            NORM(0.5f, dim, "blk.%d.post_norm.weight", l);
+            NORM(1.0f, 1, "blk.%d.layer_output_scale.weight", l);
+        }
     }
     NORM(out_norm_centre, dim, fl & F_SHORTCONV ? "token_embd_norm.weight" : "output_norm.weight"); /* lfm2's name */
     if (!tied) MATRIX(R_OUTPUT, 0, out_std, dim, n_vocab, "output.weight");
@@ -517,14 +580,34 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
     kv_u32(&mb, a, "context_length", fam->ctx_train);
     kv_u32(&mb, a, "embedding_length", (uint32_t)dim);
     kv_u32(&mb, a, "block_count", (uint32_t)n_layers);
-    kv_u32(&mb, a, "feed_forward_length", (uint32_t)hidden);
+    if (gemma4) { /* the converter's per-layer arrays */
+        int32_t ff[MAX_SYNTH_LAYERS], kv_heads[MAX_SYNTH_LAYERS];
+        bool swa_layers[MAX_SYNTH_LAYERS];
+        for (int l = 0; l < n_layers; l++) {
+            ff[l] = l >= g4_from ? 2 * hidden : hidden;
+            kv_heads[l] = G4_FULL(l) ? g4_kv_full : n_kv_heads;
+            swa_layers[l] = !G4_FULL(l);
+        }
+        kv_i32_array(&mb, a, "feed_forward_length", ff, (uint64_t)n_layers);
+        kv_i32_array(&mb, a, "attention.head_count_kv", kv_heads, (uint64_t)n_layers);
+        kv_bool_array(&mb, a, "attention.sliding_window_pattern", swa_layers, (uint64_t)n_layers);
+        kv_u32(&mb, a, "attention.key_length", (uint32_t)(2 * head_dim));
+        kv_u32(&mb, a, "attention.value_length", (uint32_t)(2 * head_dim));
+        kv_u32(&mb, a, "attention.key_length_swa", (uint32_t)head_dim);
+        kv_u32(&mb, a, "attention.value_length_swa", (uint32_t)head_dim);
+        kv_u32(&mb, a, "rope.dimension_count_swa", (uint32_t)head_dim);
+        kv_u32(&mb, a, "attention.shared_kv_layers", (uint32_t)(n_layers - g4_from));
+        kv_u32(&mb, a, "embedding_length_per_layer_input", (uint32_t)g4_n_ple);
+    } else {
+        kv_u32(&mb, a, "feed_forward_length", (uint32_t)hidden);
+    }
     kv_u32(&mb, a, "attention.head_count", (uint32_t)n_heads);
     if (fl & F_SHORTCONV) { /* lfm2: a KV head count per layer, 0 on the convolution layers */
         int32_t kv_heads[MAX_SYNTH_LAYERS];
         for (int l = 0; l < n_layers; l++) kv_heads[l] = layer_recurrent(fl, l) ? 0 : n_kv_heads;
         kv_i32_array(&mb, a, "attention.head_count_kv", kv_heads, (uint64_t)n_layers);
         kv_u32(&mb, a, "shortconv.l_cache", LFM2_L_CACHE);
-    } else {
+    } else if (!gemma4) {
         kv_u32(&mb, a, "attention.head_count_kv", (uint32_t)n_kv_heads);
     }
     if (fl & F_DELTANET) {
@@ -571,6 +654,7 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
         return errorf(err, err_len, "out of memory");
     }
 
+#undef G4_FULL
     FILE *f = fopen(out_path, "wb");
     if (!f) {
         free(mb.p);
