@@ -15,7 +15,7 @@
 /* Floats of scratch each thread takes (c->att holds one such area per thread). */
 size_t attention_scratch_floats(int32_t n_ctx);
 
-/* The n_tok queries of c->q (positions pos0 …, rows of q_dim) against layer l's cache, which
+/* The n_tok queries of c->q (positions pos0 …, rows of the layer's q_dim) against layer l's cache, which
  * already holds their own keys and values: out rows into c->xb2. causal: a query sees the
  * positions up to its own; else every position up to the batch's last (encoders). Either way a
  * sliding layer's query sees only its window's start on. */

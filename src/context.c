@@ -43,8 +43,11 @@ int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_para
     memset(c, 0, sizeof *c);
     if (!m->has_weights) return errorf(err, err_len, "the model has no weights (vocab-only file)");
     const model_config *mc = &m->c;
-    if (mc->head_dim % 8 || mc->head_dim > MAX_HEAD_DIM)
-        return errorf(err, err_len, "head dimension %d is not supported (multiples of 8 up to %d are)", mc->head_dim, MAX_HEAD_DIM);
+    for (int l = 0; l < mc->n_layers; l++) {
+        int hd = model_layer_config(m, l)->head_dim;
+        if (hd % 8 || hd > MAX_HEAD_DIM)
+            return errorf(err, err_len, "head dimension %d is not supported (multiples of 8 up to %d are)", hd, MAX_HEAD_DIM);
+    }
     c->m = m;
     /* default window: the training context, at least 2048 (tiny models list short ones but
      * extrapolate; llama.cpp runs them so) and at most 4096 (memory) */
@@ -73,15 +76,16 @@ int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_para
         ctx_release(c);
         return errorf(err, err_len, "out of memory");
     }
-    uint64_t slots = 0;
+    uint64_t elems = 0; /* of k_cache: each layer's slots times its kv_dim */
     for (int l = 0; l < mc->n_layers; l++) {
-        /* a recurrent layer keeps no keys and values */
-        c->kv_slots[l] = m->layers[l].kind != LAYER_ATTENTION ? 0 : m->layers[l].sliding && c->ring ? c->ring : c->n_ctx;
-        c->kv_off[l] = (size_t)(slots * (uint64_t)kv_dim(mc));
-        slots += (uint64_t)c->kv_slots[l];
+        /* a recurrent layer keeps no keys and values, nor one that reads another layer's (gemma4) */
+        const layer_weights *w = &m->layers[l];
+        c->kv_slots[l] = w->kind != LAYER_ATTENTION || w->kv_layer != l ? 0 : w->sliding && c->ring ? c->ring : c->n_ctx;
+        c->kv_off[l] = (size_t)elems;
+        elems += (uint64_t)c->kv_slots[l] * (uint64_t)kv_dim(model_layer_config(m, l));
     }
     /* KV cache size checked in 64 bits before allocating: it is the one large allocation here */
-    uint64_t kv_bytes = slots * (uint64_t)kv_dim(mc) * c->kv_elem;
+    uint64_t kv_bytes = elems * c->kv_elem;
     if (kv_bytes > (uint64_t)1 << 31 || kv_bytes > SIZE_MAX / 2) {
         ctx_release(c);
         return errorf(err, err_len, "a KV cache for %d tokens needs 2 x %llu MiB: too large for this build; ask for a smaller context",
@@ -96,6 +100,7 @@ int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_para
     if (qd > widest) widest = qd;
     size_t vd = (size_t)mc->ssm_v_heads * (size_t)mc->ssm_state; /* DeltaNet's output, the input of ssm_out */
     if (vd > widest) widest = vd;
+    if ((size_t)mc->n_ple > widest) widest = (size_t)mc->n_ple; /* the per-layer embeddings' proj input */
     c->x = malloc(B * dim * sizeof(float));
     c->xb = malloc(B * dim * sizeof(float));
     c->xb2 = malloc(B * qd * sizeof(float));
@@ -104,13 +109,22 @@ int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_para
     c->v = malloc(B * kvd * sizeof(float));
     c->hb = malloc(B * hid * sizeof(float));
     c->hb2 = malloc(B * hid * sizeof(float));
-    size_t half = (size_t)(mc->rope_dim / 2 > 0 ? mc->rope_dim / 2 : 1);
+    size_t half = (size_t)(rope_half_max(mc) > 0 ? rope_half_max(mc) : 1);
     c->rope_cos = malloc(2 * B * half * sizeof(float));
     c->rope_sin = malloc(2 * B * half * sizeof(float));
     c->att = malloc((size_t)n_threads * attention_scratch_floats(c->n_ctx) * sizeof(float));
     if (recurrent_state_init(c, err, err_len)) {
         ctx_release(c);
         return -1;
+    }
+    if (mc->n_ple) {
+        c->ple = malloc(B * (size_t)mc->n_layers * (size_t)mc->n_ple * sizeof(float));
+        c->ple_row = malloc((size_t)mc->n_layers * (size_t)mc->n_ple * sizeof(float));
+        c->ple_gate = malloc(B * (size_t)mc->n_ple * sizeof(float));
+        if (!c->ple || !c->ple_row || !c->ple_gate) {
+            ctx_release(c);
+            return errorf(err, err_len, "out of memory allocating the per-layer embeddings of a batch of %d", c->n_batch);
+        }
     }
     c->qbuf_bytes = B * (widest * ACT_BYTES_PER_ELEM_NUM / ACT_BYTES_PER_ELEM_DEN + 64);
     for (int i = 0; i < ACT_SLOTS; i++) c->qbuf[i] = malloc(c->qbuf_bytes);
@@ -198,7 +212,7 @@ void ctx_release(struct wick_ctx *c) {
     void *bufs[] = {c->k_cache, c->v_cache, c->x, c->xb, c->xb2, c->q, c->k, c->v, c->hb, c->hb2,
                     c->rope_cos, c->rope_sin, c->att, c->qbuf[0], c->qbuf[1], c->qbuf[2], c->logits,
                     c->kv_slots, c->kv_off, c->rstate, c->rs_off, c->proj, c->mix, c->mix2,
-                    c->rs_snap[0], c->rs_snap[1], c->ext_ops};
+                    c->rs_snap[0], c->rs_snap[1], c->ext_ops, c->ple, c->ple_row, c->ple_gate};
     _Static_assert(STATE_SNAPSHOTS == 2, "ctx_release frees each snapshot");
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     memset(c, 0, sizeof *c);
@@ -280,9 +294,9 @@ int kv_cache_trim(struct wick_ctx *c, int32_t n, char *err, size_t err_len) {
     return 0;
 }
 
-/* Re-rotates one cached key row (kv_dim values) by the angles of cs/sn. */
-static void rotate_cached_key(struct wick_ctx *c, const void *src, void *dst, const float *cs, const float *sn) {
-    const model_config *mc = &c->m->c;
+/* Re-rotates one cached key row of layer l (its kv_dim values) by the angles of cs/sn. */
+static void rotate_cached_key(struct wick_ctx *c, int l, const void *src, void *dst, const float *cs, const float *sn) {
+    const model_config *mc = model_layer_config(c->m, l);
     int kvd = kv_dim(mc);
     float *tmp = c->k; /* scratch of at least kv_dim floats */
     for (int i = 0; i < kvd; i++) tmp[i] = kv_load(c, src, (size_t)i);
@@ -298,20 +312,20 @@ int kv_cache_shift(struct wick_ctx *c, int32_t n_keep, int32_t n_discard, char *
     if (!kv_cache_can_shift(c, n_keep, n_discard))
         return errorf(err, err_len, "cannot drop %d positions after %d: the sliding-window layers no longer hold the kept "
                       "positions their window would see (evaluate the kept tokens again)", n_discard, n_keep);
-    int kvd = kv_dim(mc), half = mc->rope_dim / 2;
-    size_t row_bytes = (size_t)kvd * c->kv_elem;
+    int half = rope_half_max(mc);
     int moved = c->n_past - n_keep - n_discard, n_after = c->n_past - n_discard;
     /* a key at position p was rotated by p·θ_i; moved to p − n_discard it needs a further
      * rotation by −n_discard·θ_i (rotations compose additively), with each base's θ and no
      * magnitude factor (phi3's attn_factor is in the key already) */
     float *cs = c->rope_cos, *sn = c->rope_sin, *cs_swa = c->rope_cos + half, *sn_swa = c->rope_sin + half;
-    rope_tables(c, mc->rope_base, mc->rope_scale, 1.0f, -n_discard, 1, cs, sn);
-    rope_tables(c, mc->rope_base_swa, mc->rope_scale_swa, 1.0f, -n_discard, 1, cs_swa, sn_swa);
+    rope_tables(c, false, mc->rope_base, mc->rope_scale, 1.0f, -n_discard, 1, cs, sn);
+    rope_tables(c, true, mc->rope_base_swa, mc->rope_scale_swa, 1.0f, -n_discard, 1, cs_swa, sn_swa);
     uint8_t *ring_k = NULL, *ring_v = NULL;
     int ring_lo = c->ring ? ring_first_after_shift(c, n_keep, n_discard) : 0;
-    if (c->ring) {
-        ring_k = malloc((size_t)c->ring * row_bytes);
-        ring_v = malloc((size_t)c->ring * row_bytes);
+    if (c->ring) { /* rows of the widest layer */
+        size_t widest = (size_t)kv_dim(mc) * c->kv_elem;
+        ring_k = malloc((size_t)c->ring * widest);
+        ring_v = malloc((size_t)c->ring * widest);
         if (!ring_k || !ring_v) {
             free(ring_k);
             free(ring_v);
@@ -321,12 +335,14 @@ int kv_cache_shift(struct wick_ctx *c, int32_t n_keep, int32_t n_discard, char *
     for (int l = 0; l < mc->n_layers; l++) {
         const layer_weights *w = &c->m->layers[l];
         const float *lcs = w->sliding ? cs_swa : cs, *lsn = w->sliding ? sn_swa : sn;
-        if (c->kv_slots[l] == 0) continue; /* a recurrent layer (never reached: such a cache is not shifted) */
+        size_t row_bytes = (size_t)kv_dim(model_layer_config(c->m, l)) * c->kv_elem;
+        /* a layer reading another's cache follows it (a recurrent one is never reached: such a cache is not shifted) */
+        if (c->kv_slots[l] == 0) continue;
         if (c->kv_slots[l] == c->n_ctx) { /* every position: move the rest down in place */
             for (int j = 0; j < moved; j++) {
                 int from = n_keep + n_discard + j, to = n_keep + j;
                 void *ks = kv_at(c, c->k_cache, l, from), *kd = kv_at(c, c->k_cache, l, to);
-                if (w->rotate) rotate_cached_key(c, ks, kd, lcs, lsn);
+                if (w->rotate) rotate_cached_key(c, l, ks, kd, lcs, lsn);
                 else memmove(kd, ks, row_bytes);
                 memmove(kv_at(c, c->v_cache, l, to), kv_at(c, c->v_cache, l, from), row_bytes);
             }
@@ -340,7 +356,7 @@ int kv_cache_shift(struct wick_ctx *c, int32_t n_keep, int32_t n_discard, char *
             int from = shifted_from(q, n_keep, n_discard);
             const uint8_t *ks = ring_k + (size_t)(from % c->ring) * row_bytes;
             uint8_t *kd = kr + (size_t)(q % c->ring) * row_bytes;
-            if (w->rotate && from != q) rotate_cached_key(c, ks, kd, lcs, lsn);
+            if (w->rotate && from != q) rotate_cached_key(c, l, ks, kd, lcs, lsn);
             else memcpy(kd, ks, row_bytes);
             memcpy(vr + (size_t)(q % c->ring) * row_bytes, ring_v + (size_t)(from % c->ring) * row_bytes, row_bytes);
         }

@@ -22,8 +22,9 @@ struct wick_ctx {
     const struct wick_model *m;
     int32_t n_ctx, n_batch, kv_type, n_past;
     size_t kv_elem;               /* bytes per cached element (2 or 4) */
-    void *k_cache, *v_cache;      /* per layer l: [kv_slots[l]][kv_dim] from element kv_off[l] */
-    int32_t *kv_slots;            /* positions layer l holds: n_ctx, or a ring for a sliding layer */
+    void *k_cache, *v_cache;      /* per layer l: [kv_slots[l]][kv_dim] from element kv_off[l] (the layer's kv_dim) */
+    int32_t *kv_slots;            /* positions layer l holds: n_ctx, or a ring for a sliding layer; 0 where
+                                   * it keeps none (recurrent, or reading another layer's: kv_layer) */
     size_t *kv_off;               /* where layer l's cache starts, in elements */
     size_t kv_cache_bytes;        /* of k_cache (v_cache is as large) */
     /* A sliding layer's ring holds position p in slot p mod ring: its last n_swa − 1 + n_batch
@@ -52,6 +53,10 @@ struct wick_ctx {
     /* scratch of the recurrent layers and of the attention output gate, [n_batch] rows each:
      * proj the input projections, mix the convolution's output, mix2 the mixer's output or the gate */
     float *proj, *mix, *mix2;
+    /* the per-layer embeddings of a batch (gemma4): ple [n_batch][n_layers][n_ple], each layer's
+     * input; ple_row [n_layers·n_ple], one token's row of the table; ple_gate [n_batch][n_ple],
+     * a layer's gated projection */
+    float *ple, *ple_row, *ple_gate;
     /* an external context (wick_ctx_new_external): no cache or scratch here, the operations
      * wick_eval and wick_kv_trim asked for, waiting for wick_ctx_external_ops */
     bool external;
@@ -103,7 +108,7 @@ static inline int kv_slot(const struct wick_ctx *c, int l, int pos) {
 
 /* layer l, position pos in a cache */
 static inline void *kv_at(const struct wick_ctx *c, void *cache, int l, int pos) {
-    return (uint8_t *)cache + (c->kv_off[l] + (size_t)kv_slot(c, l, pos) * (size_t)kv_dim(&c->m->c)) * c->kv_elem;
+    return (uint8_t *)cache + (c->kv_off[l] + (size_t)kv_slot(c, l, pos) * (size_t)kv_dim(model_layer_config(c->m, l))) * c->kv_elem;
 }
 
 #endif

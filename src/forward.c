@@ -8,6 +8,7 @@
  *             short convolution or gated DeltaNet (recurrent.c)
  *         x += norm(y) (post-norm where the family has one) · residual_scale
  *         xb = norm(x);  y = (act(xb·W_gateᵀ) ⊙ xb·W_upᵀ)·W_downᵀ;  x += norm(y) · residual_scale
+ *         x += the per-layer embedding step (ple.c, gemma4);  x ·= layer_output_scale (gemma4)
  *     logits = norm(x)·W_outᵀ (· logit_scale, soft-capped where the family caps)
  * A batch (prefill) runs every matrix product as matrix × matrix (matmul.c); a single token
  * (decode) is matrix × vector. The context (context.c) holds the cache and the scratch. */
@@ -17,24 +18,28 @@
 #include "errmsg.h"
 #include "forward.h"
 #include "matmul.h"
+#include "ple.h"
 #include "quant.h"
 #include "recurrent.h"
 #include "rope.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Whether the sliding layers rotate by angles of their own (another base or scale, gemma3) */
+/* Whether the sliding layers rotate by angles of their own (another base or scale, gemma3; other
+ * rotated dimensions or no rope_freqs, gemma4) */
 static bool rope_swa_own(const model_config *mc) {
-    return mc->n_swa > 0 && (mc->rope_base_swa != mc->rope_base || mc->rope_scale_swa != mc->rope_scale);
+    return mc->n_swa > 0 && (mc->rope_base_swa != mc->rope_base || mc->rope_scale_swa != mc->rope_scale ||
+                             mc->rope_dim_swa != mc->rope_dim || mc->rope_freqs_full);
 }
 
 /* The tables of a batch: [0] for the full layers, [1] for sliding ones with angles of their own. */
 static float *rope_cos_of(const struct wick_ctx *c, bool sliding) {
-    return c->rope_cos + (sliding && rope_swa_own(&c->m->c) ? (size_t)c->n_batch * (size_t)(c->m->c.rope_dim / 2) : 0);
+    return c->rope_cos + (sliding && rope_swa_own(&c->m->c) ? (size_t)c->n_batch * (size_t)rope_half_max(&c->m->c) : 0);
 }
 static float *rope_sin_of(const struct wick_ctx *c, bool sliding) {
-    return c->rope_sin + (sliding && rope_swa_own(&c->m->c) ? (size_t)c->n_batch * (size_t)(c->m->c.rope_dim / 2) : 0);
+    return c->rope_sin + (sliding && rope_swa_own(&c->m->c) ? (size_t)c->n_batch * (size_t)rope_half_max(&c->m->c) : 0);
 }
 
 static void add_rows(float *x, const float *y, size_t n) {
@@ -50,6 +55,17 @@ static void rmsnorm_rows(float *out, const float *x, const float *w, int n_tok, 
     for (int t = 0; t < n_tok; t++) rmsnorm(out + (size_t)t * n, x + (size_t)t * n, w, n, eps);
 }
 
+/* n_rows rows of width n RMS-normed in place without weights (gemma4's V heads): rmsnorm's arithmetic */
+static void rmsnorm_plain_rows(float *x, int n_rows, int n, float eps) {
+    for (int r = 0; r < n_rows; r++) {
+        float *v = x + (size_t)r * n;
+        double ss = 0;
+        for (int i = 0; i < n; i++) ss += (double)v[i] * v[i];
+        float scale = (float)(1.0 / sqrt(ss / n + eps));
+        for (int i = 0; i < n; i++) v[i] *= scale;
+    }
+}
+
 /* x += block output y (n_tok rows of dim): y normed first where the family has a post norm, and
  * scaled where it has a residual multiplier (granite) */
 static void residual_add(float *x, float *y, const float *post_norm, int n_tok, const model_config *mc) {
@@ -60,31 +76,35 @@ static void residual_add(float *x, float *y, const float *post_norm, int n_tok, 
 }
 
 /* Q and K normed (qwen3, gemma3: each head with the same head_dim weights; olmo2: the whole
- * width), then rotated by their positions unless the layer does not rotate (smollm3) */
-static void qk_prepare(struct wick_ctx *c, const layer_weights *w, int n_tok) {
-    const model_config *mc = &c->m->c;
+ * width), then rotated by their positions unless the layer does not rotate (smollm3); a layer
+ * reading another's cache (gemma4) has no K of its own (with_k false) */
+static void qk_prepare(struct wick_ctx *c, const layer_weights *w, int l, int n_tok, bool with_k) {
+    const model_config *mc = model_layer_config(c->m, l);
     int hd = mc->head_dim, kvd = kv_dim(mc), half = mc->rope_dim / 2;
     const float *cs = rope_cos_of(c, w->sliding), *sn = rope_sin_of(c, w->sliding);
     for (int t = 0; t < n_tok; t++) {
         float *q = c->q + (size_t)t * mc->q_dim, *k = c->k + (size_t)t * kvd;
         if (mc->qk_norm == QK_NORM_PER_HEAD) {
             rmsnorm_rows(q, q, w->attn_q_norm, mc->n_heads, hd, mc->rms_eps);
-            rmsnorm_rows(k, k, w->attn_k_norm, mc->n_kv_heads, hd, mc->rms_eps);
+            if (with_k) rmsnorm_rows(k, k, w->attn_k_norm, mc->n_kv_heads, hd, mc->rms_eps);
         } else if (mc->qk_norm == QK_NORM_FULL) {
             rmsnorm(q, q, w->attn_q_norm, mc->q_dim, mc->rms_eps);
-            rmsnorm(k, k, w->attn_k_norm, kvd, mc->rms_eps);
+            if (with_k) rmsnorm(k, k, w->attn_k_norm, kvd, mc->rms_eps);
         }
         if (!w->rotate) continue;
         rope_apply(q, mc->n_heads, mc, cs + (size_t)t * half, sn + (size_t)t * half);
-        rope_apply(k, mc->n_kv_heads, mc, cs + (size_t)t * half, sn + (size_t)t * half);
+        if (with_k) rope_apply(k, mc->n_kv_heads, mc, cs + (size_t)t * half, sn + (size_t)t * half);
     }
 }
 
 /* Attention with the KV cache: q, k, v projected (qwen35: each head's query then its output
- * gate in attn_q), normed and rotated, cached; softmax(q·Kᵀ)·V per head; out projection into c->xb. */
+ * gate in attn_q), normed and rotated, cached; softmax(q·Kᵀ)·V per head; out projection into c->xb.
+ * gemma4: V is K's projection where the layer has no attn_v, V is RMS-normed, and a KV-shared
+ * layer projects only q and attends to the cache of its kv_layer. */
 static void attention_block(struct wick_ctx *c, const layer_weights *w, int l, act_rows *in, int n_tok, int pos0) {
-    const model_config *mc = &c->m->c;
+    const model_config *mc = model_layer_config(c->m, l);
     int dim = mc->dim, kvd = kv_dim(mc), qd = mc->q_dim;
+    bool own_kv = w->kv_layer == l;
     if (mc->attn_out_gate) { /* qwen35: each head's query then its gate, into proj, then apart */
         const weight *ws[] = {&w->wq, &w->wk, &w->wv};
         float *outs[] = {c->proj, c->k, c->v};
@@ -98,14 +118,17 @@ static void attention_block(struct wick_ctx *c, const layer_weights *w, int l, a
                 memcpy(c->mix2 + (size_t)t * qd + (size_t)h * hd, src + hd, (size_t)hd * sizeof(float));
             }
     } else {
+        /* Q alone (KV-shared), Q and K (V from K), or all three */
         const weight *ws[] = {&w->wq, &w->wk, &w->wv};
         float *outs[] = {c->q, c->k, c->v};
         const int strides[] = {qd, kvd, kvd};
         const float *biases[] = {w->bq, w->bk, w->bv};
-        matmul_group(c, in, 3, ws, outs, strides, biases, false, ACT_SILU);
+        matmul_group(c, in, !own_kv ? 1 : w->wv.data ? 3 : 2, ws, outs, strides, biases, false, ACT_SILU);
+        if (own_kv && !w->wv.data) memcpy(c->v, c->k, (size_t)n_tok * (size_t)kvd * sizeof(float));
     }
-    qk_prepare(c, w, n_tok);
-    for (int t = 0; t < n_tok; t++) {
+    if (own_kv && mc->v_norm) rmsnorm_plain_rows(c->v, n_tok * mc->n_kv_heads, mc->head_dim, mc->rms_eps);
+    qk_prepare(c, w, l, n_tok, own_kv);
+    for (int t = 0; own_kv && t < n_tok; t++) {
         const float *k = c->k + (size_t)t * kvd, *v = c->v + (size_t)t * kvd;
         void *kc = kv_at(c, c->k_cache, l, pos0 + t), *vc = kv_at(c, c->v_cache, l, pos0 + t);
         for (int i = 0; i < kvd; i++) {
@@ -113,7 +136,7 @@ static void attention_block(struct wick_ctx *c, const layer_weights *w, int l, a
             kv_store(c, vc, (size_t)i, v[i]);
         }
     }
-    attention(c, l, pos0, n_tok, true);
+    attention(c, w->kv_layer, pos0, n_tok, true);
     if (mc->attn_out_gate)
         for (size_t i = 0; i < (size_t)n_tok * qd; i++) c->xb2[i] *= sigmoid(c->mix2[i]);
     act_init(in, c, c->xb2, n_tok, qd);
@@ -126,20 +149,23 @@ static void attention_block(struct wick_ctx *c, const layer_weights *w, int l, a
 static int forward_batch(struct wick_ctx *c, const int32_t *tokens, int n_tok, bool all_logits, float *logits_out) {
     const struct wick_model *m = c->m;
     const model_config *mc = &m->c;
-    int dim = mc->dim, hid = mc->hidden_dim;
+    int dim = mc->dim;
     int pos0 = c->n_past;
     const quant_type *emb_t = quant_get(m->tok_embd.type);
     for (int t = 0; t < n_tok; t++)
         emb_t->to_float((const uint8_t *)m->tok_embd.data + (size_t)tokens[t] * m->tok_embd.row_bytes,
                         c->x + (size_t)t * dim, dim);
     if (mc->embd_scale != 1.0f) scale_rows(c->x, mc->embd_scale, (size_t)n_tok * dim);
-    rope_tables(c, mc->rope_base, mc->rope_scale, mc->rope_attn_factor, pos0, n_tok, rope_cos_of(c, false), rope_sin_of(c, false));
+    if (mc->n_ple) ple_inputs(c, tokens, n_tok);
+    rope_tables(c, false, mc->rope_base, mc->rope_scale, mc->rope_attn_factor, pos0, n_tok, rope_cos_of(c, false),
+                rope_sin_of(c, false));
     if (rope_swa_own(mc))
-        rope_tables(c, mc->rope_base_swa, mc->rope_scale_swa, mc->rope_attn_factor, pos0, n_tok, rope_cos_of(c, true),
+        rope_tables(c, true, mc->rope_base_swa, mc->rope_scale_swa, mc->rope_attn_factor, pos0, n_tok, rope_cos_of(c, true),
                     rope_sin_of(c, true));
     act_rows in;
     for (int l = 0; l < mc->n_layers; l++) {
         const layer_weights *w = &m->layers[l];
+        int hid = model_layer_config(m, l)->hidden_dim;
         /* attention: xb = norm(x) (or x itself where there is no pre-norm) */
         const float *a_in = c->x;
         if (w->attn_norm) {
@@ -168,6 +194,8 @@ static int forward_batch(struct wick_ctx *c, const int32_t *tokens, int n_tok, b
         act_init(&in, c, c->hb, n_tok, hid);
         matmul(c, &w->w_down, &in, c->xb, dim, NULL);
         residual_add(c->x, c->xb, w->ffn_post_norm, n_tok, mc);
+        if (mc->n_ple) ple_block(c, w, l, n_tok);
+        if (w->out_scale) scale_rows(c->x, w->out_scale[0], (size_t)n_tok * dim);
     }
     c->n_past += n_tok;
     if (c->ring && c->n_past - c->ring > c->swa_lo) c->swa_lo = c->n_past - c->ring;
@@ -180,7 +208,7 @@ static int forward_batch(struct wick_ctx *c, const int32_t *tokens, int n_tok, b
     matmul(c, &m->output, &in, logits_out, mc->n_vocab, NULL);
     size_t n_logits = (size_t)n_out * (size_t)mc->n_vocab;
     if (mc->logit_scale != 1.0f) scale_rows(logits_out, mc->logit_scale, n_logits);
-    if (mc->final_softcap > 0) /* gemma2: l → cap·tanh(l/cap) */
+    if (mc->final_softcap > 0) /* gemma2, gemma4: l → cap·tanh(l/cap) */
         for (size_t i = 0; i < n_logits; i++)
             logits_out[i] = tanh_exp(logits_out[i] * (1.0f / mc->final_softcap)) * mc->final_softcap;
     return 0;

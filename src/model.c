@@ -86,16 +86,19 @@ static int by_data(const void *a, const void *b)
 int model_use_cpu_layout(struct wick_model *m)
 {
     if (!m->has_weights || !m->is_gguf) return 0;
-    enum { PER_LAYER = 14 };
-    size_t n = 0, cap = 2 + (size_t)m->c.n_layers * PER_LAYER;
+    enum { PER_LAYER = 16 };
+    size_t n = 0, cap = 4 + (size_t)m->c.n_layers * PER_LAYER;
     weight **ws = malloc(cap * sizeof *ws);
     if (!ws) return -1;
     ws[n++] = &m->tok_embd;
     ws[n++] = &m->output;
+    ws[n++] = &m->ple_embd;
+    ws[n++] = &m->ple_model_proj;
     for (int l = 0; l < m->c.n_layers; l++) {
         layer_weights *L = &m->layers[l];
         weight *per[PER_LAYER] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_down, &L->w_up,
-                                  &L->sc_in, &L->sc_out, &L->dn_qkv, &L->dn_gate, &L->dn_alpha, &L->dn_beta, &L->dn_out};
+                                  &L->sc_in, &L->sc_out, &L->dn_qkv, &L->dn_gate, &L->dn_alpha, &L->dn_beta, &L->dn_out,
+                                  &L->ple_gate, &L->ple_proj};
         for (int i = 0; i < PER_LAYER; i++) ws[n++] = per[i];
     }
     /* a tied output is the embedding itself and the views into one fused tensor (phi3) are
@@ -197,24 +200,28 @@ typedef struct {
     const char *output_norm_name; /* the final norm's tensor when not output_norm.weight (lfm2) */
     const char *ffn_norm_name;    /* the norm before the FFN when not ffn_norm.weight (qwen35 calls it
                                    * post_attention_norm: it sits after the attention's residual add) */
+    bool layer_shapes;     /* gemma4: per-layer shapes, KV-shared layers, per-layer embeddings (read_layer_shapes) */
 } arch_info;
 
 static const arch_info archs[] = {
-    /* name      neox   pre    post   qk norm           act            √dim   bias   tied   outreq period swa   ownb  norope caps  fcap  gran   noswa  swa unscaled, recurrent, gate, output norm, ffn norm */
-    {"llama",    false, true,  false, QK_NORM_NONE,     ACT_SILU,      false, false, false, false, 0, 0,     false, 0,   false, false, false, false, false, LAYER_ATTENTION, false, NULL, NULL},
-    {"qwen2",    true,  true,  false, QK_NORM_NONE,     ACT_SILU,      false, true,  false, false, 0, 0,     false, 0,   false, false, false, false, false, LAYER_ATTENTION, false, NULL, NULL},
-    {"qwen3",    true,  true,  false, QK_NORM_PER_HEAD, ACT_SILU,      false, false, false, false, 0, 0,     false, 0,   false, false, false, false, false, LAYER_ATTENTION, false, NULL, NULL},
-    {"gemma2",   true,  true,  true,  QK_NORM_NONE,     ACT_GELU_TANH, true,  false, true,  false, 2, 4096,  false, 0,   true,  false, false, false, false, LAYER_ATTENTION, false, NULL, NULL},
-    {"gemma3",   true,  true,  true,  QK_NORM_PER_HEAD, ACT_GELU_TANH, true,  false, false, false, 6, 0,     true,  0,   false, true,  false, false, true, LAYER_ATTENTION, false, NULL, NULL},
-    {"phi3",     true,  true,  false, QK_NORM_NONE,     ACT_SILU,      false, false, false, true,  0, 0,     false, 0,   false, false, false, true,  false, LAYER_ATTENTION, false, NULL, NULL},
-    {"smollm3",  false, true,  false, QK_NORM_NONE,     ACT_SILU,      false, false, false, false, 0, 0,     false, 4,   false, false, false, false, false, LAYER_ATTENTION, false, NULL, NULL},
-    {"granite",  false, true,  false, QK_NORM_NONE,     ACT_SILU,      false, false, false, false, 0, 0,     false, 0,   false, false, true,  false, false, LAYER_ATTENTION, false, NULL, NULL},
-    {"olmo2",    true,  false, true,  QK_NORM_FULL,     ACT_SILU,      false, false, false, true,  4, 0,     false, 0,   false, false, false, false, true, LAYER_ATTENTION, false, NULL, NULL},
+    /* name      neox   pre    post   qk norm           act            √dim   bias   tied   outreq period swa   ownb  norope caps  fcap  gran   noswa  swa unscaled, recurrent, gate, output norm, ffn norm, layer shapes */
+    {"llama",    false, true,  false, QK_NORM_NONE,     ACT_SILU,      false, false, false, false, 0, 0,     false, 0,   false, false, false, false, false, LAYER_ATTENTION, false, NULL, NULL, false},
+    {"qwen2",    true,  true,  false, QK_NORM_NONE,     ACT_SILU,      false, true,  false, false, 0, 0,     false, 0,   false, false, false, false, false, LAYER_ATTENTION, false, NULL, NULL, false},
+    {"qwen3",    true,  true,  false, QK_NORM_PER_HEAD, ACT_SILU,      false, false, false, false, 0, 0,     false, 0,   false, false, false, false, false, LAYER_ATTENTION, false, NULL, NULL, false},
+    {"gemma2",   true,  true,  true,  QK_NORM_NONE,     ACT_GELU_TANH, true,  false, true,  false, 2, 4096,  false, 0,   true,  false, false, false, false, LAYER_ATTENTION, false, NULL, NULL, false},
+    {"gemma3",   true,  true,  true,  QK_NORM_PER_HEAD, ACT_GELU_TANH, true,  false, false, false, 6, 0,     true,  0,   false, true,  false, false, true, LAYER_ATTENTION, false, NULL, NULL, false},
+    {"phi3",     true,  true,  false, QK_NORM_NONE,     ACT_SILU,      false, false, false, true,  0, 0,     false, 0,   false, false, false, true,  false, LAYER_ATTENTION, false, NULL, NULL, false},
+    {"smollm3",  false, true,  false, QK_NORM_NONE,     ACT_SILU,      false, false, false, false, 0, 0,     false, 4,   false, false, false, false, false, LAYER_ATTENTION, false, NULL, NULL, false},
+    {"granite",  false, true,  false, QK_NORM_NONE,     ACT_SILU,      false, false, false, false, 0, 0,     false, 0,   false, false, true,  false, false, LAYER_ATTENTION, false, NULL, NULL, false},
+    {"olmo2",    true,  false, true,  QK_NORM_FULL,     ACT_SILU,      false, false, false, true,  4, 0,     false, 0,   false, false, false, false, true, LAYER_ATTENTION, false, NULL, NULL, false},
     /* hybrids (llama.cpp's src/models/lfm2.cpp, qwen35.cpp): lfm2's convolution layers are those
      * whose KV head count is 0; qwen35's DeltaNet layers come from attention.recurrent_layers or
      * full_attention_interval */
-    {"lfm2",     true,  true,  false, QK_NORM_PER_HEAD, ACT_SILU,      false, false, false, false, 0, 0,     false, 0,   false, false, false, false, false, LAYER_SHORTCONV, false, "token_embd_norm.weight", NULL},
-    {"qwen35",   true,  true,  false, QK_NORM_PER_HEAD, ACT_SILU,      false, false, false, false, 0, 0,     false, 0,   false, false, false, false, false, LAYER_DELTANET,  true,  NULL, "post_attention_norm.weight"},
+    {"lfm2",     true,  true,  false, QK_NORM_PER_HEAD, ACT_SILU,      false, false, false, false, 0, 0,     false, 0,   false, false, false, false, false, LAYER_SHORTCONV, false, "token_embd_norm.weight", NULL, false},
+    {"qwen35",   true,  true,  false, QK_NORM_PER_HEAD, ACT_SILU,      false, false, false, false, 0, 0,     false, 0,   false, false, false, false, false, LAYER_DELTANET,  true,  NULL, "post_attention_norm.weight", false},
+    /* llama.cpp's src/models/gemma4.cpp (dense E2B/E4B; its MoE files are refused by expert_count):
+     * the sliding layers come from the sliding_window_pattern array */
+    {"gemma4",   true,  true,  true,  QK_NORM_PER_HEAD, ACT_GELU_TANH, true,  false, false, false, 1, 0,     true,  0,   false, true,  false, false, true, LAYER_ATTENTION, false, NULL, NULL, true},
 };
 
 static const arch_info *arch_find(gguf_str name) {
@@ -266,7 +273,7 @@ static int alloc_layers(struct wick_model *m, char *err, size_t err_len) {
         return errorf(err, err_len, "block count = %d is out of range (1 to %d)", m->c.n_layers, MAX_LAYERS);
     m->layers = calloc((size_t)m->c.n_layers, sizeof *m->layers);
     if (!m->layers) return errorf(err, err_len, "out of memory");
-    for (int l = 0; l < m->c.n_layers; l++) m->layers[l].rotate = true;
+    for (int l = 0; l < m->c.n_layers; l++) m->layers[l].rotate = true, m->layers[l].kv_layer = l;
     return 0;
 }
 
@@ -350,6 +357,101 @@ size_t model_layer_state_floats(const struct wick_model *m, int l) {
     return conv + (size_t)c->ssm_v_heads * (size_t)c->ssm_state * (size_t)c->ssm_state;
 }
 
+/* Layer l's value of a count given as one number for every layer or as an array of n (llama.cpp's
+ * get_key_or_arr); def when the key is absent (< 0: it is required). */
+static int layer_count(const gguf_file *g, const char *a, const char *suffix, int l, int n, int64_t def, int64_t hi,
+                       int32_t *out, char *err, size_t err_len) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", a, suffix);
+    const gguf_kv *kv = gguf_find(g, key);
+    int64_t v = def;
+    if (kv && kv->type == GGUF_ARRAY) {
+        if (kv->arr_type == GGUF_STRING || kv->arr_type == GGUF_ARRAY || kv->arr_len != (uint64_t)n)
+            return errorf(err, err_len, "%s: %llu entries where block_count is %d", key, (unsigned long long)kv->arr_len, n);
+        v = gguf_arr_i64(kv, (uint64_t)l);
+    } else if (kv && !gguf_get_i64(g, key, &v)) {
+        return errorf(err, err_len, "metadata %s is not a number", key);
+    } else if (!kv && def < 0) {
+        return errorf(err, err_len, "metadata %s is missing", key);
+    }
+    if (v < 1 || v > hi) return errorf(err, err_len, "%s = %lld (layer %d) out of range (1 to %lld)", key, (long long)v, l, (long long)hi);
+    *out = (int32_t)v;
+    return 0;
+}
+
+/* gemma4, as llama.cpp reads it (llama_model_gemma4::load_arch_hparams, the per-layer head sizes
+ * of llama-hparams.cpp and the KV reuse of llama-model.cpp's create_memory): the sliding layers
+ * from attention.sliding_window_pattern (one flag per layer), with their own head size
+ * (attention.key_length_swa) and rotated dimensions (rope.dimension_count_swa); KV heads and
+ * FFN widths per layer (head_count_kv, feed_forward_length: a number or an array, the converter
+ * doubling the FFN of the KV-shared layers where use_double_wide_mlp is set); the last
+ * attention.shared_kv_layers layers keep no cache and read that of layer
+ * n_layers − shared − 2 (sliding) or − 1 (full); per-layer embeddings of
+ * embedding_length_per_layer_input values; attention scale 1; V normed; rope_freqs on the
+ * full layers only. m->layer_c gets each layer's shape, c the largest. */
+static int read_layer_shapes(struct wick_model *m, const gguf_kv *pat, char *err, size_t err_len) {
+    model_config *c = &m->c;
+    const gguf_file *g = &m->gguf;
+    const char *a = c->arch;
+    int n = c->n_layers;
+    int64_t hd_swa, vd_swa, rot_swa = c->rope_dim, shared = 0, n_ple;
+    if (!pat || pat->type != GGUF_ARRAY || pat->arr_type == GGUF_STRING || pat->arr_type == GGUF_ARRAY ||
+        pat->arr_len != (uint64_t)n)
+        return errorf(err, err_len, "%s.attention.sliding_window_pattern must be an array of %d flags", a, n);
+    if (c->n_swa < 1) return errorf(err, err_len, "metadata %s.attention.sliding_window is missing or 0", a);
+    if (!meta_int(g, a, "attention.key_length_swa", &hd_swa) || !meta_int(g, a, "attention.value_length_swa", &vd_swa))
+        return errorf(err, err_len, "metadata %s.attention.key_length_swa or value_length_swa is missing", a);
+    if (hd_swa != vd_swa || hd_swa < 2 || hd_swa > MAX_DIM || hd_swa % 2)
+        return errorf(err, err_len, "sliding head size %lld (value %lld) is unsupported", (long long)hd_swa, (long long)vd_swa);
+    if (meta_int(g, a, "rope.dimension_count_swa", &rot_swa) && (rot_swa < 0 || rot_swa > hd_swa || rot_swa % 2))
+        return errorf(err, err_len, "sliding rope dimension %lld out of range", (long long)rot_swa);
+    if (meta_int(g, a, "attention.shared_kv_layers", &shared) && (shared < 0 || (shared > 0 && shared > n - 2)))
+        return errorf(err, err_len, "%s.attention.shared_kv_layers = %lld out of range (0 to %d)", a, (long long)shared, n - 2);
+    if (!meta_int(g, a, "embedding_length_per_layer_input", &n_ple))
+        return errorf(err, err_len, "metadata %s.embedding_length_per_layer_input is missing", a);
+    if (n_ple < 0 || n_ple > MAX_DIM) return errorf(err, err_len, "per-layer embedding length %lld out of range", (long long)n_ple);
+    c->n_ple = (int32_t)n_ple;
+    c->rope_dim_swa = (int32_t)rot_swa;
+    c->attn_scale = 1.0f;
+    c->v_norm = c->rope_freqs_full = true;
+    m->layer_c = malloc((size_t)n * sizeof *m->layer_c);
+    if (!m->layer_c) return errorf(err, err_len, "out of memory");
+    int32_t hd_full = c->head_dim, kv_max = 0, ff_max = 0, hd_max = hd_full > hd_swa ? hd_full : (int32_t)hd_swa;
+    int from = n - (int)shared; /* the first layer without a cache of its own */
+    for (int l = 0; l < n; l++) {
+        layer_weights *w = &m->layers[l];
+        model_config *lc = &m->layer_c[l];
+        w->sliding = gguf_arr_i64(pat, (uint64_t)l) != 0;
+        *lc = *c;
+        if (layer_count(g, a, "attention.head_count_kv", l, n, c->n_heads, c->n_heads, &lc->n_kv_heads, err, err_len) ||
+            layer_count(g, a, "feed_forward_length", l, n, -1, 4 * (int64_t)MAX_DIM, &lc->hidden_dim, err, err_len))
+            return -1;
+        if (c->n_heads % lc->n_kv_heads)
+            return errorf(err, err_len, "layer %d: head count %d is not a multiple of its KV head count %d", l, c->n_heads, lc->n_kv_heads);
+        lc->head_dim = w->sliding ? (int32_t)hd_swa : hd_full;
+        lc->rope_dim = w->sliding ? (int32_t)rot_swa : c->rope_dim;
+        lc->q_dim = c->n_heads * lc->head_dim;
+        if (lc->n_kv_heads > kv_max) kv_max = lc->n_kv_heads;
+        if (lc->hidden_dim > ff_max) ff_max = lc->hidden_dim;
+        if (l >= from) {
+            w->kv_layer = from - (w->sliding ? 2 : 1);
+            if (m->layers[w->kv_layer].sliding != w->sliding)
+                return errorf(err, err_len, "layer %d would share the KV cache of layer %d, which is not of its kind (unsupported)", l,
+                              w->kv_layer);
+        }
+    }
+    for (int l = from; l < n; l++) /* a shared cache has the shape of its layer */
+        if (m->layer_c[l].n_kv_heads != m->layer_c[m->layers[l].kv_layer].n_kv_heads)
+            return errorf(err, err_len, "layer %d has %d KV heads, the layer whose cache it reads %d", l, m->layer_c[l].n_kv_heads,
+                          m->layer_c[m->layers[l].kv_layer].n_kv_heads);
+    if ((int64_t)c->n_heads * hd_max > 4 * (int64_t)MAX_DIM) return errorf(err, err_len, "%d heads of %d is out of range", c->n_heads, hd_max);
+    c->n_kv_heads = kv_max;
+    c->hidden_dim = ff_max;
+    c->head_dim = hd_max;
+    c->q_dim = c->n_heads * hd_max;
+    return 0;
+}
+
 static int read_gguf_config(struct wick_model *m, char *err, size_t err_len) {
     const gguf_file *g = &m->gguf;
     model_config *c = &m->c;
@@ -368,7 +470,7 @@ static int read_gguf_config(struct wick_model *m, char *err, size_t err_len) {
     REQUIRE_INT(dim, "embedding_length");
     REQUIRE_INT(n_layers, "block_count");
     REQUIRE_INT(n_heads, "attention.head_count");
-    REQUIRE_INT(hidden_dim, "feed_forward_length");
+    if (!ai->layer_shapes) REQUIRE_INT(hidden_dim, "feed_forward_length"); /* gemma4's: read_layer_shapes */
     REQUIRE_INT(n_ctx_train, "context_length");
 #undef REQUIRE_INT
     /* nextn_predict_layers: trailing blocks for multi-token prediction (Qwen3.5's MTP head), which
@@ -386,7 +488,7 @@ static int read_gguf_config(struct wick_model *m, char *err, size_t err_len) {
     snprintf(key, sizeof key, "%s.attention.head_count_kv", a);
     const gguf_kv *kv_arr = gguf_find(g, key);
     c->n_kv_heads = c->n_heads;
-    if (kv_arr && kv_arr->type == GGUF_ARRAY) {
+    if (kv_arr && kv_arr->type == GGUF_ARRAY && !ai->layer_shapes) {
         /* lfm2: one count per layer, 0 marking a convolution layer; the attention layers must agree */
         if (ai->recurrent != LAYER_SHORTCONV)
             return errorf(err, err_len, "%s is an array (a KV head count per layer): not supported", key);
@@ -425,6 +527,7 @@ static int read_gguf_config(struct wick_model *m, char *err, size_t err_len) {
         if (v < 0 || v > c->head_dim) return errorf(err, err_len, "rope dimension %lld out of range", (long long)v);
         c->rope_dim = (int32_t)v;
     }
+    c->rope_dim_swa = c->rope_dim;
     if (meta_float(g, a, "rope.freq_base", &f)) c->rope_base = (float)f;
     if (meta_float(g, a, "attention.layer_norm_rms_epsilon", &f)) c->rms_eps = (float)f;
     gguf_str st;
@@ -484,7 +587,7 @@ static int read_gguf_config(struct wick_model *m, char *err, size_t err_len) {
     int64_t period = ai->swa_period;
     snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", a);
     const gguf_kv *pat = gguf_find(g, key);
-    if (c->n_swa > 0 && pat && pat->type == GGUF_ARRAY)
+    if (c->n_swa > 0 && pat && pat->type == GGUF_ARRAY && !ai->layer_shapes)
         return errorf(err, err_len, "%s is an array (a per-layer pattern): not supported", key);
     if (c->n_swa > 0 && meta_int(g, a, "attention.sliding_window_pattern", &v)) {
         if (v < 0 || v > MAX_LAYERS) return errorf(err, err_len, "sliding window pattern %lld out of range", (long long)v);
@@ -509,6 +612,7 @@ static int read_gguf_config(struct wick_model *m, char *err, size_t err_len) {
         w->sliding = c->n_swa > 0 && (period == 0 || l % period < period - 1);
         w->rotate = rotate && (ai->no_rope_every == 0 || (l + 1) % ai->no_rope_every != 0);
     }
+    if (ai->layer_shapes) return read_layer_shapes(m, pat, err, err_len);
     return ai->recurrent == LAYER_ATTENTION ? 0 : read_layer_kinds(m, ai, kv_arr, err, err_len);
 }
 
@@ -558,7 +662,7 @@ static int bind_gguf_weights(struct wick_model *m, char *err, size_t err_len) {
         return errorf(err, err_len, "token_embd.weight: %lld rows is out of range", (long long)emb->ne[1]);
     c->n_vocab = (int32_t)emb->ne[1];
     if (check_config(c, err, err_len)) return -1;
-    int64_t kv_dim = (int64_t)c->n_kv_heads * c->head_dim, q_dim = c->q_dim, half = c->rope_dim / 2;
+    int64_t half = c->rope_dim / 2, n_ple = c->n_ple, ple_width = (int64_t)c->n_layers * c->n_ple;
     if (bind_matrix(m, "token_embd.weight", c->n_vocab, c->dim, false, &m->tok_embd, err, err_len) ||
         bind_vector(m, ai->output_norm_name ? ai->output_norm_name : "output_norm.weight", c->dim, false, &m->output_norm,
                     err, err_len) ||
@@ -566,14 +670,21 @@ static int bind_gguf_weights(struct wick_model *m, char *err, size_t err_len) {
          bind_matrix(m, "output.weight", c->n_vocab, c->dim, !ai->output_required, &m->output, err, err_len)) ||
         bind_vector(m, "rope_freqs.weight", half, true, &m->rope_freqs, err, err_len) ||
         bind_vector(m, "rope_factors_short.weight", half, true, &m->rope_factors_short, err, err_len) ||
-        bind_vector(m, "rope_factors_long.weight", half, true, &m->rope_factors_long, err, err_len))
+        bind_vector(m, "rope_factors_long.weight", half, true, &m->rope_factors_long, err, err_len) ||
+        (n_ple && (bind_matrix(m, "per_layer_token_embd.weight", c->n_vocab, ple_width, false, &m->ple_embd, err, err_len) ||
+                   bind_matrix(m, "per_layer_model_proj.weight", ple_width, c->dim, false, &m->ple_model_proj, err, err_len) ||
+                   bind_vector(m, "per_layer_proj_norm.weight", n_ple, false, &m->ple_proj_norm, err, err_len))))
         return -1;
     if (!m->output.data) m->output = m->tok_embd; /* tied embeddings */
     if (!m->rope_factors_short != !m->rope_factors_long)
         return errorf(err, err_len, "rope_factors_short and rope_factors_long come as a pair: one is missing");
-    int64_t qk_q = c->qk_norm == QK_NORM_FULL ? q_dim : c->head_dim, qk_k = c->qk_norm == QK_NORM_FULL ? kv_dim : c->head_dim;
     for (int l = 0; l < c->n_layers; l++) {
         layer_weights *w = &m->layers[l];
+        /* the layer's shape (gemma4's differ); a layer reading another's cache needs no K or V */
+        const model_config *lc = model_layer_config(m, l);
+        int64_t kv_dim = (int64_t)lc->n_kv_heads * lc->head_dim, q_dim = lc->q_dim, hid = lc->hidden_dim;
+        int64_t qk_q = c->qk_norm == QK_NORM_FULL ? q_dim : lc->head_dim, qk_k = c->qk_norm == QK_NORM_FULL ? kv_dim : lc->head_dim;
+        bool own_kv = w->kv_layer == l;
         char n[64];
 #define NAME(s) (snprintf(n, sizeof n, "blk.%d." s, l), n)
         char ffn_norm_name[64];
@@ -583,7 +694,11 @@ static int bind_gguf_weights(struct wick_model *m, char *err, size_t err_len) {
             (!ai->ffn_norm_name &&
              bind_vector(m, NAME("post_attention_norm.weight"), c->dim, !ai->norm_post, &w->attn_post_norm, err, err_len)) ||
             bind_vector(m, NAME("post_ffw_norm.weight"), c->dim, !ai->norm_post, &w->ffn_post_norm, err, err_len) ||
-            bind_matrix(m, NAME("ffn_down.weight"), c->dim, c->hidden_dim, false, &w->w_down, err, err_len))
+            bind_matrix(m, NAME("ffn_down.weight"), c->dim, hid, false, &w->w_down, err, err_len) ||
+            bind_vector(m, NAME("layer_output_scale.weight"), 1, true, &w->out_scale, err, err_len) ||
+            (n_ple && (bind_matrix(m, NAME("inp_gate.weight"), n_ple, c->dim, false, &w->ple_gate, err, err_len) ||
+                       bind_matrix(m, NAME("proj.weight"), c->dim, n_ple, false, &w->ple_proj, err, err_len) ||
+                       bind_vector(m, NAME("post_norm.weight"), c->dim, false, &w->ple_post_norm, err, err_len))))
             return -1;
         if (w->kind != LAYER_ATTENTION) {
             if (bind_recurrent(m, l, err, err_len)) return -1;
@@ -592,7 +707,7 @@ static int bind_gguf_weights(struct wick_model *m, char *err, size_t err_len) {
         }
         if (w->kind == LAYER_ATTENTION && c->qk_norm != QK_NORM_NONE &&
             (bind_vector(m, NAME("attn_q_norm.weight"), qk_q, false, &w->attn_q_norm, err, err_len) ||
-             bind_vector(m, NAME("attn_k_norm.weight"), qk_k, false, &w->attn_k_norm, err, err_len)))
+             bind_vector(m, NAME("attn_k_norm.weight"), qk_k, !own_kv, &w->attn_k_norm, err, err_len)))
             return -1;
         /* Q, K and V: one fused attn_qkv (rows Q | K | V) or three tensors (llama.cpp's create_tensor_qkv);
          * with an output gate, attn_q holds 2 × q_dim rows (each head's query, then its gate) */
@@ -615,8 +730,9 @@ static int bind_gguf_weights(struct wick_model *m, char *err, size_t err_len) {
             w->wv = weight_rows(&qkv, q_dim + kv_dim, kv_dim);
             if (b) w->bq = b, w->bk = b + q_dim, w->bv = b + q_dim + kv_dim;
         } else if (bind_matrix(m, NAME("attn_q.weight"), q_dim, c->dim, false, &w->wq, err, err_len) ||
-                   bind_matrix(m, NAME("attn_k.weight"), kv_dim, c->dim, false, &w->wk, err, err_len) ||
-                   bind_matrix(m, NAME("attn_v.weight"), kv_dim, c->dim, false, &w->wv, err, err_len) ||
+                   bind_matrix(m, NAME("attn_k.weight"), kv_dim, c->dim, !own_kv, &w->wk, err, err_len) ||
+                   /* gemma4: V is K where attn_v is absent */
+                   bind_matrix(m, NAME("attn_v.weight"), kv_dim, c->dim, ai->layer_shapes || !own_kv, &w->wv, err, err_len) ||
                    bind_vector(m, NAME("attn_q.bias"), q_dim, !ai->biases, &w->bq, err, err_len) ||
                    bind_vector(m, NAME("attn_k.bias"), kv_dim, !ai->biases, &w->bk, err, err_len) ||
                    bind_vector(m, NAME("attn_v.bias"), kv_dim, !ai->biases, &w->bv, err, err_len)) {
@@ -624,14 +740,14 @@ static int bind_gguf_weights(struct wick_model *m, char *err, size_t err_len) {
         }
         /* gate and up: two tensors, or one ffn_up of 2 × hidden rows, the gate first (phi3) */
         const gguf_tensor *up = model_find_tensor(m, NAME("ffn_up.weight"));
-        if (!model_find_tensor(m, NAME("ffn_gate.weight")) && up && up->ne[1] == 2 * (uint64_t)c->hidden_dim) {
+        if (!model_find_tensor(m, NAME("ffn_gate.weight")) && up && up->ne[1] == 2 * (uint64_t)hid) {
             weight up2;
-            if (bind_matrix(m, NAME("ffn_up.weight"), 2 * (int64_t)c->hidden_dim, c->dim, false, &up2, err, err_len)) return -1;
+            if (bind_matrix(m, NAME("ffn_up.weight"), 2 * hid, c->dim, false, &up2, err, err_len)) return -1;
             m->fused_gate_up = true;
-            w->w_gate = weight_rows(&up2, 0, c->hidden_dim);
-            w->w_up = weight_rows(&up2, c->hidden_dim, c->hidden_dim);
-        } else if (bind_matrix(m, NAME("ffn_gate.weight"), c->hidden_dim, c->dim, false, &w->w_gate, err, err_len) ||
-                   bind_matrix(m, NAME("ffn_up.weight"), c->hidden_dim, c->dim, false, &w->w_up, err, err_len)) {
+            w->w_gate = weight_rows(&up2, 0, hid);
+            w->w_up = weight_rows(&up2, hid, hid);
+        } else if (bind_matrix(m, NAME("ffn_gate.weight"), hid, c->dim, false, &w->w_gate, err, err_len) ||
+                   bind_matrix(m, NAME("ffn_up.weight"), hid, c->dim, false, &w->w_up, err, err_len)) {
             return -1;
         }
 #undef NAME
@@ -756,7 +872,7 @@ int model_load_llama2c(struct wick_model *m, const uint8_t *bin, size_t bin_size
     config_defaults(c);
     c->head_dim = c->dim / c->n_heads;
     c->q_dim = c->dim;
-    c->rope_dim = c->head_dim;
+    c->rope_dim = c->rope_dim_swa = c->head_dim;
     c->attn_scale = 1.0f / sqrtf((float)c->head_dim);
     if (check_config(c, err, err_len)) return -1;
     uint64_t dim = (uint64_t)c->dim, hid = (uint64_t)c->hidden_dim, L = (uint64_t)c->n_layers;
@@ -798,6 +914,7 @@ void model_release(struct wick_model *m) {
     for (int i = 0; i < m->n_owned; i++) free(m->owned[i]);
     free(m->owned);
     free(m->layers);
+    free(m->layer_c);
     if (m->vocab) vocab_free(m->vocab);
     gguf_close(&m->gguf);
     for (int i = 0; i < m->n_shards; i++) gguf_close(&m->shards[i]);

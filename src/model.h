@@ -1,6 +1,6 @@
 /* model.h — the model: hyperparameters, the weights (views into the file buffer) and the
  * vocabulary, bound from a GGUF file (the llama lineage: llama, qwen2, qwen3, gemma2, gemma3, phi3,
- * smollm3, granite, olmo2; the hybrids with a recurrent state: lfm2, qwen35) or a llama2.c
+ * smollm3, granite, olmo2, gemma4; the hybrids with a recurrent state: lfm2, qwen35) or a llama2.c
  * checkpoint. */
 #ifndef WICK_MODEL_H
 #define WICK_MODEL_H
@@ -57,6 +57,12 @@ typedef struct {
     const float *dn_norm;             /* ssm_norm [ssm_state], shared by the value heads */
     bool sliding;                     /* attends to the last c.n_swa positions only */
     bool rotate;                      /* applies rope (smollm3 leaves every fourth layer unrotated) */
+    /* gemma4 */
+    int32_t kv_layer;                 /* the layer whose KV cache its attention reads: itself, or for a
+                                       * KV-shared layer (no attn_k/attn_v, nothing cached) an earlier one */
+    const float *out_scale;           /* layer_output_scale [1]: the layer's output x × this, or NULL */
+    weight ple_gate, ple_proj;        /* per-layer embedding: inp_gate [n_ple][dim], proj [dim][n_ple] */
+    const float *ple_post_norm;       /* post_norm [dim], on proj's output */
 } layer_weights;
 
 /* How the families of the llama lineage differ: switches of the one forward pass (forward.c),
@@ -72,6 +78,7 @@ typedef struct {
     int32_t rope_dim;     /* leading dimensions of each head that are rotated */
     bool rope_neox;       /* pairs (i, i + rope_dim/2) instead of (2i, 2i+1) */
     float rope_base;
+    int32_t rope_dim_swa; /* the sliding layers' (gemma4: rope.dimension_count_swa), else rope_dim */
     float rope_base_swa;  /* rope base of the sliding-window layers (gemma3: 10000) */
     float rope_scale;     /* linear position scaling: positions are multiplied by this */
     float rope_scale_swa; /* the sliding layers' (gemma3: 1, the file's factor is for the full layers) */
@@ -87,6 +94,10 @@ typedef struct {
     float final_softcap;  /* the same on the logits (gemma2) */
     float logit_scale;    /* logits × this (granite: 1 / logit_scale) */
     int32_t n_swa;        /* sliding window of the sliding layers: position p sees p − n_swa + 1 … p */
+    /* gemma4 */
+    bool v_norm;          /* V RMS-normed per head, without weights */
+    bool rope_freqs_full; /* rope_freqs apply to the full (not sliding) layers only */
+    int32_t n_ple;        /* per-layer embedding width (embedding_length_per_layer_input); 0: none */
     /* the hybrids */
     bool attn_out_gate;   /* qwen35: attn_q gives each head its query then an output gate (o × sigmoid(gate)) */
     int32_t n_recurrent;  /* layers of kind LAYER_SHORTCONV or LAYER_DELTANET */
@@ -113,7 +124,18 @@ struct wick_model {
     void **owned;                     /* vectors converted to F32 at load */
     int n_owned;
     bool cpu_layout;                  /* some weights were rewritten in the CPU kernels' layout */
+    /* gemma4: each layer's shape (head size, KV heads, q_dim, rope_dim, FFN width) where the layers
+     * differ, else NULL; c then holds the largest of each, which the scratch is sized by */
+    model_config *layer_c;
+    weight ple_embd;                  /* per_layer_token_embd [n_vocab][n_layers·n_ple] */
+    weight ple_model_proj;            /* per_layer_model_proj [n_layers·n_ple][dim] */
+    const float *ple_proj_norm;       /* per_layer_proj_norm [n_ple] */
 };
+
+/* The shape of layer l: its own where the layers differ (gemma4), else the model's. */
+static inline const model_config *model_layer_config(const struct wick_model *m, int l) {
+    return m->layer_c ? &m->layer_c[l] : &m->c;
+}
 
 /* One GGUF file, or the n parts of a split model (llama.cpp's gguf-split: the first holds the
  * metadata, each holds some tensors and split.no / split.count). The buffers stay alive. */

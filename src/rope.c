@@ -9,15 +9,19 @@
 /* cos/sin of every rotated pair for n positions from pos0, rope base `base`: as llama.cpp's rope
  * forms them (ggml_rope_cache_init), θ_i = pos · base^(−2i/rope_dim) by repeated multiplication,
  * divided by the pair's frequency factor (Llama 3's rope_freqs, phi3's short or long set), times
- * the linear position scale `scale`; cos and sin are then multiplied by mscale (phi3's attn_factor). */
-void rope_tables(const struct wick_ctx *c, float base, float scale, float mscale, int pos0, int n, float *cs, float *sn) {
+ * the linear position scale `scale`; cos and sin are then multiplied by mscale (phi3's attn_factor).
+ * The sliding layers' tables take their own rope_dim, and no factors where those are the full
+ * layers' alone (gemma4). */
+void rope_tables(const struct wick_ctx *c, bool sliding, float base, float scale, float mscale, int pos0, int n, float *cs,
+                 float *sn) {
     const model_config *mc = &c->m->c;
-    int half = mc->rope_dim / 2;
-    float theta_scale = powf(base, -2.0f / (float)mc->rope_dim);
+    int rope_dim = sliding ? mc->rope_dim_swa : mc->rope_dim, half = rope_dim / 2;
+    const float *factors = sliding && mc->rope_freqs_full ? NULL : c->rope_factors;
+    float theta_scale = powf(base, -2.0f / (float)rope_dim);
     for (int t = 0; t < n; t++) {
         float theta = (float)(pos0 + t);
         for (int i = 0; i < half; i++) {
-            float ff = c->rope_factors ? c->rope_factors[i] : 1.0f;
+            float ff = factors ? factors[i] : 1.0f;
             float angle = scale * (theta / ff);
             /* in double, rounded once: the float cosf/sinf of glibc and musl differ in the last bit */
             cs[t * half + i] = (float)cos((double)angle) * mscale;

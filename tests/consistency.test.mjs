@@ -5,7 +5,8 @@
 // groups of 4 split 88 + 84 + 84, and 84 = 8 × 10 + 4), for a grouped-query model (synth mini:
 // 8 heads, 4 KV heads) and one with a KV head per query head (synth mini-mha), each in a
 // 32-element block type and a K-quant mix, for stories260K (F32), and for each model family
-// (the hybrids lfm2 and qwen35 too: their recurrence runs token by token inside a batch).
+// (the hybrids lfm2 and qwen35 too: their recurrence runs token by token inside a batch; gemma4
+// from a synth file: its KV-shared layers read the rings of earlier ones).
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -23,11 +24,11 @@ const ids = [1, 450, 4996, 17354, 1701, 29916, 432, 17204, 975, 278, 17366, 1120
 // stories260K (F32, vocabulary 512, a 172-row feed-forward)
 const storiesIds = [1, 403, 407, 261, 378, 300, 17, 92, 4, 5, 6, 7, 8];
 
-function synth(shape, type) {
-  const file = path.join(tmp, `synth-${shape}-${type}.gguf`);
+function synth(shape, type, arch = 'llama') {
+  const file = path.join(tmp, `synth-${shape}-${arch}-${type}.gguf`);
   if (!fs.existsSync(file)) {
-    const r = runWick('native', ['synth', '--shape', shape, '--type', type, '-o', file, '--vocab', vocab]);
-    assert.equal(r.code, 0, `wick synth --shape ${shape} --type ${type}: ${r.stderr}`);
+    const r = runWick('native', ['synth', '--shape', shape, '--type', type, '-o', file, '--vocab', vocab, '--arch', arch]);
+    assert.equal(r.code, 0, `wick synth --shape ${shape} --type ${type} --arch ${arch}: ${r.stderr}`);
   }
   return file;
 }
@@ -44,6 +45,9 @@ for (const fam of ['llama3', 'qwen3', 'gemma2', 'gemma3', 'phi3', 'smollm3', 'gr
   const ref = loadReference(file.replace('.gguf', '.json'));
   cases.push({ name: `${fam} (${file})`, file: () => path.join(models, 'families', file), ids: ref.prompt_tokens, nVocab: ref.n_vocab });
 }
+// gemma4: 30 tokens, past its sliding window of 12, which its KV-shared layers see through their source layers' caches
+const gemma4Ids = [...ids, ...ids.slice(1), 1701, 29916, 432, 17204, 975];
+cases.push({ name: 'synth mini --arch gemma4 q4_k_m', file: () => synth('mini', 'q4_k_m', 'gemma4'), ids: gemma4Ids, nVocab: 32000 });
 
 for (const { name, file: fileOf, ids, nVocab } of cases)
     for (const build of ['native', 'wasm'])
@@ -77,7 +81,7 @@ for (const { name, file: fileOf, ids, nVocab } of cases)
 // for a prompt long enough that attention is most of a step.
 const nofold = path.join(path.dirname(nativeCli), 'wick-nofold');
 const longIds = Array.from({ length: 300 }, (_, i) => 3 + ((i * 7919) % 240));
-for (const { name, file: fileOf } of cases.filter((c) => /synth mini q4_k_m|synth mini-mha q4_0|llama3|gemma3|qwen3/.test(c.name)))
+for (const { name, file: fileOf } of cases.filter((c) => /synth mini q4_k_m|synth mini-mha q4_0|llama3|gemma3|gemma4|qwen3/.test(c.name)))
   for (const threads of [1, 2])
     test(`native, ${threads} thread(s): ${name}: attention with the rebias folded equals it unfolded bit for bit`, () => {
       const args = ['logits', '-m', fileOf(), '--threads', String(threads), '--tokens', longIds.join(','), '--steps', '4'];

@@ -2,7 +2,7 @@
 // node-llama-cpp (its prebuilt CPU binary, never a download or a build):
 //  - the llama architecture at each type (f16, q8_0, q4_0, q4_k_m, q5_k_m, q6_k, shape mini);
 //  - each family of `wick synth --arch` (llama3, qwen3, gemma2, gemma3, phi3, smollm3, granite,
-//    olmo2, and the hybrids lfm2 and qwen35) at f16 and one quantized type, with a prompt longer
+//    olmo2, gemma4, and the hybrids lfm2 and qwen35) at f16 and one quantized type, with a prompt longer
 //    than the sliding windows.
 // For each file llama.cpp loads it and generates (one test), both wick builds (native and wasm)
 // agree with llama.cpp's logits within the tolerances of ../shared/README.md (a test per build),
@@ -37,6 +37,8 @@ const families = [
   { arch: 'smollm3', quant: 'q4_0' },
   { arch: 'granite', quant: 'q8_0' },
   { arch: 'olmo2', quant: 'q4_k_m' },
+  // per-layer head sizes, KV-shared layers, per-layer embeddings
+  { arch: 'gemma4', quant: 'q4_k_m', window: 12 },
   // the hybrids: a recurrent state carried through the prompt and the steps
   { arch: 'lfm2', quant: 'q8_0' },
   { arch: 'qwen35', quant: 'q4_k_m' },
@@ -334,6 +336,23 @@ const featureEdits = {
     'with post_attention_norm/post_ffw_norm weights of 1': (g) => ones(g, /post_(attention|ffw)_norm/),
     'with attn_q_norm/attn_k_norm weights of 1': (g) => ones(g, /attn_[qk]_norm/),
   },
+  gemma4: {
+    // proj zeroed: each layer's per-layer embedding step adds rmsnorm(0) = 0
+    'with the per-layer embeddings off (blk.*.proj zeroed)': (g) => zeros(g, /^blk\.\d+\.proj\.weight$/),
+    // each KV-shared layer given its source layer's K (and V) weights, computing its own cache from its own input
+    'with KV sharing off (the shared layers projecting K/V of their own)': (g) => {
+      const kv = (k) => g.kv.find((e) => e.key === `gemma4.${k}`).value;
+      const n = kv('block_count'), from = n - kv('attention.shared_kv_layers'), swa = kv('attention.sliding_window_pattern').items;
+      for (let l = from; l < n; l++) {
+        const src = from - (swa[l] ? 2 : 1);
+        for (const t of g.tensors.filter((t) => new RegExp(`^blk\\.${src}\\.attn_(k|v|k_norm)\\.weight$`).test(t.name)))
+          g.tensors.push({ ...t, name: t.name.replace(`blk.${src}.`, `blk.${l}.`) });
+      }
+      setKv(g, 'gemma4.attention.shared_kv_layers', T.U32, 0);
+    },
+    'without layer_output_scale': (g) => { g.tensors = g.tensors.filter((t) => !/layer_output_scale/.test(t.name)); },
+    'without final_logit_softcapping': (g) => dropKv(g, 'gemma4.final_logit_softcapping'),
+  },
 };
 
 const featureResults = [];
@@ -368,6 +387,21 @@ for (const { arch, quant, window } of families) {
     assert.deepEqual(problems, []);
   });
 }
+
+// gemma4 has no file in ../shared, so engine.test.mjs's thread check is made here: 2 threads give
+// the logits of 1 bit for bit, in each build
+for (const type of ['f16', 'q4_k_m'])
+  test(`synth mini --arch gemma4 ${type}: 1 and 2 threads give identical logits (native and wasm)`, async () => {
+    const ref = await referenceOf(type, 'gemma4');
+    const run = (build, threads) => runWickAsync(build, ['logits', '-m', fileOf(type, 'gemma4'), '--tokens', ref.ids.join(','),
+      '--steps', String(steps), '--follow', ref.greedy.join(','), '--threads', String(threads)]);
+    for (const build of builds) {
+      const [one, two] = await Promise.all([run(build, 1), run(build, 2)]);
+      assert.equal(one.code, 0, one.stderr);
+      assert.equal(two.code, 0, two.stderr);
+      assert.ok(one.stdout === two.stdout, `${build}: the logits differ`);
+    }
+  });
 
 test('the measured agreement (diagnostics)', async (t) => {
   const cases = [...types.map((type) => [type]), ...families.flatMap(({ arch, quant }) => [['f16', arch], [quant, arch]])];

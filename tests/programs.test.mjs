@@ -9,7 +9,7 @@ import fs, { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { readLlamaBundle } from '../tools/llama-bundle.mjs';
-import { root, runProgram, shared } from './helpers.mjs';
+import { root, runProgram, runWick, shared } from './helpers.mjs';
 
 const programs = {
   test_kernels: [],
@@ -100,14 +100,24 @@ for (const build of ['native', 'wasm']) {
     }
   });
 
-  test(`${build}: test_context (cached keys after a context shift equal fresh ones; gemma3's sliding-window rings)`, () => {
+  test(`${build}: test_context (cached keys after a context shift equal fresh ones; gemma3's sliding-window rings; gemma4's shared caches)`, () => {
+    // a gemma4 file (no such file in ../shared): its KV-shared layers through a shift
+    const gemma4 = path.join(llamaDir, 'synth-gemma4-f16.gguf');
+    if (!fs.existsSync(gemma4)) {
+      const s = runWick('native', ['synth', '--arch', 'gemma4', '--shape', 'mini', '--type', 'f16', '-o', gemma4,
+        '--vocab', path.join(shared, 'vocab', 'ggml-vocab-llama-spm.gguf')]);
+      assert.equal(s.code, 0, s.stderr);
+    }
     const r = runProgram(build, 'test_context', [path.join(shared, 'models', 'stories260K.gguf'),
-      path.join(shared, 'models', 'families', 'mini-gemma3-f16.gguf')]);
+      path.join(shared, 'models', 'families', 'mini-gemma3-f16.gguf'), gemma4]);
     assert.equal(r.code, 0, r.stdout + r.stderr);
     assert.match(r.stdout, /^\d+ passed, 0 failed/m);
     // the gemma3 part ran: the rings' memory, their logits and the shift past the window
     assert.match(r.stdout, /ok  : KV cache of a 1024-token context/);
     assert.match(r.stdout, /ok  : all layers sliding: the next token's logits after the shift match a fresh evaluation/);
+    // and the gemma4 part
+    assert.match(r.stdout, /ok  : gemma4: a KV cache of \d+ bytes, none for its 3 KV-shared layers/);
+    assert.match(r.stdout, /ok  : gemma4: generation past a full 64-token context/);
     // the external context (the WebGPU path's) ran
     assert.match(r.stdout, /ok  : greedy tokens through the external context equal the CPU generator's/);
     assert.match(r.stdout, /ok  : a full external context is evaluated again/);

@@ -5,8 +5,11 @@
  * set to 32: the sliding layers' cache stays at the window as the context grows to 1024, a ring
  * that wraps gives the logits of a cache that holds everything, and a shift past the window
  * matches a fresh evaluation. And an external context (the glue's WebGPU path) driven by the
- * generator, its operations carried out on a CPU context. Usage: test_context MODEL.gguf [GEMMA3.gguf]. Closes with
- * "N passed, M failed". */
+ * generator, its operations carried out on a CPU context. With a third file, a gemma4 model
+ * (`wick synth --arch gemma4`: layers of two shapes, the last ones reading earlier layers'
+ * caches): the cache holds the layers with a cache of their own only, a shift leaves layer 0's
+ * keys equal to fresh ones, and generation goes on through shifts. Usage: test_context
+ * MODEL.gguf [GEMMA3.gguf [GEMMA4.gguf]]. Closes with "N passed, M failed". */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,14 +28,14 @@ static void check(int ok, const char *what) {
 }
 
 static float cached_key(const wick_ctx *c, int pos, int i) {
-    int kvd = c->m->c.n_kv_heads * c->m->c.head_dim, slots = c->kv_slots[0];
+    int kvd = kv_dim(model_layer_config(c->m, 0)), slots = c->kv_slots[0];
     size_t idx = (size_t)(pos % slots) * (size_t)kvd + (size_t)i; /* layer 0 comes first; a ring wraps */
     return c->kv_type == WICK_KV_F16 ? quant_f16_to_f32(((const uint16_t *)c->k_cache)[idx]) : ((const float *)c->k_cache)[idx];
 }
 
 /* largest |a − b| over layer-0 keys of positions [from, n), relative to the largest |b| */
 static double key_difference(const wick_ctx *a, const wick_ctx *b, int from, int n) {
-    int kvd = a->m->c.n_kv_heads * a->m->c.head_dim;
+    int kvd = kv_dim(model_layer_config(a->m, 0));
     double worst = 0, scale = 0;
     for (int p = from; p < n; p++)
         for (int i = 0; i < kvd; i++) {
@@ -105,6 +108,26 @@ static double rel_rms(const float *a, const float *b, int n) {
 }
 
 static int token_at(int i) { return i == 0 ? 1 : 3 + (i * 37 + i / 7) % 500; }
+
+/* Greedy generation of max_tokens after n_prompt tokens in a context of n_ctx keeping n_keep
+ * (decode one token at a time): the steps taken and the tokens dropped by shifts; 1 when every
+ * call succeeded. */
+static int generate_through_shifts(wick_model *m, int n_ctx, int n_keep, int max_tokens, const int32_t *prompt, int n_prompt,
+                                   int *steps, int *dropped) {
+    wick_ctx *c = new_ctx(m, n_ctx, 1);
+    wick_gen *g = NULL;
+    int ok = c && wick_gen_new(c, &g) == WICK_OK && wick_gen_set(g, "temperature", 0) == WICK_OK &&
+             wick_gen_set(g, "ignore_eos", 1) == WICK_OK && wick_gen_set(g, "n_keep", n_keep) == WICK_OK &&
+             wick_gen_set(g, "max_tokens", max_tokens) == WICK_OK && wick_gen_start(g, prompt, n_prompt) == WICK_OK;
+    while (ok && wick_gen_finish(g) == WICK_FINISH_NONE) {
+        ok = wick_gen_next(g) == WICK_OK;
+        *dropped += wick_gen_shifted(g);
+        ++*steps;
+    }
+    wick_gen_free(g);
+    wick_ctx_free(c);
+    return ok;
+}
 
 /* The sliding-window cache of a gemma3 model with its window set to 32 (layers 0–4 slide, 5 sees all). */
 static void sliding_window_cases(wick_model *m) {
@@ -186,23 +209,11 @@ static void sliding_window_cases(wick_model *m) {
     /* generation through shifts the rings cannot follow (keep 64 of a 128-token context, decode
      * with a 48-position window): the generator evaluates the kept tokens again and goes on */
     m->c.n_swa = 48;
-    wick_ctx *g_ctx = new_ctx(m, 128, 1);
-    wick_gen *g = NULL;
-    ok = g_ctx && wick_gen_new(g_ctx, &g) == WICK_OK;
-    ok = ok && wick_gen_set(g, "temperature", 0) == WICK_OK && wick_gen_set(g, "ignore_eos", 1) == WICK_OK &&
-         wick_gen_set(g, "n_keep", 64) == WICK_OK && wick_gen_set(g, "max_tokens", 300) == WICK_OK;
-    ok = ok && wick_gen_start(g, toks, 70) == WICK_OK;
     int steps = 0, dropped = 0;
-    while (ok && wick_gen_finish(g) == WICK_FINISH_NONE) {
-        ok = wick_gen_next(g) == WICK_OK;
-        dropped += wick_gen_shifted(g);
-        steps++;
-    }
+    ok = generate_through_shifts(m, 128, 64, 300, toks, 70, &steps, &dropped);
     snprintf(what, sizeof what, "generation past a full 128-token context with a 48-position ring: %d tokens, %d dropped", steps, dropped);
     check(ok && steps == 300 && dropped > 0, what);
     if (!ok) printf("  %s\n", wick_last_error());
-    wick_gen_free(g);
-    wick_ctx_free(g_ctx);
     wick_ctx_free(ring);
     wick_ctx_free(small);
     wick_ctx_free(whole);
@@ -210,6 +221,49 @@ static void sliding_window_cases(wick_model *m) {
     free(toks);
     free(rows_ring);
     free(after);
+}
+
+/* gemma4: the KV-shared layers keep no cache and read their source layer's, which a shift moves
+ * for them. */
+static void gemma4_cases(wick_model *m) {
+    enum { CTX = 256, N = 200, KEEP = 1, DROP = 100 };
+    char what[200];
+    int n_shared = 0, w = m->c.n_swa;
+    wick_ctx *c = new_ctx(m, CTX, 32), *fresh = new_ctx(m, CTX, 32);
+    if (!c || !fresh) { check(0, "gemma4 contexts"); return; }
+    size_t expect = 0;
+    for (int l = 0; l < m->c.n_layers; l++) {
+        if (m->layers[l].kv_layer != l) {
+            n_shared++;
+            continue;
+        }
+        int slots = m->layers[l].sliding ? w - 1 + 32 : CTX;
+        expect += (size_t)slots * (size_t)kv_dim(model_layer_config(m, l)) * 2 * 2; /* K and V, F16 */
+    }
+    snprintf(what, sizeof what, "gemma4: a KV cache of %zu bytes, none for its %d KV-shared layers", wick_kv_bytes(c), n_shared);
+    check(n_shared > 0 && wick_kv_bytes(c) == expect, what);
+    int32_t toks[N], kept[N];
+    int n = 0;
+    for (int i = 0; i < N; i++) toks[i] = token_at(i);
+    for (int i = 0; i < N; i++)
+        if (i < KEEP || i >= KEEP + DROP) kept[n++] = toks[i];
+    int ok = wick_eval(c, toks, N, 0) == WICK_OK && wick_kv_shift(c, KEEP, DROP) == WICK_OK && wick_eval(fresh, kept, n, 0) == WICK_OK;
+    double d = ok ? key_difference(c, fresh, n - (w - 1), n) : 1;
+    snprintf(what, sizeof what, "gemma4: the window's layer-0 keys after a shift equal fresh ones (max diff %.2e of max |k|)", d);
+    check(ok && d <= 2e-3, what);
+    int32_t next = 42;
+    ok = ok && wick_eval(c, &next, 1, 0) == WICK_OK;
+    const float *l = ok ? wick_get_logits(c, -1) : NULL;
+    int finite = l != NULL;
+    for (int i = 0; finite && i < m->c.n_vocab; i++) finite = isfinite(l[i]);
+    check(finite, "gemma4: after the shift the next token evaluates to finite logits");
+    wick_ctx_free(c);
+    wick_ctx_free(fresh);
+    /* generation through shifts: a 64-token context keeping 8 */
+    int steps = 0, dropped = 0;
+    ok = generate_through_shifts(m, 64, 8, 150, toks, 20, &steps, &dropped);
+    snprintf(what, sizeof what, "gemma4: generation past a full 64-token context: %d tokens, %d dropped", steps, dropped);
+    check(ok && steps == 150 && dropped > 0, what);
 }
 
 /* Carries out an external context's operations on a CPU context (the role the WebGPU backend
@@ -309,6 +363,24 @@ static unsigned char *read_file(const char *path, long *n) {
     return buf;
 }
 
+/* The cases of one family on the file at path, which must be of that architecture. */
+static void family_cases(const char *path, const char *arch, void (*cases)(wick_model *)) {
+    long n;
+    unsigned char *buf = read_file(path, &n);
+    wick_model *m;
+    char what[200];
+    if (!buf || wick_model_load_gguf(buf, (size_t)n, &m) != WICK_OK) {
+        snprintf(what, sizeof what, "%s: %s", path, buf ? wick_last_error() : "cannot open");
+        check(0, what);
+    } else {
+        snprintf(what, sizeof what, "%s is a %s model", path, arch);
+        check(strcmp(m->c.arch, arch) == 0, what);
+        cases(m);
+        wick_model_free(m);
+    }
+    free(buf);
+}
+
 int main(int argc, char **argv) {
     const char *path = argc > 1 ? argv[1] : "../shared/models/stories260K.gguf";
     long n;
@@ -322,17 +394,8 @@ int main(int argc, char **argv) {
     external_case(m);
     wick_model_free(m);
     free(buf);
-    if (argc > 2) {
-        buf = read_file(argv[2], &n);
-        if (!buf || wick_model_load_gguf(buf, (size_t)n, &m) != WICK_OK) {
-            check(0, buf ? wick_last_error() : "cannot open the gemma3 file");
-        } else {
-            check(strcmp(m->c.arch, "gemma3") == 0, "the second file is a gemma3 model");
-            sliding_window_cases(m);
-            wick_model_free(m);
-        }
-        free(buf);
-    }
+    if (argc > 2) family_cases(argv[2], "gemma3", sliding_window_cases);
+    if (argc > 3) family_cases(argv[3], "gemma4", gemma4_cases);
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

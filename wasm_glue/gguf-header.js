@@ -128,8 +128,11 @@
     const { recurrentLayers, stateBytes } = recurrentState(arch, get, layers, embd, kvList);
     // sliding-window layers keep only their window in the cache (src/model.c's family table)
     const swa = SLIDING[arch];
-    let window = 0, slidingLayers = 0;
-    if (swa) {
+    let window = 0, slidingLayers = 0, caches = null;
+    if (arch === 'gemma4') {
+      window = get('attention.sliding_window') || 0;
+      caches = layerCaches(get, layers, heads);
+    } else if (swa) {
       const w = get('attention.sliding_window');
       window = Number.isFinite(w) ? w : swa.window;
       const period = Number.isFinite(get('attention.sliding_window_pattern')) ? get('attention.sliding_window_pattern') : swa.period;
@@ -147,7 +150,10 @@
       kvHeads,
       keyLength,
       valueLength,
-      ffn: get('feed_forward_length') || 0,
+      caches,
+      // gemma4: a width per layer (the widest sizes the scratch), and its per-layer embeddings
+      ffn: Array.isArray(get('feed_forward_length')) ? Math.max(...get('feed_forward_length')) : get('feed_forward_length') || 0,
+      perLayerEmbd: (get('embedding_length_per_layer_input') || 0) * layers,
       contextTrain: get('context_length') || 0,
       vocab: Array.isArray(vocab) ? vocab.length : vocab?.length || 0,
     };
@@ -180,7 +186,24 @@
   // families with sliding-window layers: llama.cpp's default window and layer pattern period
   const SLIDING = { gemma2: { window: 4096, period: 2 }, gemma3: { window: 0, period: 6 }, olmo2: { window: 0, period: 4 } };
   // the architectures the engine runs (src/model.c)
-  const ARCHITECTURES = ['llama', 'qwen2', 'qwen3', 'gemma2', 'gemma3', 'phi3', 'smollm3', 'granite', 'olmo2', 'lfm2', 'qwen35'];
+  const ARCHITECTURES = ['llama', 'qwen2', 'qwen3', 'gemma2', 'gemma3', 'phi3', 'smollm3', 'granite', 'olmo2', 'lfm2', 'qwen35', 'gemma4'];
+
+  /**
+   * gemma4's layers with a cache of their own (src/model.c, read_layer_shapes): the last
+   * shared_kv_layers read an earlier layer's and keep none; a layer slides where the
+   * sliding_window_pattern array says, with heads of key_length_swa (key_length on the full
+   * layers) and its own KV head count. Each: whether it slides, and its K and V values per position.
+   */
+  function layerCaches(get, layers, heads) {
+    const pattern = get('attention.sliding_window_pattern'), kv = get('attention.head_count_kv');
+    const caches = [];
+    for (let l = 0; l < layers - (get('attention.shared_kv_layers') || 0); l++) {
+      const sliding = Array.isArray(pattern) && pattern[l] === true;
+      const headSize = (sliding ? get('attention.key_length_swa') : get('attention.key_length')) || 0;
+      caches.push({ sliding, values: 2 * headSize * (Array.isArray(kv) ? kv[l] : Number.isFinite(kv) ? kv : heads) });
+    }
+    return caches;
+  }
 
   /**
    * Why the engine cannot run a model with this metadata, or null: an architecture it does not
@@ -209,6 +232,7 @@
     if (!hp) return 0;
     const elem = kvType === 'f32' ? 4 : 2;
     const batch = Math.min(nBatch, nCtx), ring = hp.window > 0 ? hp.window - 1 + batch : nCtx;
+    if (hp.caches) return hp.caches.reduce((sum, c) => sum + (c.sliding ? Math.min(ring, nCtx) : nCtx) * c.values, 0) * elem;
     const attention = hp.layers - (hp.recurrentLayers || 0);
     const positions = (attention - (hp.slidingLayers || 0)) * nCtx + (hp.slidingLayers || 0) * Math.min(ring, nCtx);
     return positions * hp.kvHeads * (hp.keyLength + hp.valueLength) * elem;
@@ -217,7 +241,7 @@
   /** A rough bound of the forward pass's scratch: activations of one batch, logits, attention rows. */
   function scratchBytes(hp, nCtx, nBatch = 256, threads = 8) {
     if (!hp) return 0;
-    const perToken = 8 * hp.embd + 3 * hp.ffn + hp.heads * hp.keyLength * 2;
+    const perToken = 8 * hp.embd + 3 * hp.ffn + hp.heads * hp.keyLength * 2 + (hp.perLayerEmbd || 0);
     return 4 * (nBatch * perToken + 2 * hp.vocab + threads * nCtx);
   }
 

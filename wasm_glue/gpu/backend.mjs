@@ -192,6 +192,7 @@ export class GpuForward {
     const c = tensors.config;
     if (c.n_recurrent > 0) return `the ${c.arch} family (recurrent layers) runs on the CPU only`;
     if (c.attn_out_gate) return `the ${c.arch} family (attention output gate) runs on the CPU only`;
+    if (c.layer_shapes) return `the ${c.arch} family (per-layer head sizes, KV-shared layers, per-layer embeddings) runs on the CPU only`;
     if (c.head_dim > MAX_HEAD_DIM) return `head dimension ${c.head_dim} is above the GPU path's ${MAX_HEAD_DIM}`;
     if (c.n_heads % c.n_kv_heads) return `${c.n_heads} heads do not group over ${c.n_kv_heads} KV heads`;
     if (c.dim % 32 || c.q_dim % 32) return `widths ${c.dim} and ${c.q_dim} are not multiples of 32`;

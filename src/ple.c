@@ -1,0 +1,54 @@
+/* ple.c — per-layer embeddings (gemma4), as llama.cpp's graph forms them (src/models/gemma4.cpp:
+ * build_inp_per_layer, project_per_layer_inputs and the step at the end of each layer). Before the
+ * first layer, from the scaled token embedding x0 and the token's row E of per_layer_token_embd
+ * (n_layers slices of n_ple values), layer l's input
+ *     in_l = (rmsnorm(P_l · x0 / √dim) ⊙ per_layer_proj_norm + E_l · √n_ple) / √2
+ * where P_l is layer l's slice of the rows of per_layer_model_proj; after each layer's FFN
+ *     x += rmsnorm(proj · (gelu(inp_gate · x) ⊙ in_l)) ⊙ post_norm. */
+#include "elementwise.h"
+#include "matmul.h"
+#include "ple.h"
+#include "quant.h"
+
+#include <math.h>
+
+void ple_inputs(struct wick_ctx *c, const int32_t *tokens, int n_tok) {
+    const struct wick_model *m = c->m;
+    const model_config *mc = &m->c;
+    int n = mc->n_ple, width = mc->n_layers * n;
+    act_rows in;
+    act_init(&in, c, c->x, n_tok, mc->dim);
+    matmul(c, &m->ple_model_proj, &in, c->ple, width, NULL);
+    const float proj_scale = 1.0f / sqrtf((float)mc->dim), embd_scale = sqrtf((float)n), input_scale = 1.0f / sqrtf(2.0f);
+    const quant_type *et = quant_get(m->ple_embd.type);
+    for (int t = 0; t < n_tok; t++) {
+        float *p = c->ple + (size_t)t * width;
+        et->to_float((const uint8_t *)m->ple_embd.data + (size_t)tokens[t] * m->ple_embd.row_bytes, c->ple_row, width);
+        for (int l = 0; l < mc->n_layers; l++) {
+            float *pl = p + (size_t)l * n;
+            for (int i = 0; i < n; i++) pl[i] *= proj_scale;
+            rmsnorm(pl, pl, m->ple_proj_norm, n, mc->rms_eps);
+        }
+        for (int i = 0; i < width; i++) p[i] = (p[i] + c->ple_row[i] * embd_scale) * input_scale;
+    }
+}
+
+void ple_block(struct wick_ctx *c, const layer_weights *w, int l, int n_tok) {
+    const model_config *mc = &c->m->c;
+    int n = mc->n_ple, dim = mc->dim;
+    act_rows in;
+    act_init(&in, c, c->x, n_tok, dim);
+    matmul(c, &w->ple_gate, &in, c->ple_gate, n, NULL);
+    for (int t = 0; t < n_tok; t++) {
+        float *g = c->ple_gate + (size_t)t * n;
+        const float *inp = c->ple + ((size_t)t * mc->n_layers + (size_t)l) * n;
+        for (int i = 0; i < n; i++) g[i] = gelu_tanh(g[i]) * inp[i];
+    }
+    act_init(&in, c, c->ple_gate, n_tok, n);
+    matmul(c, &w->ple_proj, &in, c->xb, dim, NULL);
+    for (int t = 0; t < n_tok; t++) {
+        float *y = c->xb + (size_t)t * dim, *x = c->x + (size_t)t * dim;
+        rmsnorm(y, y, w->ple_post_norm, dim, mc->rms_eps);
+        for (int i = 0; i < dim; i++) x[i] += y[i];
+    }
+}
