@@ -47,19 +47,20 @@ typedef struct {
     int dim, n_layers, n_heads, n_kv_heads, hidden;
     bool small; /* a test shape: short sliding windows, the family's minimum layer count */
     int ssm_k_heads, ssm_v_heads; /* DeltaNet key/value heads when not derived from n_heads (0) */
+    int head_dim;                 /* the (sliding layers') head size when not derived from dim (0) */
 } synth_shape;
 
 static const synth_shape shapes[] = {
-    {"mini", 256, 2, 8, 4, 768, true, 0, 0},
-    {"mini-mha", 256, 2, 8, 8, 768, true, 0, 0}, /* one query head per KV head, as 134m */
-    {"134m", 768, 12, 12, 12, 2048, false, 0, 0},
-    {"1b", 2048, 22, 32, 4, 5632, false, 0, 0},
+    {"mini", 256, 2, 8, 4, 768, true, 0, 0, 0},
+    {"mini-mha", 256, 2, 8, 8, 768, true, 0, 0, 0}, /* one query head per KV head, as 134m */
+    {"134m", 768, 12, 12, 12, 2048, false, 0, 0, 0},
+    {"1b", 2048, 22, 32, 4, 5632, false, 0, 0, 0},
     /* Qwen3.5-0.8B's text model: 24 layers of 1024, 8 query / 2 KV heads (of 256 in qwen35),
      * DeltaNet with 16 key and 16 value heads of 128 */
-    {"0.8b", 1024, 24, 8, 2, 3584, false, 16, 16},
+    {"0.8b", 1024, 24, 8, 2, 3584, false, 16, 16, 0},
     /* Gemma 4 E2B's text model: 35 layers of 1536, 8 query heads and 1 KV head (of 256 on the
      * sliding layers, 512 on the full ones), FFN 6144 (doubled on the 15 KV-shared layers) */
-    {"e2b", 1536, 35, 8, 1, 6144, false, 0, 0},
+    {"e2b", 1536, 35, 8, 1, 6144, false, 0, 0, 256},
 };
 
 /* ---- the families ---------------------------------------------------------------------------- */
@@ -401,7 +402,7 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
     const bool legacy = fl & F_LEGACY, tied = fl & F_TIED;
     const int dim = sh->dim, n_heads = sh->n_heads, n_kv_heads = sh->n_kv_heads, hidden = sh->hidden;
     const int n_layers = sh->small && fam->min_layers > sh->n_layers ? fam->min_layers : sh->n_layers;
-    const int head_dim = fam->head_factor * dim / n_heads;
+    const int head_dim = sh->head_dim ? sh->head_dim : fam->head_factor * dim / n_heads;
     /* gemma4's layers: which are full attention, the first KV-shared one, the full layers' shape */
     const bool gemma4 = fl & F_GEMMA4;
     const int g4_every = sh->small ? GEMMA4_FULL_EVERY_SMALL : GEMMA4_FULL_EVERY;
