@@ -182,7 +182,8 @@ typedef struct {
     bool embd_scale_sqrt;  /* embeddings × √dim */
     bool biases;           /* attention biases required */
     bool tied_only;        /* the output is always the embedding (no output.weight is read) */
-    bool output_required;
+    bool output_required;  /* no output.weight is an error (olmo2), else the output is tied to
+                            * token_embd.weight (phi3's Phi-4-mini, as llama.cpp's phi3.cpp falls back) */
     int swa_period;        /* default sliding-window pattern: layer il slides when il % period < period − 1 */
     int32_t swa_default;   /* window when the key is absent (0: no sliding window then) */
     bool swa_base_own;     /* the sliding layers' rope base defaults to 10000, else to rope.freq_base */
@@ -206,7 +207,7 @@ static const arch_info archs[] = {
     {"qwen3",    true,  true,  false, QK_NORM_PER_HEAD, ACT_SILU,      false, false, false, false, 0, 0,     false, 0,   false, false, false, false, false, LAYER_ATTENTION, false, NULL, NULL},
     {"gemma2",   true,  true,  true,  QK_NORM_NONE,     ACT_GELU_TANH, true,  false, true,  false, 2, 4096,  false, 0,   true,  false, false, false, false, LAYER_ATTENTION, false, NULL, NULL},
     {"gemma3",   true,  true,  true,  QK_NORM_PER_HEAD, ACT_GELU_TANH, true,  false, false, false, 6, 0,     true,  0,   false, true,  false, false, true, LAYER_ATTENTION, false, NULL, NULL},
-    {"phi3",     true,  true,  false, QK_NORM_NONE,     ACT_SILU,      false, false, false, true,  0, 0,     false, 0,   false, false, false, true,  false, LAYER_ATTENTION, false, NULL, NULL},
+    {"phi3",     true,  true,  false, QK_NORM_NONE,     ACT_SILU,      false, false, false, false, 0, 0,     false, 0,   false, false, false, true,  false, LAYER_ATTENTION, false, NULL, NULL},
     {"smollm3",  false, true,  false, QK_NORM_NONE,     ACT_SILU,      false, false, false, false, 0, 0,     false, 4,   false, false, false, false, false, LAYER_ATTENTION, false, NULL, NULL},
     {"granite",  false, true,  false, QK_NORM_NONE,     ACT_SILU,      false, false, false, false, 0, 0,     false, 0,   false, false, true,  false, false, LAYER_ATTENTION, false, NULL, NULL},
     {"olmo2",    true,  false, true,  QK_NORM_FULL,     ACT_SILU,      false, false, false, true,  4, 0,     false, 0,   false, false, false, false, true, LAYER_ATTENTION, false, NULL, NULL},

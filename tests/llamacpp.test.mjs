@@ -369,6 +369,65 @@ for (const { arch, quant, window } of families) {
   });
 }
 
+// ---- a tied output: each family's file without output.weight (Phi-4-mini is such a phi3 file) ----
+// llama.cpp then takes token_embd.weight as the output projection, or refuses the file where the
+// family requires its own (olmo2); wick must do the same: the same logits, or an error naming it.
+const tiedResults = [];
+for (const arch of [undefined, ...families.map((f) => f.arch)]) {
+  const name = arch ?? 'llama';
+  test(`${name} without output.weight: wick ties the output to token_embd as llama.cpp does, or refuses as it does`, async (t) => {
+    const g = readGguf(fileOf('f16', arch));
+    if (!g.tensors.some((e) => e.name === 'output.weight')) {
+      // tied already: the comparisons above are this file's
+      assert.ok(!['llama3', 'phi3', 'olmo2', 'qwen35'].includes(name), `the synth ${name} file has its own output.weight`);
+      return;
+    }
+    g.tensors = g.tensors.filter((e) => e.name !== 'output.weight');
+    const file = path.join(tmp, `tied-${name}.gguf`);
+    fs.writeFileSync(file, writeGguf(g));
+    // the synth embeddings are not scaled for an output: tied, some families' logits spread so far
+    // that llama.cpp's probabilities (the reference's only way out) underflow. The final norm's
+    // weights (F32) are scaled so that the rows have a stddev of about 3, as the untied ones do.
+    const untied = await referenceOf('f16', arch);
+    const probe = runWick('native', ['logits', '-m', file, '--tokens', untied.ids.join(','), '--steps', '1']);
+    if (probe.code !== 0) {
+      // wick refuses: so must llama.cpp, for the same reason, and the wasm build as wick does
+      assert.match(probe.stderr, /tensor output\.weight is missing/);
+      await assert.rejects(llamaCppRows(file, arch ? familyPrompt : promptText), `llama.cpp loads ${name} without output.weight and wick refuses it`);
+      const wasm = runWick('wasm', ['logits', '-m', file, '--tokens', untied.ids.join(','), '--steps', '1']);
+      assert.notEqual(wasm.code, 0);
+      assert.match(wasm.stderr, /tensor output\.weight is missing/);
+      tiedResults.push(`${name}: refused by llama.cpp and by wick`);
+      t.diagnostic(tiedResults.at(-1));
+      return;
+    }
+    const spread = Math.max(...JSON.parse(probe.stdout).prompt_logits.map(stddev));
+    if (spread > 4) {
+      const norm = g.tensors.find((e) => e.name === 'output_norm.weight' || e.name === 'token_embd_norm.weight');
+      assert.equal(norm?.type, 0, 'the final norm is an F32 tensor');
+      const w = new Float32Array(norm.data.buffer.slice(norm.data.byteOffset, norm.data.byteOffset + norm.data.length));
+      for (let i = 0; i < w.length; i++) w[i] *= 3 / spread;
+      norm.data = Buffer.from(w.buffer);
+      fs.writeFileSync(file, writeGguf(g));
+    }
+    const ref = await llamaCppRows(file, arch ? familyPrompt : promptText);
+    const args = ['logits', '-m', file, '--tokens', ref.ids.join(','), '--steps', String(steps), '--follow', ref.greedy.join(','), '--threads', '1'];
+    const runs = await Promise.all(builds.map((build) => runWickAsync(build, args)));
+    const tol = toleranceFor('synth-f16');
+    runs.forEach((r, i) => {
+      assert.equal(r.code, 0, `${builds[i]}: ${r.stderr}`);
+      const out = JSON.parse(r.stdout);
+      const ours = { prompt: out.prompt_logits.map(centred), step: out.greedy_step_logits.map(centred) };
+      const worst = Math.max(...ours.prompt.map((row, k) => relRms(row, ref.promptRows[k])), ...ours.step.map((row, k) => relRms(row, ref.stepRows[k])));
+      tiedResults.push(`${builds[i]} ${name} tied: worst row ${(worst * 100).toFixed(4)}%`);
+      assert.deepEqual([...compareRows(ours.prompt, ref.promptRows, tol, 'prompt'), ...compareRows(ours.step, ref.stepRows, tol, 'step')], []);
+    });
+    // the tie is what the comparison sees: the untied file's rows are far from the tied ones
+    assert.ok(Math.max(...untied.promptRows.map((row, k) => relRms(row, ref.promptRows[k]))) > distinct, 'output.weight made no difference');
+    for (const line of tiedResults.slice(-builds.length)) t.diagnostic(line);
+  });
+}
+
 test('the measured agreement (diagnostics)', async (t) => {
   const cases = [...types.map((type) => [type]), ...families.flatMap(({ arch, quant }) => [['f16', arch], [quant, arch]])];
   for (const [type, arch] of cases) {
