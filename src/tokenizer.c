@@ -60,6 +60,7 @@ enum pre_split {
     SPLIT_FALCON,
     SPLIT_STARCODER,      /* \p{N} , gpt2 */
     SPLIT_BLOOM,          /*  ?[^(\s|.,!?…。，、।۔،)]+ */
+    SPLIT_GPT4O,          /* o200k: cased words with contractions, \p{N}{1,3}, … (split_gpt4o) */
 };
 
 typedef struct {
@@ -456,6 +457,11 @@ static const struct {
     {"exaone", SPLIT_STARCODER, true, false, false},
     {"minerva-7b", SPLIT_STARCODER, true, false, false},
     {"jais", SPLIT_GPT2, true, false, false},
+    {"gpt-4o", SPLIT_GPT4O, false, false, false},
+    {"llama4", SPLIT_GPT4O, false, false, false},
+    {"kanana2", SPLIT_GPT4O, false, false, false},
+    {"talkie", SPLIT_GPT4O, false, false, false},
+    {"minimax-m2", SPLIT_GPT4O, false, false, false},
 };
 
 int vocab_load_gguf(wick_vocab **out, const gguf_file *g, char *err, size_t err_len) {
@@ -1133,6 +1139,98 @@ static void split_llama3(const cpt_text *t, uint32_t a, uint32_t b, pieces *out,
 #undef ADD
 }
 
+/* GPT-4o's o200k pattern as llama.cpp runs it (llama-vocab.cpp, LLAMA_VOCAB_PRE_TYPE_GPT4O): its
+ * tokenizer.json's \p{Lu}/\p{Ll} classes are written with lookaheads, an upper-case letter being
+ * ((?=[\p{L}])([^a-z])) and a lower-case one ((?=[\p{L}])([^A-Z])), and the whole runs as one
+ * ECMAScript std::regex over the collapsed text (every non-ASCII letter is the same code, so it
+ * is both upper and lower case, and a mark is no letter):
+ *   [^\r\n\p{L}\p{N}]?U*W+C? | [^\r\n\p{L}\p{N}]?U+W*C? | \p{N}{1,3} |  ?[^\s\p{L}\p{N}]+[\r\n/]*
+ *   | \s*[\r\n]+ | \s+(?!\S) | \s+
+ * U = letter but not a-z, W = letter but not A-Z, C = '[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD].
+ * The alternatives are tried in order and the first that matches wins (ECMAScript, not the
+ * longest), each quantifier greedy with backtracking; \s is C's isspace below 128 and Unicode
+ * whitespace above. Every code point starts a match, so the matches partition the piece. */
+static bool o200k_space(const cpt_text *t, uint32_t i, uint32_t b) {
+    if (i >= b) return false;
+    uint32_t c = t->cpt[i];
+    return c < 0x80 ? c == ' ' || (c >= '\t' && c <= '\r') : (t->flags[i] & UFLAG_WHITESPACE) != 0;
+}
+static bool o200k_letter(const cpt_text *t, uint32_t i, uint32_t b) {
+    return i < b && !o200k_space(t, i, b) && (t->flags[i] & UFLAG_LETTER);
+}
+static bool o200k_number(const cpt_text *t, uint32_t i, uint32_t b) {
+    return i < b && !o200k_space(t, i, b) && (t->flags[i] & UFLAG_NUMBER);
+}
+static bool o200k_upper(const cpt_text *t, uint32_t i, uint32_t b) {
+    return o200k_letter(t, i, b) && !(t->cpt[i] >= 'a' && t->cpt[i] <= 'z');
+}
+static bool o200k_lower(const cpt_text *t, uint32_t i, uint32_t b) {
+    return o200k_letter(t, i, b) && !(t->cpt[i] >= 'A' && t->cpt[i] <= 'Z');
+}
+/* The length of the contraction C at i (0: none). */
+static uint32_t o200k_contraction(const cpt_text *t, uint32_t i, uint32_t b) {
+    if (i + 1 >= b || t->cpt[i] != '\'') return 0;
+    uint32_t c1 = t->cpt[i + 1] | 0x20, c2 = i + 2 < b ? t->cpt[i + 2] | 0x20 : 0;
+    if (t->cpt[i + 1] >= 0x80) return 0;
+    if (c1 == 's' || c1 == 't' || c1 == 'm' || c1 == 'd') return 2;
+    if (i + 2 < b && t->cpt[i + 2] < 0x80 && ((c1 == 'r' && c2 == 'e') || (c1 == 'v' && c2 == 'e') || (c1 == 'l' && c2 == 'l')))
+        return 3;
+    return 0;
+}
+/* The end of the match that starts at pos (pos < b). */
+static uint32_t o200k_match(const cpt_text *t, uint32_t pos, uint32_t b) {
+    uint32_t c = t->cpt[pos];
+    /* the optional [^\r\n\p{L}\p{N}] before a word */
+    uint32_t w = pos;
+    if (c != '\r' && c != '\n' && !o200k_letter(t, pos, b) && !o200k_number(t, pos, b)) w = pos + 1;
+    /* U*W+C?: U* backs off from its longest run until a W follows */
+    uint32_t u_end = w;
+    while (o200k_upper(t, u_end, b)) u_end++;
+    for (uint32_t k = u_end + 1; k-- > w;) {
+        if (!o200k_lower(t, k, b)) continue;
+        uint32_t e = k;
+        while (o200k_lower(t, e, b)) e++;
+        return e + o200k_contraction(t, e, b);
+    }
+    /* U+W*C? */
+    if (u_end > w) {
+        uint32_t e = u_end;
+        while (o200k_lower(t, e, b)) e++;
+        return e + o200k_contraction(t, e, b);
+    }
+    /* \p{N}{1,3} */
+    if (o200k_number(t, pos, b)) {
+        uint32_t e = pos + 1;
+        while (e < pos + 3 && o200k_number(t, e, b)) e++;
+        return e;
+    }
+    /*  ?[^\s\p{L}\p{N}]+[\r\n/]* */
+    uint32_t x = c == ' ' ? pos + 1 : pos;
+    if (x < b && !o200k_space(t, x, b) && !o200k_letter(t, x, b) && !o200k_number(t, x, b)) {
+        uint32_t e = x + 1;
+        while (e < b && !o200k_space(t, e, b) && !o200k_letter(t, e, b) && !o200k_number(t, e, b)) e++;
+        while (e < b && (t->cpt[e] == '\r' || t->cpt[e] == '\n' || t->cpt[e] == '/')) e++;
+        return e;
+    }
+    /* the whitespace alternatives: \s*[\r\n]+ ends after the run's last \r or \n; \s+(?!\S) leaves
+     * the last space to the word after it; \s+ */
+    uint32_t e = pos, last_rn = 0;
+    while (o200k_space(t, e, b)) {
+        if (t->cpt[e] == '\r' || t->cpt[e] == '\n') last_rn = e + 1;
+        e++;
+    }
+    if (last_rn) return last_rn;
+    if (e - pos > 1 && e < b) return e - 1;
+    return e > pos ? e : pos + 1;
+}
+static void split_gpt4o(const cpt_text *t, uint32_t a, uint32_t b, pieces *out) {
+    for (uint32_t pos = a; pos < b;) {
+        uint32_t end = o200k_match(t, pos, b);
+        piece_add(out, end - pos);
+        pos = end;
+    }
+}
+
 /* Character classes of the pattern-list pre-tokenizers. */
 enum char_class {
     CLASS_PUNCT_SYM,     /* [\p{P}\$\+<=>\^~\|] */
@@ -1218,7 +1316,7 @@ enum pattern_shape {
     SHAPE_LITSPACE_RUN,   /*  ?[class]+ (a literal space) */
     SHAPE_THREE_DIGITS,   /* [0-9][0-9][0-9] */
     SHAPE_TRAILING_SPACE, /* \s+$ */
-    SHAPE_GPT2, SHAPE_LLAMA3, SHAPE_QWEN2, SHAPE_QWEN35,
+    SHAPE_GPT2, SHAPE_LLAMA3, SHAPE_QWEN2, SHAPE_QWEN35, SHAPE_GPT4O,
 };
 
 typedef struct { enum pattern_shape shape; enum char_class cls; } pattern;
@@ -1285,6 +1383,7 @@ static void apply_pattern(const cpt_text *t, pattern p, uint32_t a, uint32_t b, 
     if (p.shape == SHAPE_LLAMA3) { split_llama3(t, a, b, out, 3, UFLAG_LETTER); return; }
     if (p.shape == SHAPE_QWEN2) { split_llama3(t, a, b, out, 1, UFLAG_LETTER); return; }
     if (p.shape == SHAPE_QWEN35) { split_llama3(t, a, b, out, 1, UFLAG_LETTER | UFLAG_MARK); return; }
+    if (p.shape == SHAPE_GPT4O) { split_gpt4o(t, a, b, out); return; }
     uint32_t pos = a, ms, me;
     while (pos < b && find_match(t, p, pos, b, &ms, &me)) {
         piece_add(out, ms - pos);
@@ -1334,6 +1433,7 @@ static int patterns_of(enum pre_split s, pattern *p) {
         p[1] = (pattern){SHAPE_GPT2, 0};
         return 2;
     case SPLIT_BLOOM: p[0] = (pattern){SHAPE_LITSPACE_RUN, CLASS_BLOOM_WORD}; return 1;
+    case SPLIT_GPT4O: p[0] = (pattern){SHAPE_GPT4O, 0}; return 1;
     }
     return 0;
 }

@@ -16,6 +16,7 @@ import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { runWick, shared, compareRows, relRms, argmax, clearWinner, toleranceFor, nativeCli, wasmCli } from './helpers.mjs';
 import { readGguf, writeGguf, setKv, dropKv, T } from './gguf.mjs';
+import { nativeLlama, disposeNativeLlama } from './llama-native.mjs';
 
 const builds = ['native', 'wasm'];
 const types = ['f16', 'q8_0', 'q4_0', 'q4_k_m', 'q5_k_m', 'q6_k'];
@@ -61,19 +62,7 @@ function fileOf(type, arch) {
 
 // ---- llama.cpp through node-llama-cpp ----
 
-let llamaPromise = null;
 const handles = [];  // native objects to dispose before the process can exit (contexts, models)
-
-function getNativeLlama() {
-  // gpu: false, build: 'never' — the prebuilt linux CPU binary of @node-llama-cpp or an error
-  // (which fails the tests that need it: no silent skip), never a download or a compilation
-  llamaPromise ??= import('node-llama-cpp')
-    .then(({ getLlama, LlamaLogLevel }) => getLlama({
-      gpu: false, build: 'never', usePrebuiltBinaries: true, skipDownload: true, progressLogs: false, logLevel: LlamaLogLevel.error,
-    }))
-    .catch((e) => { throw new Error(`node-llama-cpp 3.21.1 (devDependency: npm ci) could not load its prebuilt CPU binary: ${e.message}`); });
-  return llamaPromise;
-}
 
 /** Log-probabilities of a full-vocabulary Map<token, p> as a row indexed by token id. */
 function logProbRow(probabilities, nVocab) {
@@ -107,7 +96,7 @@ function stddev(row) {
  * centred (each row minus its mean), which changes neither a row's stddev nor its argmax.
  */
 async function llamaCppRows(file, prompt, { greedySteps = steps } = {}) {
-  const llama = await getNativeLlama();
+  const llama = await nativeLlama();
   const model = await llama.loadModel({ modelPath: file, gpuLayers: 0 });
   handles.push(model);
   try {
@@ -146,7 +135,7 @@ function referenceOf(type, arch) {
 
 after(async () => {
   for (const h of handles.reverse()) if (!h.disposed) await h.dispose();
-  if (llamaPromise) await (await llamaPromise.catch(() => null))?.dispose();
+  await disposeNativeLlama();
   fs.rmSync(tmp, { recursive: true, force: true });
 });
 
