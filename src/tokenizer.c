@@ -61,6 +61,7 @@ enum pre_split {
     SPLIT_STARCODER,      /* \p{N} , gpt2 */
     SPLIT_BLOOM,          /*  ?[^(\s|.,!?…。，、।۔،)]+ */
     SPLIT_GPT4O,          /* o200k: cased words with contractions, \p{N}{1,3}, … (split_gpt4o) */
+    SPLIT_NEWLINES,       /* [^\n]+|[\n]+ (Gemma 4: merges run over whole lines) */
 };
 
 typedef struct {
@@ -96,6 +97,10 @@ struct wick_vocab {
 
     int32_t bos, eos, unk, eot, eom; /* -1 when none */
     bool add_bos, add_eos, add_space_prefix, clean_spaces, ignore_merges;
+    /* Gemma 4's BPE (tokenizer.ggml.model "gemma4", SentencePiece-style): tokens are raw UTF-8
+     * with "▁" for a space, not GPT-2's byte alphabet, and a piece missing from the vocabulary
+     * falls back to <0xNN> byte tokens */
+    bool raw_bytes;
     /* SentencePiece: no piece has "▁" after anything but "▁", so no merge ever crosses the
      * point where a run of "▁" starts, and the text can be merged word by word there */
     bool spm_word_split;
@@ -462,6 +467,8 @@ static const struct {
     {"kanana2", SPLIT_GPT4O, false, false, false},
     {"talkie", SPLIT_GPT4O, false, false, false},
     {"minimax-m2", SPLIT_GPT4O, false, false, false},
+    {"gemma4", SPLIT_NEWLINES, true, false, true},
+    {"granite-embed-multi-311m", SPLIT_NEWLINES, true, false, false},
 };
 
 int vocab_load_gguf(wick_vocab **out, const gguf_file *g, char *err, size_t err_len) {
@@ -472,10 +479,11 @@ int vocab_load_gguf(wick_vocab **out, const gguf_file *g, char *err, size_t err_
         return -1;
     }
     enum vocab_type type;
+    bool raw_bytes = gguf_str_eq(model, "gemma4");
     if (gguf_str_eq(model, "llama")) type = VOCAB_SPM;
-    else if (gguf_str_eq(model, "gpt2")) type = VOCAB_BPE;
+    else if (gguf_str_eq(model, "gpt2") || raw_bytes) type = VOCAB_BPE;
     else {
-        set_err(err, err_len, "tokenizer.ggml.model '%.*s' is not supported (llama and gpt2 are)",
+        set_err(err, err_len, "tokenizer.ggml.model '%.*s' is not supported (llama, gpt2 and gemma4 are)",
                 (int)(model.len > 40 ? 40 : model.len), model.ptr);
         return -1;
     }
@@ -507,6 +515,7 @@ int vocab_load_gguf(wick_vocab **out, const gguf_file *g, char *err, size_t err_
     gguf_str *strs = malloc((size_t)n * sizeof *strs);
     if (!v || !strs) goto oom;
     v->type = type;
+    v->raw_bytes = raw_bytes;
     v->n_tokens = n;
     if (gguf_arr_strings(tokens, strs)) {
         set_err(err, err_len, "tokenizer.ggml.tokens: malformed string array");
@@ -595,6 +604,10 @@ int vocab_load_gguf(wick_vocab **out, const gguf_file *g, char *err, size_t err_
         v->bos = 11; v->eos = 11; v->unk = -1;
         v->clean_spaces = true;
         v->pre = SPLIT_DEFAULT; /* no pre key: llama.cpp's default (GPT-NeoX era files) */
+        if (raw_bytes && !has_pre) { /* llama.cpp names gemma4's pre-tokenizer itself */
+            pre = (gguf_str){"gemma4", 6};
+            has_pre = true;
+        }
         if (has_pre) {
             size_t k, nk = sizeof pre_names / sizeof pre_names[0];
             for (k = 0; k < nk; k++)
@@ -629,6 +642,7 @@ int vocab_load_gguf(wick_vocab **out, const gguf_file *g, char *err, size_t err_
     for (int k = 0; k < 3; k++)
         if (*id_fields[k] >= n) *id_fields[k] = -1;
     if (gguf_get_bool(g, "tokenizer.ggml.add_bos_token", &flag)) v->add_bos = flag;
+    if (v->pre == SPLIT_NEWLINES) v->add_bos = true; /* llama.cpp overrides a false one for Gemma 4 */
     if (gguf_get_bool(g, "tokenizer.ggml.add_eos_token", &flag)) v->add_eos = flag;
     /* extra end-of-generation ids: FIM padding / repository / file separators */
     static const char *const fim_keys[] = {"tokenizer.ggml.fim_pad_token_id",
@@ -754,8 +768,9 @@ bool vocab_is_eog(const wick_vocab *v, int32_t id) {
 bool vocab_is_control(const wick_vocab *v, int32_t id) {
     return id >= 0 && id < v->n_tokens && (v->tok[id].attr & (ATTR_CONTROL | ATTR_UNKNOWN));
 }
-const char *vocab_model_name(const wick_vocab *v) { return v->type == VOCAB_SPM ? "llama" : "gpt2"; }
+const char *vocab_model_name(const wick_vocab *v) { return v->type == VOCAB_SPM ? "llama" : v->raw_bytes ? "gemma4" : "gpt2"; }
 int vocab_max_piece_len(const wick_vocab *v) { return v->max_piece_len; }
+bool vocab_cleans_spaces(const wick_vocab *v) { return v->type == VOCAB_BPE && v->clean_spaces; }
 
 /* ---------------------------------------------------------------------------------------------
  * Shared machinery: output, symbols, the bigram heap
@@ -1317,6 +1332,7 @@ enum pattern_shape {
     SHAPE_THREE_DIGITS,   /* [0-9][0-9][0-9] */
     SHAPE_TRAILING_SPACE, /* \s+$ */
     SHAPE_GPT2, SHAPE_LLAMA3, SHAPE_QWEN2, SHAPE_QWEN35, SHAPE_GPT4O,
+    SHAPE_NEWLINES,       /* [^\n]+|[\n]+ */
 };
 
 typedef struct { enum pattern_shape shape; enum char_class cls; } pattern;
@@ -1384,6 +1400,16 @@ static void apply_pattern(const cpt_text *t, pattern p, uint32_t a, uint32_t b, 
     if (p.shape == SHAPE_QWEN2) { split_llama3(t, a, b, out, 1, UFLAG_LETTER); return; }
     if (p.shape == SHAPE_QWEN35) { split_llama3(t, a, b, out, 1, UFLAG_LETTER | UFLAG_MARK); return; }
     if (p.shape == SHAPE_GPT4O) { split_gpt4o(t, a, b, out); return; }
+    if (p.shape == SHAPE_NEWLINES) {
+        for (uint32_t pos = a; pos < b;) {
+            bool nl = t->cpt[pos] == '\n';
+            uint32_t end = pos + 1;
+            while (end < b && (t->cpt[end] == '\n') == nl) end++;
+            piece_add(out, end - pos);
+            pos = end;
+        }
+        return;
+    }
     uint32_t pos = a, ms, me;
     while (pos < b && find_match(t, p, pos, b, &ms, &me)) {
         piece_add(out, ms - pos);
@@ -1434,6 +1460,7 @@ static int patterns_of(enum pre_split s, pattern *p) {
         return 2;
     case SPLIT_BLOOM: p[0] = (pattern){SHAPE_LITSPACE_RUN, CLASS_BLOOM_WORD}; return 1;
     case SPLIT_GPT4O: p[0] = (pattern){SHAPE_GPT4O, 0}; return 1;
+    case SPLIT_NEWLINES: p[0] = (pattern){SHAPE_NEWLINES, 0}; return 1;
     }
     return 0;
 }
@@ -1462,6 +1489,8 @@ static void bpe_try_bigram(const wick_vocab *v, merge_work *w, const char *s, in
 /* One word (llm_tokenizer_bpe_session::tokenize): w[0..n) is already byte-mapped. */
 static int bpe_encode_word(const wick_vocab *v, merge_work *w, const char *s, size_t n, id_out *o) {
     int32_t whole = v->ignore_merges ? text_to_token(v, s, n) : -1;
+    /* Gemma 4: a run of newlines that is a token is that token, whatever the merges say */
+    if (v->pre == SPLIT_NEWLINES && s[0] == '\n') whole = text_to_token(v, s, n);
     if (whole >= 0) { emit(o, whole); return 0; }
     int32_t count = split_symbols(w, s, n);
     if (count < 0) return -1;
@@ -1471,9 +1500,13 @@ static int bpe_encode_word(const wick_vocab *v, merge_work *w, const char *s, si
         if (sym->n == 0) continue;
         int32_t id = text_to_token(v, s + sym->start, sym->n);
         if (id >= 0) { emit(o, id); continue; }
-        /* not a token: each byte of the mapped text on its own, where that is a token */
+        /* not a token: each byte of the mapped text on its own, where that is a token (a
+         * raw-bytes vocabulary's <0xNN>) */
         for (uint32_t k = 0; k < sym->n; k++) {
-            int32_t b = text_to_token(v, s + sym->start + k, 1);
+            static const char hex[] = "0123456789ABCDEF";
+            uint8_t byte = (uint8_t)s[sym->start + k];
+            char name[6] = {'<', '0', 'x', hex[byte >> 4], hex[byte & 15], '>'};
+            int32_t b = v->raw_bytes ? text_to_token(v, name, 6) : text_to_token(v, s + sym->start + k, 1);
             if (b >= 0) emit(o, b);
         }
     }
@@ -1561,7 +1594,11 @@ static int bpe_encode(const wick_vocab *v, bpe_work *bw, const char *text, size_
             bw->word_cap = need;
         }
         size_t m = 0;
-        for (size_t k = b0; k < b1; k++) {
+        if (v->raw_bytes) {
+            memcpy(bw->word, text + b0, b1 - b0);
+            m = b1 - b0;
+        }
+        for (size_t k = b0; k < b1 && !v->raw_bytes; k++) {
             uint8_t byte = (uint8_t)text[k];
             memcpy(bw->word + m, v->byte_enc[byte], v->byte_enc_len[byte]);
             m += v->byte_enc_len[byte];
@@ -1785,11 +1822,29 @@ int vocab_tokenize(const wick_vocab *v, const char *text, size_t len, bool add_s
         free(w.heap);
     } else {
         bpe_work bw = {0};
+        char *esc = NULL;
+        size_t esc_cap = 0;
         for (int64_t i = 0; i < nf && rc == 0; i++) {
             const fragment *f = &frags[i];
-            if (f->token >= 0) emit(&o, f->token);
-            else rc = bpe_encode(v, &bw, text + f->off, f->len, &o);
+            if (f->token >= 0) { emit(&o, f->token); continue; }
+            if (!v->raw_bytes) { rc = bpe_encode(v, &bw, text + f->off, f->len, &o); continue; }
+            /* Gemma 4 escapes the spaces before the split (llama_escape_whitespace) */
+            size_t need = 3 * (size_t)f->len;
+            if (need > esc_cap) {
+                char *e = realloc(esc, need);
+                if (!e) { rc = -1; break; }
+                esc = e;
+                esc_cap = need;
+            }
+            size_t m = 0;
+            for (uint32_t k = 0; k < f->len; k++) {
+                char c = text[f->off + k];
+                if (c == ' ') { memcpy(esc + m, "\xE2\x96\x81", 3); m += 3; }
+                else esc[m++] = c;
+            }
+            rc = bpe_encode(v, &bw, esc, m, &o);
         }
+        free(esc);
         bpe_work_free(&bw);
     }
     if (add_special && v->add_eos && v->eos >= 0) emit(&o, v->eos);
@@ -1825,12 +1880,12 @@ static int piece_of(const wick_vocab *v, int32_t id, char *buf, int cap, int lst
         len++; } while (0)
     if (attr & (ATTR_UNKNOWN | ATTR_CONTROL | ATTR_USER_DEFINED)) {
         for (uint32_t k = 0; k < n; k++) PUT(s[k]);
-    } else if (v->type == VOCAB_SPM && (attr & ATTR_NORMAL)) {
+    } else if ((v->type == VOCAB_SPM || v->raw_bytes) && (attr & ATTR_NORMAL)) {
         for (uint32_t k = 0; k < n; k++) { /* "▁" → " " */
             if (k + 2 < n && memcmp(s + k, "\xE2\x96\x81", 3) == 0) { PUT(' '); k += 2; }
             else PUT(s[k]);
         }
-    } else if (v->type == VOCAB_SPM && (attr & ATTR_BYTE)) {
+    } else if ((v->type == VOCAB_SPM || v->raw_bytes) && (attr & ATTR_BYTE)) {
         int hi = n == 6 ? hex_value(s[3]) : -1, lo = n == 6 ? hex_value(s[4]) : -1;
         if (hi >= 0 && lo >= 0) PUT((char)(hi << 4 | lo));
         else for (uint32_t k = 0; k < n; k++) PUT(s[k]);

@@ -28,6 +28,8 @@ bool vocab_is_eog(const wick_vocab *v, int32_t id); /* end of generation: EOS, E
 const char *vocab_model_name(const wick_vocab *v); /* "llama" (SentencePiece) or "gpt2" (BPE) */
 bool vocab_is_control(const wick_vocab *v, int32_t id); /* control or unknown: no text when streamed */
 int vocab_max_piece_len(const wick_vocab *v); /* longest token text in bytes */
+/* whether llama_detokenize cleans spaces before punctuation (clean_up_tokenization_spaces) */
+bool vocab_cleans_spaces(const wick_vocab *v);
 
 /* Tokenizes len bytes of text. add_special: prepend BOS (and append EOS) as the metadata asks.
  * parse_special: recognise special/control token texts such as "<|im_start|>" inside text

@@ -229,7 +229,7 @@ static void test_vocab_vectors(const char *dir, const char *name, int n_expected
     const size_t sep_len = sizeof sep - 1;
     char *line = outs;
     int n_texts = 0, n_ok = 0, n_rt = 0;
-    bool is_bpe = strcmp(vocab_model_name(v), "gpt2") == 0;
+    bool is_bpe = strcmp(vocab_model_name(v), "llama") != 0;
     for (size_t pos = 0; pos < inp_len;) {
         char *next = NULL;
         for (size_t k = pos; k + sep_len <= inp_len; k++)
@@ -275,7 +275,7 @@ static void test_vocab_vectors(const char *dir, const char *name, int n_expected
         if (is_bpe) {
             rt = pieces && plen == tlen && memcmp(pieces, text, tlen) == 0 && slen == tlen &&
                  memcmp(streamed, text, tlen) == 0 && valid;
-            if (!clean_spaces_changes(text, tlen) || !strstr(name, "gpt-2"))
+            if (!clean_spaces_changes(text, tlen) || !vocab_cleans_spaces(v))
                 rt = rt && dlen == (int)tlen && memcmp(detok, text, tlen) == 0;
         } else {
             rt = dlen == (int)tlen && memcmp(detok, text, tlen) == 0 && valid && slen == tlen &&
