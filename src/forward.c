@@ -61,7 +61,7 @@ static void residual_add(float *x, float *y, const float *post_norm, int n_tok, 
 
 /* Q and K normed (qwen3, gemma3: each head with the same head_dim weights; olmo2: the whole
  * width), then rotated by their positions unless the layer does not rotate (smollm3) */
-static void qk_prepare(struct wick_ctx *c, const layer_weights *w, int n_tok) {
+static void qk_prepare(struct wick_ctx *c, const layer_weights *w, int n_tok, int pos0) {
     const model_config *mc = &c->m->c;
     int hd = mc->head_dim, kvd = kv_dim(mc), half = mc->rope_dim / 2;
     const float *cs = rope_cos_of(c, w->sliding), *sn = rope_sin_of(c, w->sliding);
@@ -74,9 +74,14 @@ static void qk_prepare(struct wick_ctx *c, const layer_weights *w, int n_tok) {
             rmsnorm(q, q, w->attn_q_norm, mc->q_dim, mc->rms_eps);
             rmsnorm(k, k, w->attn_k_norm, kvd, mc->rms_eps);
         }
-        if (!w->rotate) continue;
-        rope_apply(q, mc->n_heads, mc, cs + (size_t)t * half, sn + (size_t)t * half);
-        rope_apply(k, mc->n_kv_heads, mc, cs + (size_t)t * half, sn + (size_t)t * half);
+        if (w->rotate) {
+            rope_apply(q, mc->n_heads, mc, cs + (size_t)t * half, sn + (size_t)t * half);
+            rope_apply(k, mc->n_kv_heads, mc, cs + (size_t)t * half, sn + (size_t)t * half);
+        }
+        if (mc->attn_temp_scale != 0.0f) { /* Llama 4's temperature (mistral3): longer reach, sharper queries */
+            double steps = floor((double)(pos0 + t) / (double)mc->n_ctx_orig);
+            scale_rows(q, (float)(log(steps + 1.0) * mc->attn_temp_scale + 1.0), (size_t)mc->q_dim);
+        }
     }
 }
 
@@ -104,7 +109,7 @@ static void attention_block(struct wick_ctx *c, const layer_weights *w, int l, a
         const float *biases[] = {w->bq, w->bk, w->bv};
         matmul_group(c, in, 3, ws, outs, strides, biases, false, ACT_SILU);
     }
-    qk_prepare(c, w, n_tok);
+    qk_prepare(c, w, n_tok, pos0);
     for (int t = 0; t < n_tok; t++) {
         const float *k = c->k + (size_t)t * kvd, *v = c->v + (size_t)t * kvd;
         void *kc = kv_at(c, c->k_cache, l, pos0 + t), *vc = kv_at(c, c->v_cache, l, pos0 + t);
@@ -135,7 +140,7 @@ static int forward_batch(struct wick_ctx *c, const int32_t *tokens, int n_tok, b
     if (mc->embd_scale != 1.0f) scale_rows(c->x, mc->embd_scale, (size_t)n_tok * dim);
     rope_tables(c, mc->rope_base, mc->rope_scale, mc->rope_attn_factor, pos0, n_tok, rope_cos_of(c, false), rope_sin_of(c, false));
     if (rope_swa_own(mc))
-        rope_tables(c, mc->rope_base_swa, mc->rope_scale_swa, mc->rope_attn_factor, pos0, n_tok, rope_cos_of(c, true),
+        rope_tables(c, mc->rope_base_swa, mc->rope_scale_swa, mc->rope_attn_factor_swa, pos0, n_tok, rope_cos_of(c, true),
                     rope_sin_of(c, true));
     act_rows in;
     for (int l = 0; l < mc->n_layers; l++) {

@@ -198,24 +198,29 @@ typedef struct {
     const char *output_norm_name; /* the final norm's tensor when not output_norm.weight (lfm2) */
     const char *ffn_norm_name;    /* the norm before the FFN when not ffn_norm.weight (qwen35 calls it
                                    * post_attention_norm: it sits after the attention's residual add) */
+    bool yarn_keys;       /* reads YaRN's beta_fast/beta_slow/log multiplier and attention.temperature_scale
+                           * (llama.cpp's mistral3 loader; the other families take YaRN's defaults) */
 } arch_info;
 
 static const arch_info archs[] = {
     /* name      neox   pre    post   qk norm           act            √dim   bias   tied   outreq period swa   ownb  norope caps  fcap  gran   noswa  swa unscaled, recurrent, gate, output norm, ffn norm */
-    {"llama",    false, true,  false, QK_NORM_NONE,     ACT_SILU,      false, false, false, false, 0, 0,     false, 0,   false, false, false, false, false, LAYER_ATTENTION, false, NULL, NULL},
-    {"qwen2",    true,  true,  false, QK_NORM_NONE,     ACT_SILU,      false, true,  false, false, 0, 0,     false, 0,   false, false, false, false, false, LAYER_ATTENTION, false, NULL, NULL},
-    {"qwen3",    true,  true,  false, QK_NORM_PER_HEAD, ACT_SILU,      false, false, false, false, 0, 0,     false, 0,   false, false, false, false, false, LAYER_ATTENTION, false, NULL, NULL},
-    {"gemma2",   true,  true,  true,  QK_NORM_NONE,     ACT_GELU_TANH, true,  false, true,  false, 2, 4096,  false, 0,   true,  false, false, false, false, LAYER_ATTENTION, false, NULL, NULL},
-    {"gemma3",   true,  true,  true,  QK_NORM_PER_HEAD, ACT_GELU_TANH, true,  false, false, false, 6, 0,     true,  0,   false, true,  false, false, true, LAYER_ATTENTION, false, NULL, NULL},
-    {"phi3",     true,  true,  false, QK_NORM_NONE,     ACT_SILU,      false, false, false, false, 0, 0,     false, 0,   false, false, false, true,  false, LAYER_ATTENTION, false, NULL, NULL},
-    {"smollm3",  false, true,  false, QK_NORM_NONE,     ACT_SILU,      false, false, false, false, 0, 0,     false, 4,   false, false, false, false, false, LAYER_ATTENTION, false, NULL, NULL},
-    {"granite",  false, true,  false, QK_NORM_NONE,     ACT_SILU,      false, false, false, false, 0, 0,     false, 0,   false, false, true,  false, false, LAYER_ATTENTION, false, NULL, NULL},
-    {"olmo2",    true,  false, true,  QK_NORM_FULL,     ACT_SILU,      false, false, false, true,  4, 0,     false, 0,   false, false, false, false, true, LAYER_ATTENTION, false, NULL, NULL},
+    {"llama",    false, true,  false, QK_NORM_NONE,     ACT_SILU,      false, false, false, false, 0, 0,     false, 0,   false, false, false, false, false, LAYER_ATTENTION, false, NULL, NULL, false},
+    {"qwen2",    true,  true,  false, QK_NORM_NONE,     ACT_SILU,      false, true,  false, false, 0, 0,     false, 0,   false, false, false, false, false, LAYER_ATTENTION, false, NULL, NULL, false},
+    {"qwen3",    true,  true,  false, QK_NORM_PER_HEAD, ACT_SILU,      false, false, false, false, 0, 0,     false, 0,   false, false, false, false, false, LAYER_ATTENTION, false, NULL, NULL, false},
+    {"gemma2",   true,  true,  true,  QK_NORM_NONE,     ACT_GELU_TANH, true,  false, true,  false, 2, 4096,  false, 0,   true,  false, false, false, false, LAYER_ATTENTION, false, NULL, NULL, false},
+    {"gemma3",   true,  true,  true,  QK_NORM_PER_HEAD, ACT_GELU_TANH, true,  false, false, false, 6, 0,     true,  0,   false, true,  false, false, true, LAYER_ATTENTION, false, NULL, NULL, false},
+    {"phi3",     true,  true,  false, QK_NORM_NONE,     ACT_SILU,      false, false, false, false, 0, 0,     false, 0,   false, false, false, true,  false, LAYER_ATTENTION, false, NULL, NULL, false},
+    {"smollm3",  false, true,  false, QK_NORM_NONE,     ACT_SILU,      false, false, false, false, 0, 0,     false, 4,   false, false, false, false, false, LAYER_ATTENTION, false, NULL, NULL, false},
+    {"granite",  false, true,  false, QK_NORM_NONE,     ACT_SILU,      false, false, false, false, 0, 0,     false, 0,   false, false, true,  false, false, LAYER_ATTENTION, false, NULL, NULL, false},
+    {"olmo2",    true,  false, true,  QK_NORM_FULL,     ACT_SILU,      false, false, false, true,  4, 0,     false, 0,   false, false, false, false, true, LAYER_ATTENTION, false, NULL, NULL, false},
     /* hybrids (llama.cpp's src/models/lfm2.cpp, qwen35.cpp): lfm2's convolution layers are those
      * whose KV head count is 0; qwen35's DeltaNet layers come from attention.recurrent_layers or
      * full_attention_interval */
-    {"lfm2",     true,  true,  false, QK_NORM_PER_HEAD, ACT_SILU,      false, false, false, false, 0, 0,     false, 0,   false, false, false, false, false, LAYER_SHORTCONV, false, "token_embd_norm.weight", NULL},
-    {"qwen35",   true,  true,  false, QK_NORM_PER_HEAD, ACT_SILU,      false, false, false, false, 0, 0,     false, 0,   false, false, false, false, false, LAYER_DELTANET,  true,  NULL, "post_attention_norm.weight"},
+    {"lfm2",     true,  true,  false, QK_NORM_PER_HEAD, ACT_SILU,      false, false, false, false, 0, 0,     false, 0,   false, false, false, false, false, LAYER_SHORTCONV, false, "token_embd_norm.weight", NULL, false},
+    {"qwen35",   true,  true,  false, QK_NORM_PER_HEAD, ACT_SILU,      false, false, false, false, 0, 0,     false, 0,   false, false, false, false, false, LAYER_DELTANET,  true,  NULL, "post_attention_norm.weight", false},
+    /* Ministral 3 (llama.cpp's src/models/mistral3.cpp): the llama layer with YaRN and Llama 4's
+     * query temperature */
+    {"mistral3", false, true,  false, QK_NORM_NONE,     ACT_SILU,      false, false, false, false, 0, 0,     false, 0,   false, false, false, false, false, LAYER_ATTENTION, false, NULL, NULL, true},
 };
 
 static const arch_info *arch_find(gguf_str name) {
@@ -351,6 +356,38 @@ size_t model_layer_state_floats(const struct wick_model *m, int l) {
     return conv + (size_t)c->ssm_v_heads * (size_t)c->ssm_state * (size_t)c->ssm_state;
 }
 
+/* YaRN (rope.scaling.type yarn) as llama.cpp sets it up (llama-context.cpp, ggml's rope_yarn): the
+ * ramp's ends beta_fast/beta_slow (defaults 32 and 1), and the magnitude of the rotated q and k,
+ * mscale = m(s, 1) / m(s, log_mul) with m(s, x) = 1 + 0.1·x·ln s for the factor s = 1/scale (m(s, 1)
+ * alone without a log multiplier), times rope.scaling.attn_factor. llama.cpp divides that by
+ * 1 + 0.1·ln s and its rope multiplies it back for each table's own scale: the sliding layers' are
+ * kept apart. Mistral 3 also scales its queries by position (attention.temperature_scale). */
+static int read_yarn(const gguf_file *g, const char *a, const arch_info *ai, model_config *c, char *err, size_t err_len) {
+    c->yarn_beta_fast = 32.0f;
+    c->yarn_beta_slow = 1.0f;
+    c->attn_temp_scale = 0.0f;
+    c->rope_attn_factor_swa = c->rope_attn_factor;
+    float log_mul = 0.0f;
+    if (ai->yarn_keys &&
+        (meta_float_or(g, a, "rope.scaling.yarn_beta_fast", 32.0, &c->yarn_beta_fast, err, err_len) ||
+         meta_float_or(g, a, "rope.scaling.yarn_beta_slow", 1.0, &c->yarn_beta_slow, err, err_len) ||
+         meta_float_or(g, a, "rope.scaling.yarn_log_multiplier", 0.0, &log_mul, err, err_len) ||
+         meta_float_or(g, a, "attention.temperature_scale", 0.0, &c->attn_temp_scale, err, err_len)))
+        return -1;
+    if (!isfinite(c->yarn_beta_fast) || !isfinite(c->yarn_beta_slow) || !isfinite(log_mul) || !isfinite(c->attn_temp_scale))
+        return errorf(err, err_len, "YaRN parameters out of range");
+    if (!c->rope_yarn) return 0;
+    float s = 1.0f / c->rope_scale;
+#define YARN_M(x) (s <= 1.0f ? 1.0f : 0.1f * (x) * logf(s) + 1.0f)
+    float attn = log_mul != 0.0f ? YARN_M(1.0f) / YARN_M(log_mul) : YARN_M(1.0f);
+#undef YARN_M
+    attn *= 1.0f / (1.0f + 0.1f * logf(s));
+    attn *= c->rope_attn_factor;
+    c->rope_attn_factor = attn * (1.0f + 0.1f * logf(1.0f / c->rope_scale));
+    c->rope_attn_factor_swa = attn * (1.0f + 0.1f * logf(1.0f / c->rope_scale_swa));
+    return 0;
+}
+
 static int read_gguf_config(struct wick_model *m, char *err, size_t err_len) {
     const gguf_file *g = &m->gguf;
     model_config *c = &m->c;
@@ -431,8 +468,9 @@ static int read_gguf_config(struct wick_model *m, char *err, size_t err_len) {
     gguf_str st;
     snprintf(key, sizeof key, "%s.rope.scaling.type", a);
     bool scaled = gguf_get_str(g, key, &st) && !gguf_str_eq(st, "none");
-    if (scaled && !gguf_str_eq(st, "linear"))
-        return errorf(err, err_len, "rope scaling type %.*s is not supported (none and linear are)", (int)st.len, st.ptr);
+    c->rope_yarn = scaled && gguf_str_eq(st, "yarn");
+    if (scaled && !gguf_str_eq(st, "linear") && !c->rope_yarn)
+        return errorf(err, err_len, "rope scaling type %.*s is not supported (none, linear and yarn are)", (int)st.len, st.ptr);
     if (meta_float(g, a, "rope.scaling.factor", &f) && f != 0 && f != 1) {
         if (!(f > 0)) return errorf(err, err_len, "rope scaling factor %g out of range", f);
         c->rope_scale = (float)(1.0 / f);
@@ -492,6 +530,7 @@ static int read_gguf_config(struct wick_model *m, char *err, size_t err_len) {
         period = v;
     }
     c->rope_scale_swa = ai->swa_unscaled ? 1.0f : c->rope_scale;
+    if (read_yarn(g, a, ai, c, err, err_len)) return -1;
     c->rope_base_swa = ai->swa_base_own ? 10000.0f : c->rope_base;
     if (c->n_swa > 0 && meta_float(g, a, "rope.freq_base_swa", &f)) c->rope_base_swa = (float)f;
     if (!(c->rope_base_swa > 0 && isfinite(c->rope_base_swa)))

@@ -75,8 +75,15 @@ typedef struct {
     float rope_base_swa;  /* rope base of the sliding-window layers (gemma3: 10000) */
     float rope_scale;     /* linear position scaling: positions are multiplied by this */
     float rope_scale_swa; /* the sliding layers' (gemma3: 1, the file's factor is for the full layers) */
-    float rope_attn_factor; /* rotated q and k are multiplied by this (phi3's rope.scaling.attn_factor) */
-    int32_t n_ctx_orig;   /* phi3: rope_factors_long apply to contexts above this, short ones below */
+    float rope_attn_factor; /* rotated q and k are multiplied by this (phi3's rope.scaling.attn_factor;
+                             * with YaRN, its magnitude correction too) */
+    float rope_attn_factor_swa; /* the same for the sliding layers (their own scale) */
+    int32_t n_ctx_orig;   /* phi3: rope_factors_long apply to contexts above this, short ones below;
+                           * YaRN: the trained context its ramp is measured against */
+    bool rope_yarn;       /* rope.scaling.type yarn: each pair's angle mixes the scaled and unscaled
+                           * one by a ramp over its frequency (rope.c) */
+    float yarn_beta_fast, yarn_beta_slow; /* the ramp's ends, in rotations over n_ctx_orig (32, 1) */
+    float attn_temp_scale; /* mistral3: queries × (1 + this · ln(⌊pos / n_ctx_orig⌋ + 1)); 0 = off */
     float rms_eps;
     ffn_activation act;   /* gated FFN: act(gate) ⊙ up */
     qk_norm_kind qk_norm;

@@ -101,6 +101,9 @@ typedef struct {
     bool attention_scale_1_hd;     /* attention.scale = 1/head_dim (Granite: 1/64 at head size 64) */
     uint32_t orig_ctx;             /* rope.scaling.original_context_length */
     float rope_attn_factor;        /* rope.scaling.attn_factor */
+    float yarn_factor;             /* rope.scaling.type yarn with this factor (and YaRN's keys) */
+    float yarn_log_mul;            /* rope.scaling.yarn_log_multiplier */
+    float attn_temp_scale;         /* attention.temperature_scale (Llama 4's query temperature) */
     float score_std;               /* attention scores' standard deviation, when not SCORE_STD */
     float logit_std;               /* what the output side aims at: the logits' standard deviation */
 } synth_family;
@@ -137,6 +140,12 @@ static const synth_family families[] = {
      .head_factor = 1, .ctx_train = 128000, .rope_base = 1000000.0f, .rms_eps = 1e-5f, .logit_std = 3.0f},
     {.name = "qwen35", .arch = "qwen35", .flags = F_PRE_NORM | F_QK_NORM_HEAD | F_ROPE_DIM_KEY | F_DELTANET, .min_layers = 4,
      .head_factor = 2, .ctx_train = 262144, .rope_base = 10000000.0f, .rms_eps = 1e-6f, .logit_std = 3.0f},
+    /* Ministral 3 3B's text model: factor 16, beta 32/1, log multiplier 1 as its file carries; the
+     * original context is 16 (16384 there) so that the ramp and the query temperature act within a
+     * short prompt, and the temperature 0.5 (0.1 there) so that it moves the logits measurably */
+    {.name = "mistral3", .arch = "mistral3", .flags = F_PRE_NORM | F_ROPE_DIM_KEY, .head_factor = 1,
+     .ctx_train = 262144, .rope_base = 1000000.0f, .rms_eps = 1e-5f, .orig_ctx = 16, .yarn_factor = 16.0f,
+     .yarn_log_mul = 1.0f, .attn_temp_scale = 0.5f, .logit_std = 3.0f},
 };
 
 /* What the query/key weights aim at: attention scores (scaled, before softmax) with this standard
@@ -330,7 +339,7 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
         if (!strcmp(families[i].name, arch_name ? arch_name : "llama")) fam = &families[i];
     if (!fam)
         return errorf(err, err_len, "unknown arch '%s' (llama, llama3, qwen3, gemma2, gemma3, phi3, smollm3, granite, olmo2, "
-                      "lfm2, qwen35)", arch_name);
+                      "lfm2, qwen35, mistral3)", arch_name);
     const synth_shape *sh = NULL;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         if (!strcmp(shapes[i].name, shape_name)) sh = &shapes[i];
@@ -551,6 +560,14 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
     if (fam->final_softcap != 0) kv_f32(&mb, a, "final_logit_softcapping", fam->final_softcap);
     if (fam->orig_ctx) kv_u32(&mb, a, "rope.scaling.original_context_length", fam->orig_ctx);
     if (fam->rope_attn_factor != 0) kv_f32(&mb, a, "rope.scaling.attn_factor", fam->rope_attn_factor);
+    if (fam->yarn_factor != 0) {
+        kv_str(&mb, a, "rope.scaling.type", "yarn");
+        kv_f32(&mb, a, "rope.scaling.factor", fam->yarn_factor);
+        kv_f32(&mb, a, "rope.scaling.yarn_beta_fast", 32.0f);
+        kv_f32(&mb, a, "rope.scaling.yarn_beta_slow", 1.0f);
+        kv_f32(&mb, a, "rope.scaling.yarn_log_multiplier", fam->yarn_log_mul);
+    }
+    if (fam->attn_temp_scale != 0) kv_f32(&mb, a, "attention.temperature_scale", fam->attn_temp_scale);
     if (fam->embedding_scale != 0) kv_f32(&mb, a, "embedding_scale", fam->embedding_scale);
     if (fam->residual_scale != 0) kv_f32(&mb, a, "residual_scale", fam->residual_scale);
     if (attention_scale != 0) kv_f32(&mb, a, "attention.scale", attention_scale);

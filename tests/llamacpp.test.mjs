@@ -41,6 +41,8 @@ const families = [
   // the hybrids: a recurrent state carried through the prompt and the steps
   { arch: 'lfm2', quant: 'q8_0' },
   { arch: 'qwen35', quant: 'q4_k_m' },
+  // YaRN and the query temperature
+  { arch: 'mistral3', quant: 'q4_k_m' },
 ];
 // 42 tokens with BOS: past gemma2's window (8) and gemma3's (12) several times over
 const familyPrompt = 'The quick brown fox jumps over the lazy dog, and then it sleeps. Later that evening the old farmer ' +
@@ -319,6 +321,10 @@ const featureEdits = {
     'without attention.scale (then 1/sqrt(head size))': (g) => dropKv(g, 'granite.attention.scale'),
     'with logit_scale 16 for 8': (g) => setKv(g, 'granite.logit_scale', T.F32, 16),
   },
+  mistral3: {
+    'with linear rope scaling in place of YaRN': (g) => setKv(g, 'mistral3.rope.scaling.type', T.STRING, 'linear'),
+    'without the query temperature': (g) => dropKv(g, 'mistral3.attention.temperature_scale'),
+  },
   olmo2: {
     'with post_attention_norm/post_ffw_norm weights of 1': (g) => ones(g, /post_(attention|ffw)_norm/),
     'with attn_q_norm/attn_k_norm weights of 1': (g) => ones(g, /attn_[qk]_norm/),
@@ -357,6 +363,33 @@ for (const { arch, quant, window } of families) {
     assert.deepEqual(problems, []);
   });
 }
+
+// ---- YaRN in a family whose loader reads only its factor and original context (Qwen3's files) ----
+// factor 4 over an original context of 16: the ramp, and the magnitude correction 1 + 0.1·ln 4
+// that mistral3's log multiplier cancels, both act within the prompt
+test('qwen3 with rope.scaling.type yarn: both builds give llama.cpp\'s logits, far from the file without it', async (t) => {
+  const g = readGguf(fileOf('f16', 'qwen3'));
+  setKv(g, 'qwen3.rope.scaling.type', T.STRING, 'yarn');
+  setKv(g, 'qwen3.rope.scaling.factor', T.F32, 4);
+  setKv(g, 'qwen3.rope.scaling.original_context_length', T.U32, 16);
+  const file = path.join(tmp, 'yarn-qwen3.gguf');
+  fs.writeFileSync(file, writeGguf(g));
+  const ref = await llamaCppRows(file, familyPrompt);
+  const plain = await referenceOf('f16', 'qwen3');
+  const moved = Math.max(...plain.promptRows.map((row, i) => relRms(row, ref.promptRows[i])));
+  assert.ok(moved > featureMoves, `YaRN moves llama.cpp's rows by ${(moved * 100).toFixed(1)}% only`);
+  const args = ['logits', '-m', file, '--tokens', ref.ids.join(','), '--steps', String(steps), '--follow', ref.greedy.join(','), '--threads', '1'];
+  const runs = await Promise.all(builds.map((build) => runWickAsync(build, args)));
+  const tol = toleranceFor('synth-f16');
+  runs.forEach((r, i) => {
+    assert.equal(r.code, 0, `${builds[i]}: ${r.stderr}`);
+    const out = JSON.parse(r.stdout);
+    const ours = { prompt: out.prompt_logits.map(centred), step: out.greedy_step_logits.map(centred) };
+    const worst = Math.max(...ours.prompt.map((row, k) => relRms(row, ref.promptRows[k])));
+    t.diagnostic(`${builds[i]}: worst row ${(worst * 100).toFixed(4)}% (YaRN moves llama.cpp's by ${(moved * 100).toFixed(1)}%)`);
+    assert.deepEqual([...compareRows(ours.prompt, ref.promptRows, tol, 'prompt'), ...compareRows(ours.step, ref.stepRows, tol, 'step')], []);
+  });
+});
 
 // ---- a tied output: each family's file without output.weight (Phi-4-mini is such a phi3 file) ----
 // llama.cpp then takes token_embd.weight as the output projection, or refuses the file where the
