@@ -327,13 +327,14 @@ wick_status wick_model_tensors_json(const wick_model *m, char *buf, size_t buf_l
          "\"rope_base_swa\":%.9g,\"rope_scale\":%.9g,\"rope_scale_swa\":%.9g,\"rope_attn_factor\":%.9g,"
          "\"n_ctx_orig\":%d,\"rms_eps\":%.9g,\"act\":\"%s\",\"qk_norm\":\"%s\",\"embd_scale\":%.9g,"
          "\"residual_scale\":%.9g,\"attn_scale\":%.9g,\"attn_softcap\":%.9g,\"final_softcap\":%.9g,"
-         "\"logit_scale\":%.9g,\"n_swa\":%d,\"attn_out_gate\":%s,\"n_recurrent\":%d},",
+         "\"logit_scale\":%.9g,\"n_swa\":%d,\"attn_out_gate\":%s,\"n_recurrent\":%d,\"rope_yarn\":%s,"
+         "\"attn_temp_scale\":%.9g},",
          c->arch, c->dim, c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim, c->hidden_dim, c->n_vocab, c->q_dim,
          c->rope_dim, c->rope_neox ? "true" : "false", c->rope_base, c->rope_base_swa, c->rope_scale, c->rope_scale_swa,
          c->rope_attn_factor, c->n_ctx_orig, c->rms_eps, c->act == ACT_GELU_TANH ? "gelu_tanh" : "silu",
          c->qk_norm == QK_NORM_PER_HEAD ? "per_head" : c->qk_norm == QK_NORM_FULL ? "full" : "none", c->embd_scale,
          c->residual_scale, c->attn_scale, c->attn_softcap, c->final_softcap, c->logit_scale, c->n_swa,
-         c->attn_out_gate ? "true" : "false", c->n_recurrent);
+         c->attn_out_gate ? "true" : "false", c->n_recurrent, c->rope_yarn ? "true" : "false", c->attn_temp_scale);
     emit_weight(&o, "tok_embd", &m->tok_embd);
     emit(&o, ",");
     emit_weight(&o, "output", &m->output);

@@ -180,7 +180,7 @@
   // families with sliding-window layers: llama.cpp's default window and layer pattern period
   const SLIDING = { gemma2: { window: 4096, period: 2 }, gemma3: { window: 0, period: 6 }, olmo2: { window: 0, period: 4 } };
   // the architectures the engine runs (src/model.c)
-  const ARCHITECTURES = ['llama', 'qwen2', 'qwen3', 'gemma2', 'gemma3', 'phi3', 'smollm3', 'granite', 'olmo2', 'lfm2', 'qwen35'];
+  const ARCHITECTURES = ['llama', 'qwen2', 'qwen3', 'gemma2', 'gemma3', 'phi3', 'smollm3', 'granite', 'olmo2', 'lfm2', 'qwen35', 'mistral3'];
 
   /**
    * Why the engine cannot run a model with this metadata, or null: an architecture it does not

@@ -21,6 +21,9 @@ const TOKEN_TILE = 8;             // tokens per matmul workgroup (matmul.wgsl TI
 const ROWS_PER_Y = 32768;         // matmul.wgsl ROWS_PER_Y
 const GROUPS_PER_Y = 32768;       // elementwise.wgsl: 32768 workgroups of 64 per y step
 const MAX_HEAD_DIM = 256;         // attention.wgsl
+// the families whose every switch the shaders implement (an allowlist: a family added on the C
+// side stays on the CPU until the GPU path is taught its steps and tested against llama.cpp)
+const GPU_FAMILIES = ['llama', 'qwen2', 'qwen3', 'gemma2', 'gemma3', 'phi3', 'smollm3', 'granite', 'olmo2'];
 const UNIFORM_SLOT = 256;         // minUniformBufferOffsetAlignment's default
 // software rasterizers that expose WebGPU adapters: real, but slower than wick's own CPU path
 const SOFTWARE_ADAPTER = /swiftshader|lavapipe|llvmpipe|softpipe|software|basic render/i;
@@ -191,6 +194,9 @@ export class GpuForward {
   static unsupported(tensors) {
     const c = tensors.config;
     if (c.n_recurrent > 0) return `the ${c.arch} family (recurrent layers) runs on the CPU only`;
+    if (c.rope_yarn) return 'YaRN rope scaling runs on the CPU only';
+    if (c.attn_temp_scale) return `the ${c.arch} family (query temperature) runs on the CPU only`;
+    if (!GPU_FAMILIES.includes(c.arch)) return `the ${c.arch} family runs on the CPU only (the GPU path implements ${GPU_FAMILIES.join(', ')})`;
     if (c.attn_out_gate) return `the ${c.arch} family (attention output gate) runs on the CPU only`;
     if (c.head_dim > MAX_HEAD_DIM) return `head dimension ${c.head_dim} is above the GPU path's ${MAX_HEAD_DIM}`;
     if (c.n_heads % c.n_kv_heads) return `${c.n_heads} heads do not group over ${c.n_kv_heads} KV heads`;
