@@ -24,7 +24,7 @@ EMCC := NODE_PATH=/usr/share/nodejs emcc
 WASM_CFLAGS := $(CFLAGS_COMMON) -O3 -msimd128
 WASM_EXPORT_NAMES := malloc free wick_buffer_alloc wick_buffer_free wick_cli_main wick_last_error wick_model_load_gguf wick_model_load_gguf_parts wick_model_load_llama2c \
   wick_model_free wick_model_get_info wick_model_info_json wick_tokenize wick_detokenize wick_token_to_piece wick_token_is_eog \
-  wick_ctx_default_params wick_ctx_new wick_ctx_free wick_eval wick_get_logits wick_n_past wick_n_ctx \
+  wick_ctx_default_params wick_ctx_new wick_ctx_free wick_ctx_last_error wick_eval wick_get_logits wick_n_past wick_n_ctx \
   wick_kv_trim wick_kv_shift wick_kv_bytes wick_state_bytes wick_state_snapshot wick_sample_simple wick_softmax \
   wick_gen_new wick_gen_free wick_gen_set wick_gen_set_grammar wick_grammar_check wick_gen_add_stop wick_gen_clear_stops wick_gen_set_bias \
   wick_gen_clear_bias wick_gen_start wick_gen_next wick_gen_token wick_gen_finish wick_gen_text \

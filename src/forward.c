@@ -186,21 +186,21 @@ static int forward_batch(struct wick_ctx *c, const int32_t *tokens, int n_tok, b
     return 0;
 }
 
-int forward_eval(struct wick_ctx *c, const int32_t *tokens, int32_t n, bool all_logits, char *err, size_t err_len) {
+int forward_eval(struct wick_ctx *c, const int32_t *tokens, int32_t n, bool all_logits, errmsg *err) {
     const model_config *mc = &c->m->c;
-    if (n < 1 || !tokens) return errorf(err, err_len, "no tokens to evaluate");
+    if (n < 1 || !tokens) return errorf(err, WICK_ERR_INVALID_ARG, "no tokens to evaluate");
     if (n > c->n_ctx - c->n_past)
-        return errorf(err, err_len, "%d tokens do not fit in the context: %d of %d positions used", n, c->n_past, c->n_ctx);
+        return errorf(err, WICK_ERR_INVALID_ARG, "%d tokens do not fit in the context: %d of %d positions used", n, c->n_past, c->n_ctx);
     for (int32_t i = 0; i < n; i++)
         if (tokens[i] < 0 || tokens[i] >= mc->n_vocab)
-            return errorf(err, err_len, "token id %d out of range (vocabulary of %d)", tokens[i], mc->n_vocab);
+            return errorf(err, WICK_ERR_INVALID_ARG, "token id %d out of range (vocabulary of %d)", tokens[i], mc->n_vocab);
     if (!kv_cache_can_trim(c, c->n_past))
-        return errorf(err, err_len, "the sliding-window layers no longer hold the positions before %d (the cache was cut "
+        return errorf(err, WICK_ERR_INVALID_ARG, "the sliding-window layers no longer hold the positions before %d (the cache was cut "
                       "back too far): evaluate from an earlier position", c->n_past);
     int32_t rows = all_logits ? n : 1;
     if (rows > c->logits_cap_rows) {
         float *l = realloc(c->logits, (size_t)rows * (size_t)mc->n_vocab * sizeof(float));
-        if (!l) return errorf(err, err_len, "out of memory for the logits of %d positions", rows);
+        if (!l) return errorf(err, WICK_ERR_NOMEM, "out of memory for the logits of %d positions", rows);
         c->logits = l;
         c->logits_cap_rows = rows;
     }

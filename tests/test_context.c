@@ -5,7 +5,8 @@
  * set to 32: the sliding layers' cache stays at the window as the context grows to 1024, a ring
  * that wraps gives the logits of a cache that holds everything, and a shift past the window
  * matches a fresh evaluation. And an external context (the glue's WebGPU path) driven by the
- * generator, its operations carried out on a CPU context. Usage: test_context MODEL.gguf [GEMMA3.gguf]. Closes with
+ * generator, its operations carried out on a CPU context. And every WICK_ERR_* status, provoked one
+ * by one (the code checked, not only the text). Usage: test_context MODEL.gguf [GEMMA3.gguf]. Closes with
  * "N passed, M failed". */
 #include <math.h>
 #include <stdio.h>
@@ -297,6 +298,56 @@ static void external_case(wick_model *m) {
     wick_ctx_free(backend);
 }
 
+/* One failure: the call returned want, and the last error (and the context's own, when given)
+ * holds text. */
+static void check_status(wick_status got, wick_status want, const wick_ctx *c, const char *text, const char *what) {
+    char line[512];
+    int same_text = strstr(wick_last_error(), text) != NULL && (!c || strcmp(wick_ctx_last_error(c), wick_last_error()) == 0);
+    snprintf(line, sizeof line, "status %d (want %d) %s: %s", got, want, what, wick_last_error());
+    check(got == want && same_text, line);
+}
+
+/* Each WICK_ERR_* code comes from the failure itself, not from its message: provoked here one by
+ * one, with the code and the text checked, and a context's message kept apart from another's. */
+static void status_cases(wick_model *m) {
+    wick_model *none = NULL;
+    check_status(wick_model_load_gguf(NULL, 0, &none), WICK_ERR_INVALID_ARG, NULL, "NULL argument", "a NULL buffer");
+    static const uint8_t bad_magic[24] = "GGUX";
+    check_status(wick_model_load_gguf(bad_magic, sizeof bad_magic, &none), WICK_ERR_FORMAT, NULL, "not a GGUF file (bad magic)",
+                 "a file that is not GGUF");
+    static const uint8_t version4[24] = {'G', 'G', 'U', 'F', 4};
+    check_status(wick_model_load_gguf(version4, sizeof version4, &none), WICK_ERR_UNSUPPORTED, NULL,
+                 "GGUF version 4 not supported", "GGUF version 4");
+    check(none == NULL, "no model is made by a failed load");
+    wick_ctx_params p;
+    wick_ctx_default_params(&p);
+    p.kv_type = 7;
+    wick_ctx *c = NULL;
+    check_status(wick_ctx_new(m, &p, &c), WICK_ERR_INVALID_ARG, NULL, "KV cache type 7 unknown", "an unknown KV type");
+    /* 4M positions of F32 keys: a cache above 2 GiB, refused before any allocation */
+    p.kv_type = WICK_KV_F32;
+    p.n_ctx = 1 << 22;
+    check_status(wick_ctx_new(m, &p, &c), WICK_ERR_NOMEM, NULL, "too large for this build", "a KV cache of 2 x 2.5 GiB");
+    check(c == NULL, "no context is made by a failed wick_ctx_new");
+    wick_ctx *a = new_ctx(m, 8, 8), *b = new_ctx(m, 8, 8);
+    if (!a || !b) {
+        check(0, "two contexts");
+        wick_ctx_free(a);
+        wick_ctx_free(b);
+        return;
+    }
+    int32_t toks[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, out_of_range = 1 << 20;
+    check_status(wick_eval(a, toks, 9, 0), WICK_ERR_CONTEXT_FULL, a, "do not fit in the context", "9 tokens in 8 positions");
+    check_status(wick_eval(a, &out_of_range, 1, 0), WICK_ERR_INVALID_ARG, a, "out of range", "a token outside the vocabulary");
+    check_status(wick_kv_shift(a, 0, 5), WICK_ERR_INVALID_ARG, a, "cannot drop 5 positions after 0 of 0", "a shift past the end");
+    check(wick_ctx_last_error(b)[0] == 0, "another context's message stays empty");
+    check(wick_eval(b, toks, 2, 0) == WICK_OK && wick_last_error()[0] == 0, "a success clears the last error");
+    check(strstr(wick_ctx_last_error(a), "cannot drop") != NULL, "the failed context keeps its message");
+    check(wick_eval(a, toks, 2, 0) == WICK_OK && wick_ctx_last_error(a)[0] == 0, "a success clears the context's message");
+    wick_ctx_free(a);
+    wick_ctx_free(b);
+}
+
 static unsigned char *read_file(const char *path, long *n) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
@@ -320,6 +371,7 @@ int main(int argc, char **argv) {
     shift_case(m, WICK_KV_F32, 4, 7, 1e-5);
     shift_case(m, WICK_KV_F16, 1, 29, 2e-3); /* keys re-rounded to F16 after the rotation */
     external_case(m);
+    status_cases(m);
     wick_model_free(m);
     free(buf);
     if (argc > 2) {
