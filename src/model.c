@@ -175,7 +175,7 @@ static int check_config(const model_config *c, errmsg *err) {
 typedef struct {
     const char *name;
     bool rope_neox;        /* NEOX pairing (llama.cpp's llama_model_rope_type) */
-    bool norm_pre;         /* attn_norm / ffn_norm before each block */
+    bool norm_post_only;   /* no attn_norm / ffn_norm before each block, only the norms after (olmo2) */
     bool norm_post;        /* post_attention_norm / post_ffw_norm after each block */
     qk_norm_kind qk_norm;
     ffn_activation act;
@@ -199,23 +199,30 @@ typedef struct {
                                    * post_attention_norm: it sits after the attention's residual add) */
 } arch_info;
 
+/* Each row names only what differs from llama; a field left out is 0, false or NULL, which is
+ * llama's value (the enums' first members are llama's: checked below). */
 static const arch_info archs[] = {
-    /* name      neox   pre    post   qk norm           act            √dim   bias   tied   outreq period swa   ownb  norope caps  fcap  gran   noswa  swa unscaled, recurrent, gate, output norm, ffn norm */
-    {"llama",    false, true,  false, QK_NORM_NONE,     ACT_SILU,      false, false, false, false, 0, 0,     false, 0,   false, false, false, false, false, LAYER_ATTENTION, false, NULL, NULL},
-    {"qwen2",    true,  true,  false, QK_NORM_NONE,     ACT_SILU,      false, true,  false, false, 0, 0,     false, 0,   false, false, false, false, false, LAYER_ATTENTION, false, NULL, NULL},
-    {"qwen3",    true,  true,  false, QK_NORM_PER_HEAD, ACT_SILU,      false, false, false, false, 0, 0,     false, 0,   false, false, false, false, false, LAYER_ATTENTION, false, NULL, NULL},
-    {"gemma2",   true,  true,  true,  QK_NORM_NONE,     ACT_GELU_TANH, true,  false, true,  false, 2, 4096,  false, 0,   true,  false, false, false, false, LAYER_ATTENTION, false, NULL, NULL},
-    {"gemma3",   true,  true,  true,  QK_NORM_PER_HEAD, ACT_GELU_TANH, true,  false, false, false, 6, 0,     true,  0,   false, true,  false, false, true, LAYER_ATTENTION, false, NULL, NULL},
-    {"phi3",     true,  true,  false, QK_NORM_NONE,     ACT_SILU,      false, false, false, true,  0, 0,     false, 0,   false, false, false, true,  false, LAYER_ATTENTION, false, NULL, NULL},
-    {"smollm3",  false, true,  false, QK_NORM_NONE,     ACT_SILU,      false, false, false, false, 0, 0,     false, 4,   false, false, false, false, false, LAYER_ATTENTION, false, NULL, NULL},
-    {"granite",  false, true,  false, QK_NORM_NONE,     ACT_SILU,      false, false, false, false, 0, 0,     false, 0,   false, false, true,  false, false, LAYER_ATTENTION, false, NULL, NULL},
-    {"olmo2",    true,  false, true,  QK_NORM_FULL,     ACT_SILU,      false, false, false, true,  4, 0,     false, 0,   false, false, false, false, true, LAYER_ATTENTION, false, NULL, NULL},
+    {.name = "llama"},
+    {.name = "qwen2", .rope_neox = true, .biases = true},
+    {.name = "qwen3", .rope_neox = true, .qk_norm = QK_NORM_PER_HEAD},
+    {.name = "gemma2", .rope_neox = true, .norm_post = true, .act = ACT_GELU_TANH, .embd_scale_sqrt = true,
+     .tied_only = true, .swa_period = 2, .swa_default = 4096, .softcaps = true},
+    {.name = "gemma3", .rope_neox = true, .norm_post = true, .qk_norm = QK_NORM_PER_HEAD, .act = ACT_GELU_TANH,
+     .embd_scale_sqrt = true, .swa_period = 6, .swa_base_own = true, .final_softcap = true, .swa_unscaled = true},
+    {.name = "phi3", .rope_neox = true, .output_required = true, .ignore_swa = true},
+    {.name = "smollm3", .no_rope_every = 4},
+    {.name = "granite", .granite_scales = true},
+    {.name = "olmo2", .rope_neox = true, .norm_post_only = true, .norm_post = true, .qk_norm = QK_NORM_FULL,
+     .output_required = true, .swa_period = 4, .swa_unscaled = true},
     /* hybrids (llama.cpp's src/models/lfm2.cpp, qwen35.cpp): lfm2's convolution layers are those
      * whose KV head count is 0; qwen35's DeltaNet layers come from attention.recurrent_layers or
      * full_attention_interval */
-    {"lfm2",     true,  true,  false, QK_NORM_PER_HEAD, ACT_SILU,      false, false, false, false, 0, 0,     false, 0,   false, false, false, false, false, LAYER_SHORTCONV, false, "token_embd_norm.weight", NULL},
-    {"qwen35",   true,  true,  false, QK_NORM_PER_HEAD, ACT_SILU,      false, false, false, false, 0, 0,     false, 0,   false, false, false, false, false, LAYER_DELTANET,  true,  NULL, "post_attention_norm.weight"},
+    {.name = "lfm2", .rope_neox = true, .qk_norm = QK_NORM_PER_HEAD, .recurrent = LAYER_SHORTCONV,
+     .output_norm_name = "token_embd_norm.weight"},
+    {.name = "qwen35", .rope_neox = true, .qk_norm = QK_NORM_PER_HEAD, .recurrent = LAYER_DELTANET,
+     .attn_out_gate = true, .ffn_norm_name = "post_attention_norm.weight"},
 };
+_Static_assert(QK_NORM_NONE == 0 && ACT_SILU == 0 && LAYER_ATTENTION == 0, "a family left out of a switch is llama");
 
 static const arch_info *arch_find(gguf_str name) {
     for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
@@ -576,8 +583,8 @@ static int bind_gguf_weights(struct wick_model *m, errmsg *err) {
 #define NAME(s) (snprintf(n, sizeof n, "blk.%d." s, l), n)
         char ffn_norm_name[64];
         snprintf(ffn_norm_name, sizeof ffn_norm_name, "blk.%d.%s", l, ai->ffn_norm_name ? ai->ffn_norm_name : "ffn_norm.weight");
-        if (bind_vector(m, NAME("attn_norm.weight"), c->dim, !ai->norm_pre, &w->attn_norm, err) ||
-            bind_vector(m, ffn_norm_name, c->dim, !ai->norm_pre, &w->ffn_norm, err) ||
+        if (bind_vector(m, NAME("attn_norm.weight"), c->dim, ai->norm_post_only, &w->attn_norm, err) ||
+            bind_vector(m, ffn_norm_name, c->dim, ai->norm_post_only, &w->ffn_norm, err) ||
             (!ai->ffn_norm_name &&
              bind_vector(m, NAME("post_attention_norm.weight"), c->dim, !ai->norm_post, &w->attn_post_norm, err)) ||
             bind_vector(m, NAME("post_ffw_norm.weight"), c->dim, !ai->norm_post, &w->ffn_post_norm, err) ||
