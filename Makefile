@@ -96,7 +96,7 @@ native: build/native/wick build/native/wick-nofold $(addprefix build/native/,$(T
 build/native/wick: src/cli.c $(NATIVE_LIB) $(HEADERS)
 	$(CC) $(NATIVE_CFLAGS) -o $@ src/cli.c $(NATIVE_LIB) $(NATIVE_LIBS)
 
-# the CLI with attention's F16 rebias never folded into the query (src/forward.c, fold_query):
+# the CLI with attention's F16 rebias never folded into the query (src/attention.c, fold_query):
 # its logits must equal build/native/wick's (tests/consistency.test.mjs)
 build/native/wick-nofold: src/cli.c $(ENGINE_SRC) $(HEADERS) | build/.setup-stamp
 	$(CC) $(NATIVE_CFLAGS) -DWICK_NO_FOLD -o $@ src/cli.c $(ENGINE_SRC) $(NATIVE_LIBS)

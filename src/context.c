@@ -23,10 +23,10 @@ static int recurrent_state_init(struct wick_ctx *c, errmsg *err);
 int ctx_init_external(struct wick_ctx *c, const struct wick_model *m, int32_t n_ctx, errmsg *err) {
     memset(c, 0, sizeof *c);
     if (!m->has_weights) return errorf(err, WICK_ERR_INVALID_ARG, "the model has no weights (vocab-only file)");
-    const model_config *mc = &m->c;
+    const model_config *mc = &m->config;
     int32_t def_ctx = mc->n_ctx_train < 2048 ? 2048 : mc->n_ctx_train > 4096 ? 4096 : mc->n_ctx_train; /* as ctx_init */
     if (n_ctx < 0 || n_ctx > (1 << 22)) return errorf(err, WICK_ERR_INVALID_ARG, "context size %d out of range (1 to %d)", n_ctx, 1 << 22);
-    c->m = m;
+    c->model = m;
     c->n_ctx = n_ctx > 0 ? n_ctx : def_ctx;
     c->n_batch = c->n_ctx;
     c->external = true;
@@ -42,10 +42,10 @@ int ctx_init_external(struct wick_ctx *c, const struct wick_model *m, int32_t n_
 int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_params *p, errmsg *err) {
     memset(c, 0, sizeof *c);
     if (!m->has_weights) return errorf(err, WICK_ERR_INVALID_ARG, "the model has no weights (vocab-only file)");
-    const model_config *mc = &m->c;
+    const model_config *mc = &m->config;
     if (mc->head_dim % 8 || mc->head_dim > MAX_HEAD_DIM)
         return errorf(err, WICK_ERR_INVALID_ARG, "head dimension %d is not supported (multiples of 8 up to %d are)", mc->head_dim, MAX_HEAD_DIM);
-    c->m = m;
+    c->model = m;
     /* default window: the training context, at least 2048 (tiny models list short ones but
      * extrapolate; llama.cpp runs them so) and at most 4096 (memory) */
     int32_t def_ctx = mc->n_ctx_train < 2048 ? 2048 : mc->n_ctx_train > 4096 ? 4096 : mc->n_ctx_train;
@@ -131,8 +131,8 @@ int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_para
 /* The recurrent state and its snapshots (sized here, once: constant in the number of tokens),
  * and the scratch of the recurrent layers and of an attention output gate. */
 static int recurrent_state_init(struct wick_ctx *c, errmsg *err) {
-    const struct wick_model *m = c->m;
-    const model_config *mc = &m->c;
+    const struct wick_model *m = c->model;
+    const model_config *mc = &m->config;
     size_t B = (size_t)c->n_batch, dim = (size_t)mc->dim, qd = (size_t)mc->q_dim;
     size_t proj_w = 0, mix_w = 0, mix2_w = 0;
     for (int i = 0; i < STATE_SNAPSHOTS; i++) c->rs_snap_pos[i] = -1;
@@ -227,7 +227,7 @@ bool kv_cache_can_shift(const struct wick_ctx *c, int32_t n_keep, int32_t n_disc
     if (c->external) return false;      /* the outside backend evaluates the kept tokens again */
     if (ctx_has_state(c)) return false; /* a recurrent state holds the dropped positions mixed in */
     if (!c->ring) return true;
-    int n_after = c->n_past - n_discard, w = c->m->c.n_swa;
+    int n_after = c->n_past - n_discard, w = c->model->config.n_swa;
     int need = n_after >= w ? n_after - w + 1 : 0; /* the window of the next position */
     return ring_first_after_shift(c, n_keep, n_discard) <= need;
 }
@@ -244,7 +244,7 @@ bool kv_cache_can_trim(const struct wick_ctx *c, int32_t n) {
     if (n == 0) return true;
     if (ctx_has_state(c) && n != c->n_past && state_snapshot_at(c, n) < 0) return false;
     if (!c->ring) return true;
-    int w = c->m->c.n_swa, need = n >= w ? n - w + 1 : 0;
+    int w = c->model->config.n_swa, need = n >= w ? n - w + 1 : 0;
     return need >= c->swa_lo;
 }
 
@@ -282,7 +282,7 @@ int kv_cache_trim(struct wick_ctx *c, int32_t n, errmsg *err) {
 
 /* Re-rotates one cached key row (kv_dim values) by the angles of cs/sn. */
 static void rotate_cached_key(struct wick_ctx *c, const void *src, void *dst, const float *cs, const float *sn) {
-    const model_config *mc = &c->m->c;
+    const model_config *mc = &c->model->config;
     int kvd = kv_dim(mc);
     float *tmp = c->k; /* scratch of at least kv_dim floats */
     for (int i = 0; i < kvd; i++) tmp[i] = kv_load(c, src, (size_t)i);
@@ -291,7 +291,7 @@ static void rotate_cached_key(struct wick_ctx *c, const void *src, void *dst, co
 }
 
 int kv_cache_shift(struct wick_ctx *c, int32_t n_keep, int32_t n_discard, errmsg *err) {
-    const model_config *mc = &c->m->c;
+    const model_config *mc = &c->model->config;
     if (n_keep < 0 || n_discard < 0 || n_keep + n_discard > c->n_past)
         return errorf(err, WICK_ERR_INVALID_ARG, "cannot drop %d positions after %d of %d", n_discard, n_keep, c->n_past);
     if (n_discard == 0) return 0;
@@ -319,7 +319,7 @@ int kv_cache_shift(struct wick_ctx *c, int32_t n_keep, int32_t n_discard, errmsg
         }
     }
     for (int l = 0; l < mc->n_layers; l++) {
-        const layer_weights *w = &c->m->layers[l];
+        const layer_weights *w = &c->model->layers[l];
         const float *lcs = w->sliding ? cs_swa : cs, *lsn = w->sliding ? sn_swa : sn;
         if (c->kv_slots[l] == 0) continue; /* a recurrent layer (never reached: such a cache is not shifted) */
         if (c->kv_slots[l] == c->n_ctx) { /* every position: move the rest down in place */

@@ -20,7 +20,7 @@
 #define STATE_SNAPSHOTS 2
 
 struct wick_ctx {
-    const struct wick_model *m;
+    const struct wick_model *model;
     int32_t n_ctx, n_batch, kv_type, n_past;
     errmsg error;                 /* the last failure of a call on this context (wick_ctx_last_error) */
     size_t kv_elem;               /* bytes per cached element (2 or 4) */
@@ -105,7 +105,7 @@ static inline int kv_slot(const struct wick_ctx *c, int l, int pos) {
 
 /* layer l, position pos in a cache */
 static inline void *kv_at(const struct wick_ctx *c, void *cache, int l, int pos) {
-    return (uint8_t *)cache + (c->kv_off[l] + (size_t)kv_slot(c, l, pos) * (size_t)kv_dim(&c->m->c)) * c->kv_elem;
+    return (uint8_t *)cache + (c->kv_off[l] + (size_t)kv_slot(c, l, pos) * (size_t)kv_dim(&c->model->config)) * c->kv_elem;
 }
 
 #endif

@@ -135,7 +135,7 @@ wick_status wick_grammar_check(const char *gbnf, const char *root, const char *t
 /* The text of every token, as the streaming detokenizer shows it (control tokens: none). */
 static int build_pieces(wick_gen *g) {
     if (g->piece_off) return 0;
-    const wick_vocab *v = g->c->m->vocab;
+    const wick_vocab *v = g->c->model->vocab;
     int32_t n = vocab_n_tokens(v);
     int32_t *off = malloc(((size_t)n + 1) * sizeof *off);
     size_t cap = (size_t)n * 4 + 64, len = 0;
@@ -168,7 +168,7 @@ fail:
 /* The grammar's constraint on the next token (sampler_token_filter). */
 static bool grammar_allows(void *ctx, int32_t t) {
     wick_gen *g = ctx;
-    if (vocab_is_eog(g->c->m->vocab, t)) return !g->ignore_eos && grammar_matcher_complete(g->matcher);
+    if (vocab_is_eog(g->c->model->vocab, t)) return !g->ignore_eos && grammar_matcher_complete(g->matcher);
     const char *bytes = g->piece_bytes + g->piece_off[t];
     size_t n = (size_t)(g->piece_off[t + 1] - g->piece_off[t]);
     if (n > 0 && !g->first_byte_ok[(unsigned char)bytes[0]] && !g->tokens_possible) return false;
@@ -228,7 +228,7 @@ wick_status wick_gen_clear_stops(wick_gen *g) {
 
 wick_status wick_gen_set_bias(wick_gen *g, int32_t token, float bias) {
     if (!g) return api_fail(WICK_ERR_INVALID_ARG, "NULL generator");
-    if (token < 0 || token >= g->c->m->c.n_vocab)
+    if (token < 0 || token >= g->c->model->config.n_vocab)
         return api_fail(WICK_ERR_INVALID_ARG, "logit bias: token %d out of range", token);
     if (isnan(bias) || bias == INFINITY)
         return api_fail(WICK_ERR_INVALID_ARG, "logit bias must be finite or -infinity");
@@ -275,12 +275,12 @@ static int ensure_hist(wick_gen *g, int32_t n) {
 wick_status wick_gen_start(wick_gen *g, const int32_t *tokens, int32_t n) {
     if (!g || (!tokens && n)) return api_fail(WICK_ERR_INVALID_ARG, "wick_gen_start: NULL argument");
     wick_ctx *c = g->c;
-    int32_t n_ctx = wick_n_ctx(c), n_vocab = c->m->c.n_vocab;
+    int32_t n_ctx = wick_n_ctx(c), n_vocab = c->model->config.n_vocab;
     if (n < 1) return api_fail(WICK_ERR_INVALID_ARG, "the prompt is empty");
     for (int32_t i = 0; i < n; i++)
         if (tokens[i] < 0 || tokens[i] >= n_vocab)
             return api_fail(WICK_ERR_INVALID_ARG, "prompt token %d is out of range (vocabulary of %d)", tokens[i], n_vocab);
-    int32_t bos = vocab_bos(c->m->vocab);
+    int32_t bos = vocab_bos(c->model->vocab);
     int32_t keep = g->n_keep < 0 ? n : g->n_keep;
     if (keep == 0 && tokens[0] == bos) keep = 1; /* BOS always stays */
     if (keep > n) keep = n;
@@ -357,7 +357,7 @@ wick_status wick_gen_start(wick_gen *g, const int32_t *tokens, int32_t n) {
     g->sm_ready = false;
     if (stop_matcher_init(&g->sm, (const char *const *)g->stops, g->n_stops, &err)) return api_status(&err);
     g->sm_ready = true;
-    detok_init_continuing(&g->dt, c->m->vocab);
+    detok_init_continuing(&g->dt, c->model->vocab);
     if (g->grammar) {
         if (build_pieces(g)) return api_fail(WICK_ERR_NOMEM, "out of memory");
         grammar_matcher_reset(g->matcher);
@@ -458,7 +458,7 @@ wick_status wick_gen_next(wick_gen *g) {
     g->token = tok;
     g->n_top = g->n_probs ? sampler_top(g->sampler, g->n_probs, g->top_ids, g->top_probs) : 0;
     g->generated++;
-    if (!g->ignore_eos && vocab_is_eog(c->m->vocab, tok)) {
+    if (!g->ignore_eos && vocab_is_eog(c->model->vocab, tok)) {
         g->finish = WICK_FINISH_EOG;
         if (flush_text(g)) return api_fail(WICK_ERR_NOMEM, "out of memory");
         return api_ok();

@@ -87,12 +87,12 @@ int model_use_cpu_layout(struct wick_model *m)
 {
     if (!m->has_weights || !m->is_gguf) return 0;
     enum { PER_LAYER = 14 };
-    size_t n = 0, cap = 2 + (size_t)m->c.n_layers * PER_LAYER;
+    size_t n = 0, cap = 2 + (size_t)m->config.n_layers * PER_LAYER;
     weight **ws = malloc(cap * sizeof *ws);
     if (!ws) return -1;
     ws[n++] = &m->tok_embd;
     ws[n++] = &m->output;
-    for (int l = 0; l < m->c.n_layers; l++) {
+    for (int l = 0; l < m->config.n_layers; l++) {
         layer_weights *L = &m->layers[l];
         weight *per[PER_LAYER] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_down, &L->w_up,
                                   &L->sc_in, &L->sc_out, &L->dn_qkv, &L->dn_gate, &L->dn_alpha, &L->dn_beta, &L->dn_out};
@@ -241,7 +241,7 @@ static const char *arch_names(void) {
 
 static const arch_info *model_arch(const struct wick_model *m) {
     for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
-        if (!strcmp(m->c.arch, archs[i].name)) return &archs[i];
+        if (!strcmp(m->config.arch, archs[i].name)) return &archs[i];
     return &archs[0];
 }
 
@@ -268,11 +268,11 @@ static void config_defaults(model_config *c) {
 
 /* Per-layer switches, once n_layers is known and checked. */
 static int alloc_layers(struct wick_model *m, errmsg *err) {
-    if (m->c.n_layers < 1 || m->c.n_layers > MAX_LAYERS)
-        return errorf(err, WICK_ERR_FORMAT, "block count = %d is out of range (1 to %d)", m->c.n_layers, MAX_LAYERS);
-    m->layers = calloc((size_t)m->c.n_layers, sizeof *m->layers);
+    if (m->config.n_layers < 1 || m->config.n_layers > MAX_LAYERS)
+        return errorf(err, WICK_ERR_FORMAT, "block count = %d is out of range (1 to %d)", m->config.n_layers, MAX_LAYERS);
+    m->layers = calloc((size_t)m->config.n_layers, sizeof *m->layers);
     if (!m->layers) return errorf(err, WICK_ERR_NOMEM, "out of memory");
-    for (int l = 0; l < m->c.n_layers; l++) m->layers[l].rotate = true;
+    for (int l = 0; l < m->config.n_layers; l++) m->layers[l].rotate = true;
     return 0;
 }
 
@@ -314,7 +314,7 @@ static int read_hybrid_config(const gguf_file *g, const char *a, const arch_info
 /* Which layers are recurrent: lfm2's have 0 KV heads (kv_arr, the per-layer list); qwen35's
  * are listed in attention.recurrent_layers, else all but every full_attention_interval-th. */
 static int read_layer_kinds(struct wick_model *m, const arch_info *ai, const gguf_kv *kv_arr, errmsg *err) {
-    model_config *c = &m->c;
+    model_config *c = &m->config;
     const gguf_file *g = &m->gguf;
     char key[128];
     if (ai->recurrent == LAYER_SHORTCONV) {
@@ -347,7 +347,7 @@ int32_t model_conv_channels(const model_config *c, layer_kind kind) {
 }
 
 size_t model_layer_state_floats(const struct wick_model *m, int l) {
-    const model_config *c = &m->c;
+    const model_config *c = &m->config;
     layer_kind kind = m->layers[l].kind;
     if (kind == LAYER_ATTENTION) return 0;
     size_t conv = (size_t)(c->conv_kernel - 1) * (size_t)model_conv_channels(c, kind);
@@ -357,7 +357,7 @@ size_t model_layer_state_floats(const struct wick_model *m, int l) {
 
 static int read_gguf_config(struct wick_model *m, errmsg *err) {
     const gguf_file *g = &m->gguf;
-    model_config *c = &m->c;
+    model_config *c = &m->config;
     const arch_info *ai = model_arch(m);
     const char *a = c->arch;
     int64_t v;
@@ -528,7 +528,7 @@ static weight weight_rows(const weight *w, int64_t r0, int64_t rows) {
 /* The mixer of recurrent layer l: lfm2's short convolution or qwen35's gated DeltaNet
  * (tensor names and shapes as llama.cpp's loader creates them). */
 static int bind_recurrent(struct wick_model *m, int l, errmsg *err) {
-    const model_config *c = &m->c;
+    const model_config *c = &m->config;
     layer_weights *w = &m->layers[l];
     int64_t channels = model_conv_channels(c, w->kind);
     char n[64];
@@ -555,7 +555,7 @@ static int bind_recurrent(struct wick_model *m, int l, errmsg *err) {
 }
 
 static int bind_gguf_weights(struct wick_model *m, errmsg *err) {
-    model_config *c = &m->c;
+    model_config *c = &m->config;
     const arch_info *ai = model_arch(m);
     const gguf_tensor *emb = model_find_tensor(m, "token_embd.weight");
     if (!emb) return errorf(err, WICK_ERR_FORMAT, "tensor token_embd.weight is missing");
@@ -714,7 +714,7 @@ int model_load_gguf(struct wick_model *m, const uint8_t *const *bufs, const size
         model_release(m);
         return -1;
     }
-    snprintf(m->c.arch, sizeof m->c.arch, "%.*s", (int)arch.len, arch.ptr);
+    snprintf(m->config.arch, sizeof m->config.arch, "%.*s", (int)arch.len, arch.ptr);
     if (n_tensors == 0) goto vocab;
     if (read_gguf_config(m, err) || bind_gguf_weights(m, err)) {
         model_release(m);
@@ -726,7 +726,7 @@ vocab:
         model_release(m);
         return -1;
     }
-    if (!m->has_weights) m->c.n_vocab = vocab_n_tokens(m->vocab);
+    if (!m->has_weights) m->config.n_vocab = vocab_n_tokens(m->vocab);
     return 0;
 }
 
@@ -745,7 +745,7 @@ int model_load_llama2c(struct wick_model *m, const uint8_t *bin, size_t bin_size
     memcpy(h, bin, sizeof h);
     if (memcmp(bin, "24ka", 4) == 0) /* the magic 0x616b3432 of llama2.c's versioned export */
         return errorf(err, WICK_ERR_UNSUPPORTED, "llama2.c versioned checkpoints (export version %d) are not supported; use the legacy format", h[1]);
-    model_config *c = &m->c;
+    model_config *c = &m->config;
     snprintf(c->arch, sizeof c->arch, "llama");
     c->dim = h[0];
     c->hidden_dim = h[1];

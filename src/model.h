@@ -96,7 +96,7 @@ typedef struct {
 
 
 struct wick_model {
-    model_config c;
+    model_config config;
     bool has_weights;
     weight tok_embd;                  /* [n_vocab][dim] */
     const float *output_norm;         /* [dim] */

@@ -11,7 +11,7 @@
  * divided by the pair's frequency factor (Llama 3's rope_freqs, phi3's short or long set), times
  * the linear position scale `scale`; cos and sin are then multiplied by mscale (phi3's attn_factor). */
 void rope_tables(const struct wick_ctx *c, float base, float scale, float mscale, int pos0, int n, float *cs, float *sn) {
-    const model_config *mc = &c->m->c;
+    const model_config *mc = &c->model->config;
     int half = mc->rope_dim / 2;
     float theta_scale = powf(base, -2.0f / (float)mc->rope_dim);
     for (int t = 0; t < n; t++) {

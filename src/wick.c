@@ -165,7 +165,7 @@ static uint64_t weight_bytes(const weight *w) { return w->data ? (uint64_t)w->ro
 wick_status wick_model_get_info(const wick_model *m, wick_model_info *o) {
     if (!m || !o) return api_fail(WICK_ERR_INVALID_ARG, "wick_model_get_info: NULL argument");
     memset(o, 0, sizeof *o);
-    const model_config *c = &m->c;
+    const model_config *c = &m->config;
     snprintf(o->arch, sizeof o->arch, "%s", c->arch);
     o->n_vocab = c->n_vocab;
     o->dim = c->dim;
@@ -218,7 +218,7 @@ static void emit(text_out *o, const char *fmt, ...) {
 
 /* The switches the forward pass takes for this family (model.h), as "family":{…}. */
 static void emit_family(text_out *o, const wick_model *m) {
-    const model_config *c = &m->c;
+    const model_config *c = &m->config;
     const layer_weights *l0 = &m->layers[0];
     int sliding = 0, unrotated = 0;
     for (int l = 0; l < c->n_layers; l++) {
@@ -285,7 +285,7 @@ wick_status wick_model_info_json(const wick_model *m, char *buf, size_t buf_len,
             for (uint64_t t = 0; t < g->n_tensors; t++) counts[g->tensors[t].type]++;
         }
     else if (m->has_weights)
-        counts[WICK_TYPE_F32] = 3 + 9 * (uint64_t)m->c.n_layers - (m->output.data == m->tok_embd.data);
+        counts[WICK_TYPE_F32] = 3 + 9 * (uint64_t)m->config.n_layers - (m->output.data == m->tok_embd.data);
     bool first = true;
     for (int t = 0; t < WICK_TYPE_COUNT; t++)
         if (counts[t]) {
@@ -318,7 +318,7 @@ static void emit_vector(text_out *o, const char *name, const float *v, int64_t n
 wick_status wick_model_tensors_json(const wick_model *m, char *buf, size_t buf_len, size_t *needed) {
     if (!m || (!buf && buf_len)) return api_fail(WICK_ERR_INVALID_ARG, "wick_model_tensors_json: bad argument");
     if (!m->has_weights) return api_fail(WICK_ERR_INVALID_ARG, "the model has no weights (vocab-only file)");
-    const model_config *c = &m->c;
+    const model_config *c = &m->config;
     int64_t kvd = (int64_t)c->n_kv_heads * c->head_dim;
     text_out o = {buf, buf_len, 0};
     emit(&o,
@@ -483,8 +483,8 @@ static int ext_push(wick_ctx *c, const int32_t *v, int32_t n) {
 static wick_status eval_external(wick_ctx *c, const int32_t *tokens, int32_t n, int all_logits) {
     if (n < 1 || !tokens) return ctx_fail(c, WICK_ERR_INVALID_ARG, "no tokens to evaluate");
     for (int32_t i = 0; i < n; i++)
-        if (tokens[i] < 0 || tokens[i] >= c->m->c.n_vocab)
-            return ctx_fail(c, WICK_ERR_INVALID_ARG, "token id %d out of range (vocabulary of %d)", tokens[i], c->m->c.n_vocab);
+        if (tokens[i] < 0 || tokens[i] >= c->model->config.n_vocab)
+            return ctx_fail(c, WICK_ERR_INVALID_ARG, "token id %d out of range (vocabulary of %d)", tokens[i], c->model->config.n_vocab);
     int32_t head[4] = {WICK_OP_EVAL, c->n_past, n, all_logits != 0};
     int32_t len = c->ext_len;
     if (ext_push(c, head, 4) || ext_push(c, tokens, n)) {
@@ -524,7 +524,7 @@ int32_t wick_ctx_external_ops(wick_ctx *c, const int32_t **ops) {
 float *wick_ctx_external_logits(wick_ctx *c, int32_t n_rows) {
     if (!c || !c->external || n_rows < 1) return NULL;
     if (n_rows > c->logits_cap_rows) {
-        float *l = realloc(c->logits, (size_t)n_rows * (size_t)c->m->c.n_vocab * sizeof(float));
+        float *l = realloc(c->logits, (size_t)n_rows * (size_t)c->model->config.n_vocab * sizeof(float));
         if (!l) return NULL;
         c->logits = l;
         c->logits_cap_rows = n_rows;
@@ -547,7 +547,7 @@ const float *wick_get_logits(const wick_ctx *c, int32_t i) {
     if (!c || !c->logits || c->n_logit_rows == 0) return NULL;
     if (i < 0) i = c->n_logit_rows - 1;
     if (i >= c->n_logit_rows) return NULL;
-    return c->logits + (size_t)i * (size_t)c->m->c.n_vocab;
+    return c->logits + (size_t)i * (size_t)c->model->config.n_vocab;
 }
 
 int32_t wick_n_past(const wick_ctx *c) { return c ? c->n_past : 0; }

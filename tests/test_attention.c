@@ -50,7 +50,7 @@ typedef struct {
 static double run_case(const attn_case *k, errmsg *err) {
     layer_weights layer = {.kind = LAYER_ATTENTION, .sliding = k->n_swa > 0};
     struct wick_model m = {.has_weights = true, .layers = &layer};
-    model_config *mc = &m.c;
+    model_config *mc = &m.config;
     mc->n_layers = 1, mc->n_kv_heads = k->n_kv_heads, mc->n_heads = k->group * k->n_kv_heads;
     mc->head_dim = k->head_dim, mc->q_dim = mc->n_heads * k->head_dim, mc->dim = mc->q_dim, mc->hidden_dim = mc->q_dim;
     mc->n_vocab = 1, mc->n_ctx_train = 64, mc->rope_dim = k->head_dim;
@@ -110,7 +110,7 @@ static void case_check(const attn_case *k) {
 static void causal_check(void) {
     layer_weights layer = {.kind = LAYER_ATTENTION};
     struct wick_model m = {.has_weights = true, .layers = &layer};
-    model_config *mc = &m.c;
+    model_config *mc = &m.config;
     mc->n_layers = 1, mc->n_kv_heads = 1, mc->n_heads = 2, mc->head_dim = 32, mc->q_dim = 64, mc->dim = 64;
     mc->hidden_dim = 64, mc->n_vocab = 1, mc->n_ctx_train = 64, mc->rope_dim = 32, mc->attn_scale = 1.0f / sqrtf(32.0f);
     wick_ctx_params p = {.n_ctx = 64, .n_batch = 16, .n_threads = 1, .kv_type = WICK_KV_F32};

@@ -26,14 +26,14 @@ static void check(int ok, const char *what) {
 }
 
 static float cached_key(const wick_ctx *c, int pos, int i) {
-    int kvd = c->m->c.n_kv_heads * c->m->c.head_dim, slots = c->kv_slots[0];
+    int kvd = c->model->config.n_kv_heads * c->model->config.head_dim, slots = c->kv_slots[0];
     size_t idx = (size_t)(pos % slots) * (size_t)kvd + (size_t)i; /* layer 0 comes first; a ring wraps */
     return c->kv_type == WICK_KV_F16 ? quant_f16_to_f32(((const uint16_t *)c->k_cache)[idx]) : ((const float *)c->k_cache)[idx];
 }
 
 /* largest |a − b| over layer-0 keys of positions [from, n), relative to the largest |b| */
 static double key_difference(const wick_ctx *a, const wick_ctx *b, int from, int n) {
-    int kvd = a->m->c.n_kv_heads * a->m->c.head_dim;
+    int kvd = a->model->config.n_kv_heads * a->model->config.head_dim;
     double worst = 0, scale = 0;
     for (int p = from; p < n; p++)
         for (int i = 0; i < kvd; i++) {
@@ -76,7 +76,7 @@ static void shift_case(wick_model *m, int kv_type, int n_keep, int n_discard, do
     int32_t next = 42;
     int finite = wick_eval(shifted, &next, 1, 0) == WICK_OK;
     const float *l = wick_get_logits(shifted, -1);
-    for (int i = 0; finite && i < m->c.n_vocab; i++) finite = isfinite(l[i]);
+    for (int i = 0; finite && i < m->config.n_vocab; i++) finite = isfinite(l[i]);
     check(finite, "the shifted context evaluates the next token to finite logits");
     check(wick_kv_shift(shifted, 10, 100) != WICK_OK, "dropping more than is cached is refused");
     wick_ctx_free(shifted);
@@ -111,10 +111,10 @@ static int token_at(int i) { return i == 0 ? 1 : 3 + (i * 37 + i / 7) % 500; }
 static void sliding_window_cases(wick_model *m) {
     enum { W = 32, N = 1000, CTX = 1024 };
     char what[200];
-    m->c.n_swa = W;
-    int n_vocab = m->c.n_vocab, kvd = m->c.n_kv_heads * m->c.head_dim, sliding = 0;
-    for (int l = 0; l < m->c.n_layers; l++) sliding += m->layers[l].sliding;
-    check(sliding == 5 && m->c.n_layers == 6, "gemma3: five sliding layers of six");
+    m->config.n_swa = W;
+    int n_vocab = m->config.n_vocab, kvd = m->config.n_kv_heads * m->config.head_dim, sliding = 0;
+    for (int l = 0; l < m->config.n_layers; l++) sliding += m->layers[l].sliding;
+    check(sliding == 5 && m->config.n_layers == 6, "gemma3: five sliding layers of six");
     /* memory: each sliding layer holds W − 1 + n_batch positions, whatever the context */
     wick_ctx *ring = new_ctx(m, CTX, 32), *small = new_ctx(m, 256, 32), *whole = new_ctx(m, CTX, CTX), *one = new_ctx(m, CTX, 1);
     if (!ring || !small || !whole || !one) { check(0, "contexts"); return; }
@@ -167,7 +167,7 @@ static void sliding_window_cases(wick_model *m) {
 
     /* every layer sliding: then the dropped tokens are out of every window and the next token's
      * logits after the shift match a fresh evaluation of the tokens that stay */
-    for (int l = 0; l < m->c.n_layers; l++) m->layers[l].sliding = true;
+    for (int l = 0; l < m->config.n_layers; l++) m->layers[l].sliding = true;
     wick_ctx *all = new_ctx(m, CTX, 32);
     fresh = new_ctx(m, CTX, 32);
     float *after = malloc((size_t)n_vocab * sizeof(float));
@@ -182,11 +182,11 @@ static void sliding_window_cases(wick_model *m) {
     check(ok && d < 2e-3, what);
     wick_ctx_free(all);
     wick_ctx_free(fresh);
-    for (int l = 0; l < m->c.n_layers; l++) m->layers[l].sliding = l % 6 < 5;
+    for (int l = 0; l < m->config.n_layers; l++) m->layers[l].sliding = l % 6 < 5;
 
     /* generation through shifts the rings cannot follow (keep 64 of a 128-token context, decode
      * with a 48-position window): the generator evaluates the kept tokens again and goes on */
-    m->c.n_swa = 48;
+    m->config.n_swa = 48;
     wick_ctx *g_ctx = new_ctx(m, 128, 1);
     wick_gen *g = NULL;
     ok = g_ctx && wick_gen_new(g_ctx, &g) == WICK_OK;
@@ -234,7 +234,7 @@ static int run_external_ops(wick_ctx *ext, wick_ctx *backend, int *saw_trim) {
         i += 4 + count;
     }
     if (logits) {
-        size_t n_vocab = (size_t)backend->m->c.n_vocab;
+        size_t n_vocab = (size_t)backend->model->config.n_vocab;
         memcpy(wick_ctx_external_logits(ext, rows), logits, (size_t)rows * n_vocab * sizeof(float));
     }
     return evaluated;
@@ -379,7 +379,7 @@ int main(int argc, char **argv) {
         if (!buf || wick_model_load_gguf(buf, (size_t)n, &m) != WICK_OK) {
             check(0, buf ? wick_last_error() : "cannot open the gemma3 file");
         } else {
-            check(strcmp(m->c.arch, "gemma3") == 0, "the second file is a gemma3 model");
+            check(strcmp(m->config.arch, "gemma3") == 0, "the second file is a gemma3 model");
             sliding_window_cases(m);
             wick_model_free(m);
         }
