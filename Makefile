@@ -24,7 +24,7 @@ EMCC := NODE_PATH=/usr/share/nodejs emcc
 WASM_CFLAGS := $(CFLAGS_COMMON) -O3 -msimd128
 WASM_EXPORT_NAMES := malloc free wick_buffer_alloc wick_buffer_free wick_cli_main wick_last_error wick_model_load_gguf wick_model_load_gguf_parts wick_model_load_llama2c \
   wick_model_free wick_model_get_info wick_model_info_json wick_tokenize wick_detokenize wick_token_to_piece wick_token_is_eog \
-  wick_ctx_default_params wick_ctx_new wick_ctx_free wick_eval wick_get_logits wick_n_past wick_n_ctx \
+  wick_ctx_default_params wick_ctx_new wick_ctx_free wick_ctx_last_error wick_eval wick_get_logits wick_n_past wick_n_ctx \
   wick_kv_trim wick_kv_shift wick_kv_bytes wick_state_bytes wick_state_snapshot wick_sample_simple wick_softmax \
   wick_gen_new wick_gen_free wick_gen_set wick_gen_set_grammar wick_grammar_check wick_gen_add_stop wick_gen_clear_stops wick_gen_set_bias \
   wick_gen_clear_bias wick_gen_start wick_gen_next wick_gen_token wick_gen_finish wick_gen_text \
@@ -96,7 +96,7 @@ native: build/native/wick build/native/wick-nofold $(addprefix build/native/,$(T
 build/native/wick: src/cli.c $(NATIVE_LIB) $(HEADERS)
 	$(CC) $(NATIVE_CFLAGS) -o $@ src/cli.c $(NATIVE_LIB) $(NATIVE_LIBS)
 
-# the CLI with attention's F16 rebias never folded into the query (src/forward.c, fold_query):
+# the CLI with attention's F16 rebias never folded into the query (src/attention.c, fold_query):
 # its logits must equal build/native/wick's (tests/consistency.test.mjs)
 build/native/wick-nofold: src/cli.c $(ENGINE_SRC) $(HEADERS) | build/.setup-stamp
 	$(CC) $(NATIVE_CFLAGS) -DWICK_NO_FOLD -o $@ src/cli.c $(ENGINE_SRC) $(NATIVE_LIBS)

@@ -558,13 +558,13 @@ int main(int argc, char **argv)
         return error_exit("synth: writes files, which the wasm builds cannot: run build/native/wick synth");
 #endif
         if (!o.shape || !o.type || !o.out) return error_exit("synth: --shape, --type and -o are required");
-        char err[512];
+        errmsg err = {0};
         /* the seed comes from --seed when given, as a generation setting */
         unsigned long long seed = 1;
         for (int i = 0; i < o.n_set; i++)
             if (!strcmp(o.set_names[i], "seed")) seed = (unsigned long long)o.set_values[i];
         const char *vocab = o.vocab ? o.vocab : "../shared/vocab/ggml-vocab-llama-spm.gguf";
-        if (synth_write(o.arch, o.shape, o.type, vocab, o.out, seed, err, sizeof err)) return error_exit("synth: %s", err);
+        if (synth_write(o.arch, o.shape, o.type, vocab, o.out, seed, &err)) return error_exit("synth: %s", err.text);
         return 0;
     }
     if (!strcmp(o.cmd, "match")) return cmd_match(&o);

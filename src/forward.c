@@ -31,10 +31,10 @@ static bool rope_swa_own(const model_config *mc) {
 
 /* The tables of a batch: [0] for the full layers, [1] for sliding ones with angles of their own. */
 static float *rope_cos_of(const struct wick_ctx *c, bool sliding) {
-    return c->rope_cos + (sliding && rope_swa_own(&c->m->c) ? (size_t)c->n_batch * (size_t)(c->m->c.rope_dim / 2) : 0);
+    return c->rope_cos + (sliding && rope_swa_own(&c->model->config) ? (size_t)c->n_batch * (size_t)(c->model->config.rope_dim / 2) : 0);
 }
 static float *rope_sin_of(const struct wick_ctx *c, bool sliding) {
-    return c->rope_sin + (sliding && rope_swa_own(&c->m->c) ? (size_t)c->n_batch * (size_t)(c->m->c.rope_dim / 2) : 0);
+    return c->rope_sin + (sliding && rope_swa_own(&c->model->config) ? (size_t)c->n_batch * (size_t)(c->model->config.rope_dim / 2) : 0);
 }
 
 static void add_rows(float *x, const float *y, size_t n) {
@@ -62,7 +62,7 @@ static void residual_add(float *x, float *y, const float *post_norm, int n_tok, 
 /* Q and K normed (qwen3, gemma3: each head with the same head_dim weights; olmo2: the whole
  * width), then rotated by their positions unless the layer does not rotate (smollm3) */
 static void qk_prepare(struct wick_ctx *c, const layer_weights *w, int n_tok, int pos0) {
-    const model_config *mc = &c->m->c;
+    const model_config *mc = &c->model->config;
     int hd = mc->head_dim, kvd = kv_dim(mc), half = mc->rope_dim / 2;
     const float *cs = rope_cos_of(c, w->sliding), *sn = rope_sin_of(c, w->sliding);
     for (int t = 0; t < n_tok; t++) {
@@ -88,7 +88,7 @@ static void qk_prepare(struct wick_ctx *c, const layer_weights *w, int n_tok, in
 /* Attention with the KV cache: q, k, v projected (qwen35: each head's query then its output
  * gate in attn_q), normed and rotated, cached; softmax(q·Kᵀ)·V per head; out projection into c->xb. */
 static void attention_block(struct wick_ctx *c, const layer_weights *w, int l, act_rows *in, int n_tok, int pos0) {
-    const model_config *mc = &c->m->c;
+    const model_config *mc = &c->model->config;
     int dim = mc->dim, kvd = kv_dim(mc), qd = mc->q_dim;
     if (mc->attn_out_gate) { /* qwen35: each head's query then its gate, into proj, then apart */
         const weight *ws[] = {&w->wq, &w->wk, &w->wv};
@@ -129,8 +129,8 @@ static void attention_block(struct wick_ctx *c, const layer_weights *w, int l, a
  * (none when logits_out is NULL). One layer loop for every family: the switches of
  * model_config and layer_weights say which steps a layer takes. */
 static int forward_batch(struct wick_ctx *c, const int32_t *tokens, int n_tok, bool all_logits, float *logits_out) {
-    const struct wick_model *m = c->m;
-    const model_config *mc = &m->c;
+    const struct wick_model *m = c->model;
+    const model_config *mc = &m->config;
     int dim = mc->dim, hid = mc->hidden_dim;
     int pos0 = c->n_past;
     const quant_type *emb_t = quant_get(m->tok_embd.type);
@@ -191,21 +191,21 @@ static int forward_batch(struct wick_ctx *c, const int32_t *tokens, int n_tok, b
     return 0;
 }
 
-int forward_eval(struct wick_ctx *c, const int32_t *tokens, int32_t n, bool all_logits, char *err, size_t err_len) {
-    const model_config *mc = &c->m->c;
-    if (n < 1 || !tokens) return errorf(err, err_len, "no tokens to evaluate");
+int forward_eval(struct wick_ctx *c, const int32_t *tokens, int32_t n, bool all_logits, errmsg *err) {
+    const model_config *mc = &c->model->config;
+    if (n < 1 || !tokens) return errorf(err, WICK_ERR_INVALID_ARG, "no tokens to evaluate");
     if (n > c->n_ctx - c->n_past)
-        return errorf(err, err_len, "%d tokens do not fit in the context: %d of %d positions used", n, c->n_past, c->n_ctx);
+        return errorf(err, WICK_ERR_INVALID_ARG, "%d tokens do not fit in the context: %d of %d positions used", n, c->n_past, c->n_ctx);
     for (int32_t i = 0; i < n; i++)
         if (tokens[i] < 0 || tokens[i] >= mc->n_vocab)
-            return errorf(err, err_len, "token id %d out of range (vocabulary of %d)", tokens[i], mc->n_vocab);
+            return errorf(err, WICK_ERR_INVALID_ARG, "token id %d out of range (vocabulary of %d)", tokens[i], mc->n_vocab);
     if (!kv_cache_can_trim(c, c->n_past))
-        return errorf(err, err_len, "the sliding-window layers no longer hold the positions before %d (the cache was cut "
+        return errorf(err, WICK_ERR_INVALID_ARG, "the sliding-window layers no longer hold the positions before %d (the cache was cut "
                       "back too far): evaluate from an earlier position", c->n_past);
     int32_t rows = all_logits ? n : 1;
     if (rows > c->logits_cap_rows) {
         float *l = realloc(c->logits, (size_t)rows * (size_t)mc->n_vocab * sizeof(float));
-        if (!l) return errorf(err, err_len, "out of memory for the logits of %d positions", rows);
+        if (!l) return errorf(err, WICK_ERR_NOMEM, "out of memory for the logits of %d positions", rows);
         c->logits = l;
         c->logits_cap_rows = rows;
     }

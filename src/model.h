@@ -103,7 +103,7 @@ typedef struct {
 
 
 struct wick_model {
-    model_config c;
+    model_config config;
     bool has_weights;
     weight tok_embd;                  /* [n_vocab][dim] */
     const float *output_norm;         /* [dim] */
@@ -124,12 +124,11 @@ struct wick_model {
 
 /* One GGUF file, or the n parts of a split model (llama.cpp's gguf-split: the first holds the
  * metadata, each holds some tensors and split.no / split.count). The buffers stay alive. */
-int model_load_gguf(struct wick_model *m, const uint8_t *const *bufs, const size_t *sizes, int n, char *err,
-                    size_t err_len);
+int model_load_gguf(struct wick_model *m, const uint8_t *const *bufs, const size_t *sizes, int n, errmsg *err);
 /* A tensor by name, in whichever part holds it. */
 const gguf_tensor *model_find_tensor(const struct wick_model *m, const char *name);
 int model_load_llama2c(struct wick_model *m, const uint8_t *bin, size_t bin_size, const uint8_t *tok,
-                       size_t tok_size, char *err, size_t err_len);
+                       size_t tok_size, errmsg *err);
 void model_release(struct wick_model *m);
 
 /* Rewrites the weight matrices whose CPU layout differs from the file's (quant_cpu_type: Q4_K and

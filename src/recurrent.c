@@ -28,7 +28,7 @@ typedef struct {
 static void conv_task(void *arg, int ith, int nth) {
     conv_args *a = arg;
     const struct wick_ctx *c = a->c;
-    const model_config *mc = &c->m->c;
+    const model_config *mc = &c->model->config;
     int K = mc->conv_kernel, n = a->channels, dim = mc->dim;
     size_t in_stride = a->shortconv ? (size_t)3 * dim : (size_t)n + (size_t)mc->ssm_v_heads * (mc->ssm_state + 2);
     long c0, c1;
@@ -52,7 +52,7 @@ static void conv_task(void *arg, int ith, int nth) {
 
 /* lfm2: y = C ⊙ conv(B ⊙ x) with B, C, x = in_proj(xb), then out_proj; into c->xb */
 void shortconv_block(struct wick_ctx *c, const layer_weights *w, int l, act_rows *in, int n_tok) {
-    const model_config *mc = &c->m->c;
+    const model_config *mc = &c->model->config;
     int dim = mc->dim;
     matmul(c, &w->sc_in, in, c->proj, 3 * dim, NULL);
     conv_args ca = {c, w, c->rstate + c->rs_off[l], dim, n_tok, true};
@@ -74,7 +74,7 @@ typedef struct {
 static void deltanet_task(void *arg, int ith, int nth) {
     deltanet_args *a = arg;
     const struct wick_ctx *c = a->c;
-    const model_config *mc = &c->m->c;
+    const model_config *mc = &c->model->config;
     int Sd = mc->ssm_state, nk = mc->ssm_k_heads, nv = mc->ssm_v_heads;
     int ch = model_conv_channels(mc, LAYER_DELTANET), vd = nv * Sd;
     size_t P = (size_t)ch + (size_t)vd + 2 * (size_t)nv;
@@ -120,7 +120,7 @@ static void l2norm(float *x, int n, float eps) {
  * β = sigmoid(beta(xb)); each head's output RMS-normed (ssm_norm) times silu(z), z = attn_gate(xb);
  * then ssm_out. Into c->xb. */
 void deltanet_block(struct wick_ctx *c, const layer_weights *w, int l, act_rows *in, int n_tok) {
-    const model_config *mc = &c->m->c;
+    const model_config *mc = &c->model->config;
     int Sd = mc->ssm_state, nk = mc->ssm_k_heads, nv = mc->ssm_v_heads, vd = nv * Sd;
     int ch = model_conv_channels(mc, LAYER_DELTANET), P = ch + vd + 2 * nv;
     {

@@ -14,7 +14,7 @@
  * the linear position scale `scale` (with YaRN, only partly: below); cos and sin are then
  * multiplied by mscale (phi3's attn_factor, YaRN's magnitude correction; 1 for a cache shift). */
 void rope_tables(const struct wick_ctx *c, float base, float scale, float mscale, int pos0, int n, float *cs, float *sn) {
-    const model_config *mc = &c->m->c;
+    const model_config *mc = &c->model->config;
     int half = mc->rope_dim / 2;
     float theta_scale = powf(base, -2.0f / (float)mc->rope_dim);
     /* YaRN (ggml's rope_yarn_corr_dims and rope_yarn_ramp): pair i keeps its unscaled angle below

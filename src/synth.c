@@ -333,17 +333,17 @@ static void phi3_rope_factors(float *out_short, float *out_long, int n_pairs) {
 }
 
 int synth_write(const char *arch_name, const char *shape_name, const char *type, const char *vocab_path,
-                const char *out_path, unsigned long long seed, char *err, size_t err_len) {
+                const char *out_path, unsigned long long seed, errmsg *err) {
     const synth_family *fam = NULL;
     for (size_t i = 0; i < sizeof families / sizeof families[0]; i++)
         if (!strcmp(families[i].name, arch_name ? arch_name : "llama")) fam = &families[i];
     if (!fam)
-        return errorf(err, err_len, "unknown arch '%s' (llama, llama3, qwen3, gemma2, gemma3, phi3, smollm3, granite, olmo2, "
+        return errorf(err, WICK_ERR_INVALID_ARG, "unknown arch '%s' (llama, llama3, qwen3, gemma2, gemma3, phi3, smollm3, granite, olmo2, "
                       "lfm2, qwen35, mistral3)", arch_name);
     const synth_shape *sh = NULL;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         if (!strcmp(shapes[i].name, shape_name)) sh = &shapes[i];
-    if (!sh) return errorf(err, err_len, "unknown shape '%s' (mini, mini-mha, 134m, 1b, 0.8b)", shape_name);
+    if (!sh) return errorf(err, WICK_ERR_INVALID_ARG, "unknown shape '%s' (mini, mini-mha, 134m, 1b, 0.8b)", shape_name);
     synth_quant q = {0};
     if (!strcmp(type, "f16")) q.base = WICK_TYPE_F16, q.ftype = FTYPE_F16;
     else if (!strcmp(type, "q8_0")) q.base = WICK_TYPE_Q8_0, q.ftype = FTYPE_Q8_0;
@@ -351,11 +351,11 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
     else if (!strcmp(type, "q4_k_m")) q.base = WICK_TYPE_Q4_K, q.ftype = FTYPE_Q4_K_M, q.k_mix = true;
     else if (!strcmp(type, "q5_k_m")) q.base = WICK_TYPE_Q5_K, q.ftype = FTYPE_Q5_K_M, q.k_mix = true;
     else if (!strcmp(type, "q6_k")) q.base = WICK_TYPE_Q6_K, q.ftype = FTYPE_Q6_K;
-    else return errorf(err, err_len, "unknown type '%s' (f16, q8_0, q4_0, q4_k_m, q5_k_m, q6_k)", type);
+    else return errorf(err, WICK_ERR_INVALID_ARG, "unknown type '%s' (f16, q8_0, q4_0, q4_k_m, q5_k_m, q6_k)", type);
 
     /* the vocabulary file: its tokenizer.* metadata is copied byte for byte */
     FILE *vf = fopen(vocab_path, "rb");
-    if (!vf) return errorf(err, err_len, "cannot open vocabulary %s", vocab_path);
+    if (!vf) return errorf(err, WICK_ERR_INVALID_ARG, "cannot open vocabulary %s", vocab_path);
     fseek(vf, 0, SEEK_END);
     long vsize = ftell(vf);
     rewind(vf);
@@ -363,13 +363,13 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
     if (!vbuf || fread(vbuf, 1, (size_t)vsize, vf) != (size_t)vsize) {
         fclose(vf);
         free(vbuf);
-        return errorf(err, err_len, "cannot read vocabulary %s", vocab_path);
+        return errorf(err, WICK_ERR_INVALID_ARG, "cannot read vocabulary %s", vocab_path);
     }
     fclose(vf);
     gguf_file vg;
-    if (gguf_open(&vg, vbuf, (size_t)vsize, err, err_len)) { free(vbuf); return -1; }
+    if (gguf_open(&vg, vbuf, (size_t)vsize, err)) { free(vbuf); return -1; }
     const gguf_kv *tokens = gguf_get_arr(&vg, "tokenizer.ggml.tokens", GGUF_STRING);
-    if (!tokens) { gguf_close(&vg); free(vbuf); return errorf(err, err_len, "%s has no tokenizer.ggml.tokens", vocab_path); }
+    if (!tokens) { gguf_close(&vg); free(vbuf); return errorf(err, WICK_ERR_INVALID_ARG, "%s has no tokenizer.ggml.tokens", vocab_path); }
     int64_t n_vocab = (int64_t)tokens->arr_len;
 
     /* sizes */
@@ -422,7 +422,7 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
         free(rope_values);
         gguf_close(&vg);
         free(vbuf);
-        return errorf(err, err_len, "out of memory");
+        return errorf(err, WICK_ERR_NOMEM, "out of memory");
     }
     if (fl & F_ROPE_FREQS) llama3_rope_factors(rope_values, n_pairs, fam->rope_base);
     if (fl & F_LONGROPE) phi3_rope_factors(rope_values + n_pairs, rope_values + 2 * n_pairs, n_pairs);
@@ -585,7 +585,7 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
         free(rope_values);
         gguf_close(&vg);
         free(vbuf);
-        return errorf(err, err_len, "out of memory");
+        return errorf(err, WICK_ERR_NOMEM, "out of memory");
     }
 
     FILE *f = fopen(out_path, "wb");
@@ -595,7 +595,7 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
         free(rope_values);
         gguf_close(&vg);
         free(vbuf);
-        return errorf(err, err_len, "cannot create %s", out_path);
+        return errorf(err, WICK_ERR_INVALID_ARG, "cannot create %s", out_path);
     }
     put(f, "GGUF", 4);
     put_u32(f, 3);
@@ -639,8 +639,8 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
         uint64_t pad = (i + 1 < n_t ? ts[i + 1].offset : ti->offset + ti->bytes) - ti->offset - ti->bytes;
         put(f, zeros, (size_t)pad);
     }
-    if (!row || !qrow) rc = errorf(err, err_len, "out of memory");
-    if (fclose(f) != 0 && rc == 0) rc = errorf(err, err_len, "writing %s failed", out_path);
+    if (!row || !qrow) rc = errorf(err, WICK_ERR_NOMEM, "out of memory");
+    if (fclose(f) != 0 && rc == 0) rc = errorf(err, WICK_ERR_INVALID_ARG, "writing %s failed", out_path);
     free(row);
     free(qrow);
     free(mb.p);

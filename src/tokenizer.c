@@ -121,14 +121,6 @@ struct wick_vocab {
     int32_t *special_by_byte, *special_byte_start;   /* start has 257 entries */
 };
 
-static void set_err(char *err, size_t err_len, const char *fmt, ...) {
-    if (!err || !err_len) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, err_len, fmt, ap);
-    va_end(ap);
-}
-
 /* Hash of n bytes continuing from h: MurmurHash3's 32-bit block mixing, four bytes at a time,
  * then FNV-1a steps for the tail. Chained calls (hash of a, then of b) hash a pair. */
 #define HASH_SEED 2166136261u
@@ -267,11 +259,11 @@ static uint32_t pair_bucket(uint8_t b0, uint8_t b1) {
 
 /* Everything that follows the token list: hash tables, byte tokens, end-of-generation marks,
  * the special-token cache and its lookup buckets. */
-static int vocab_finish(wick_vocab *v, const char *model_name, char *err, size_t err_len) {
+static int vocab_finish(wick_vocab *v, const char *model_name, errmsg *err) {
     int32_t n = v->n_tokens;
     uint32_t cap = table_size_for((uint32_t)n);
     v->tok_slots = malloc(cap * sizeof *v->tok_slots);
-    if (!v->tok_slots) { set_err(err, err_len, "out of memory for the token table"); return -1; }
+    if (!v->tok_slots) { errorf(err, WICK_ERR_NOMEM, "out of memory for the token table"); return -1; }
     memset(v->tok_slots, 0xFF, cap * sizeof *v->tok_slots);
     v->tok_mask = cap - 1;
     v->max_piece_len = 0;
@@ -282,7 +274,7 @@ static int vocab_finish(wick_vocab *v, const char *model_name, char *err, size_t
     if (v->merges) {
         cap = table_size_for((uint32_t)v->n_merges);
         v->merge_slots = malloc(cap * sizeof *v->merge_slots);
-        if (!v->merge_slots) { set_err(err, err_len, "out of memory for the merge table"); return -1; }
+        if (!v->merge_slots) { errorf(err, WICK_ERR_NOMEM, "out of memory for the merge table"); return -1; }
         memset(v->merge_slots, 0xFF, cap * sizeof *v->merge_slots);
         v->merge_mask = cap - 1;
         for (int32_t m = 0; m < v->n_merges; m++)
@@ -330,7 +322,7 @@ static int vocab_finish(wick_vocab *v, const char *model_name, char *err, size_t
     if (!keys || !v->special || !v->special_by_pair || !v->special_by_byte ||
         !v->special_pair_start || !v->special_byte_start) {
         free(keys);
-        set_err(err, err_len, "out of memory for the special-token cache");
+        errorf(err, WICK_ERR_NOMEM, "out of memory for the special-token cache");
         return -1;
     }
     n_special = 0;
@@ -369,7 +361,7 @@ static int vocab_finish(wick_vocab *v, const char *model_name, char *err, size_t
     for (int b = 0; b < 256; b++) v->special_byte_start[b + 1] += v->special_byte_start[b];
     int32_t *fill_pair = calloc(N_SPECIAL_BUCKETS, sizeof *fill_pair);
     int32_t fill_byte[256] = {0};
-    if (!fill_pair) { set_err(err, err_len, "out of memory for the special-token cache"); return -1; }
+    if (!fill_pair) { errorf(err, WICK_ERR_NOMEM, "out of memory for the special-token cache"); return -1; }
     for (int32_t i = 0; i < n_special; i++) {
         const token_info *t = &v->tok[v->special[i]];
         const uint8_t *s = (const uint8_t *)v->text + t->off;
@@ -471,11 +463,11 @@ static const struct {
     {"granite-embed-multi-311m", SPLIT_NEWLINES, true, false, false},
 };
 
-int vocab_load_gguf(wick_vocab **out, const gguf_file *g, char *err, size_t err_len) {
+int vocab_load_gguf(wick_vocab **out, const gguf_file *g, errmsg *err) {
     *out = NULL;
     gguf_str model;
     if (!gguf_get_str(g, "tokenizer.ggml.model", &model)) {
-        set_err(err, err_len, "tokenizer.ggml.model is missing: the file has no vocabulary");
+        errorf(err, WICK_ERR_FORMAT, "tokenizer.ggml.model is missing: the file has no vocabulary");
         return -1;
     }
     enum vocab_type type;
@@ -483,17 +475,17 @@ int vocab_load_gguf(wick_vocab **out, const gguf_file *g, char *err, size_t err_
     if (gguf_str_eq(model, "llama")) type = VOCAB_SPM;
     else if (gguf_str_eq(model, "gpt2") || raw_bytes) type = VOCAB_BPE;
     else {
-        set_err(err, err_len, "tokenizer.ggml.model '%.*s' is not supported (llama, gpt2 and gemma4 are)",
+        errorf(err, WICK_ERR_UNSUPPORTED, "tokenizer.ggml.model '%.*s' is not supported (llama, gpt2 and gemma4 are)",
                 (int)(model.len > 40 ? 40 : model.len), model.ptr);
         return -1;
     }
     const gguf_kv *tokens = gguf_get_arr(g, "tokenizer.ggml.tokens", GGUF_STRING);
     if (!tokens || tokens->arr_len == 0) {
-        set_err(err, err_len, "tokenizer.ggml.tokens is missing or empty");
+        errorf(err, WICK_ERR_FORMAT, "tokenizer.ggml.tokens is missing or empty");
         return -1;
     }
     if (tokens->arr_len > (1u << 24)) {
-        set_err(err, err_len, "tokenizer.ggml.tokens has %llu entries (at most 16777216 supported)",
+        errorf(err, WICK_ERR_FORMAT, "tokenizer.ggml.tokens has %llu entries (at most 16777216 supported)",
                 (unsigned long long)tokens->arr_len);
         return -1;
     }
@@ -501,12 +493,12 @@ int vocab_load_gguf(wick_vocab **out, const gguf_file *g, char *err, size_t err_
     const gguf_kv *scores = numeric_array(g, "tokenizer.ggml.scores");
     const gguf_kv *types = numeric_array(g, "tokenizer.ggml.token_type");
     if (scores && scores->arr_len < (uint64_t)n) {
-        set_err(err, err_len, "tokenizer.ggml.scores has %llu entries for %d tokens",
+        errorf(err, WICK_ERR_FORMAT, "tokenizer.ggml.scores has %llu entries for %d tokens",
                 (unsigned long long)scores->arr_len, n);
         return -1;
     }
     if (types && types->arr_len < (uint64_t)n) {
-        set_err(err, err_len, "tokenizer.ggml.token_type has %llu entries for %d tokens",
+        errorf(err, WICK_ERR_FORMAT, "tokenizer.ggml.token_type has %llu entries for %d tokens",
                 (unsigned long long)types->arr_len, n);
         return -1;
     }
@@ -518,14 +510,14 @@ int vocab_load_gguf(wick_vocab **out, const gguf_file *g, char *err, size_t err_
     v->raw_bytes = raw_bytes;
     v->n_tokens = n;
     if (gguf_arr_strings(tokens, strs)) {
-        set_err(err, err_len, "tokenizer.ggml.tokens: malformed string array");
+        errorf(err, WICK_ERR_FORMAT, "tokenizer.ggml.tokens: malformed string array");
         goto fail;
     }
     /* token texts into one block; an empty text becomes "[EMPTY_<id>]" as in llama.cpp */
     size_t total = 0;
     for (int32_t i = 0; i < n; i++) total += strs[i].len ? strs[i].len : 24;
     if (total > UINT32_MAX) {
-        set_err(err, err_len, "tokenizer.ggml.tokens: texts too large");
+        errorf(err, WICK_ERR_FORMAT, "tokenizer.ggml.tokens: texts too large");
         goto fail;
     }
     v->tok = calloc((size_t)n, sizeof *v->tok);
@@ -550,11 +542,11 @@ int vocab_load_gguf(wick_vocab **out, const gguf_file *g, char *err, size_t err_
     if (type == VOCAB_BPE) {
         const gguf_kv *merges = gguf_get_arr(g, "tokenizer.ggml.merges", GGUF_STRING);
         if (!merges) {
-            set_err(err, err_len, "tokenizer.ggml.merges is missing (needed by a gpt2 tokenizer)");
+            errorf(err, WICK_ERR_FORMAT, "tokenizer.ggml.merges is missing (needed by a gpt2 tokenizer)");
             goto fail;
         }
         if (merges->arr_len > (1u << 24)) {
-            set_err(err, err_len, "tokenizer.ggml.merges has too many entries");
+            errorf(err, WICK_ERR_FORMAT, "tokenizer.ggml.merges has too many entries");
             goto fail;
         }
         int32_t nm = (int32_t)merges->arr_len;
@@ -563,14 +555,14 @@ int vocab_load_gguf(wick_vocab **out, const gguf_file *g, char *err, size_t err_
         if (!ms || !v->merges) { free(ms); goto oom; }
         if (gguf_arr_strings(merges, ms)) {
             free(ms);
-            set_err(err, err_len, "tokenizer.ggml.merges: malformed string array");
+            errorf(err, WICK_ERR_FORMAT, "tokenizer.ggml.merges: malformed string array");
             goto fail;
         }
         size_t mt = 0;
         for (int32_t i = 0; i < nm; i++) mt += ms[i].len;
         if (mt > UINT32_MAX) {
             free(ms);
-            set_err(err, err_len, "tokenizer.ggml.merges: texts too large");
+            errorf(err, WICK_ERR_FORMAT, "tokenizer.ggml.merges: texts too large");
             goto fail;
         }
         v->merge_text = malloc(mt + 1);
@@ -613,7 +605,7 @@ int vocab_load_gguf(wick_vocab **out, const gguf_file *g, char *err, size_t err_
             for (k = 0; k < nk; k++)
                 if (gguf_str_eq(pre, pre_names[k].name)) break;
             if (k == nk) {
-                set_err(err, err_len, "unknown pre-tokenizer type tokenizer.ggml.pre = '%.*s'",
+                errorf(err, WICK_ERR_FORMAT, "unknown pre-tokenizer type tokenizer.ggml.pre = '%.*s'",
                         (int)(pre.len > 40 ? 40 : pre.len), pre.ptr);
                 goto fail;
             }
@@ -657,12 +649,12 @@ int vocab_load_gguf(wick_vocab **out, const gguf_file *g, char *err, size_t err_
     gguf_str gname;
     if (gguf_get_str(g, "general.name", &gname))
         snprintf(name, sizeof name, "%.*s", (int)(gname.len > 63 ? 63 : gname.len), gname.ptr);
-    if (vocab_finish(v, name, err, err_len)) goto fail;
+    if (vocab_finish(v, name, err)) goto fail;
     *out = v;
     return 0;
 
 oom:
-    set_err(err, err_len, "out of memory loading the vocabulary");
+    errorf(err, WICK_ERR_NOMEM, "out of memory loading the vocabulary");
 fail:
     free(strs);
     vocab_free(v);
@@ -680,27 +672,27 @@ static bool is_byte_piece(const char *s, size_t n) {
 }
 
 int vocab_load_llama2c(wick_vocab **out, const uint8_t *buf, size_t size, int32_t n_vocab,
-                       char *err, size_t err_len) {
+                       errmsg *err) {
     *out = NULL;
     if (n_vocab <= 0 || n_vocab > (1 << 24)) {
-        set_err(err, err_len, "tokenizer.bin: vocabulary size %d out of range", (int)n_vocab);
+        errorf(err, WICK_ERR_FORMAT, "tokenizer.bin: vocabulary size %d out of range", (int)n_vocab);
         return -1;
     }
     if (size < 4) {
-        set_err(err, err_len, "tokenizer.bin: %zu bytes, too short for its header", size);
+        errorf(err, WICK_ERR_FORMAT, "tokenizer.bin: %zu bytes, too short for its header", size);
         return -1;
     }
     /* first pass: validate every record and size the text block ("▁" is 3 bytes for a space) */
     size_t pos = 4, total = 0;
     for (int32_t i = 0; i < n_vocab; i++) {
         if (size - pos < 8) {
-            set_err(err, err_len, "tokenizer.bin: token %d runs past the end of the file", (int)i);
+            errorf(err, WICK_ERR_FORMAT, "tokenizer.bin: token %d runs past the end of the file", (int)i);
             return -1;
         }
         uint32_t len = rd_u32(buf + pos + 4);
         pos += 8;
         if (len > size - pos) {
-            set_err(err, err_len, "tokenizer.bin: token %d length %u runs past the end of the file",
+            errorf(err, WICK_ERR_FORMAT, "tokenizer.bin: token %d length %u runs past the end of the file",
                     (int)i, len);
             return -1;
         }
@@ -745,14 +737,14 @@ int vocab_load_llama2c(wick_vocab **out, const uint8_t *buf, size_t size, int32_
     v->add_space_prefix = true;
     v->add_bos = true;
     v->pre = SPLIT_DEFAULT;
-    if (vocab_finish(v, "", err, err_len)) {
+    if (vocab_finish(v, "", err)) {
         vocab_free(v);
         return -1;
     }
     *out = v;
     return 0;
 oom:
-    set_err(err, err_len, "out of memory loading tokenizer.bin");
+    errorf(err, WICK_ERR_NOMEM, "out of memory loading tokenizer.bin");
     vocab_free(v);
     return -1;
 }
