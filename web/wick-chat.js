@@ -33,7 +33,7 @@
 import { Wick } from '../wasm_glue/wick.mjs';
 import { ensureCrossOriginIsolation, controlledByServiceWorker, engineWorkerUrl, keepOffline } from './coi.js';
 import { formatBytes, formatCount, formatDuration, detectFeatures, RateMeter, progressText } from './util.js';
-import { parseToolsText, toolCallCard, answerCard } from './tool-calls.js';
+import { parseToolsText, toolCallCard, answerCard } from './tool-cards.js';
 
 const STYLE = `
 :host { display: block; --wick-accent: #b55d0b; --wick-bg: #fff; --wick-ink: #1d1d1f; --wick-muted: #5c5f66;
@@ -208,7 +208,7 @@ class WickChat extends HTMLElement {
         contextSize: Number(this.getAttribute('context-size')) || 0,
         onProgress: (p) => {
           if (p.phase === 'download') meter.add(p.loaded - (p.resumed || 0)); // kept bytes read back are no download speed
-          ui.progress.value = p.total ? p.loaded / p.total : 0;
+          ui.progress.value = p.progress;
           this._setStatus(progressText(p, meter));
         },
       };
