@@ -38,8 +38,9 @@
  *
  * Defaults (sampler_params_default), llama.cpp-like: temperature 0.8, top_k 40, top_p 0.95,
  * min_p 0.05, repeat_penalty 1.1 over the last 64 tokens, frequency and presence penalties 0,
- * seed 0, no logit bias. (llama.cpp's own repeat_penalty default is now 1.0, i.e. off; the
- * caller picks a fresh seed when it wants different text on every run.) */
+ * seed 0, no logit bias. (llama.cpp's own repeat_penalty default is now 1.0, i.e. off, and so
+ * is a generator's: wick_gen_new sets 1.0 after these. The caller picks a fresh seed when it
+ * wants different text on every run.) */
 #ifndef WICK_SAMPLER_H
 #define WICK_SAMPLER_H
 

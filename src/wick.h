@@ -192,7 +192,7 @@ wick_status wick_gen_new(wick_ctx *c, wick_gen **out);
 void wick_gen_free(wick_gen *g);
 /* Sets one setting by name (checked: a bad name or value is an error, nothing changes):
  *   temperature (0 = greedy, default 0.8), top_k (40, 0 = off), top_p (0.95, 1 = off),
- *   min_p (0.05, 0 = off), repeat_penalty (1.1, 1 = off), repeat_last_n (64),
+ *   min_p (0.05, 0 = off), repeat_penalty (1 = off, the default), repeat_last_n (64),
  *   frequency_penalty (0), presence_penalty (0), seed (0; integers up to 2^53),
  *   max_tokens (0 = no limit but the context), n_keep (tokens kept at a context shift; -1 = the
  *   whole prompt, default 0 which keeps BOS when the model adds one), ignore_eos (0/1),

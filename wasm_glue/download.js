@@ -19,9 +19,10 @@
  * into the engine is the rest. */
 'use strict';
 (function (root) {
-  const CACHE_NAME = 'wick-models-v1';
-  // unfinished downloads, one record per URL (the key) and pieces under PIECE_URL (see PartialDownload)
-  const PARTIAL_CACHE = 'wick-partial-v1';
+  // the Cache API stores (constants.js, loaded before this script): whole files, and unfinished
+  // downloads, one record per URL (the key) and pieces under PIECE_URL (see PartialDownload)
+  const CACHE_NAME = root.WickConstants.CACHE_NAMES.models;
+  const PARTIAL_CACHE = root.WickConstants.CACHE_NAMES.partial;
   const PIECE_URL = 'https://wick.invalid/piece';
   const RESUME_ATTEMPTS = 5;     // Range requests after a download breaks off
   const CACHE_WRITE_CHUNK = 1 << 20;

@@ -11,6 +11,7 @@
 // under Node, the single-threaded build otherwise; `engine.multiThreaded` says which. Where the
 // browser has relaxed SIMD, the relaxed twin of that build (same results, faster kernels);
 // `engine.build` names the one in use ('mt', 'st', 'mt-relaxed', 'st-relaxed').
+import './constants.js';
 import './gguf-header.js';
 import './download.js';
 import { WickError, invalid, checkNumber, checkSignal, checkGenerateOptions } from './options.mjs';
@@ -18,7 +19,7 @@ import { connect } from './connect.mjs';
 import { jsonSchemaToGrammar, JSON_OBJECT_GRAMMAR } from './json-schema.mjs';
 import { toolCallFormat, parseToolCalls, planToolCalls, ToolCallSplitter } from './tool-calls.mjs';
 
-const { WickGguf, WickDownload } = globalThis;
+const { WickConstants, WickGguf, WickDownload } = globalThis;
 const isNode = typeof process !== 'undefined' && !!process.versions?.node && typeof window === 'undefined' && typeof importScripts === 'undefined';
 // Node's own modules, imported only under Node. The name is not a literal, so that a bundler
 // building for the browser neither fails on them (esbuild) nor stubs them with a warning (Vite).
@@ -78,11 +79,8 @@ export function canUseThreads() {
 // ---- checking the caller's arguments ----
 
 // Every setting is sent with each request: the engine keeps settings between generations.
-// With temperature 0 and these defaults the text is the CLI's greedy text.
-const SETTING_DEFAULTS = {
-  max_tokens: 0, temperature: 0.8, top_k: 40, top_p: 0.95, min_p: 0.05, repeat_penalty: 1, // 1 = off, as llama.cpp
-  repeat_last_n: 64, frequency_penalty: 0, presence_penalty: 0, ignore_eos: 0,
-};
+// With temperature 0 and these defaults (constants.js, a new generator's) the text is the CLI's greedy text.
+const SETTING_DEFAULTS = WickConstants.GENERATION_DEFAULTS;
 
 /** Turns generate() options into the engine's settings, refusing bad values with a clear Error. */
 function generateSettings(options) {
@@ -104,6 +102,7 @@ function generateSettings(options) {
 // before a load.
 const engineFiles = () => ({
   worker: new URL('./worker.js', import.meta.url).href,
+  constants: new URL('./constants.js', import.meta.url).href,
   gguf: new URL('./gguf-header.js', import.meta.url).href,
   download: new URL('./download.js', import.meta.url).href,
   gpu: new URL('./gpu/backend.mjs', import.meta.url).href,
@@ -256,6 +255,7 @@ class Engine {
       scriptUrl: files.script,
       wasmUrl: files.wasm,
       threadWorkerUrl: files.threadWorker,
+      constantsUrl: this._constantsUrl,
       ggufUrl: this._ggufUrl,
       downloadUrl: this._downloadUrl,
       gpuModuleUrl: this._gpuUrl,
@@ -710,6 +710,7 @@ async function load(source, options = {}) {
   const files = engineFiles();
   engine._files = options.wasmBase ? filesIn(await resourceUrl(options.wasmBase, true)) : files;
   engine._workerUrl = options.workerUrl ? await resourceUrl(options.workerUrl, false) : files.worker;
+  engine._constantsUrl = files.constants;
   engine._ggufUrl = files.gguf;
   engine._downloadUrl = files.download;
   engine._gpuUrl = options.gpuModuleUrl ? await resourceUrl(options.gpuModuleUrl, false) : files.gpu;

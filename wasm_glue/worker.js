@@ -28,8 +28,6 @@
 'use strict';
 (function () {
   const isNode = typeof importScripts !== 'function';
-  const STATUS_CODES = { 1: 'E_INVALID_ARG', 2: 'E_FORMAT', 3: 'E_UNSUPPORTED', 4: 'E_NOMEM', 5: 'E_CONTEXT_FULL' };
-  const FINISH = { 1: 'eog', 2: 'stop', 3: 'length', 4: 'grammar' };
 
   let post = null;          // (message, transfer?) → void
   let M = null;             // the Emscripten module
@@ -139,7 +137,7 @@
   function check(status, context) {
     if (status === 0) return;
     const detail = M.UTF8ToString(M._wick_last_error());
-    throw new WorkerError(STATUS_CODES[status] || 'E_INTERNAL', detail ? (context ? `${context}: ${detail}` : detail) : context || `status ${status}`);
+    throw new WorkerError(WickConstants.STATUS_CODES[status] || 'E_INTERNAL', detail ? (context ? `${context}: ${detail}` : detail) : context || `status ${status}`);
   }
 
   function malloc(n) {
@@ -513,7 +511,7 @@
         if (reevaluated) { chunk.reevaluated = reevaluated; reevaluatedTotal += reevaluated; }
         if (nProbs) chunk.probs = readProbs(g, scratch, token);
         if (chunk.text || chunk.tokens.length || chunk.shifted) post(chunk);
-        if (finish) { finishReason = FINISH[finish] || 'stop'; break; }
+        if (finish) { finishReason = WickConstants.FINISH_REASONS[finish] || 'stop'; break; }
         await yieldToEvents();
       }
     } finally {
@@ -579,10 +577,11 @@
       post = (m, t) => parentPort.postMessage(m, t);
       parentPort.on('message', (msg) => {
         if (msg.type === 'init') {
-          // the header reader and the download code, run as the classic scripts they are (as
-          // importScripts does on a page). Not import(url): a dynamic import of a variable makes
-          // Vite's dev server add an import statement to this file, which a classic worker cannot run.
-          for (const [url, name] of [[msg.ggufUrl, 'WickGguf'], [msg.downloadUrl, 'WickDownload']])
+          // the shared constants, the header reader and the download code, run as the classic
+          // scripts they are (as importScripts does on a page). Not import(url): a dynamic import of
+          // a variable makes Vite's dev server add an import statement to this file, which a
+          // classic worker cannot run.
+          for (const [url, name] of [[msg.constantsUrl, 'WickConstants'], [msg.ggufUrl, 'WickGguf'], [msg.downloadUrl, 'WickDownload']])
             if (!globalThis[name]) queue = queue.then(() => runScript(url)).catch((e) => console.error(`wick: ${url}: ${e.message}`));
         }
         onMessage(msg);
@@ -592,8 +591,10 @@
     post = (m, t) => self.postMessage(m, t);
     self.onmessage = (e) => {
       const msg = e.data;
-      // the header reader and the download code: where the host says (a bundler may have renamed them), else beside this script
+      // the shared constants, the header reader and the download code: where the host says (a
+      // bundler may have renamed them), else beside this script
       if (msg.type === 'init') {
+        if (!self.WickConstants) importScripts(msg.constantsUrl || new URL('constants.js', self.location.href).href);
         if (!self.WickGguf) importScripts(msg.ggufUrl || new URL('gguf-header.js', self.location.href).href);
         if (!self.WickDownload) importScripts(msg.downloadUrl || new URL('download.js', self.location.href).href);
       }

@@ -2,6 +2,7 @@
 // sampling controls, tools the model may call in a chat (a call shows as a card, the user's next
 // message is its result), stats under each answer, and the "Look inside" panel.
 // Everything the model writes is put on the page as text (textContent), never as HTML.
+import '../wasm_glue/constants.js'; // globalThis.WickConstants: the engine's defaults for the controls
 import { Wick, planToolCalls } from '../wasm_glue/wick.mjs';
 import { jsonSchemaToGrammar, JSON_OBJECT_GRAMMAR } from '../wasm_glue/json-schema.mjs';
 import { ensureCrossOriginIsolation, controlledByServiceWorker, engineWorkerUrl } from './coi.js';
@@ -20,13 +21,14 @@ const PROBS_SHOWN = 10;
 const CHOOSE_DELAY_MS = 250;
 const $ = (id) => document.getElementById(id);
 
-// The sampling controls: [option, label, min, max, step, default, hint]
+// The sampling controls: [option, label, min, max, step, default, hint]; the defaults are the engine's
+const DEFAULTS = globalThis.WickConstants.GENERATION_DEFAULTS;
 const SAMPLING = [
-  ['temperature', 'Temperature', 0, 2, 0.05, 0.8, 'Divides the logits before softmax: 0 always takes the top token, above 1 flattens the odds.'],
-  ['topK', 'Top-k', 0, 200, 1, 40, 'Keep only the k most likely tokens (0: all).'],
-  ['topP', 'Top-p', 0.05, 1, 0.01, 0.95, 'Keep the smallest set of tokens whose probabilities add up to p.'],
-  ['minP', 'Min-p', 0, 1, 0.01, 0.05, 'Drop tokens less likely than min-p times the top one.'],
-  ['repeatPenalty', 'Repetition penalty', 1, 2, 0.01, 1, 'Makes tokens seen in the last 64 less likely (1: off).'],
+  ['temperature', 'Temperature', 0, 2, 0.05, DEFAULTS.temperature, 'Divides the logits before softmax: 0 always takes the top token, above 1 flattens the odds.'],
+  ['topK', 'Top-k', 0, 200, 1, DEFAULTS.top_k, 'Keep only the k most likely tokens (0: all).'],
+  ['topP', 'Top-p', 0.05, 1, 0.01, DEFAULTS.top_p, 'Keep the smallest set of tokens whose probabilities add up to p.'],
+  ['minP', 'Min-p', 0, 1, 0.01, DEFAULTS.min_p, 'Drop tokens less likely than min-p times the top one.'],
+  ['repeatPenalty', 'Repetition penalty', 1, 2, 0.01, DEFAULTS.repeat_penalty, `Makes tokens seen in the last ${DEFAULTS.repeat_last_n} less likely (1: off).`],
   ['maxTokens', 'Maximum tokens', 1, 8192, 1, 256, 'Stop after this many new tokens.'],
 ];
 
