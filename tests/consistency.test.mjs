@@ -5,7 +5,7 @@
 // groups of 4 split 88 + 84 + 84, and 84 = 8 × 10 + 4), for a grouped-query model (synth mini:
 // 8 heads, 4 KV heads) and one with a KV head per query head (synth mini-mha), each in a
 // 32-element block type and a K-quant mix, for stories260K (F32), and for each model family
-// (the hybrids lfm2 and qwen35 too: their recurrence runs token by token inside a batch).
+// (the hybrids lfm2, qwen35 and granite-hybrid too: their recurrence runs token by token inside a batch).
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -23,11 +23,11 @@ const ids = [1, 450, 4996, 17354, 1701, 29916, 432, 17204, 975, 278, 17366, 1120
 // stories260K (F32, vocabulary 512, a 172-row feed-forward)
 const storiesIds = [1, 403, 407, 261, 378, 300, 17, 92, 4, 5, 6, 7, 8];
 
-function synth(shape, type) {
-  const file = path.join(tmp, `synth-${shape}-${type}.gguf`);
+function synth(shape, type, arch) {
+  const file = path.join(tmp, `synth-${shape}-${type}${arch ? `-${arch}` : ''}.gguf`);
   if (!fs.existsSync(file)) {
-    const r = runWick('native', ['synth', '--shape', shape, '--type', type, '-o', file, '--vocab', vocab]);
-    assert.equal(r.code, 0, `wick synth --shape ${shape} --type ${type}: ${r.stderr}`);
+    const r = runWick('native', ['synth', '--shape', shape, '--type', type, '-o', file, '--vocab', vocab, ...(arch ? ['--arch', arch] : [])]);
+    assert.equal(r.code, 0, `wick synth --shape ${shape} --type ${type}${arch ? ` --arch ${arch}` : ''}: ${r.stderr}`);
   }
   return file;
 }
@@ -44,6 +44,8 @@ for (const fam of ['llama3', 'qwen3', 'gemma2', 'gemma3', 'phi3', 'smollm3', 'gr
   const ref = loadReference(file.replace('.gguf', '.json'));
   cases.push({ name: `${fam} (${file})`, file: () => path.join(models, 'families', file), ids: ref.prompt_tokens, nVocab: ref.n_vocab });
 }
+// granite-hybrid (Mamba-2) has no file in ../shared: a synth one
+cases.push({ name: 'granite-hybrid (synth mini q8_0)', file: () => synth('mini', 'q8_0', 'granite-hybrid'), ids, nVocab: 32000 });
 
 for (const { name, file: fileOf, ids, nVocab } of cases)
     for (const build of ['native', 'wasm'])
