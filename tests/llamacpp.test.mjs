@@ -400,6 +400,26 @@ test('qwen3 with rope.scaling.type yarn: both builds give llama.cpp\'s logits, f
   });
 });
 
+// ---- Granite 4.0-H's own files rotate nothing (rope.scaling.finetuned false: NoPE attention) ----
+test('granite-hybrid with rope.scaling.finetuned false (NoPE, as Granite 4.0-H files): both builds give llama.cpp\'s logits', async (t) => {
+  const g = readGguf(fileOf('f16', 'granite-hybrid'));
+  setKv(g, 'granitehybrid.rope.scaling.finetuned', T.BOOL, false);
+  const file = path.join(tmp, 'nope-granite-hybrid.gguf');
+  fs.writeFileSync(file, writeGguf(g));
+  const ref = await llamaCppRows(file, familyPrompt);
+  const args = ['logits', '-m', file, '--tokens', ref.ids.join(','), '--steps', String(steps), '--follow', ref.greedy.join(','), '--threads', '1'];
+  const runs = await Promise.all(builds.map((build) => runWickAsync(build, args)));
+  const tol = toleranceFor('synth-f16');
+  runs.forEach((r, i) => {
+    assert.equal(r.code, 0, `${builds[i]}: ${r.stderr}`);
+    const out = JSON.parse(r.stdout);
+    const ours = { prompt: out.prompt_logits.map(centred), step: out.greedy_step_logits.map(centred) };
+    const worst = Math.max(...ours.prompt.map((row, k) => relRms(row, ref.promptRows[k])));
+    t.diagnostic(`${builds[i]}: worst row ${(worst * 100).toFixed(4)}%`);
+    assert.deepEqual([...compareRows(ours.prompt, ref.promptRows, tol, 'prompt'), ...compareRows(ours.step, ref.stepRows, tol, 'step')], []);
+  });
+});
+
 // ---- a tied output: each family's file without output.weight (Phi-4-mini is such a phi3 file) ----
 // llama.cpp then takes token_embd.weight as the output projection, or refuses the file where the
 // family requires its own (olmo2); wick must do the same: the same logits, or an error naming it.
