@@ -156,6 +156,12 @@ static int recurrent_state_init(struct wick_ctx *c, errmsg *err) {
             if (w > proj_w) proj_w = w;
             if (ch > mix_w) mix_w = ch;
             if (vd > mix2_w) mix2_w = vd;
+        } else if (kind == LAYER_MAMBA2) {
+            /* proj: z | x B C | dt; mix: the convolution's output; mix2: y */
+            size_t inner = (size_t)mc->ssm_inner, w = inner + ch + (size_t)mc->ssm_v_heads;
+            if (w > proj_w) proj_w = w;
+            if (ch > mix_w) mix_w = ch;
+            if (inner > mix2_w) mix2_w = inner;
         }
     }
     size_t state_bytes = (c->rs_floats ? c->rs_floats : 1) * sizeof(float);

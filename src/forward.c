@@ -5,7 +5,7 @@
  *         xb = norm(x) (where the layer has a pre-norm);  y = mixer(xb), one of
  *             attention: q, k, v = xb·Wqᵀ, xb·Wkᵀ, xb·Wvᵀ (+ biases); q and k normed, rotated (RoPE);
  *                        k, v cached;  y = softmax(q·Kᵀ · scale)·V ·Woᵀ   (attention.c)
- *             short convolution or gated DeltaNet (recurrent.c)
+ *             short convolution, gated DeltaNet or Mamba-2 (recurrent.c)
  *         x += norm(y) (post-norm where the family has one) · residual_scale
  *         xb = norm(x);  y = (act(xb·W_gateᵀ) ⊙ xb·W_upᵀ)·W_downᵀ;  x += norm(y) · residual_scale
  *     logits = norm(x)·W_outᵀ (· logit_scale, soft-capped where the family caps)
@@ -154,6 +154,7 @@ static int forward_batch(struct wick_ctx *c, const int32_t *tokens, int n_tok, b
         act_init(&in, c, a_in, n_tok, dim);
         if (w->kind == LAYER_SHORTCONV) shortconv_block(c, w, l, &in, n_tok);
         else if (w->kind == LAYER_DELTANET) deltanet_block(c, w, l, &in, n_tok);
+        else if (w->kind == LAYER_MAMBA2) mamba2_block(c, w, l, &in, n_tok);
         else attention_block(c, w, l, &in, n_tok, pos0);
         residual_add(c->x, c->xb, w->attn_post_norm, n_tok, mc);
 

@@ -224,6 +224,9 @@ static const arch_info archs[] = {
      .output_norm_name = "token_embd_norm.weight"},
     {.name = "qwen35", .rope_neox = true, .qk_norm = QK_NORM_PER_HEAD, .recurrent = LAYER_DELTANET,
      .attn_out_gate = true, .ffn_norm_name = "post_attention_norm.weight"},
+    /* Granite 4.0-H (granite-hybrid.cpp, mamba-base.cpp's build_mamba2_layer): granite's layer and
+     * multipliers, Mamba-2 in the layers whose KV head count is 0 */
+    {.name = "granitehybrid", .granite_scales = true, .recurrent = LAYER_MAMBA2},
     /* Ministral 3 (llama.cpp's src/models/mistral3.cpp): the llama layer with YaRN and Llama 4's
      * query temperature */
     {.name = "mistral3", .yarn_keys = true},
@@ -296,6 +299,8 @@ static int read_hybrid_config(const gguf_file *g, const char *a, const arch_info
         return 0;
     }
     const char *keys[] = {"ssm.conv_kernel", "ssm.state_size", "ssm.group_count", "ssm.time_step_rank", "ssm.inner_size"};
+    /* DeltaNet: value heads of ssm.state_size, inner = heads × state; Mamba-2: heads of
+     * inner / heads, B and C per group of heads, inner = 2·dim (all llama.cpp's loader supports) */
     int64_t vals[5];
     for (int i = 0; i < 5; i++) {
         if (!meta_int(g, a, keys[i], &vals[i])) return errorf(err, WICK_ERR_FORMAT, "metadata %s.%s is missing", a, keys[i]);
@@ -309,6 +314,13 @@ static int read_hybrid_config(const gguf_file *g, const char *a, const arch_info
     if (c->ssm_state > 1024) return errorf(err, WICK_ERR_FORMAT, "%s.ssm.state_size = %d out of range (1 to 1024)", a, c->ssm_state);
     if (c->ssm_v_heads % c->ssm_k_heads)
         return errorf(err, WICK_ERR_FORMAT, "%d value heads is not a multiple of %d key heads", c->ssm_v_heads, c->ssm_k_heads);
+    if (ai->recurrent == LAYER_MAMBA2) {
+        c->ssm_inner = (int32_t)vals[4];
+        if (vals[4] != 2 * (int64_t)c->dim || vals[4] % c->ssm_v_heads)
+            return errorf(err, WICK_ERR_FORMAT, "%s.ssm.inner_size %lld is not 2 x %d split into %d heads (unsupported)", a,
+                          (long long)vals[4], c->dim, c->ssm_v_heads);
+        return 0;
+    }
     /* llama.cpp takes the value head size as inner_size / time_step_rank and requires it to be the key head size */
     if (vals[4] != (int64_t)c->ssm_v_heads * c->ssm_state)
         return errorf(err, WICK_ERR_UNSUPPORTED, "%s.ssm.inner_size %lld is not %d value heads of %d (unsupported)", a, (long long)vals[4],
@@ -317,15 +329,15 @@ static int read_hybrid_config(const gguf_file *g, const char *a, const arch_info
     return 0;
 }
 
-/* Which layers are recurrent: lfm2's have 0 KV heads (kv_arr, the per-layer list); qwen35's
+/* Which layers are recurrent: lfm2's and granitehybrid's have 0 KV heads (kv_arr, the per-layer list); qwen35's
  * are listed in attention.recurrent_layers, else all but every full_attention_interval-th. */
 static int read_layer_kinds(struct wick_model *m, const arch_info *ai, const gguf_kv *kv_arr, errmsg *err) {
     model_config *c = &m->config;
     const gguf_file *g = &m->gguf;
     char key[128];
-    if (ai->recurrent == LAYER_SHORTCONV) {
+    if (ai->recurrent != LAYER_DELTANET) {
         for (int l = 0; l < c->n_layers; l++)
-            m->layers[l].kind = kv_arr && kv_arr->type == GGUF_ARRAY && gguf_arr_i64(kv_arr, (uint64_t)l) == 0 ? LAYER_SHORTCONV
+            m->layers[l].kind = kv_arr && kv_arr->type == GGUF_ARRAY && gguf_arr_i64(kv_arr, (uint64_t)l) == 0 ? ai->recurrent
                                                                                                             : LAYER_ATTENTION;
     } else {
         snprintf(key, sizeof key, "%s.attention.recurrent_layers", c->arch);
@@ -349,6 +361,7 @@ static int read_layer_kinds(struct wick_model *m, const arch_info *ai, const ggu
 int32_t model_conv_channels(const model_config *c, layer_kind kind) {
     if (kind == LAYER_SHORTCONV) return c->dim;
     if (kind == LAYER_DELTANET) return (2 * c->ssm_k_heads + c->ssm_v_heads) * c->ssm_state;
+    if (kind == LAYER_MAMBA2) return c->ssm_inner + 2 * c->ssm_k_heads * c->ssm_state;
     return 0;
 }
 
@@ -358,6 +371,7 @@ size_t model_layer_state_floats(const struct wick_model *m, int l) {
     if (kind == LAYER_ATTENTION) return 0;
     size_t conv = (size_t)(c->conv_kernel - 1) * (size_t)model_conv_channels(c, kind);
     if (kind == LAYER_SHORTCONV) return conv;
+    if (kind == LAYER_MAMBA2) return conv + (size_t)c->ssm_inner * (size_t)c->ssm_state; /* d_state per channel of x */
     return conv + (size_t)c->ssm_v_heads * (size_t)c->ssm_state * (size_t)c->ssm_state;
 }
 
@@ -430,8 +444,8 @@ static int read_gguf_config(struct wick_model *m, errmsg *err) {
     const gguf_kv *kv_arr = gguf_find(g, key);
     c->n_kv_heads = c->n_heads;
     if (kv_arr && kv_arr->type == GGUF_ARRAY) {
-        /* lfm2: one count per layer, 0 marking a convolution layer; the attention layers must agree */
-        if (ai->recurrent != LAYER_SHORTCONV)
+        /* lfm2, granitehybrid: one count per layer, 0 marking a recurrent layer; the attention layers must agree */
+        if (ai->recurrent != LAYER_SHORTCONV && ai->recurrent != LAYER_MAMBA2)
             return errorf(err, WICK_ERR_UNSUPPORTED, "%s is an array (a KV head count per layer): not supported", key);
         if (kv_arr->arr_type == GGUF_STRING || kv_arr->arr_type == GGUF_ARRAY || kv_arr->arr_len != (uint64_t)n_blocks)
             return errorf(err, WICK_ERR_FORMAT, "%s: %llu entries where block_count is %d", key, (unsigned long long)kv_arr->arr_len,
@@ -565,8 +579,8 @@ static weight weight_rows(const weight *w, int64_t r0, int64_t rows) {
     return part;
 }
 
-/* The mixer of recurrent layer l: lfm2's short convolution or qwen35's gated DeltaNet
- * (tensor names and shapes as llama.cpp's loader creates them). */
+/* The mixer of recurrent layer l: lfm2's short convolution, qwen35's gated DeltaNet or
+ * granitehybrid's Mamba-2 (tensor names and shapes as llama.cpp's loader creates them). */
 static int bind_recurrent(struct wick_model *m, int l, errmsg *err) {
     const model_config *c = &m->config;
     layer_weights *w = &m->layers[l];
@@ -579,6 +593,19 @@ static int bind_recurrent(struct wick_model *m, int l, errmsg *err) {
                        bind_floats(m, NAME("shortconv.conv.weight"), c->conv_kernel, channels, false, &w->conv_w, err)
                    ? -1
                    : 0;
+    if (w->kind == LAYER_MAMBA2) { /* ssm_a and ssm_d are [1, heads], ssm_norm [inner / groups, groups] */
+        int64_t heads = c->ssm_v_heads, inner = c->ssm_inner;
+        return bind_matrix(m, NAME("ssm_in.weight"), inner + channels + heads, c->dim, false, &w->m2_in, err) ||
+                       bind_floats(m, NAME("ssm_conv1d.weight"), c->conv_kernel, channels, false, &w->conv_w, err) ||
+                       bind_vector(m, NAME("ssm_conv1d.bias"), channels, true, &w->conv_b, err) ||
+                       bind_vector(m, NAME("ssm_dt.bias"), heads, false, &w->m2_dt, err) ||
+                       bind_floats(m, NAME("ssm_a"), 1, heads, false, &w->m2_a, err) ||
+                       bind_floats(m, NAME("ssm_d"), 1, heads, false, &w->m2_d, err) ||
+                       bind_floats(m, NAME("ssm_norm.weight"), inner / c->ssm_k_heads, c->ssm_k_heads, false, &w->m2_norm, err) ||
+                       bind_matrix(m, NAME("ssm_out.weight"), c->dim, inner, false, &w->m2_out, err)
+                   ? -1
+                   : 0;
+    }
     int64_t nv = c->ssm_v_heads, value_dim = nv * c->ssm_state;
     if (bind_matrix(m, NAME("attn_qkv.weight"), channels, c->dim, false, &w->dn_qkv, err) ||
         bind_matrix(m, NAME("attn_gate.weight"), value_dim, c->dim, false, &w->dn_gate, err) ||

@@ -1,6 +1,6 @@
 /* model.h — the model: hyperparameters, the weights (views into the file buffer) and the
  * vocabulary, bound from a GGUF file (the llama lineage: llama, qwen2, qwen3, gemma2, gemma3, phi3,
- * smollm3, granite, olmo2; the hybrids with a recurrent state: lfm2, qwen35) or a llama2.c
+ * smollm3, granite, olmo2; the hybrids with a recurrent state: lfm2, qwen35, granitehybrid) or a llama2.c
  * checkpoint. */
 #ifndef WICK_MODEL_H
 #define WICK_MODEL_H
@@ -27,6 +27,7 @@ typedef enum {
     LAYER_ATTENTION,
     LAYER_SHORTCONV, /* lfm2: y = C ⊙ conv(B ⊙ x), a causal depthwise convolution */
     LAYER_DELTANET,  /* qwen35: gated DeltaNet, a linear attention with an S×S state per value head */
+    LAYER_MAMBA2,    /* granitehybrid: Mamba-2, a selective state space with a d_state × head size state per head */
 } layer_kind;
 
 typedef struct {
@@ -55,6 +56,12 @@ typedef struct {
     weight dn_out;                    /* ssm_out [dim][value_dim] */
     const float *dn_dt, *dn_a;        /* ssm_dt.bias, ssm_a [ssm_v_heads]: decay g = softplus(α + dt)·a */
     const float *dn_norm;             /* ssm_norm [ssm_state], shared by the value heads */
+    /* Mamba-2 (granitehybrid): channels = ssm_inner + 2·groups·ssm_state, the conv's x | B | C */
+    weight m2_in;                     /* ssm_in [ssm_inner + channels + heads][dim]: z | x B C | dt */
+    weight m2_out;                    /* ssm_out [dim][ssm_inner] */
+    const float *conv_b;              /* ssm_conv1d.bias [channels], or NULL */
+    const float *m2_dt, *m2_a, *m2_d; /* [heads]: dt bias, A = −exp(A_log), the skip D */
+    const float *m2_norm;             /* ssm_norm [groups][ssm_inner / groups]: each group's own weights */
     bool sliding;                     /* attends to the last c.n_swa positions only */
     bool rotate;                      /* applies rope (smollm3 leaves every fourth layer unrotated) */
 } layer_weights;
@@ -96,9 +103,11 @@ typedef struct {
     int32_t n_swa;        /* sliding window of the sliding layers: position p sees p − n_swa + 1 … p */
     /* the hybrids */
     bool attn_out_gate;   /* qwen35: attn_q gives each head its query then an output gate (o × sigmoid(gate)) */
-    int32_t n_recurrent;  /* layers of kind LAYER_SHORTCONV or LAYER_DELTANET */
+    int32_t n_recurrent;  /* layers of kind LAYER_SHORTCONV, LAYER_DELTANET or LAYER_MAMBA2 */
     int32_t conv_kernel;  /* taps of the recurrent layers' convolution (lfm2 shortconv.l_cache, qwen35 ssm.conv_kernel) */
-    int32_t ssm_state, ssm_k_heads, ssm_v_heads; /* DeltaNet: head size S, key heads, value heads */
+    int32_t ssm_state, ssm_k_heads, ssm_v_heads; /* DeltaNet: head size S, key heads, value heads;
+                           * Mamba-2: d_state, groups (of B and C), heads (ssm.time_step_rank) */
+    int32_t ssm_inner;    /* Mamba-2: d_inner = 2·dim, the width of x, z and y (heads × head size) */
 } model_config;
 
 
@@ -138,7 +147,8 @@ void model_release(struct wick_model *m);
 int model_use_cpu_layout(struct wick_model *m);
 
 /* Floats of one sequence's recurrent state in layer l (0 for an attention layer): the last
- * conv_kernel − 1 convolution inputs and, for DeltaNet, an S×S matrix per value head. */
+ * conv_kernel − 1 convolution inputs and, for DeltaNet, an S×S matrix per value head; for
+ * Mamba-2, ssm_state values per channel of x (ssm_inner). */
 size_t model_layer_state_floats(const struct wick_model *m, int l);
 /* Width of the convolution's input (channels) in a recurrent layer. */
 int32_t model_conv_channels(const model_config *c, layer_kind kind);

@@ -16,7 +16,9 @@
  *   - the hybrids' convolution taps F32 with standard deviation 0.5 (reversed taps move the logits
  *     by over 100%), DeltaNet decays of about e^−0.65 per token (no decay moves them by over 100%),
  *     and its output gate z at a quarter of the usual scale: at full scale silu(z) passes llama.cpp's
- *     own F16 rounding through at 0.3% of a row's spread, above the F16 tolerance.
+ *     own F16 rounding through at 0.3% of a row's spread, above the F16 tolerance;
+ *   - Mamba-2's A and dt bias about −2 (a decay of e^(−Δ·2) per token with Δ ≈ 0.05–1), D about 1,
+ *     and two groups of B and C, so that the decay, the skip and the groups each show.
  * Values come from a SplitMix64 stream per tensor, so the same arch, shape, type and seed always
  * give the same bytes.
  *
@@ -75,6 +77,7 @@ enum {
     F_SHORTCONV = 1u << 12,    /* lfm2: layers with il % 3 != 2 are short convolutions (KV head count 0) */
     F_DELTANET = 1u << 13,     /* qwen35: gated DeltaNet layers, full attention every 4th; attn_q holds each
                                 * head's query then its output gate; the FFN's norm is post_attention_norm */
+    F_MAMBA2 = 1u << 14,       /* granite-hybrid: Mamba-2 layers (KV head count 0), attention where il % 4 == 2 */
 };
 
 /* lfm2's attention layers in a synth file: every third (LFM2-350M has 6 of 16, spread out) */
@@ -84,6 +87,14 @@ enum {
 /* the taps of the recurrent layers' convolutions (LFM2's l_cache, Qwen3.5's conv_kernel) */
 #define LFM2_L_CACHE 3
 #define QWEN35_CONV_KERNEL 4
+/* granite-hybrid: attention on layers il % this == 2 (Granite 4.0-H has a few among many Mamba-2
+ * layers); Mamba-2 of d_inner = 2·dim (all llama.cpp supports) in heads of 64, Granite 4.0-H's
+ * head size, with two groups (it has one) of states of 16 (it has 128) */
+#define GRANITE_HYBRID_ATTENTION_EVERY 4
+#define MAMBA2_CONV_KERNEL 4
+#define MAMBA2_HEAD_DIM 64
+#define MAMBA2_GROUPS 2
+#define MAMBA2_STATE 16
 
 typedef struct {
     const char *name;       /* --arch */
@@ -136,6 +147,12 @@ static const synth_family families[] = {
      .logit_std = 3.0f},
     {.name = "olmo2", .arch = "olmo2", .flags = F_POST_NORM | F_QK_NORM_FULL | F_HEAD_GAIN, .head_factor = 1,
      .ctx_train = 4096, .rope_base = 500000.0f, .rms_eps = 1e-6f, .logit_std = 3.0f},
+    /* Granite 4.0-H as its converter writes it (granite.py's GraniteHybridModel), with rope on its
+     * attention layers (rope.scaling.finetuned true, as Bamba's files; 4.0-H's own say false) */
+    {.name = "granite-hybrid", .arch = "granitehybrid", .flags = F_TIED | F_PRE_NORM | F_ROPE_DIM_KEY | F_MAMBA2,
+     .min_layers = 4, .head_factor = 1, .ctx_train = 131072, .rope_base = 10000000.0f, .rms_eps = 1e-5f,
+     .embedding_scale = 12.0f, .residual_scale = 0.22f, .logit_scale = 8.0f, .attention_scale_1_hd = true,
+     .logit_std = 3.0f},
     {.name = "lfm2", .arch = "lfm2", .flags = F_TIED | F_PRE_NORM | F_QK_NORM_HEAD | F_SHORTCONV, .min_layers = 4,
      .head_factor = 1, .ctx_train = 128000, .rope_base = 1000000.0f, .rms_eps = 1e-5f, .logit_std = 3.0f},
     {.name = "qwen35", .arch = "qwen35", .flags = F_PRE_NORM | F_QK_NORM_HEAD | F_ROPE_DIM_KEY | F_DELTANET, .min_layers = 4,
@@ -218,6 +235,7 @@ static uint32_t matrix_type(const synth_quant *q, tensor_role role, bool tied, i
 static bool layer_recurrent(unsigned flags, int l) {
     if (flags & F_SHORTCONV) return l % LFM2_ATTENTION_EVERY != LFM2_ATTENTION_EVERY - 1;
     if (flags & F_DELTANET) return (l + 1) % QWEN35_FULL_ATTENTION_INTERVAL != 0;
+    if (flags & F_MAMBA2) return l % GRANITE_HYBRID_ATTENTION_EVERY != 2;
     return false;
 }
 
@@ -277,6 +295,7 @@ static void meta_key(meta_buf *b, const char *prefix, const char *key, uint32_t 
 }
 
 static void kv_u32(meta_buf *b, const char *prefix, const char *key, uint32_t v) { meta_key(b, prefix, key, GGUF_U32); meta_put(b, &v, 4); }
+static void kv_bool(meta_buf *b, const char *prefix, const char *key, bool v) { uint8_t u = v; meta_key(b, prefix, key, GGUF_BOOL); meta_put(b, &u, 1); }
 static void kv_f32(meta_buf *b, const char *prefix, const char *key, float v) { meta_key(b, prefix, key, GGUF_F32); meta_put(b, &v, 4); }
 static void kv_str(meta_buf *b, const char *prefix, const char *key, const char *v) { meta_key(b, prefix, key, GGUF_STRING); meta_str(b, v); }
 static void kv_i32_array(meta_buf *b, const char *prefix, const char *key, const int32_t *v, uint64_t n) {
@@ -339,7 +358,7 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
         if (!strcmp(families[i].name, arch_name ? arch_name : "llama")) fam = &families[i];
     if (!fam)
         return errorf(err, WICK_ERR_INVALID_ARG, "unknown arch '%s' (llama, llama3, qwen3, gemma2, gemma3, phi3, smollm3, granite, olmo2, "
-                      "lfm2, qwen35, mistral3)", arch_name);
+                      "lfm2, qwen35, granite-hybrid, mistral3)", arch_name);
     const synth_shape *sh = NULL;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         if (!strcmp(shapes[i].name, shape_name)) sh = &shapes[i];
@@ -385,6 +404,8 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
     const int ssm_v_heads = sh->ssm_v_heads ? sh->ssm_v_heads : n_heads;
     const int ssm_k_heads = sh->ssm_k_heads ? sh->ssm_k_heads : n_heads / 2 > 0 ? n_heads / 2 : 1;
     const int ssm_channels = (2 * ssm_k_heads + ssm_v_heads) * ssm_state, ssm_value_dim = ssm_v_heads * ssm_state;
+    /* Mamba-2: z | x B C | dt from ssm_in; the convolution over x B C */
+    const int m2_inner = 2 * dim, m2_heads = m2_inner / MAMBA2_HEAD_DIM, m2_channels = m2_inner + 2 * MAMBA2_GROUPS * MAMBA2_STATE;
     const int q_dim = n_heads * head_dim, kv_dim = n_kv_heads * head_dim;
     const uint32_t swa = sh->small ? fam->swa_small : fam->swa_large;
     const float attention_scale = fam->attention_scale_1_hd ? 1.0f / (float)head_dim : 0.0f;
@@ -453,6 +474,18 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
                 MATRIX(R_OTHER, l, 1.0f / sqrtf((float)dim), dim, 3 * dim, "blk.%d.shortconv.in_proj.weight", l);
                 RANDOM_F32(conv_std, LFM2_L_CACHE, dim, "blk.%d.shortconv.conv.weight", l);
                 MATRIX(R_OTHER, l, o_std, dim, dim, "blk.%d.shortconv.out_proj.weight", l);
+            } else if (fl & F_MAMBA2) {
+                /* z rows at a quarter scale (as DeltaNet's gate), x B C and dt rows at unit scale */
+                MATRIX(R_OTHER, l, 0.25f / sqrtf((float)dim), dim, m2_inner + m2_channels + m2_heads, "blk.%d.ssm_in.weight", l);
+                t->v_row0 = m2_inner, t->v_std = 1.0f / sqrtf((float)dim);
+                RANDOM_F32(conv_std, MAMBA2_CONV_KERNEL, m2_channels, "blk.%d.ssm_conv1d.weight", l);
+                RANDOM_F32(conv_std, m2_channels, 1, "blk.%d.ssm_conv1d.bias", l);
+                NORM(-2.0f, m2_heads, "blk.%d.ssm_dt.bias", l);
+                /* A = −exp(A_log) and D, [1, heads] as the converter reshapes them */
+                NORM(-2.0f, 1, "blk.%d.ssm_a", l), t->ne1 = m2_heads;
+                NORM(1.0f, 1, "blk.%d.ssm_d", l), t->ne1 = m2_heads;
+                NORM(1.0f, m2_inner / MAMBA2_GROUPS, "blk.%d.ssm_norm.weight", l), t->ne1 = MAMBA2_GROUPS;
+                MATRIX(R_OTHER, l, 1.0f / sqrtf((float)m2_inner), m2_inner, dim, "blk.%d.ssm_out.weight", l);
             } else { /* gated DeltaNet, tensor names of llama.cpp's qwen35 loader */
                 MATRIX(R_OTHER, l, 1.0f / sqrtf((float)dim), dim, ssm_channels, "blk.%d.attn_qkv.weight", l);
                 MATRIX(R_OTHER, l, 0.25f / sqrtf((float)dim), dim, ssm_value_dim, "blk.%d.attn_gate.weight", l);
@@ -528,11 +561,11 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
     kv_u32(&mb, a, "block_count", (uint32_t)n_layers);
     kv_u32(&mb, a, "feed_forward_length", (uint32_t)hidden);
     kv_u32(&mb, a, "attention.head_count", (uint32_t)n_heads);
-    if (fl & F_SHORTCONV) { /* lfm2: a KV head count per layer, 0 on the convolution layers */
+    if (fl & (F_SHORTCONV | F_MAMBA2)) { /* a KV head count per layer, 0 on the recurrent layers */
         int32_t kv_heads[MAX_SYNTH_LAYERS];
         for (int l = 0; l < n_layers; l++) kv_heads[l] = layer_recurrent(fl, l) ? 0 : n_kv_heads;
         kv_i32_array(&mb, a, "attention.head_count_kv", kv_heads, (uint64_t)n_layers);
-        kv_u32(&mb, a, "shortconv.l_cache", LFM2_L_CACHE);
+        if (fl & F_SHORTCONV) kv_u32(&mb, a, "shortconv.l_cache", LFM2_L_CACHE);
     } else {
         kv_u32(&mb, a, "attention.head_count_kv", (uint32_t)n_kv_heads);
     }
@@ -546,6 +579,14 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
         kv_u32(&mb, a, "ssm.time_step_rank", (uint32_t)ssm_v_heads);
         kv_u32(&mb, a, "ssm.inner_size", (uint32_t)ssm_value_dim);
         kv_u32(&mb, a, "full_attention_interval", QWEN35_FULL_ATTENTION_INTERVAL);
+    }
+    if (fl & F_MAMBA2) {
+        kv_u32(&mb, a, "ssm.conv_kernel", MAMBA2_CONV_KERNEL);
+        kv_u32(&mb, a, "ssm.state_size", MAMBA2_STATE);
+        kv_u32(&mb, a, "ssm.group_count", MAMBA2_GROUPS);
+        kv_u32(&mb, a, "ssm.inner_size", (uint32_t)m2_inner);
+        kv_u32(&mb, a, "ssm.time_step_rank", (uint32_t)m2_heads);
+        kv_bool(&mb, a, "rope.scaling.finetuned", true);
     }
     if (fam->head_factor != 1) {
         kv_u32(&mb, a, "attention.key_length", (uint32_t)head_dim);

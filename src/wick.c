@@ -239,13 +239,13 @@ static void emit_family(text_out *o, const wick_model *m) {
          c->rope_base_swa, unrotated, factors, c->rope_attn_factor, c->embd_scale, c->residual_scale, c->attn_scale,
          c->attn_softcap, c->final_softcap, c->logit_scale);
     /* the hybrids: which layers mix positions how (A attention, C short convolution, D gated
-     * DeltaNet) and the recurrent state one sequence needs, in bytes (a context keeps it and
+     * DeltaNet, M Mamba-2) and the recurrent state one sequence needs, in bytes (a context keeps it and
      * two snapshots: wick_state_bytes) */
     emit(o, ",\"layer_pattern\":\"");
     size_t state = 0;
     for (int l = 0; l < c->n_layers; l++) {
         layer_kind k = m->layers[l].kind;
-        emit(o, "%c", k == LAYER_SHORTCONV ? 'C' : k == LAYER_DELTANET ? 'D' : 'A');
+        emit(o, "%c", k == LAYER_SHORTCONV ? 'C' : k == LAYER_DELTANET ? 'D' : k == LAYER_MAMBA2 ? 'M' : 'A');
         state += model_layer_state_floats(m, l) * sizeof(float);
     }
     emit(o, "\",\"recurrent_layers\":%d,\"state_bytes\":%zu", c->n_recurrent, state);

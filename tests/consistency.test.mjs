@@ -5,8 +5,8 @@
 // groups of 4 split 88 + 84 + 84, and 84 = 8 × 10 + 4), for a grouped-query model (synth mini:
 // 8 heads, 4 KV heads) and one with a KV head per query head (synth mini-mha), each in a
 // 32-element block type and a K-quant mix, for stories260K (F32), and for each model family
-// (the hybrids lfm2 and qwen35 too: their recurrence runs token by token inside a batch; and the
-// families that only `wick synth` files carry).
+// (the hybrids lfm2, qwen35 and granite-hybrid too: their recurrence runs token by token inside a batch;
+// and the families that only `wick synth` files carry).
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -45,6 +45,8 @@ for (const fam of ['llama3', 'qwen3', 'gemma2', 'gemma3', 'phi3', 'smollm3', 'gr
   const ref = loadReference(file.replace('.gguf', '.json'));
   cases.push({ name: `${fam} (${file})`, file: () => path.join(models, 'families', file), ids: ref.prompt_tokens, nVocab: ref.n_vocab });
 }
+// granite-hybrid (Mamba-2) has no file in ../shared: a synth one
+cases.push({ name: 'granite-hybrid (synth mini q8_0)', file: () => synth('mini', 'q8_0', 'granite-hybrid'), ids, nVocab: 32000 });
 
 // the families only wick synth writes (no shared reference file): mistral3's query temperature
 // steps at multiples of its original context (16), so its prompt runs to 25 tokens

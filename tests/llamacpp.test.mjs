@@ -2,7 +2,7 @@
 // node-llama-cpp (its prebuilt CPU binary, never a download or a build):
 //  - the llama architecture at each type (f16, q8_0, q4_0, q4_k_m, q5_k_m, q6_k, shape mini);
 //  - each family of `wick synth --arch` (llama3, qwen3, gemma2, gemma3, phi3, smollm3, granite,
-//    olmo2, and the hybrids lfm2 and qwen35) at f16 and one quantized type, with a prompt longer
+//    olmo2, and the hybrids lfm2, qwen35 and granite-hybrid) at f16 and one quantized type, with a prompt longer
 //    than the sliding windows.
 // For each file llama.cpp loads it and generates (one test), both wick builds (native and wasm)
 // agree with llama.cpp's logits within the tolerances of ../shared/README.md (a test per build),
@@ -41,6 +41,7 @@ const families = [
   // the hybrids: a recurrent state carried through the prompt and the steps
   { arch: 'lfm2', quant: 'q8_0' },
   { arch: 'qwen35', quant: 'q4_k_m' },
+  { arch: 'granite-hybrid', quant: 'q8_0' },
   // YaRN and the query temperature
   { arch: 'mistral3', quant: 'q4_k_m' },
 ];
@@ -296,6 +297,14 @@ const featureEdits = {
       }
     },
   },
+  'granite-hybrid': {
+    'with the convolution taps reversed': (g) => reverseTaps(g, /ssm_conv1d\.weight$/, 4),
+    'with ssm_a of 0 (no decay)': (g) => zeros(g, /ssm_a$/),
+    'with ssm_d of 0 (no skip)': (g) => zeros(g, /ssm_d$/),
+    'with ssm_norm weights of 1': (g) => ones(g, /ssm_norm/),
+    'without rope (rope.scaling.finetuned false, as Granite 4.0-H files)': (g) => setKv(g, 'granitehybrid.rope.scaling.finetuned', T.BOOL, false),
+    'without residual_scale': (g) => dropKv(g, 'granitehybrid.residual_scale'),
+  },
   llama3: { 'without rope_freqs.weight (Llama 3 rope factors)': (g) => { g.tensors = g.tensors.filter((t) => t.name !== 'rope_freqs.weight'); } },
   qwen3: { 'with attn_q_norm/attn_k_norm weights of 1': (g) => ones(g, /attn_[qk]_norm/) },
   gemma2: {
@@ -387,6 +396,26 @@ test('qwen3 with rope.scaling.type yarn: both builds give llama.cpp\'s logits, f
     const ours = { prompt: out.prompt_logits.map(centred), step: out.greedy_step_logits.map(centred) };
     const worst = Math.max(...ours.prompt.map((row, k) => relRms(row, ref.promptRows[k])));
     t.diagnostic(`${builds[i]}: worst row ${(worst * 100).toFixed(4)}% (YaRN moves llama.cpp's by ${(moved * 100).toFixed(1)}%)`);
+    assert.deepEqual([...compareRows(ours.prompt, ref.promptRows, tol, 'prompt'), ...compareRows(ours.step, ref.stepRows, tol, 'step')], []);
+  });
+});
+
+// ---- Granite 4.0-H's own files rotate nothing (rope.scaling.finetuned false: NoPE attention) ----
+test('granite-hybrid with rope.scaling.finetuned false (NoPE, as Granite 4.0-H files): both builds give llama.cpp\'s logits', async (t) => {
+  const g = readGguf(fileOf('f16', 'granite-hybrid'));
+  setKv(g, 'granitehybrid.rope.scaling.finetuned', T.BOOL, false);
+  const file = path.join(tmp, 'nope-granite-hybrid.gguf');
+  fs.writeFileSync(file, writeGguf(g));
+  const ref = await llamaCppRows(file, familyPrompt);
+  const args = ['logits', '-m', file, '--tokens', ref.ids.join(','), '--steps', String(steps), '--follow', ref.greedy.join(','), '--threads', '1'];
+  const runs = await Promise.all(builds.map((build) => runWickAsync(build, args)));
+  const tol = toleranceFor('synth-f16');
+  runs.forEach((r, i) => {
+    assert.equal(r.code, 0, `${builds[i]}: ${r.stderr}`);
+    const out = JSON.parse(r.stdout);
+    const ours = { prompt: out.prompt_logits.map(centred), step: out.greedy_step_logits.map(centred) };
+    const worst = Math.max(...ours.prompt.map((row, k) => relRms(row, ref.promptRows[k])));
+    t.diagnostic(`${builds[i]}: worst row ${(worst * 100).toFixed(4)}%`);
     assert.deepEqual([...compareRows(ours.prompt, ref.promptRows, tol, 'prompt'), ...compareRows(ours.step, ref.stepRows, tol, 'step')], []);
   });
 });

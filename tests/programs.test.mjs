@@ -9,7 +9,7 @@ import fs, { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { readLlamaBundle } from '../tools/llama-bundle.mjs';
-import { root, runProgram, shared } from './helpers.mjs';
+import { root, runProgram, runWick, shared } from './helpers.mjs';
 
 const programs = {
   test_kernels: [],
@@ -26,6 +26,8 @@ const programs = {
 const BUNDLE_VOCABS = { qwen35: "Qwen3.5's tokenizer (pre-type qwen35)", 'gemma-4': "Gemma 4's tokenizer (model gemma4: raw-byte BPE over lines)" };
 const VOCAB_FILES = Object.keys(BUNDLE_VOCABS).flatMap((name) => ['', '.inp', '.out'].map((ext) => `ggml-vocab-${name}.gguf${ext}`));
 let llamaDir;
+// granite-hybrid (Mamba-2) has no file in ../shared: test_state takes a synth one, written there
+const graniteHybridFile = () => path.join(llamaDir, 'mini-granite-hybrid-q8_0.gguf');
 before(() => {
   llamaDir = mkdtempSync(path.join(tmpdir(), 'wick-llama.cpp-'));
   const [gbnfs, ...vocab] = readLlamaBundle(['grammars/*.gbnf', ...VOCAB_FILES.map((f) => `models/${f}`)]);
@@ -34,6 +36,9 @@ before(() => {
   for (const [name, bytes] of gbnfs) writeFileSync(path.join(gbnfDir, path.basename(name)), bytes);
   VOCAB_FILES.forEach((f, i) => writeFileSync(path.join(llamaDir, f), vocab[i]));
   programs.test_grammar = [path.join(root, 'tests', 'grammar-cases.json'), gbnfDir];
+  const r = runWick('native', ['synth', '--shape', 'mini', '--type', 'q8_0', '--arch', 'granite-hybrid', '-o', graniteHybridFile(),
+    '--vocab', path.join(shared, 'vocab', 'ggml-vocab-llama-spm.gguf')]);
+  assert.equal(r.code, 0, r.stderr);
 });
 after(() => {
   if (llamaDir) rmSync(llamaDir, { recursive: true, force: true });
@@ -86,13 +91,14 @@ test('the sampler draws the same sequence in the native and the wasm build', () 
 
 for (const build of ['native', 'wasm']) {
   test(`${build}: test_state (hybrid models: chat turns, regenerate, abort and overflow over the recurrent state)`, () => {
-    const r = runProgram(build, 'test_state', ['mini-qwen35-q8_0.gguf', 'mini-lfm2-f16.gguf'].map((f) => path.join(shared, 'models', 'families', f)));
+    const r = runProgram(build, 'test_state', [...['mini-qwen35-q8_0.gguf', 'mini-lfm2-f16.gguf'].map((f) => path.join(shared, 'models', 'families', f)),
+      graniteHybridFile()]);
     assert.equal(r.code, 0, r.stdout + r.stderr);
     assert.match(r.stdout, /^\d+ passed, 0 failed/m);
     // both files ran every case: the state's size at two context sizes, three turns (at 1 and 2
     // threads natively; the wasm test programs are single-threaded), regenerate, abort, and the
     // window overflow
-    for (const f of ['mini-qwen35-q8_0.gguf', 'mini-lfm2-f16.gguf']) {
+    for (const f of ['mini-qwen35-q8_0.gguf', 'mini-lfm2-f16.gguf', 'mini-granite-hybrid-q8_0.gguf']) {
       assert.match(r.stdout, new RegExp(`ok  : ${f}: recurrent state (\\d+) bytes at 128 tokens, \\1 at 2048`));
       assert.equal(r.stdout.split('\n').filter((l) => l.startsWith(`ok  : ${f}, `) && /turn 3: 12 of 43/.test(l)).length, build === 'native' ? 2 : 1);
       assert.match(r.stdout, new RegExp(`ok  : ${f}: regenerate evaluates 1 token`));
