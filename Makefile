@@ -22,9 +22,9 @@ NATIVE_LIBS := -lm -pthread
 
 EMCC := NODE_PATH=/usr/share/nodejs emcc
 WASM_CFLAGS := $(CFLAGS_COMMON) -O3 -msimd128
-WASM_EXPORT_NAMES := malloc free wick_buffer_alloc wick_buffer_free wick_cli_main wick_last_error wick_model_load_gguf wick_model_load_gguf_parts wick_model_load_llama2c \
+WASM_EXPORT_NAMES := malloc free wick_buffer_alloc wick_buffer_free wick_last_error wick_model_load_gguf wick_model_load_gguf_parts wick_model_load_llama2c \
   wick_model_free wick_model_get_info wick_model_info_json wick_tokenize wick_detokenize wick_token_to_piece wick_token_is_eog \
-  wick_ctx_default_params wick_ctx_new wick_ctx_free wick_eval wick_get_logits wick_n_past wick_n_ctx \
+  wick_ctx_default_params wick_ctx_new wick_ctx_free wick_ctx_last_error wick_eval wick_get_logits wick_n_past wick_n_ctx \
   wick_kv_trim wick_kv_shift wick_kv_bytes wick_state_bytes wick_state_snapshot wick_sample_simple wick_softmax \
   wick_gen_new wick_gen_free wick_gen_set wick_gen_set_grammar wick_grammar_check wick_gen_add_stop wick_gen_clear_stops wick_gen_set_bias \
   wick_gen_clear_bias wick_gen_start wick_gen_next wick_gen_token wick_gen_finish wick_gen_text \
@@ -34,10 +34,16 @@ comma := ,
 empty :=
 space := $(empty) $(empty)
 WASM_EXPORTS := $(subst $(space),$(comma),$(addprefix _,$(strip $(WASM_EXPORT_NAMES))))
+# The page's builds (build/wasm/wick*.js) hold the engine and its C API only; the Node CLI's
+# (build/wasm/wick-cli*.js, wasm_glue/cli.mjs) add the CLI and synth, which no page runs.
 WASM_LDFLAGS := -sMODULARIZE -sEXPORT_NAME=createWick -sALLOW_MEMORY_GROWTH -sMAXIMUM_MEMORY=4GB \
   -sINITIAL_MEMORY=32MB -sTOTAL_STACK=1MB -sEXPORTED_FUNCTIONS=$(WASM_EXPORTS) \
   -sEXPORTED_RUNTIME_METHODS=ccall,cwrap,UTF8ToString,stringToUTF8,lengthBytesUTF8 \
-  -sFILESYSTEM=0 -sENVIRONMENT=web,worker,node --js-library src/cli_library.js
+  -sFILESYSTEM=0 -sENVIRONMENT=web,worker,node
+WASM_CLI_LDFLAGS := $(subst -sEXPORTED_FUNCTIONS=,-sEXPORTED_FUNCTIONS=_wick_cli_main$(comma),$(WASM_LDFLAGS)) \
+  --js-library src/cli_library.js
+# the engine's objects in the wasm libraries: all but synth (the CLI builds link its object)
+WASM_ENGINE_NAMES = $(filter-out synth,$(ENGINE_NAMES))
 # pthread pool: as many workers as the page or CLI asks for (Module.wickThreads), made before main work starts
 WASM_MT_FLAGS := -pthread '-sPTHREAD_POOL_SIZE=Module["wickThreads"]||4' -Wno-pthreads-mem-growth
 WASM_TEST_FLAGS := -sALLOW_MEMORY_GROWTH -sMAXIMUM_MEMORY=4GB -sENVIRONMENT=node -sNODERAWFS=1 -sSINGLE_FILE
@@ -79,9 +85,9 @@ build/wasm/obj-mt/%.o: src/%.c $(HEADERS) | build/.setup-stamp
 
 $(NATIVE_LIB): $(addprefix build/native/obj/,$(addsuffix .o,$(ENGINE_NAMES)))
 	rm -f $@ && ar rcs $@ $^
-$(WASM_LIB): $(addprefix build/wasm/obj/,$(addsuffix .o,$(ENGINE_NAMES)))
+$(WASM_LIB): $(addprefix build/wasm/obj/,$(addsuffix .o,$(WASM_ENGINE_NAMES)))
 	rm -f $@ && $(EMAR) rcs $@ $^
-$(WASM_MT_LIB): $(addprefix build/wasm/obj-mt/,$(addsuffix .o,$(ENGINE_NAMES)))
+$(WASM_MT_LIB): $(addprefix build/wasm/obj-mt/,$(addsuffix .o,$(WASM_ENGINE_NAMES)))
 	rm -f $@ && $(EMAR) rcs $@ $^
 
 # the wasm engines export C API functions that nothing in them calls: the whole archive is linked
@@ -96,7 +102,7 @@ native: build/native/wick build/native/wick-nofold $(addprefix build/native/,$(T
 build/native/wick: src/cli.c $(NATIVE_LIB) $(HEADERS)
 	$(CC) $(NATIVE_CFLAGS) -o $@ src/cli.c $(NATIVE_LIB) $(NATIVE_LIBS)
 
-# the CLI with attention's F16 rebias never folded into the query (src/forward.c, fold_query):
+# the CLI with attention's F16 rebias never folded into the query (src/attention.c, fold_query):
 # its logits must equal build/native/wick's (tests/consistency.test.mjs)
 build/native/wick-nofold: src/cli.c $(ENGINE_SRC) $(HEADERS) | build/.setup-stamp
 	$(CC) $(NATIVE_CFLAGS) -DWICK_NO_FOLD -o $@ src/cli.c $(ENGINE_SRC) $(NATIVE_LIBS)
@@ -105,19 +111,26 @@ build/native/test_%: tests/test_%.c $(NATIVE_LIB) $(HEADERS)
 	$(CC) $(NATIVE_CFLAGS) -o $@ $< $(NATIVE_LIB) $(NATIVE_LIBS)
 
 # ---- WebAssembly: single-threaded and pthreads builds of the same sources ----
-wasm: build/wasm/package.json build/wasm/wick.js build/wasm/wick-mt.js $(addprefix build/wasm/,$(addsuffix .js,$(TEST_PROGRAMS))) \
-  $(RELAXED_BUILDS) build/wick-shell.json
+wasm: build/wasm/package.json build/wasm/wick.js build/wasm/wick-mt.js build/wasm/wick-cli.js build/wasm/wick-cli-mt.js \
+  $(addprefix build/wasm/,$(addsuffix .js,$(TEST_PROGRAMS))) $(RELAXED_BUILDS) build/wick-shell.json
 
 # Emscripten's output is a CommonJS script; the repository's package.json says "module"
 build/wasm/package.json:
 	@mkdir -p $(@D)
 	echo '{"type":"commonjs"}' > $@
 
-build/wasm/wick.js: src/cli.c src/cli_library.js $(WASM_LIB) $(HEADERS)
-	$(EMCC) $(WASM_CFLAGS) -DWICK_NO_THREADS -o $@ src/cli.c $(call WHOLE,$(WASM_LIB)) $(WASM_LDFLAGS)
+# (the page's builds link the objects themselves: emcc 3.1.6 given only an archive links none of it)
+build/wasm/wick.js: $(WASM_LIB)
+	$(EMCC) $(WASM_CFLAGS) -DWICK_NO_THREADS -o $@ $(addprefix build/wasm/obj/,$(addsuffix .o,$(WASM_ENGINE_NAMES))) $(WASM_LDFLAGS)
 
-build/wasm/wick-mt.js: src/cli.c src/cli_library.js $(WASM_MT_LIB) $(HEADERS)
-	$(EMCC) $(WASM_CFLAGS) $(WASM_MT_FLAGS) -o $@ src/cli.c $(call WHOLE,$(WASM_MT_LIB)) $(WASM_LDFLAGS)
+build/wasm/wick-mt.js: $(WASM_MT_LIB)
+	$(EMCC) $(WASM_CFLAGS) $(WASM_MT_FLAGS) -o $@ $(addprefix build/wasm/obj-mt/,$(addsuffix .o,$(WASM_ENGINE_NAMES))) $(WASM_LDFLAGS)
+
+build/wasm/wick-cli.js: src/cli.c src/cli_library.js build/wasm/obj/synth.o $(WASM_LIB) $(HEADERS)
+	$(EMCC) $(WASM_CFLAGS) -DWICK_NO_THREADS -o $@ src/cli.c build/wasm/obj/synth.o $(call WHOLE,$(WASM_LIB)) $(WASM_CLI_LDFLAGS)
+
+build/wasm/wick-cli-mt.js: src/cli.c src/cli_library.js build/wasm/obj-mt/synth.o $(WASM_MT_LIB) $(HEADERS)
+	$(EMCC) $(WASM_CFLAGS) $(WASM_MT_FLAGS) -o $@ src/cli.c build/wasm/obj-mt/synth.o $(call WHOLE,$(WASM_MT_LIB)) $(WASM_CLI_LDFLAGS)
 
 build/wasm/test_%.js: tests/test_%.c $(WASM_LIB) $(HEADERS)
 	$(EMCC) $(WASM_CFLAGS) -DWICK_NO_THREADS -o $@ $< $(WASM_LIB) $(WASM_TEST_FLAGS)
@@ -161,7 +174,7 @@ check-fresh:
 # ../node_modules/@huggingface/jinja/dist/ → ./jinja/.   make dist [DIST_DIR=dir]
 DIST_DIR ?= dist
 DIST_MODULES := $(filter-out wasm_glue/cli.mjs,$(wildcard wasm_glue/*.mjs wasm_glue/*.js)) \
-  web/wick-chat.js web/tool-calls.js web/coi.js web/util.js web/coi-sw.js web/engine-worker.js
+  web/wick-chat.js web/tool-cards.js web/coi.js web/util.js web/coi-sw.js web/engine-worker.js
 DIST_TYPES := $(wildcard wasm_glue/*.d.ts)
 JINJA_DIR := node_modules/@huggingface/jinja
 DIST_PATHS := -e 's|\.\./build/wick-shell\.json|./wick-shell.json|g' -e 's|\.\./build/wasm/|./wasm/|g' -e 's|\.\./wasm_glue/|./|g' -e 's|\.\./node_modules/@huggingface/jinja/dist/|./jinja/|g'
@@ -169,7 +182,7 @@ DIST_PATHS := -e 's|\.\./build/wick-shell\.json|./wick-shell.json|g' -e 's|\.\./
 dist: build/wasm/package.json build/wasm/wick.js build/wasm/wick-mt.js $(DIST_TYPES) $(DIST_MODULES) $(GPU_FILES) $(JINJA_DIR)/dist/index.js
 	rm -rf $(DIST_DIR) && mkdir -p $(DIST_DIR)/wasm $(DIST_DIR)/jinja $(DIST_DIR)/gpu
 	cp $(GPU_FILES) $(DIST_DIR)/gpu/
-	cp build/wasm/package.json build/wasm/wick*.js build/wasm/wick*.wasm $(DIST_DIR)/wasm/
+	cp build/wasm/package.json $$(ls build/wasm/wick*.js build/wasm/wick*.wasm | grep -v /wick-cli) $(DIST_DIR)/wasm/
 	for f in $(DIST_MODULES) $(DIST_TYPES); do sed $(DIST_PATHS) $$f > $(DIST_DIR)/$${f##*/}; done
 	cp $(JINJA_DIR)/dist/index.js $(DIST_DIR)/jinja/index.js && cp $(JINJA_DIR)/LICENSE $(DIST_DIR)/jinja/LICENSE
 	node tools/shell-manifest.mjs $(DIST_DIR)/wick-shell.json $$(ls $(DIST_DIR)/*.js $(DIST_DIR)/*.mjs | grep -v '/coi-sw\.js$$') \

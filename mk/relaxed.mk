@@ -32,9 +32,9 @@ build/wasm/obj-mt-rx/%.o: src/%.c $(HEADERS) | build/.setup-stamp
 	@mkdir -p $(@D)
 	$(EMCC_RELAXED) $(RELAXED_CFLAGS) $(wasm_opt) -pthread -c -o $@ $<
 
-$(WASM_RX_LIB): $(addprefix build/wasm/obj-rx/,$(addsuffix .o,$(ENGINE_NAMES)))
+$(WASM_RX_LIB): $(addprefix build/wasm/obj-rx/,$(addsuffix .o,$(WASM_ENGINE_NAMES)))
 	rm -f $@ && $(EMAR_RELAXED) rcs $@ $^
-$(WASM_MT_RX_LIB): $(addprefix build/wasm/obj-mt-rx/,$(addsuffix .o,$(ENGINE_NAMES)))
+$(WASM_MT_RX_LIB): $(addprefix build/wasm/obj-mt-rx/,$(addsuffix .o,$(WASM_ENGINE_NAMES)))
 	rm -f $@ && $(EMAR_RELAXED) rcs $@ $^
 
 # What emcc does to the plain builds' loaders after an optimizing link, done here by hand (the
@@ -43,13 +43,24 @@ RELAXED_STRIP_NAMES = /usr/lib/llvm-19/bin/llvm-objcopy --remove-section=name $(
 RELAXED_MINIFY_JS = NODE_PATH=/usr/share/nodejs node "$$(dirname "$$(readlink -f "$$(command -v emcc)")")/tools/acorn-optimizer.js" \
   $@ JSDCE minifyWhitespace > $@.min && mv $@.min $@
 
-build/wasm/wick-relaxed.js: src/cli.c src/cli_library.js $(WASM_RX_LIB) $(HEADERS)
-	$(EMCC_RELAXED) $(RELAXED_CFLAGS) -DWICK_NO_THREADS -o $@ src/cli.c $(call WHOLE,$(WASM_RX_LIB)) $(WASM_LDFLAGS) $(RELAXED_LINK)
+build/wasm/wick-relaxed.js: $(WASM_RX_LIB)
+	$(EMCC_RELAXED) $(RELAXED_CFLAGS) -DWICK_NO_THREADS -o $@ $(addprefix build/wasm/obj-rx/,$(addsuffix .o,$(WASM_ENGINE_NAMES))) $(WASM_LDFLAGS) $(RELAXED_LINK)
 	$(RELAXED_STRIP_NAMES)
 	$(RELAXED_MINIFY_JS)
 
-build/wasm/wick-mt-relaxed.js: src/cli.c src/cli_library.js $(WASM_MT_RX_LIB) $(HEADERS)
-	$(EMCC_RELAXED) $(RELAXED_CFLAGS) $(WASM_MT_FLAGS) -o $@ src/cli.c $(call WHOLE,$(WASM_MT_RX_LIB)) $(WASM_LDFLAGS) $(RELAXED_LINK)
+build/wasm/wick-mt-relaxed.js: $(WASM_MT_RX_LIB)
+	$(EMCC_RELAXED) $(RELAXED_CFLAGS) $(WASM_MT_FLAGS) -o $@ $(addprefix build/wasm/obj-mt-rx/,$(addsuffix .o,$(WASM_ENGINE_NAMES))) $(WASM_LDFLAGS) $(RELAXED_LINK)
+	$(RELAXED_STRIP_NAMES)
+	$(RELAXED_MINIFY_JS)
+
+# the Node CLI's relaxed builds (WICK_WASM_RELAXED=1 node wasm_glue/cli.mjs): with the CLI and synth
+build/wasm/wick-cli-relaxed.js: src/cli.c src/cli_library.js build/wasm/obj-rx/synth.o $(WASM_RX_LIB) $(HEADERS)
+	$(EMCC_RELAXED) $(RELAXED_CFLAGS) -DWICK_NO_THREADS -o $@ src/cli.c build/wasm/obj-rx/synth.o $(call WHOLE,$(WASM_RX_LIB)) $(WASM_CLI_LDFLAGS) $(RELAXED_LINK)
+	$(RELAXED_STRIP_NAMES)
+	$(RELAXED_MINIFY_JS)
+
+build/wasm/wick-cli-mt-relaxed.js: src/cli.c src/cli_library.js build/wasm/obj-mt-rx/synth.o $(WASM_MT_RX_LIB) $(HEADERS)
+	$(EMCC_RELAXED) $(RELAXED_CFLAGS) $(WASM_MT_FLAGS) -o $@ src/cli.c build/wasm/obj-mt-rx/synth.o $(call WHOLE,$(WASM_MT_RX_LIB)) $(WASM_CLI_LDFLAGS) $(RELAXED_LINK)
 	$(RELAXED_STRIP_NAMES)
 	$(RELAXED_MINIFY_JS)
 
@@ -57,7 +68,8 @@ build/wasm/wick-mt-relaxed.js: src/cli.c src/cli_library.js $(WASM_MT_RX_LIB) $(
 build/wasm/test_kernels-relaxed.js: tests/test_kernels.c $(WASM_RX_LIB) $(HEADERS)
 	$(EMCC_RELAXED) $(RELAXED_CFLAGS) -DWICK_NO_THREADS -o $@ $< $(WASM_RX_LIB) $(WASM_TEST_FLAGS) $(RELAXED_LINK)
 
-RELAXED_BUILDS := build/wasm/wick-relaxed.js build/wasm/wick-mt-relaxed.js build/wasm/test_kernels-relaxed.js
+RELAXED_BUILDS := build/wasm/wick-relaxed.js build/wasm/wick-mt-relaxed.js build/wasm/wick-cli-relaxed.js \
+  build/wasm/wick-cli-mt-relaxed.js build/wasm/test_kernels-relaxed.js
 
 # the same kernel test natively, with the relaxed instruction emulated (WICK_RELAXED_EMULATE)
 build/native/test_kernels-relaxed: tests/test_kernels.c $(ENGINE_SRC) $(HEADERS) | build/.setup-stamp

@@ -34,8 +34,8 @@ size_t attention_scratch_floats(int32_t n_ctx) {
 
 /* the first position a query at pos sees in layer l */
 static int att_first(const struct wick_ctx *c, int l, int pos) {
-    int w = c->m->c.n_swa;
-    return c->m->layers[l].sliding && pos >= w ? pos - w + 1 : 0;
+    int w = c->model->config.n_swa;
+    return c->model->layers[l].sliding && pos >= w ? pos - w + 1 : 0;
 }
 
 /* an attention score: q·k times the scale, soft-capped where the family caps (gemma2) */
@@ -165,7 +165,7 @@ static inline int att_last(const attn_args *a, int pos) { return a->causal ? pos
 static inline __attribute__((always_inline)) void attend_f16_body(const attn_args *a, int h, int t0, int nt,
                                                                  float *scores, const float *const q[], const int T) {
     struct wick_ctx *c = a->c;
-    const model_config *mc = model_layer_config(c->m, a->layer);
+    const model_config *mc = model_layer_config(c->model, a->layer);
     int layer = a->layer, hd = mc->head_dim, kvh = h / (mc->n_heads / mc->n_kv_heads);
     int last = att_last(a, a->pos0 + t0 + nt - 1);
     size_t stride = (size_t)kv_dim(mc), n_ctx = (size_t)c->n_ctx;
@@ -244,7 +244,7 @@ static inline __attribute__((always_inline)) void attend_f16_body(const attn_arg
 static inline __attribute__((always_inline)) int attend_f16_run(const attn_args *a, int h, int t0, int nt, float *scores,
                                                                const int T) {
     struct wick_ctx *c = a->c;
-    const model_config *mc = model_layer_config(c->m, a->layer);
+    const model_config *mc = model_layer_config(c->model, a->layer);
     int hd = mc->head_dim;
     float *qf = scores + (size_t)ATT_SCORE_ROWS * c->n_ctx + MAX_HEAD_DIM;
     const float *q[ATT_TOKENS];
@@ -263,7 +263,7 @@ static inline __attribute__((always_inline)) int attend_f16_run(const attn_args 
  * sees, softmax, and the weighted sum of cached values into xb2. */
 static void attend_heads(const attn_args *a, int t, int kvh, int h0, int heads, float *scores) {
     struct wick_ctx *c = a->c;
-    const model_config *mc = model_layer_config(c->m, a->layer);
+    const model_config *mc = model_layer_config(c->model, a->layer);
     int layer = a->layer, hd = mc->head_dim, pos = a->pos0 + t;
     float *row = scores + (size_t)ATT_SCORE_ROWS * c->n_ctx; /* one cached key or value as floats */
     int lo = att_first(c, layer, pos), hi = att_last(a, pos);
@@ -299,7 +299,7 @@ static void attend_heads(const attn_args *a, int t, int kvh, int h0, int heads, 
 static void attention_runs_task(void *arg, int ith, int nth) {
     attn_args *a = arg;
     struct wick_ctx *c = a->c;
-    const model_config *mc = model_layer_config(c->m, a->layer);
+    const model_config *mc = model_layer_config(c->model, a->layer);
     int n_heads = mc->n_heads, n_runs = (a->n_tok + ATT_TOKENS - 1) / ATT_TOKENS;
     float *scores = c->att + (size_t)ith * attention_scratch_floats(c->n_ctx);
     /* items interleaved between the threads: a later token attends to more positions, so
@@ -317,7 +317,7 @@ static void attention_runs_task(void *arg, int ith, int nth) {
 static void attention_task(void *arg, int ith, int nth) {
     attn_args *a = arg;
     struct wick_ctx *c = a->c;
-    const model_config *mc = model_layer_config(c->m, a->layer);
+    const model_config *mc = model_layer_config(c->model, a->layer);
     int group = mc->n_heads / mc->n_kv_heads, heads = a->heads, runs = group / heads;
     float *scores = c->att + (size_t)ith * attention_scratch_floats(c->n_ctx); /* scores[g * n_ctx + j] */
     /* interleaved, as in attention_runs_task */
@@ -334,7 +334,7 @@ static void attention_task(void *arg, int ith, int nth) {
 /* query heads per attention work item: the largest divisor of the group up to ATT_HEADS_MAX
  * that still leaves two items per thread */
 static int attention_heads_per_item(const struct wick_ctx *c, int layer, int n_tok) {
-    const model_config *mc = model_layer_config(c->m, layer);
+    const model_config *mc = model_layer_config(c->model, layer);
     int group = mc->n_heads / mc->n_kv_heads, best = 1;
     for (int h = 1; h <= att_heads_cap(mc); h++)
         if (group % h == 0 && (long)n_tok * mc->n_heads / h >= 2L * pool_size(c->pool)) best = h;
@@ -351,7 +351,7 @@ void attention(struct wick_ctx *c, int layer, int pos0, int n_tok, bool causal) 
  * passes (the largest score; Σ e^(s − max); Σ e^(s − max)·v, divided by that sum), each cached
  * value read through kv_load, the sums in double. */
 void attention_ref(const struct wick_ctx *c, int layer, int pos0, int n_tok, bool causal, float *out) {
-    const model_config *mc = model_layer_config(c->m, layer);
+    const model_config *mc = model_layer_config(c->model, layer);
     int hd = mc->head_dim, group = mc->n_heads / mc->n_kv_heads;
     double acc[MAX_HEAD_DIM];
     for (int t = 0; t < n_tok; t++)

@@ -18,15 +18,15 @@ void wick_ctx_default_params(wick_ctx_params *p) {
     p->kv_type = WICK_KV_F16;
 }
 
-static int recurrent_state_init(struct wick_ctx *c, char *err, size_t err_len);
+static int recurrent_state_init(struct wick_ctx *c, errmsg *err);
 
-int ctx_init_external(struct wick_ctx *c, const struct wick_model *m, int32_t n_ctx, char *err, size_t err_len) {
+int ctx_init_external(struct wick_ctx *c, const struct wick_model *m, int32_t n_ctx, errmsg *err) {
     memset(c, 0, sizeof *c);
-    if (!m->has_weights) return errorf(err, err_len, "the model has no weights (vocab-only file)");
-    const model_config *mc = &m->c;
+    if (!m->has_weights) return errorf(err, WICK_ERR_INVALID_ARG, "the model has no weights (vocab-only file)");
+    const model_config *mc = &m->config;
     int32_t def_ctx = mc->n_ctx_train < 2048 ? 2048 : mc->n_ctx_train > 4096 ? 4096 : mc->n_ctx_train; /* as ctx_init */
-    if (n_ctx < 0 || n_ctx > (1 << 22)) return errorf(err, err_len, "context size %d out of range (1 to %d)", n_ctx, 1 << 22);
-    c->m = m;
+    if (n_ctx < 0 || n_ctx > (1 << 22)) return errorf(err, WICK_ERR_INVALID_ARG, "context size %d out of range (1 to %d)", n_ctx, 1 << 22);
+    c->model = m;
     c->n_ctx = n_ctx > 0 ? n_ctx : def_ctx;
     c->n_batch = c->n_ctx;
     c->external = true;
@@ -39,16 +39,16 @@ int ctx_init_external(struct wick_ctx *c, const struct wick_model *m, int32_t n_
  * cannot wrap around wasm32's 32-bit size_t. */
 #define MAX_STATE_FLOATS ((size_t)1 << 28)
 
-int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_params *p, char *err, size_t err_len) {
+int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_params *p, errmsg *err) {
     memset(c, 0, sizeof *c);
-    if (!m->has_weights) return errorf(err, err_len, "the model has no weights (vocab-only file)");
-    const model_config *mc = &m->c;
+    if (!m->has_weights) return errorf(err, WICK_ERR_INVALID_ARG, "the model has no weights (vocab-only file)");
+    const model_config *mc = &m->config;
     for (int l = 0; l < mc->n_layers; l++) {
         int hd = model_layer_config(m, l)->head_dim;
         if (hd % 8 || hd > MAX_HEAD_DIM)
-            return errorf(err, err_len, "head dimension %d is not supported (multiples of 8 up to %d are)", hd, MAX_HEAD_DIM);
+            return errorf(err, WICK_ERR_INVALID_ARG, "head dimension %d is not supported (multiples of 8 up to %d are)", hd, MAX_HEAD_DIM);
     }
-    c->m = m;
+    c->model = m;
     /* default window: the training context, at least 2048 (tiny models list short ones but
      * extrapolate; llama.cpp runs them so) and at most 4096 (memory) */
     int32_t def_ctx = mc->n_ctx_train < 2048 ? 2048 : mc->n_ctx_train > 4096 ? 4096 : mc->n_ctx_train;
@@ -56,11 +56,11 @@ int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_para
     c->n_batch = p->n_batch > 0 ? p->n_batch : 256;
     if (c->n_batch > c->n_ctx) c->n_batch = c->n_ctx;
     int n_threads = p->n_threads > 0 ? p->n_threads : 1;
-    if (p->n_ctx < 0 || c->n_ctx > (1 << 22)) return errorf(err, err_len, "context size %d out of range (1 to %d)", p->n_ctx, 1 << 22);
+    if (p->n_ctx < 0 || c->n_ctx > (1 << 22)) return errorf(err, WICK_ERR_INVALID_ARG, "context size %d out of range (1 to %d)", p->n_ctx, 1 << 22);
     if (p->n_batch < 0 || p->n_threads < 0 || n_threads > 256)
-        return errorf(err, err_len, "batch size %d or thread count %d out of range", p->n_batch, p->n_threads);
+        return errorf(err, WICK_ERR_INVALID_ARG, "batch size %d or thread count %d out of range", p->n_batch, p->n_threads);
     if (p->kv_type != WICK_KV_F16 && p->kv_type != WICK_KV_F32)
-        return errorf(err, err_len, "KV cache type %d unknown (0 = f32, 1 = f16)", p->kv_type);
+        return errorf(err, WICK_ERR_INVALID_ARG, "KV cache type %d unknown (0 = f32, 1 = f16)", p->kv_type);
     c->kv_type = p->kv_type;
     c->kv_elem = p->kv_type == WICK_KV_F16 ? 2 : 4;
     /* phi3 rotates with its long-context factors when the context exceeds the original one
@@ -74,7 +74,7 @@ int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_para
     c->kv_off = malloc((size_t)mc->n_layers * sizeof *c->kv_off);
     if (!c->kv_slots || !c->kv_off) {
         ctx_release(c);
-        return errorf(err, err_len, "out of memory");
+        return errorf(err, WICK_ERR_NOMEM, "out of memory");
     }
     uint64_t elems = 0; /* of k_cache: each layer's slots times its kv_dim */
     for (int l = 0; l < mc->n_layers; l++) {
@@ -88,7 +88,7 @@ int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_para
     uint64_t kv_bytes = elems * c->kv_elem;
     if (kv_bytes > (uint64_t)1 << 31 || kv_bytes > SIZE_MAX / 2) {
         ctx_release(c);
-        return errorf(err, err_len, "a KV cache for %d tokens needs 2 x %llu MiB: too large for this build; ask for a smaller context",
+        return errorf(err, WICK_ERR_NOMEM, "a KV cache for %d tokens needs 2 x %llu MiB: too large for this build; ask for a smaller context",
                     p->n_ctx > 0 ? p->n_ctx : c->n_ctx, (unsigned long long)(kv_bytes >> 20));
     }
     c->kv_cache_bytes = (size_t)kv_bytes;
@@ -113,7 +113,7 @@ int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_para
     c->rope_cos = malloc(2 * B * half * sizeof(float));
     c->rope_sin = malloc(2 * B * half * sizeof(float));
     c->att = malloc((size_t)n_threads * attention_scratch_floats(c->n_ctx) * sizeof(float));
-    if (recurrent_state_init(c, err, err_len)) {
+    if (recurrent_state_init(c, err)) {
         ctx_release(c);
         return -1;
     }
@@ -123,7 +123,7 @@ int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_para
         c->ple_gate = malloc(B * (size_t)mc->n_ple * sizeof(float));
         if (!c->ple || !c->ple_row || !c->ple_gate) {
             ctx_release(c);
-            return errorf(err, err_len, "out of memory allocating the per-layer embeddings of a batch of %d", c->n_batch);
+            return errorf(err, WICK_ERR_NOMEM, "out of memory allocating the per-layer embeddings of a batch of %d", c->n_batch);
         }
     }
     c->qbuf_bytes = B * (widest * ACT_BYTES_PER_ELEM_NUM / ACT_BYTES_PER_ELEM_DEN + 64);
@@ -131,35 +131,35 @@ int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_para
     if (!c->k_cache || !c->v_cache || !c->x || !c->xb || !c->xb2 || !c->q || !c->k || !c->v || !c->hb ||
         !c->hb2 || !c->rope_cos || !c->rope_sin || !c->att || !c->qbuf[0] || !c->qbuf[1] || !c->qbuf[2]) {
         ctx_release(c);
-        return errorf(err, err_len, "out of memory allocating a context of %d tokens (KV cache 2 x %llu MiB)",
+        return errorf(err, WICK_ERR_NOMEM, "out of memory allocating a context of %d tokens (KV cache 2 x %llu MiB)",
                     p->n_ctx > 0 ? p->n_ctx : 0, (unsigned long long)(kv_bytes >> 20));
     }
     c->pool = pool_new(n_threads);
     if (!c->pool) {
         ctx_release(c);
-        return errorf(err, err_len, "cannot start %d threads (this build may be single-threaded)", n_threads);
+        return errorf(err, WICK_ERR_INVALID_ARG, "cannot start %d threads (this build may be single-threaded)", n_threads);
     }
     return 0;
 }
 
 /* The recurrent state and its snapshots (sized here, once: constant in the number of tokens),
  * and the scratch of the recurrent layers and of an attention output gate. */
-static int recurrent_state_init(struct wick_ctx *c, char *err, size_t err_len) {
-    const struct wick_model *m = c->m;
-    const model_config *mc = &m->c;
+static int recurrent_state_init(struct wick_ctx *c, errmsg *err) {
+    const struct wick_model *m = c->model;
+    const model_config *mc = &m->config;
     size_t B = (size_t)c->n_batch, dim = (size_t)mc->dim, qd = (size_t)mc->q_dim;
     size_t proj_w = 0, mix_w = 0, mix2_w = 0;
     for (int i = 0; i < STATE_SNAPSHOTS; i++) c->rs_snap_pos[i] = -1;
     if (mc->attn_out_gate) proj_w = 2 * qd, mix2_w = qd;
     if (mc->n_recurrent == 0 && !mc->attn_out_gate) return 0;
     c->rs_off = malloc((size_t)mc->n_layers * sizeof *c->rs_off);
-    if (!c->rs_off) return errorf(err, err_len, "out of memory");
+    if (!c->rs_off) return errorf(err, WICK_ERR_NOMEM, "out of memory");
     for (int l = 0; l < mc->n_layers; l++) {
         layer_kind kind = m->layers[l].kind;
         c->rs_off[l] = c->rs_floats;
         c->rs_floats += model_layer_state_floats(m, l); /* each term < 2^29 (the model's bounds) */
         if (c->rs_floats > MAX_STATE_FLOATS)
-            return errorf(err, err_len, "a recurrent state of more than %u MiB is too large", (unsigned)(MAX_STATE_FLOATS >> 18));
+            return errorf(err, WICK_ERR_NOMEM, "a recurrent state of more than %u MiB is too large", (unsigned)(MAX_STATE_FLOATS >> 18));
         size_t ch = (size_t)model_conv_channels(mc, kind), vd = (size_t)mc->ssm_v_heads * (size_t)mc->ssm_state;
         if (kind == LAYER_SHORTCONV) {
             if (3 * dim > proj_w) proj_w = 3 * dim;
@@ -170,6 +170,12 @@ static int recurrent_state_init(struct wick_ctx *c, char *err, size_t err_len) {
             if (w > proj_w) proj_w = w;
             if (ch > mix_w) mix_w = ch;
             if (vd > mix2_w) mix2_w = vd;
+        } else if (kind == LAYER_MAMBA2) {
+            /* proj: z | x B C | dt; mix: the convolution's output; mix2: y */
+            size_t inner = (size_t)mc->ssm_inner, w = inner + ch + (size_t)mc->ssm_v_heads;
+            if (w > proj_w) proj_w = w;
+            if (ch > mix_w) mix_w = ch;
+            if (inner > mix2_w) mix2_w = inner;
         }
     }
     size_t state_bytes = (c->rs_floats ? c->rs_floats : 1) * sizeof(float);
@@ -179,7 +185,7 @@ static int recurrent_state_init(struct wick_ctx *c, char *err, size_t err_len) {
     c->mix = malloc(B * (mix_w ? mix_w : 1) * sizeof(float));
     c->mix2 = malloc(B * (mix2_w ? mix2_w : 1) * sizeof(float));
     if (!c->rstate || !c->rs_snap[0] || !c->rs_snap[1] || !c->proj || !c->mix || !c->mix2)
-        return errorf(err, err_len, "out of memory allocating the recurrent state (%zu bytes)", state_bytes);
+        return errorf(err, WICK_ERR_NOMEM, "out of memory allocating the recurrent state (%zu bytes)", state_bytes);
     return 0;
 }
 
@@ -241,7 +247,7 @@ bool kv_cache_can_shift(const struct wick_ctx *c, int32_t n_keep, int32_t n_disc
     if (c->external) return false;      /* the outside backend evaluates the kept tokens again */
     if (ctx_has_state(c)) return false; /* a recurrent state holds the dropped positions mixed in */
     if (!c->ring) return true;
-    int n_after = c->n_past - n_discard, w = c->m->c.n_swa;
+    int n_after = c->n_past - n_discard, w = c->model->config.n_swa;
     int need = n_after >= w ? n_after - w + 1 : 0; /* the window of the next position */
     return ring_first_after_shift(c, n_keep, n_discard) <= need;
 }
@@ -258,7 +264,7 @@ bool kv_cache_can_trim(const struct wick_ctx *c, int32_t n) {
     if (n == 0) return true;
     if (ctx_has_state(c) && n != c->n_past && state_snapshot_at(c, n) < 0) return false;
     if (!c->ring) return true;
-    int w = c->m->c.n_swa, need = n >= w ? n - w + 1 : 0;
+    int w = c->model->config.n_swa, need = n >= w ? n - w + 1 : 0;
     return need >= c->swa_lo;
 }
 
@@ -274,12 +280,12 @@ int32_t kv_cache_rewind_point(const struct wick_ctx *c, int32_t n) {
     return best;
 }
 
-int kv_cache_trim(struct wick_ctx *c, int32_t n, char *err, size_t err_len) {
+int kv_cache_trim(struct wick_ctx *c, int32_t n, errmsg *err) {
     if (!kv_cache_can_trim(c, n)) {
         if (ctx_has_state(c) && n > 0 && n < c->n_past && state_snapshot_at(c, n) < 0)
-            return errorf(err, err_len, "cannot cut the cache back to %d positions: the recurrent state holds all %d and "
+            return errorf(err, WICK_ERR_INVALID_ARG, "cannot cut the cache back to %d positions: the recurrent state holds all %d and "
                           "has no snapshot at %d (evaluate from 0)", n, c->n_past, n);
-        return errorf(err, err_len, "cannot cut the cache back to %d positions: the sliding-window layers no longer hold "
+        return errorf(err, WICK_ERR_INVALID_ARG, "cannot cut the cache back to %d positions: the sliding-window layers no longer hold "
                       "the window before it (evaluate from 0)", n);
     }
     if (ctx_has_state(c) && n != c->n_past) {
@@ -296,7 +302,7 @@ int kv_cache_trim(struct wick_ctx *c, int32_t n, char *err, size_t err_len) {
 
 /* Re-rotates one cached key row of layer l (its kv_dim values) by the angles of cs/sn. */
 static void rotate_cached_key(struct wick_ctx *c, int l, const void *src, void *dst, const float *cs, const float *sn) {
-    const model_config *mc = model_layer_config(c->m, l);
+    const model_config *mc = model_layer_config(c->model, l);
     int kvd = kv_dim(mc);
     float *tmp = c->k; /* scratch of at least kv_dim floats */
     for (int i = 0; i < kvd; i++) tmp[i] = kv_load(c, src, (size_t)i);
@@ -304,13 +310,13 @@ static void rotate_cached_key(struct wick_ctx *c, int l, const void *src, void *
     for (int i = 0; i < kvd; i++) kv_store(c, dst, (size_t)i, tmp[i]);
 }
 
-int kv_cache_shift(struct wick_ctx *c, int32_t n_keep, int32_t n_discard, char *err, size_t err_len) {
-    const model_config *mc = &c->m->c;
+int kv_cache_shift(struct wick_ctx *c, int32_t n_keep, int32_t n_discard, errmsg *err) {
+    const model_config *mc = &c->model->config;
     if (n_keep < 0 || n_discard < 0 || n_keep + n_discard > c->n_past)
-        return errorf(err, err_len, "cannot drop %d positions after %d of %d", n_discard, n_keep, c->n_past);
+        return errorf(err, WICK_ERR_INVALID_ARG, "cannot drop %d positions after %d of %d", n_discard, n_keep, c->n_past);
     if (n_discard == 0) return 0;
     if (!kv_cache_can_shift(c, n_keep, n_discard))
-        return errorf(err, err_len, "cannot drop %d positions after %d: the sliding-window layers no longer hold the kept "
+        return errorf(err, WICK_ERR_INVALID_ARG, "cannot drop %d positions after %d: the sliding-window layers no longer hold the kept "
                       "positions their window would see (evaluate the kept tokens again)", n_discard, n_keep);
     int half = rope_half_max(mc);
     int moved = c->n_past - n_keep - n_discard, n_after = c->n_past - n_discard;
@@ -329,13 +335,13 @@ int kv_cache_shift(struct wick_ctx *c, int32_t n_keep, int32_t n_discard, char *
         if (!ring_k || !ring_v) {
             free(ring_k);
             free(ring_v);
-            return errorf(err, err_len, "out of memory shifting the context");
+            return errorf(err, WICK_ERR_NOMEM, "out of memory shifting the context");
         }
     }
     for (int l = 0; l < mc->n_layers; l++) {
-        const layer_weights *w = &c->m->layers[l];
+        const layer_weights *w = &c->model->layers[l];
         const float *lcs = w->sliding ? cs_swa : cs, *lsn = w->sliding ? sn_swa : sn;
-        size_t row_bytes = (size_t)kv_dim(model_layer_config(c->m, l)) * c->kv_elem;
+        size_t row_bytes = (size_t)kv_dim(model_layer_config(c->model, l)) * c->kv_elem;
         /* a layer reading another's cache follows it (a recurrent one is never reached: such a cache is not shifted) */
         if (c->kv_slots[l] == 0) continue;
         if (c->kv_slots[l] == c->n_ctx) { /* every position: move the rest down in place */

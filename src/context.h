@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "errmsg.h"
 #include "matmul.h"
 #include "model.h"
 #include "pool.h"
@@ -19,8 +20,9 @@
 #define STATE_SNAPSHOTS 2
 
 struct wick_ctx {
-    const struct wick_model *m;
+    const struct wick_model *model;
     int32_t n_ctx, n_batch, kv_type, n_past;
+    errmsg error;                 /* the last failure of a call on this context (wick_ctx_last_error) */
     size_t kv_elem;               /* bytes per cached element (2 or 4) */
     void *k_cache, *v_cache;      /* per layer l: [kv_slots[l]][kv_dim] from element kv_off[l] (the layer's kv_dim) */
     int32_t *kv_slots;            /* positions layer l holds: n_ctx, or a ring for a sliding layer; 0 where
@@ -63,11 +65,11 @@ struct wick_ctx {
     int32_t *ext_ops, ext_len, ext_cap;
 };
 
-int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_params *p, char *err, size_t err_len);
+int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_params *p, errmsg *err);
 /* An external context (wick.h, wick_ctx_new_external): the window and the logits only. */
-int ctx_init_external(struct wick_ctx *c, const struct wick_model *m, int32_t n_ctx, char *err, size_t err_len);
+int ctx_init_external(struct wick_ctx *c, const struct wick_model *m, int32_t n_ctx, errmsg *err);
 void ctx_release(struct wick_ctx *c);
-int kv_cache_shift(struct wick_ctx *c, int32_t n_keep, int32_t n_discard, char *err, size_t err_len);
+int kv_cache_shift(struct wick_ctx *c, int32_t n_keep, int32_t n_discard, errmsg *err);
 /* Whether the cache can drop positions n_keep … n_keep + n_discard − 1 and go on: false when a
  * sliding layer would need kept positions its ring no longer holds (then evaluate again). */
 bool kv_cache_can_shift(const struct wick_ctx *c, int32_t n_keep, int32_t n_discard);
@@ -76,7 +78,7 @@ bool kv_cache_can_shift(const struct wick_ctx *c, int32_t n_keep, int32_t n_disc
 bool kv_cache_can_trim(const struct wick_ctx *c, int32_t n);
 /* Cuts the cache back to its first n positions (kv_cache_can_trim must hold): a recurrent state
  * is zeroed (n = 0) or restored from the snapshot at n; snapshots after n are forgotten. */
-int kv_cache_trim(struct wick_ctx *c, int32_t n, char *err, size_t err_len);
+int kv_cache_trim(struct wick_ctx *c, int32_t n, errmsg *err);
 /* The largest position ≤ n the cache can be cut back to (0 at worst). */
 int32_t kv_cache_rewind_point(const struct wick_ctx *c, int32_t n);
 /* Whether the model has recurrent layers (their state cannot be shifted or cut back freely). */
@@ -108,7 +110,7 @@ static inline int kv_slot(const struct wick_ctx *c, int l, int pos) {
 
 /* layer l, position pos in a cache */
 static inline void *kv_at(const struct wick_ctx *c, void *cache, int l, int pos) {
-    return (uint8_t *)cache + (c->kv_off[l] + (size_t)kv_slot(c, l, pos) * (size_t)kv_dim(model_layer_config(c->m, l))) * c->kv_elem;
+    return (uint8_t *)cache + (c->kv_off[l] + (size_t)kv_slot(c, l, pos) * (size_t)kv_dim(model_layer_config(c->model, l))) * c->kv_elem;
 }
 
 #endif

@@ -5,7 +5,7 @@
  *         xb = norm(x) (where the layer has a pre-norm);  y = mixer(xb), one of
  *             attention: q, k, v = xb·Wqᵀ, xb·Wkᵀ, xb·Wvᵀ (+ biases); q and k normed, rotated (RoPE);
  *                        k, v cached;  y = softmax(q·Kᵀ · scale)·V ·Woᵀ   (attention.c)
- *             short convolution or gated DeltaNet (recurrent.c)
+ *             short convolution, gated DeltaNet or Mamba-2 (recurrent.c)
  *         x += norm(y) (post-norm where the family has one) · residual_scale
  *         xb = norm(x);  y = (act(xb·W_gateᵀ) ⊙ xb·W_upᵀ)·W_downᵀ;  x += norm(y) · residual_scale
  *         x += the per-layer embedding step (ple.c, gemma4);  x ·= layer_output_scale (gemma4)
@@ -36,10 +36,10 @@ static bool rope_swa_own(const model_config *mc) {
 
 /* The tables of a batch: [0] for the full layers, [1] for sliding ones with angles of their own. */
 static float *rope_cos_of(const struct wick_ctx *c, bool sliding) {
-    return c->rope_cos + (sliding && rope_swa_own(&c->m->c) ? (size_t)c->n_batch * (size_t)rope_half_max(&c->m->c) : 0);
+    return c->rope_cos + (sliding && rope_swa_own(&c->model->config) ? (size_t)c->n_batch * (size_t)rope_half_max(&c->model->config) : 0);
 }
 static float *rope_sin_of(const struct wick_ctx *c, bool sliding) {
-    return c->rope_sin + (sliding && rope_swa_own(&c->m->c) ? (size_t)c->n_batch * (size_t)rope_half_max(&c->m->c) : 0);
+    return c->rope_sin + (sliding && rope_swa_own(&c->model->config) ? (size_t)c->n_batch * (size_t)rope_half_max(&c->model->config) : 0);
 }
 
 static void add_rows(float *x, const float *y, size_t n) {
@@ -78,8 +78,8 @@ static void residual_add(float *x, float *y, const float *post_norm, int n_tok, 
 /* Q and K normed (qwen3, gemma3: each head with the same head_dim weights; olmo2: the whole
  * width), then rotated by their positions unless the layer does not rotate (smollm3); a layer
  * reading another's cache (gemma4) has no K of its own (with_k false) */
-static void qk_prepare(struct wick_ctx *c, const layer_weights *w, int l, int n_tok, bool with_k) {
-    const model_config *mc = model_layer_config(c->m, l);
+static void qk_prepare(struct wick_ctx *c, const layer_weights *w, int l, int n_tok, int pos0, bool with_k) {
+    const model_config *mc = model_layer_config(c->model, l);
     int hd = mc->head_dim, kvd = kv_dim(mc), half = mc->rope_dim / 2;
     const float *cs = rope_cos_of(c, w->sliding), *sn = rope_sin_of(c, w->sliding);
     for (int t = 0; t < n_tok; t++) {
@@ -91,9 +91,14 @@ static void qk_prepare(struct wick_ctx *c, const layer_weights *w, int l, int n_
             rmsnorm(q, q, w->attn_q_norm, mc->q_dim, mc->rms_eps);
             if (with_k) rmsnorm(k, k, w->attn_k_norm, kvd, mc->rms_eps);
         }
-        if (!w->rotate) continue;
-        rope_apply(q, mc->n_heads, mc, cs + (size_t)t * half, sn + (size_t)t * half);
-        if (with_k) rope_apply(k, mc->n_kv_heads, mc, cs + (size_t)t * half, sn + (size_t)t * half);
+        if (w->rotate) {
+            rope_apply(q, mc->n_heads, mc, cs + (size_t)t * half, sn + (size_t)t * half);
+            if (with_k) rope_apply(k, mc->n_kv_heads, mc, cs + (size_t)t * half, sn + (size_t)t * half);
+        }
+        if (mc->attn_temp_scale != 0.0f) { /* Llama 4's temperature (mistral3): longer reach, sharper queries */
+            double steps = floor((double)(pos0 + t) / (double)mc->n_ctx_orig);
+            scale_rows(q, (float)(log(steps + 1.0) * mc->attn_temp_scale + 1.0), (size_t)mc->q_dim);
+        }
     }
 }
 
@@ -102,7 +107,7 @@ static void qk_prepare(struct wick_ctx *c, const layer_weights *w, int l, int n_
  * gemma4: V is K's projection where the layer has no attn_v, V is RMS-normed, and a KV-shared
  * layer projects only q and attends to the cache of its kv_layer. */
 static void attention_block(struct wick_ctx *c, const layer_weights *w, int l, act_rows *in, int n_tok, int pos0) {
-    const model_config *mc = model_layer_config(c->m, l);
+    const model_config *mc = model_layer_config(c->model, l);
     int dim = mc->dim, kvd = kv_dim(mc), qd = mc->q_dim;
     bool own_kv = w->kv_layer == l;
     if (mc->attn_out_gate) { /* qwen35: each head's query then its gate, into proj, then apart */
@@ -127,7 +132,7 @@ static void attention_block(struct wick_ctx *c, const layer_weights *w, int l, a
         if (own_kv && !w->wv.data) memcpy(c->v, c->k, (size_t)n_tok * (size_t)kvd * sizeof(float));
     }
     if (own_kv && mc->v_norm) rmsnorm_plain_rows(c->v, n_tok * mc->n_kv_heads, mc->head_dim, mc->rms_eps);
-    qk_prepare(c, w, l, n_tok, own_kv);
+    qk_prepare(c, w, l, n_tok, pos0, own_kv);
     for (int t = 0; own_kv && t < n_tok; t++) {
         const float *k = c->k + (size_t)t * kvd, *v = c->v + (size_t)t * kvd;
         void *kc = kv_at(c, c->k_cache, l, pos0 + t), *vc = kv_at(c, c->v_cache, l, pos0 + t);
@@ -147,8 +152,8 @@ static void attention_block(struct wick_ctx *c, const layer_weights *w, int l, a
  * (none when logits_out is NULL). One layer loop for every family: the switches of
  * model_config and layer_weights say which steps a layer takes. */
 static int forward_batch(struct wick_ctx *c, const int32_t *tokens, int n_tok, bool all_logits, float *logits_out) {
-    const struct wick_model *m = c->m;
-    const model_config *mc = &m->c;
+    const struct wick_model *m = c->model;
+    const model_config *mc = &m->config;
     int dim = mc->dim;
     int pos0 = c->n_past;
     const quant_type *emb_t = quant_get(m->tok_embd.type);
@@ -160,7 +165,7 @@ static int forward_batch(struct wick_ctx *c, const int32_t *tokens, int n_tok, b
     rope_tables(c, false, mc->rope_base, mc->rope_scale, mc->rope_attn_factor, pos0, n_tok, rope_cos_of(c, false),
                 rope_sin_of(c, false));
     if (rope_swa_own(mc))
-        rope_tables(c, true, mc->rope_base_swa, mc->rope_scale_swa, mc->rope_attn_factor, pos0, n_tok, rope_cos_of(c, true),
+        rope_tables(c, true, mc->rope_base_swa, mc->rope_scale_swa, mc->rope_attn_factor_swa, pos0, n_tok, rope_cos_of(c, true),
                     rope_sin_of(c, true));
     act_rows in;
     for (int l = 0; l < mc->n_layers; l++) {
@@ -175,6 +180,7 @@ static int forward_batch(struct wick_ctx *c, const int32_t *tokens, int n_tok, b
         act_init(&in, c, a_in, n_tok, dim);
         if (w->kind == LAYER_SHORTCONV) shortconv_block(c, w, l, &in, n_tok);
         else if (w->kind == LAYER_DELTANET) deltanet_block(c, w, l, &in, n_tok);
+        else if (w->kind == LAYER_MAMBA2) mamba2_block(c, w, l, &in, n_tok);
         else attention_block(c, w, l, &in, n_tok, pos0);
         residual_add(c->x, c->xb, w->attn_post_norm, n_tok, mc);
 
@@ -214,21 +220,21 @@ static int forward_batch(struct wick_ctx *c, const int32_t *tokens, int n_tok, b
     return 0;
 }
 
-int forward_eval(struct wick_ctx *c, const int32_t *tokens, int32_t n, bool all_logits, char *err, size_t err_len) {
-    const model_config *mc = &c->m->c;
-    if (n < 1 || !tokens) return errorf(err, err_len, "no tokens to evaluate");
+int forward_eval(struct wick_ctx *c, const int32_t *tokens, int32_t n, bool all_logits, errmsg *err) {
+    const model_config *mc = &c->model->config;
+    if (n < 1 || !tokens) return errorf(err, WICK_ERR_INVALID_ARG, "no tokens to evaluate");
     if (n > c->n_ctx - c->n_past)
-        return errorf(err, err_len, "%d tokens do not fit in the context: %d of %d positions used", n, c->n_past, c->n_ctx);
+        return errorf(err, WICK_ERR_INVALID_ARG, "%d tokens do not fit in the context: %d of %d positions used", n, c->n_past, c->n_ctx);
     for (int32_t i = 0; i < n; i++)
         if (tokens[i] < 0 || tokens[i] >= mc->n_vocab)
-            return errorf(err, err_len, "token id %d out of range (vocabulary of %d)", tokens[i], mc->n_vocab);
+            return errorf(err, WICK_ERR_INVALID_ARG, "token id %d out of range (vocabulary of %d)", tokens[i], mc->n_vocab);
     if (!kv_cache_can_trim(c, c->n_past))
-        return errorf(err, err_len, "the sliding-window layers no longer hold the positions before %d (the cache was cut "
+        return errorf(err, WICK_ERR_INVALID_ARG, "the sliding-window layers no longer hold the positions before %d (the cache was cut "
                       "back too far): evaluate from an earlier position", c->n_past);
     int32_t rows = all_logits ? n : 1;
     if (rows > c->logits_cap_rows) {
         float *l = realloc(c->logits, (size_t)rows * (size_t)mc->n_vocab * sizeof(float));
-        if (!l) return errorf(err, err_len, "out of memory for the logits of %d positions", rows);
+        if (!l) return errorf(err, WICK_ERR_NOMEM, "out of memory for the logits of %d positions", rows);
         c->logits = l;
         c->logits_cap_rows = rows;
     }

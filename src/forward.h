@@ -11,6 +11,6 @@
 
 /* Evaluates n tokens at positions n_past…, in batches of at most n_batch; keeps the logits of the
  * last position (of every position with all_logits). */
-int forward_eval(struct wick_ctx *c, const int32_t *tokens, int32_t n, bool all_logits, char *err, size_t err_len);
+int forward_eval(struct wick_ctx *c, const int32_t *tokens, int32_t n, bool all_logits, errmsg *err);
 
 #endif

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "errmsg.h"
 #include "forward.h"
 #include "grammar.h"
 #include "sampler.h"
@@ -60,19 +61,16 @@ struct wick_gen {
     bool tokens_possible;    /* some stack waits for a token element */
 };
 
-/* set by wick.c */
-wick_status wick_internal_error(wick_status s, const char *fmt, ...);
-
 wick_status wick_gen_new(wick_ctx *c, wick_gen **out) {
-    if (!c || !out) return wick_internal_error(WICK_ERR_INVALID_ARG, "wick_gen_new: NULL argument");
+    if (!c || !out) return api_fail(WICK_ERR_INVALID_ARG, "wick_gen_new: NULL argument");
     wick_gen *g = calloc(1, sizeof *g);
-    if (!g) return wick_internal_error(WICK_ERR_NOMEM, "out of memory");
+    if (!g) return api_fail(WICK_ERR_NOMEM, "out of memory");
     g->c = c;
     sampler_params_default(&g->sp);
     g->sp.repeat_penalty = 1.0f; /* off by default, as llama.cpp: penalties change greedy text */
     g->pending = -1;
     *out = g;
-    return wick_internal_error(WICK_OK, "");
+    return api_ok();
 }
 
 static void free_stops(wick_gen *g) {
@@ -99,45 +97,45 @@ void wick_gen_free(wick_gen *g) {
 }
 
 wick_status wick_gen_set_grammar(wick_gen *g, const char *gbnf, const char *root) {
-    if (!g) return wick_internal_error(WICK_ERR_INVALID_ARG, "NULL generator");
+    if (!g) return api_fail(WICK_ERR_INVALID_ARG, "NULL generator");
     grammar_matcher_free(g->matcher);
     grammar_free(g->grammar);
     g->matcher = NULL;
     g->grammar = NULL;
     g->started = false; /* the next run starts with the new grammar */
-    if (!gbnf || !*gbnf) return wick_internal_error(WICK_OK, "");
-    char err[512];
+    if (!gbnf || !*gbnf) return api_ok();
+    errmsg err = {0};
     wick_grammar *gr;
-    if (grammar_parse(gbnf, strlen(gbnf), root && *root ? root : NULL, &gr, err, sizeof err))
-        return wick_internal_error(WICK_ERR_INVALID_ARG, "grammar: %s", err);
+    if (grammar_parse(gbnf, strlen(gbnf), root && *root ? root : NULL, &gr, &err))
+        return api_fail(err.code, "grammar: %s", err.text);
     g->matcher = grammar_matcher_new(gr);
     if (!g->matcher) {
         grammar_free(gr);
-        return wick_internal_error(WICK_ERR_NOMEM, "out of memory");
+        return api_fail(WICK_ERR_NOMEM, "out of memory");
     }
     g->grammar = gr;
-    return wick_internal_error(WICK_OK, "");
+    return api_ok();
 }
 
 wick_status wick_grammar_check(const char *gbnf, const char *root, const char *text, size_t len, int32_t *verdict) {
-    if (!gbnf || !verdict || (!text && len)) return wick_internal_error(WICK_ERR_INVALID_ARG, "wick_grammar_check: NULL argument");
-    char err[512];
+    if (!gbnf || !verdict || (!text && len)) return api_fail(WICK_ERR_INVALID_ARG, "wick_grammar_check: NULL argument");
+    errmsg err = {0};
     wick_grammar *gr;
-    if (grammar_parse(gbnf, strlen(gbnf), root && *root ? root : NULL, &gr, err, sizeof err))
-        return wick_internal_error(WICK_ERR_INVALID_ARG, "grammar: %s", err);
+    if (grammar_parse(gbnf, strlen(gbnf), root && *root ? root : NULL, &gr, &err))
+        return api_fail(err.code, "grammar: %s", err.text);
     grammar_matcher *m = grammar_matcher_new(gr);
     int r = m ? grammar_matcher_accept(m, -1, text, len) : -1;
     if (r >= 0) *verdict = r == 0 ? 0 : grammar_matcher_complete(m) ? 2 : 1;
     grammar_matcher_free(m);
     grammar_free(gr);
-    if (r < 0) return wick_internal_error(WICK_ERR_NOMEM, "out of memory");
-    return wick_internal_error(WICK_OK, "");
+    if (r < 0) return api_fail(WICK_ERR_NOMEM, "out of memory");
+    return api_ok();
 }
 
 /* The text of every token, as the streaming detokenizer shows it (control tokens: none). */
 static int build_pieces(wick_gen *g) {
     if (g->piece_off) return 0;
-    const wick_vocab *v = g->c->m->vocab;
+    const wick_vocab *v = g->c->model->vocab;
     int32_t n = vocab_n_tokens(v);
     int32_t *off = malloc(((size_t)n + 1) * sizeof *off);
     size_t cap = (size_t)n * 4 + 64, len = 0;
@@ -170,7 +168,7 @@ fail:
 /* The grammar's constraint on the next token (sampler_token_filter). */
 static bool grammar_allows(void *ctx, int32_t t) {
     wick_gen *g = ctx;
-    if (vocab_is_eog(g->c->m->vocab, t)) return !g->ignore_eos && grammar_matcher_complete(g->matcher);
+    if (vocab_is_eog(g->c->model->vocab, t)) return !g->ignore_eos && grammar_matcher_complete(g->matcher);
     const char *bytes = g->piece_bytes + g->piece_off[t];
     size_t n = (size_t)(g->piece_off[t + 1] - g->piece_off[t]);
     if (n > 0 && !g->first_byte_ok[(unsigned char)bytes[0]] && !g->tokens_possible) return false;
@@ -181,13 +179,13 @@ static bool grammar_allows(void *ctx, int32_t t) {
 static bool whole(double v) { return v == floor(v); }
 
 wick_status wick_gen_set(wick_gen *g, const char *name, double v) {
-    if (!g || !name) return wick_internal_error(WICK_ERR_INVALID_ARG, "wick_gen_set: NULL argument");
-    if (isnan(v)) return wick_internal_error(WICK_ERR_INVALID_ARG, "%s: not a number", name);
+    if (!g || !name) return api_fail(WICK_ERR_INVALID_ARG, "wick_gen_set: NULL argument");
+    if (isnan(v)) return api_fail(WICK_ERR_INVALID_ARG, "%s: not a number", name);
 #define RANGE(lo, hi)                                                                                     \
     if (!(v >= (lo) && v <= (hi)))                                                                        \
-        return wick_internal_error(WICK_ERR_INVALID_ARG, "%s must be between %g and %g, got %g", name, (double)(lo), (double)(hi), v)
+        return api_fail(WICK_ERR_INVALID_ARG, "%s must be between %g and %g, got %g", name, (double)(lo), (double)(hi), v)
 #define INTEGER()                                                                                         \
-    if (!whole(v)) return wick_internal_error(WICK_ERR_INVALID_ARG, "%s must be an integer, got %g", name, v)
+    if (!whole(v)) return api_fail(WICK_ERR_INVALID_ARG, "%s must be an integer, got %g", name, v)
     if (!strcmp(name, "temperature")) { RANGE(0, 1e6); g->sp.temperature = (float)v; }
     else if (!strcmp(name, "top_k")) { RANGE(0, 1 << 30); INTEGER(); g->sp.top_k = (int32_t)v; }
     else if (!strcmp(name, "top_p")) { RANGE(0, 1); g->sp.top_p = (float)v; }
@@ -203,51 +201,51 @@ wick_status wick_gen_set(wick_gen *g, const char *name, double v) {
     else if (!strcmp(name, "n_probs")) { RANGE(0, MAX_PROBS); INTEGER(); g->n_probs = (int32_t)v; }
     else if (!strcmp(name, "truncate_prompt")) { RANGE(0, 1); INTEGER(); g->truncate_prompt = (int32_t)v; }
     else if (!strcmp(name, "checkpoint")) { RANGE(0, 1 << 30); INTEGER(); g->checkpoint = (int32_t)v; }
-    else return wick_internal_error(WICK_ERR_INVALID_ARG, "unknown generation setting '%s'", name);
+    else return api_fail(WICK_ERR_INVALID_ARG, "unknown generation setting '%s'", name);
 #undef RANGE
 #undef INTEGER
-    return wick_internal_error(WICK_OK, "");
+    return api_ok();
 }
 
 wick_status wick_gen_add_stop(wick_gen *g, const char *text) {
-    if (!g || !text || !*text) return wick_internal_error(WICK_ERR_INVALID_ARG, "a stop string must be non-empty");
+    if (!g || !text || !*text) return api_fail(WICK_ERR_INVALID_ARG, "a stop string must be non-empty");
     char **grown = realloc(g->stops, (size_t)(g->n_stops + 1) * sizeof *grown);
-    if (!grown) return wick_internal_error(WICK_ERR_NOMEM, "out of memory");
+    if (!grown) return api_fail(WICK_ERR_NOMEM, "out of memory");
     g->stops = grown;
     size_t n = strlen(text);
     char *copy = malloc(n + 1);
-    if (!copy) return wick_internal_error(WICK_ERR_NOMEM, "out of memory");
+    if (!copy) return api_fail(WICK_ERR_NOMEM, "out of memory");
     memcpy(copy, text, n + 1);
     g->stops[g->n_stops++] = copy;
-    return wick_internal_error(WICK_OK, "");
+    return api_ok();
 }
 
 wick_status wick_gen_clear_stops(wick_gen *g) {
-    if (!g) return wick_internal_error(WICK_ERR_INVALID_ARG, "NULL generator");
+    if (!g) return api_fail(WICK_ERR_INVALID_ARG, "NULL generator");
     free_stops(g);
-    return wick_internal_error(WICK_OK, "");
+    return api_ok();
 }
 
 wick_status wick_gen_set_bias(wick_gen *g, int32_t token, float bias) {
-    if (!g) return wick_internal_error(WICK_ERR_INVALID_ARG, "NULL generator");
-    if (token < 0 || token >= g->c->m->c.n_vocab)
-        return wick_internal_error(WICK_ERR_INVALID_ARG, "logit bias: token %d out of range", token);
+    if (!g) return api_fail(WICK_ERR_INVALID_ARG, "NULL generator");
+    if (token < 0 || token >= g->c->model->config.n_vocab)
+        return api_fail(WICK_ERR_INVALID_ARG, "logit bias: token %d out of range", token);
     if (isnan(bias) || bias == INFINITY)
-        return wick_internal_error(WICK_ERR_INVALID_ARG, "logit bias must be finite or -infinity");
+        return api_fail(WICK_ERR_INVALID_ARG, "logit bias must be finite or -infinity");
     int32_t *ids = realloc(g->bias_ids, (size_t)(g->n_bias + 1) * sizeof *ids);
     if (ids) g->bias_ids = ids;
     float *vals = realloc(g->bias_vals, (size_t)(g->n_bias + 1) * sizeof *vals);
     if (vals) g->bias_vals = vals;
-    if (!ids || !vals) return wick_internal_error(WICK_ERR_NOMEM, "out of memory");
+    if (!ids || !vals) return api_fail(WICK_ERR_NOMEM, "out of memory");
     g->bias_ids[g->n_bias] = token;
     g->bias_vals[g->n_bias++] = bias;
-    return wick_internal_error(WICK_OK, "");
+    return api_ok();
 }
 
 wick_status wick_gen_clear_bias(wick_gen *g) {
-    if (!g) return wick_internal_error(WICK_ERR_INVALID_ARG, "NULL generator");
+    if (!g) return api_fail(WICK_ERR_INVALID_ARG, "NULL generator");
     g->n_bias = 0;
-    return wick_internal_error(WICK_OK, "");
+    return api_ok();
 }
 
 static int append_text(wick_gen *g, const char *s, size_t n) {
@@ -275,14 +273,14 @@ static int ensure_hist(wick_gen *g, int32_t n) {
 }
 
 wick_status wick_gen_start(wick_gen *g, const int32_t *tokens, int32_t n) {
-    if (!g || (!tokens && n)) return wick_internal_error(WICK_ERR_INVALID_ARG, "wick_gen_start: NULL argument");
+    if (!g || (!tokens && n)) return api_fail(WICK_ERR_INVALID_ARG, "wick_gen_start: NULL argument");
     wick_ctx *c = g->c;
-    int32_t n_ctx = wick_n_ctx(c), n_vocab = c->m->c.n_vocab;
-    if (n < 1) return wick_internal_error(WICK_ERR_INVALID_ARG, "the prompt is empty");
+    int32_t n_ctx = wick_n_ctx(c), n_vocab = c->model->config.n_vocab;
+    if (n < 1) return api_fail(WICK_ERR_INVALID_ARG, "the prompt is empty");
     for (int32_t i = 0; i < n; i++)
         if (tokens[i] < 0 || tokens[i] >= n_vocab)
-            return wick_internal_error(WICK_ERR_INVALID_ARG, "prompt token %d is out of range (vocabulary of %d)", tokens[i], n_vocab);
-    int32_t bos = vocab_bos(c->m->vocab);
+            return api_fail(WICK_ERR_INVALID_ARG, "prompt token %d is out of range (vocabulary of %d)", tokens[i], n_vocab);
+    int32_t bos = vocab_bos(c->model->vocab);
     int32_t keep = g->n_keep < 0 ? n : g->n_keep;
     if (keep == 0 && tokens[0] == bos) keep = 1; /* BOS always stays */
     if (keep > n) keep = n;
@@ -290,20 +288,20 @@ wick_status wick_gen_start(wick_gen *g, const int32_t *tokens, int32_t n) {
 
     /* the prompt as it will be cached: whole, or its first `keep` and last tokens */
     int32_t *p = malloc((size_t)n * sizeof *p);
-    if (!p) return wick_internal_error(WICK_ERR_NOMEM, "out of memory");
+    if (!p) return api_fail(WICK_ERR_NOMEM, "out of memory");
     int32_t np = n;
     memcpy(p, tokens, (size_t)n * sizeof *p);
     if (n > n_ctx - 1) {
         if (!g->truncate_prompt) {
             free(p);
-            return wick_internal_error(WICK_ERR_CONTEXT_FULL,
+            return api_fail(WICK_ERR_CONTEXT_FULL,
                                        "the prompt has %d tokens but the context holds %d (ask for a larger context, or truncate the prompt)", n, n_ctx);
         }
         int32_t tail = n_ctx / 2 - keep; /* leave half the window for the answer */
         memmove(p + keep, tokens + n - tail, (size_t)tail * sizeof *p);
         np = keep + tail;
     }
-    if (ensure_hist(g, n_ctx)) { free(p); return wick_internal_error(WICK_ERR_NOMEM, "out of memory"); }
+    if (ensure_hist(g, n_ctx)) { free(p); return api_fail(WICK_ERR_NOMEM, "out of memory"); }
 
     /* reuse the cached prefix; at least the last prompt token is evaluated (its logits are needed).
      * The cache goes back to the longest shared prefix it can return to: a sliding window's ring
@@ -348,21 +346,20 @@ wick_status wick_gen_start(wick_gen *g, const int32_t *tokens, int32_t n) {
     sp.bias_tokens = g->bias_ids;
     sp.bias_values = g->bias_vals;
     sp.n_bias = g->n_bias;
-    char err[256];
-    if (sampler_new(&g->sampler, &sp, n_vocab, err, sizeof err)) {
+    errmsg err = {0};
+    if (sampler_new(&g->sampler, &sp, n_vocab, &err)) {
         free(p);
-        return wick_internal_error(WICK_ERR_INVALID_ARG, "%s", err);
+        return api_status(&err);
     }
     for (int32_t i = 0; i < np; i++) sampler_accept(g->sampler, p[i]);
     free(p);
     if (g->sm_ready) stop_matcher_free(&g->sm);
     g->sm_ready = false;
-    if (stop_matcher_init(&g->sm, (const char *const *)g->stops, g->n_stops, err, sizeof err))
-        return wick_internal_error(WICK_ERR_INVALID_ARG, "%s", err);
+    if (stop_matcher_init(&g->sm, (const char *const *)g->stops, g->n_stops, &err)) return api_status(&err);
     g->sm_ready = true;
-    detok_init_continuing(&g->dt, c->m->vocab);
+    detok_init_continuing(&g->dt, c->model->vocab);
     if (g->grammar) {
-        if (build_pieces(g)) return wick_internal_error(WICK_ERR_NOMEM, "out of memory");
+        if (build_pieces(g)) return api_fail(WICK_ERR_NOMEM, "out of memory");
         grammar_matcher_reset(g->matcher);
     }
     g->keep = keep;
@@ -373,7 +370,7 @@ wick_status wick_gen_start(wick_gen *g, const int32_t *tokens, int32_t n) {
     g->text_len = 0;
     g->n_top = 0;
     g->started = true;
-    return wick_internal_error(WICK_OK, "");
+    return api_ok();
 }
 
 /* Makes room for one more position: drops the oldest half of what follows the kept tokens. */
@@ -381,7 +378,7 @@ static wick_status context_shift(wick_gen *g) {
     wick_ctx *c = g->c;
     int32_t n_past = wick_n_past(c);
     int32_t discard = (n_past - g->keep) / 2;
-    if (discard < 1) return wick_internal_error(WICK_ERR_CONTEXT_FULL, "the context is full and nothing can be dropped");
+    if (discard < 1) return api_fail(WICK_ERR_CONTEXT_FULL, "the context is full and nothing can be dropped");
     bool can_shift = kv_cache_can_shift(c, g->keep, discard);
     if (can_shift) {
         wick_status s = wick_kv_shift(c, g->keep, discard);
@@ -430,8 +427,8 @@ static wick_status eval_pending(wick_gen *g) {
 }
 
 wick_status wick_gen_next(wick_gen *g) {
-    if (!g || !g->started) return wick_internal_error(WICK_ERR_INVALID_ARG, "wick_gen_next before wick_gen_start");
-    if (g->finish != WICK_FINISH_NONE) return wick_internal_error(WICK_ERR_INVALID_ARG, "generation has finished; start again");
+    if (!g || !g->started) return api_fail(WICK_ERR_INVALID_ARG, "wick_gen_next before wick_gen_start");
+    if (g->finish != WICK_FINISH_NONE) return api_fail(WICK_ERR_INVALID_ARG, "generation has finished; start again");
     wick_ctx *c = g->c;
     g->text_len = 0;
     g->shifted = 0;
@@ -449,27 +446,27 @@ wick_status wick_gen_next(wick_gen *g) {
              * no token drawn */
             g->token = -1;
             g->finish = WICK_FINISH_GRAMMAR;
-            if (flush_text(g)) return wick_internal_error(WICK_ERR_NOMEM, "out of memory");
-            return wick_internal_error(WICK_OK, "");
+            if (flush_text(g)) return api_fail(WICK_ERR_NOMEM, "out of memory");
+            return api_ok();
         }
-        if (tok < 0) return wick_internal_error(WICK_ERR_INVALID_ARG, "no token can be drawn: the grammar allows none that the model can produce here");
+        if (tok < 0) return api_fail(WICK_ERR_INVALID_ARG, "no token can be drawn: the grammar allows none that the model can produce here");
     } else {
         tok = sampler_sample(g->sampler, wick_get_logits(c, -1));
-        if (tok < 0) return wick_internal_error(WICK_ERR_INVALID_ARG, "no token can be drawn (every logit is banned)");
+        if (tok < 0) return api_fail(WICK_ERR_INVALID_ARG, "no token can be drawn (every logit is banned)");
     }
     sampler_accept(g->sampler, tok);
     g->token = tok;
     g->n_top = g->n_probs ? sampler_top(g->sampler, g->n_probs, g->top_ids, g->top_probs) : 0;
     g->generated++;
-    if (!g->ignore_eos && vocab_is_eog(c->m->vocab, tok)) {
+    if (!g->ignore_eos && vocab_is_eog(c->model->vocab, tok)) {
         g->finish = WICK_FINISH_EOG;
-        if (flush_text(g)) return wick_internal_error(WICK_ERR_NOMEM, "out of memory");
-        return wick_internal_error(WICK_OK, "");
+        if (flush_text(g)) return api_fail(WICK_ERR_NOMEM, "out of memory");
+        return api_ok();
     }
     if (g->grammar) {
         const char *bytes = g->piece_bytes + g->piece_off[tok];
         size_t len = (size_t)(g->piece_off[tok + 1] - g->piece_off[tok]);
-        if (grammar_matcher_accept(g->matcher, tok, bytes, len) < 0) return wick_internal_error(WICK_ERR_NOMEM, "out of memory");
+        if (grammar_matcher_accept(g->matcher, tok, bytes, len) < 0) return api_fail(WICK_ERR_NOMEM, "out of memory");
     }
     char piece[1024];
     int n = detok_push(&g->dt, tok, piece, sizeof piece);
@@ -477,18 +474,18 @@ wick_status wick_gen_next(wick_gen *g) {
         const char *out;
         size_t out_len;
         int r = stop_matcher_push(&g->sm, piece, (size_t)n, &out, &out_len);
-        if (r < 0 || append_text(g, out, out_len)) return wick_internal_error(WICK_ERR_NOMEM, "out of memory");
+        if (r < 0 || append_text(g, out, out_len)) return api_fail(WICK_ERR_NOMEM, "out of memory");
         if (r == 1) g->finish = WICK_FINISH_STOP;
     }
     if (g->finish == WICK_FINISH_NONE && g->grammar && grammar_matcher_complete(g->matcher) &&
         !grammar_matcher_can_continue(g->matcher)) {
         /* the output is a whole sentence of the grammar and nothing may follow it */
         g->finish = WICK_FINISH_GRAMMAR;
-        if (flush_text(g)) return wick_internal_error(WICK_ERR_NOMEM, "out of memory");
+        if (flush_text(g)) return api_fail(WICK_ERR_NOMEM, "out of memory");
     }
     if (g->finish == WICK_FINISH_NONE && g->max_tokens > 0 && g->generated >= g->max_tokens) {
         g->finish = WICK_FINISH_LENGTH;
-        if (flush_text(g)) return wick_internal_error(WICK_ERR_NOMEM, "out of memory");
+        if (flush_text(g)) return api_fail(WICK_ERR_NOMEM, "out of memory");
     }
     if (g->finish == WICK_FINISH_NONE) g->pending = tok;
     /* an external context (wick.h) evaluates the token now: the caller computes its logits
@@ -497,7 +494,7 @@ wick_status wick_gen_next(wick_gen *g) {
         wick_status s = eval_pending(g);
         if (s != WICK_OK) return s;
     }
-    return wick_internal_error(WICK_OK, "");
+    return api_ok();
 }
 
 int32_t wick_gen_token(const wick_gen *g) { return g ? g->token : -1; }

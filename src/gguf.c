@@ -16,23 +16,12 @@
 typedef struct {
     const uint8_t *buf;
     size_t size, pos;
-    char *err;
-    size_t err_len;
+    errmsg *err;
 } reader;
-
-static int fail(reader *r, const char *fmt, ...) {
-    if (r->err && r->err_len) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(r->err, r->err_len, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 static int need(reader *r, uint64_t n, const char *what) {
     if (n > r->size - r->pos)
-        return fail(r, "GGUF truncated: %s at byte %zu needs %llu bytes, file has %zu",
+        return errorf(r->err, WICK_ERR_FORMAT, "GGUF truncated: %s at byte %zu needs %llu bytes, file has %zu",
                     what, r->pos, (unsigned long long)n, r->size);
     return 0;
 }
@@ -89,8 +78,8 @@ static void decode_scalar(gguf_kv *kv, const uint8_t *p) {
 /* Skips (validating) one array value of element type t and length n; nested arrays recurse
  * to a bounded depth. */
 static int skip_array(reader *r, uint32_t t, uint64_t n, int depth, const char *key) {
-    if (depth > 8) return fail(r, "GGUF metadata %s: arrays nested too deeply", key);
-    if (t >= GGUF_VALUE_TYPE_COUNT) return fail(r, "GGUF metadata %s: unknown array element type %u", key, t);
+    if (depth > 8) return errorf(r->err, WICK_ERR_FORMAT, "GGUF metadata %s: arrays nested too deeply", key);
+    if (t >= GGUF_VALUE_TYPE_COUNT) return errorf(r->err, WICK_ERR_FORMAT, "GGUF metadata %s: unknown array element type %u", key, t);
     if (t == GGUF_STRING) {
         for (uint64_t i = 0; i < n; i++) {
             gguf_str s;
@@ -109,7 +98,7 @@ static int skip_array(reader *r, uint32_t t, uint64_t n, int depth, const char *
     }
     uint64_t es = scalar_size[t];
     if (n > (r->size - r->pos) / es)
-        return fail(r, "GGUF metadata %s: array of %llu elements runs past end of file", key,
+        return errorf(r->err, WICK_ERR_FORMAT, "GGUF metadata %s: array of %llu elements runs past end of file", key,
                     (unsigned long long)n);
     r->pos += n * es;
     return 0;
@@ -121,7 +110,7 @@ static int read_kv(reader *r, gguf_kv *kv) {
     snprintf(key, sizeof key, "%.*s", (int)(kv->key.len < 80 ? kv->key.len : 80), kv->key.ptr);
     if (read_u32(r, &kv->type, key)) return -1;
     if (kv->type >= GGUF_VALUE_TYPE_COUNT)
-        return fail(r, "GGUF metadata %s: unknown value type %u", key, kv->type);
+        return errorf(r->err, WICK_ERR_FORMAT, "GGUF metadata %s: unknown value type %u", key, kv->type);
     if (kv->type == GGUF_STRING) return read_str(r, &kv->val.str, key);
     if (kv->type == GGUF_ARRAY) {
         if (read_u32(r, &kv->arr_type, key) || read_u64(r, &kv->arr_len, key)) return -1;
@@ -148,50 +137,50 @@ static int read_tensor_info(reader *r, gguf_tensor *t, uint64_t index) {
     char name[96];
     snprintf(name, sizeof name, "%.*s", (int)(t->name.len < 80 ? t->name.len : 80), t->name.ptr);
     if (t->name.len == 0 || t->name.len > 255)
-        return fail(r, "GGUF tensor %llu: name length %llu out of range", (unsigned long long)index,
+        return errorf(r->err, WICK_ERR_FORMAT, "GGUF tensor %llu: name length %llu out of range", (unsigned long long)index,
                     (unsigned long long)t->name.len);
     if (read_u32(r, &t->n_dims, name)) return -1;
     if (t->n_dims == 0 || t->n_dims > GGUF_MAX_DIMS)
-        return fail(r, "tensor %s: %u dimensions (1 to %d allowed)", name, t->n_dims, GGUF_MAX_DIMS);
+        return errorf(r->err, WICK_ERR_FORMAT, "tensor %s: %u dimensions (1 to %d allowed)", name, t->n_dims, GGUF_MAX_DIMS);
     for (int d = 0; d < GGUF_MAX_DIMS; d++) t->ne[d] = 1;
     uint64_t n_elem = 1;
     for (uint32_t d = 0; d < t->n_dims; d++) {
         if (read_u64(r, &t->ne[d], name)) return -1;
         /* elements must stay far below 2^63 so byte sizes cannot overflow either */
         if (t->ne[d] == 0 || t->ne[d] > (1ull << 40) || n_elem > (1ull << 40) / t->ne[d])
-            return fail(r, "tensor %s: shape dimension %u = %llu is zero or too large", name, d,
+            return errorf(r->err, WICK_ERR_FORMAT, "tensor %s: shape dimension %u = %llu is zero or too large", name, d,
                         (unsigned long long)t->ne[d]);
         n_elem *= t->ne[d];
     }
     if (read_u32(r, &t->type, name) || read_u64(r, &t->offset, name)) return -1;
     const quant_type *qt = t->type < WICK_TYPE_FILE_COUNT ? quant_get(t->type) : NULL;
-    if (!qt) return fail(r, "tensor %s: unsupported tensor type %u", name, t->type);
+    if (!qt) return errorf(r->err, WICK_ERR_UNSUPPORTED, "tensor %s: unsupported tensor type %u", name, t->type);
     if (t->ne[0] % qt->block_size)
-        return fail(r, "tensor %s: row length %llu is not a multiple of the %s block size %u", name,
+        return errorf(r->err, WICK_ERR_FORMAT, "tensor %s: row length %llu is not a multiple of the %s block size %u", name,
                     (unsigned long long)t->ne[0], qt->name, qt->block_size);
     t->n_bytes = n_elem / qt->block_size * qt->type_size;
     return 0;
 }
 
-int gguf_open(gguf_file *g, const uint8_t *buf, size_t size, char *err, size_t err_len) {
+int gguf_open(gguf_file *g, const uint8_t *buf, size_t size, errmsg *err) {
     memset(g, 0, sizeof *g);
-    reader r = {buf, size, 0, err, err_len};
-    if (size < 4 || memcmp(buf, "GGUF", 4) != 0) return fail(&r, "not a GGUF file (bad magic)");
+    reader r = {buf, size, 0, err};
+    if (size < 4 || memcmp(buf, "GGUF", 4) != 0) return errorf(r.err, WICK_ERR_FORMAT, "not a GGUF file (bad magic)");
     r.pos = 4;
     if (read_u32(&r, &g->version, "version")) return -1;
     if (g->version != 2 && g->version != 3)
-        return fail(&r, "GGUF version %u not supported (2 and 3 are)", g->version);
+        return errorf(r.err, WICK_ERR_UNSUPPORTED, "GGUF version %u not supported (2 and 3 are)", g->version);
     if (read_u64(&r, &g->n_tensors, "tensor count") || read_u64(&r, &g->n_kv, "metadata count")) return -1;
     if (g->n_kv > GGUF_MAX_ENTRIES || g->n_tensors > GGUF_MAX_ENTRIES)
-        return fail(&r, "GGUF declares %llu metadata keys and %llu tensors: too many",
+        return errorf(r.err, WICK_ERR_FORMAT, "GGUF declares %llu metadata keys and %llu tensors: too many",
                     (unsigned long long)g->n_kv, (unsigned long long)g->n_tensors);
     /* each key and tensor entry takes at least 12 bytes in the file */
     if ((g->n_kv + g->n_tensors) * 12 > size - r.pos)
-        return fail(&r, "GGUF truncated: %llu keys and %llu tensors cannot fit in %zu bytes",
+        return errorf(r.err, WICK_ERR_FORMAT, "GGUF truncated: %llu keys and %llu tensors cannot fit in %zu bytes",
                     (unsigned long long)g->n_kv, (unsigned long long)g->n_tensors, size);
     g->kv = calloc(g->n_kv ? g->n_kv : 1, sizeof *g->kv);
     g->tensors = calloc(g->n_tensors ? g->n_tensors : 1, sizeof *g->tensors);
-    if (!g->kv || !g->tensors) { gguf_close(g); return fail(&r, "out of memory reading GGUF directory"); }
+    if (!g->kv || !g->tensors) { gguf_close(g); return errorf(r.err, WICK_ERR_NOMEM, "out of memory reading GGUF directory"); }
     for (uint64_t i = 0; i < g->n_kv; i++)
         if (read_kv(&r, &g->kv[i])) { gguf_close(g); return -1; }
 
@@ -200,7 +189,7 @@ int gguf_open(gguf_file *g, const uint8_t *buf, size_t size, char *err, size_t e
     if (al) {
         if (al->type != GGUF_U32 || al->val.u64 == 0 || (al->val.u64 & (al->val.u64 - 1)) || al->val.u64 > 65536) {
             gguf_close(g);
-            return fail(&r, "general.alignment must be a power of two up to 65536 (u32)");
+            return errorf(r.err, WICK_ERR_FORMAT, "general.alignment must be a power of two up to 65536 (u32)");
         }
         g->alignment = al->val.u64;
     }
@@ -208,7 +197,7 @@ int gguf_open(gguf_file *g, const uint8_t *buf, size_t size, char *err, size_t e
         if (read_tensor_info(&r, &g->tensors[i], i)) { gguf_close(g); return -1; }
 
     size_t data = (r.pos + g->alignment - 1) / g->alignment * g->alignment;
-    if (g->n_tensors && data > size) { gguf_close(g); return fail(&r, "GGUF truncated before the tensor data"); }
+    if (g->n_tensors && data > size) { gguf_close(g); return errorf(r.err, WICK_ERR_FORMAT, "GGUF truncated before the tensor data"); }
     g->data_offset = data;
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         gguf_tensor *t = &g->tensors[i];
@@ -216,13 +205,13 @@ int gguf_open(gguf_file *g, const uint8_t *buf, size_t size, char *err, size_t e
         snprintf(name, sizeof name, "%.*s", (int)(t->name.len < 80 ? t->name.len : 80), t->name.ptr);
         /* the message reads t, which lives in g->tensors: write it before gguf_close frees them */
         if (t->offset % g->alignment) {
-            fail(&r, "tensor %s: offset %llu is not aligned to %llu", name,
+            errorf(r.err, WICK_ERR_FORMAT, "tensor %s: offset %llu is not aligned to %llu", name,
                  (unsigned long long)t->offset, (unsigned long long)g->alignment);
             gguf_close(g);
             return -1;
         }
         if (t->offset > size - data || t->n_bytes > size - data - t->offset) {
-            fail(&r, "tensor %s: data runs past end of file (offset %llu + %llu bytes, %zu available)",
+            errorf(r.err, WICK_ERR_FORMAT, "tensor %s: data runs past end of file (offset %llu + %llu bytes, %zu available)",
                  name, (unsigned long long)t->offset, (unsigned long long)t->n_bytes, size - data);
             gguf_close(g);
             return -1;
@@ -232,7 +221,7 @@ int gguf_open(gguf_file *g, const uint8_t *buf, size_t size, char *err, size_t e
             if (g->tensors[j].name.len == t->name.len &&
                 memcmp(g->tensors[j].name.ptr, t->name.ptr, t->name.len) == 0) {
                 gguf_close(g);
-                return fail(&r, "tensor %s appears twice", name);
+                return errorf(r.err, WICK_ERR_FORMAT, "tensor %s appears twice", name);
             }
     }
     g->buf = buf;

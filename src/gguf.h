@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <stdbool.h>
 
+#include "errmsg.h"
+
 enum gguf_value_type {
     GGUF_U8 = 0, GGUF_I8 = 1, GGUF_U16 = 2, GGUF_I16 = 3, GGUF_U32 = 4, GGUF_I32 = 5,
     GGUF_F32 = 6, GGUF_BOOL = 7, GGUF_STRING = 8, GGUF_ARRAY = 9, GGUF_U64 = 10,
@@ -69,7 +71,7 @@ typedef struct {
 
 /* Parses buf (which must stay alive as long as the result). Returns 0, or -1 with a message in err.
  * Tensor types the quant table does not know are refused unless allow_unknown_types. */
-int gguf_open(gguf_file *g, const uint8_t *buf, size_t size, char *err, size_t err_len);
+int gguf_open(gguf_file *g, const uint8_t *buf, size_t size, errmsg *err);
 void gguf_close(gguf_file *g);
 
 const gguf_kv *gguf_find(const gguf_file *g, const char *key);

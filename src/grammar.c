@@ -72,8 +72,7 @@ typedef struct {
     int64_t n_elements;
     int depth;
     bool uses_tokens;
-    char *err;
-    size_t err_len;
+    errmsg *err;
     bool failed;
 } parser;
 
@@ -94,17 +93,16 @@ static int perr(parser *p, const char *fmt, ...) {
     p->failed = true;
     int32_t line, col;
     where(p, p->pos, &line, &col);
-    int n = snprintf(p->err, p->err_len, "line %d, column %d: ", line, col);
-    if (n < 0 || (size_t)n >= p->err_len) return -1;
+    char what[sizeof p->err->text];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(p->err + n, p->err_len - (size_t)n, fmt, ap);
+    vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
-    return -1;
+    return errorf(p->err, WICK_ERR_INVALID_ARG, "line %d, column %d: %s", line, col, what);
 }
 
 static int nomem(parser *p) {
-    if (!p->failed) snprintf(p->err, p->err_len, "out of memory while compiling the grammar");
+    if (!p->failed) errorf(p->err, WICK_ERR_NOMEM, "out of memory while compiling the grammar");
     p->failed = true;
     return -1;
 }
@@ -503,14 +501,6 @@ static void free_parser(parser *p) {
     free(p->ranges);
 }
 
-static int fail(char *err, size_t err_len, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, err_len, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 /* Whether rule `to` is reachable from `from` along leftmost edges (edge lists per rule). */
 static bool reaches(int32_t from, int32_t to, const int32_t *edge_first, const int32_t *edge_to,
                     int32_t n_rules, uint8_t *seen, int32_t *todo) {
@@ -527,7 +517,7 @@ static bool reaches(int32_t from, int32_t to, const int32_t *edge_first, const i
     return false;
 }
 
-static int check_left_recursion(const wick_grammar *g, char **names, char *err, size_t err_len) {
+static int check_left_recursion(const wick_grammar *g, char **names, errmsg *err) {
     int32_t nr = g->n_rules;
     uint8_t *nullable = calloc((size_t)nr, 1), *seen = calloc((size_t)nr, 1);
     int32_t *edge_first = calloc((size_t)nr + 1, sizeof *edge_first);
@@ -536,7 +526,7 @@ static int check_left_recursion(const wick_grammar *g, char **names, char *err, 
     int32_t *edge_to = malloc(((size_t)n_edges_max + 1) * sizeof *edge_to);
     uint8_t *edge_tail = malloc((size_t)n_edges_max + 1);
     int rc = 0;
-    if (!nullable || !seen || !edge_first || !todo || !edge_to || !edge_tail) { rc = fail(err, err_len, "out of memory"); goto done; }
+    if (!nullable || !seen || !edge_first || !todo || !edge_to || !edge_tail) { rc = errorf(err, WICK_ERR_NOMEM, "out of memory"); goto done; }
     /* nullable: a fixpoint over "some alternative is all nullable references" */
     for (bool changed = true; changed;) {
         changed = false;
@@ -567,7 +557,7 @@ static int check_left_recursion(const wick_grammar *g, char **names, char *err, 
     for (int32_t r = 0; r < nr && !rc; r++)
         for (int32_t e = edge_first[r]; e < edge_first[r + 1]; e++)
             if (!edge_tail[e] && reaches(edge_to[e], r, edge_first, edge_to, nr, seen, todo)) {
-                rc = fail(err, err_len, "left recursion: rule '%s' reaches itself through '%s' before any character is matched",
+                rc = errorf(err, WICK_ERR_INVALID_ARG, "left recursion: rule '%s' reaches itself through '%s' before any character is matched",
                           names[r], names[edge_to[e]]);
                 break;
             }
@@ -582,22 +572,22 @@ done:
 }
 
 int grammar_parse(const char *text, size_t len, const char *root, wick_grammar **out,
-                  char *err, size_t err_len) {
+                  errmsg *err) {
     *out = NULL;
     if (!root) root = "root";
-    parser p = {.src = text, .len = len, .err = err, .err_len = err_len};
-    if (err_len) err[0] = 0;
+    parser p = {.src = text, .len = len, .err = err};
+    if (err) err->text[0] = 0;
     wick_grammar *g = NULL;
     char **names = NULL;
     if (parse_grammar(&p)) goto fail;
     for (int32_t r = 0; r < p.n_rules; r++)
         if (!p.rules[r].defined) {
-            fail(err, err_len, "undefined rule '%s' (line %d, column %d)", p.rules[r].name, p.rules[r].ref_line, p.rules[r].ref_col);
+            errorf(err, WICK_ERR_INVALID_ARG, "undefined rule '%s' (line %d, column %d)", p.rules[r].name, p.rules[r].ref_line, p.rules[r].ref_col);
             goto fail;
         }
     int32_t root_id = find_rule(&p, root, strlen(root));
     if (root_id < 0) {
-        fail(err, err_len, p.n_rules ? "the grammar has no rule named '%s'" : "the grammar has no rules (it needs one named '%s')", root);
+        errorf(err, WICK_ERR_INVALID_ARG, p.n_rules ? "the grammar has no rule named '%s'" : "the grammar has no rules (it needs one named '%s')", root);
         goto fail;
     }
     g = calloc(1, sizeof *g);
@@ -632,7 +622,7 @@ int grammar_parse(const char *text, size_t len, const char *root, wick_grammar *
     names = malloc((size_t)p.n_rules * sizeof *names);
     if (!names) { nomem(&p); goto fail; }
     for (int32_t r = 0; r < p.n_rules; r++) names[r] = p.rules[r].name;
-    if (check_left_recursion(g, names, err, err_len)) goto fail;
+    if (check_left_recursion(g, names, err)) goto fail;
     free(names);
     free_parser(&p);
     *out = g;

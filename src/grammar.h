@@ -27,6 +27,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "errmsg.h"
+
 typedef struct wick_grammar wick_grammar;
 typedef struct grammar_matcher grammar_matcher;
 
@@ -34,7 +36,7 @@ typedef struct grammar_matcher grammar_matcher;
  * start. 0, or -1 with a message in err: "line 3, column 14: expected '::='", "undefined rule
  * 'numero' (line 4, column 17)", "left recursion: rule 'asdf' reaches itself …". */
 int grammar_parse(const char *text, size_t len, const char *root, wick_grammar **out,
-                  char *err, size_t err_len);
+                  errmsg *err);
 void grammar_free(wick_grammar *g);
 /* Counts, for tests and messages. */
 int32_t grammar_n_rules(const wick_grammar *g);

@@ -30,15 +30,15 @@ static const float *own_f32(struct wick_model *m, const gguf_tensor *t, int64_t 
 
 /* A small tensor of n0 × n1 elements (n1 rows of n0), as F32 (converted and owned when stored otherwise). */
 static int bind_floats(struct wick_model *m, const char *name, int64_t n0, int64_t n1, bool optional, const float **out,
-                       char *err, size_t err_len) {
+                       errmsg *err) {
     const gguf_tensor *t = model_find_tensor(m, name);
     *out = NULL;
-    if (!t) return optional ? 0 : errorf(err, err_len, "tensor %s is missing", name);
+    if (!t) return optional ? 0 : errorf(err, WICK_ERR_FORMAT, "tensor %s is missing", name);
     if (t->ne[0] != (uint64_t)n0 || t->ne[1] != (uint64_t)n1 || t->ne[2] != 1 || t->ne[3] != 1) {
         if (n1 == 1)
-            return errorf(err, err_len, "tensor %s: shape [%lld, %lld] where [%lld] was expected", name,
+            return errorf(err, WICK_ERR_FORMAT, "tensor %s: shape [%lld, %lld] where [%lld] was expected", name,
                           (long long)t->ne[0], (long long)t->ne[1], (long long)n0);
-        return errorf(err, err_len, "tensor %s: shape [%lld, %lld] where [%lld, %lld] was expected", name,
+        return errorf(err, WICK_ERR_FORMAT, "tensor %s: shape [%lld, %lld] where [%lld, %lld] was expected", name,
                       (long long)t->ne[0], (long long)t->ne[1], (long long)n0, (long long)n1);
     }
     if (t->type == WICK_TYPE_F32 && ((uintptr_t)t->data & 3) == 0) {
@@ -46,29 +46,29 @@ static int bind_floats(struct wick_model *m, const char *name, int64_t n0, int64
         return 0;
     }
     if (quant_get(t->type)->to_float == NULL)
-        return errorf(err, err_len, "tensor %s: type %s cannot be converted", name, quant_get(t->type)->name);
+        return errorf(err, WICK_ERR_FORMAT, "tensor %s: type %s cannot be converted", name, quant_get(t->type)->name);
     *out = own_f32(m, t, n0 * n1);
-    return *out ? 0 : errorf(err, err_len, "out of memory converting %s", name);
+    return *out ? 0 : errorf(err, WICK_ERR_NOMEM, "out of memory converting %s", name);
 }
 
 /* A 1-D vector of n elements, as F32. */
 static int bind_vector(struct wick_model *m, const char *name, int64_t n, bool optional, const float **out,
-                       char *err, size_t err_len) {
-    return bind_floats(m, name, n, 1, optional, out, err, err_len);
+                       errmsg *err) {
+    return bind_floats(m, name, n, 1, optional, out, err);
 }
 
 static int bind_matrix(struct wick_model *m, const char *name, int64_t rows, int64_t cols, bool optional,
-                       weight *w, char *err, size_t err_len) {
+                       weight *w, errmsg *err) {
     const gguf_tensor *t = model_find_tensor(m, name);
     memset(w, 0, sizeof *w);
-    if (!t) return optional ? 0 : errorf(err, err_len, "tensor %s is missing", name);
+    if (!t) return optional ? 0 : errorf(err, WICK_ERR_FORMAT, "tensor %s is missing", name);
     if (t->ne[0] != (uint64_t)cols || t->ne[1] != (uint64_t)rows || t->ne[2] != 1 || t->ne[3] != 1)
-        return errorf(err, err_len, "tensor %s: shape [%lld, %lld, %lld] where [%lld, %lld] was expected", name,
+        return errorf(err, WICK_ERR_FORMAT, "tensor %s: shape [%lld, %lld, %lld] where [%lld, %lld] was expected", name,
                     (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2], (long long)cols,
                     (long long)rows);
     const quant_type *qt = quant_get(t->type);
     if (!qt->vec_dot || !qt->to_float)
-        return errorf(err, err_len, "tensor %s: type %s is not supported for weights", name, qt->name);
+        return errorf(err, WICK_ERR_UNSUPPORTED, "tensor %s: type %s is not supported for weights", name, qt->name);
     w->data = t->data;
     w->type = t->type;
     w->rows = rows;
@@ -87,14 +87,14 @@ int model_use_cpu_layout(struct wick_model *m)
 {
     if (!m->has_weights || !m->is_gguf) return 0;
     enum { PER_LAYER = 16 };
-    size_t n = 0, cap = 4 + (size_t)m->c.n_layers * PER_LAYER;
+    size_t n = 0, cap = 4 + (size_t)m->config.n_layers * PER_LAYER;
     weight **ws = malloc(cap * sizeof *ws);
     if (!ws) return -1;
     ws[n++] = &m->tok_embd;
     ws[n++] = &m->output;
     ws[n++] = &m->ple_embd;
     ws[n++] = &m->ple_model_proj;
-    for (int l = 0; l < m->c.n_layers; l++) {
+    for (int l = 0; l < m->config.n_layers; l++) {
         layer_weights *L = &m->layers[l];
         weight *per[PER_LAYER] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_down, &L->w_up,
                                   &L->sc_in, &L->sc_out, &L->dn_qkv, &L->dn_gate, &L->dn_alpha, &L->dn_beta, &L->dn_out,
@@ -134,41 +134,41 @@ static bool meta_float(const gguf_file *g, const char *arch, const char *suffix,
     return gguf_get_f64(g, key, out);
 }
 
-static int check_range(const char *what, int64_t v, int64_t lo, int64_t hi, char *err, size_t err_len) {
+static int check_range(const char *what, int64_t v, int64_t lo, int64_t hi, errmsg *err) {
     if (v < lo || v > hi)
-        return errorf(err, err_len, "%s = %lld is out of range (%lld to %lld)", what, (long long)v, (long long)lo,
+        return errorf(err, WICK_ERR_FORMAT, "%s = %lld is out of range (%lld to %lld)", what, (long long)v, (long long)lo,
                     (long long)hi);
     return 0;
 }
 
 /* Checks the relations among hyperparameters the forward pass relies on. */
-static int check_config(const model_config *c, char *err, size_t err_len) {
-    if (check_range("embedding length", c->dim, 1, MAX_DIM, err, err_len) ||
-        check_range("block count", c->n_layers, 1, MAX_LAYERS, err, err_len) ||
-        check_range("head count", c->n_heads, 1, MAX_HEADS, err, err_len) ||
-        check_range("KV head count", c->n_kv_heads, 1, c->n_heads, err, err_len) ||
-        check_range("feed-forward length", c->hidden_dim, 1, 4 * MAX_DIM, err, err_len) ||
-        check_range("vocabulary size", c->n_vocab, 1, MAX_VOCAB, err, err_len) ||
-        check_range("context length", c->n_ctx_train, 1, MAX_CTX, err, err_len) ||
-        check_range("head dimension", c->head_dim, 2, MAX_DIM, err, err_len) ||
-        check_range("rope dimension", c->rope_dim, 0, c->head_dim, err, err_len))
+static int check_config(const model_config *c, errmsg *err) {
+    if (check_range("embedding length", c->dim, 1, MAX_DIM, err) ||
+        check_range("block count", c->n_layers, 1, MAX_LAYERS, err) ||
+        check_range("head count", c->n_heads, 1, MAX_HEADS, err) ||
+        check_range("KV head count", c->n_kv_heads, 1, c->n_heads, err) ||
+        check_range("feed-forward length", c->hidden_dim, 1, 4 * MAX_DIM, err) ||
+        check_range("vocabulary size", c->n_vocab, 1, MAX_VOCAB, err) ||
+        check_range("context length", c->n_ctx_train, 1, MAX_CTX, err) ||
+        check_range("head dimension", c->head_dim, 2, MAX_DIM, err) ||
+        check_range("rope dimension", c->rope_dim, 0, c->head_dim, err))
         return -1;
     if (c->n_heads % c->n_kv_heads)
-        return errorf(err, err_len, "head count %d is not a multiple of the KV head count %d", c->n_heads,
+        return errorf(err, WICK_ERR_FORMAT, "head count %d is not a multiple of the KV head count %d", c->n_heads,
                     c->n_kv_heads);
-    if (c->rope_dim % 2) return errorf(err, err_len, "rope dimension %d is odd", c->rope_dim);
-    if (!(c->rms_eps > 0 && c->rms_eps < 1)) return errorf(err, err_len, "RMS epsilon %g out of range", c->rms_eps);
+    if (c->rope_dim % 2) return errorf(err, WICK_ERR_FORMAT, "rope dimension %d is odd", c->rope_dim);
+    if (!(c->rms_eps > 0 && c->rms_eps < 1)) return errorf(err, WICK_ERR_FORMAT, "RMS epsilon %g out of range", c->rms_eps);
     if (!(c->rope_base > 0 && isfinite(c->rope_base)))
-        return errorf(err, err_len, "rope base %g out of range", c->rope_base);
+        return errorf(err, WICK_ERR_FORMAT, "rope base %g out of range", c->rope_base);
     if (!(c->rope_scale > 0 && isfinite(c->rope_scale)))
-        return errorf(err, err_len, "rope scaling %g out of range", c->rope_scale);
+        return errorf(err, WICK_ERR_FORMAT, "rope scaling %g out of range", c->rope_scale);
     if (!(c->rope_attn_factor > 0 && isfinite(c->rope_attn_factor)))
-        return errorf(err, err_len, "rope attention factor %g out of range", c->rope_attn_factor);
+        return errorf(err, WICK_ERR_FORMAT, "rope attention factor %g out of range", c->rope_attn_factor);
     const float scales[] = {c->embd_scale, c->residual_scale, c->attn_scale, c->logit_scale};
     for (size_t i = 0; i < sizeof scales / sizeof scales[0]; i++)
         if (!(isfinite(scales[i]) && scales[i] != 0))
-            return errorf(err, err_len, "a scale multiplier (%g) is 0 or not finite", scales[i]);
-    if (c->n_swa < 0 || c->n_swa > MAX_CTX) return errorf(err, err_len, "sliding window %d out of range", c->n_swa);
+            return errorf(err, WICK_ERR_FORMAT, "a scale multiplier (%g) is 0 or not finite", scales[i]);
+    if (c->n_swa < 0 || c->n_swa > MAX_CTX) return errorf(err, WICK_ERR_FORMAT, "sliding window %d out of range", c->n_swa);
     return 0;
 }
 
@@ -178,14 +178,15 @@ static int check_config(const model_config *c, char *err, size_t err_len) {
 typedef struct {
     const char *name;
     bool rope_neox;        /* NEOX pairing (llama.cpp's llama_model_rope_type) */
-    bool norm_pre;         /* attn_norm / ffn_norm before each block */
+    bool norm_post_only;   /* no attn_norm / ffn_norm before each block, only the norms after (olmo2) */
     bool norm_post;        /* post_attention_norm / post_ffw_norm after each block */
     qk_norm_kind qk_norm;
     ffn_activation act;
     bool embd_scale_sqrt;  /* embeddings × √dim */
     bool biases;           /* attention biases required */
     bool tied_only;        /* the output is always the embedding (no output.weight is read) */
-    bool output_required;
+    bool output_required;  /* no output.weight is an error (olmo2), else the output is tied to
+                            * token_embd.weight (phi3's Phi-4-mini, as llama.cpp's phi3.cpp falls back) */
     int swa_period;        /* default sliding-window pattern: layer il slides when il % period < period − 1 */
     int32_t swa_default;   /* window when the key is absent (0: no sliding window then) */
     bool swa_base_own;     /* the sliding layers' rope base defaults to 10000, else to rope.freq_base */
@@ -200,29 +201,46 @@ typedef struct {
     const char *output_norm_name; /* the final norm's tensor when not output_norm.weight (lfm2) */
     const char *ffn_norm_name;    /* the norm before the FFN when not ffn_norm.weight (qwen35 calls it
                                    * post_attention_norm: it sits after the attention's residual add) */
+    bool yarn_keys;       /* reads YaRN's beta_fast/beta_slow/log multiplier and attention.temperature_scale
+                           * (llama.cpp's mistral3 loader; the other families take YaRN's defaults) */
     bool layer_shapes;     /* gemma4: per-layer shapes, KV-shared layers, per-layer embeddings (read_layer_shapes) */
 } arch_info;
 
+/* Each row names only what differs from llama; a field left out is 0, false or NULL, which is
+ * llama's value (the enums' first members are llama's: checked below). */
 static const arch_info archs[] = {
-    /* name      neox   pre    post   qk norm           act            √dim   bias   tied   outreq period swa   ownb  norope caps  fcap  gran   noswa  swa unscaled, recurrent, gate, output norm, ffn norm, layer shapes */
-    {"llama",    false, true,  false, QK_NORM_NONE,     ACT_SILU,      false, false, false, false, 0, 0,     false, 0,   false, false, false, false, false, LAYER_ATTENTION, false, NULL, NULL, false},
-    {"qwen2",    true,  true,  false, QK_NORM_NONE,     ACT_SILU,      false, true,  false, false, 0, 0,     false, 0,   false, false, false, false, false, LAYER_ATTENTION, false, NULL, NULL, false},
-    {"qwen3",    true,  true,  false, QK_NORM_PER_HEAD, ACT_SILU,      false, false, false, false, 0, 0,     false, 0,   false, false, false, false, false, LAYER_ATTENTION, false, NULL, NULL, false},
-    {"gemma2",   true,  true,  true,  QK_NORM_NONE,     ACT_GELU_TANH, true,  false, true,  false, 2, 4096,  false, 0,   true,  false, false, false, false, LAYER_ATTENTION, false, NULL, NULL, false},
-    {"gemma3",   true,  true,  true,  QK_NORM_PER_HEAD, ACT_GELU_TANH, true,  false, false, false, 6, 0,     true,  0,   false, true,  false, false, true, LAYER_ATTENTION, false, NULL, NULL, false},
-    {"phi3",     true,  true,  false, QK_NORM_NONE,     ACT_SILU,      false, false, false, true,  0, 0,     false, 0,   false, false, false, true,  false, LAYER_ATTENTION, false, NULL, NULL, false},
-    {"smollm3",  false, true,  false, QK_NORM_NONE,     ACT_SILU,      false, false, false, false, 0, 0,     false, 4,   false, false, false, false, false, LAYER_ATTENTION, false, NULL, NULL, false},
-    {"granite",  false, true,  false, QK_NORM_NONE,     ACT_SILU,      false, false, false, false, 0, 0,     false, 0,   false, false, true,  false, false, LAYER_ATTENTION, false, NULL, NULL, false},
-    {"olmo2",    true,  false, true,  QK_NORM_FULL,     ACT_SILU,      false, false, false, true,  4, 0,     false, 0,   false, false, false, false, true, LAYER_ATTENTION, false, NULL, NULL, false},
+    {.name = "llama"},
+    {.name = "qwen2", .rope_neox = true, .biases = true},
+    {.name = "qwen3", .rope_neox = true, .qk_norm = QK_NORM_PER_HEAD},
+    {.name = "gemma2", .rope_neox = true, .norm_post = true, .act = ACT_GELU_TANH, .embd_scale_sqrt = true,
+     .tied_only = true, .swa_period = 2, .swa_default = 4096, .softcaps = true},
+    {.name = "gemma3", .rope_neox = true, .norm_post = true, .qk_norm = QK_NORM_PER_HEAD, .act = ACT_GELU_TANH,
+     .embd_scale_sqrt = true, .swa_period = 6, .swa_base_own = true, .final_softcap = true, .swa_unscaled = true},
+    {.name = "phi3", .rope_neox = true, .ignore_swa = true},
+    {.name = "smollm3", .no_rope_every = 4},
+    {.name = "granite", .granite_scales = true},
+    {.name = "olmo2", .rope_neox = true, .norm_post_only = true, .norm_post = true, .qk_norm = QK_NORM_FULL,
+     .output_required = true, .swa_period = 4, .swa_unscaled = true},
     /* hybrids (llama.cpp's src/models/lfm2.cpp, qwen35.cpp): lfm2's convolution layers are those
      * whose KV head count is 0; qwen35's DeltaNet layers come from attention.recurrent_layers or
      * full_attention_interval */
-    {"lfm2",     true,  true,  false, QK_NORM_PER_HEAD, ACT_SILU,      false, false, false, false, 0, 0,     false, 0,   false, false, false, false, false, LAYER_SHORTCONV, false, "token_embd_norm.weight", NULL, false},
-    {"qwen35",   true,  true,  false, QK_NORM_PER_HEAD, ACT_SILU,      false, false, false, false, 0, 0,     false, 0,   false, false, false, false, false, LAYER_DELTANET,  true,  NULL, "post_attention_norm.weight", false},
+    {.name = "lfm2", .rope_neox = true, .qk_norm = QK_NORM_PER_HEAD, .recurrent = LAYER_SHORTCONV,
+     .output_norm_name = "token_embd_norm.weight"},
+    {.name = "qwen35", .rope_neox = true, .qk_norm = QK_NORM_PER_HEAD, .recurrent = LAYER_DELTANET,
+     .attn_out_gate = true, .ffn_norm_name = "post_attention_norm.weight"},
+    /* Granite 4.0-H (granite-hybrid.cpp, mamba-base.cpp's build_mamba2_layer): granite's layer and
+     * multipliers, Mamba-2 in the layers whose KV head count is 0 */
+    {.name = "granitehybrid", .granite_scales = true, .recurrent = LAYER_MAMBA2},
+    /* Ministral 3 (llama.cpp's src/models/mistral3.cpp): the llama layer with YaRN and Llama 4's
+     * query temperature */
+    {.name = "mistral3", .yarn_keys = true},
     /* llama.cpp's src/models/gemma4.cpp (dense E2B/E4B; its MoE files are refused by expert_count):
      * the sliding layers come from the sliding_window_pattern array */
-    {"gemma4",   true,  true,  true,  QK_NORM_PER_HEAD, ACT_GELU_TANH, true,  false, false, false, 1, 0,     true,  0,   false, true,  false, false, true, LAYER_ATTENTION, false, NULL, NULL, true},
+    {.name = "gemma4", .rope_neox = true, .norm_post = true, .qk_norm = QK_NORM_PER_HEAD, .act = ACT_GELU_TANH,
+     .embd_scale_sqrt = true, .swa_period = 1, .swa_base_own = true, .final_softcap = true, .swa_unscaled = true,
+     .layer_shapes = true},
 };
+_Static_assert(QK_NORM_NONE == 0 && ACT_SILU == 0 && LAYER_ATTENTION == 0, "a family left out of a switch is llama");
 
 static const arch_info *arch_find(gguf_str name) {
     for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
@@ -241,16 +259,15 @@ static const char *arch_names(void) {
 
 static const arch_info *model_arch(const struct wick_model *m) {
     for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
-        if (!strcmp(m->c.arch, archs[i].name)) return &archs[i];
+        if (!strcmp(m->config.arch, archs[i].name)) return &archs[i];
     return &archs[0];
 }
 
 /* A float key of the architecture, or def when absent; refused when not finite. */
-static int meta_float_or(const gguf_file *g, const char *arch, const char *suffix, double def, float *out, char *err,
-                         size_t err_len) {
+static int meta_float_or(const gguf_file *g, const char *arch, const char *suffix, double def, float *out, errmsg *err) {
     double f = def;
     if (meta_float(g, arch, suffix, &f) && !isfinite(f))
-        return errorf(err, err_len, "metadata %s.%s = %g is not finite", arch, suffix, f);
+        return errorf(err, WICK_ERR_FORMAT, "metadata %s.%s = %g is not finite", arch, suffix, f);
     *out = (float)f;
     return 0;
 }
@@ -268,60 +285,68 @@ static void config_defaults(model_config *c) {
 }
 
 /* Per-layer switches, once n_layers is known and checked. */
-static int alloc_layers(struct wick_model *m, char *err, size_t err_len) {
-    if (m->c.n_layers < 1 || m->c.n_layers > MAX_LAYERS)
-        return errorf(err, err_len, "block count = %d is out of range (1 to %d)", m->c.n_layers, MAX_LAYERS);
-    m->layers = calloc((size_t)m->c.n_layers, sizeof *m->layers);
-    if (!m->layers) return errorf(err, err_len, "out of memory");
-    for (int l = 0; l < m->c.n_layers; l++) m->layers[l].rotate = true, m->layers[l].kv_layer = l;
+static int alloc_layers(struct wick_model *m, errmsg *err) {
+    if (m->config.n_layers < 1 || m->config.n_layers > MAX_LAYERS)
+        return errorf(err, WICK_ERR_FORMAT, "block count = %d is out of range (1 to %d)", m->config.n_layers, MAX_LAYERS);
+    m->layers = calloc((size_t)m->config.n_layers, sizeof *m->layers);
+    if (!m->layers) return errorf(err, WICK_ERR_NOMEM, "out of memory");
+    for (int l = 0; l < m->config.n_layers; l++) m->layers[l].rotate = true, m->layers[l].kv_layer = l;
     return 0;
 }
 
 /* The hybrids' recurrent hyperparameters (llama.cpp's llama-arch.cpp key names). */
-static int read_hybrid_config(const gguf_file *g, const char *a, const arch_info *ai, model_config *c, char *err,
-                              size_t err_len) {
+static int read_hybrid_config(const gguf_file *g, const char *a, const arch_info *ai, model_config *c, errmsg *err) {
     int64_t v;
     c->attn_out_gate = ai->attn_out_gate;
     if (ai->recurrent == LAYER_SHORTCONV) {
-        if (!meta_int(g, a, "shortconv.l_cache", &v)) return errorf(err, err_len, "metadata %s.shortconv.l_cache is missing", a);
-        if (v < 2 || v > 64) return errorf(err, err_len, "%s.shortconv.l_cache = %lld out of range (2 to 64)", a, (long long)v);
+        if (!meta_int(g, a, "shortconv.l_cache", &v)) return errorf(err, WICK_ERR_FORMAT, "metadata %s.shortconv.l_cache is missing", a);
+        if (v < 2 || v > 64) return errorf(err, WICK_ERR_FORMAT, "%s.shortconv.l_cache = %lld out of range (2 to 64)", a, (long long)v);
         c->conv_kernel = (int32_t)v;
         /* llama.cpp gives a sliding window to every attention layer of an lfm2 that has one: not here yet */
         if (meta_int(g, a, "attention.sliding_window", &v) && v > 0)
-            return errorf(err, err_len, "%s.attention.sliding_window = %lld: a sliding window on lfm2 is not supported", a, (long long)v);
+            return errorf(err, WICK_ERR_UNSUPPORTED, "%s.attention.sliding_window = %lld: a sliding window on lfm2 is not supported", a, (long long)v);
         return 0;
     }
     const char *keys[] = {"ssm.conv_kernel", "ssm.state_size", "ssm.group_count", "ssm.time_step_rank", "ssm.inner_size"};
+    /* DeltaNet: value heads of ssm.state_size, inner = heads × state; Mamba-2: heads of
+     * inner / heads, B and C per group of heads, inner = 2·dim (all llama.cpp's loader supports) */
     int64_t vals[5];
     for (int i = 0; i < 5; i++) {
-        if (!meta_int(g, a, keys[i], &vals[i])) return errorf(err, err_len, "metadata %s.%s is missing", a, keys[i]);
-        if (vals[i] < 1 || vals[i] > MAX_DIM) return errorf(err, err_len, "%s.%s = %lld out of range", a, keys[i], (long long)vals[i]);
+        if (!meta_int(g, a, keys[i], &vals[i])) return errorf(err, WICK_ERR_FORMAT, "metadata %s.%s is missing", a, keys[i]);
+        if (vals[i] < 1 || vals[i] > MAX_DIM) return errorf(err, WICK_ERR_FORMAT, "%s.%s = %lld out of range", a, keys[i], (long long)vals[i]);
     }
     c->conv_kernel = (int32_t)vals[0];
     c->ssm_state = (int32_t)vals[1];
     c->ssm_k_heads = (int32_t)vals[2];
     c->ssm_v_heads = (int32_t)vals[3];
-    if (c->conv_kernel < 2 || c->conv_kernel > 64) return errorf(err, err_len, "%s.ssm.conv_kernel = %d out of range (2 to 64)", a, c->conv_kernel);
-    if (c->ssm_state > 1024) return errorf(err, err_len, "%s.ssm.state_size = %d out of range (1 to 1024)", a, c->ssm_state);
+    if (c->conv_kernel < 2 || c->conv_kernel > 64) return errorf(err, WICK_ERR_FORMAT, "%s.ssm.conv_kernel = %d out of range (2 to 64)", a, c->conv_kernel);
+    if (c->ssm_state > 1024) return errorf(err, WICK_ERR_FORMAT, "%s.ssm.state_size = %d out of range (1 to 1024)", a, c->ssm_state);
     if (c->ssm_v_heads % c->ssm_k_heads)
-        return errorf(err, err_len, "%d value heads is not a multiple of %d key heads", c->ssm_v_heads, c->ssm_k_heads);
+        return errorf(err, WICK_ERR_FORMAT, "%d value heads is not a multiple of %d key heads", c->ssm_v_heads, c->ssm_k_heads);
+    if (ai->recurrent == LAYER_MAMBA2) {
+        c->ssm_inner = (int32_t)vals[4];
+        if (vals[4] != 2 * (int64_t)c->dim || vals[4] % c->ssm_v_heads)
+            return errorf(err, WICK_ERR_FORMAT, "%s.ssm.inner_size %lld is not 2 x %d split into %d heads (unsupported)", a,
+                          (long long)vals[4], c->dim, c->ssm_v_heads);
+        return 0;
+    }
     /* llama.cpp takes the value head size as inner_size / time_step_rank and requires it to be the key head size */
     if (vals[4] != (int64_t)c->ssm_v_heads * c->ssm_state)
-        return errorf(err, err_len, "%s.ssm.inner_size %lld is not %d value heads of %d (unsupported)", a, (long long)vals[4],
+        return errorf(err, WICK_ERR_UNSUPPORTED, "%s.ssm.inner_size %lld is not %d value heads of %d (unsupported)", a, (long long)vals[4],
                       c->ssm_v_heads, c->ssm_state);
-    if ((int64_t)c->ssm_v_heads * c->ssm_state > 4 * (int64_t)MAX_DIM) return errorf(err, err_len, "DeltaNet of %d heads of %d is out of range", c->ssm_v_heads, c->ssm_state);
+    if ((int64_t)c->ssm_v_heads * c->ssm_state > 4 * (int64_t)MAX_DIM) return errorf(err, WICK_ERR_FORMAT, "DeltaNet of %d heads of %d is out of range", c->ssm_v_heads, c->ssm_state);
     return 0;
 }
 
-/* Which layers are recurrent: lfm2's have 0 KV heads (kv_arr, the per-layer list); qwen35's
+/* Which layers are recurrent: lfm2's and granitehybrid's have 0 KV heads (kv_arr, the per-layer list); qwen35's
  * are listed in attention.recurrent_layers, else all but every full_attention_interval-th. */
-static int read_layer_kinds(struct wick_model *m, const arch_info *ai, const gguf_kv *kv_arr, char *err, size_t err_len) {
-    model_config *c = &m->c;
+static int read_layer_kinds(struct wick_model *m, const arch_info *ai, const gguf_kv *kv_arr, errmsg *err) {
+    model_config *c = &m->config;
     const gguf_file *g = &m->gguf;
     char key[128];
-    if (ai->recurrent == LAYER_SHORTCONV) {
+    if (ai->recurrent != LAYER_DELTANET) {
         for (int l = 0; l < c->n_layers; l++)
-            m->layers[l].kind = kv_arr && kv_arr->type == GGUF_ARRAY && gguf_arr_i64(kv_arr, (uint64_t)l) == 0 ? LAYER_SHORTCONV
+            m->layers[l].kind = kv_arr && kv_arr->type == GGUF_ARRAY && gguf_arr_i64(kv_arr, (uint64_t)l) == 0 ? ai->recurrent
                                                                                                             : LAYER_ATTENTION;
     } else {
         snprintf(key, sizeof key, "%s.attention.recurrent_layers", c->arch);
@@ -329,9 +354,9 @@ static int read_layer_kinds(struct wick_model *m, const arch_info *ai, const ggu
         int64_t interval = 4; /* llama.cpp's default */
         if (list && (list->type != GGUF_ARRAY || list->arr_type == GGUF_STRING || list->arr_type == GGUF_ARRAY ||
                      list->arr_len < (uint64_t)c->n_layers))
-            return errorf(err, err_len, "%s must be an array of %d flags", key, c->n_layers);
+            return errorf(err, WICK_ERR_FORMAT, "%s must be an array of %d flags", key, c->n_layers);
         if (!list && meta_int(g, c->arch, "full_attention_interval", &interval) && (interval < 1 || interval > MAX_LAYERS))
-            return errorf(err, err_len, "%s.full_attention_interval = %lld out of range", c->arch, (long long)interval);
+            return errorf(err, WICK_ERR_FORMAT, "%s.full_attention_interval = %lld out of range", c->arch, (long long)interval);
         for (int l = 0; l < c->n_layers; l++) {
             bool recurrent = list ? gguf_arr_i64(list, (uint64_t)l) != 0 : (l + 1) % interval != 0;
             m->layers[l].kind = recurrent ? LAYER_DELTANET : LAYER_ATTENTION;
@@ -345,36 +370,70 @@ static int read_layer_kinds(struct wick_model *m, const arch_info *ai, const ggu
 int32_t model_conv_channels(const model_config *c, layer_kind kind) {
     if (kind == LAYER_SHORTCONV) return c->dim;
     if (kind == LAYER_DELTANET) return (2 * c->ssm_k_heads + c->ssm_v_heads) * c->ssm_state;
+    if (kind == LAYER_MAMBA2) return c->ssm_inner + 2 * c->ssm_k_heads * c->ssm_state;
     return 0;
 }
 
 size_t model_layer_state_floats(const struct wick_model *m, int l) {
-    const model_config *c = &m->c;
+    const model_config *c = &m->config;
     layer_kind kind = m->layers[l].kind;
     if (kind == LAYER_ATTENTION) return 0;
     size_t conv = (size_t)(c->conv_kernel - 1) * (size_t)model_conv_channels(c, kind);
     if (kind == LAYER_SHORTCONV) return conv;
+    if (kind == LAYER_MAMBA2) return conv + (size_t)c->ssm_inner * (size_t)c->ssm_state; /* d_state per channel of x */
     return conv + (size_t)c->ssm_v_heads * (size_t)c->ssm_state * (size_t)c->ssm_state;
+}
+
+/* YaRN (rope.scaling.type yarn) as llama.cpp sets it up (llama-context.cpp, ggml's rope_yarn): the
+ * ramp's ends beta_fast/beta_slow (defaults 32 and 1), and the magnitude of the rotated q and k,
+ * mscale = m(s, 1) / m(s, log_mul) with m(s, x) = 1 + 0.1·x·ln s for the factor s = 1/scale (m(s, 1)
+ * alone without a log multiplier), times rope.scaling.attn_factor. llama.cpp divides that by
+ * 1 + 0.1·ln s and its rope multiplies it back for each table's own scale: the sliding layers' are
+ * kept apart. Mistral 3 also scales its queries by position (attention.temperature_scale). */
+static int read_yarn(const gguf_file *g, const char *a, const arch_info *ai, model_config *c, errmsg *err) {
+    c->yarn_beta_fast = 32.0f;
+    c->yarn_beta_slow = 1.0f;
+    c->attn_temp_scale = 0.0f;
+    c->rope_attn_factor_swa = c->rope_attn_factor;
+    float log_mul = 0.0f;
+    if (ai->yarn_keys &&
+        (meta_float_or(g, a, "rope.scaling.yarn_beta_fast", 32.0, &c->yarn_beta_fast, err) ||
+         meta_float_or(g, a, "rope.scaling.yarn_beta_slow", 1.0, &c->yarn_beta_slow, err) ||
+         meta_float_or(g, a, "rope.scaling.yarn_log_multiplier", 0.0, &log_mul, err) ||
+         meta_float_or(g, a, "attention.temperature_scale", 0.0, &c->attn_temp_scale, err)))
+        return -1;
+    if (!isfinite(c->yarn_beta_fast) || !isfinite(c->yarn_beta_slow) || !isfinite(log_mul) || !isfinite(c->attn_temp_scale))
+        return errorf(err, WICK_ERR_FORMAT, "YaRN parameters out of range");
+    if (!c->rope_yarn) return 0;
+    float s = 1.0f / c->rope_scale;
+#define YARN_M(x) (s <= 1.0f ? 1.0f : 0.1f * (x) * logf(s) + 1.0f)
+    float attn = log_mul != 0.0f ? YARN_M(1.0f) / YARN_M(log_mul) : YARN_M(1.0f);
+#undef YARN_M
+    attn *= 1.0f / (1.0f + 0.1f * logf(s));
+    attn *= c->rope_attn_factor;
+    c->rope_attn_factor = attn * (1.0f + 0.1f * logf(1.0f / c->rope_scale));
+    c->rope_attn_factor_swa = attn * (1.0f + 0.1f * logf(1.0f / c->rope_scale_swa));
+    return 0;
 }
 
 /* Layer l's value of a count given as one number for every layer or as an array of n (llama.cpp's
  * get_key_or_arr); def when the key is absent (< 0: it is required). */
 static int layer_count(const gguf_file *g, const char *a, const char *suffix, int l, int n, int64_t def, int64_t hi,
-                       int32_t *out, char *err, size_t err_len) {
+                       int32_t *out, errmsg *err) {
     char key[128];
     snprintf(key, sizeof key, "%s.%s", a, suffix);
     const gguf_kv *kv = gguf_find(g, key);
     int64_t v = def;
     if (kv && kv->type == GGUF_ARRAY) {
         if (kv->arr_type == GGUF_STRING || kv->arr_type == GGUF_ARRAY || kv->arr_len != (uint64_t)n)
-            return errorf(err, err_len, "%s: %llu entries where block_count is %d", key, (unsigned long long)kv->arr_len, n);
+            return errorf(err, WICK_ERR_FORMAT, "%s: %llu entries where block_count is %d", key, (unsigned long long)kv->arr_len, n);
         v = gguf_arr_i64(kv, (uint64_t)l);
     } else if (kv && !gguf_get_i64(g, key, &v)) {
-        return errorf(err, err_len, "metadata %s is not a number", key);
+        return errorf(err, WICK_ERR_FORMAT, "metadata %s is not a number", key);
     } else if (!kv && def < 0) {
-        return errorf(err, err_len, "metadata %s is missing", key);
+        return errorf(err, WICK_ERR_FORMAT, "metadata %s is missing", key);
     }
-    if (v < 1 || v > hi) return errorf(err, err_len, "%s = %lld (layer %d) out of range (1 to %lld)", key, (long long)v, l, (long long)hi);
+    if (v < 1 || v > hi) return errorf(err, WICK_ERR_FORMAT, "%s = %lld (layer %d) out of range (1 to %lld)", key, (long long)v, l, (long long)hi);
     *out = (int32_t)v;
     return 0;
 }
@@ -389,33 +448,33 @@ static int layer_count(const gguf_file *g, const char *a, const char *suffix, in
  * n_layers − shared − 2 (sliding) or − 1 (full); per-layer embeddings of
  * embedding_length_per_layer_input values; attention scale 1; V normed; rope_freqs on the
  * full layers only. m->layer_c gets each layer's shape, c the largest. */
-static int read_layer_shapes(struct wick_model *m, const gguf_kv *pat, char *err, size_t err_len) {
-    model_config *c = &m->c;
+static int read_layer_shapes(struct wick_model *m, const gguf_kv *pat, errmsg *err) {
+    model_config *c = &m->config;
     const gguf_file *g = &m->gguf;
     const char *a = c->arch;
     int n = c->n_layers;
     int64_t hd_swa, vd_swa, rot_swa = c->rope_dim, shared = 0, n_ple;
     if (!pat || pat->type != GGUF_ARRAY || pat->arr_type == GGUF_STRING || pat->arr_type == GGUF_ARRAY ||
         pat->arr_len != (uint64_t)n)
-        return errorf(err, err_len, "%s.attention.sliding_window_pattern must be an array of %d flags", a, n);
-    if (c->n_swa < 1) return errorf(err, err_len, "metadata %s.attention.sliding_window is missing or 0", a);
+        return errorf(err, WICK_ERR_FORMAT, "%s.attention.sliding_window_pattern must be an array of %d flags", a, n);
+    if (c->n_swa < 1) return errorf(err, WICK_ERR_FORMAT, "metadata %s.attention.sliding_window is missing or 0", a);
     if (!meta_int(g, a, "attention.key_length_swa", &hd_swa) || !meta_int(g, a, "attention.value_length_swa", &vd_swa))
-        return errorf(err, err_len, "metadata %s.attention.key_length_swa or value_length_swa is missing", a);
+        return errorf(err, WICK_ERR_FORMAT, "metadata %s.attention.key_length_swa or value_length_swa is missing", a);
     if (hd_swa != vd_swa || hd_swa < 2 || hd_swa > MAX_DIM || hd_swa % 2)
-        return errorf(err, err_len, "sliding head size %lld (value %lld) is unsupported", (long long)hd_swa, (long long)vd_swa);
+        return errorf(err, WICK_ERR_FORMAT, "sliding head size %lld (value %lld) is unsupported", (long long)hd_swa, (long long)vd_swa);
     if (meta_int(g, a, "rope.dimension_count_swa", &rot_swa) && (rot_swa < 0 || rot_swa > hd_swa || rot_swa % 2))
-        return errorf(err, err_len, "sliding rope dimension %lld out of range", (long long)rot_swa);
+        return errorf(err, WICK_ERR_FORMAT, "sliding rope dimension %lld out of range", (long long)rot_swa);
     if (meta_int(g, a, "attention.shared_kv_layers", &shared) && (shared < 0 || (shared > 0 && shared > n - 2)))
-        return errorf(err, err_len, "%s.attention.shared_kv_layers = %lld out of range (0 to %d)", a, (long long)shared, n - 2);
+        return errorf(err, WICK_ERR_FORMAT, "%s.attention.shared_kv_layers = %lld out of range (0 to %d)", a, (long long)shared, n - 2);
     if (!meta_int(g, a, "embedding_length_per_layer_input", &n_ple))
-        return errorf(err, err_len, "metadata %s.embedding_length_per_layer_input is missing", a);
-    if (n_ple < 0 || n_ple > MAX_DIM) return errorf(err, err_len, "per-layer embedding length %lld out of range", (long long)n_ple);
+        return errorf(err, WICK_ERR_FORMAT, "metadata %s.embedding_length_per_layer_input is missing", a);
+    if (n_ple < 0 || n_ple > MAX_DIM) return errorf(err, WICK_ERR_FORMAT, "per-layer embedding length %lld out of range", (long long)n_ple);
     c->n_ple = (int32_t)n_ple;
     c->rope_dim_swa = (int32_t)rot_swa;
     c->attn_scale = 1.0f;
     c->v_norm = c->rope_freqs_full = true;
     m->layer_c = malloc((size_t)n * sizeof *m->layer_c);
-    if (!m->layer_c) return errorf(err, err_len, "out of memory");
+    if (!m->layer_c) return errorf(err, WICK_ERR_NOMEM, "out of memory");
     int32_t hd_full = c->head_dim, kv_max = 0, ff_max = 0, hd_max = hd_full > hd_swa ? hd_full : (int32_t)hd_swa;
     int from = n - (int)shared; /* the first layer without a cache of its own */
     for (int l = 0; l < n; l++) {
@@ -423,11 +482,11 @@ static int read_layer_shapes(struct wick_model *m, const gguf_kv *pat, char *err
         model_config *lc = &m->layer_c[l];
         w->sliding = gguf_arr_i64(pat, (uint64_t)l) != 0;
         *lc = *c;
-        if (layer_count(g, a, "attention.head_count_kv", l, n, c->n_heads, c->n_heads, &lc->n_kv_heads, err, err_len) ||
-            layer_count(g, a, "feed_forward_length", l, n, -1, 4 * (int64_t)MAX_DIM, &lc->hidden_dim, err, err_len))
+        if (layer_count(g, a, "attention.head_count_kv", l, n, c->n_heads, c->n_heads, &lc->n_kv_heads, err) ||
+            layer_count(g, a, "feed_forward_length", l, n, -1, 4 * (int64_t)MAX_DIM, &lc->hidden_dim, err))
             return -1;
         if (c->n_heads % lc->n_kv_heads)
-            return errorf(err, err_len, "layer %d: head count %d is not a multiple of its KV head count %d", l, c->n_heads, lc->n_kv_heads);
+            return errorf(err, WICK_ERR_FORMAT, "layer %d: head count %d is not a multiple of its KV head count %d", l, c->n_heads, lc->n_kv_heads);
         lc->head_dim = w->sliding ? (int32_t)hd_swa : hd_full;
         lc->rope_dim = w->sliding ? (int32_t)rot_swa : c->rope_dim;
         lc->q_dim = c->n_heads * lc->head_dim;
@@ -436,15 +495,15 @@ static int read_layer_shapes(struct wick_model *m, const gguf_kv *pat, char *err
         if (l >= from) {
             w->kv_layer = from - (w->sliding ? 2 : 1);
             if (m->layers[w->kv_layer].sliding != w->sliding)
-                return errorf(err, err_len, "layer %d would share the KV cache of layer %d, which is not of its kind (unsupported)", l,
+                return errorf(err, WICK_ERR_FORMAT, "layer %d would share the KV cache of layer %d, which is not of its kind (unsupported)", l,
                               w->kv_layer);
         }
     }
     for (int l = from; l < n; l++) /* a shared cache has the shape of its layer */
         if (m->layer_c[l].n_kv_heads != m->layer_c[m->layers[l].kv_layer].n_kv_heads)
-            return errorf(err, err_len, "layer %d has %d KV heads, the layer whose cache it reads %d", l, m->layer_c[l].n_kv_heads,
+            return errorf(err, WICK_ERR_FORMAT, "layer %d has %d KV heads, the layer whose cache it reads %d", l, m->layer_c[l].n_kv_heads,
                           m->layer_c[m->layers[l].kv_layer].n_kv_heads);
-    if ((int64_t)c->n_heads * hd_max > 4 * (int64_t)MAX_DIM) return errorf(err, err_len, "%d heads of %d is out of range", c->n_heads, hd_max);
+    if ((int64_t)c->n_heads * hd_max > 4 * (int64_t)MAX_DIM) return errorf(err, WICK_ERR_FORMAT, "%d heads of %d is out of range", c->n_heads, hd_max);
     c->n_kv_heads = kv_max;
     c->hidden_dim = ff_max;
     c->head_dim = hd_max;
@@ -452,9 +511,9 @@ static int read_layer_shapes(struct wick_model *m, const gguf_kv *pat, char *err
     return 0;
 }
 
-static int read_gguf_config(struct wick_model *m, char *err, size_t err_len) {
+static int read_gguf_config(struct wick_model *m, errmsg *err) {
     const gguf_file *g = &m->gguf;
-    model_config *c = &m->c;
+    model_config *c = &m->config;
     const arch_info *ai = model_arch(m);
     const char *a = c->arch;
     int64_t v;
@@ -463,8 +522,8 @@ static int read_gguf_config(struct wick_model *m, char *err, size_t err_len) {
     config_defaults(c);
 #define REQUIRE_INT(field, suffix)                                                          \
     do {                                                                                    \
-        if (!meta_int(g, a, suffix, &v)) return errorf(err, err_len, "metadata %s.%s is missing", a, suffix); \
-        if (v < 0 || v > INT32_MAX) return errorf(err, err_len, "metadata %s.%s = %lld out of range", a, suffix, (long long)v); \
+        if (!meta_int(g, a, suffix, &v)) return errorf(err, WICK_ERR_FORMAT, "metadata %s.%s is missing", a, suffix); \
+        if (v < 0 || v > INT32_MAX) return errorf(err, WICK_ERR_FORMAT, "metadata %s.%s = %lld out of range", a, suffix, (long long)v); \
         c->field = (int32_t)v;                                                              \
     } while (0)
     REQUIRE_INT(dim, "embedding_length");
@@ -478,53 +537,53 @@ static int read_gguf_config(struct wick_model *m, char *err, size_t err_len) {
     int32_t n_blocks = c->n_layers;
     if (meta_int(g, a, "nextn_predict_layers", &v) && v != 0) {
         if (v < 0 || v >= c->n_layers)
-            return errorf(err, err_len, "%s.nextn_predict_layers = %lld out of range (block_count %d)", a, (long long)v, c->n_layers);
+            return errorf(err, WICK_ERR_FORMAT, "%s.nextn_predict_layers = %lld out of range (block_count %d)", a, (long long)v, c->n_layers);
         c->n_layers -= (int32_t)v;
     }
     /* mixtures of experts route each token through some of several FFNs: not this forward pass */
     if (meta_int(g, a, "expert_count", &v) && v > 0)
-        return errorf(err, err_len, "%s is a mixture-of-experts model (%s.expert_count = %lld): not supported", a, a, (long long)v);
-    if (c->n_heads < 1) return errorf(err, err_len, "head count %d out of range", c->n_heads);
+        return errorf(err, WICK_ERR_UNSUPPORTED, "%s is a mixture-of-experts model (%s.expert_count = %lld): not supported", a, a, (long long)v);
+    if (c->n_heads < 1) return errorf(err, WICK_ERR_FORMAT, "head count %d out of range", c->n_heads);
     snprintf(key, sizeof key, "%s.attention.head_count_kv", a);
     const gguf_kv *kv_arr = gguf_find(g, key);
     c->n_kv_heads = c->n_heads;
     if (kv_arr && kv_arr->type == GGUF_ARRAY && !ai->layer_shapes) {
-        /* lfm2: one count per layer, 0 marking a convolution layer; the attention layers must agree */
-        if (ai->recurrent != LAYER_SHORTCONV)
-            return errorf(err, err_len, "%s is an array (a KV head count per layer): not supported", key);
+        /* lfm2, granitehybrid: one count per layer, 0 marking a recurrent layer; the attention layers must agree */
+        if (ai->recurrent != LAYER_SHORTCONV && ai->recurrent != LAYER_MAMBA2)
+            return errorf(err, WICK_ERR_UNSUPPORTED, "%s is an array (a KV head count per layer): not supported", key);
         if (kv_arr->arr_type == GGUF_STRING || kv_arr->arr_type == GGUF_ARRAY || kv_arr->arr_len != (uint64_t)n_blocks)
-            return errorf(err, err_len, "%s: %llu entries where block_count is %d", key, (unsigned long long)kv_arr->arr_len,
+            return errorf(err, WICK_ERR_FORMAT, "%s: %llu entries where block_count is %d", key, (unsigned long long)kv_arr->arr_len,
                           n_blocks);
         int64_t common = 0;
         for (uint64_t l = 0; l < (uint64_t)c->n_layers; l++) {
             int64_t n = gguf_arr_i64(kv_arr, l);
-            if (n < 0 || n > c->n_heads) return errorf(err, err_len, "%s[%llu] = %lld out of range", key, (unsigned long long)l, (long long)n);
+            if (n < 0 || n > c->n_heads) return errorf(err, WICK_ERR_FORMAT, "%s[%llu] = %lld out of range", key, (unsigned long long)l, (long long)n);
             if (n && common && n != common)
-                return errorf(err, err_len, "%s: attention layers with %lld and %lld KV heads (unsupported)", key, (long long)common, (long long)n);
+                return errorf(err, WICK_ERR_UNSUPPORTED, "%s: attention layers with %lld and %lld KV heads (unsupported)", key, (long long)common, (long long)n);
             if (n) common = n;
         }
         if (common) c->n_kv_heads = (int32_t)common;
     } else if (meta_int(g, a, "attention.head_count_kv", &v)) {
-        if (v < 1 || v > c->n_heads) return errorf(err, err_len, "KV head count %lld out of range", (long long)v);
+        if (v < 1 || v > c->n_heads) return errorf(err, WICK_ERR_FORMAT, "KV head count %lld out of range", (long long)v);
         c->n_kv_heads = (int32_t)v;
     }
     /* head size: attention.key_length where present (qwen3, gemma), else embedding / heads */
     c->head_dim = c->dim % c->n_heads == 0 ? c->dim / c->n_heads : 0;
     if (meta_int(g, a, "attention.key_length", &v)) {
-        if (v < 1 || v > MAX_DIM) return errorf(err, err_len, "attention.key_length %lld out of range", (long long)v);
+        if (v < 1 || v > MAX_DIM) return errorf(err, WICK_ERR_FORMAT, "attention.key_length %lld out of range", (long long)v);
         c->head_dim = (int32_t)v;
     }
     if (c->head_dim == 0)
-        return errorf(err, err_len, "embedding length %d is not a multiple of the head count %d", c->dim, c->n_heads);
+        return errorf(err, WICK_ERR_FORMAT, "embedding length %d is not a multiple of the head count %d", c->dim, c->n_heads);
     if (meta_int(g, a, "attention.value_length", &v) && v != c->head_dim)
-        return errorf(err, err_len, "attention.value_length %lld differs from key_length %d (unsupported)", (long long)v,
+        return errorf(err, WICK_ERR_UNSUPPORTED, "attention.value_length %lld differs from key_length %d (unsupported)", (long long)v,
                       c->head_dim);
     if ((int64_t)c->n_heads * c->head_dim > 4 * (int64_t)MAX_DIM)
-        return errorf(err, err_len, "%d heads of %d is out of range", c->n_heads, c->head_dim);
+        return errorf(err, WICK_ERR_FORMAT, "%d heads of %d is out of range", c->n_heads, c->head_dim);
     c->q_dim = c->n_heads * c->head_dim;
     c->rope_dim = c->head_dim;
     if (meta_int(g, a, "rope.dimension_count", &v)) {
-        if (v < 0 || v > c->head_dim) return errorf(err, err_len, "rope dimension %lld out of range", (long long)v);
+        if (v < 0 || v > c->head_dim) return errorf(err, WICK_ERR_FORMAT, "rope dimension %lld out of range", (long long)v);
         c->rope_dim = (int32_t)v;
     }
     c->rope_dim_swa = c->rope_dim;
@@ -533,19 +592,20 @@ static int read_gguf_config(struct wick_model *m, char *err, size_t err_len) {
     gguf_str st;
     snprintf(key, sizeof key, "%s.rope.scaling.type", a);
     bool scaled = gguf_get_str(g, key, &st) && !gguf_str_eq(st, "none");
-    if (scaled && !gguf_str_eq(st, "linear"))
-        return errorf(err, err_len, "rope scaling type %.*s is not supported (none and linear are)", (int)st.len, st.ptr);
+    c->rope_yarn = scaled && gguf_str_eq(st, "yarn");
+    if (scaled && !gguf_str_eq(st, "linear") && !c->rope_yarn)
+        return errorf(err, WICK_ERR_UNSUPPORTED, "rope scaling type %.*s is not supported (none, linear and yarn are)", (int)st.len, st.ptr);
     if (meta_float(g, a, "rope.scaling.factor", &f) && f != 0 && f != 1) {
-        if (!(f > 0)) return errorf(err, err_len, "rope scaling factor %g out of range", f);
+        if (!(f > 0)) return errorf(err, WICK_ERR_FORMAT, "rope scaling factor %g out of range", f);
         c->rope_scale = (float)(1.0 / f);
     } else if (meta_float(g, a, "rope.scale_linear", &f) && f != 0 && f != 1) {
-        if (!(f > 0)) return errorf(err, err_len, "rope scaling factor %g out of range", f);
+        if (!(f > 0)) return errorf(err, WICK_ERR_FORMAT, "rope scaling factor %g out of range", f);
         c->rope_scale = (float)(1.0 / f);
     }
-    if (meta_float_or(g, a, "rope.scaling.attn_factor", 1.0, &c->rope_attn_factor, err, err_len)) return -1;
+    if (meta_float_or(g, a, "rope.scaling.attn_factor", 1.0, &c->rope_attn_factor, err)) return -1;
     c->n_ctx_orig = c->n_ctx_train;
     if (meta_int(g, a, "rope.scaling.original_context_length", &v)) {
-        if (v < 1 || v > MAX_CTX) return errorf(err, err_len, "rope.scaling.original_context_length %lld out of range", (long long)v);
+        if (v < 1 || v > MAX_CTX) return errorf(err, WICK_ERR_FORMAT, "rope.scaling.original_context_length %lld out of range", (long long)v);
         c->n_ctx_orig = (int32_t)v;
     }
     c->rope_neox = ai->rope_neox;
@@ -557,12 +617,12 @@ static int read_gguf_config(struct wick_model *m, char *err, size_t err_len) {
     c->attn_scale = 1.0f / sqrtf((float)c->head_dim);
     if (ai->granite_scales) {
         float e, r, s, l;
-        if (meta_float_or(g, a, "embedding_scale", 0, &e, err, err_len) ||
-            meta_float_or(g, a, "residual_scale", 0, &r, err, err_len) ||
-            meta_float_or(g, a, "attention.scale", 0, &s, err, err_len) ||
-            meta_float_or(g, a, "logit_scale", 0, &l, err, err_len))
+        if (meta_float_or(g, a, "embedding_scale", 0, &e, err) ||
+            meta_float_or(g, a, "residual_scale", 0, &r, err) ||
+            meta_float_or(g, a, "attention.scale", 0, &s, err) ||
+            meta_float_or(g, a, "logit_scale", 0, &l, err))
             return -1;
-        if (l == 0) return errorf(err, err_len, "metadata %s.logit_scale is missing or 0", a);
+        if (l == 0) return errorf(err, WICK_ERR_FORMAT, "metadata %s.logit_scale is missing or 0", a);
         /* llama.cpp: a zero (absent) multiplier means none */
         if (e != 0) c->embd_scale = e;
         if (r != 0) c->residual_scale = r;
@@ -570,17 +630,17 @@ static int read_gguf_config(struct wick_model *m, char *err, size_t err_len) {
         c->logit_scale = 1.0f / l;
     }
     if (ai->softcaps) {
-        if (meta_float_or(g, a, "attn_logit_softcapping", 50.0, &c->attn_softcap, err, err_len) ||
-            meta_float_or(g, a, "final_logit_softcapping", 30.0, &c->final_softcap, err, err_len))
+        if (meta_float_or(g, a, "attn_logit_softcapping", 50.0, &c->attn_softcap, err) ||
+            meta_float_or(g, a, "final_logit_softcapping", 30.0, &c->final_softcap, err))
             return -1;
     }
-    if (ai->final_softcap && meta_float_or(g, a, "final_logit_softcapping", 0, &c->final_softcap, err, err_len)) return -1;
-    if (c->attn_softcap < 0 || c->final_softcap < 0) return errorf(err, err_len, "a negative soft-cap");
+    if (ai->final_softcap && meta_float_or(g, a, "final_logit_softcapping", 0, &c->final_softcap, err)) return -1;
+    if (c->attn_softcap < 0 || c->final_softcap < 0) return errorf(err, WICK_ERR_FORMAT, "a negative soft-cap");
 
     /* sliding window: which layers, how wide, their rope base */
     c->n_swa = ai->swa_default;
     if (meta_int(g, a, "attention.sliding_window", &v)) {
-        if (v < 0 || v > MAX_CTX) return errorf(err, err_len, "sliding window %lld out of range", (long long)v);
+        if (v < 0 || v > MAX_CTX) return errorf(err, WICK_ERR_FORMAT, "sliding window %lld out of range", (long long)v);
         c->n_swa = (int32_t)v;
     }
     if (ai->ignore_swa || ai->swa_period == 0) c->n_swa = 0;
@@ -588,32 +648,33 @@ static int read_gguf_config(struct wick_model *m, char *err, size_t err_len) {
     snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", a);
     const gguf_kv *pat = gguf_find(g, key);
     if (c->n_swa > 0 && pat && pat->type == GGUF_ARRAY && !ai->layer_shapes)
-        return errorf(err, err_len, "%s is an array (a per-layer pattern): not supported", key);
+        return errorf(err, WICK_ERR_UNSUPPORTED, "%s is an array (a per-layer pattern): not supported", key);
     if (c->n_swa > 0 && meta_int(g, a, "attention.sliding_window_pattern", &v)) {
-        if (v < 0 || v > MAX_LAYERS) return errorf(err, err_len, "sliding window pattern %lld out of range", (long long)v);
+        if (v < 0 || v > MAX_LAYERS) return errorf(err, WICK_ERR_FORMAT, "sliding window pattern %lld out of range", (long long)v);
         period = v;
     }
     c->rope_scale_swa = ai->swa_unscaled ? 1.0f : c->rope_scale;
+    if (read_yarn(g, a, ai, c, err)) return -1;
     c->rope_base_swa = ai->swa_base_own ? 10000.0f : c->rope_base;
     if (c->n_swa > 0 && meta_float(g, a, "rope.freq_base_swa", &f)) c->rope_base_swa = (float)f;
     if (!(c->rope_base_swa > 0 && isfinite(c->rope_base_swa)))
-        return errorf(err, err_len, "sliding-window rope base %g out of range", c->rope_base_swa);
+        return errorf(err, WICK_ERR_FORMAT, "sliding-window rope base %g out of range", c->rope_base_swa);
 
-    if (ai->recurrent != LAYER_ATTENTION && read_hybrid_config(g, a, ai, c, err, err_len)) return -1;
+    if (ai->recurrent != LAYER_ATTENTION && read_hybrid_config(g, a, ai, c, err)) return -1;
 
     /* granite reads rope.scaling.finetuned as a switch for rope itself (true when absent) */
     bool rotate = true;
     snprintf(key, sizeof key, "%s.rope.scaling.finetuned", a);
     if (ai->granite_scales && gguf_get_bool(g, key, &rotate) && !rotate) rotate = false;
-    if (alloc_layers(m, err, err_len)) return -1;
+    if (alloc_layers(m, err)) return -1;
     for (int l = 0; l < c->n_layers; l++) {
         layer_weights *w = &m->layers[l];
         /* llama.cpp's set_swa_pattern: a period of 0 makes every layer slide */
         w->sliding = c->n_swa > 0 && (period == 0 || l % period < period - 1);
         w->rotate = rotate && (ai->no_rope_every == 0 || (l + 1) % ai->no_rope_every != 0);
     }
-    if (ai->layer_shapes) return read_layer_shapes(m, pat, err, err_len);
-    return ai->recurrent == LAYER_ATTENTION ? 0 : read_layer_kinds(m, ai, kv_arr, err, err_len);
+    if (ai->layer_shapes) return read_layer_shapes(m, pat, err);
+    return ai->recurrent == LAYER_ATTENTION ? 0 : read_layer_kinds(m, ai, kv_arr, err);
 }
 
 /* A weight that is rows [r0, r0 + rows) of a bound matrix (one part of a fused tensor). */
@@ -624,60 +685,73 @@ static weight weight_rows(const weight *w, int64_t r0, int64_t rows) {
     return part;
 }
 
-/* The mixer of recurrent layer l: lfm2's short convolution or qwen35's gated DeltaNet
- * (tensor names and shapes as llama.cpp's loader creates them). */
-static int bind_recurrent(struct wick_model *m, int l, char *err, size_t err_len) {
-    const model_config *c = &m->c;
+/* The mixer of recurrent layer l: lfm2's short convolution, qwen35's gated DeltaNet or
+ * granitehybrid's Mamba-2 (tensor names and shapes as llama.cpp's loader creates them). */
+static int bind_recurrent(struct wick_model *m, int l, errmsg *err) {
+    const model_config *c = &m->config;
     layer_weights *w = &m->layers[l];
     int64_t channels = model_conv_channels(c, w->kind);
     char n[64];
 #define NAME(s) (snprintf(n, sizeof n, "blk.%d." s, l), n)
     if (w->kind == LAYER_SHORTCONV)
-        return bind_matrix(m, NAME("shortconv.in_proj.weight"), 3 * (int64_t)c->dim, c->dim, false, &w->sc_in, err, err_len) ||
-                       bind_matrix(m, NAME("shortconv.out_proj.weight"), c->dim, c->dim, false, &w->sc_out, err, err_len) ||
-                       bind_floats(m, NAME("shortconv.conv.weight"), c->conv_kernel, channels, false, &w->conv_w, err, err_len)
+        return bind_matrix(m, NAME("shortconv.in_proj.weight"), 3 * (int64_t)c->dim, c->dim, false, &w->sc_in, err) ||
+                       bind_matrix(m, NAME("shortconv.out_proj.weight"), c->dim, c->dim, false, &w->sc_out, err) ||
+                       bind_floats(m, NAME("shortconv.conv.weight"), c->conv_kernel, channels, false, &w->conv_w, err)
                    ? -1
                    : 0;
+    if (w->kind == LAYER_MAMBA2) { /* ssm_a and ssm_d are [1, heads], ssm_norm [inner / groups, groups] */
+        int64_t heads = c->ssm_v_heads, inner = c->ssm_inner;
+        return bind_matrix(m, NAME("ssm_in.weight"), inner + channels + heads, c->dim, false, &w->m2_in, err) ||
+                       bind_floats(m, NAME("ssm_conv1d.weight"), c->conv_kernel, channels, false, &w->conv_w, err) ||
+                       bind_vector(m, NAME("ssm_conv1d.bias"), channels, true, &w->conv_b, err) ||
+                       bind_vector(m, NAME("ssm_dt.bias"), heads, false, &w->m2_dt, err) ||
+                       bind_floats(m, NAME("ssm_a"), 1, heads, false, &w->m2_a, err) ||
+                       bind_floats(m, NAME("ssm_d"), 1, heads, false, &w->m2_d, err) ||
+                       bind_floats(m, NAME("ssm_norm.weight"), inner / c->ssm_k_heads, c->ssm_k_heads, false, &w->m2_norm, err) ||
+                       bind_matrix(m, NAME("ssm_out.weight"), c->dim, inner, false, &w->m2_out, err)
+                   ? -1
+                   : 0;
+    }
     int64_t nv = c->ssm_v_heads, value_dim = nv * c->ssm_state;
-    if (bind_matrix(m, NAME("attn_qkv.weight"), channels, c->dim, false, &w->dn_qkv, err, err_len) ||
-        bind_matrix(m, NAME("attn_gate.weight"), value_dim, c->dim, false, &w->dn_gate, err, err_len) ||
-        bind_matrix(m, NAME("ssm_alpha.weight"), nv, c->dim, false, &w->dn_alpha, err, err_len) ||
-        bind_matrix(m, NAME("ssm_beta.weight"), nv, c->dim, false, &w->dn_beta, err, err_len) ||
-        bind_matrix(m, NAME("ssm_out.weight"), c->dim, value_dim, false, &w->dn_out, err, err_len) ||
-        bind_floats(m, NAME("ssm_conv1d.weight"), c->conv_kernel, channels, false, &w->conv_w, err, err_len) ||
-        bind_vector(m, NAME("ssm_dt.bias"), nv, false, &w->dn_dt, err, err_len) ||
-        bind_vector(m, NAME("ssm_a"), nv, false, &w->dn_a, err, err_len) ||
-        bind_vector(m, NAME("ssm_norm.weight"), c->ssm_state, false, &w->dn_norm, err, err_len))
+    if (bind_matrix(m, NAME("attn_qkv.weight"), channels, c->dim, false, &w->dn_qkv, err) ||
+        bind_matrix(m, NAME("attn_gate.weight"), value_dim, c->dim, false, &w->dn_gate, err) ||
+        bind_matrix(m, NAME("ssm_alpha.weight"), nv, c->dim, false, &w->dn_alpha, err) ||
+        bind_matrix(m, NAME("ssm_beta.weight"), nv, c->dim, false, &w->dn_beta, err) ||
+        bind_matrix(m, NAME("ssm_out.weight"), c->dim, value_dim, false, &w->dn_out, err) ||
+        bind_floats(m, NAME("ssm_conv1d.weight"), c->conv_kernel, channels, false, &w->conv_w, err) ||
+        bind_vector(m, NAME("ssm_dt.bias"), nv, false, &w->dn_dt, err) ||
+        bind_vector(m, NAME("ssm_a"), nv, false, &w->dn_a, err) ||
+        bind_vector(m, NAME("ssm_norm.weight"), c->ssm_state, false, &w->dn_norm, err))
         return -1;
 #undef NAME
     return 0;
 }
 
-static int bind_gguf_weights(struct wick_model *m, char *err, size_t err_len) {
-    model_config *c = &m->c;
+static int bind_gguf_weights(struct wick_model *m, errmsg *err) {
+    model_config *c = &m->config;
     const arch_info *ai = model_arch(m);
     const gguf_tensor *emb = model_find_tensor(m, "token_embd.weight");
-    if (!emb) return errorf(err, err_len, "tensor token_embd.weight is missing");
+    if (!emb) return errorf(err, WICK_ERR_FORMAT, "tensor token_embd.weight is missing");
     if (emb->ne[1] < 1 || emb->ne[1] > MAX_VOCAB)
-        return errorf(err, err_len, "token_embd.weight: %lld rows is out of range", (long long)emb->ne[1]);
+        return errorf(err, WICK_ERR_FORMAT, "token_embd.weight: %lld rows is out of range", (long long)emb->ne[1]);
     c->n_vocab = (int32_t)emb->ne[1];
-    if (check_config(c, err, err_len)) return -1;
+    if (check_config(c, err)) return -1;
     int64_t half = c->rope_dim / 2, n_ple = c->n_ple, ple_width = (int64_t)c->n_layers * c->n_ple;
-    if (bind_matrix(m, "token_embd.weight", c->n_vocab, c->dim, false, &m->tok_embd, err, err_len) ||
+    if (bind_matrix(m, "token_embd.weight", c->n_vocab, c->dim, false, &m->tok_embd, err) ||
         bind_vector(m, ai->output_norm_name ? ai->output_norm_name : "output_norm.weight", c->dim, false, &m->output_norm,
-                    err, err_len) ||
+                    err) ||
         (!ai->tied_only &&
-         bind_matrix(m, "output.weight", c->n_vocab, c->dim, !ai->output_required, &m->output, err, err_len)) ||
-        bind_vector(m, "rope_freqs.weight", half, true, &m->rope_freqs, err, err_len) ||
-        bind_vector(m, "rope_factors_short.weight", half, true, &m->rope_factors_short, err, err_len) ||
-        bind_vector(m, "rope_factors_long.weight", half, true, &m->rope_factors_long, err, err_len) ||
-        (n_ple && (bind_matrix(m, "per_layer_token_embd.weight", c->n_vocab, ple_width, false, &m->ple_embd, err, err_len) ||
-                   bind_matrix(m, "per_layer_model_proj.weight", ple_width, c->dim, false, &m->ple_model_proj, err, err_len) ||
-                   bind_vector(m, "per_layer_proj_norm.weight", n_ple, false, &m->ple_proj_norm, err, err_len))))
+         bind_matrix(m, "output.weight", c->n_vocab, c->dim, !ai->output_required, &m->output, err)) ||
+        bind_vector(m, "rope_freqs.weight", half, true, &m->rope_freqs, err) ||
+        bind_vector(m, "rope_factors_short.weight", half, true, &m->rope_factors_short, err) ||
+        bind_vector(m, "rope_factors_long.weight", half, true, &m->rope_factors_long, err) ||
+        (n_ple && (bind_matrix(m, "per_layer_token_embd.weight", c->n_vocab, ple_width, false, &m->ple_embd, err) ||
+                   bind_matrix(m, "per_layer_model_proj.weight", ple_width, c->dim, false, &m->ple_model_proj, err) ||
+                   bind_vector(m, "per_layer_proj_norm.weight", n_ple, false, &m->ple_proj_norm, err))))
         return -1;
     if (!m->output.data) m->output = m->tok_embd; /* tied embeddings */
     if (!m->rope_factors_short != !m->rope_factors_long)
-        return errorf(err, err_len, "rope_factors_short and rope_factors_long come as a pair: one is missing");
+        return errorf(err, WICK_ERR_FORMAT, "rope_factors_short and rope_factors_long come as a pair: one is missing");
     for (int l = 0; l < c->n_layers; l++) {
         layer_weights *w = &m->layers[l];
         /* the layer's shape (gemma4's differ); a layer reading another's cache needs no K or V */
@@ -689,65 +763,65 @@ static int bind_gguf_weights(struct wick_model *m, char *err, size_t err_len) {
 #define NAME(s) (snprintf(n, sizeof n, "blk.%d." s, l), n)
         char ffn_norm_name[64];
         snprintf(ffn_norm_name, sizeof ffn_norm_name, "blk.%d.%s", l, ai->ffn_norm_name ? ai->ffn_norm_name : "ffn_norm.weight");
-        if (bind_vector(m, NAME("attn_norm.weight"), c->dim, !ai->norm_pre, &w->attn_norm, err, err_len) ||
-            bind_vector(m, ffn_norm_name, c->dim, !ai->norm_pre, &w->ffn_norm, err, err_len) ||
+        if (bind_vector(m, NAME("attn_norm.weight"), c->dim, ai->norm_post_only, &w->attn_norm, err) ||
+            bind_vector(m, ffn_norm_name, c->dim, ai->norm_post_only, &w->ffn_norm, err) ||
             (!ai->ffn_norm_name &&
-             bind_vector(m, NAME("post_attention_norm.weight"), c->dim, !ai->norm_post, &w->attn_post_norm, err, err_len)) ||
-            bind_vector(m, NAME("post_ffw_norm.weight"), c->dim, !ai->norm_post, &w->ffn_post_norm, err, err_len) ||
-            bind_matrix(m, NAME("ffn_down.weight"), c->dim, hid, false, &w->w_down, err, err_len) ||
-            bind_vector(m, NAME("layer_output_scale.weight"), 1, true, &w->out_scale, err, err_len) ||
-            (n_ple && (bind_matrix(m, NAME("inp_gate.weight"), n_ple, c->dim, false, &w->ple_gate, err, err_len) ||
-                       bind_matrix(m, NAME("proj.weight"), c->dim, n_ple, false, &w->ple_proj, err, err_len) ||
-                       bind_vector(m, NAME("post_norm.weight"), c->dim, false, &w->ple_post_norm, err, err_len))))
+             bind_vector(m, NAME("post_attention_norm.weight"), c->dim, !ai->norm_post, &w->attn_post_norm, err)) ||
+            bind_vector(m, NAME("post_ffw_norm.weight"), c->dim, !ai->norm_post, &w->ffn_post_norm, err) ||
+            bind_matrix(m, NAME("ffn_down.weight"), c->dim, hid, false, &w->w_down, err) ||
+            bind_vector(m, NAME("layer_output_scale.weight"), 1, true, &w->out_scale, err) ||
+            (n_ple && (bind_matrix(m, NAME("inp_gate.weight"), n_ple, c->dim, false, &w->ple_gate, err) ||
+                       bind_matrix(m, NAME("proj.weight"), c->dim, n_ple, false, &w->ple_proj, err) ||
+                       bind_vector(m, NAME("post_norm.weight"), c->dim, false, &w->ple_post_norm, err))))
             return -1;
         if (w->kind != LAYER_ATTENTION) {
-            if (bind_recurrent(m, l, err, err_len)) return -1;
-        } else if (bind_matrix(m, NAME("attn_output.weight"), c->dim, q_dim, false, &w->wo, err, err_len)) {
+            if (bind_recurrent(m, l, err)) return -1;
+        } else if (bind_matrix(m, NAME("attn_output.weight"), c->dim, q_dim, false, &w->wo, err)) {
             return -1;
         }
         if (w->kind == LAYER_ATTENTION && c->qk_norm != QK_NORM_NONE &&
-            (bind_vector(m, NAME("attn_q_norm.weight"), qk_q, false, &w->attn_q_norm, err, err_len) ||
-             bind_vector(m, NAME("attn_k_norm.weight"), qk_k, !own_kv, &w->attn_k_norm, err, err_len)))
+            (bind_vector(m, NAME("attn_q_norm.weight"), qk_q, false, &w->attn_q_norm, err) ||
+             bind_vector(m, NAME("attn_k_norm.weight"), qk_k, !own_kv, &w->attn_k_norm, err)))
             return -1;
         /* Q, K and V: one fused attn_qkv (rows Q | K | V) or three tensors (llama.cpp's create_tensor_qkv);
          * with an output gate, attn_q holds 2 × q_dim rows (each head's query, then its gate) */
         if (w->kind != LAYER_ATTENTION) {
             /* the mixer is bound; the FFN below is the same in every layer */
         } else if (c->attn_out_gate) {
-            if (bind_matrix(m, NAME("attn_q.weight"), 2 * q_dim, c->dim, false, &w->wq, err, err_len) ||
-                bind_matrix(m, NAME("attn_k.weight"), kv_dim, c->dim, false, &w->wk, err, err_len) ||
-                bind_matrix(m, NAME("attn_v.weight"), kv_dim, c->dim, false, &w->wv, err, err_len))
+            if (bind_matrix(m, NAME("attn_q.weight"), 2 * q_dim, c->dim, false, &w->wq, err) ||
+                bind_matrix(m, NAME("attn_k.weight"), kv_dim, c->dim, false, &w->wk, err) ||
+                bind_matrix(m, NAME("attn_v.weight"), kv_dim, c->dim, false, &w->wv, err))
                 return -1;
         } else if (model_find_tensor(m, NAME("attn_qkv.weight"))) {
             weight qkv;
             const float *b = NULL;
-            if (bind_matrix(m, n, q_dim + 2 * kv_dim, c->dim, false, &qkv, err, err_len) ||
-                bind_vector(m, NAME("attn_qkv.bias"), q_dim + 2 * kv_dim, !ai->biases, &b, err, err_len))
+            if (bind_matrix(m, n, q_dim + 2 * kv_dim, c->dim, false, &qkv, err) ||
+                bind_vector(m, NAME("attn_qkv.bias"), q_dim + 2 * kv_dim, !ai->biases, &b, err))
                 return -1;
             m->fused_qkv = true;
             w->wq = weight_rows(&qkv, 0, q_dim);
             w->wk = weight_rows(&qkv, q_dim, kv_dim);
             w->wv = weight_rows(&qkv, q_dim + kv_dim, kv_dim);
             if (b) w->bq = b, w->bk = b + q_dim, w->bv = b + q_dim + kv_dim;
-        } else if (bind_matrix(m, NAME("attn_q.weight"), q_dim, c->dim, false, &w->wq, err, err_len) ||
-                   bind_matrix(m, NAME("attn_k.weight"), kv_dim, c->dim, !own_kv, &w->wk, err, err_len) ||
+        } else if (bind_matrix(m, NAME("attn_q.weight"), q_dim, c->dim, false, &w->wq, err) ||
+                   bind_matrix(m, NAME("attn_k.weight"), kv_dim, c->dim, !own_kv, &w->wk, err) ||
                    /* gemma4: V is K where attn_v is absent */
-                   bind_matrix(m, NAME("attn_v.weight"), kv_dim, c->dim, ai->layer_shapes || !own_kv, &w->wv, err, err_len) ||
-                   bind_vector(m, NAME("attn_q.bias"), q_dim, !ai->biases, &w->bq, err, err_len) ||
-                   bind_vector(m, NAME("attn_k.bias"), kv_dim, !ai->biases, &w->bk, err, err_len) ||
-                   bind_vector(m, NAME("attn_v.bias"), kv_dim, !ai->biases, &w->bv, err, err_len)) {
+                   bind_matrix(m, NAME("attn_v.weight"), kv_dim, c->dim, ai->layer_shapes || !own_kv, &w->wv, err) ||
+                   bind_vector(m, NAME("attn_q.bias"), q_dim, !ai->biases, &w->bq, err) ||
+                   bind_vector(m, NAME("attn_k.bias"), kv_dim, !ai->biases, &w->bk, err) ||
+                   bind_vector(m, NAME("attn_v.bias"), kv_dim, !ai->biases, &w->bv, err)) {
             return -1;
         }
         /* gate and up: two tensors, or one ffn_up of 2 × hidden rows, the gate first (phi3) */
         const gguf_tensor *up = model_find_tensor(m, NAME("ffn_up.weight"));
         if (!model_find_tensor(m, NAME("ffn_gate.weight")) && up && up->ne[1] == 2 * (uint64_t)hid) {
             weight up2;
-            if (bind_matrix(m, NAME("ffn_up.weight"), 2 * hid, c->dim, false, &up2, err, err_len)) return -1;
+            if (bind_matrix(m, NAME("ffn_up.weight"), 2 * hid, c->dim, false, &up2, err)) return -1;
             m->fused_gate_up = true;
             w->w_gate = weight_rows(&up2, 0, hid);
             w->w_up = weight_rows(&up2, hid, hid);
-        } else if (bind_matrix(m, NAME("ffn_gate.weight"), hid, c->dim, false, &w->w_gate, err, err_len) ||
-                   bind_matrix(m, NAME("ffn_up.weight"), hid, c->dim, false, &w->w_up, err, err_len)) {
+        } else if (bind_matrix(m, NAME("ffn_gate.weight"), hid, c->dim, false, &w->w_gate, err) ||
+                   bind_matrix(m, NAME("ffn_up.weight"), hid, c->dim, false, &w->w_up, err)) {
             return -1;
         }
 #undef NAME
@@ -762,12 +836,12 @@ const gguf_tensor *model_find_tensor(const struct wick_model *m, const char *nam
 }
 
 /* split.no / split.count of part i must say it is part i of n (absent on an unsplit file) */
-static int check_split(const gguf_file *g, int i, int n, char *err, size_t err_len) {
+static int check_split(const gguf_file *g, int i, int n, errmsg *err) {
     uint64_t no = 0, count = 1;
     bool has_no = gguf_get_u64(g, "split.no", &no), has_count = gguf_get_u64(g, "split.count", &count);
     if (n == 1 && !has_count) return 0;
     if (!has_no || !has_count || count != (uint64_t)n || no != (uint64_t)i)
-        return errorf(err, err_len, "part %d of %d: split.no / split.count say part %llu of %llu", i + 1, n,
+        return errorf(err, WICK_ERR_FORMAT, "part %d of %d: split.no / split.count say part %llu of %llu", i + 1, n,
                     (unsigned long long)no + 1, (unsigned long long)count);
     return 0;
 }
@@ -775,7 +849,7 @@ static int check_split(const gguf_file *g, int i, int n, char *err, size_t err_l
 static bool str_equal(gguf_str a, gguf_str b) { return a.len == b.len && !memcmp(a.ptr, b.ptr, a.len); }
 
 /* No tensor name may appear in two parts (each part checked its own already). */
-static int check_unique_across_parts(const struct wick_model *m, char *err, size_t err_len) {
+static int check_unique_across_parts(const struct wick_model *m, errmsg *err) {
     for (int a = -1; a < m->n_shards; a++) {
         const gguf_file *ga = a < 0 ? &m->gguf : &m->shards[a];
         for (int b = a + 1; b < m->n_shards; b++)
@@ -783,33 +857,32 @@ static int check_unique_across_parts(const struct wick_model *m, char *err, size
                 for (uint64_t u = 0; u < m->shards[b].n_tensors; u++)
                     if (str_equal(ga->tensors[t].name, m->shards[b].tensors[u].name)) {
                         gguf_str nm = ga->tensors[t].name;
-                        return errorf(err, err_len, "tensor %.*s appears in two parts", (int)(nm.len < 80 ? nm.len : 80), nm.ptr);
+                        return errorf(err, WICK_ERR_FORMAT, "tensor %.*s appears in two parts", (int)(nm.len < 80 ? nm.len : 80), nm.ptr);
                     }
     }
     return 0;
 }
 
-int model_load_gguf(struct wick_model *m, const uint8_t *const *bufs, const size_t *sizes, int n, char *err,
-                    size_t err_len) {
+int model_load_gguf(struct wick_model *m, const uint8_t *const *bufs, const size_t *sizes, int n, errmsg *err) {
     memset(m, 0, sizeof *m);
     m->is_gguf = true;
-    if (n < 1 || n > 1024) return errorf(err, err_len, "%d parts: a model has 1 to 1024", n);
-    if (gguf_open(&m->gguf, bufs[0], sizes[0], err, err_len)) return -1;
+    if (n < 1 || n > 1024) return errorf(err, WICK_ERR_FORMAT, "%d parts: a model has 1 to 1024", n);
+    if (gguf_open(&m->gguf, bufs[0], sizes[0], err)) return -1;
     if (n > 1) {
         m->shards = calloc((size_t)n - 1, sizeof *m->shards);
-        if (!m->shards) { model_release(m); return errorf(err, err_len, "out of memory"); }
+        if (!m->shards) { model_release(m); return errorf(err, WICK_ERR_NOMEM, "out of memory"); }
         for (int i = 1; i < n; i++) {
-            char perr[400];
-            if (gguf_open(&m->shards[i - 1], bufs[i], sizes[i], perr, sizeof perr)) {
+            errmsg part_err = {0};
+            if (gguf_open(&m->shards[i - 1], bufs[i], sizes[i], &part_err)) {
                 model_release(m);
-                return errorf(err, err_len, "part %d: %s", i + 1, perr);
+                return errorf(err, part_err.code, "part %d: %.400s", i + 1, part_err.text);
             }
             m->n_shards = i;
         }
     }
     for (int i = 0; i < n; i++)
-        if (check_split(i ? &m->shards[i - 1] : &m->gguf, i, n, err, err_len)) { model_release(m); return -1; }
-    if (n > 1 && check_unique_across_parts(m, err, err_len)) { model_release(m); return -1; }
+        if (check_split(i ? &m->shards[i - 1] : &m->gguf, i, n, err)) { model_release(m); return -1; }
+    if (n > 1 && check_unique_across_parts(m, err)) { model_release(m); return -1; }
     uint64_t n_tensors = m->gguf.n_tensors;
     for (int i = 0; i < m->n_shards; i++) n_tensors += m->shards[i].n_tensors;
     gguf_str arch;
@@ -817,28 +890,28 @@ int model_load_gguf(struct wick_model *m, const uint8_t *const *bufs, const size
         /* a vocab-only file still tokenizes */
         if (n_tensors == 0) goto vocab;
         model_release(m);
-        return errorf(err, err_len, "metadata general.architecture is missing");
+        return errorf(err, WICK_ERR_FORMAT, "metadata general.architecture is missing");
     }
     if (!arch_find(arch)) {
         if (n_tensors == 0) goto vocab;
-        errorf(err, err_len, "architecture '%.*s' is not supported (%s are)", (int)(arch.len < 40 ? arch.len : 40), arch.ptr,
+        errorf(err, WICK_ERR_UNSUPPORTED, "architecture '%.*s' is not supported (%s are)", (int)(arch.len < 40 ? arch.len : 40), arch.ptr,
                arch_names());
         model_release(m);
         return -1;
     }
-    snprintf(m->c.arch, sizeof m->c.arch, "%.*s", (int)arch.len, arch.ptr);
+    snprintf(m->config.arch, sizeof m->config.arch, "%.*s", (int)arch.len, arch.ptr);
     if (n_tensors == 0) goto vocab;
-    if (read_gguf_config(m, err, err_len) || bind_gguf_weights(m, err, err_len)) {
+    if (read_gguf_config(m, err) || bind_gguf_weights(m, err)) {
         model_release(m);
         return -1;
     }
     m->has_weights = true;
 vocab:
-    if (vocab_load_gguf(&m->vocab, &m->gguf, err, err_len)) {
+    if (vocab_load_gguf(&m->vocab, &m->gguf, err)) {
         model_release(m);
         return -1;
     }
-    if (!m->has_weights) m->c.n_vocab = vocab_n_tokens(m->vocab);
+    if (!m->has_weights) m->config.n_vocab = vocab_n_tokens(m->vocab);
     return 0;
 }
 
@@ -850,14 +923,14 @@ vocab:
  * w3[layers][hidden][dim], rms_final[dim], freq_cis_real/imag[seq_len][head_size/2] (unused),
  * and wcls[vocab][dim] when not shared. Rope pairs are adjacent (2i, 2i+1), base 10000. */
 int model_load_llama2c(struct wick_model *m, const uint8_t *bin, size_t bin_size, const uint8_t *tok,
-                       size_t tok_size, char *err, size_t err_len) {
+                       size_t tok_size, errmsg *err) {
     memset(m, 0, sizeof *m);
     int32_t h[7];
-    if (bin_size < sizeof h) return errorf(err, err_len, "llama2.c checkpoint truncated: %zu bytes", bin_size);
+    if (bin_size < sizeof h) return errorf(err, WICK_ERR_FORMAT, "llama2.c checkpoint truncated: %zu bytes", bin_size);
     memcpy(h, bin, sizeof h);
     if (memcmp(bin, "24ka", 4) == 0) /* the magic 0x616b3432 of llama2.c's versioned export */
-        return errorf(err, err_len, "llama2.c versioned checkpoints (export version %d) are not supported; use the legacy format", h[1]);
-    model_config *c = &m->c;
+        return errorf(err, WICK_ERR_UNSUPPORTED, "llama2.c versioned checkpoints (export version %d) are not supported; use the legacy format", h[1]);
+    model_config *c = &m->config;
     snprintf(c->arch, sizeof c->arch, "llama");
     c->dim = h[0];
     c->hidden_dim = h[1];
@@ -868,23 +941,23 @@ int model_load_llama2c(struct wick_model *m, const uint8_t *bin, size_t bin_size
     c->n_vocab = h[5] == INT32_MIN ? 0 : (h[5] > 0 ? h[5] : -h[5]);
     c->n_ctx_train = h[6];
     if (c->n_heads <= 0 || c->dim <= 0 || c->dim % c->n_heads)
-        return errorf(err, err_len, "llama2.c header: dim %d is not a positive multiple of n_heads %d", c->dim, c->n_heads);
+        return errorf(err, WICK_ERR_FORMAT, "llama2.c header: dim %d is not a positive multiple of n_heads %d", c->dim, c->n_heads);
     config_defaults(c);
     c->head_dim = c->dim / c->n_heads;
     c->q_dim = c->dim;
     c->rope_dim = c->rope_dim_swa = c->head_dim;
     c->attn_scale = 1.0f / sqrtf((float)c->head_dim);
-    if (check_config(c, err, err_len)) return -1;
+    if (check_config(c, err)) return -1;
     uint64_t dim = (uint64_t)c->dim, hid = (uint64_t)c->hidden_dim, L = (uint64_t)c->n_layers;
     uint64_t kv_dim = (uint64_t)c->n_kv_heads * (uint64_t)c->head_dim, V = (uint64_t)c->n_vocab;
     /* all products below are < 2^62 thanks to the bounds of check_config */
     uint64_t floats = V * dim + L * dim + L * dim * dim * 2 + L * kv_dim * dim * 2 + L * dim + L * hid * dim * 3 +
                       dim + (uint64_t)c->n_ctx_train * (uint64_t)c->head_dim + (shared ? 0 : V * dim);
     if (floats > (bin_size - sizeof h) / 4)
-        return errorf(err, err_len, "llama2.c checkpoint truncated: the header needs %llu bytes of weights, file has %zu",
+        return errorf(err, WICK_ERR_FORMAT, "llama2.c checkpoint truncated: the header needs %llu bytes of weights, file has %zu",
                     (unsigned long long)floats * 4, bin_size - sizeof h);
     const float *p = (const float *)(bin + sizeof h);
-    if (alloc_layers(m, err, err_len)) return -1;
+    if (alloc_layers(m, err)) return -1;
 #define MAT(w, r, cc) ((w) = (weight){p, WICK_TYPE_F32, (int64_t)(r), (int64_t)(cc), (size_t)(cc) * 4}, p += (uint64_t)(r) * (cc))
     MAT(m->tok_embd, V, dim);
     for (uint64_t l = 0; l < L; l++) m->layers[l].attn_norm = p, p += dim;
@@ -903,7 +976,7 @@ int model_load_llama2c(struct wick_model *m, const uint8_t *bin, size_t bin_size
     else MAT(m->output, V, dim);
 #undef MAT
     m->has_weights = true;
-    if (vocab_load_llama2c(&m->vocab, tok, tok_size, c->n_vocab, err, err_len)) {
+    if (vocab_load_llama2c(&m->vocab, tok, tok_size, c->n_vocab, err)) {
         model_release(m);
         return -1;
     }

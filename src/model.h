@@ -1,6 +1,6 @@
 /* model.h — the model: hyperparameters, the weights (views into the file buffer) and the
  * vocabulary, bound from a GGUF file (the llama lineage: llama, qwen2, qwen3, gemma2, gemma3, phi3,
- * smollm3, granite, olmo2, gemma4; the hybrids with a recurrent state: lfm2, qwen35) or a llama2.c
+ * smollm3, granite, olmo2, mistral3, gemma4; the hybrids with a recurrent state: lfm2, qwen35, granitehybrid) or a llama2.c
  * checkpoint. */
 #ifndef WICK_MODEL_H
 #define WICK_MODEL_H
@@ -27,6 +27,7 @@ typedef enum {
     LAYER_ATTENTION,
     LAYER_SHORTCONV, /* lfm2: y = C ⊙ conv(B ⊙ x), a causal depthwise convolution */
     LAYER_DELTANET,  /* qwen35: gated DeltaNet, a linear attention with an S×S state per value head */
+    LAYER_MAMBA2,    /* granitehybrid: Mamba-2, a selective state space with a d_state × head size state per head */
 } layer_kind;
 
 typedef struct {
@@ -55,6 +56,12 @@ typedef struct {
     weight dn_out;                    /* ssm_out [dim][value_dim] */
     const float *dn_dt, *dn_a;        /* ssm_dt.bias, ssm_a [ssm_v_heads]: decay g = softplus(α + dt)·a */
     const float *dn_norm;             /* ssm_norm [ssm_state], shared by the value heads */
+    /* Mamba-2 (granitehybrid): channels = ssm_inner + 2·groups·ssm_state, the conv's x | B | C */
+    weight m2_in;                     /* ssm_in [ssm_inner + channels + heads][dim]: z | x B C | dt */
+    weight m2_out;                    /* ssm_out [dim][ssm_inner] */
+    const float *conv_b;              /* ssm_conv1d.bias [channels], or NULL */
+    const float *m2_dt, *m2_a, *m2_d; /* [heads]: dt bias, A = −exp(A_log), the skip D */
+    const float *m2_norm;             /* ssm_norm [groups][ssm_inner / groups]: each group's own weights */
     bool sliding;                     /* attends to the last c.n_swa positions only */
     bool rotate;                      /* applies rope (smollm3 leaves every fourth layer unrotated) */
     /* gemma4 */
@@ -82,8 +89,15 @@ typedef struct {
     float rope_base_swa;  /* rope base of the sliding-window layers (gemma3: 10000) */
     float rope_scale;     /* linear position scaling: positions are multiplied by this */
     float rope_scale_swa; /* the sliding layers' (gemma3: 1, the file's factor is for the full layers) */
-    float rope_attn_factor; /* rotated q and k are multiplied by this (phi3's rope.scaling.attn_factor) */
-    int32_t n_ctx_orig;   /* phi3: rope_factors_long apply to contexts above this, short ones below */
+    float rope_attn_factor; /* rotated q and k are multiplied by this (phi3's rope.scaling.attn_factor;
+                             * with YaRN, its magnitude correction too) */
+    float rope_attn_factor_swa; /* the same for the sliding layers (their own scale) */
+    int32_t n_ctx_orig;   /* phi3: rope_factors_long apply to contexts above this, short ones below;
+                           * YaRN: the trained context its ramp is measured against */
+    bool rope_yarn;       /* rope.scaling.type yarn: each pair's angle mixes the scaled and unscaled
+                           * one by a ramp over its frequency (rope.c) */
+    float yarn_beta_fast, yarn_beta_slow; /* the ramp's ends, in rotations over n_ctx_orig (32, 1) */
+    float attn_temp_scale; /* mistral3: queries × (1 + this · ln(⌊pos / n_ctx_orig⌋ + 1)); 0 = off */
     float rms_eps;
     ffn_activation act;   /* gated FFN: act(gate) ⊙ up */
     qk_norm_kind qk_norm;
@@ -100,14 +114,16 @@ typedef struct {
     int32_t n_ple;        /* per-layer embedding width (embedding_length_per_layer_input); 0: none */
     /* the hybrids */
     bool attn_out_gate;   /* qwen35: attn_q gives each head its query then an output gate (o × sigmoid(gate)) */
-    int32_t n_recurrent;  /* layers of kind LAYER_SHORTCONV or LAYER_DELTANET */
+    int32_t n_recurrent;  /* layers of kind LAYER_SHORTCONV, LAYER_DELTANET or LAYER_MAMBA2 */
     int32_t conv_kernel;  /* taps of the recurrent layers' convolution (lfm2 shortconv.l_cache, qwen35 ssm.conv_kernel) */
-    int32_t ssm_state, ssm_k_heads, ssm_v_heads; /* DeltaNet: head size S, key heads, value heads */
+    int32_t ssm_state, ssm_k_heads, ssm_v_heads; /* DeltaNet: head size S, key heads, value heads;
+                           * Mamba-2: d_state, groups (of B and C), heads (ssm.time_step_rank) */
+    int32_t ssm_inner;    /* Mamba-2: d_inner = 2·dim, the width of x, z and y (heads × head size) */
 } model_config;
 
 
 struct wick_model {
-    model_config c;
+    model_config config;
     bool has_weights;
     weight tok_embd;                  /* [n_vocab][dim] */
     const float *output_norm;         /* [dim] */
@@ -134,17 +150,16 @@ struct wick_model {
 
 /* The shape of layer l: its own where the layers differ (gemma4), else the model's. */
 static inline const model_config *model_layer_config(const struct wick_model *m, int l) {
-    return m->layer_c ? &m->layer_c[l] : &m->c;
+    return m->layer_c ? &m->layer_c[l] : &m->config;
 }
 
 /* One GGUF file, or the n parts of a split model (llama.cpp's gguf-split: the first holds the
  * metadata, each holds some tensors and split.no / split.count). The buffers stay alive. */
-int model_load_gguf(struct wick_model *m, const uint8_t *const *bufs, const size_t *sizes, int n, char *err,
-                    size_t err_len);
+int model_load_gguf(struct wick_model *m, const uint8_t *const *bufs, const size_t *sizes, int n, errmsg *err);
 /* A tensor by name, in whichever part holds it. */
 const gguf_tensor *model_find_tensor(const struct wick_model *m, const char *name);
 int model_load_llama2c(struct wick_model *m, const uint8_t *bin, size_t bin_size, const uint8_t *tok,
-                       size_t tok_size, char *err, size_t err_len);
+                       size_t tok_size, errmsg *err);
 void model_release(struct wick_model *m);
 
 /* Rewrites the weight matrices whose CPU layout differs from the file's (quant_cpu_type: Q4_K and
@@ -154,7 +169,8 @@ void model_release(struct wick_model *m);
 int model_use_cpu_layout(struct wick_model *m);
 
 /* Floats of one sequence's recurrent state in layer l (0 for an attention layer): the last
- * conv_kernel − 1 convolution inputs and, for DeltaNet, an S×S matrix per value head. */
+ * conv_kernel − 1 convolution inputs and, for DeltaNet, an S×S matrix per value head; for
+ * Mamba-2, ssm_state values per channel of x (ssm_inner). */
 size_t model_layer_state_floats(const struct wick_model *m, int l);
 /* Width of the convolution's input (channels) in a recurrent layer. */
 int32_t model_conv_channels(const model_config *c, layer_kind kind);

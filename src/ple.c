@@ -13,8 +13,8 @@
 #include <math.h>
 
 void ple_inputs(struct wick_ctx *c, const int32_t *tokens, int n_tok) {
-    const struct wick_model *m = c->m;
-    const model_config *mc = &m->c;
+    const struct wick_model *m = c->model;
+    const model_config *mc = &m->config;
     int n = mc->n_ple, width = mc->n_layers * n;
     act_rows in;
     act_init(&in, c, c->x, n_tok, mc->dim);
@@ -34,7 +34,7 @@ void ple_inputs(struct wick_ctx *c, const int32_t *tokens, int n_tok) {
 }
 
 void ple_block(struct wick_ctx *c, const layer_weights *w, int l, int n_tok) {
-    const model_config *mc = &c->m->c;
+    const model_config *mc = &c->model->config;
     int n = mc->n_ple, dim = mc->dim;
     act_rows in;
     act_init(&in, c, c->x, n_tok, dim);

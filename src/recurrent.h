@@ -11,5 +11,8 @@
 void shortconv_block(struct wick_ctx *c, const layer_weights *w, int l, act_rows *in, int n_tok);
 /* qwen35: the gated delta rule over q, k, v from the convolution of attn_qkv(x), then ssm_out */
 void deltanet_block(struct wick_ctx *c, const layer_weights *w, int l, act_rows *in, int n_tok);
+/* granitehybrid: Mamba-2's selective scan over x, B, C from the convolution of ssm_in(x), gated
+ * by z, RMS-normed per group, then ssm_out */
+void mamba2_block(struct wick_ctx *c, const layer_weights *w, int l, act_rows *in, int n_tok);
 
 #endif

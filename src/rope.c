@@ -6,23 +6,41 @@
 
 #include <math.h>
 
+#define YARN_PI 3.14159265358979323846f /* π as ggml's (float)M_PI */
+
 /* cos/sin of every rotated pair for n positions from pos0, rope base `base`: as llama.cpp's rope
  * forms them (ggml_rope_cache_init), θ_i = pos · base^(−2i/rope_dim) by repeated multiplication,
  * divided by the pair's frequency factor (Llama 3's rope_freqs, phi3's short or long set), times
- * the linear position scale `scale`; cos and sin are then multiplied by mscale (phi3's attn_factor).
+ * the linear position scale `scale` (with YaRN, only partly: below); cos and sin are then
+ * multiplied by mscale (phi3's attn_factor, YaRN's magnitude correction; 1 for a cache shift).
  * The sliding layers' tables take their own rope_dim, and no factors where those are the full
  * layers' alone (gemma4). */
 void rope_tables(const struct wick_ctx *c, bool sliding, float base, float scale, float mscale, int pos0, int n, float *cs,
                  float *sn) {
-    const model_config *mc = &c->m->c;
+    const model_config *mc = &c->model->config;
     int rope_dim = sliding ? mc->rope_dim_swa : mc->rope_dim, half = rope_dim / 2;
     const float *factors = sliding && mc->rope_freqs_full ? NULL : c->rope_factors;
     float theta_scale = powf(base, -2.0f / (float)rope_dim);
+    /* YaRN (ggml's rope_yarn_corr_dims and rope_yarn_ramp): pair i keeps its unscaled angle below
+     * the pair that turns beta_fast times over n_ctx_orig positions, takes the scaled one above the
+     * pair that turns beta_slow times, and mixes the two linearly between */
+    float ramp_lo = 0.0f, ramp_hi = 0.0f;
+    if (mc->rope_yarn) {
+#define YARN_CORR_DIM(beta) ((float)rope_dim * logf((float)mc->n_ctx_orig / ((beta) * 2.0f * YARN_PI)) / (2.0f * logf(base)))
+        ramp_lo = fmaxf(0.0f, floorf(YARN_CORR_DIM(mc->yarn_beta_fast)));
+        ramp_hi = fminf((float)(rope_dim - 1), ceilf(YARN_CORR_DIM(mc->yarn_beta_slow)));
+#undef YARN_CORR_DIM
+    }
     for (int t = 0; t < n; t++) {
         float theta = (float)(pos0 + t);
         for (int i = 0; i < half; i++) {
             float ff = factors ? factors[i] : 1.0f;
             float angle = scale * (theta / ff);
+            if (mc->rope_yarn) {
+                float y = ((float)i - ramp_lo) / fmaxf(0.001f, ramp_hi - ramp_lo);
+                float mix = 1.0f - fminf(1.0f, fmaxf(0.0f, y));
+                angle = angle * (1.0f - mix) + (theta / ff) * mix;
+            }
             /* in double, rounded once: the float cosf/sinf of glibc and musl differ in the last bit */
             cs[t * half + i] = (float)cos((double)angle) * mscale;
             sn[t * half + i] = (float)sin((double)angle) * mscale;

@@ -170,56 +170,45 @@ void sampler_params_default(wick_sampler_params *p) {
 /* A history longer than this is surely a mistake (and would be a large allocation). */
 #define SAMPLER_MAX_REPEAT_LAST_N (1 << 20)
 
-/* Writes a message to err and returns -1. msg takes one double (%g, or %.0f for a count). */
-static int fail(char *err, size_t err_len, const char *msg, double value) {
-    if (err && err_len) snprintf(err, err_len, msg, value);
-    return -1;
-}
-
-static int fail_plain(char *err, size_t err_len, const char *msg) {
-    if (err && err_len) snprintf(err, err_len, "%s", msg);
-    return -1;
-}
-
-static int validate(const wick_sampler_params *p, int32_t n_vocab, char *err, size_t err_len) {
-    if (n_vocab <= 0) return fail(err, err_len, "sampler: n_vocab must be positive (got %.0f)", n_vocab);
+static int validate(const wick_sampler_params *p, int32_t n_vocab, errmsg *err) {
+    if (n_vocab <= 0) return errorf(err, WICK_ERR_INVALID_ARG, "sampler: n_vocab must be positive (got %.0f)", (double)n_vocab);
     if (!(p->temperature >= 0.0f) || isinf(p->temperature))
-        return fail(err, err_len, "sampler: temperature must be a finite number >= 0 (got %g)", p->temperature);
-    if (p->top_k < 0) return fail(err, err_len, "sampler: top_k must be >= 0, 0 = off (got %.0f)", p->top_k);
+        return errorf(err, WICK_ERR_INVALID_ARG, "sampler: temperature must be a finite number >= 0 (got %g)", p->temperature);
+    if (p->top_k < 0) return errorf(err, WICK_ERR_INVALID_ARG, "sampler: top_k must be >= 0, 0 = off (got %.0f)", (double)p->top_k);
     if (!(p->top_p >= 0.0f && p->top_p <= 1.0f))
-        return fail(err, err_len, "sampler: top_p must be in [0, 1], 1 = off (got %g)", p->top_p);
+        return errorf(err, WICK_ERR_INVALID_ARG, "sampler: top_p must be in [0, 1], 1 = off (got %g)", p->top_p);
     if (!(p->min_p >= 0.0f && p->min_p <= 1.0f))
-        return fail(err, err_len, "sampler: min_p must be in [0, 1], 0 = off (got %g)", p->min_p);
+        return errorf(err, WICK_ERR_INVALID_ARG, "sampler: min_p must be in [0, 1], 0 = off (got %g)", p->min_p);
     if (!(p->repeat_penalty > 0.0f) || isinf(p->repeat_penalty))
-        return fail(err, err_len, "sampler: repeat_penalty must be a finite number > 0, 1 = off (got %g)",
+        return errorf(err, WICK_ERR_INVALID_ARG, "sampler: repeat_penalty must be a finite number > 0, 1 = off (got %g)",
                     p->repeat_penalty);
     if (p->repeat_last_n < 0 || p->repeat_last_n > SAMPLER_MAX_REPEAT_LAST_N)
-        return fail(err, err_len, "sampler: repeat_last_n must be in [0, 1048576] (got %.0f)", p->repeat_last_n);
+        return errorf(err, WICK_ERR_INVALID_ARG, "sampler: repeat_last_n must be in [0, 1048576] (got %.0f)", (double)p->repeat_last_n);
     if (!isfinite(p->frequency_penalty))
-        return fail(err, err_len, "sampler: frequency_penalty must be finite (got %g)", p->frequency_penalty);
+        return errorf(err, WICK_ERR_INVALID_ARG, "sampler: frequency_penalty must be finite (got %g)", p->frequency_penalty);
     if (!isfinite(p->presence_penalty))
-        return fail(err, err_len, "sampler: presence_penalty must be finite (got %g)", p->presence_penalty);
-    if (p->n_bias < 0) return fail(err, err_len, "sampler: n_bias must be >= 0 (got %.0f)", p->n_bias);
+        return errorf(err, WICK_ERR_INVALID_ARG, "sampler: presence_penalty must be finite (got %g)", p->presence_penalty);
+    if (p->n_bias < 0) return errorf(err, WICK_ERR_INVALID_ARG, "sampler: n_bias must be >= 0 (got %.0f)", (double)p->n_bias);
     if (p->n_bias > 0 && (!p->bias_tokens || !p->bias_values))
-        return fail(err, err_len, "sampler: %.0f logit biases but no token or value array", p->n_bias);
+        return errorf(err, WICK_ERR_INVALID_ARG, "sampler: %.0f logit biases but no token or value array", (double)p->n_bias);
     for (int32_t i = 0; i < p->n_bias; i++) {
         if (p->bias_tokens[i] < 0 || p->bias_tokens[i] >= n_vocab)
-            return fail(err, err_len, "sampler: logit bias token %.0f is outside the vocabulary",
-                        p->bias_tokens[i]);
+            return errorf(err, WICK_ERR_INVALID_ARG, "sampler: logit bias token %.0f is outside the vocabulary",
+                        (double)p->bias_tokens[i]);
         float b = p->bias_values[i];
         if (isnan(b) || b == INFINITY)
-            return fail(err, err_len, "sampler: logit bias value %g must be finite or -inf (a ban)", b);
+            return errorf(err, WICK_ERR_INVALID_ARG, "sampler: logit bias value %g must be finite or -inf (a ban)", b);
     }
     return 0;
 }
 
 int sampler_new(wick_sampler **out, const wick_sampler_params *p, int32_t n_vocab,
-                char *err, size_t err_len) {
+                errmsg *err) {
     *out = NULL;
-    if (!p) return fail_plain(err, err_len, "sampler: no parameters");
-    if (validate(p, n_vocab, err, err_len) != 0) return -1;
+    if (!p) return errorf(err, WICK_ERR_INVALID_ARG, "sampler: no parameters");
+    if (validate(p, n_vocab, err) != 0) return -1;
     wick_sampler *s = calloc(1, sizeof *s);
-    if (!s) return fail_plain(err, err_len, "sampler: out of memory");
+    if (!s) return errorf(err, WICK_ERR_NOMEM, "sampler: out of memory");
     s->params = *p;
     s->n_vocab = n_vocab;
     size_t nv = (size_t)n_vocab, nh = (size_t)p->repeat_last_n, nb = (size_t)p->n_bias;
@@ -240,7 +229,7 @@ int sampler_new(wick_sampler **out, const wick_sampler_params *p, int32_t n_voca
         !s->scratch || !s->bin_mass || !s->counts || !s->history || !s->distinct ||
         !s->bias_tokens || !s->bias_values) {
         sampler_free(s);
-        return fail(err, err_len, "sampler: out of memory for a vocabulary of %.0f tokens", n_vocab);
+        return errorf(err, WICK_ERR_NOMEM, "sampler: out of memory for a vocabulary of %.0f tokens", (double)n_vocab);
     }
     if (nb) {
         memcpy(s->bias_tokens, p->bias_tokens, nb * sizeof *s->bias_tokens);
@@ -826,29 +815,29 @@ void sampler_softmax(const float *logits, int32_t n, float temperature, double *
 /* ---- stop strings -------------------------------------------------------------------------- */
 
 int stop_matcher_init(stop_matcher *m, const char *const *stops, int32_t n_stops,
-                      char *err, size_t err_len) {
+                      errmsg *err) {
     memset(m, 0, sizeof *m);
     m->matched = -1;
     if (n_stops < 0 || (n_stops > 0 && !stops))
-        return fail(err, err_len, "stop strings: bad list (count %.0f)", n_stops);
+        return errorf(err, WICK_ERR_INVALID_ARG, "stop strings: bad list (count %.0f)", (double)n_stops);
     if (n_stops == 0) return 0;
     m->stops = calloc((size_t)n_stops, sizeof *m->stops);
     m->stop_lens = calloc((size_t)n_stops, sizeof *m->stop_lens);
     if (!m->stops || !m->stop_lens) {
         stop_matcher_free(m);
-        return fail_plain(err, err_len, "stop strings: out of memory");
+        return errorf(err, WICK_ERR_NOMEM, "stop strings: out of memory");
     }
     m->n_stops = n_stops;
     for (int32_t i = 0; i < n_stops; i++) {
         size_t len = stops[i] ? strlen(stops[i]) : 0;
         if (len == 0) {
             stop_matcher_free(m);
-            return fail(err, err_len, "stop strings: string %.0f is empty", i);
+            return errorf(err, WICK_ERR_INVALID_ARG, "stop strings: string %.0f is empty", (double)i);
         }
         m->stops[i] = malloc(len + 1);
         if (!m->stops[i]) {
             stop_matcher_free(m);
-            return fail_plain(err, err_len, "stop strings: out of memory");
+            return errorf(err, WICK_ERR_NOMEM, "stop strings: out of memory");
         }
         memcpy(m->stops[i], stops[i], len + 1);
         m->stop_lens[i] = len;

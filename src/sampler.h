@@ -38,14 +38,17 @@
  *
  * Defaults (sampler_params_default), llama.cpp-like: temperature 0.8, top_k 40, top_p 0.95,
  * min_p 0.05, repeat_penalty 1.1 over the last 64 tokens, frequency and presence penalties 0,
- * seed 0, no logit bias. (llama.cpp's own repeat_penalty default is now 1.0, i.e. off; the
- * caller picks a fresh seed when it wants different text on every run.) */
+ * seed 0, no logit bias. (llama.cpp's own repeat_penalty default is now 1.0, i.e. off, and so
+ * is a generator's: wick_gen_new sets 1.0 after these. The caller picks a fresh seed when it
+ * wants different text on every run.) */
 #ifndef WICK_SAMPLER_H
 #define WICK_SAMPLER_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "errmsg.h"
 
 typedef struct {
     float temperature;        /* >= 0; 0 = greedy */
@@ -69,7 +72,7 @@ typedef struct wick_sampler wick_sampler;
 /* Validates p (a negative, NaN or out-of-range value is refused with a message naming it) and
  * allocates the scratch for n_vocab tokens. Returns 0, or -1 with a message in err. */
 int sampler_new(wick_sampler **out, const wick_sampler_params *p, int32_t n_vocab,
-                char *err, size_t err_len);
+                errmsg *err);
 void sampler_free(wick_sampler *s);
 /* Forgets the penalty history and the last draw, and reseeds the generator with params.seed. */
 void sampler_reset(wick_sampler *s);
@@ -128,7 +131,7 @@ typedef struct {
 
 /* Copies n_stops NUL-terminated strings (empty ones are refused). 0, or -1 with a message. */
 int stop_matcher_init(stop_matcher *m, const char *const *stops, int32_t n_stops,
-                      char *err, size_t err_len);
+                      errmsg *err);
 void stop_matcher_free(stop_matcher *m);
 /* Back to the state after init (same stop strings). */
 void stop_matcher_reset(stop_matcher *m);

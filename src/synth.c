@@ -18,7 +18,9 @@
  *   - the hybrids' convolution taps F32 with standard deviation 0.5 (reversed taps move the logits
  *     by over 100%), DeltaNet decays of about e^−0.65 per token (no decay moves them by over 100%),
  *     and its output gate z at a quarter of the usual scale: at full scale silu(z) passes llama.cpp's
- *     own F16 rounding through at 0.3% of a row's spread, above the F16 tolerance.
+ *     own F16 rounding through at 0.3% of a row's spread, above the F16 tolerance;
+ *   - Mamba-2's A and dt bias about −2 (a decay of e^(−Δ·2) per token with Δ ≈ 0.05–1), D about 1,
+ *     and two groups of B and C, so that the decay, the skip and the groups each show.
  * Values come from a SplitMix64 stream per tensor, so the same arch, shape, type and seed always
  * give the same bytes.
  *
@@ -81,7 +83,8 @@ enum {
     F_SHORTCONV = 1u << 12,    /* lfm2: layers with il % 3 != 2 are short convolutions (KV head count 0) */
     F_DELTANET = 1u << 13,     /* qwen35: gated DeltaNet layers, full attention every 4th; attn_q holds each
                                 * head's query then its output gate; the FFN's norm is post_attention_norm */
-    F_GEMMA4 = 1u << 14,       /* gemma4: sliding and full layers of their own head sizes, KV heads and rope
+    F_MAMBA2 = 1u << 14,       /* granite-hybrid: Mamba-2 layers (KV head count 0), attention where il % 4 == 2 */
+    F_GEMMA4 = 1u << 15,       /* gemma4: sliding and full layers of their own head sizes, KV heads and rope
                                 * dimensions, KV-shared last layers, per-layer embeddings (synth_gemma4) */
 };
 
@@ -92,6 +95,15 @@ enum {
 /* the taps of the recurrent layers' convolutions (LFM2's l_cache, Qwen3.5's conv_kernel) */
 #define LFM2_L_CACHE 3
 #define QWEN35_CONV_KERNEL 4
+/* granite-hybrid: attention on layers il % this == 2 (Granite 4.0-H has a few among many Mamba-2
+ * layers); Mamba-2 of d_inner = 2·dim (all llama.cpp supports) in heads of 64, Granite 4.0-H's
+ * head size, with two groups (it has one) of states of 16 (it has 128) */
+#define GRANITE_HYBRID_ATTENTION_EVERY 4
+#define MAMBA2_CONV_KERNEL 4
+#define MAMBA2_HEAD_DIM 64
+#define MAMBA2_GROUPS 2
+#define MAMBA2_STATE 16
+
 /* gemma4, as conversion/gemma.py's Gemma4Model writes E2B: every fifth layer full attention
  * (small shapes: every third), the last 3/7 of the layers (small: half) reading the KV cache of
  * the last earlier layer of their kind (attention.shared_kv_layers), their FFN doubled
@@ -120,6 +132,9 @@ typedef struct {
     bool attention_scale_1_hd;     /* attention.scale = 1/head_dim (Granite: 1/64 at head size 64) */
     uint32_t orig_ctx;             /* rope.scaling.original_context_length */
     float rope_attn_factor;        /* rope.scaling.attn_factor */
+    float yarn_factor;             /* rope.scaling.type yarn with this factor (and YaRN's keys) */
+    float yarn_log_mul;            /* rope.scaling.yarn_log_multiplier */
+    float attn_temp_scale;         /* attention.temperature_scale (Llama 4's query temperature) */
     float score_std;               /* attention scores' standard deviation, when not SCORE_STD */
     float logit_std;               /* what the output side aims at: the logits' standard deviation */
 } synth_family;
@@ -152,10 +167,22 @@ static const synth_family families[] = {
      .logit_std = 3.0f},
     {.name = "olmo2", .arch = "olmo2", .flags = F_POST_NORM | F_QK_NORM_FULL | F_HEAD_GAIN, .head_factor = 1,
      .ctx_train = 4096, .rope_base = 500000.0f, .rms_eps = 1e-6f, .logit_std = 3.0f},
+    /* Granite 4.0-H as its converter writes it (granite.py's GraniteHybridModel), with rope on its
+     * attention layers (rope.scaling.finetuned true, as Bamba's files; 4.0-H's own say false) */
+    {.name = "granite-hybrid", .arch = "granitehybrid", .flags = F_TIED | F_PRE_NORM | F_ROPE_DIM_KEY | F_MAMBA2,
+     .min_layers = 4, .head_factor = 1, .ctx_train = 131072, .rope_base = 10000000.0f, .rms_eps = 1e-5f,
+     .embedding_scale = 12.0f, .residual_scale = 0.22f, .logit_scale = 8.0f, .attention_scale_1_hd = true,
+     .logit_std = 3.0f},
     {.name = "lfm2", .arch = "lfm2", .flags = F_TIED | F_PRE_NORM | F_QK_NORM_HEAD | F_SHORTCONV, .min_layers = 4,
      .head_factor = 1, .ctx_train = 128000, .rope_base = 1000000.0f, .rms_eps = 1e-5f, .logit_std = 3.0f},
     {.name = "qwen35", .arch = "qwen35", .flags = F_PRE_NORM | F_QK_NORM_HEAD | F_ROPE_DIM_KEY | F_DELTANET, .min_layers = 4,
      .head_factor = 2, .ctx_train = 262144, .rope_base = 10000000.0f, .rms_eps = 1e-6f, .logit_std = 3.0f},
+    /* Ministral 3 3B's text model: factor 16, beta 32/1, log multiplier 1 as its file carries; the
+     * original context is 16 (16384 there) so that the ramp and the query temperature act within a
+     * short prompt, and the temperature 0.5 (0.1 there) so that it moves the logits measurably */
+    {.name = "mistral3", .arch = "mistral3", .flags = F_PRE_NORM | F_ROPE_DIM_KEY, .head_factor = 1,
+     .ctx_train = 262144, .rope_base = 1000000.0f, .rms_eps = 1e-5f, .orig_ctx = 16, .yarn_factor = 16.0f,
+     .yarn_log_mul = 1.0f, .attn_temp_scale = 0.5f, .logit_std = 3.0f},
     {.name = "gemma4", .arch = "gemma4",
      .flags = F_TIED | F_PRE_NORM | F_POST_NORM | F_QK_NORM_HEAD | F_EMB_SQRT | F_ROPE_DIM_KEY | F_GEMMA4, .min_layers = 6,
      .head_factor = 1, .ctx_train = 131072, .rope_base = 1000000.0f, .rms_eps = 1e-6f, .swa_small = 12, .swa_large = 512,
@@ -232,6 +259,7 @@ static uint32_t matrix_type(const synth_quant *q, tensor_role role, bool tied, i
 static bool layer_recurrent(unsigned flags, int l) {
     if (flags & F_SHORTCONV) return l % LFM2_ATTENTION_EVERY != LFM2_ATTENTION_EVERY - 1;
     if (flags & F_DELTANET) return (l + 1) % QWEN35_FULL_ATTENTION_INTERVAL != 0;
+    if (flags & F_MAMBA2) return l % GRANITE_HYBRID_ATTENTION_EVERY != 2;
     return false;
 }
 
@@ -291,6 +319,7 @@ static void meta_key(meta_buf *b, const char *prefix, const char *key, uint32_t 
 }
 
 static void kv_u32(meta_buf *b, const char *prefix, const char *key, uint32_t v) { meta_key(b, prefix, key, GGUF_U32); meta_put(b, &v, 4); }
+static void kv_bool(meta_buf *b, const char *prefix, const char *key, bool v) { uint8_t u = v; meta_key(b, prefix, key, GGUF_BOOL); meta_put(b, &u, 1); }
 static void kv_f32(meta_buf *b, const char *prefix, const char *key, float v) { meta_key(b, prefix, key, GGUF_F32); meta_put(b, &v, 4); }
 static void kv_str(meta_buf *b, const char *prefix, const char *key, const char *v) { meta_key(b, prefix, key, GGUF_STRING); meta_str(b, v); }
 static void kv_bool_array(meta_buf *b, const char *prefix, const char *key, const bool *v, uint64_t n) {
@@ -358,17 +387,17 @@ static void phi3_rope_factors(float *out_short, float *out_long, int n_pairs) {
 }
 
 int synth_write(const char *arch_name, const char *shape_name, const char *type, const char *vocab_path,
-                const char *out_path, unsigned long long seed, char *err, size_t err_len) {
+                const char *out_path, unsigned long long seed, errmsg *err) {
     const synth_family *fam = NULL;
     for (size_t i = 0; i < sizeof families / sizeof families[0]; i++)
         if (!strcmp(families[i].name, arch_name ? arch_name : "llama")) fam = &families[i];
     if (!fam)
-        return errorf(err, err_len, "unknown arch '%s' (llama, llama3, qwen3, gemma2, gemma3, phi3, smollm3, granite, olmo2, "
-                      "lfm2, qwen35, gemma4)", arch_name);
+        return errorf(err, WICK_ERR_INVALID_ARG, "unknown arch '%s' (llama, llama3, qwen3, gemma2, gemma3, phi3, smollm3, granite, olmo2, "
+                      "lfm2, qwen35, granite-hybrid, mistral3, gemma4)", arch_name);
     const synth_shape *sh = NULL;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         if (!strcmp(shapes[i].name, shape_name)) sh = &shapes[i];
-    if (!sh) return errorf(err, err_len, "unknown shape '%s' (mini, mini-mha, 134m, 1b, 0.8b, e2b)", shape_name);
+    if (!sh) return errorf(err, WICK_ERR_INVALID_ARG, "unknown shape '%s' (mini, mini-mha, 134m, 1b, 0.8b, e2b)", shape_name);
     synth_quant q = {0};
     if (!strcmp(type, "f16")) q.base = WICK_TYPE_F16, q.ftype = FTYPE_F16;
     else if (!strcmp(type, "q8_0")) q.base = WICK_TYPE_Q8_0, q.ftype = FTYPE_Q8_0;
@@ -376,11 +405,11 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
     else if (!strcmp(type, "q4_k_m")) q.base = WICK_TYPE_Q4_K, q.ftype = FTYPE_Q4_K_M, q.k_mix = true;
     else if (!strcmp(type, "q5_k_m")) q.base = WICK_TYPE_Q5_K, q.ftype = FTYPE_Q5_K_M, q.k_mix = true;
     else if (!strcmp(type, "q6_k")) q.base = WICK_TYPE_Q6_K, q.ftype = FTYPE_Q6_K;
-    else return errorf(err, err_len, "unknown type '%s' (f16, q8_0, q4_0, q4_k_m, q5_k_m, q6_k)", type);
+    else return errorf(err, WICK_ERR_INVALID_ARG, "unknown type '%s' (f16, q8_0, q4_0, q4_k_m, q5_k_m, q6_k)", type);
 
     /* the vocabulary file: its tokenizer.* metadata is copied byte for byte */
     FILE *vf = fopen(vocab_path, "rb");
-    if (!vf) return errorf(err, err_len, "cannot open vocabulary %s", vocab_path);
+    if (!vf) return errorf(err, WICK_ERR_INVALID_ARG, "cannot open vocabulary %s", vocab_path);
     fseek(vf, 0, SEEK_END);
     long vsize = ftell(vf);
     rewind(vf);
@@ -388,13 +417,13 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
     if (!vbuf || fread(vbuf, 1, (size_t)vsize, vf) != (size_t)vsize) {
         fclose(vf);
         free(vbuf);
-        return errorf(err, err_len, "cannot read vocabulary %s", vocab_path);
+        return errorf(err, WICK_ERR_INVALID_ARG, "cannot read vocabulary %s", vocab_path);
     }
     fclose(vf);
     gguf_file vg;
-    if (gguf_open(&vg, vbuf, (size_t)vsize, err, err_len)) { free(vbuf); return -1; }
+    if (gguf_open(&vg, vbuf, (size_t)vsize, err)) { free(vbuf); return -1; }
     const gguf_kv *tokens = gguf_get_arr(&vg, "tokenizer.ggml.tokens", GGUF_STRING);
-    if (!tokens) { gguf_close(&vg); free(vbuf); return errorf(err, err_len, "%s has no tokenizer.ggml.tokens", vocab_path); }
+    if (!tokens) { gguf_close(&vg); free(vbuf); return errorf(err, WICK_ERR_INVALID_ARG, "%s has no tokenizer.ggml.tokens", vocab_path); }
     int64_t n_vocab = (int64_t)tokens->arr_len;
 
     /* sizes */
@@ -412,7 +441,7 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
     if (gemma4 && (g4_from < 2 || !G4_FULL(g4_from - 1) || G4_FULL(g4_from - 2))) {
         gguf_close(&vg);
         free(vbuf);
-        return errorf(err, err_len, "shape %s does not fit gemma4's layer pattern", shape_name);
+        return errorf(err, WICK_ERR_FORMAT, "shape %s does not fit gemma4's layer pattern", shape_name);
     }
     /* Qwen3.5 rotates a quarter of each head (rope.dimension_count); gemma4's full layers their whole head */
     const int n_rot = fl & F_DELTANET ? head_dim / 4 : gemma4 ? 2 * head_dim : head_dim;
@@ -421,6 +450,8 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
     const int ssm_v_heads = sh->ssm_v_heads ? sh->ssm_v_heads : n_heads;
     const int ssm_k_heads = sh->ssm_k_heads ? sh->ssm_k_heads : n_heads / 2 > 0 ? n_heads / 2 : 1;
     const int ssm_channels = (2 * ssm_k_heads + ssm_v_heads) * ssm_state, ssm_value_dim = ssm_v_heads * ssm_state;
+    /* Mamba-2: z | x B C | dt from ssm_in; the convolution over x B C */
+    const int m2_inner = 2 * dim, m2_heads = m2_inner / MAMBA2_HEAD_DIM, m2_channels = m2_inner + 2 * MAMBA2_GROUPS * MAMBA2_STATE;
     const int q_dim = n_heads * head_dim, kv_dim = n_kv_heads * head_dim;
     const uint32_t swa = sh->small ? fam->swa_small : fam->swa_large;
     const float attention_scale = fam->attention_scale_1_hd ? 1.0f / (float)head_dim : 0.0f;
@@ -458,7 +489,7 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
         free(rope_values);
         gguf_close(&vg);
         free(vbuf);
-        return errorf(err, err_len, "out of memory");
+        return errorf(err, WICK_ERR_NOMEM, "out of memory");
     }
     if (fl & F_ROPE_FREQS) llama3_rope_factors(rope_values, n_pairs, fam->rope_base);
     for (int i = 0; gemma4 && i < n_pairs; i++) rope_values[i] = i < n_pairs / 4 ? 1.0f : GEMMA4_UNROTATED;
@@ -502,6 +533,18 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
                 MATRIX(R_OTHER, l, 1.0f / sqrtf((float)dim), dim, 3 * dim, "blk.%d.shortconv.in_proj.weight", l);
                 RANDOM_F32(conv_std, LFM2_L_CACHE, dim, "blk.%d.shortconv.conv.weight", l);
                 MATRIX(R_OTHER, l, o_std, dim, dim, "blk.%d.shortconv.out_proj.weight", l);
+            } else if (fl & F_MAMBA2) {
+                /* z rows at a quarter scale (as DeltaNet's gate), x B C and dt rows at unit scale */
+                MATRIX(R_OTHER, l, 0.25f / sqrtf((float)dim), dim, m2_inner + m2_channels + m2_heads, "blk.%d.ssm_in.weight", l);
+                t->v_row0 = m2_inner, t->v_std = 1.0f / sqrtf((float)dim);
+                RANDOM_F32(conv_std, MAMBA2_CONV_KERNEL, m2_channels, "blk.%d.ssm_conv1d.weight", l);
+                RANDOM_F32(conv_std, m2_channels, 1, "blk.%d.ssm_conv1d.bias", l);
+                NORM(-2.0f, m2_heads, "blk.%d.ssm_dt.bias", l);
+                /* A = −exp(A_log) and D, [1, heads] as the converter reshapes them */
+                NORM(-2.0f, 1, "blk.%d.ssm_a", l), t->ne1 = m2_heads;
+                NORM(1.0f, 1, "blk.%d.ssm_d", l), t->ne1 = m2_heads;
+                NORM(1.0f, m2_inner / MAMBA2_GROUPS, "blk.%d.ssm_norm.weight", l), t->ne1 = MAMBA2_GROUPS;
+                MATRIX(R_OTHER, l, 1.0f / sqrtf((float)m2_inner), m2_inner, dim, "blk.%d.ssm_out.weight", l);
             } else { /* gated DeltaNet, tensor names of llama.cpp's qwen35 loader */
                 MATRIX(R_OTHER, l, 1.0f / sqrtf((float)dim), dim, ssm_channels, "blk.%d.attn_qkv.weight", l);
                 MATRIX(R_OTHER, l, 0.25f / sqrtf((float)dim), dim, ssm_value_dim, "blk.%d.attn_gate.weight", l);
@@ -603,11 +646,11 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
         kv_u32(&mb, a, "feed_forward_length", (uint32_t)hidden);
     }
     kv_u32(&mb, a, "attention.head_count", (uint32_t)n_heads);
-    if (fl & F_SHORTCONV) { /* lfm2: a KV head count per layer, 0 on the convolution layers */
+    if (fl & (F_SHORTCONV | F_MAMBA2)) { /* a KV head count per layer, 0 on the recurrent layers */
         int32_t kv_heads[MAX_SYNTH_LAYERS];
         for (int l = 0; l < n_layers; l++) kv_heads[l] = layer_recurrent(fl, l) ? 0 : n_kv_heads;
         kv_i32_array(&mb, a, "attention.head_count_kv", kv_heads, (uint64_t)n_layers);
-        kv_u32(&mb, a, "shortconv.l_cache", LFM2_L_CACHE);
+        if (fl & F_SHORTCONV) kv_u32(&mb, a, "shortconv.l_cache", LFM2_L_CACHE);
     } else if (!gemma4) {
         kv_u32(&mb, a, "attention.head_count_kv", (uint32_t)n_kv_heads);
     }
@@ -622,6 +665,14 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
         kv_u32(&mb, a, "ssm.inner_size", (uint32_t)ssm_value_dim);
         kv_u32(&mb, a, "full_attention_interval", QWEN35_FULL_ATTENTION_INTERVAL);
     }
+    if (fl & F_MAMBA2) {
+        kv_u32(&mb, a, "ssm.conv_kernel", MAMBA2_CONV_KERNEL);
+        kv_u32(&mb, a, "ssm.state_size", MAMBA2_STATE);
+        kv_u32(&mb, a, "ssm.group_count", MAMBA2_GROUPS);
+        kv_u32(&mb, a, "ssm.inner_size", (uint32_t)m2_inner);
+        kv_u32(&mb, a, "ssm.time_step_rank", (uint32_t)m2_heads);
+        kv_bool(&mb, a, "rope.scaling.finetuned", true);
+    }
     if (fam->head_factor != 1) {
         kv_u32(&mb, a, "attention.key_length", (uint32_t)head_dim);
         kv_u32(&mb, a, "attention.value_length", (uint32_t)head_dim);
@@ -635,6 +686,14 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
     if (fam->final_softcap != 0) kv_f32(&mb, a, "final_logit_softcapping", fam->final_softcap);
     if (fam->orig_ctx) kv_u32(&mb, a, "rope.scaling.original_context_length", fam->orig_ctx);
     if (fam->rope_attn_factor != 0) kv_f32(&mb, a, "rope.scaling.attn_factor", fam->rope_attn_factor);
+    if (fam->yarn_factor != 0) {
+        kv_str(&mb, a, "rope.scaling.type", "yarn");
+        kv_f32(&mb, a, "rope.scaling.factor", fam->yarn_factor);
+        kv_f32(&mb, a, "rope.scaling.yarn_beta_fast", 32.0f);
+        kv_f32(&mb, a, "rope.scaling.yarn_beta_slow", 1.0f);
+        kv_f32(&mb, a, "rope.scaling.yarn_log_multiplier", fam->yarn_log_mul);
+    }
+    if (fam->attn_temp_scale != 0) kv_f32(&mb, a, "attention.temperature_scale", fam->attn_temp_scale);
     if (fam->embedding_scale != 0) kv_f32(&mb, a, "embedding_scale", fam->embedding_scale);
     if (fam->residual_scale != 0) kv_f32(&mb, a, "residual_scale", fam->residual_scale);
     if (attention_scale != 0) kv_f32(&mb, a, "attention.scale", attention_scale);
@@ -652,7 +711,7 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
         free(rope_values);
         gguf_close(&vg);
         free(vbuf);
-        return errorf(err, err_len, "out of memory");
+        return errorf(err, WICK_ERR_NOMEM, "out of memory");
     }
 
 #undef G4_FULL
@@ -663,7 +722,7 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
         free(rope_values);
         gguf_close(&vg);
         free(vbuf);
-        return errorf(err, err_len, "cannot create %s", out_path);
+        return errorf(err, WICK_ERR_INVALID_ARG, "cannot create %s", out_path);
     }
     put(f, "GGUF", 4);
     put_u32(f, 3);
@@ -707,8 +766,8 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
         uint64_t pad = (i + 1 < n_t ? ts[i + 1].offset : ti->offset + ti->bytes) - ti->offset - ti->bytes;
         put(f, zeros, (size_t)pad);
     }
-    if (!row || !qrow) rc = errorf(err, err_len, "out of memory");
-    if (fclose(f) != 0 && rc == 0) rc = errorf(err, err_len, "writing %s failed", out_path);
+    if (!row || !qrow) rc = errorf(err, WICK_ERR_NOMEM, "out of memory");
+    if (fclose(f) != 0 && rc == 0) rc = errorf(err, WICK_ERR_INVALID_ARG, "writing %s failed", out_path);
     free(row);
     free(qrow);
     free(mb.p);

@@ -5,6 +5,8 @@
 
 #include <stddef.h>
 
+#include "errmsg.h"
+
 /* arch: "llama" (NULL means llama: the original file, unchanged), "llama3" (llama with Llama 3
  * rope factors), "qwen3", "gemma2", "gemma3", "phi3", "smollm3", "granite", "olmo2", and the
  * hybrids "lfm2" (short convolutions; every third layer attention) and "qwen35" (gated DeltaNet;
@@ -15,6 +17,6 @@
  * vocab-only GGUF at vocab_path (its token count is the model's vocabulary). Returns 0, or -1 with
  * a message. */
 int synth_write(const char *arch, const char *shape, const char *type, const char *vocab_path, const char *out_path,
-                unsigned long long seed, char *err, size_t err_len);
+                unsigned long long seed, errmsg *err);
 
 #endif

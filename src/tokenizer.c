@@ -60,6 +60,8 @@ enum pre_split {
     SPLIT_FALCON,
     SPLIT_STARCODER,      /* \p{N} , gpt2 */
     SPLIT_BLOOM,          /*  ?[^(\s|.,!?…。，、।۔،)]+ */
+    SPLIT_GPT4O,          /* o200k: cased words with contractions, \p{N}{1,3}, … (split_gpt4o) */
+    SPLIT_NEWLINES,       /* [^\n]+|[\n]+ (Gemma 4: merges run over whole lines) */
 };
 
 typedef struct {
@@ -95,6 +97,10 @@ struct wick_vocab {
 
     int32_t bos, eos, unk, eot, eom; /* -1 when none */
     bool add_bos, add_eos, add_space_prefix, clean_spaces, ignore_merges;
+    /* Gemma 4's BPE (tokenizer.ggml.model "gemma4", SentencePiece-style): tokens are raw UTF-8
+     * with "▁" for a space, not GPT-2's byte alphabet, and a piece missing from the vocabulary
+     * falls back to <0xNN> byte tokens */
+    bool raw_bytes;
     /* SentencePiece: no piece has "▁" after anything but "▁", so no merge ever crosses the
      * point where a run of "▁" starts, and the text can be merged word by word there */
     bool spm_word_split;
@@ -114,14 +120,6 @@ struct wick_vocab {
     int32_t *special_by_pair, *special_pair_start;   /* start has N_SPECIAL_BUCKETS + 1 entries */
     int32_t *special_by_byte, *special_byte_start;   /* start has 257 entries */
 };
-
-static void set_err(char *err, size_t err_len, const char *fmt, ...) {
-    if (!err || !err_len) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, err_len, fmt, ap);
-    va_end(ap);
-}
 
 /* Hash of n bytes continuing from h: MurmurHash3's 32-bit block mixing, four bytes at a time,
  * then FNV-1a steps for the tail. Chained calls (hash of a, then of b) hash a pair. */
@@ -261,11 +259,11 @@ static uint32_t pair_bucket(uint8_t b0, uint8_t b1) {
 
 /* Everything that follows the token list: hash tables, byte tokens, end-of-generation marks,
  * the special-token cache and its lookup buckets. */
-static int vocab_finish(wick_vocab *v, const char *model_name, char *err, size_t err_len) {
+static int vocab_finish(wick_vocab *v, const char *model_name, errmsg *err) {
     int32_t n = v->n_tokens;
     uint32_t cap = table_size_for((uint32_t)n);
     v->tok_slots = malloc(cap * sizeof *v->tok_slots);
-    if (!v->tok_slots) { set_err(err, err_len, "out of memory for the token table"); return -1; }
+    if (!v->tok_slots) { errorf(err, WICK_ERR_NOMEM, "out of memory for the token table"); return -1; }
     memset(v->tok_slots, 0xFF, cap * sizeof *v->tok_slots);
     v->tok_mask = cap - 1;
     v->max_piece_len = 0;
@@ -276,7 +274,7 @@ static int vocab_finish(wick_vocab *v, const char *model_name, char *err, size_t
     if (v->merges) {
         cap = table_size_for((uint32_t)v->n_merges);
         v->merge_slots = malloc(cap * sizeof *v->merge_slots);
-        if (!v->merge_slots) { set_err(err, err_len, "out of memory for the merge table"); return -1; }
+        if (!v->merge_slots) { errorf(err, WICK_ERR_NOMEM, "out of memory for the merge table"); return -1; }
         memset(v->merge_slots, 0xFF, cap * sizeof *v->merge_slots);
         v->merge_mask = cap - 1;
         for (int32_t m = 0; m < v->n_merges; m++)
@@ -324,7 +322,7 @@ static int vocab_finish(wick_vocab *v, const char *model_name, char *err, size_t
     if (!keys || !v->special || !v->special_by_pair || !v->special_by_byte ||
         !v->special_pair_start || !v->special_byte_start) {
         free(keys);
-        set_err(err, err_len, "out of memory for the special-token cache");
+        errorf(err, WICK_ERR_NOMEM, "out of memory for the special-token cache");
         return -1;
     }
     n_special = 0;
@@ -363,7 +361,7 @@ static int vocab_finish(wick_vocab *v, const char *model_name, char *err, size_t
     for (int b = 0; b < 256; b++) v->special_byte_start[b + 1] += v->special_byte_start[b];
     int32_t *fill_pair = calloc(N_SPECIAL_BUCKETS, sizeof *fill_pair);
     int32_t fill_byte[256] = {0};
-    if (!fill_pair) { set_err(err, err_len, "out of memory for the special-token cache"); return -1; }
+    if (!fill_pair) { errorf(err, WICK_ERR_NOMEM, "out of memory for the special-token cache"); return -1; }
     for (int32_t i = 0; i < n_special; i++) {
         const token_info *t = &v->tok[v->special[i]];
         const uint8_t *s = (const uint8_t *)v->text + t->off;
@@ -456,30 +454,38 @@ static const struct {
     {"exaone", SPLIT_STARCODER, true, false, false},
     {"minerva-7b", SPLIT_STARCODER, true, false, false},
     {"jais", SPLIT_GPT2, true, false, false},
+    {"gpt-4o", SPLIT_GPT4O, false, false, false},
+    {"llama4", SPLIT_GPT4O, false, false, false},
+    {"kanana2", SPLIT_GPT4O, false, false, false},
+    {"talkie", SPLIT_GPT4O, false, false, false},
+    {"minimax-m2", SPLIT_GPT4O, false, false, false},
+    {"gemma4", SPLIT_NEWLINES, true, false, true},
+    {"granite-embed-multi-311m", SPLIT_NEWLINES, true, false, false},
 };
 
-int vocab_load_gguf(wick_vocab **out, const gguf_file *g, char *err, size_t err_len) {
+int vocab_load_gguf(wick_vocab **out, const gguf_file *g, errmsg *err) {
     *out = NULL;
     gguf_str model;
     if (!gguf_get_str(g, "tokenizer.ggml.model", &model)) {
-        set_err(err, err_len, "tokenizer.ggml.model is missing: the file has no vocabulary");
+        errorf(err, WICK_ERR_FORMAT, "tokenizer.ggml.model is missing: the file has no vocabulary");
         return -1;
     }
     enum vocab_type type;
+    bool raw_bytes = gguf_str_eq(model, "gemma4");
     if (gguf_str_eq(model, "llama")) type = VOCAB_SPM;
-    else if (gguf_str_eq(model, "gpt2")) type = VOCAB_BPE;
+    else if (gguf_str_eq(model, "gpt2") || raw_bytes) type = VOCAB_BPE;
     else {
-        set_err(err, err_len, "tokenizer.ggml.model '%.*s' is not supported (llama and gpt2 are)",
+        errorf(err, WICK_ERR_UNSUPPORTED, "tokenizer.ggml.model '%.*s' is not supported (llama, gpt2 and gemma4 are)",
                 (int)(model.len > 40 ? 40 : model.len), model.ptr);
         return -1;
     }
     const gguf_kv *tokens = gguf_get_arr(g, "tokenizer.ggml.tokens", GGUF_STRING);
     if (!tokens || tokens->arr_len == 0) {
-        set_err(err, err_len, "tokenizer.ggml.tokens is missing or empty");
+        errorf(err, WICK_ERR_FORMAT, "tokenizer.ggml.tokens is missing or empty");
         return -1;
     }
     if (tokens->arr_len > (1u << 24)) {
-        set_err(err, err_len, "tokenizer.ggml.tokens has %llu entries (at most 16777216 supported)",
+        errorf(err, WICK_ERR_FORMAT, "tokenizer.ggml.tokens has %llu entries (at most 16777216 supported)",
                 (unsigned long long)tokens->arr_len);
         return -1;
     }
@@ -487,12 +493,12 @@ int vocab_load_gguf(wick_vocab **out, const gguf_file *g, char *err, size_t err_
     const gguf_kv *scores = numeric_array(g, "tokenizer.ggml.scores");
     const gguf_kv *types = numeric_array(g, "tokenizer.ggml.token_type");
     if (scores && scores->arr_len < (uint64_t)n) {
-        set_err(err, err_len, "tokenizer.ggml.scores has %llu entries for %d tokens",
+        errorf(err, WICK_ERR_FORMAT, "tokenizer.ggml.scores has %llu entries for %d tokens",
                 (unsigned long long)scores->arr_len, n);
         return -1;
     }
     if (types && types->arr_len < (uint64_t)n) {
-        set_err(err, err_len, "tokenizer.ggml.token_type has %llu entries for %d tokens",
+        errorf(err, WICK_ERR_FORMAT, "tokenizer.ggml.token_type has %llu entries for %d tokens",
                 (unsigned long long)types->arr_len, n);
         return -1;
     }
@@ -501,16 +507,17 @@ int vocab_load_gguf(wick_vocab **out, const gguf_file *g, char *err, size_t err_
     gguf_str *strs = malloc((size_t)n * sizeof *strs);
     if (!v || !strs) goto oom;
     v->type = type;
+    v->raw_bytes = raw_bytes;
     v->n_tokens = n;
     if (gguf_arr_strings(tokens, strs)) {
-        set_err(err, err_len, "tokenizer.ggml.tokens: malformed string array");
+        errorf(err, WICK_ERR_FORMAT, "tokenizer.ggml.tokens: malformed string array");
         goto fail;
     }
     /* token texts into one block; an empty text becomes "[EMPTY_<id>]" as in llama.cpp */
     size_t total = 0;
     for (int32_t i = 0; i < n; i++) total += strs[i].len ? strs[i].len : 24;
     if (total > UINT32_MAX) {
-        set_err(err, err_len, "tokenizer.ggml.tokens: texts too large");
+        errorf(err, WICK_ERR_FORMAT, "tokenizer.ggml.tokens: texts too large");
         goto fail;
     }
     v->tok = calloc((size_t)n, sizeof *v->tok);
@@ -535,11 +542,11 @@ int vocab_load_gguf(wick_vocab **out, const gguf_file *g, char *err, size_t err_
     if (type == VOCAB_BPE) {
         const gguf_kv *merges = gguf_get_arr(g, "tokenizer.ggml.merges", GGUF_STRING);
         if (!merges) {
-            set_err(err, err_len, "tokenizer.ggml.merges is missing (needed by a gpt2 tokenizer)");
+            errorf(err, WICK_ERR_FORMAT, "tokenizer.ggml.merges is missing (needed by a gpt2 tokenizer)");
             goto fail;
         }
         if (merges->arr_len > (1u << 24)) {
-            set_err(err, err_len, "tokenizer.ggml.merges has too many entries");
+            errorf(err, WICK_ERR_FORMAT, "tokenizer.ggml.merges has too many entries");
             goto fail;
         }
         int32_t nm = (int32_t)merges->arr_len;
@@ -548,14 +555,14 @@ int vocab_load_gguf(wick_vocab **out, const gguf_file *g, char *err, size_t err_
         if (!ms || !v->merges) { free(ms); goto oom; }
         if (gguf_arr_strings(merges, ms)) {
             free(ms);
-            set_err(err, err_len, "tokenizer.ggml.merges: malformed string array");
+            errorf(err, WICK_ERR_FORMAT, "tokenizer.ggml.merges: malformed string array");
             goto fail;
         }
         size_t mt = 0;
         for (int32_t i = 0; i < nm; i++) mt += ms[i].len;
         if (mt > UINT32_MAX) {
             free(ms);
-            set_err(err, err_len, "tokenizer.ggml.merges: texts too large");
+            errorf(err, WICK_ERR_FORMAT, "tokenizer.ggml.merges: texts too large");
             goto fail;
         }
         v->merge_text = malloc(mt + 1);
@@ -589,12 +596,16 @@ int vocab_load_gguf(wick_vocab **out, const gguf_file *g, char *err, size_t err_
         v->bos = 11; v->eos = 11; v->unk = -1;
         v->clean_spaces = true;
         v->pre = SPLIT_DEFAULT; /* no pre key: llama.cpp's default (GPT-NeoX era files) */
+        if (raw_bytes && !has_pre) { /* llama.cpp names gemma4's pre-tokenizer itself */
+            pre = (gguf_str){"gemma4", 6};
+            has_pre = true;
+        }
         if (has_pre) {
             size_t k, nk = sizeof pre_names / sizeof pre_names[0];
             for (k = 0; k < nk; k++)
                 if (gguf_str_eq(pre, pre_names[k].name)) break;
             if (k == nk) {
-                set_err(err, err_len, "unknown pre-tokenizer type tokenizer.ggml.pre = '%.*s'",
+                errorf(err, WICK_ERR_FORMAT, "unknown pre-tokenizer type tokenizer.ggml.pre = '%.*s'",
                         (int)(pre.len > 40 ? 40 : pre.len), pre.ptr);
                 goto fail;
             }
@@ -623,6 +634,7 @@ int vocab_load_gguf(wick_vocab **out, const gguf_file *g, char *err, size_t err_
     for (int k = 0; k < 3; k++)
         if (*id_fields[k] >= n) *id_fields[k] = -1;
     if (gguf_get_bool(g, "tokenizer.ggml.add_bos_token", &flag)) v->add_bos = flag;
+    if (v->pre == SPLIT_NEWLINES) v->add_bos = true; /* llama.cpp overrides a false one for Gemma 4 */
     if (gguf_get_bool(g, "tokenizer.ggml.add_eos_token", &flag)) v->add_eos = flag;
     /* extra end-of-generation ids: FIM padding / repository / file separators */
     static const char *const fim_keys[] = {"tokenizer.ggml.fim_pad_token_id",
@@ -637,12 +649,12 @@ int vocab_load_gguf(wick_vocab **out, const gguf_file *g, char *err, size_t err_
     gguf_str gname;
     if (gguf_get_str(g, "general.name", &gname))
         snprintf(name, sizeof name, "%.*s", (int)(gname.len > 63 ? 63 : gname.len), gname.ptr);
-    if (vocab_finish(v, name, err, err_len)) goto fail;
+    if (vocab_finish(v, name, err)) goto fail;
     *out = v;
     return 0;
 
 oom:
-    set_err(err, err_len, "out of memory loading the vocabulary");
+    errorf(err, WICK_ERR_NOMEM, "out of memory loading the vocabulary");
 fail:
     free(strs);
     vocab_free(v);
@@ -660,27 +672,27 @@ static bool is_byte_piece(const char *s, size_t n) {
 }
 
 int vocab_load_llama2c(wick_vocab **out, const uint8_t *buf, size_t size, int32_t n_vocab,
-                       char *err, size_t err_len) {
+                       errmsg *err) {
     *out = NULL;
     if (n_vocab <= 0 || n_vocab > (1 << 24)) {
-        set_err(err, err_len, "tokenizer.bin: vocabulary size %d out of range", (int)n_vocab);
+        errorf(err, WICK_ERR_FORMAT, "tokenizer.bin: vocabulary size %d out of range", (int)n_vocab);
         return -1;
     }
     if (size < 4) {
-        set_err(err, err_len, "tokenizer.bin: %zu bytes, too short for its header", size);
+        errorf(err, WICK_ERR_FORMAT, "tokenizer.bin: %zu bytes, too short for its header", size);
         return -1;
     }
     /* first pass: validate every record and size the text block ("▁" is 3 bytes for a space) */
     size_t pos = 4, total = 0;
     for (int32_t i = 0; i < n_vocab; i++) {
         if (size - pos < 8) {
-            set_err(err, err_len, "tokenizer.bin: token %d runs past the end of the file", (int)i);
+            errorf(err, WICK_ERR_FORMAT, "tokenizer.bin: token %d runs past the end of the file", (int)i);
             return -1;
         }
         uint32_t len = rd_u32(buf + pos + 4);
         pos += 8;
         if (len > size - pos) {
-            set_err(err, err_len, "tokenizer.bin: token %d length %u runs past the end of the file",
+            errorf(err, WICK_ERR_FORMAT, "tokenizer.bin: token %d length %u runs past the end of the file",
                     (int)i, len);
             return -1;
         }
@@ -725,14 +737,14 @@ int vocab_load_llama2c(wick_vocab **out, const uint8_t *buf, size_t size, int32_
     v->add_space_prefix = true;
     v->add_bos = true;
     v->pre = SPLIT_DEFAULT;
-    if (vocab_finish(v, "", err, err_len)) {
+    if (vocab_finish(v, "", err)) {
         vocab_free(v);
         return -1;
     }
     *out = v;
     return 0;
 oom:
-    set_err(err, err_len, "out of memory loading tokenizer.bin");
+    errorf(err, WICK_ERR_NOMEM, "out of memory loading tokenizer.bin");
     vocab_free(v);
     return -1;
 }
@@ -748,8 +760,9 @@ bool vocab_is_eog(const wick_vocab *v, int32_t id) {
 bool vocab_is_control(const wick_vocab *v, int32_t id) {
     return id >= 0 && id < v->n_tokens && (v->tok[id].attr & (ATTR_CONTROL | ATTR_UNKNOWN));
 }
-const char *vocab_model_name(const wick_vocab *v) { return v->type == VOCAB_SPM ? "llama" : "gpt2"; }
+const char *vocab_model_name(const wick_vocab *v) { return v->type == VOCAB_SPM ? "llama" : v->raw_bytes ? "gemma4" : "gpt2"; }
 int vocab_max_piece_len(const wick_vocab *v) { return v->max_piece_len; }
+bool vocab_cleans_spaces(const wick_vocab *v) { return v->type == VOCAB_BPE && v->clean_spaces; }
 
 /* ---------------------------------------------------------------------------------------------
  * Shared machinery: output, symbols, the bigram heap
@@ -1133,6 +1146,98 @@ static void split_llama3(const cpt_text *t, uint32_t a, uint32_t b, pieces *out,
 #undef ADD
 }
 
+/* GPT-4o's o200k pattern as llama.cpp runs it (llama-vocab.cpp, LLAMA_VOCAB_PRE_TYPE_GPT4O): its
+ * tokenizer.json's \p{Lu}/\p{Ll} classes are written with lookaheads, an upper-case letter being
+ * ((?=[\p{L}])([^a-z])) and a lower-case one ((?=[\p{L}])([^A-Z])), and the whole runs as one
+ * ECMAScript std::regex over the collapsed text (every non-ASCII letter is the same code, so it
+ * is both upper and lower case, and a mark is no letter):
+ *   [^\r\n\p{L}\p{N}]?U*W+C? | [^\r\n\p{L}\p{N}]?U+W*C? | \p{N}{1,3} |  ?[^\s\p{L}\p{N}]+[\r\n/]*
+ *   | \s*[\r\n]+ | \s+(?!\S) | \s+
+ * U = letter but not a-z, W = letter but not A-Z, C = '[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD].
+ * The alternatives are tried in order and the first that matches wins (ECMAScript, not the
+ * longest), each quantifier greedy with backtracking; \s is C's isspace below 128 and Unicode
+ * whitespace above. Every code point starts a match, so the matches partition the piece. */
+static bool o200k_space(const cpt_text *t, uint32_t i, uint32_t b) {
+    if (i >= b) return false;
+    uint32_t c = t->cpt[i];
+    return c < 0x80 ? c == ' ' || (c >= '\t' && c <= '\r') : (t->flags[i] & UFLAG_WHITESPACE) != 0;
+}
+static bool o200k_letter(const cpt_text *t, uint32_t i, uint32_t b) {
+    return i < b && !o200k_space(t, i, b) && (t->flags[i] & UFLAG_LETTER);
+}
+static bool o200k_number(const cpt_text *t, uint32_t i, uint32_t b) {
+    return i < b && !o200k_space(t, i, b) && (t->flags[i] & UFLAG_NUMBER);
+}
+static bool o200k_upper(const cpt_text *t, uint32_t i, uint32_t b) {
+    return o200k_letter(t, i, b) && !(t->cpt[i] >= 'a' && t->cpt[i] <= 'z');
+}
+static bool o200k_lower(const cpt_text *t, uint32_t i, uint32_t b) {
+    return o200k_letter(t, i, b) && !(t->cpt[i] >= 'A' && t->cpt[i] <= 'Z');
+}
+/* The length of the contraction C at i (0: none). */
+static uint32_t o200k_contraction(const cpt_text *t, uint32_t i, uint32_t b) {
+    if (i + 1 >= b || t->cpt[i] != '\'') return 0;
+    uint32_t c1 = t->cpt[i + 1] | 0x20, c2 = i + 2 < b ? t->cpt[i + 2] | 0x20 : 0;
+    if (t->cpt[i + 1] >= 0x80) return 0;
+    if (c1 == 's' || c1 == 't' || c1 == 'm' || c1 == 'd') return 2;
+    if (i + 2 < b && t->cpt[i + 2] < 0x80 && ((c1 == 'r' && c2 == 'e') || (c1 == 'v' && c2 == 'e') || (c1 == 'l' && c2 == 'l')))
+        return 3;
+    return 0;
+}
+/* The end of the match that starts at pos (pos < b). */
+static uint32_t o200k_match(const cpt_text *t, uint32_t pos, uint32_t b) {
+    uint32_t c = t->cpt[pos];
+    /* the optional [^\r\n\p{L}\p{N}] before a word */
+    uint32_t w = pos;
+    if (c != '\r' && c != '\n' && !o200k_letter(t, pos, b) && !o200k_number(t, pos, b)) w = pos + 1;
+    /* U*W+C?: U* backs off from its longest run until a W follows */
+    uint32_t u_end = w;
+    while (o200k_upper(t, u_end, b)) u_end++;
+    for (uint32_t k = u_end + 1; k-- > w;) {
+        if (!o200k_lower(t, k, b)) continue;
+        uint32_t e = k;
+        while (o200k_lower(t, e, b)) e++;
+        return e + o200k_contraction(t, e, b);
+    }
+    /* U+W*C? */
+    if (u_end > w) {
+        uint32_t e = u_end;
+        while (o200k_lower(t, e, b)) e++;
+        return e + o200k_contraction(t, e, b);
+    }
+    /* \p{N}{1,3} */
+    if (o200k_number(t, pos, b)) {
+        uint32_t e = pos + 1;
+        while (e < pos + 3 && o200k_number(t, e, b)) e++;
+        return e;
+    }
+    /*  ?[^\s\p{L}\p{N}]+[\r\n/]* */
+    uint32_t x = c == ' ' ? pos + 1 : pos;
+    if (x < b && !o200k_space(t, x, b) && !o200k_letter(t, x, b) && !o200k_number(t, x, b)) {
+        uint32_t e = x + 1;
+        while (e < b && !o200k_space(t, e, b) && !o200k_letter(t, e, b) && !o200k_number(t, e, b)) e++;
+        while (e < b && (t->cpt[e] == '\r' || t->cpt[e] == '\n' || t->cpt[e] == '/')) e++;
+        return e;
+    }
+    /* the whitespace alternatives: \s*[\r\n]+ ends after the run's last \r or \n; \s+(?!\S) leaves
+     * the last space to the word after it; \s+ */
+    uint32_t e = pos, last_rn = 0;
+    while (o200k_space(t, e, b)) {
+        if (t->cpt[e] == '\r' || t->cpt[e] == '\n') last_rn = e + 1;
+        e++;
+    }
+    if (last_rn) return last_rn;
+    if (e - pos > 1 && e < b) return e - 1;
+    return e > pos ? e : pos + 1;
+}
+static void split_gpt4o(const cpt_text *t, uint32_t a, uint32_t b, pieces *out) {
+    for (uint32_t pos = a; pos < b;) {
+        uint32_t end = o200k_match(t, pos, b);
+        piece_add(out, end - pos);
+        pos = end;
+    }
+}
+
 /* Character classes of the pattern-list pre-tokenizers. */
 enum char_class {
     CLASS_PUNCT_SYM,     /* [\p{P}\$\+<=>\^~\|] */
@@ -1218,7 +1323,8 @@ enum pattern_shape {
     SHAPE_LITSPACE_RUN,   /*  ?[class]+ (a literal space) */
     SHAPE_THREE_DIGITS,   /* [0-9][0-9][0-9] */
     SHAPE_TRAILING_SPACE, /* \s+$ */
-    SHAPE_GPT2, SHAPE_LLAMA3, SHAPE_QWEN2, SHAPE_QWEN35,
+    SHAPE_GPT2, SHAPE_LLAMA3, SHAPE_QWEN2, SHAPE_QWEN35, SHAPE_GPT4O,
+    SHAPE_NEWLINES,       /* [^\n]+|[\n]+ */
 };
 
 typedef struct { enum pattern_shape shape; enum char_class cls; } pattern;
@@ -1285,6 +1391,17 @@ static void apply_pattern(const cpt_text *t, pattern p, uint32_t a, uint32_t b, 
     if (p.shape == SHAPE_LLAMA3) { split_llama3(t, a, b, out, 3, UFLAG_LETTER); return; }
     if (p.shape == SHAPE_QWEN2) { split_llama3(t, a, b, out, 1, UFLAG_LETTER); return; }
     if (p.shape == SHAPE_QWEN35) { split_llama3(t, a, b, out, 1, UFLAG_LETTER | UFLAG_MARK); return; }
+    if (p.shape == SHAPE_GPT4O) { split_gpt4o(t, a, b, out); return; }
+    if (p.shape == SHAPE_NEWLINES) {
+        for (uint32_t pos = a; pos < b;) {
+            bool nl = t->cpt[pos] == '\n';
+            uint32_t end = pos + 1;
+            while (end < b && (t->cpt[end] == '\n') == nl) end++;
+            piece_add(out, end - pos);
+            pos = end;
+        }
+        return;
+    }
     uint32_t pos = a, ms, me;
     while (pos < b && find_match(t, p, pos, b, &ms, &me)) {
         piece_add(out, ms - pos);
@@ -1334,6 +1451,8 @@ static int patterns_of(enum pre_split s, pattern *p) {
         p[1] = (pattern){SHAPE_GPT2, 0};
         return 2;
     case SPLIT_BLOOM: p[0] = (pattern){SHAPE_LITSPACE_RUN, CLASS_BLOOM_WORD}; return 1;
+    case SPLIT_GPT4O: p[0] = (pattern){SHAPE_GPT4O, 0}; return 1;
+    case SPLIT_NEWLINES: p[0] = (pattern){SHAPE_NEWLINES, 0}; return 1;
     }
     return 0;
 }
@@ -1362,6 +1481,8 @@ static void bpe_try_bigram(const wick_vocab *v, merge_work *w, const char *s, in
 /* One word (llm_tokenizer_bpe_session::tokenize): w[0..n) is already byte-mapped. */
 static int bpe_encode_word(const wick_vocab *v, merge_work *w, const char *s, size_t n, id_out *o) {
     int32_t whole = v->ignore_merges ? text_to_token(v, s, n) : -1;
+    /* Gemma 4: a run of newlines that is a token is that token, whatever the merges say */
+    if (v->pre == SPLIT_NEWLINES && s[0] == '\n') whole = text_to_token(v, s, n);
     if (whole >= 0) { emit(o, whole); return 0; }
     int32_t count = split_symbols(w, s, n);
     if (count < 0) return -1;
@@ -1371,9 +1492,13 @@ static int bpe_encode_word(const wick_vocab *v, merge_work *w, const char *s, si
         if (sym->n == 0) continue;
         int32_t id = text_to_token(v, s + sym->start, sym->n);
         if (id >= 0) { emit(o, id); continue; }
-        /* not a token: each byte of the mapped text on its own, where that is a token */
+        /* not a token: each byte of the mapped text on its own, where that is a token (a
+         * raw-bytes vocabulary's <0xNN>) */
         for (uint32_t k = 0; k < sym->n; k++) {
-            int32_t b = text_to_token(v, s + sym->start + k, 1);
+            static const char hex[] = "0123456789ABCDEF";
+            uint8_t byte = (uint8_t)s[sym->start + k];
+            char name[6] = {'<', '0', 'x', hex[byte >> 4], hex[byte & 15], '>'};
+            int32_t b = v->raw_bytes ? text_to_token(v, name, 6) : text_to_token(v, s + sym->start + k, 1);
             if (b >= 0) emit(o, b);
         }
     }
@@ -1461,7 +1586,11 @@ static int bpe_encode(const wick_vocab *v, bpe_work *bw, const char *text, size_
             bw->word_cap = need;
         }
         size_t m = 0;
-        for (size_t k = b0; k < b1; k++) {
+        if (v->raw_bytes) {
+            memcpy(bw->word, text + b0, b1 - b0);
+            m = b1 - b0;
+        }
+        for (size_t k = b0; k < b1 && !v->raw_bytes; k++) {
             uint8_t byte = (uint8_t)text[k];
             memcpy(bw->word + m, v->byte_enc[byte], v->byte_enc_len[byte]);
             m += v->byte_enc_len[byte];
@@ -1685,11 +1814,29 @@ int vocab_tokenize(const wick_vocab *v, const char *text, size_t len, bool add_s
         free(w.heap);
     } else {
         bpe_work bw = {0};
+        char *esc = NULL;
+        size_t esc_cap = 0;
         for (int64_t i = 0; i < nf && rc == 0; i++) {
             const fragment *f = &frags[i];
-            if (f->token >= 0) emit(&o, f->token);
-            else rc = bpe_encode(v, &bw, text + f->off, f->len, &o);
+            if (f->token >= 0) { emit(&o, f->token); continue; }
+            if (!v->raw_bytes) { rc = bpe_encode(v, &bw, text + f->off, f->len, &o); continue; }
+            /* Gemma 4 escapes the spaces before the split (llama_escape_whitespace) */
+            size_t need = 3 * (size_t)f->len;
+            if (need > esc_cap) {
+                char *e = realloc(esc, need);
+                if (!e) { rc = -1; break; }
+                esc = e;
+                esc_cap = need;
+            }
+            size_t m = 0;
+            for (uint32_t k = 0; k < f->len; k++) {
+                char c = text[f->off + k];
+                if (c == ' ') { memcpy(esc + m, "\xE2\x96\x81", 3); m += 3; }
+                else esc[m++] = c;
+            }
+            rc = bpe_encode(v, &bw, esc, m, &o);
         }
+        free(esc);
         bpe_work_free(&bw);
     }
     if (add_special && v->add_eos && v->eos >= 0) emit(&o, v->eos);
@@ -1725,12 +1872,12 @@ static int piece_of(const wick_vocab *v, int32_t id, char *buf, int cap, int lst
         len++; } while (0)
     if (attr & (ATTR_UNKNOWN | ATTR_CONTROL | ATTR_USER_DEFINED)) {
         for (uint32_t k = 0; k < n; k++) PUT(s[k]);
-    } else if (v->type == VOCAB_SPM && (attr & ATTR_NORMAL)) {
+    } else if ((v->type == VOCAB_SPM || v->raw_bytes) && (attr & ATTR_NORMAL)) {
         for (uint32_t k = 0; k < n; k++) { /* "▁" → " " */
             if (k + 2 < n && memcmp(s + k, "\xE2\x96\x81", 3) == 0) { PUT(' '); k += 2; }
             else PUT(s[k]);
         }
-    } else if (v->type == VOCAB_SPM && (attr & ATTR_BYTE)) {
+    } else if ((v->type == VOCAB_SPM || v->raw_bytes) && (attr & ATTR_BYTE)) {
         int hi = n == 6 ? hex_value(s[3]) : -1, lo = n == 6 ? hex_value(s[4]) : -1;
         if (hi >= 0 && lo >= 0) PUT((char)(hi << 4 | lo));
         else for (uint32_t k = 0; k < n; k++) PUT(s[k]);

@@ -12,11 +12,11 @@
 typedef struct wick_vocab wick_vocab;
 
 /* From GGUF metadata (tokenizer.ggml.*). Works on vocab-only files. 0 or -1 + message. */
-int vocab_load_gguf(wick_vocab **out, const gguf_file *g, char *err, size_t err_len);
+int vocab_load_gguf(wick_vocab **out, const gguf_file *g, errmsg *err);
 /* From a llama2.c tokenizer.bin (i32 max_token_length, then per token: f32 score, i32 len, bytes);
  * n_vocab comes from the checkpoint header. BOS = 1, EOS = 2, UNK = 0 as in llama2.c. */
 int vocab_load_llama2c(wick_vocab **out, const uint8_t *buf, size_t size, int32_t n_vocab,
-                       char *err, size_t err_len);
+                       errmsg *err);
 void vocab_free(wick_vocab *v);
 
 int32_t vocab_n_tokens(const wick_vocab *v);
@@ -28,6 +28,8 @@ bool vocab_is_eog(const wick_vocab *v, int32_t id); /* end of generation: EOS, E
 const char *vocab_model_name(const wick_vocab *v); /* "llama" (SentencePiece) or "gpt2" (BPE) */
 bool vocab_is_control(const wick_vocab *v, int32_t id); /* control or unknown: no text when streamed */
 int vocab_max_piece_len(const wick_vocab *v); /* longest token text in bytes */
+/* whether llama_detokenize cleans spaces before punctuation (clean_up_tokenization_spaces) */
+bool vocab_cleans_spaces(const wick_vocab *v);
 
 /* Tokenizes len bytes of text. add_special: prepend BOS (and append EOS) as the metadata asks.
  * parse_special: recognise special/control token texts such as "<|im_start|>" inside text

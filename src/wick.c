@@ -18,32 +18,29 @@
 #include "sampler.h"
 #include "tokenizer.h"
 
-/* One message for the whole engine: it is driven from one thread at a time (see wick.h). */
-static char last_error[512];
-
-const char *wick_last_error(void) { return last_error; }
-
-/* for the other API files (generate.c) */
-wick_status wick_internal_error(wick_status s, const char *fmt, ...) {
+/* A failure of a call on context c: kept in c (wick_ctx_last_error) and as the last error. */
+static wick_status ctx_fail(wick_ctx *c, wick_status code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+static wick_status ctx_fail(wick_ctx *c, wick_status code, const char *fmt, ...) {
+    c->error.code = code;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    vsnprintf(c->error.text, sizeof c->error.text, fmt, ap);
     va_end(ap);
-    return s;
-}
-#define set_error wick_internal_error
-
-static wick_status ok(void) {
-    last_error[0] = 0;
-    return WICK_OK;
+    return api_status(&c->error);
 }
 
-/* Load failures are format errors unless the message says what is unsupported or missing memory. */
-static wick_status load_status(void) {
-    if (strstr(last_error, "out of memory")) return WICK_ERR_NOMEM;
-    if (strstr(last_error, "not supported") || strstr(last_error, "unsupported")) return WICK_ERR_UNSUPPORTED;
-    return WICK_ERR_FORMAT;
+/* A success of a call on context c: its message and the last error are cleared. */
+static wick_status ctx_ok(wick_ctx *c) {
+    c->error.code = WICK_OK;
+    c->error.text[0] = 0;
+    return api_ok();
 }
+
+const char *wick_ctx_last_error(const wick_ctx *c) { return c ? c->error.text : ""; }
 
 #if defined(__EMSCRIPTEN__)
 #include <unistd.h>
@@ -111,46 +108,49 @@ void wick_buffer_free(void *buf, size_t size) {
 #endif
 
 wick_status wick_model_load_gguf(const void *buf, size_t size, wick_model **out) {
-    if (!buf || !out) return set_error(WICK_ERR_INVALID_ARG, "wick_model_load_gguf: NULL argument");
+    if (!buf || !out) return api_fail(WICK_ERR_INVALID_ARG, "wick_model_load_gguf: NULL argument");
     *out = NULL;
     wick_model *m = malloc(sizeof *m);
-    if (!m) return set_error(WICK_ERR_NOMEM, "out of memory");
+    if (!m) return api_fail(WICK_ERR_NOMEM, "out of memory");
     const uint8_t *b = buf;
-    if (model_load_gguf(m, &b, &size, 1, last_error, sizeof last_error)) {
+    errmsg err = {0};
+    if (model_load_gguf(m, &b, &size, 1, &err)) {
         free(m);
-        return load_status();
+        return api_status(&err);
     }
     *out = m;
-    return ok();
+    return api_ok();
 }
 
 wick_status wick_model_load_gguf_parts(const void *const *bufs, const size_t *sizes, int32_t n, wick_model **out) {
-    if (!bufs || !sizes || !out || n < 1) return set_error(WICK_ERR_INVALID_ARG, "wick_model_load_gguf_parts: bad argument");
+    if (!bufs || !sizes || !out || n < 1) return api_fail(WICK_ERR_INVALID_ARG, "wick_model_load_gguf_parts: bad argument");
     *out = NULL;
     for (int32_t i = 0; i < n; i++)
-        if (!bufs[i]) return set_error(WICK_ERR_INVALID_ARG, "part %d: NULL buffer", i + 1);
+        if (!bufs[i]) return api_fail(WICK_ERR_INVALID_ARG, "part %d: NULL buffer", i + 1);
     wick_model *m = malloc(sizeof *m);
-    if (!m) return set_error(WICK_ERR_NOMEM, "out of memory");
-    if (model_load_gguf(m, (const uint8_t *const *)bufs, sizes, n, last_error, sizeof last_error)) {
+    if (!m) return api_fail(WICK_ERR_NOMEM, "out of memory");
+    errmsg err = {0};
+    if (model_load_gguf(m, (const uint8_t *const *)bufs, sizes, n, &err)) {
         free(m);
-        return load_status();
+        return api_status(&err);
     }
     *out = m;
-    return ok();
+    return api_ok();
 }
 
 wick_status wick_model_load_llama2c(const void *bin, size_t bin_size, const void *tok, size_t tok_size,
                                     wick_model **out) {
-    if (!bin || !tok || !out) return set_error(WICK_ERR_INVALID_ARG, "wick_model_load_llama2c: NULL argument");
+    if (!bin || !tok || !out) return api_fail(WICK_ERR_INVALID_ARG, "wick_model_load_llama2c: NULL argument");
     *out = NULL;
     wick_model *m = malloc(sizeof *m);
-    if (!m) return set_error(WICK_ERR_NOMEM, "out of memory");
-    if (model_load_llama2c(m, bin, bin_size, tok, tok_size, last_error, sizeof last_error)) {
+    if (!m) return api_fail(WICK_ERR_NOMEM, "out of memory");
+    errmsg err = {0};
+    if (model_load_llama2c(m, bin, bin_size, tok, tok_size, &err)) {
         free(m);
-        return load_status();
+        return api_status(&err);
     }
     *out = m;
-    return ok();
+    return api_ok();
 }
 
 void wick_model_free(wick_model *m) {
@@ -163,9 +163,9 @@ static uint64_t weight_count(const weight *w) { return w->data ? (uint64_t)w->ro
 static uint64_t weight_bytes(const weight *w) { return w->data ? (uint64_t)w->rows * w->row_bytes : 0; }
 
 wick_status wick_model_get_info(const wick_model *m, wick_model_info *o) {
-    if (!m || !o) return set_error(WICK_ERR_INVALID_ARG, "wick_model_get_info: NULL argument");
+    if (!m || !o) return api_fail(WICK_ERR_INVALID_ARG, "wick_model_get_info: NULL argument");
     memset(o, 0, sizeof *o);
-    const model_config *c = &m->c;
+    const model_config *c = &m->config;
     snprintf(o->arch, sizeof o->arch, "%s", c->arch);
     o->n_vocab = c->n_vocab;
     o->dim = c->dim;
@@ -198,7 +198,7 @@ wick_status wick_model_get_info(const wick_model *m, wick_model_info *o) {
             }
         }
     }
-    return ok();
+    return api_ok();
 }
 
 /* A tiny appending writer for the JSON of wick_model_info_json. */
@@ -218,7 +218,7 @@ static void emit(text_out *o, const char *fmt, ...) {
 
 /* The switches the forward pass takes for this family (model.h), as "family":{…}. */
 static void emit_family(text_out *o, const wick_model *m) {
-    const model_config *c = &m->c;
+    const model_config *c = &m->config;
     const layer_weights *l0 = &m->layers[0];
     int sliding = 0, unrotated = 0;
     for (int l = 0; l < c->n_layers; l++) {
@@ -239,13 +239,13 @@ static void emit_family(text_out *o, const wick_model *m) {
          c->rope_base_swa, unrotated, factors, c->rope_attn_factor, c->embd_scale, c->residual_scale, c->attn_scale,
          c->attn_softcap, c->final_softcap, c->logit_scale);
     /* the hybrids: which layers mix positions how (A attention, C short convolution, D gated
-     * DeltaNet) and the recurrent state one sequence needs, in bytes (a context keeps it and
+     * DeltaNet, M Mamba-2) and the recurrent state one sequence needs, in bytes (a context keeps it and
      * two snapshots: wick_state_bytes) */
     emit(o, ",\"layer_pattern\":\"");
     size_t state = 0;
     for (int l = 0; l < c->n_layers; l++) {
         layer_kind k = m->layers[l].kind;
-        emit(o, "%c", k == LAYER_SHORTCONV ? 'C' : k == LAYER_DELTANET ? 'D' : 'A');
+        emit(o, "%c", k == LAYER_SHORTCONV ? 'C' : k == LAYER_DELTANET ? 'D' : k == LAYER_MAMBA2 ? 'M' : 'A');
         state += model_layer_state_floats(m, l) * sizeof(float);
     }
     emit(o, "\",\"recurrent_layers\":%d,\"state_bytes\":%zu", c->n_recurrent, state);
@@ -285,7 +285,7 @@ wick_status wick_model_info_json(const wick_model *m, char *buf, size_t buf_len,
             for (uint64_t t = 0; t < g->n_tensors; t++) counts[g->tensors[t].type]++;
         }
     else if (m->has_weights)
-        counts[WICK_TYPE_F32] = 3 + 9 * (uint64_t)m->c.n_layers - (m->output.data == m->tok_embd.data);
+        counts[WICK_TYPE_F32] = 3 + 9 * (uint64_t)m->config.n_layers - (m->output.data == m->tok_embd.data);
     bool first = true;
     for (int t = 0; t < WICK_TYPE_COUNT; t++)
         if (counts[t]) {
@@ -294,8 +294,8 @@ wick_status wick_model_info_json(const wick_model *m, char *buf, size_t buf_len,
         }
     emit(&o, "}}");
     if (needed) *needed = o.len + 1;
-    if (buf_len == 0) return ok();
-    return o.len < buf_len ? ok() : set_error(WICK_ERR_INVALID_ARG, "buffer of %zu bytes too small for the info (%zu)", buf_len, o.len + 1);
+    if (buf_len == 0) return api_ok();
+    return o.len < buf_len ? api_ok() : api_fail(WICK_ERR_INVALID_ARG, "buffer of %zu bytes too small for the info (%zu)", buf_len, o.len + 1);
 }
 
 /* "name":{"ptr":…,"type":…,"rows":…,"cols":…,"row_bytes":…} or null, for wick_model_tensors_json */
@@ -316,9 +316,9 @@ static void emit_vector(text_out *o, const char *name, const float *v, int64_t n
 }
 
 wick_status wick_model_tensors_json(const wick_model *m, char *buf, size_t buf_len, size_t *needed) {
-    if (!m || (!buf && buf_len)) return set_error(WICK_ERR_INVALID_ARG, "wick_model_tensors_json: bad argument");
-    if (!m->has_weights) return set_error(WICK_ERR_INVALID_ARG, "the model has no weights (vocab-only file)");
-    const model_config *c = &m->c;
+    if (!m || (!buf && buf_len)) return api_fail(WICK_ERR_INVALID_ARG, "wick_model_tensors_json: bad argument");
+    if (!m->has_weights) return api_fail(WICK_ERR_INVALID_ARG, "the model has no weights (vocab-only file)");
+    const model_config *c = &m->config;
     int64_t kvd = (int64_t)c->n_kv_heads * c->head_dim;
     text_out o = {buf, buf_len, 0};
     emit(&o,
@@ -327,13 +327,15 @@ wick_status wick_model_tensors_json(const wick_model *m, char *buf, size_t buf_l
          "\"rope_base_swa\":%.9g,\"rope_scale\":%.9g,\"rope_scale_swa\":%.9g,\"rope_attn_factor\":%.9g,"
          "\"n_ctx_orig\":%d,\"rms_eps\":%.9g,\"act\":\"%s\",\"qk_norm\":\"%s\",\"embd_scale\":%.9g,"
          "\"residual_scale\":%.9g,\"attn_scale\":%.9g,\"attn_softcap\":%.9g,\"final_softcap\":%.9g,"
-         "\"logit_scale\":%.9g,\"n_swa\":%d,\"attn_out_gate\":%s,\"n_recurrent\":%d,\"layer_shapes\":%s},",
+         "\"logit_scale\":%.9g,\"n_swa\":%d,\"attn_out_gate\":%s,\"n_recurrent\":%d,\"layer_shapes\":%s,\"rope_yarn\":%s,"
+         "\"attn_temp_scale\":%.9g},",
          c->arch, c->dim, c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim, c->hidden_dim, c->n_vocab, c->q_dim,
          c->rope_dim, c->rope_neox ? "true" : "false", c->rope_base, c->rope_base_swa, c->rope_scale, c->rope_scale_swa,
          c->rope_attn_factor, c->n_ctx_orig, c->rms_eps, c->act == ACT_GELU_TANH ? "gelu_tanh" : "silu",
          c->qk_norm == QK_NORM_PER_HEAD ? "per_head" : c->qk_norm == QK_NORM_FULL ? "full" : "none", c->embd_scale,
          c->residual_scale, c->attn_scale, c->attn_softcap, c->final_softcap, c->logit_scale, c->n_swa,
-         c->attn_out_gate ? "true" : "false", c->n_recurrent, m->layer_c ? "true" : "false");
+         c->attn_out_gate ? "true" : "false", c->n_recurrent, m->layer_c ? "true" : "false",
+         c->rope_yarn ? "true" : "false", c->attn_temp_scale);
     emit_weight(&o, "tok_embd", &m->tok_embd);
     emit(&o, ",");
     emit_weight(&o, "output", &m->output);
@@ -373,87 +375,88 @@ wick_status wick_model_tensors_json(const wick_model *m, char *buf, size_t buf_l
     }
     emit(&o, "]}");
     if (needed) *needed = o.len + 1;
-    if (buf_len == 0) return ok();
-    return o.len < buf_len ? ok() : set_error(WICK_ERR_INVALID_ARG, "buffer of %zu bytes too small for the tensors (%zu)", buf_len, o.len + 1);
+    if (buf_len == 0) return api_ok();
+    return o.len < buf_len ? api_ok() : api_fail(WICK_ERR_INVALID_ARG, "buffer of %zu bytes too small for the tensors (%zu)", buf_len, o.len + 1);
 }
 
 wick_status wick_dequantize(uint32_t type, const void *src, int32_t n, float *dst) {
     const quant_type *t = quant_get(type);
     if (!t || !src || !dst || n < 0 || n % (int32_t)t->block_size)
-        return set_error(WICK_ERR_INVALID_ARG, "wick_dequantize: bad type %u or count %d", type, n);
+        return api_fail(WICK_ERR_INVALID_ARG, "wick_dequantize: bad type %u or count %d", type, n);
     t->to_float(src, dst, n);
-    return ok();
+    return api_ok();
 }
 
 wick_status wick_row_dot(uint32_t type, const void *w, const float *x, int32_t n, float *out) {
     const quant_type *t = quant_get(type);
     if (!t || !w || !x || !out || n <= 0 || n % t->block_size)
-        return set_error(WICK_ERR_INVALID_ARG, "wick_row_dot: bad type %u or count %d", type, n);
+        return api_fail(WICK_ERR_INVALID_ARG, "wick_row_dot: bad type %u or count %d", type, n);
     const quant_type *a = quant_get(t->vec_dot_type);
     if (a->type == WICK_TYPE_F32) {
         *out = t->vec_dot(n, w, x);
-        return ok();
+        return api_ok();
     }
     void *q = malloc(quant_row_size(a->type, n) + 64);
-    if (!q) return set_error(WICK_ERR_NOMEM, "out of memory");
+    if (!q) return api_fail(WICK_ERR_NOMEM, "out of memory");
     a->from_float(x, q, n);
     *out = t->vec_dot(n, w, q);
     free(q);
-    return ok();
+    return api_ok();
 }
 
 wick_status wick_tokenize(const wick_model *m, const char *text, size_t len, int add_bos, int parse_special,
                           int32_t *tokens, int32_t max_tokens, int32_t *n_tokens) {
     if (!m || (!text && len) || !n_tokens || max_tokens < 0 || (!tokens && max_tokens))
-        return set_error(WICK_ERR_INVALID_ARG, "wick_tokenize: bad argument");
+        return api_fail(WICK_ERR_INVALID_ARG, "wick_tokenize: bad argument");
     int n = vocab_tokenize(m->vocab, text ? text : "", len, add_bos != 0, parse_special != 0, tokens, max_tokens);
-    if (n < 0) return set_error(WICK_ERR_INVALID_ARG, "tokenization failed");
+    if (n < 0) return api_fail(WICK_ERR_INVALID_ARG, "tokenization failed");
     *n_tokens = n;
-    return ok();
+    return api_ok();
 }
 
 wick_status wick_token_to_piece(const wick_model *m, int32_t token, char *buf, int32_t buf_len, int32_t *n_bytes) {
-    if (!m || !n_bytes || buf_len < 0 || (!buf && buf_len)) return set_error(WICK_ERR_INVALID_ARG, "wick_token_to_piece: bad argument");
+    if (!m || !n_bytes || buf_len < 0 || (!buf && buf_len)) return api_fail(WICK_ERR_INVALID_ARG, "wick_token_to_piece: bad argument");
     int n = vocab_token_to_piece(m->vocab, token, buf, buf_len);
-    if (n < 0) return set_error(WICK_ERR_INVALID_ARG, "token id %d out of range", token);
+    if (n < 0) return api_fail(WICK_ERR_INVALID_ARG, "token id %d out of range", token);
     *n_bytes = n;
-    return ok();
+    return api_ok();
 }
 
 wick_status wick_detokenize(const wick_model *m, const int32_t *tokens, int32_t n_tokens, char *buf, int32_t buf_len,
                             int32_t *n_bytes) {
     if (!m || !n_bytes || n_tokens < 0 || (!tokens && n_tokens) || buf_len < 0 || (!buf && buf_len))
-        return set_error(WICK_ERR_INVALID_ARG, "wick_detokenize: bad argument");
+        return api_fail(WICK_ERR_INVALID_ARG, "wick_detokenize: bad argument");
     for (int32_t i = 0; i < n_tokens; i++)
         if (tokens[i] < 0 || tokens[i] >= vocab_n_tokens(m->vocab))
-            return set_error(WICK_ERR_INVALID_ARG, "token id %d out of range (vocabulary of %d)", tokens[i], vocab_n_tokens(m->vocab));
+            return api_fail(WICK_ERR_INVALID_ARG, "token id %d out of range (vocabulary of %d)", tokens[i], vocab_n_tokens(m->vocab));
     int n = vocab_detokenize(m->vocab, tokens, n_tokens, buf, buf_len);
-    if (n < 0) return set_error(WICK_ERR_INVALID_ARG, "detokenization failed");
+    if (n < 0) return api_fail(WICK_ERR_INVALID_ARG, "detokenization failed");
     *n_bytes = n;
-    return ok();
+    return api_ok();
 }
 
 int wick_token_is_eog(const wick_model *m, int32_t token) { return m && vocab_is_eog(m->vocab, token); }
 
 wick_status wick_ctx_new(const wick_model *m, const wick_ctx_params *p, wick_ctx **out) {
-    if (!m || !out) return set_error(WICK_ERR_INVALID_ARG, "wick_ctx_new: NULL argument");
+    if (!m || !out) return api_fail(WICK_ERR_INVALID_ARG, "wick_ctx_new: NULL argument");
     *out = NULL;
     wick_ctx_params defaults;
     wick_ctx_default_params(&defaults);
     wick_ctx *c = malloc(sizeof *c);
-    if (!c) return set_error(WICK_ERR_NOMEM, "out of memory");
-    if (ctx_init(c, m, p ? p : &defaults, last_error, sizeof last_error)) {
+    if (!c) return api_fail(WICK_ERR_NOMEM, "out of memory");
+    errmsg err = {0};
+    if (ctx_init(c, m, p ? p : &defaults, &err)) {
         free(c);
-        return strstr(last_error, "memory") || strstr(last_error, "too large") ? WICK_ERR_NOMEM : WICK_ERR_INVALID_ARG;
+        return api_status(&err);
     }
     /* the weights in this build's CPU layout (wick.h: the buffers are rewritten in place) */
     if (model_use_cpu_layout((wick_model *)m)) {
         ctx_release(c);
         free(c);
-        return set_error(WICK_ERR_NOMEM, "out of memory");
+        return api_fail(WICK_ERR_NOMEM, "out of memory");
     }
     *out = c;
-    return ok();
+    return api_ok();
 }
 
 void wick_ctx_free(wick_ctx *c) {
@@ -480,35 +483,36 @@ static int ext_push(wick_ctx *c, const int32_t *v, int32_t n) {
 
 /* wick_eval on an external context: the operation is queued, the logits wait for the caller */
 static wick_status eval_external(wick_ctx *c, const int32_t *tokens, int32_t n, int all_logits) {
-    if (n < 1 || !tokens) return set_error(WICK_ERR_INVALID_ARG, "no tokens to evaluate");
+    if (n < 1 || !tokens) return ctx_fail(c, WICK_ERR_INVALID_ARG, "no tokens to evaluate");
     for (int32_t i = 0; i < n; i++)
-        if (tokens[i] < 0 || tokens[i] >= c->m->c.n_vocab)
-            return set_error(WICK_ERR_INVALID_ARG, "token id %d out of range (vocabulary of %d)", tokens[i], c->m->c.n_vocab);
+        if (tokens[i] < 0 || tokens[i] >= c->model->config.n_vocab)
+            return ctx_fail(c, WICK_ERR_INVALID_ARG, "token id %d out of range (vocabulary of %d)", tokens[i], c->model->config.n_vocab);
     int32_t head[4] = {WICK_OP_EVAL, c->n_past, n, all_logits != 0};
     int32_t len = c->ext_len;
     if (ext_push(c, head, 4) || ext_push(c, tokens, n)) {
         c->ext_len = len;
-        return set_error(WICK_ERR_NOMEM, "out of memory");
+        return ctx_fail(c, WICK_ERR_NOMEM, "out of memory");
     }
     c->n_past += n;
     c->n_logit_rows = 0; /* until the caller writes them */
-    return ok();
+    return ctx_ok(c);
 }
 
 wick_status wick_ctx_new_external(const wick_model *m, int32_t n_ctx, wick_ctx **out) {
-    if (!m || !out) return set_error(WICK_ERR_INVALID_ARG, "wick_ctx_new_external: NULL argument");
+    if (!m || !out) return api_fail(WICK_ERR_INVALID_ARG, "wick_ctx_new_external: NULL argument");
     *out = NULL;
     if (m->cpu_layout)
-        return set_error(WICK_ERR_INVALID_ARG, "wick_ctx_new_external: a CPU context has rewritten this model's weights "
+        return api_fail(WICK_ERR_INVALID_ARG, "wick_ctx_new_external: a CPU context has rewritten this model's weights "
                                                "in the CPU layout; load the model again for an external (GPU) context");
     wick_ctx *c = malloc(sizeof *c);
-    if (!c) return set_error(WICK_ERR_NOMEM, "out of memory");
-    if (ctx_init_external(c, m, n_ctx, last_error, sizeof last_error)) {
+    if (!c) return api_fail(WICK_ERR_NOMEM, "out of memory");
+    errmsg err = {0};
+    if (ctx_init_external(c, m, n_ctx, &err)) {
         free(c);
-        return WICK_ERR_INVALID_ARG;
+        return api_status(&err);
     }
     *out = c;
-    return ok();
+    return api_ok();
 }
 
 int32_t wick_ctx_external_ops(wick_ctx *c, const int32_t **ops) {
@@ -522,7 +526,7 @@ int32_t wick_ctx_external_ops(wick_ctx *c, const int32_t **ops) {
 float *wick_ctx_external_logits(wick_ctx *c, int32_t n_rows) {
     if (!c || !c->external || n_rows < 1) return NULL;
     if (n_rows > c->logits_cap_rows) {
-        float *l = realloc(c->logits, (size_t)n_rows * (size_t)c->m->c.n_vocab * sizeof(float));
+        float *l = realloc(c->logits, (size_t)n_rows * (size_t)c->model->config.n_vocab * sizeof(float));
         if (!l) return NULL;
         c->logits = l;
         c->logits_cap_rows = n_rows;
@@ -532,21 +536,20 @@ float *wick_ctx_external_logits(wick_ctx *c, int32_t n_rows) {
 }
 
 wick_status wick_eval(wick_ctx *c, const int32_t *tokens, int32_t n, int all_logits) {
-    if (!c) return set_error(WICK_ERR_INVALID_ARG, "wick_eval: NULL context");
+    if (!c) return api_fail(WICK_ERR_INVALID_ARG, "wick_eval: NULL context");
     if (n > c->n_ctx - c->n_past)
-        return set_error(WICK_ERR_CONTEXT_FULL, "%d tokens do not fit in the context: %d of %d positions used", n,
+        return ctx_fail(c, WICK_ERR_CONTEXT_FULL, "%d tokens do not fit in the context: %d of %d positions used", n,
                          c->n_past, c->n_ctx);
     if (c->external) return eval_external(c, tokens, n, all_logits);
-    if (forward_eval(c, tokens, n, all_logits != 0, last_error, sizeof last_error))
-        return strstr(last_error, "memory") ? WICK_ERR_NOMEM : WICK_ERR_INVALID_ARG;
-    return ok();
+    if (forward_eval(c, tokens, n, all_logits != 0, &c->error)) return api_status(&c->error);
+    return ctx_ok(c);
 }
 
 const float *wick_get_logits(const wick_ctx *c, int32_t i) {
     if (!c || !c->logits || c->n_logit_rows == 0) return NULL;
     if (i < 0) i = c->n_logit_rows - 1;
     if (i >= c->n_logit_rows) return NULL;
-    return c->logits + (size_t)i * (size_t)c->m->c.n_vocab;
+    return c->logits + (size_t)i * (size_t)c->model->config.n_vocab;
 }
 
 int32_t wick_n_past(const wick_ctx *c) { return c ? c->n_past : 0; }
@@ -554,19 +557,19 @@ int32_t wick_n_ctx(const wick_ctx *c) { return c ? c->n_ctx : 0; }
 
 wick_status wick_kv_trim(wick_ctx *c, int32_t n_keep) {
     if (!c || n_keep < 0 || n_keep > c->n_past)
-        return set_error(WICK_ERR_INVALID_ARG, "cannot keep %d positions of %d", n_keep, c ? c->n_past : 0);
-    if (kv_cache_trim(c, n_keep, last_error, sizeof last_error)) return WICK_ERR_INVALID_ARG;
+        return api_fail(WICK_ERR_INVALID_ARG, "cannot keep %d positions of %d", n_keep, c ? c->n_past : 0);
+    if (kv_cache_trim(c, n_keep, &c->error)) return api_status(&c->error);
     if (c->external) {
         int32_t op[2] = {WICK_OP_TRIM, n_keep};
-        if (ext_push(c, op, 2)) return set_error(WICK_ERR_NOMEM, "out of memory");
+        if (ext_push(c, op, 2)) return ctx_fail(c, WICK_ERR_NOMEM, "out of memory");
     }
-    return ok();
+    return ctx_ok(c);
 }
 
 wick_status wick_kv_shift(wick_ctx *c, int32_t n_keep, int32_t n_discard) {
-    if (!c) return set_error(WICK_ERR_INVALID_ARG, "wick_kv_shift: NULL context");
-    if (kv_cache_shift(c, n_keep, n_discard, last_error, sizeof last_error)) return WICK_ERR_INVALID_ARG;
-    return ok();
+    if (!c) return api_fail(WICK_ERR_INVALID_ARG, "wick_kv_shift: NULL context");
+    if (kv_cache_shift(c, n_keep, n_discard, &c->error)) return api_status(&c->error);
+    return ctx_ok(c);
 }
 
 size_t wick_kv_bytes(const wick_ctx *c) {
@@ -577,9 +580,9 @@ size_t wick_kv_bytes(const wick_ctx *c) {
 size_t wick_state_bytes(const wick_ctx *c) { return c ? ctx_state_bytes(c) : 0; }
 
 wick_status wick_state_snapshot(wick_ctx *c) {
-    if (!c) return set_error(WICK_ERR_INVALID_ARG, "wick_state_snapshot: NULL context");
+    if (!c) return api_fail(WICK_ERR_INVALID_ARG, "wick_state_snapshot: NULL context");
     kv_state_snapshot(c);
-    return ok();
+    return ctx_ok(c);
 }
 
 int32_t wick_sample_simple(const float *logits, int32_t n_vocab, float temperature, double u) {
@@ -600,11 +603,11 @@ int32_t wick_sample_simple(const float *logits, int32_t n_vocab, float temperatu
 
 wick_status wick_softmax(const float *logits, int32_t n, float temperature, float *probs) {
     if (!logits || !probs || n < 1 || !(temperature >= 0))
-        return set_error(WICK_ERR_INVALID_ARG, "wick_softmax: needs logits, n ≥ 1 and a temperature ≥ 0");
+        return api_fail(WICK_ERR_INVALID_ARG, "wick_softmax: needs logits, n ≥ 1 and a temperature ≥ 0");
     double *p = malloc((size_t)n * sizeof *p);
-    if (!p) return set_error(WICK_ERR_NOMEM, "out of memory");
+    if (!p) return api_fail(WICK_ERR_NOMEM, "out of memory");
     sampler_softmax(logits, n, temperature, p);
     for (int32_t i = 0; i < n; i++) probs[i] = (float)p[i];
     free(p);
-    return ok();
+    return api_ok();
 }

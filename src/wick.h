@@ -35,7 +35,8 @@ typedef enum {
 typedef struct wick_model wick_model;
 typedef struct wick_ctx wick_ctx;
 
-/* The message of the last failure (empty when none). */
+/* The message of the last failure of any call (empty when none). The status a call returns is
+ * its own code, never read from this text. */
 const char *wick_last_error(void);
 
 /* ---- models ---- */
@@ -101,6 +102,9 @@ typedef struct {
 void wick_ctx_default_params(wick_ctx_params *p);
 wick_status wick_ctx_new(const wick_model *m, const wick_ctx_params *p, wick_ctx **out);
 void wick_ctx_free(wick_ctx *c);
+/* The message of the last failed call on this context (wick_eval, wick_kv_trim, wick_kv_shift, …),
+ * kept per context for a caller that has several; empty when its last call succeeded. */
+const char *wick_ctx_last_error(const wick_ctx *c);
 
 /* Evaluates n tokens at positions n_past … n_past+n-1 as one batch (prefill) or a single token
  * (decode), appending their keys and values to the cache. all_logits: keep the logits of every
@@ -188,7 +192,7 @@ wick_status wick_gen_new(wick_ctx *c, wick_gen **out);
 void wick_gen_free(wick_gen *g);
 /* Sets one setting by name (checked: a bad name or value is an error, nothing changes):
  *   temperature (0 = greedy, default 0.8), top_k (40, 0 = off), top_p (0.95, 1 = off),
- *   min_p (0.05, 0 = off), repeat_penalty (1.1, 1 = off), repeat_last_n (64),
+ *   min_p (0.05, 0 = off), repeat_penalty (1 = off, the default), repeat_last_n (64),
  *   frequency_penalty (0), presence_penalty (0), seed (0; integers up to 2^53),
  *   max_tokens (0 = no limit but the context), n_keep (tokens kept at a context shift; -1 = the
  *   whole prompt, default 0 which keeps BOS when the model adds one), ignore_eos (0/1),

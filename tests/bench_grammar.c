@@ -70,9 +70,9 @@ int main(int argc, char **argv) {
     int draws = argc > 3 ? atoi(argv[3]) : 500;
     char *gbnf = read_file(argv[1]);
     if (!gbnf) { fprintf(stderr, "cannot read %s\n", argv[1]); return 2; }
-    char err[512];
+    errmsg err = {0};
     wick_grammar *g;
-    if (grammar_parse(gbnf, strlen(gbnf), NULL, &g, err, sizeof err)) { fprintf(stderr, "%s\n", err); return 1; }
+    if (grammar_parse(gbnf, strlen(gbnf), NULL, &g, &err)) { fprintf(stderr, "%s\n", err.text); return 1; }
 
     /* the synthetic vocabulary */
     uint64_t rng = 17;
@@ -119,7 +119,7 @@ int main(int argc, char **argv) {
     sampler_params_default(&sp);
     sp.repeat_penalty = 1.0f;
     wick_sampler *s;
-    if (sampler_new(&s, &sp, n_vocab, err, sizeof err)) { fprintf(stderr, "%s\n", err); return 1; }
+    if (sampler_new(&s, &sp, n_vocab, &err)) { fprintf(stderr, "%s\n", err.text); return 1; }
     bench_filter f = {.m = grammar_matcher_new(g), .bytes = bytes, .off = off};
 
     static const struct { const char *name, *prefix; } states[] = {

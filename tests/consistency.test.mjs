@@ -5,8 +5,8 @@
 // groups of 4 split 88 + 84 + 84, and 84 = 8 × 10 + 4), for a grouped-query model (synth mini:
 // 8 heads, 4 KV heads) and one with a KV head per query head (synth mini-mha), each in a
 // 32-element block type and a K-quant mix, for stories260K (F32), and for each model family
-// (the hybrids lfm2 and qwen35 too: their recurrence runs token by token inside a batch; gemma4
-// from a synth file: its KV-shared layers read the rings of earlier ones).
+// (the hybrids lfm2, qwen35 and granite-hybrid too: their recurrence runs token by token inside a batch;
+// and the families that only `wick synth` files carry: gemma4's KV-shared layers read the rings of earlier ones).
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -25,10 +25,10 @@ const ids = [1, 450, 4996, 17354, 1701, 29916, 432, 17204, 975, 278, 17366, 1120
 const storiesIds = [1, 403, 407, 261, 378, 300, 17, 92, 4, 5, 6, 7, 8];
 
 function synth(shape, type, arch = 'llama') {
-  const file = path.join(tmp, `synth-${shape}-${arch}-${type}.gguf`);
+  const file = path.join(tmp, `synth-${arch}-${shape}-${type}.gguf`);
   if (!fs.existsSync(file)) {
-    const r = runWick('native', ['synth', '--shape', shape, '--type', type, '-o', file, '--vocab', vocab, '--arch', arch]);
-    assert.equal(r.code, 0, `wick synth --shape ${shape} --type ${type} --arch ${arch}: ${r.stderr}`);
+    const r = runWick('native', ['synth', '--arch', arch, '--shape', shape, '--type', type, '-o', file, '--vocab', vocab]);
+    assert.equal(r.code, 0, `wick synth --arch ${arch} --shape ${shape} --type ${type}: ${r.stderr}`);
   }
   return file;
 }
@@ -45,6 +45,14 @@ for (const fam of ['llama3', 'qwen3', 'gemma2', 'gemma3', 'phi3', 'smollm3', 'gr
   const ref = loadReference(file.replace('.gguf', '.json'));
   cases.push({ name: `${fam} (${file})`, file: () => path.join(models, 'families', file), ids: ref.prompt_tokens, nVocab: ref.n_vocab });
 }
+// granite-hybrid (Mamba-2) has no file in ../shared: a synth one
+cases.push({ name: 'granite-hybrid (synth mini q8_0)', file: () => synth('mini', 'q8_0', 'granite-hybrid'), ids, nVocab: 32000 });
+
+// the families only wick synth writes (no shared reference file): mistral3's query temperature
+// steps at multiples of its original context (16), so its prompt runs to 25 tokens
+for (const arch of ['mistral3'])
+  cases.push({ name: `synth mini --arch ${arch} q4_k_m`, file: () => synth('mini', 'q4_k_m', arch), ids: [...ids, ...ids.slice(1)], nVocab: 32000 });
+
 // gemma4: 30 tokens, past its sliding window of 12, which its KV-shared layers see through their source layers' caches
 const gemma4Ids = [...ids, ...ids.slice(1), 1701, 29916, 432, 17204, 975];
 cases.push({ name: 'synth mini --arch gemma4 q4_k_m', file: () => synth('mini', 'q4_k_m', 'gemma4'), ids: gemma4Ids, nVocab: 32000 });

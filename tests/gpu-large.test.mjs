@@ -5,7 +5,7 @@
 // path's. One token only: SwiftShader computes on the CPU.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ensureModel } from '../tools/bench.mjs';
+import { ensureModel } from '../tools/bench-common.mjs';
 import { relRms, argmax } from './helpers.mjs';
 import { backend, loadEngine, gpuDevice, dequantizer, loadModel } from './gpu-helpers.mjs';
 

@@ -71,7 +71,7 @@ add('context-length-huge', variant((g) => { setKv(g, 'llama.context_length', T.U
 add('rms-epsilon-negative', variant((g) => { setKv(g, 'llama.attention.layer_norm_rms_epsilon', T.F32, -1); }), /RMS epsilon/);
 add('rope-base-nan', variant((g) => { setKv(g, 'llama.rope.freq_base', T.F32, NaN); }), /rope base/);
 add('rope-dimension-odd', variant((g) => { setKv(g, 'llama.rope.dimension_count', T.U32, 31); }), /rope dimension 31 is odd/);
-add('rope-scaling-unsupported', variant((g) => { setKv(g, 'llama.rope.scaling.type', T.STRING, 'yarn'); }), /rope scaling type yarn is not supported/);
+add('rope-scaling-unsupported', variant((g) => { setKv(g, 'llama.rope.scaling.type', T.STRING, 'dynamic'); }), /rope scaling type dynamic is not supported \(none, linear and yarn are\)/);
 add('tensor-missing', variant((g) => { g.tensors = g.tensors.filter((t) => t.name !== 'blk.1.attn_q.weight'); }), /blk\.1\.attn_q\.weight is missing/);
 add('tensor-wrong-shape', variant((g) => { const t = tensor(g, 'blk.0.ffn_up.weight'); t.ne = [t.ne[1], t.ne[0]]; }), /blk\.0\.ffn_up\.weight: shape/);
 add('embedding-rows-huge', variant((g) => { tensor(g, 'token_embd.weight').ne = [256n, 1n << 30n]; }), /out of range|past end/);

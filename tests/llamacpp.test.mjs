@@ -2,7 +2,7 @@
 // node-llama-cpp (its prebuilt CPU binary, never a download or a build):
 //  - the llama architecture at each type (f16, q8_0, q4_0, q4_k_m, q5_k_m, q6_k, shape mini);
 //  - each family of `wick synth --arch` (llama3, qwen3, gemma2, gemma3, phi3, smollm3, granite,
-//    olmo2, gemma4, and the hybrids lfm2 and qwen35) at f16 and one quantized type, with a prompt longer
+//    olmo2, gemma4, mistral3, and the hybrids lfm2, qwen35 and granite-hybrid) at f16 and one quantized type, with a prompt longer
 //    than the sliding windows.
 // For each file llama.cpp loads it and generates (one test), both wick builds (native and wasm)
 // agree with llama.cpp's logits within the tolerances of ../shared/README.md (a test per build),
@@ -16,6 +16,7 @@ import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { runWick, shared, compareRows, relRms, argmax, clearWinner, toleranceFor, nativeCli, wasmCli } from './helpers.mjs';
 import { readGguf, writeGguf, setKv, dropKv, T } from './gguf.mjs';
+import { nativeLlama, disposeNativeLlama } from './llama-native.mjs';
 
 const builds = ['native', 'wasm'];
 const types = ['f16', 'q8_0', 'q4_0', 'q4_k_m', 'q5_k_m', 'q6_k'];
@@ -42,6 +43,9 @@ const families = [
   // the hybrids: a recurrent state carried through the prompt and the steps
   { arch: 'lfm2', quant: 'q8_0' },
   { arch: 'qwen35', quant: 'q4_k_m' },
+  { arch: 'granite-hybrid', quant: 'q8_0' },
+  // YaRN and the query temperature
+  { arch: 'mistral3', quant: 'q4_k_m' },
 ];
 // 42 tokens with BOS: past gemma2's window (8) and gemma3's (12) several times over
 const familyPrompt = 'The quick brown fox jumps over the lazy dog, and then it sleeps. Later that evening the old farmer ' +
@@ -63,19 +67,7 @@ function fileOf(type, arch) {
 
 // ---- llama.cpp through node-llama-cpp ----
 
-let llamaPromise = null;
 const handles = [];  // native objects to dispose before the process can exit (contexts, models)
-
-function getNativeLlama() {
-  // gpu: false, build: 'never' — the prebuilt linux CPU binary of @node-llama-cpp or an error
-  // (which fails the tests that need it: no silent skip), never a download or a compilation
-  llamaPromise ??= import('node-llama-cpp')
-    .then(({ getLlama, LlamaLogLevel }) => getLlama({
-      gpu: false, build: 'never', usePrebuiltBinaries: true, skipDownload: true, progressLogs: false, logLevel: LlamaLogLevel.error,
-    }))
-    .catch((e) => { throw new Error(`node-llama-cpp 3.21.1 (devDependency: npm ci) could not load its prebuilt CPU binary: ${e.message}`); });
-  return llamaPromise;
-}
 
 /** Log-probabilities of a full-vocabulary Map<token, p> as a row indexed by token id. */
 function logProbRow(probabilities, nVocab) {
@@ -109,7 +101,7 @@ function stddev(row) {
  * centred (each row minus its mean), which changes neither a row's stddev nor its argmax.
  */
 async function llamaCppRows(file, prompt, { greedySteps = steps } = {}) {
-  const llama = await getNativeLlama();
+  const llama = await nativeLlama();
   const model = await llama.loadModel({ modelPath: file, gpuLayers: 0 });
   handles.push(model);
   try {
@@ -148,7 +140,7 @@ function referenceOf(type, arch) {
 
 after(async () => {
   for (const h of handles.reverse()) if (!h.disposed) await h.dispose();
-  if (llamaPromise) await (await llamaPromise.catch(() => null))?.dispose();
+  await disposeNativeLlama();
   fs.rmSync(tmp, { recursive: true, force: true });
 });
 
@@ -307,6 +299,14 @@ const featureEdits = {
       }
     },
   },
+  'granite-hybrid': {
+    'with the convolution taps reversed': (g) => reverseTaps(g, /ssm_conv1d\.weight$/, 4),
+    'with ssm_a of 0 (no decay)': (g) => zeros(g, /ssm_a$/),
+    'with ssm_d of 0 (no skip)': (g) => zeros(g, /ssm_d$/),
+    'with ssm_norm weights of 1': (g) => ones(g, /ssm_norm/),
+    'without rope (rope.scaling.finetuned false, as Granite 4.0-H files)': (g) => setKv(g, 'granitehybrid.rope.scaling.finetuned', T.BOOL, false),
+    'without residual_scale': (g) => dropKv(g, 'granitehybrid.residual_scale'),
+  },
   llama3: { 'without rope_freqs.weight (Llama 3 rope factors)': (g) => { g.tensors = g.tensors.filter((t) => t.name !== 'rope_freqs.weight'); } },
   qwen3: { 'with attn_q_norm/attn_k_norm weights of 1': (g) => ones(g, /attn_[qk]_norm/) },
   gemma2: {
@@ -331,6 +331,10 @@ const featureEdits = {
     'without residual_scale': (g) => dropKv(g, 'granite.residual_scale'),
     'without attention.scale (then 1/sqrt(head size))': (g) => dropKv(g, 'granite.attention.scale'),
     'with logit_scale 16 for 8': (g) => setKv(g, 'granite.logit_scale', T.F32, 16),
+  },
+  mistral3: {
+    'with linear rope scaling in place of YaRN': (g) => setKv(g, 'mistral3.rope.scaling.type', T.STRING, 'linear'),
+    'without the query temperature': (g) => dropKv(g, 'mistral3.attention.temperature_scale'),
   },
   olmo2: {
     'with post_attention_norm/post_ffw_norm weights of 1': (g) => ones(g, /post_(attention|ffw)_norm/),
@@ -402,6 +406,112 @@ for (const type of ['f16', 'q4_k_m'])
       assert.ok(one.stdout === two.stdout, `${build}: the logits differ`);
     }
   });
+
+// ---- YaRN in a family whose loader reads only its factor and original context (Qwen3's files) ----
+// factor 4 over an original context of 16: the ramp, and the magnitude correction 1 + 0.1·ln 4
+// that mistral3's log multiplier cancels, both act within the prompt
+test('qwen3 with rope.scaling.type yarn: both builds give llama.cpp\'s logits, far from the file without it', async (t) => {
+  const g = readGguf(fileOf('f16', 'qwen3'));
+  setKv(g, 'qwen3.rope.scaling.type', T.STRING, 'yarn');
+  setKv(g, 'qwen3.rope.scaling.factor', T.F32, 4);
+  setKv(g, 'qwen3.rope.scaling.original_context_length', T.U32, 16);
+  const file = path.join(tmp, 'yarn-qwen3.gguf');
+  fs.writeFileSync(file, writeGguf(g));
+  const ref = await llamaCppRows(file, familyPrompt);
+  const plain = await referenceOf('f16', 'qwen3');
+  const moved = Math.max(...plain.promptRows.map((row, i) => relRms(row, ref.promptRows[i])));
+  assert.ok(moved > featureMoves, `YaRN moves llama.cpp's rows by ${(moved * 100).toFixed(1)}% only`);
+  const args = ['logits', '-m', file, '--tokens', ref.ids.join(','), '--steps', String(steps), '--follow', ref.greedy.join(','), '--threads', '1'];
+  const runs = await Promise.all(builds.map((build) => runWickAsync(build, args)));
+  const tol = toleranceFor('synth-f16');
+  runs.forEach((r, i) => {
+    assert.equal(r.code, 0, `${builds[i]}: ${r.stderr}`);
+    const out = JSON.parse(r.stdout);
+    const ours = { prompt: out.prompt_logits.map(centred), step: out.greedy_step_logits.map(centred) };
+    const worst = Math.max(...ours.prompt.map((row, k) => relRms(row, ref.promptRows[k])));
+    t.diagnostic(`${builds[i]}: worst row ${(worst * 100).toFixed(4)}% (YaRN moves llama.cpp's by ${(moved * 100).toFixed(1)}%)`);
+    assert.deepEqual([...compareRows(ours.prompt, ref.promptRows, tol, 'prompt'), ...compareRows(ours.step, ref.stepRows, tol, 'step')], []);
+  });
+});
+
+// ---- Granite 4.0-H's own files rotate nothing (rope.scaling.finetuned false: NoPE attention) ----
+test('granite-hybrid with rope.scaling.finetuned false (NoPE, as Granite 4.0-H files): both builds give llama.cpp\'s logits', async (t) => {
+  const g = readGguf(fileOf('f16', 'granite-hybrid'));
+  setKv(g, 'granitehybrid.rope.scaling.finetuned', T.BOOL, false);
+  const file = path.join(tmp, 'nope-granite-hybrid.gguf');
+  fs.writeFileSync(file, writeGguf(g));
+  const ref = await llamaCppRows(file, familyPrompt);
+  const args = ['logits', '-m', file, '--tokens', ref.ids.join(','), '--steps', String(steps), '--follow', ref.greedy.join(','), '--threads', '1'];
+  const runs = await Promise.all(builds.map((build) => runWickAsync(build, args)));
+  const tol = toleranceFor('synth-f16');
+  runs.forEach((r, i) => {
+    assert.equal(r.code, 0, `${builds[i]}: ${r.stderr}`);
+    const out = JSON.parse(r.stdout);
+    const ours = { prompt: out.prompt_logits.map(centred), step: out.greedy_step_logits.map(centred) };
+    const worst = Math.max(...ours.prompt.map((row, k) => relRms(row, ref.promptRows[k])));
+    t.diagnostic(`${builds[i]}: worst row ${(worst * 100).toFixed(4)}%`);
+    assert.deepEqual([...compareRows(ours.prompt, ref.promptRows, tol, 'prompt'), ...compareRows(ours.step, ref.stepRows, tol, 'step')], []);
+  });
+});
+
+// ---- a tied output: each family's file without output.weight (Phi-4-mini is such a phi3 file) ----
+// llama.cpp then takes token_embd.weight as the output projection, or refuses the file where the
+// family requires its own (olmo2); wick must do the same: the same logits, or an error naming it.
+const tiedResults = [];
+for (const arch of [undefined, ...families.map((f) => f.arch)]) {
+  const name = arch ?? 'llama';
+  test(`${name} without output.weight: wick ties the output to token_embd as llama.cpp does, or refuses as it does`, async (t) => {
+    const g = readGguf(fileOf('f16', arch));
+    if (!g.tensors.some((e) => e.name === 'output.weight')) {
+      // tied already: the comparisons above are this file's
+      assert.ok(!['llama3', 'phi3', 'olmo2', 'qwen35'].includes(name), `the synth ${name} file has its own output.weight`);
+      return;
+    }
+    g.tensors = g.tensors.filter((e) => e.name !== 'output.weight');
+    const file = path.join(tmp, `tied-${name}.gguf`);
+    fs.writeFileSync(file, writeGguf(g));
+    // the synth embeddings are not scaled for an output: tied, some families' logits spread so far
+    // that llama.cpp's probabilities (the reference's only way out) underflow. The final norm's
+    // weights (F32) are scaled so that the rows have a stddev of about 3, as the untied ones do.
+    const untied = await referenceOf('f16', arch);
+    const probe = runWick('native', ['logits', '-m', file, '--tokens', untied.ids.join(','), '--steps', '1']);
+    if (probe.code !== 0) {
+      // wick refuses: so must llama.cpp, for the same reason, and the wasm build as wick does
+      assert.match(probe.stderr, /tensor output\.weight is missing/);
+      await assert.rejects(llamaCppRows(file, arch ? familyPrompt : promptText), `llama.cpp loads ${name} without output.weight and wick refuses it`);
+      const wasm = runWick('wasm', ['logits', '-m', file, '--tokens', untied.ids.join(','), '--steps', '1']);
+      assert.notEqual(wasm.code, 0);
+      assert.match(wasm.stderr, /tensor output\.weight is missing/);
+      tiedResults.push(`${name}: refused by llama.cpp and by wick`);
+      t.diagnostic(tiedResults.at(-1));
+      return;
+    }
+    const spread = Math.max(...JSON.parse(probe.stdout).prompt_logits.map(stddev));
+    if (spread > 4) {
+      const norm = g.tensors.find((e) => e.name === 'output_norm.weight' || e.name === 'token_embd_norm.weight');
+      assert.equal(norm?.type, 0, 'the final norm is an F32 tensor');
+      const w = new Float32Array(norm.data.buffer.slice(norm.data.byteOffset, norm.data.byteOffset + norm.data.length));
+      for (let i = 0; i < w.length; i++) w[i] *= 3 / spread;
+      norm.data = Buffer.from(w.buffer);
+      fs.writeFileSync(file, writeGguf(g));
+    }
+    const ref = await llamaCppRows(file, arch ? familyPrompt : promptText);
+    const args = ['logits', '-m', file, '--tokens', ref.ids.join(','), '--steps', String(steps), '--follow', ref.greedy.join(','), '--threads', '1'];
+    const runs = await Promise.all(builds.map((build) => runWickAsync(build, args)));
+    const tol = toleranceFor('synth-f16');
+    runs.forEach((r, i) => {
+      assert.equal(r.code, 0, `${builds[i]}: ${r.stderr}`);
+      const out = JSON.parse(r.stdout);
+      const ours = { prompt: out.prompt_logits.map(centred), step: out.greedy_step_logits.map(centred) };
+      const worst = Math.max(...ours.prompt.map((row, k) => relRms(row, ref.promptRows[k])), ...ours.step.map((row, k) => relRms(row, ref.stepRows[k])));
+      tiedResults.push(`${builds[i]} ${name} tied: worst row ${(worst * 100).toFixed(4)}%`);
+      assert.deepEqual([...compareRows(ours.prompt, ref.promptRows, tol, 'prompt'), ...compareRows(ours.step, ref.stepRows, tol, 'step')], []);
+    });
+    // the tie is what the comparison sees: the untied file's rows are far from the tied ones
+    assert.ok(Math.max(...untied.promptRows.map((row, k) => relRms(row, ref.promptRows[k]))) > distinct, 'output.weight made no difference');
+    for (const line of tiedResults.slice(-builds.length)) t.diagnostic(line);
+  });
+}
 
 test('the measured agreement (diagnostics)', async (t) => {
   const cases = [...types.map((type) => [type]), ...families.flatMap(({ arch, quant }) => [['f16', arch], [quant, arch]])];

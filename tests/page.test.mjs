@@ -8,7 +8,9 @@
 // isolation headers (the service worker, and one thread where service workers are refused);
 // tools in a chat: a Tools box that is wrong says where, a forced call shows as a card, and the
 // result the user sends back reaches the next prompt (Qwen3's template, and SmolLM3's, which has
-// no tools section); the same in <wick-chat>, the result given by the host page.
+// no tools section); the same in <wick-chat>, the result given by the host page; a second chat
+// turn with a hybrid model (mini-qwen35, Qwen3.5's template) evaluates only its new tokens, as
+// chat.completions.create does: the page keeps the checkpoint the API computes.
 // Screenshots go to $WICK_ARTIFACTS or the system's temporary folder (never committed).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -30,6 +32,7 @@ const ARTIFACTS = process.env.WICK_ARTIFACTS || path.join(os.tmpdir(), 'wick-pag
 const TOOL_MODELS = {
   'mini-qwen3-tools.gguf': ['families/mini-qwen3-q8_0.gguf', 'Qwen-Qwen3-0.6B'],
   'mini-smollm3-tools.gguf': ['families/mini-smollm3-q8_0.gguf', 'HuggingFaceTB-SmolLM3-3B'],
+  'mini-qwen35-chat.gguf': ['families/mini-qwen35-q8_0.gguf', 'Qwen3.5-4B'],
 };
 const toolTemplates = {};
 function writeToolModels(dir) {
@@ -104,7 +107,8 @@ async function ask(page, prompt) {
     const msg = [...document.querySelectorAll('.msg[data-done=true]')].at(-1);
     const text = [...msg.querySelectorAll('.tok')].map((t) => t.textContent).join('');
     const stats = msg.querySelector('.stats');
-    return { text, stats: stats.textContent, decodeTps: Number(stats.dataset.decodeTps || 0), finish: stats.dataset.finish, tokens: msg.querySelectorAll('.tok').length };
+    return { text, stats: stats.textContent, decodeTps: Number(stats.dataset.decodeTps || 0), finish: stats.dataset.finish, tokens: msg.querySelectorAll('.tok').length,
+      promptTokens: Number(stats.dataset.promptTokens), promptEvalTokens: Number(stats.dataset.promptEvalTokens) };
   });
 }
 
@@ -584,6 +588,36 @@ test('<wick-chat> with tools: a forced call shows as a card and fires wick-tool-
     assert.equal(await page.evaluate(() => document.querySelector('wick-chat').messages.length), 4);
     assert.deepEqual(errors, []);
   } finally {
+    await page.close();
+  }
+});
+
+test('a hybrid model on the page: the second chat turn evaluates only its new tokens, as chat.completions.create does', { timeout: 120000 }, async () => {
+  const page = await openPage();
+  const file = path.join(site, 'tool-models', 'mini-qwen35-chat.gguf');
+  const engine = await Wick.load(file, { threads: 1, contextSize: 512 });
+  try {
+    await ready(page);
+    await loadToolModel(page, 'mini-qwen35-chat.gguf');
+    await page.uncheck('#seed-random');
+    await page.fill('#seed', '7');
+    await setControl(page, 's-temperature', 0);
+    await setControl(page, 's-maxTokens', 6);
+    const first = await ask(page, 'Hello');
+    const second = await ask(page, 'And then?');
+    // the same conversation through the API (greedy: the same answers)
+    const turn = (messages) => engine.chat.completions.create({ messages, temperature: 0, max_tokens: 6 });
+    const one = await turn([{ role: 'user', content: 'Hello' }]);
+    const two = await turn([{ role: 'user', content: 'Hello' }, one.choices[0].message, { role: 'user', content: 'And then?' }]);
+    assert.equal(first.text, one.choices[0].message.content);
+    assert.equal(first.promptEvalTokens, first.promptTokens, 'the first turn evaluates its whole prompt');
+    assert.equal(second.text, two.choices[0].message.content);
+    assert.equal(second.promptTokens, two.timings.promptTokens);
+    assert.equal(second.promptEvalTokens, two.timings.promptEvalTokens, `the page evaluated ${second.promptEvalTokens} of ${second.promptTokens}, the API ${two.timings.promptEvalTokens}`);
+    assert.ok(second.promptEvalTokens < second.promptTokens, `the turn resumes from the checkpoint: ${second.promptEvalTokens} of ${second.promptTokens} evaluated`);
+    assert.deepEqual(page.errors, []);
+  } finally {
+    await engine.unload();
     await page.close();
   }
 });

@@ -20,19 +20,25 @@ const programs = {
   test_grammar: null, // its arguments are set once the grammars are out of the bundle (before)
 };
 
-// test_grammar reads llama.cpp's grammars/*.gbnf, and the Qwen3.5 tokenizer test below its
-// models/ggml-vocab-qwen35.gguf with its vectors (.inp, .out): taken at test time from the git
-// bundle of llama.cpp's source that node-llama-cpp ships (none are copied into this repository).
-const QWEN35_VOCAB = ['', '.inp', '.out'].map((ext) => `ggml-vocab-qwen35.gguf${ext}`);
+// test_grammar reads llama.cpp's grammars/*.gbnf, and the tokenizer tests below its
+// models/ggml-vocab-{qwen35,gemma-4}.gguf with their vectors (.inp, .out): taken at test time from
+// the git bundle of llama.cpp's source that node-llama-cpp ships (none are copied into this repository).
+const BUNDLE_VOCABS = { qwen35: "Qwen3.5's tokenizer (pre-type qwen35)", 'gemma-4': "Gemma 4's tokenizer (model gemma4: raw-byte BPE over lines)" };
+const VOCAB_FILES = Object.keys(BUNDLE_VOCABS).flatMap((name) => ['', '.inp', '.out'].map((ext) => `ggml-vocab-${name}.gguf${ext}`));
 let llamaDir;
+// granite-hybrid (Mamba-2) has no file in ../shared: test_state takes a synth one, written there
+const graniteHybridFile = () => path.join(llamaDir, 'mini-granite-hybrid-q8_0.gguf');
 before(() => {
   llamaDir = mkdtempSync(path.join(tmpdir(), 'wick-llama.cpp-'));
-  const [gbnfs, ...vocab] = readLlamaBundle(['grammars/*.gbnf', ...QWEN35_VOCAB.map((f) => `models/${f}`)]);
+  const [gbnfs, ...vocab] = readLlamaBundle(['grammars/*.gbnf', ...VOCAB_FILES.map((f) => `models/${f}`)]);
   const gbnfDir = path.join(llamaDir, 'grammars');
   mkdirSync(gbnfDir);
   for (const [name, bytes] of gbnfs) writeFileSync(path.join(gbnfDir, path.basename(name)), bytes);
-  QWEN35_VOCAB.forEach((f, i) => writeFileSync(path.join(llamaDir, f), vocab[i]));
+  VOCAB_FILES.forEach((f, i) => writeFileSync(path.join(llamaDir, f), vocab[i]));
   programs.test_grammar = [path.join(root, 'tests', 'grammar-cases.json'), gbnfDir];
+  const r = runWick('native', ['synth', '--shape', 'mini', '--type', 'q8_0', '--arch', 'granite-hybrid', '-o', graniteHybridFile(),
+    '--vocab', path.join(shared, 'vocab', 'ggml-vocab-llama-spm.gguf')]);
+  assert.equal(r.code, 0, r.stderr);
 });
 after(() => {
   if (llamaDir) rmSync(llamaDir, { recursive: true, force: true });
@@ -60,19 +66,19 @@ for (const [name, args] of Object.entries(programs)) {
   }
 }
 
-// Qwen3.5's tokenizer (tokenizer.ggml.pre = 'qwen35'): its vocabulary and test vectors, out of
-// the llama.cpp source bundle (written to llamaDir before the tests)
-
-for (const build of ['native', 'wasm']) {
-  test(`${build}: Qwen3.5's tokenizer (pre-type qwen35) passes llama.cpp's test vectors`, () => {
-    const dir = llamaDir;
-    const texts = fs.readFileSync(path.join(dir, 'ggml-vocab-qwen35.gguf.out'), 'utf8').split('\n').filter((l, i, all) => i < all.length - 1 || l).length;
-    assert.ok(texts >= 40, `${texts} texts`);
-    const r = runProgram(build, 'test_tokenizer', ['--vectors', dir, `qwen35:${texts}`]);
-    assert.equal(r.code, 0, r.stdout.split('\n').filter((l) => l.startsWith('FAIL')).join('\n') + r.stderr);
-    assert.match(r.stdout, new RegExp(`ok   qwen35: ${texts} of ${texts} texts tokenize as llama.cpp does`));
-    assert.match(r.stdout, new RegExp(`ok   qwen35: ${texts} of ${texts} texts come back from their ids`));
-  });
+// the bundle's tokenizers with their test vectors (written to llamaDir before the tests)
+for (const [name, what] of Object.entries(BUNDLE_VOCABS)) {
+  for (const build of ['native', 'wasm']) {
+    test(`${build}: ${what} passes llama.cpp's test vectors`, () => {
+      const dir = llamaDir;
+      const texts = fs.readFileSync(path.join(dir, `ggml-vocab-${name}.gguf.out`), 'utf8').split('\n').filter((l, i, all) => i < all.length - 1 || l).length;
+      assert.ok(texts >= 40, `${texts} texts`);
+      const r = runProgram(build, 'test_tokenizer', ['--vectors', dir, `${name}:${texts}`]);
+      assert.equal(r.code, 0, r.stdout.split('\n').filter((l) => l.startsWith('FAIL')).join('\n') + r.stderr);
+      assert.match(r.stdout, new RegExp(`ok   ${name}: ${texts} of ${texts} texts tokenize as llama.cpp does`));
+      assert.match(r.stdout, new RegExp(`ok   ${name}: ${texts} of ${texts} texts come back from their ids`));
+    });
+  }
 }
 
 test('the sampler draws the same sequence in the native and the wasm build', () => {
@@ -85,13 +91,14 @@ test('the sampler draws the same sequence in the native and the wasm build', () 
 
 for (const build of ['native', 'wasm']) {
   test(`${build}: test_state (hybrid models: chat turns, regenerate, abort and overflow over the recurrent state)`, () => {
-    const r = runProgram(build, 'test_state', ['mini-qwen35-q8_0.gguf', 'mini-lfm2-f16.gguf'].map((f) => path.join(shared, 'models', 'families', f)));
+    const r = runProgram(build, 'test_state', [...['mini-qwen35-q8_0.gguf', 'mini-lfm2-f16.gguf'].map((f) => path.join(shared, 'models', 'families', f)),
+      graniteHybridFile()]);
     assert.equal(r.code, 0, r.stdout + r.stderr);
     assert.match(r.stdout, /^\d+ passed, 0 failed/m);
     // both files ran every case: the state's size at two context sizes, three turns (at 1 and 2
     // threads natively; the wasm test programs are single-threaded), regenerate, abort, and the
     // window overflow
-    for (const f of ['mini-qwen35-q8_0.gguf', 'mini-lfm2-f16.gguf']) {
+    for (const f of ['mini-qwen35-q8_0.gguf', 'mini-lfm2-f16.gguf', 'mini-granite-hybrid-q8_0.gguf']) {
       assert.match(r.stdout, new RegExp(`ok  : ${f}: recurrent state (\\d+) bytes at 128 tokens, \\1 at 2048`));
       assert.equal(r.stdout.split('\n').filter((l) => l.startsWith(`ok  : ${f}, `) && /turn 3: 12 of 43/.test(l)).length, build === 'native' ? 2 : 1);
       assert.match(r.stdout, new RegExp(`ok  : ${f}: regenerate evaluates 1 token`));

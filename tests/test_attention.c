@@ -47,17 +47,17 @@ typedef struct {
 } attn_case;
 
 /* relative error of the case, or -1 when the context cannot be made */
-static double run_case(const attn_case *k, char *err, size_t err_len) {
+static double run_case(const attn_case *k, errmsg *err) {
     layer_weights layer = {.kind = LAYER_ATTENTION, .sliding = k->n_swa > 0};
     struct wick_model m = {.has_weights = true, .layers = &layer};
-    model_config *mc = &m.c;
+    model_config *mc = &m.config;
     mc->n_layers = 1, mc->n_kv_heads = k->n_kv_heads, mc->n_heads = k->group * k->n_kv_heads;
     mc->head_dim = k->head_dim, mc->q_dim = mc->n_heads * k->head_dim, mc->dim = mc->q_dim, mc->hidden_dim = mc->q_dim;
     mc->n_vocab = 1, mc->n_ctx_train = 64, mc->rope_dim = k->head_dim;
     mc->attn_scale = 1.0f / sqrtf((float)k->head_dim), mc->attn_softcap = k->softcap, mc->n_swa = k->n_swa;
     wick_ctx_params p = {.n_ctx = 64, .n_batch = 16, .n_threads = k->threads, .kv_type = k->kv_type};
     struct wick_ctx c;
-    if (ctx_init(&c, &m, &p, err, err_len)) return -1;
+    if (ctx_init(&c, &m, &p, err)) return -1;
     int kvd = kv_dim(mc), last = k->pos0 + k->n_tok - 1;
     for (int j = 0; j <= last; j++) {
         void *kc = kv_at(&c, c.k_cache, 0, j), *vc = kv_at(&c, c.v_cache, 0, j);
@@ -71,7 +71,7 @@ static double run_case(const attn_case *k, char *err, size_t err_len) {
     float *ref = malloc((size_t)k->n_tok * mc->q_dim * sizeof(float));
     if (!ref) {
         ctx_release(&c);
-        snprintf(err, err_len, "out of memory");
+        errorf(err, WICK_ERR_NOMEM, "out of memory");
         return -1;
     }
     attention(&c, 0, k->pos0, k->n_tok, k->causal);
@@ -94,13 +94,14 @@ static double run_case(const attn_case *k, char *err, size_t err_len) {
 }
 
 static void case_check(const attn_case *k) {
-    char err[256] = "", what[320];
-    double e = run_case(k, err, sizeof err);
+    errmsg err = {0};
+    char what[900];
+    double e = run_case(k, &err);
     snprintf(what, sizeof what,
              "head %d, %d per KV head x %d, %d token(s) from %d, %s, %s, %d thread(s)%s%s%s: fast = ref (rel. error %.2e, bound %.0e)%s%s",
              k->head_dim, k->group, k->n_kv_heads, k->n_tok, k->pos0, k->kv_type == WICK_KV_F16 ? "f16" : "f32",
              k->causal ? "causal" : "non-causal", k->threads, k->n_swa ? ", sliding window" : "",
-             k->softcap > 0 ? ", soft cap" : "", k->huge_query ? ", unfolded" : "", e, TOL, err[0] ? ": " : "", err);
+             k->softcap > 0 ? ", soft cap" : "", k->huge_query ? ", unfolded" : "", e, TOL, err.text[0] ? ": " : "", err.text);
     check(e >= 0 && e <= TOL, what);
 }
 
@@ -109,14 +110,14 @@ static void case_check(const attn_case *k) {
 static void causal_check(void) {
     layer_weights layer = {.kind = LAYER_ATTENTION};
     struct wick_model m = {.has_weights = true, .layers = &layer};
-    model_config *mc = &m.c;
+    model_config *mc = &m.config;
     mc->n_layers = 1, mc->n_kv_heads = 1, mc->n_heads = 2, mc->head_dim = 32, mc->q_dim = 64, mc->dim = 64;
     mc->hidden_dim = 64, mc->n_vocab = 1, mc->n_ctx_train = 64, mc->rope_dim = 32, mc->attn_scale = 1.0f / sqrtf(32.0f);
     wick_ctx_params p = {.n_ctx = 64, .n_batch = 16, .n_threads = 1, .kv_type = WICK_KV_F32};
     struct wick_ctx c;
-    char err[256];
-    if (ctx_init(&c, &m, &p, err, sizeof err)) {
-        check(0, err);
+    errmsg err = {0};
+    if (ctx_init(&c, &m, &p, &err)) {
+        check(0, err.text);
         return;
     }
     enum { N = 6 };

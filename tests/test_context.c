@@ -5,7 +5,8 @@
  * set to 32: the sliding layers' cache stays at the window as the context grows to 1024, a ring
  * that wraps gives the logits of a cache that holds everything, and a shift past the window
  * matches a fresh evaluation. And an external context (the glue's WebGPU path) driven by the
- * generator, its operations carried out on a CPU context. With a third file, a gemma4 model
+ * generator, its operations carried out on a CPU context. And every WICK_ERR_* status, provoked one
+ * by one (the code checked, not only the text). With a third file, a gemma4 model
  * (`wick synth --arch gemma4`: layers of two shapes, the last ones reading earlier layers'
  * caches): the cache holds the layers with a cache of their own only, a shift leaves layer 0's
  * keys equal to fresh ones, and generation goes on through shifts. Usage: test_context
@@ -28,14 +29,14 @@ static void check(int ok, const char *what) {
 }
 
 static float cached_key(const wick_ctx *c, int pos, int i) {
-    int kvd = kv_dim(model_layer_config(c->m, 0)), slots = c->kv_slots[0];
+    int kvd = kv_dim(model_layer_config(c->model, 0)), slots = c->kv_slots[0];
     size_t idx = (size_t)(pos % slots) * (size_t)kvd + (size_t)i; /* layer 0 comes first; a ring wraps */
     return c->kv_type == WICK_KV_F16 ? quant_f16_to_f32(((const uint16_t *)c->k_cache)[idx]) : ((const float *)c->k_cache)[idx];
 }
 
 /* largest |a − b| over layer-0 keys of positions [from, n), relative to the largest |b| */
 static double key_difference(const wick_ctx *a, const wick_ctx *b, int from, int n) {
-    int kvd = kv_dim(model_layer_config(a->m, 0));
+    int kvd = kv_dim(model_layer_config(a->model, 0));
     double worst = 0, scale = 0;
     for (int p = from; p < n; p++)
         for (int i = 0; i < kvd; i++) {
@@ -78,7 +79,7 @@ static void shift_case(wick_model *m, int kv_type, int n_keep, int n_discard, do
     int32_t next = 42;
     int finite = wick_eval(shifted, &next, 1, 0) == WICK_OK;
     const float *l = wick_get_logits(shifted, -1);
-    for (int i = 0; finite && i < m->c.n_vocab; i++) finite = isfinite(l[i]);
+    for (int i = 0; finite && i < m->config.n_vocab; i++) finite = isfinite(l[i]);
     check(finite, "the shifted context evaluates the next token to finite logits");
     check(wick_kv_shift(shifted, 10, 100) != WICK_OK, "dropping more than is cached is refused");
     wick_ctx_free(shifted);
@@ -133,10 +134,10 @@ static int generate_through_shifts(wick_model *m, int n_ctx, int n_keep, int max
 static void sliding_window_cases(wick_model *m) {
     enum { W = 32, N = 1000, CTX = 1024 };
     char what[200];
-    m->c.n_swa = W;
-    int n_vocab = m->c.n_vocab, kvd = m->c.n_kv_heads * m->c.head_dim, sliding = 0;
-    for (int l = 0; l < m->c.n_layers; l++) sliding += m->layers[l].sliding;
-    check(sliding == 5 && m->c.n_layers == 6, "gemma3: five sliding layers of six");
+    m->config.n_swa = W;
+    int n_vocab = m->config.n_vocab, kvd = m->config.n_kv_heads * m->config.head_dim, sliding = 0;
+    for (int l = 0; l < m->config.n_layers; l++) sliding += m->layers[l].sliding;
+    check(sliding == 5 && m->config.n_layers == 6, "gemma3: five sliding layers of six");
     /* memory: each sliding layer holds W − 1 + n_batch positions, whatever the context */
     wick_ctx *ring = new_ctx(m, CTX, 32), *small = new_ctx(m, 256, 32), *whole = new_ctx(m, CTX, CTX), *one = new_ctx(m, CTX, 1);
     if (!ring || !small || !whole || !one) { check(0, "contexts"); return; }
@@ -189,7 +190,7 @@ static void sliding_window_cases(wick_model *m) {
 
     /* every layer sliding: then the dropped tokens are out of every window and the next token's
      * logits after the shift match a fresh evaluation of the tokens that stay */
-    for (int l = 0; l < m->c.n_layers; l++) m->layers[l].sliding = true;
+    for (int l = 0; l < m->config.n_layers; l++) m->layers[l].sliding = true;
     wick_ctx *all = new_ctx(m, CTX, 32);
     fresh = new_ctx(m, CTX, 32);
     float *after = malloc((size_t)n_vocab * sizeof(float));
@@ -204,11 +205,11 @@ static void sliding_window_cases(wick_model *m) {
     check(ok && d < 2e-3, what);
     wick_ctx_free(all);
     wick_ctx_free(fresh);
-    for (int l = 0; l < m->c.n_layers; l++) m->layers[l].sliding = l % 6 < 5;
+    for (int l = 0; l < m->config.n_layers; l++) m->layers[l].sliding = l % 6 < 5;
 
     /* generation through shifts the rings cannot follow (keep 64 of a 128-token context, decode
      * with a 48-position window): the generator evaluates the kept tokens again and goes on */
-    m->c.n_swa = 48;
+    m->config.n_swa = 48;
     int steps = 0, dropped = 0;
     ok = generate_through_shifts(m, 128, 64, 300, toks, 70, &steps, &dropped);
     snprintf(what, sizeof what, "generation past a full 128-token context with a 48-position ring: %d tokens, %d dropped", steps, dropped);
@@ -228,11 +229,11 @@ static void sliding_window_cases(wick_model *m) {
 static void gemma4_cases(wick_model *m) {
     enum { CTX = 256, N = 200, KEEP = 1, DROP = 100 };
     char what[200];
-    int n_shared = 0, w = m->c.n_swa;
+    int n_shared = 0, w = m->config.n_swa;
     wick_ctx *c = new_ctx(m, CTX, 32), *fresh = new_ctx(m, CTX, 32);
     if (!c || !fresh) { check(0, "gemma4 contexts"); return; }
     size_t expect = 0;
-    for (int l = 0; l < m->c.n_layers; l++) {
+    for (int l = 0; l < m->config.n_layers; l++) {
         if (m->layers[l].kv_layer != l) {
             n_shared++;
             continue;
@@ -255,7 +256,7 @@ static void gemma4_cases(wick_model *m) {
     ok = ok && wick_eval(c, &next, 1, 0) == WICK_OK;
     const float *l = ok ? wick_get_logits(c, -1) : NULL;
     int finite = l != NULL;
-    for (int i = 0; finite && i < m->c.n_vocab; i++) finite = isfinite(l[i]);
+    for (int i = 0; finite && i < m->config.n_vocab; i++) finite = isfinite(l[i]);
     check(finite, "gemma4: after the shift the next token evaluates to finite logits");
     wick_ctx_free(c);
     wick_ctx_free(fresh);
@@ -287,7 +288,7 @@ static int run_external_ops(wick_ctx *ext, wick_ctx *backend, int *saw_trim) {
         i += 4 + count;
     }
     if (logits) {
-        size_t n_vocab = (size_t)backend->m->c.n_vocab;
+        size_t n_vocab = (size_t)backend->model->config.n_vocab;
         memcpy(wick_ctx_external_logits(ext, rows), logits, (size_t)rows * n_vocab * sizeof(float));
     }
     return evaluated;
@@ -351,6 +352,56 @@ static void external_case(wick_model *m) {
     wick_ctx_free(backend);
 }
 
+/* One failure: the call returned want, and the last error (and the context's own, when given)
+ * holds text. */
+static void check_status(wick_status got, wick_status want, const wick_ctx *c, const char *text, const char *what) {
+    char line[512];
+    int same_text = strstr(wick_last_error(), text) != NULL && (!c || strcmp(wick_ctx_last_error(c), wick_last_error()) == 0);
+    snprintf(line, sizeof line, "status %d (want %d) %s: %s", got, want, what, wick_last_error());
+    check(got == want && same_text, line);
+}
+
+/* Each WICK_ERR_* code comes from the failure itself, not from its message: provoked here one by
+ * one, with the code and the text checked, and a context's message kept apart from another's. */
+static void status_cases(wick_model *m) {
+    wick_model *none = NULL;
+    check_status(wick_model_load_gguf(NULL, 0, &none), WICK_ERR_INVALID_ARG, NULL, "NULL argument", "a NULL buffer");
+    static const uint8_t bad_magic[24] = "GGUX";
+    check_status(wick_model_load_gguf(bad_magic, sizeof bad_magic, &none), WICK_ERR_FORMAT, NULL, "not a GGUF file (bad magic)",
+                 "a file that is not GGUF");
+    static const uint8_t version4[24] = {'G', 'G', 'U', 'F', 4};
+    check_status(wick_model_load_gguf(version4, sizeof version4, &none), WICK_ERR_UNSUPPORTED, NULL,
+                 "GGUF version 4 not supported", "GGUF version 4");
+    check(none == NULL, "no model is made by a failed load");
+    wick_ctx_params p;
+    wick_ctx_default_params(&p);
+    p.kv_type = 7;
+    wick_ctx *c = NULL;
+    check_status(wick_ctx_new(m, &p, &c), WICK_ERR_INVALID_ARG, NULL, "KV cache type 7 unknown", "an unknown KV type");
+    /* 4M positions of F32 keys: a cache above 2 GiB, refused before any allocation */
+    p.kv_type = WICK_KV_F32;
+    p.n_ctx = 1 << 22;
+    check_status(wick_ctx_new(m, &p, &c), WICK_ERR_NOMEM, NULL, "too large for this build", "a KV cache of 2 x 2.5 GiB");
+    check(c == NULL, "no context is made by a failed wick_ctx_new");
+    wick_ctx *a = new_ctx(m, 8, 8), *b = new_ctx(m, 8, 8);
+    if (!a || !b) {
+        check(0, "two contexts");
+        wick_ctx_free(a);
+        wick_ctx_free(b);
+        return;
+    }
+    int32_t toks[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, out_of_range = 1 << 20;
+    check_status(wick_eval(a, toks, 9, 0), WICK_ERR_CONTEXT_FULL, a, "do not fit in the context", "9 tokens in 8 positions");
+    check_status(wick_eval(a, &out_of_range, 1, 0), WICK_ERR_INVALID_ARG, a, "out of range", "a token outside the vocabulary");
+    check_status(wick_kv_shift(a, 0, 5), WICK_ERR_INVALID_ARG, a, "cannot drop 5 positions after 0 of 0", "a shift past the end");
+    check(wick_ctx_last_error(b)[0] == 0, "another context's message stays empty");
+    check(wick_eval(b, toks, 2, 0) == WICK_OK && wick_last_error()[0] == 0, "a success clears the last error");
+    check(strstr(wick_ctx_last_error(a), "cannot drop") != NULL, "the failed context keeps its message");
+    check(wick_eval(a, toks, 2, 0) == WICK_OK && wick_ctx_last_error(a)[0] == 0, "a success clears the context's message");
+    wick_ctx_free(a);
+    wick_ctx_free(b);
+}
+
 static unsigned char *read_file(const char *path, long *n) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
@@ -374,7 +425,7 @@ static void family_cases(const char *path, const char *arch, void (*cases)(wick_
         check(0, what);
     } else {
         snprintf(what, sizeof what, "%s is a %s model", path, arch);
-        check(strcmp(m->c.arch, arch) == 0, what);
+        check(strcmp(m->config.arch, arch) == 0, what);
         cases(m);
         wick_model_free(m);
     }
@@ -392,6 +443,7 @@ int main(int argc, char **argv) {
     shift_case(m, WICK_KV_F32, 4, 7, 1e-5);
     shift_case(m, WICK_KV_F16, 1, 29, 2e-3); /* keys re-rounded to F16 after the rotation */
     external_case(m);
+    status_cases(m);
     wick_model_free(m);
     free(buf);
     if (argc > 2) family_cases(argv[2], "gemma3", sliding_window_cases);

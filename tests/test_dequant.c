@@ -57,7 +57,7 @@ typedef struct {
 
 static int load(model_file *m, const char *path)
 {
-    char err[256];
+    errmsg err = {0};
     FILE *f = fopen(path, "rb");
     if (f == NULL)
         return -1;
@@ -71,8 +71,8 @@ static int load(model_file *m, const char *path)
         return -1;
     }
     fclose(f);
-    if (gguf_open(&m->g, m->buf, (size_t)size, err, sizeof err) != 0) {
-        check(0, "%s: %s", path, err);
+    if (gguf_open(&m->g, m->buf, (size_t)size, &err) != 0) {
+        check(0, "%s: %s", path, err.text);
         free(m->buf);
         return -1;
     }

@@ -206,10 +206,11 @@ static void describe(const jval *input, char *out, size_t out_len) {
 
 static void run_case(const jval *c) {
     const jval *what = jget(c, "what"), *text = jget(c, "text");
-    char err[512], label[700];
+    errmsg err = {0};
+    char label[700];
     wick_grammar *g;
-    if (grammar_parse(text->str, text->str_len, "root", &g, err, sizeof err)) {
-        snprintf(label, sizeof label, "%.80s: builds (%.400s)", what->str, err);
+    if (grammar_parse(text->str, text->str_len, "root", &g, &err)) {
+        snprintf(label, sizeof label, "%.80s: builds (%.400s)", what->str, err.text);
         check(false, "%s", label);
         return;
     }
@@ -234,19 +235,20 @@ static void run_case(const jval *c) {
 }
 
 static void expect_error(const char *text, const char *root, const char *expected) {
-    char err[512], label[900];
+    errmsg err = {0};
+    char label[900];
     wick_grammar *g;
-    int rc = grammar_parse(text, strlen(text), root, &g, err, sizeof err);
+    int rc = grammar_parse(text, strlen(text), root, &g, &err);
     if (rc == 0) grammar_free(g);
-    snprintf(label, sizeof label, "refused with \"%s\" (got \"%s\")", expected, rc ? err : "no error");
-    check(rc != 0 && strstr(err, expected) != NULL, "%s", label);
+    snprintf(label, sizeof label, "refused with \"%s\" (got \"%s\")", expected, rc ? err.text : "no error");
+    check(rc != 0 && strstr(err.text, expected) != NULL, "%s", label);
 }
 
 static bool match_text(const char *grammar, const char *text) {
-    char err[512];
+    errmsg err = {0};
     wick_grammar *g;
-    if (grammar_parse(grammar, strlen(grammar), NULL, &g, err, sizeof err)) {
-        printf("     (%s)\n", err);
+    if (grammar_parse(grammar, strlen(grammar), NULL, &g, &err)) {
+        printf("     (%s)\n", err.text);
         return false;
     }
     grammar_matcher *m = grammar_matcher_new(g);
@@ -281,9 +283,9 @@ static void own_checks(void) {
     check(!match_text("root ::= \"a\"", "\xC3"), "%s", "an unfinished character is not complete");
     check(!match_text("root ::= .", "\xC0\x80"), "%s", "an overlong encoding is refused");
     {
-        char err[256];
+        errmsg err = {0};
         wick_grammar *g;
-        bool built = grammar_parse("root ::= .+", 11, NULL, &g, err, sizeof err) == 0;
+        bool built = grammar_parse("root ::= .+", 11, NULL, &g, &err) == 0;
         grammar_matcher *m = built ? grammar_matcher_new(g) : NULL;
         /* beginnings that no valid character has: overlong (F0 80, E0 80), surrogate (ED A0),
          * beyond U+10FFFF (F4 90) */
@@ -296,10 +298,10 @@ static void own_checks(void) {
     }
     /* a token ending inside a character: the partial character must fit some class */
     {
-        char err[256];
+        errmsg err = {0};
         wick_grammar *g;
         const char *gr = "root ::= [\\u00e0-\\u00ff] \"!\"";
-        bool built = grammar_parse(gr, strlen(gr), NULL, &g, err, sizeof err) == 0;
+        bool built = grammar_parse(gr, strlen(gr), NULL, &g, &err) == 0;
         grammar_matcher *m = built ? grammar_matcher_new(g) : NULL;
         bool ok = m && grammar_matcher_fits(m, -1, "\xC3", 1)       /* U+00C0..U+00FF begin so */
                   && !grammar_matcher_fits(m, -1, "\xC4", 1)        /* U+0100.. do not fit */
@@ -313,10 +315,10 @@ static void own_checks(void) {
     }
     /* the first-byte filter never excludes a byte that fits */
     {
-        char err[256];
+        errmsg err = {0};
         wick_grammar *g;
         const char *gr = "root ::= [a-c] | [^\\x00-\\x7f] | \"\\u00e9\"";
-        bool built = grammar_parse(gr, strlen(gr), NULL, &g, err, sizeof err) == 0;
+        bool built = grammar_parse(gr, strlen(gr), NULL, &g, &err) == 0;
         grammar_matcher *m = built ? grammar_matcher_new(g) : NULL;
         bool mask[256], tokens, ok = m != NULL;
         if (m) grammar_matcher_first_bytes(m, mask, &tokens);
@@ -339,13 +341,14 @@ static void gbnf_dir(const char *dir) {
     while ((e = readdir(d))) {
         size_t l = strlen(e->d_name);
         if (l < 5 || strcmp(e->d_name + l - 5, ".gbnf")) continue;
-        char path[4096], err[512], label[1200];
+        errmsg err = {0};
+        char path[4096], label[1200];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         size_t len;
         char *text = read_file(path, &len);
         wick_grammar *g = NULL;
-        int rc = text ? grammar_parse(text, len, NULL, &g, err, sizeof err) : -1;
-        snprintf(label, sizeof label, "%s parses (%d rules)%s%s", e->d_name, rc ? 0 : grammar_n_rules(g), rc ? ": " : "", rc ? err : "");
+        int rc = text ? grammar_parse(text, len, NULL, &g, &err) : -1;
+        snprintf(label, sizeof label, "%s parses (%d rules)%s%s", e->d_name, rc ? 0 : grammar_n_rules(g), rc ? ": " : "", rc ? err.text : "");
         check(rc == 0, "%s", label);
         if (rc == 0 && !strcmp(e->d_name, "json.gbnf")) {
             grammar_matcher *m = grammar_matcher_new(g);
@@ -383,22 +386,24 @@ int main(int argc, char **argv) {
     const jval *failures = jget(&root, "build_failures"), *successes = jget(&root, "build_successes");
     for (int i = 0; i < failures->n; i++) {
         const jval *c = &failures->items[i];
-        char err[512], label[800];
+        errmsg err = {0};
+        char label[800];
         wick_grammar *g;
         const jval *gr = jget(c, "grammar");
-        int rc = grammar_parse(gr->str, gr->str_len, jget(c, "root")->str, &g, err, sizeof err);
+        int rc = grammar_parse(gr->str, gr->str_len, jget(c, "root")->str, &g, &err);
         if (rc == 0) grammar_free(g);
-        snprintf(label, sizeof label, "refuses to build (%s): %s", jget(c, "what")->str, rc ? err : "built");
+        snprintf(label, sizeof label, "refuses to build (%s): %s", jget(c, "what")->str, rc ? err.text : "built");
         check(rc != 0, "%s", label);
     }
     for (int i = 0; i < successes->n; i++) {
         const jval *c = &successes->items[i];
-        char err[512], label[800];
+        errmsg err = {0};
+        char label[800];
         wick_grammar *g;
         const jval *gr = jget(c, "grammar");
-        int rc = grammar_parse(gr->str, gr->str_len, jget(c, "root")->str, &g, err, sizeof err);
+        int rc = grammar_parse(gr->str, gr->str_len, jget(c, "root")->str, &g, &err);
         if (rc == 0) grammar_free(g);
-        snprintf(label, sizeof label, "builds (%s)%s", jget(c, "what")->str, rc ? err : "");
+        snprintf(label, sizeof label, "builds (%s)%s", jget(c, "what")->str, rc ? err.text : "");
         check(rc == 0, "%s", label);
     }
     own_checks();

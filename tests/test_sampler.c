@@ -32,10 +32,10 @@ static float random_logit(float scale) {
 }
 
 static wick_sampler *make_sampler(const wick_sampler_params *p, int32_t n_vocab) {
-    char err[256];
+    errmsg err = {0};
     wick_sampler *s;
-    if (sampler_new(&s, p, n_vocab, err, sizeof err) != 0) {
-        printf("FAIL: sampler_new: %s\n", err);
+    if (sampler_new(&s, p, n_vocab, &err) != 0) {
+        printf("FAIL: sampler_new: %s\n", err.text);
         n_failed++;
         return NULL;
     }
@@ -617,12 +617,12 @@ static void test_seeds(void) {
 /* ---- parameter validation ------------------------------------------------------------------ */
 
 static void expect_refused(wick_sampler_params p, const char *what) {
-    char err[256] = "";
+    errmsg err = {0};
     wick_sampler *s = NULL;
-    int rc = sampler_new(&s, &p, 100, err, sizeof err);
-    char line[400];
-    snprintf(line, sizeof line, "refuses %s: \"%s\"", what, err);
-    check(rc == -1 && s == NULL && err[0] != '\0', line);
+    int rc = sampler_new(&s, &p, 100, &err);
+    char line[700];
+    snprintf(line, sizeof line, "refuses %s: \"%s\"", what, err.text);
+    check(rc == -1 && s == NULL && err.text[0] != '\0', line);
     sampler_free(s);
 }
 
@@ -669,10 +669,10 @@ static void test_validation(void) {
     p.bias_values = &plus_inf;
     expect_refused(p, "a +inf bias");
 
-    char err[256];
+    errmsg err = {0};
     wick_sampler *s;
-    check(sampler_new(&s, &d, 0, err, sizeof err) == -1, "refuses n_vocab 0");
-    check(sampler_new(&s, &d, 100, err, sizeof err) == 0, "accepts the defaults");
+    check(sampler_new(&s, &d, 0, &err) == -1, "refuses n_vocab 0");
+    check(sampler_new(&s, &d, 100, &err) == 0, "accepts the defaults");
     sampler_free(s);
     check(d.temperature == 0.8f && d.top_k == 40 && d.top_p == 0.95f && d.min_p == 0.05f &&
               d.repeat_penalty == 1.1f && d.repeat_last_n == 64 && d.frequency_penalty == 0.0f &&
@@ -704,9 +704,9 @@ static int feed(stop_matcher *m, const char *const *chunks, int n, char *shown, 
 static void test_stop_matcher(void) {
     const char *stops[2] = {"<|end|>", "\n\nUser:"};
     stop_matcher m;
-    char err[128];
-    if (stop_matcher_init(&m, stops, 2, err, sizeof err) != 0) {
-        check(false, err);
+    errmsg err = {0};
+    if (stop_matcher_init(&m, stops, 2, &err) != 0) {
+        check(false, err.text);
         return;
     }
     char shown[256];
@@ -757,15 +757,15 @@ static void test_stop_matcher(void) {
 
     /* overlapping prefixes: "aab" in "aaab" */
     const char *overlap[1] = {"aab"};
-    stop_matcher_init(&m, overlap, 1, err, sizeof err);
+    stop_matcher_init(&m, overlap, 1, &err);
     const char *aaab[4] = {"a", "a", "a", "b!"};
     rc = feed(&m, aaab, 4, shown, true);
     check(rc == 1 && strcmp(shown, "a") == 0, "overlapping prefix: \"aab\" found in \"a\",\"a\",\"a\",\"b!\"");
     stop_matcher_free(&m);
 
     const char *empty[1] = {""};
-    check(stop_matcher_init(&m, empty, 1, err, sizeof err) == -1, "an empty stop string is refused");
-    stop_matcher_init(&m, NULL, 0, err, sizeof err);
+    check(stop_matcher_init(&m, empty, 1, &err) == -1, "an empty stop string is refused");
+    stop_matcher_init(&m, NULL, 0, &err);
     const char *plain[2] = {"no stops ", "at all"};
     rc = feed(&m, plain, 2, shown, true);
     check(rc == 0 && strcmp(shown, "no stops at all") == 0, "without stop strings everything passes at once");

@@ -64,7 +64,7 @@ static double against_fresh(const wick_model *m, const float *logits, const int3
         wick_ctx_free(f);
         return INFINITY;
     }
-    double d = row_difference(logits, wick_get_logits(f, -1), m->c.n_vocab);
+    double d = row_difference(logits, wick_get_logits(f, -1), m->config.n_vocab);
     wick_ctx_free(f);
     return d;
 }
@@ -99,7 +99,7 @@ static int generate(wick_gen *g, int32_t *out, int n) {
 
 static void chat_cases(const wick_model *m, const char *name, int threads) {
     char what[256];
-    const int n_ctx = 512, V = m->c.n_vocab;
+    const int n_ctx = 512, V = m->config.n_vocab;
     wick_ctx *c = new_ctx(m, n_ctx, threads);
     wick_gen *g = NULL;
     if (!c || wick_gen_new(c, &g) != WICK_OK) { check(0, "a context and a generator"); wick_ctx_free(c); return; }
@@ -177,7 +177,7 @@ static void chat_cases(const wick_model *m, const char *name, int threads) {
  * a shift it evaluated the kept tokens again, and the logits equal a fresh evaluation of them */
 static void overflow_case(const wick_model *m, const char *name) {
     char what[256];
-    const int n_ctx = 64, V = m->c.n_vocab;
+    const int n_ctx = 64, V = m->config.n_vocab;
     wick_ctx *c = new_ctx(m, n_ctx, 1);
     wick_gen *g = NULL;
     if (!c || wick_gen_new(c, &g) != WICK_OK) { check(0, "a context and a generator"); wick_ctx_free(c); return; }
@@ -244,7 +244,7 @@ int main(int argc, char **argv) {
             continue;
         }
         const char *name = strrchr(argv[i], '/') ? strrchr(argv[i], '/') + 1 : argv[i];
-        check(m->c.n_recurrent > 0, "the model has recurrent layers");
+        check(m->config.n_recurrent > 0, "the model has recurrent layers");
         memory_case(m, name);
         chat_cases(m, name, 1);
 #ifndef WICK_NO_THREADS /* the single-threaded build (the wasm test programs) has no second thread */

@@ -3,8 +3,9 @@
 // SIMD128 one Safari gets and the relaxed-SIMD one Chromium gets), so that neither build can grow
 // at the other's expense unseen. The page's files are found by following web/index.html: its
 // scripts and stylesheets, then every static import of those modules, plus the files the page
-// starts by URL (the engine's worker, the service worker, the manifest). The model, the icons and
-// @huggingface/jinja (imported only when a chat template is rendered) are not counted.
+// starts by URL (the engine's worker and its download code, the service worker, the manifest).
+// The model, the icons, wasm_glue/chat-template.mjs and @huggingface/jinja (imported only when a
+// chat template is rendered) are not counted.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -18,7 +19,7 @@ const BUDGET = 500 * 1000;
 const BUILDS = ['wick-mt', 'wick-mt-relaxed'].flatMap((b) => [`${b}.js`, `${b}.wasm`, `${b}.worker.js`].map((f) => `build/wasm/${f}`));
 // started by URL rather than imported: the engine's worker (web/coi.js engineWorkerUrl, which loads
 // the glue's worker), the service worker (isolation and the offline shell), the web app manifest
-const BY_URL = ['web/engine-worker.js', 'wasm_glue/worker.js', 'web/coi-sw.js', 'web/manifest.webmanifest'];
+const BY_URL = ['web/engine-worker.js', 'wasm_glue/worker.js', 'wasm_glue/download.js', 'web/coi-sw.js', 'web/manifest.webmanifest'];
 
 /** web/index.html and everything it loads statically, as repository paths. */
 function pageFiles() {

@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import { ROOT, parseArgs, list, ensureModel, modelLabel, markdownTable, fmt, appendBenchmarks } from './bench.mjs';
+import { ROOT, parseArgs, list, ensureModel, modelLabel, markdownTable, fmt, appendBenchmarks } from './bench-common.mjs';
 
 const MiB = 1024 * 1024;
 export const GPU_DEFAULTS = {

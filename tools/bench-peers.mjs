@@ -28,7 +28,7 @@ import { createServer } from './serve.mjs';
 import {
   ROOT, parseArgs, list, ensureModel, modelInfo, modelLabel, buildPrompt, summarize, fmt,
   markdownTable, appendBenchmarks, waitForIdle,
-} from './bench.mjs';
+} from './bench-common.mjs';
 
 const CHROMIUM = '/usr/bin/chromium';
 const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',

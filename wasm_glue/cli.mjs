@@ -87,7 +87,8 @@ async function runEngineCli(args) {
   // it behind a V8 flag, which takes effect when set before the module is compiled
   const relaxed = process.env.WICK_WASM_RELAXED === '1';
   if (relaxed) (await import('node:v8')).setFlagsFromString('--experimental-wasm-relaxed-simd');
-  const base = (kind === 'mt' ? 'wick-mt' : 'wick') + (relaxed ? '-relaxed' : '');
+  // the CLI's own builds (the page's, build/wasm/wick*.js, hold no CLI)
+  const base = 'wick-cli' + (kind === 'mt' ? '-mt' : '') + (relaxed ? '-relaxed' : '');
   const jsPath = path.join(buildDir, `${base}.js`);
   if (!fs.existsSync(jsPath)) throw new Error(`${jsPath} is missing: run make`);
   const require = createRequire(import.meta.url);

@@ -166,13 +166,19 @@
    * The hybrids' recurrent layers and the bytes of their state (wick_state_bytes): lfm2's
    * convolution layers keep l_cache − 1 inputs of the embedding width; qwen35's DeltaNet layers
    * keep conv_kernel − 1 inputs of (2·group_count + time_step_rank)·state_size channels and a
-   * state_size² matrix per value head (time_step_rank of them). F32 throughout.
+   * state_size² matrix per value head (time_step_rank of them); granitehybrid's Mamba-2 layers (KV
+   * head count 0) keep conv_kernel − 1 inputs of inner_size + 2·group_count·state_size channels and
+   * state_size values per channel of inner_size. F32 throughout.
    */
   function recurrentState(arch, get, layers, embd, kvList) {
     let recurrentLayers = 0, perLayer = 0;
-    if (arch === 'lfm2') {
+    if (arch === 'lfm2' || arch === 'granitehybrid') {
       recurrentLayers = Array.isArray(kvList) ? kvList.slice(0, layers).filter((n) => n === 0).length : 0;
-      perLayer = Math.max(0, (get('shortconv.l_cache') || 0) - 1) * embd;
+      if (arch === 'lfm2') perLayer = Math.max(0, (get('shortconv.l_cache') || 0) - 1) * embd;
+      else {
+        const S = get('ssm.state_size') || 0, ng = get('ssm.group_count') || 0, inner = get('ssm.inner_size') || 0;
+        perLayer = Math.max(0, (get('ssm.conv_kernel') || 0) - 1) * (inner + 2 * ng * S) + inner * S;
+      }
     } else if (arch === 'qwen35') {
       const list = get('attention.recurrent_layers');
       const interval = Number.isFinite(get('full_attention_interval')) ? get('full_attention_interval') : 4;
@@ -186,7 +192,7 @@
   // families with sliding-window layers: llama.cpp's default window and layer pattern period
   const SLIDING = { gemma2: { window: 4096, period: 2 }, gemma3: { window: 0, period: 6 }, olmo2: { window: 0, period: 4 } };
   // the architectures the engine runs (src/model.c)
-  const ARCHITECTURES = ['llama', 'qwen2', 'qwen3', 'gemma2', 'gemma3', 'phi3', 'smollm3', 'granite', 'olmo2', 'lfm2', 'qwen35', 'gemma4'];
+  const ARCHITECTURES = ['llama', 'qwen2', 'qwen3', 'gemma2', 'gemma3', 'phi3', 'smollm3', 'granite', 'olmo2', 'lfm2', 'qwen35', 'granitehybrid', 'mistral3', 'gemma4'];
 
   /**
    * gemma4's layers with a cache of their own (src/model.c, read_layer_shapes): the last

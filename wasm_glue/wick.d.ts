@@ -14,9 +14,16 @@ export class WickError extends Error {
 }
 
 export interface LoadProgress {
+  /** the whole load, from 0 to 1 across every phase: it never decreases and ends at 1 */
+  progress: number;
+  /** 'download': the bytes read (from the network, or the Cache API when `cached`); 'store': the
+   * bytes written to the Cache API for offline use; 'load': the engine takes the model in */
+  phase: 'download' | 'store' | 'load';
+  /** bytes of the whole model (all parts of a split one) done in this phase: each phase starts at 0 */
   loaded: number;
+  /** the model's bytes as far as known (a split model with sizes unknown beforehand: the parts so
+   * far; 0: a download without Content-Length) */
   total: number;
-  phase: 'download' | 'load';
   /** true when the bytes come from the Cache API */
   cached: boolean;
   /** bytes read back from an earlier download of the same URL that stopped part way (a reload,
@@ -242,6 +249,11 @@ export interface ChatCompletionChunk {
   /** on the last chunk */
   usage?: ChatCompletionUsage;
   timings?: Timings | null;
+  /** wick's extension, on every chunk of generated text: the engine's piece as generate() yields
+   * it (its text and token ids, probs with logprobs, shifted, reevaluated) and the prompt's token
+   * count; a piece held back while it may be a tool call comes with an empty delta. On the last
+   * chunk: generate()'s final record (the engine's own finishReason: 'eog', 'grammar', …). */
+  wick?: (GenerateChunk & { promptTokens: number }) | GenerateDone;
 }
 
 export interface ChatCompletion {
@@ -347,7 +359,7 @@ export declare const Wick: {
   /** whether this context runs relaxed SIMD (the relaxed builds are then chosen) */
   hasRelaxedSimd(): boolean;
   splitUrls(firstUrl: string): string[];
-  useJinja(module: { Template: unknown; Environment: unknown; Interpreter: unknown }): void;
+  useJinja(module: { Template: unknown; Environment: unknown; Interpreter: unknown }): Promise<void>;
   renderChatTemplate: typeof renderChatTemplate;
   WickError: typeof WickError;
 };

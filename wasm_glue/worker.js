@@ -1,8 +1,7 @@
-/* wasm_glue/worker.js — the engine's own thread: it loads one of the two wasm builds, streams the
- * model file into wasm memory (from the network, the Cache API, a Blob or chunks sent by the
- * host), keeps the downloaded file in the Cache API (and, while it arrives, its bytes in pieces,
- * so that a load cut by a reload or an abort resumes where it stopped), and runs generation one
- * token at a time, posting each piece of text as it is produced.
+/* wasm_glue/worker.js — the engine's own thread: it loads one of the two wasm builds, has the
+ * model file streamed into wasm memory (download.js: from the network, the Cache API, a Blob or
+ * chunks sent by the host, with resumed downloads and the copy kept for offline use), hands it to
+ * the engine, and runs generation one token at a time, posting each piece of text as it is produced.
  *
  * A classic script: a page starts it with `new Worker(url)` (importScripts loads the Emscripten
  * script), Node starts it as a worker_threads Worker (it is then an ES module; the Emscripten
@@ -13,7 +12,7 @@
  *                  {type: 'gpu-lose'}               (destroys the GPU device: tests of the fallback)
  *                  {id, type: 'data', bytes|end}    (the bytes of a load from an ArrayBuffer)
  *   worker → host  {id, type: 'result', value} | {id, type: 'error', code, message}
- *                  {id, type: 'progress', loaded, total, phase, cached, resumed}
+ *                  {id, type: 'progress', loaded, total, phase, progress, cached, resumed} (download.js)
  *                  {id, type: 'chunk', text, tokens, probs?, shifted?, reevaluated?}
  *                  {type: 'fatal', message}         (the wasm instance trapped: the worker is done)
  *
@@ -29,21 +28,14 @@
 'use strict';
 (function () {
   const isNode = typeof importScripts !== 'function';
-  const CACHE_NAME = 'wick-models-v1';
-  const STATUS_CODES = { 1: 'E_INVALID_ARG', 2: 'E_FORMAT', 3: 'E_UNSUPPORTED', 4: 'E_NOMEM', 5: 'E_CONTEXT_FULL' };
-  const FINISH = { 1: 'eog', 2: 'stop', 3: 'length', 4: 'grammar' };
-  const RESUME_ATTEMPTS = 5;     // Range requests after a download breaks off
-  const CACHE_WRITE_CHUNK = 1 << 20;
-  const PROGRESS_INTERVAL_MS = 50;
-  const HEADER_FIRST_TRY = 1 << 16; // bytes of the file before the first try at its header
 
   let post = null;          // (message, transfer?) → void
   let M = null;             // the Emscripten module
   let buildInfo = null;     // {build, threads}
+  let loader = null;        // download.js's reader of model bytes, made at init
   const state = { model: 0, ctx: 0, gen: 0, buffers: [], size: 0, meta: null, gpu: null, device: null, ctxOptions: null };
   let gpuUrl = null;        // gpu/backend.mjs, as the host names it
   const aborted = new Set();
-  const feeds = new Map();  // load id → pushed data {chunks, waiting, ended}
   let queue = Promise.resolve();
 
   class WorkerError extends Error {
@@ -56,8 +48,8 @@
   // ---- the message loop ----
 
   function onMessage(msg) {
-    if (msg.type === 'abort') { aborted.add(msg.id); feedWake(msg.id); return; }
-    if (msg.type === 'data') { feedPush(msg); return; }
+    if (msg.type === 'abort') { aborted.add(msg.id); loader?.feedWake(msg.id); return; }
+    if (msg.type === 'data') { loader?.feedPush(msg); return; }
     if (msg.type === 'gpu-lose') { state.gpu?.forward.device.destroy(); return; }
     queue = queue.then(() => handle(msg));
   }
@@ -73,7 +65,7 @@
       post({ id, type: 'error', code: /^E_[A-Z_]+$/.test(e.code) ? e.code : 'E_INTERNAL', message: e.message || String(e), ...(e.device ? { device: e.device } : {}) });
     } finally {
       aborted.delete(id);
-      feeds.delete(id);
+      loader?.feedEnd(id);
     }
   }
 
@@ -126,6 +118,8 @@
     }
     M = await createWick(options);
     buildInfo = { build, threads };
+    const node = isNode ? { fs: await import('node:fs'), Readable: (await import('node:stream')).Readable } : null;
+    loader = WickDownload.createLoader({ M, post, aborted, threads, summarize, WorkerError, node });
     return { build, threads, genApi: typeof M._wick_gen_new === 'function', splitApi: typeof M._wick_model_load_gguf_parts === 'function' };
   }
 
@@ -143,7 +137,7 @@
   function check(status, context) {
     if (status === 0) return;
     const detail = M.UTF8ToString(M._wick_last_error());
-    throw new WorkerError(STATUS_CODES[status] || 'E_INTERNAL', detail ? (context ? `${context}: ${detail}` : detail) : context || `status ${status}`);
+    throw new WorkerError(WickConstants.STATUS_CODES[status] || 'E_INTERNAL', detail ? (context ? `${context}: ${detail}` : detail) : context || `status ${status}`);
   }
 
   function malloc(n) {
@@ -181,27 +175,6 @@
     pieceCache.clear();
   }
 
-  function throwIfAborted(id) {
-    if (aborted.has(id)) throw new WorkerError('E_ABORTED', 'the load was aborted');
-  }
-
-  /**
-   * Reports progress at most every PROGRESS_INTERVAL_MS, never going backwards. report.resumed:
-   * the bytes of this file read back from an earlier, unfinished download (added to resumedBefore,
-   * the earlier files' own).
-   */
-  function progressReporter(id, phase, total, cached, resumedBefore = 0) {
-    let last = 0, best = 0;
-    const report = (loaded, force) => {
-      best = Math.max(best, loaded);
-      const now = performance.now();
-      if (!force && now - last < PROGRESS_INTERVAL_MS) return;
-      last = now;
-      post({ id, type: 'progress', phase, loaded: best, total, cached, resumed: resumedBefore + report.resumed });
-    };
-    report.resumed = 0;
-    return report;
-  }
 
   async function load(msg) {
     const { id, source, contextSize, kvType } = msg;
@@ -211,32 +184,10 @@
       throw new WorkerError('E_UNSUPPORTED', `a model split into ${source.items.length} files needs wick_model_load_gguf_parts, which this build of the engine does not export`);
     const parts = [];
     try {
-      const sizes = source.sizes || [];
-      const total = sizes.length === source.items.length ? sizes.reduce((a, b) => a + b, 0) : 0;
-      let before = 0, resumedBefore = 0;
-      for (let i = 0; i < source.items.length; i++) {
-        const item = source.items[i];
-        const sink = {
-          id,
-          first: i === 0,
-          before,
-          resumedBefore,
-          total,
-          contextSize,
-          kvType,
-          headerChecked: false,
-          meta: null,
-        };
-        const part = await readSource(source.kind, item, sink);
-        parts.push(part);
-        before += part.size;
-        resumedBefore += part.resumed || 0;
-        if (i === 0) state.meta = sink.meta;
-      }
-      throwIfAborted(id);
-      if (!state.meta) state.meta = headerOf(parts[0]);
+      const { meta, progress } = await loader.readParts(id, source, contextSize, kvType, parts);
+      state.meta = meta || headerOf(parts[0]);
       const size = parts.reduce((a, p) => a + p.size, 0);
-      post({ id, type: 'progress', phase: 'load', loaded: 0, total: size });
+      post({ id, type: 'progress', phase: 'load', loaded: 0, total: size, progress: progress.load(0) });
 
       const out = malloc(4);
       try {
@@ -268,7 +219,7 @@
       } finally {
         M._free(out);
       }
-      post({ id, type: 'progress', phase: 'load', loaded: size, total: size });
+      post({ id, type: 'progress', phase: 'load', loaded: size, total: size, progress: progress.load(1) });
       return describe(parts);
     } catch (e) {
       if (state.model === 0) for (const p of parts) if (!state.buffers.includes(p)) M._wick_buffer_free(p.ptr, p.size);
@@ -441,517 +392,6 @@
   }
 
   /** Reads one file into its own allocation: {ptr, size, cached}. */
-  async function readSource(kind, item, sink) {
-    if (kind === 'url') return readUrl(item, sink);
-    if (kind === 'blob') return readStream(item.stream(), item.size, sink, false);
-    if (kind === 'path') {
-      const fs = await import('node:fs');
-      let size;
-      try {
-        size = fs.statSync(item).size;
-      } catch (e) {
-        throw new WorkerError('E_FETCH', `could not read ${item}: ${e.code === 'ENOENT' ? 'no such file' : e.message}`);
-      }
-      const { Readable } = await import('node:stream');
-      return readStream(Readable.toWeb(fs.createReadStream(item, { highWaterMark: 1 << 20 })), size, sink, false);
-    }
-    if (kind === 'push') return readStream(feedStream(sink.id), item.size, sink, false);
-    throw new WorkerError('E_INVALID_ARG', `unknown source kind ${kind}`);
-  }
-
-  /** Checks the size before any byte is read: the file alone against wasm32 and the allocator. */
-  function checkSize(size, sink) {
-    const fits = WickGguf.checkFits({ fileBytes: sink.before + size, contextSize: sink.contextSize, kvType: sink.kvType, threads: buildInfo.threads });
-    if (!fits.fits) throw tooLarge(sink.before + size, fits.needed, fits.available);
-  }
-
-  function tooLarge(fileBytes, needed, available) {
-    const f = WickGguf.formatBytes;
-    return new WorkerError('E_TOO_LARGE', `the model does not fit in WebAssembly memory: it needs ${f(needed)} (${needed} bytes: file ${f(fileBytes)} plus KV cache and scratch), and wasm32 holds ${f(available)} (${available} bytes)`);
-  }
-
-  /**
-   * Streams `stream` (size bytes) into a new allocation, checking the GGUF magic and, once the
-   * header has arrived, the full memory need (file + KV cache for the asked context).
-   * resume(loaded, error) → {reader, from} that continues at byte `from` (loaded, or 0 when the
-   * file is sent again whole), or null: give up. With no stream, resume is asked for the first one.
-   * opts.stored: where the download is kept as it arrives (a PartialDownload); with
-   *   opts.fromStore, the bytes it holds from an earlier load are read in first (progress says
-   *   how many in `resumed`) and resume continues after them.
-   */
-  async function readStream(stream, size, sink, cached, resume, opts = {}) {
-    checkSize(size, sink);
-    // a model buffer may be larger than one malloc can give: the engine's own allocator
-    const ptr = M._wick_buffer_alloc(size) >>> 0;
-    if (!ptr) throw new WorkerError('E_TOO_LARGE', `out of wasm memory: could not allocate ${size} bytes for the model`);
-    const report = progressReporter(sink.id, 'download', sink.total || sink.before + size, cached, sink.resumedBefore);
-    const stored = opts.stored || null;
-    let loaded = 0, nextHeaderTry = HEADER_FIRST_TRY;
-    let reader = null;
-    try {
-      reader = stream ? stream.getReader() : null;
-      report(sink.before, true);
-      if (stored && opts.fromStore) {
-        loaded = await stored.readInto(ptr, (n) => { throwIfAborted(sink.id); report.resumed = n; report(sink.before + n, false); });
-        if (loaded) report(sink.before + loaded, true);
-      }
-      for (;;) {
-        throwIfAborted(sink.id);
-        let step;
-        try {
-          step = reader ? await reader.read() : { done: true };
-        } catch (e) {
-          if (e.code === 'E_ABORTED' || aborted.has(sink.id)) throw new WorkerError('E_ABORTED', 'the load was aborted');
-          step = { done: true, error: e };
-        }
-        if (step.done) {
-          if (loaded === size) break;
-          const next = resume && (await resume(loaded, step.error));
-          if (!next) throw new WorkerError('E_FETCH', `the download ended after ${loaded} of ${size} bytes${step.error ? `: ${step.error.message}` : ''}`);
-          reader = next.reader;
-          if (next.from !== loaded && stored) await stored.restart(next.validator);
-          loaded = next.from;
-          continue;
-        }
-        const chunk = step.value;
-        if (loaded + chunk.length > size) throw new WorkerError('E_FETCH', `the server sent more than the announced ${size} bytes`);
-        M.HEAPU8.set(chunk, ptr + loaded);
-        if (loaded < 4 && loaded + chunk.length >= 4 && !WickGguf.isGguf(M.HEAPU8.subarray(ptr, ptr + 4)))
-          throw notGguf(M.HEAPU8.slice(ptr, ptr + Math.min(64, loaded + chunk.length)));
-        loaded += chunk.length;
-        if (stored) await stored.arrived(ptr, loaded);
-        if (sink.first && !sink.headerChecked && (loaded >= nextHeaderTry || loaded === size)) {
-          nextHeaderTry = loaded * 2;
-          tryHeader(ptr, loaded, size, sink);
-        }
-        report(sink.before + loaded, false);
-      }
-      if (size < 4 || !WickGguf.isGguf(M.HEAPU8.subarray(ptr, ptr + 4))) throw notGguf(M.HEAPU8.slice(ptr, ptr + Math.min(64, size)));
-      if (sink.first && !sink.headerChecked) tryHeader(ptr, size, size, sink);
-      report(sink.before + size, true);
-      return { ptr, size, cached, resumed: report.resumed };
-    } catch (e) {
-      // the bytes that came are kept for the next load, unless they are not a model this engine takes
-      if (stored) await (DROP_KEPT_AFTER.has(e.code) ? stored.drop() : stored.keepUpTo(ptr, loaded));
-      M._wick_buffer_free(ptr, size);
-      reader?.cancel().catch(() => {});
-      throw e;
-    }
-  }
-
-  /**
-   * A body of unknown size (no Content-Length, or a compressed transfer): its chunks are held in
-   * JS until it ends, then copied into wasm memory, so the peak is about twice the file.
-   */
-  async function readUnsized(stream, sink) {
-    const chunks = [];
-    let loaded = 0;
-    const report = progressReporter(sink.id, 'download', 0, false);
-    const reader = stream.getReader();
-    for (;;) {
-      throwIfAborted(sink.id);
-      let step;
-      try {
-        step = await reader.read();
-      } catch (e) {
-        throw new WorkerError(aborted.has(sink.id) ? 'E_ABORTED' : 'E_FETCH', `the download broke off after ${loaded} bytes: ${e.message}`);
-      }
-      if (step.done) break;
-      chunks.push(step.value);
-      loaded += step.value.length;
-      if (chunks.length === 1 || loaded - step.value.length < 4) {
-        const first = concat(chunks, Math.min(loaded, 64));
-        if (first.length >= 4 && !WickGguf.isGguf(first)) { reader.cancel().catch(() => {}); throw notGguf(first); }
-      }
-      checkSize(loaded, sink);
-      report(sink.before + loaded, false);
-    }
-    const all = concat(chunks, loaded);
-    chunks.length = 0;
-    return readStream(new Blob([all]).stream(), loaded, sink, false);
-  }
-
-  function concat(chunks, n) {
-    const out = new Uint8Array(n);
-    let o = 0;
-    for (const c of chunks) {
-      if (o >= n) break;
-      const take = Math.min(c.length, n - o);
-      out.set(c.subarray(0, take), o);
-      o += take;
-    }
-    return out;
-  }
-
-  function tryHeader(ptr, loaded, size, sink) {
-    let header;
-    try {
-      header = WickGguf.parseHeader(M.HEAPU8.subarray(ptr, ptr + loaded), { keepArrays: ['tokenizer.ggml.tokens'] });
-    } catch (e) {
-      if (e instanceof WickGguf.NeedMoreBytes && loaded < size) return;
-      throw new WorkerError('E_NOT_GGUF', `not a valid GGUF file: ${e.message}`);
-    }
-    sink.headerChecked = true;
-    const unsupported = WickGguf.unsupportedReason(header.metadata);
-    if (unsupported) throw new WorkerError('E_UNSUPPORTED', unsupported);
-    sink.meta = summarize(header);
-    const fits = WickGguf.checkFits({ fileBytes: sink.total || size, metadata: header.metadata, contextSize: sink.contextSize, kvType: sink.kvType, threads: buildInfo.threads });
-    if (!fits.fits) throw tooLarge(sink.total || size, fits.needed, fits.available);
-  }
-
-  function notGguf(first) {
-    const text = new TextDecoder().decode(first).replace(/\s+/g, ' ').trim();
-    const html = /^<(!doctype|html|head|body|\?xml)/i.test(text);
-    return new WorkerError('E_NOT_GGUF', html ? `got an HTML page instead of a GGUF model ("${text.slice(0, 40)}…")` : 'not a GGUF file (the first bytes are not "GGUF")');
-  }
-
-  // ---- from the network, through the Cache API ----
-
-  async function openCache() {
-    if (typeof caches === 'undefined') return null;
-    try { return await caches.open(CACHE_NAME); } catch { return null; }
-  }
-
-  async function readUrl({ url, cache: useCache }, sink) {
-    const cache = useCache ? await openCache() : null;
-    if (cache) {
-      const hit = await cache.match(url);
-      const bytes = hit && Number(hit.headers.get('X-Wick-Bytes'));
-      if (hit && bytes > 0 && hit.body) {
-        try {
-          return await readStream(hit.body, bytes, sink, true);
-        } catch (e) {
-          if (e.code === 'E_ABORTED' || e.code === 'E_TOO_LARGE') throw e;
-          await cache.delete(url); // a damaged entry: fetch the file again
-        }
-      }
-    }
-    // the bytes of an unfinished download of this URL, kept beside the whole files
-    const stored = cache ? await PartialDownload.open(url) : null;
-    const controller = new AbortController();
-    const abortPoll = setInterval(() => { if (aborted.has(sink.id)) controller.abort(); }, 50);
-    // the whole file is kept, then its pieces go; when there is no room for both, the pieces go first
-    const finish = async (part) => {
-      if (cache && !(await storeInCache(cache, url, part, !!stored)) && stored) {
-        await stored.drop();
-        await storeInCache(cache, url, part);
-      }
-      await stored?.drop();
-      return part;
-    };
-    try {
-      let first = null;
-      if (stored && (await stored.load())) {
-        // an earlier load stopped part way: its bytes from the store, then the rest with Range
-        try {
-          const resume = resumer(url, stored.validator, stored.total, controller.signal, sink, true);
-          return await finish(await readStream(null, stored.total, sink, false, resume, { stored, fromStore: true }));
-        } catch (e) {
-          if (e.code !== 'E_START_OVER') throw e;
-          first = e.response; // the whole file as it is now (If-Range did not match), or null
-        }
-      }
-      first ||= await fetchChecked(url, {}, controller.signal, sink);
-      const size = first.size;
-      const validator = validatorOf(first.response);
-      // a file is kept as it comes only when a later load can check that it has not changed
-      const keep = stored && size !== null && validator ? stored.begin(validator, size) : null;
-      const part = size === null
-        ? await readUnsized(first.response.body, sink)
-        : await readStream(first.response.body, size, sink, false, resumer(url, validator, size, controller.signal, sink, false), { stored: keep });
-      return await finish(part);
-    } finally {
-      clearInterval(abortPoll);
-    }
-  }
-
-  /**
-   * What identifies the version of a file, for If-Range: its ETag when strong (a weak one never
-   * matches If-Range), else its Last-Modified date; null: neither.
-   */
-  function validatorOf(response) {
-    const etag = response.headers.get('ETag');
-    return (etag && !etag.startsWith('W/') ? etag : null) || response.headers.get('Last-Modified');
-  }
-
-  /** The one error that is not an error: the kept bytes are stale, the file is downloaded again. */
-  function startOver(response) {
-    const e = new WorkerError('E_START_OVER', 'the file changed since its bytes were kept');
-    e.response = response;
-    return e;
-  }
-
-  /**
-   * The function readStream asks for the rest of the file from byte `loaded`: a Range request
-   * with If-Range, so that a file changed in between comes whole (200) instead of spliced.
-   * fromStore: the first call continues bytes read back from the store, on a new visit: a 206
-   * that starts at `loaded` with the same total and validator continues; anything else throws
-   * startOver (the kept bytes are dropped). The calls after it, like those of a fresh download,
-   * follow a body that broke off: RESUME_ATTEMPTS tries, a pause growing between them.
-   */
-  function resumer(url, validator, size, signal, sink, fromStore) {
-    let attempts = 0, continuing = fromStore;
-    const rangeFetch = (loaded, ifRange) => fetch(url, { headers: ifRange ? { Range: `bytes=${loaded}-`, 'If-Range': ifRange } : { Range: `bytes=${loaded}-` }, signal, cache: 'no-store' });
-    const contentRange = (r) => {
-      const m = /^bytes (\d+)-(\d+)\/(\d+)$/.exec(r.headers.get('Content-Range') || '');
-      return m && { start: Number(m[1]), total: Number(m[3]) };
-    };
-    const resume = async (loaded, error) => {
-      if (continuing) {
-        continuing = false;
-        if (loaded === 0) throw startOver(null);
-        let next, ifRange = validator;
-        try {
-          next = await rangeFetch(loaded, ifRange);
-        } catch (e) {
-          if (aborted.has(sink.id)) throw new WorkerError('E_ABORTED', 'the load was aborted');
-          // If-Range is not a CORS-safelisted header: a cross-origin host may refuse its preflight;
-          // then Range alone, and the validator of the answer is compared here
-          ifRange = null;
-          try { next = await rangeFetch(loaded, null); } catch {
-            if (aborted.has(sink.id)) throw new WorkerError('E_ABORTED', 'the load was aborted');
-            throw new WorkerError('E_FETCH', `could not fetch ${url}: ${e.message} (the network is down, the host is unreachable, or the server refused a cross-origin request: CORS); ${loaded} bytes of an earlier download are kept for the next try`);
-          }
-        }
-        const range = contentRange(next);
-        // a 206 to If-Range is the same version even when it repeats no validator
-        const version = validatorOf(next) || ifRange;
-        if (next.status === 206 && range && range.start === loaded && range.total === size && version === validator)
-          return { reader: next.body.getReader(), from: loaded };
-        if (next.status === 200) throw startOver(checkedResponse(url, next));
-        next.body?.cancel().catch(() => {});
-        throw startOver(null);
-      }
-      if (aborted.has(sink.id) || attempts++ >= RESUME_ATTEMPTS) return null;
-      await new Promise((r) => setTimeout(r, 100 * attempts));
-      let next;
-      try {
-        next = await rangeFetch(loaded, validator);
-      } catch {
-        return resume(loaded, error);
-      }
-      const range = contentRange(next);
-      if (next.status === 206 && range && range.start === loaded && range.total === size) return { reader: next.body.getReader(), from: loaded };
-      if (next.status === 200 && Number(next.headers.get('Content-Length')) === size) return { reader: next.body.getReader(), from: 0, validator: validatorOf(next) };
-      next.body?.cancel().catch(() => {});
-      return null;
-    };
-    return resume;
-  }
-
-  /** A GET that is refused early: HTTP errors, HTML pages, and sizes wasm32 cannot hold. */
-  async function fetchChecked(url, headers, signal, sink) {
-    let response;
-    try {
-      response = await fetch(url, { headers, signal, cache: 'no-store' });
-    } catch (e) {
-      if (aborted.has(sink.id)) throw new WorkerError('E_ABORTED', 'the load was aborted');
-      throw new WorkerError('E_FETCH', `could not fetch ${url}: ${e.message} (the network is down, the host is unreachable, or the server refused a cross-origin request: CORS)`);
-    }
-    return checkedResponse(url, response);
-  }
-
-  /** {response, size} of an answer that can be a model (size null: not known before the end), or an error. */
-  function checkedResponse(url, response) {
-    if (!response.ok) {
-      response.body?.cancel().catch(() => {});
-      throw new WorkerError('E_FETCH', `could not fetch ${url}: HTTP ${response.status} ${response.statusText}`.trim());
-    }
-    const type = response.headers.get('Content-Type') || '';
-    if (/^text\/html/i.test(type)) {
-      response.body?.cancel().catch(() => {});
-      throw new WorkerError('E_NOT_GGUF', `${url} is an HTML page (Content-Type ${type}), not a GGUF model`);
-    }
-    const encoded = response.headers.get('Content-Encoding');
-    const length = response.headers.get('Content-Length');
-    const size = length !== null && (!encoded || encoded === 'identity') ? Number(length) : null;
-    return { response, size: Number.isFinite(size) ? size : null };
-  }
-
-  /** Keeps a complete file in the Cache API, copied out of wasm memory 1 MiB at a time: true when it was kept. */
-  async function storeInCache(cache, url, part, quiet = false) {
-    let offset = 0;
-    const body = new ReadableStream({
-      pull(controller) {
-        if (offset >= part.size) { controller.close(); return; }
-        const n = Math.min(CACHE_WRITE_CHUNK, part.size - offset);
-        controller.enqueue(M.HEAPU8.slice(part.ptr + offset, part.ptr + offset + n));
-        offset += n;
-      },
-    }, { highWaterMark: 0 });
-    const headers = { 'Content-Type': 'application/octet-stream', 'X-Wick-Bytes': String(part.size), 'X-Wick-Date': new Date().toISOString() };
-    try {
-      await cache.put(url, new Response(body, { headers }));
-      return true;
-    } catch (e) {
-      await cache.delete(url).catch(() => {});
-      if (!quiet) console.warn(`wick: could not keep ${url} for offline use: ${e.message}`);
-      return false;
-    }
-  }
-
-  // ---- downloads kept as they arrive, so that the next load of the URL resumes them ----
-  //
-  // In the Cache API, in a cache of their own (PARTIAL_CACHE: listing the whole files never sees
-  // them; Wick.cache.clear and delete remove them too):
-  //   <url>                            the record: headers X-Wick-Total (the file's size),
-  //                                    X-Wick-Validator (ETag or Last-Modified), X-Wick-Stored
-  //                                    (bytes from 0 that are kept), X-Wick-Date; an empty body
-  //   <PIECE_URL>?at=<offset>&url=<url, encoded>
-  //                                    the file's bytes from offset on, header X-Wick-Validator
-  // Pieces are PIECE_BYTES long; the last one kept when a load stops is shorter. A piece is
-  // written from wasm memory once its bytes have all arrived (one copy, at most
-  // PIECE_WRITES_AHEAD of them waiting), and the record after it: the record never counts a byte
-  // that is not stored, and a reload at any moment loses at most the piece being filled.
-  const PARTIAL_CACHE = 'wick-partial-v1';
-  const PIECE_URL = 'https://wick.invalid/piece';
-  const PIECE_BYTES = 8 << 20;
-  const PIECE_WRITES_AHEAD = 2;
-  // errors after which the kept bytes are useless: the file is not a model this engine takes, or it changed
-  const DROP_KEPT_AFTER = new Set(['E_NOT_GGUF', 'E_UNSUPPORTED', 'E_START_OVER']);
-
-  const pieceKey = (url, at) => `${PIECE_URL}?at=${at}&url=${encodeURIComponent(url)}`;
-
-  class PartialDownload {
-    constructor(cache, url) {
-      this.cache = cache;
-      this.url = url;
-      this.total = 0;
-      this.validator = null;
-      this.stored = 0;    // bytes from 0 that the store holds
-      this.queued = 0;    // bytes from 0 copied out for writing
-      this.writing = Promise.resolve();
-      this.waiting = 0;   // pieces copied out and not yet written
-      this.off = true;    // nothing is written (no version to check against, or the store failed)
-    }
-
-    static async open(url) {
-      if (typeof caches === 'undefined') return null;
-      try { return new PartialDownload(await caches.open(PARTIAL_CACHE), url); } catch { return null; }
-    }
-
-    /** Reads the record of an earlier download of the URL: true when there is one to resume. */
-    async load() {
-      const r = await this.cache.match(this.url).catch(() => null);
-      if (!r) return false;
-      const total = Number(r.headers.get('X-Wick-Total')), stored = Number(r.headers.get('X-Wick-Stored'));
-      const validator = r.headers.get('X-Wick-Validator');
-      if (!(total > 0) || !(stored > 0) || stored > total || !validator) { await this.drop(); return false; }
-      Object.assign(this, { total, stored, validator, off: false });
-      return true;
-    }
-
-    /** Starts keeping a download from byte 0. */
-    begin(validator, total) {
-      Object.assign(this, { validator, total, stored: 0, queued: 0, off: false });
-      return this;
-    }
-
-    /**
-     * Copies the kept pieces into wasm memory at ptr, in order, up to the first one missing or
-     * of another version; onBytes(n) after each (it may throw to stop). Returns the bytes read.
-     */
-    async readInto(ptr, onBytes) {
-      let at = 0;
-      while (at < this.stored) {
-        const r = await this.cache.match(pieceKey(this.url, at)).catch(() => null);
-        if (!r || r.headers.get('X-Wick-Validator') !== this.validator) break;
-        const bytes = new Uint8Array(await r.arrayBuffer());
-        if (!bytes.length || at + bytes.length > this.total) break;
-        M.HEAPU8.set(bytes, ptr + at);
-        at += bytes.length;
-        onBytes(at);
-      }
-      this.stored = this.queued = at;
-      return at;
-    }
-
-    /** Bytes [0, loaded) are in wasm memory at ptr: each whole piece among them is written. */
-    async arrived(ptr, loaded) {
-      while (!this.off && loaded - this.queued >= PIECE_BYTES) {
-        this.write(ptr, this.queued + PIECE_BYTES);
-        if (this.waiting > PIECE_WRITES_AHEAD) await this.writing;
-      }
-    }
-
-    /** The load stops at `loaded`: the bytes not yet written are kept too, as a shorter piece. */
-    async keepUpTo(ptr, loaded) {
-      if (!this.off && loaded > this.queued) this.write(ptr, loaded);
-      await this.writing;
-    }
-
-    /** Writes bytes [queued, end) as one piece: copied now (the caller may free the memory next), stored in turn. */
-    write(ptr, end) {
-      const at = this.queued, validator = this.validator, total = this.total;
-      const bytes = M.HEAPU8.slice(ptr + at, ptr + end);
-      this.queued = end;
-      this.waiting++;
-      this.writing = this.writing.then(async () => {
-        try {
-          if (this.off) return;
-          await this.cache.put(pieceKey(this.url, at), new Response(bytes, { headers: { 'Content-Type': 'application/octet-stream', 'X-Wick-Validator': validator } }));
-          this.stored = end;
-          await this.cache.put(this.url, new Response('', { headers: {
-            'X-Wick-Total': String(total), 'X-Wick-Validator': validator, 'X-Wick-Stored': String(end), 'X-Wick-Date': new Date().toISOString(),
-          } }));
-        } catch (e) {
-          this.off = true;
-          console.warn(`wick: could not keep the bytes of ${this.url} as they came (a reload will download it from the start): ${e.message}`);
-        } finally {
-          this.waiting--;
-        }
-      });
-    }
-
-    /** The file came in another version (validator; null: none, so nothing more is kept): the kept bytes go. */
-    async restart(validator) {
-      await this.drop();
-      if (validator) this.begin(validator, this.total);
-    }
-
-    /** Forgets the record and every piece of this URL (after the writes under way). */
-    async drop() {
-      this.off = true;
-      await this.writing;
-      try {
-        await this.cache.delete(this.url);
-        for (const key of await this.cache.keys(PIECE_URL, { ignoreSearch: true }))
-          if (new URL(key.url).searchParams.get('url') === this.url) await this.cache.delete(key);
-      } catch (e) {
-        console.warn(`wick: could not delete the kept bytes of ${this.url}: ${e.message}`);
-      }
-      this.stored = this.queued = 0;
-    }
-  }
-
-  // ---- bytes pushed by the host (ArrayBuffer sources) ----
-
-  function feedOf(id) {
-    let f = feeds.get(id);
-    if (!f) feeds.set(id, (f = { chunks: [], wake: null, ended: false }));
-    return f;
-  }
-  function feedPush({ id, bytes, end }) {
-    const f = feedOf(id);
-    if (bytes) f.chunks.push(new Uint8Array(bytes));
-    if (end) f.ended = true;
-    feedWake(id);
-  }
-  function feedWake(id) {
-    const f = feeds.get(id);
-    if (f && f.wake) { const w = f.wake; f.wake = null; w(); }
-  }
-  function feedStream(id) {
-    const f = feedOf(id);
-    return new ReadableStream({
-      async pull(controller) {
-        while (!f.chunks.length && !f.ended && !aborted.has(id)) await new Promise((r) => (f.wake = r));
-        if (aborted.has(id)) controller.error(new WorkerError('E_ABORTED', 'the load was aborted'));
-        else if (f.chunks.length) controller.enqueue(f.chunks.shift());
-        else controller.close();
-      },
-    }, { highWaterMark: 0 });
-  }
 
   // ---- tokens ----
 
@@ -1071,7 +511,7 @@
         if (reevaluated) { chunk.reevaluated = reevaluated; reevaluatedTotal += reevaluated; }
         if (nProbs) chunk.probs = readProbs(g, scratch, token);
         if (chunk.text || chunk.tokens.length || chunk.shifted) post(chunk);
-        if (finish) { finishReason = FINISH[finish] || 'stop'; break; }
+        if (finish) { finishReason = WickConstants.FINISH_REASONS[finish] || 'stop'; break; }
         await yieldToEvents();
       }
     } finally {
@@ -1136,11 +576,13 @@
     import('node:worker_threads').then(({ parentPort }) => {
       post = (m, t) => parentPort.postMessage(m, t);
       parentPort.on('message', (msg) => {
-        if (msg.type === 'init' && !globalThis.WickGguf) {
-          // the header reader, run as the classic script it is (as importScripts does on a page).
-          // Not import(url): a dynamic import of a variable makes Vite's dev server add an import
-          // statement to this file, which a classic worker cannot run.
-          queue = queue.then(() => runScript(msg.ggufUrl)).catch((e) => console.error(`wick: ${msg.ggufUrl}: ${e.message}`));
+        if (msg.type === 'init') {
+          // the shared constants, the header reader and the download code, run as the classic
+          // scripts they are (as importScripts does on a page). Not import(url): a dynamic import of
+          // a variable makes Vite's dev server add an import statement to this file, which a
+          // classic worker cannot run.
+          for (const [url, name] of [[msg.constantsUrl, 'WickConstants'], [msg.ggufUrl, 'WickGguf'], [msg.downloadUrl, 'WickDownload']])
+            if (!globalThis[name]) queue = queue.then(() => runScript(url)).catch((e) => console.error(`wick: ${url}: ${e.message}`));
         }
         onMessage(msg);
       });
@@ -1149,8 +591,13 @@
     post = (m, t) => self.postMessage(m, t);
     self.onmessage = (e) => {
       const msg = e.data;
-      // the header reader: where the host says (a bundler may have renamed it), else beside this script
-      if (msg.type === 'init' && !self.WickGguf) importScripts(msg.ggufUrl || new URL('gguf-header.js', self.location.href).href);
+      // the shared constants, the header reader and the download code: where the host says (a
+      // bundler may have renamed them), else beside this script
+      if (msg.type === 'init') {
+        if (!self.WickConstants) importScripts(msg.constantsUrl || new URL('constants.js', self.location.href).href);
+        if (!self.WickGguf) importScripts(msg.ggufUrl || new URL('gguf-header.js', self.location.href).href);
+        if (!self.WickDownload) importScripts(msg.downloadUrl || new URL('download.js', self.location.href).href);
+      }
       onMessage(msg);
     };
   }

@@ -2,11 +2,12 @@
 // sampling controls, tools the model may call in a chat (a call shows as a card, the user's next
 // message is its result), stats under each answer, and the "Look inside" panel.
 // Everything the model writes is put on the page as text (textContent), never as HTML.
-import { Wick, planToolCalls, parseToolCalls } from '../wasm_glue/wick.mjs';
+import '../wasm_glue/constants.js'; // globalThis.WickConstants: the engine's defaults for the controls
+import { Wick, planToolCalls } from '../wasm_glue/wick.mjs';
 import { jsonSchemaToGrammar, JSON_OBJECT_GRAMMAR } from '../wasm_glue/json-schema.mjs';
 import { ensureCrossOriginIsolation, controlledByServiceWorker, engineWorkerUrl } from './coi.js';
 import { LookInside } from './look-inside.js';
-import { parseToolsText, toolCallCard, answerCard } from './tool-calls.js';
+import { parseToolsText, toolCallCard, answerCard } from './tool-cards.js';
 import { CATALOGUE, HF, approximateSize, catalogueUrl, repositoryUrl, hubFromParam } from './catalogue.js';
 import {
   el, formatBytes, formatCount, formatDuration, formatParams, detectFeatures, threadsNote, inspectFile,
@@ -20,13 +21,14 @@ const PROBS_SHOWN = 10;
 const CHOOSE_DELAY_MS = 250;
 const $ = (id) => document.getElementById(id);
 
-// The sampling controls: [option, label, min, max, step, default, hint]
+// The sampling controls: [option, label, min, max, step, default, hint]; the defaults are the engine's
+const DEFAULTS = globalThis.WickConstants.GENERATION_DEFAULTS;
 const SAMPLING = [
-  ['temperature', 'Temperature', 0, 2, 0.05, 0.8, 'Divides the logits before softmax: 0 always takes the top token, above 1 flattens the odds.'],
-  ['topK', 'Top-k', 0, 200, 1, 40, 'Keep only the k most likely tokens (0: all).'],
-  ['topP', 'Top-p', 0.05, 1, 0.01, 0.95, 'Keep the smallest set of tokens whose probabilities add up to p.'],
-  ['minP', 'Min-p', 0, 1, 0.01, 0.05, 'Drop tokens less likely than min-p times the top one.'],
-  ['repeatPenalty', 'Repetition penalty', 1, 2, 0.01, 1, 'Makes tokens seen in the last 64 less likely (1: off).'],
+  ['temperature', 'Temperature', 0, 2, 0.05, DEFAULTS.temperature, 'Divides the logits before softmax: 0 always takes the top token, above 1 flattens the odds.'],
+  ['topK', 'Top-k', 0, 200, 1, DEFAULTS.top_k, 'Keep only the k most likely tokens (0: all).'],
+  ['topP', 'Top-p', 0.05, 1, 0.01, DEFAULTS.top_p, 'Keep the smallest set of tokens whose probabilities add up to p.'],
+  ['minP', 'Min-p', 0, 1, 0.01, DEFAULTS.min_p, 'Drop tokens less likely than min-p times the top one.'],
+  ['repeatPenalty', 'Repetition penalty', 1, 2, 0.01, DEFAULTS.repeat_penalty, `Makes tokens seen in the last ${DEFAULTS.repeat_last_n} less likely (1: off).`],
   ['maxTokens', 'Maximum tokens', 1, 8192, 1, 256, 'Stop after this many new tokens.'],
 ];
 
@@ -198,7 +200,8 @@ function checkToolsBox(showError) {
   }
 }
 
-/** How this chat turn uses the Tools box (planToolCalls: render, format, grammar), or null without tools. */
+/** How this chat turn uses the Tools box: {list, choice} for the request (planToolCalls checks
+ *  them here, to show what is wrong beside the box), or null without tools. */
 function toolsPlan(engine, formatGrammarText) {
   let tools;
   try {
@@ -224,7 +227,7 @@ function toolsPlan(engine, formatGrammarText) {
   if (plan.render && !plan.format) {
     notice('warn', "This model's chat template has no tool-call format wick knows (Hermes <tool_call>, Llama 3 JSON): the tools are in the prompt, but a call shows as plain text.").id = 'tools-note';
   }
-  return plan;
+  return { list: tools, choice };
 }
 
 /** The composer says whose result the next message is, while calls wait for one. */
@@ -240,20 +243,20 @@ function showToolReply() {
 }
 
 /** Puts a chat answer into the conversation: as tool calls (cards waiting for results) when it is one, else as text. */
-function finishChatAnswer(view, run) {
-  const parsed = run.tools?.format && view.stats.dataset.finish !== 'abort' ? parseToolCalls(run.tools.format, view.text) : null;
-  if (!parsed) {
+function finishChatAnswer(view, done) {
+  if (!done.calls?.length) {
     state.messages.push({ role: 'assistant', content: view.text });
     return;
   }
-  state.messages.push({ role: 'assistant', content: parsed.content || null, tool_calls: parsed.calls });
-  const cards = parsed.calls.map(toolCallCard);
+  const content = done.content.trim();
+  state.messages.push({ role: 'assistant', content: content || null, tool_calls: done.calls });
+  const cards = done.calls.map(toolCallCard);
   // the model's own text (and its tokens, for Look inside) stays, folded away under the cards
   const raw = el('details', { className: 'raw-reply' }, el('summary', {}, 'The reply as the model wrote it'));
-  view.tokens.replaceWith(...(parsed.content ? [el('div', { className: 'reply-text' }, parsed.content)] : []), ...cards, raw);
+  view.tokens.replaceWith(...(content ? [el('div', { className: 'reply-text' }, content)] : []), ...cards, raw);
   raw.append(view.tokens);
-  view.box.dataset.toolCalls = String(parsed.calls.length);
-  state.pendingCalls = parsed.calls.map((call, i) => ({ call, card: cards[i] }));
+  view.box.dataset.toolCalls = String(done.calls.length);
+  state.pendingCalls = done.calls.map((call, i) => ({ call, card: cards[i] }));
   showToolReply();
 }
 
@@ -264,13 +267,52 @@ function toolResultView(call, text) {
 
 // ---- generating ----
 
-async function generate(view, tokens, run) {
+/** A completion of the prompt's tokens: generate()'s chunks. */
+const completionStream = (tokens) => (run, signal) =>
+  state.engine.generate(tokens, { ...run.settings, grammar: run.grammar, probs: PROBS_SHOWN, signal });
+
+/**
+ * The conversation's next answer through chat.completions.create, which renders the template,
+ * keeps a hybrid model's recurrent state where the conversation ends and parses tool calls:
+ * yields the engine's pieces (the chunks' `wick` extension), then the final record with the
+ * answer's content and tool calls.
+ */
+async function* chatStream(run, signal) {
+  const system = $('system-prompt').value.trim();
+  const messages = system ? [{ role: 'system', content: system }, ...state.messages] : state.messages;
+  const s = run.settings;
+  const request = {
+    messages, stream: true, signal, logprobs: true, top_logprobs: PROBS_SHOWN, max_tokens: s.maxTokens, seed: s.seed,
+    temperature: s.temperature, top_k: s.topK, top_p: s.topP, min_p: s.minP, repeat_penalty: s.repeatPenalty,
+  };
+  if (run.grammar) request.grammar = run.grammar;
+  if (run.tools) Object.assign(request, { tools: run.tools.list, tool_choice: run.tools.choice });
+  // the prompt text this request renders, for a reader of the page (window.wickPage.state.prompt)
+  state.prompt = await state.engine.applyChatTemplate(messages, { tools: run.tools?.choice === 'none' ? undefined : run.tools?.list });
+  let content = '';
+  const calls = [];
+  for await (const c of await state.engine.chat.completions.create(request)) {
+    const delta = c.choices[0].delta;
+    content += delta.content || '';
+    // a call comes whole at the end of the stream: its id and name, then its arguments
+    for (const d of delta.tool_calls || []) {
+      const slot = (calls[d.index] ??= { id: '', type: 'function', function: { name: '', arguments: '' } });
+      if (d.id) slot.id = d.id;
+      slot.function.name += d.function?.name || '';
+      slot.function.arguments += d.function?.arguments || '';
+    }
+    if (c.wick && !c.wick.done) yield c.wick;
+    if (c.choices[0].finish_reason) yield { ...c.wick, done: true, finishReason: c.wick?.finishReason ?? c.choices[0].finish_reason, timings: c.timings, content, calls };
+  }
+}
+
+async function generate(view, run, open, promptTokens = null) {
   const engine = state.engine;
   const controller = new AbortController();
   state.generating = controller;
   setState('generating');
-  lookInside.startRun({ promptTokens: tokens.length, contextSize: engine.info.contextSize, settings: run.settings, kvBytes: run.kvBytes });
-  let done = null;
+  lookInside.startRun({ promptTokens, contextSize: engine.info.contextSize, settings: run.settings, kvBytes: run.kvBytes });
+  let done = null, error = null;
   // Tokens can come faster than the screen refreshes: they are put on the page once a frame.
   const pending = [];
   let frame = 0;
@@ -281,10 +323,9 @@ async function generate(view, tokens, run) {
     pending.length = 0;
   };
   try {
-    const stream = engine.generate(tokens, { ...run.settings, grammar: run.grammar, probs: PROBS_SHOWN, signal: controller.signal });
-    for await (const chunk of stream) {
+    for await (const chunk of open(run, controller.signal)) {
       if (chunk.done) { done = chunk; break; }
-      const record = { index: view.records.length, text: chunk.text, tokenCount: chunk.tokens.length, probs: chunk.probs, shifted: chunk.shifted || 0, reevaluated: chunk.reevaluated || 0, settings: run.settings };
+      const record = { index: view.records.length, text: chunk.text, tokenCount: chunk.tokens.length, probs: chunk.probs, shifted: chunk.shifted || 0, reevaluated: chunk.reevaluated || 0, settings: run.settings, promptTokens: chunk.promptTokens };
       view.records.push(record);
       view.text += record.text;
       pending.push(record);
@@ -292,6 +333,7 @@ async function generate(view, tokens, run) {
       lookInside.onToken(record);
     }
   } catch (e) {
+    error = e;
     view.box.append(el('p', { className: 'msg-error', role: 'alert' }, `${e.code ? `${e.code}: ` : ''}${e.message}`));
     if (e.code === 'E_GPU') {
       // the engine went on on the CPU: the conversation stays, the next answer runs there
@@ -304,12 +346,14 @@ async function generate(view, tokens, run) {
     flush();
     state.generating = null;
     view.box.setAttribute('aria-busy', 'false');
-    done ||= { done: true, finishReason: 'abort', timings: null };
+    done ||= { done: true, finishReason: 'abort', timings: null, error };
     lookInside.finishRun(done);
     view.stats.textContent = statsText(done, run);
     if (done.timings) {
       view.stats.dataset.decodeTps = String(done.timings.decodeTokensPerSecond ?? 0);
       view.stats.dataset.ttftMs = String(done.timings.timeToFirstTokenMs ?? 0);
+      view.stats.dataset.promptTokens = String(done.timings.promptTokens);
+      view.stats.dataset.promptEvalTokens = String(done.timings.promptEvalTokens);
     }
     view.stats.dataset.finish = done.finishReason;
     view.box.dataset.done = 'true';
@@ -362,19 +406,7 @@ function runInfo(kind) {
     throw controlError('Format', err, 'format');
   }
   if (kind === 'chat') run.tools = toolsPlan(e, run.grammar);
-  if (run.tools?.grammar) run.grammar = run.tools.grammar;
   return run;
-}
-
-/** Renders the chat so far with the model's template (and the tools) and turns it into token ids. */
-async function chatTokens(run) {
-  const system = $('system-prompt').value.trim();
-  const messages = system ? [{ role: 'system', content: system }, ...state.messages] : state.messages;
-  const engine = state.engine;
-  const text = await engine.applyChatTemplate(messages, { tools: run.tools?.render });
-  state.prompt = text;
-  const bos = engine.info.specialTokens.bos;
-  return engine.tokenize(text, { addBos: !(bos && text.startsWith(bos)), special: true });
 }
 
 async function send(text) {
@@ -403,7 +435,6 @@ async function send(text) {
       }
       view = answerView('chat');
       stickToBottom(() => $('log').append(view.box));
-      tokens = await chatTokens(run);
     } else {
       view = answerView('completion', text);
       stickToBottom(() => $('log').append(view.box));
@@ -416,8 +447,12 @@ async function send(text) {
     return;
   }
   state.last = { kind, prompt: text, view };
-  await generate(view, tokens, run);
-  if (kind === 'chat') finishChatAnswer(view, run);
+  if (kind === 'chat') {
+    const done = await generate(view, run, chatStream);
+    // a request refused before any token (a template that fails): the message is not kept
+    if (done.error && !view.records.length && !answering) state.messages.pop();
+    else finishChatAnswer(view, done);
+  } else await generate(view, run, completionStream(tokens), tokens.length);
   updateButtons();
 }
 
@@ -429,22 +464,22 @@ async function regenerate() {
   const fresh = answerView(last.kind, last.prompt);
   last.view.box.replaceWith(fresh.box);
   last.view = fresh;
-  let tokens;
-  try {
-    if (last.kind === 'chat') {
-      if (state.messages.at(-1)?.role === 'assistant') state.messages.pop();
-      state.pendingCalls = [];
-      showToolReply();
-      tokens = await chatTokens(run);
-    } else {
+  if (last.kind === 'chat') {
+    if (state.messages.at(-1)?.role === 'assistant') state.messages.pop();
+    state.pendingCalls = [];
+    showToolReply();
+    const done = await generate(fresh, run, chatStream);
+    if (!done.error || fresh.records.length) finishChatAnswer(fresh, done);
+  } else {
+    let tokens;
+    try {
       tokens = await state.engine.tokenize(last.prompt, { addBos: true });
+    } catch (e) {
+      fresh.box.append(el('p', { className: 'msg-error', role: 'alert' }, e.message));
+      return;
     }
-  } catch (e) {
-    fresh.box.append(el('p', { className: 'msg-error', role: 'alert' }, e.message));
-    return;
+    await generate(fresh, run, completionStream(tokens), tokens.length);
   }
-  await generate(fresh, tokens, run);
-  if (last.kind === 'chat') finishChatAnswer(fresh, run);
   updateButtons();
 }
 
@@ -647,7 +682,7 @@ async function loadChosen() {
     signal: controller.signal,
     onProgress: (p) => {
       if (p.phase === 'download') meter.add(p.loaded - (p.resumed || 0)); // kept bytes read back are no download speed
-      $('progress-bar').value = p.total ? p.loaded / p.total : 0;
+      $('progress-bar').value = p.progress;
       $('progress-text').textContent = progressText(p, meter);
     },
   };

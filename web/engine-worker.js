@@ -21,7 +21,7 @@
   }
   InScopeWorker.prototype = NativeWorker.prototype;
   self.Worker = InScopeWorker;
-  // worker.js finds gguf-header.js beside itself through self.location
+  // worker.js finds its scripts (constants.js, gguf-header.js, download.js) beside itself through self.location
   Object.defineProperty(self, 'location', { value: new URL(glueWorker), configurable: true });
   importScripts(glueWorker);
 })();

@@ -13,7 +13,7 @@ export class LookInside {
     this.pinned = null;
   }
 
-  /** A generation starts: prefill of `promptTokens` tokens into a window of `contextSize`. */
+  /** A generation starts: prefill of `promptTokens` tokens (null: known with the first token) into a window of `contextSize`. */
   startRun({ promptTokens, contextSize, settings, kvBytes }) {
     this.run = { promptTokens, contextSize, settings, kvBytes, generated: 0, shifted: 0, t0: performance.now(), tFirst: null, timings: null, finish: null };
     this.pinned = null;
@@ -27,6 +27,7 @@ export class LookInside {
     if (!run) return;
     if (run.tFirst === null) run.tFirst = performance.now();
     run.generated += record.tokenCount;
+    run.promptTokens ??= record.promptTokens ?? null;
     run.shifted += record.shifted || 0;
     run.latest = record;
     this.scheduleRender();
@@ -95,7 +96,7 @@ export class LookInside {
     const evalTokens = t ? t.promptEvalTokens : null;
     const reused = t?.cachedPromptTokens ? ` (${formatCount(t.cachedPromptTokens)} reused from the KV cache)` : '';
     const prefillText = prefilling
-      ? `running ${formatCount(run.promptTokens)} prompt tokens through the network as one batch…`
+      ? `running ${run.promptTokens === null ? 'the prompt' : `${formatCount(run.promptTokens)} prompt tokens`} through the network as one batch…`
       : `${formatCount(evalTokens ?? run.promptTokens)} prompt tokens in one batch${reused} · ${formatDuration(prefillMs)}` +
         (t?.prefillTokensPerSecond ? ` · ${formatCount(t.prefillTokensPerSecond)} tok/s` : '');
     const generated = t ? t.generatedTokens : run.generated;

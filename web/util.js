@@ -157,6 +157,7 @@ export class RateMeter {
 export function progressText(p, meter) {
   if (p.phase === 'load') return 'Preparing the model in the engine…';
   const of = p.total ? ` of ${formatBytes(p.total)}` : '';
+  if (p.phase === 'store') return `Keeping it for offline use: ${formatBytes(p.loaded)}${of}`;
   if (p.cached) return `Reading from the browser cache: ${formatBytes(p.loaded)}${of}`;
   const rate = meter.rate();
   const bits = [`${formatBytes(p.loaded)}${of}`];

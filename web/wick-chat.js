@@ -9,7 +9,7 @@
 //                   default: chat when the model has a template, else completion
 //   system          system prompt (chat mode)
 //   placeholder     text of the empty prompt box
-//   max-tokens      default 200;  temperature (default 0.8);  seed (default random)
+//   max-tokens      default 200;  temperature (default the engine's, 0.8);  seed (default random)
 //   context-size    the context window in tokens (default: the engine's choice)
 //   autoload        load the model at once (else: on the first Send, or the Load button)
 //   service-worker  URL of coi-sw.js beside the page: registered when the page is not
@@ -33,7 +33,7 @@
 import { Wick } from '../wasm_glue/wick.mjs';
 import { ensureCrossOriginIsolation, controlledByServiceWorker, engineWorkerUrl, keepOffline } from './coi.js';
 import { formatBytes, formatCount, formatDuration, detectFeatures, RateMeter, progressText } from './util.js';
-import { parseToolsText, toolCallCard, answerCard } from './tool-calls.js';
+import { parseToolsText, toolCallCard, answerCard } from './tool-cards.js';
 
 const STYLE = `
 :host { display: block; --wick-accent: #b55d0b; --wick-bg: #fff; --wick-ink: #1d1d1f; --wick-muted: #5c5f66;
@@ -208,7 +208,7 @@ class WickChat extends HTMLElement {
         contextSize: Number(this.getAttribute('context-size')) || 0,
         onProgress: (p) => {
           if (p.phase === 'download') meter.add(p.loaded - (p.resumed || 0)); // kept bytes read back are no download speed
-          ui.progress.value = p.total ? p.loaded / p.total : 0;
+          ui.progress.value = p.progress;
           this._setStatus(progressText(p, meter));
         },
       };
@@ -313,7 +313,7 @@ class WickChat extends HTMLElement {
       const mode = this._mode();
       const settings = {
         max_tokens: Number(this.getAttribute('max-tokens')) || 200,
-        temperature: this.hasAttribute('temperature') ? Number(this.getAttribute('temperature')) : 0.8,
+        temperature: this.hasAttribute('temperature') ? Number(this.getAttribute('temperature')) : undefined,
         seed: this.hasAttribute('seed') ? Number(this.getAttribute('seed')) : undefined,
         signal: controller.signal,
       };

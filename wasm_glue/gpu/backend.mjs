@@ -11,16 +11,23 @@
 
 const SHADER_FILES = ['matmul', 'dequant', 'norm', 'rope', 'attention', 'elementwise'];
 
-// GGUF type ids the shaders read directly, and the unit function of each (dequant.wgsl)
-export const GPU_TYPES = new Map([[0, 'f32'], [1, 'f16'], [2, 'q4_0'], [8, 'q8_0'], [12, 'q4_K'], [13, 'q5_K'], [14, 'q6_K']]);
-const TYPE_NAMES = { 0: 'f32', 1: 'f16', 2: 'q4_0', 3: 'q4_1', 6: 'q5_0', 7: 'q5_1', 8: 'q8_0', 10: 'q2_K', 11: 'q3_K', 12: 'q4_K', 13: 'q5_K', 14: 'q6_K', 20: 'iq4_nl', 30: 'bf16' };
-const BLOCK_ELEMS = { 0: 1, 1: 1, 2: 32, 3: 32, 6: 32, 7: 32, 8: 32, 10: 256, 11: 256, 12: 256, 13: 256, 14: 256, 20: 32, 30: 1 };
+// The tensor types' names and block sizes (constants.js). In the engine's worker the script is
+// already loaded, from the URL the host named (a bundler may have moved it); imported from beside
+// the glue otherwise (a page or a test that imports this module itself).
+if (!globalThis.WickConstants) await import('../constants.js');
+const { TENSOR_TYPES } = globalThis.WickConstants;
+
+// GGUF type ids the shaders read directly, each with its name, which names its unit function (dequant.wgsl)
+export const GPU_TYPES = new Map([0, 1, 2, 8, 12, 13, 14].map((type) => [type, TENSOR_TYPES[type].name]));
 
 const WG = 64;
 const TOKEN_TILE = 8;             // tokens per matmul workgroup (matmul.wgsl TILE)
 const ROWS_PER_Y = 32768;         // matmul.wgsl ROWS_PER_Y
 const GROUPS_PER_Y = 32768;       // elementwise.wgsl: 32768 workgroups of 64 per y step
 const MAX_HEAD_DIM = 256;         // attention.wgsl
+// the families whose every switch the shaders implement (an allowlist: a family added on the C
+// side stays on the CPU until the GPU path is taught its steps and tested against llama.cpp)
+const GPU_FAMILIES = ['llama', 'qwen2', 'qwen3', 'gemma2', 'gemma3', 'phi3', 'smollm3', 'granite', 'olmo2'];
 const UNIFORM_SLOT = 256;         // minUniformBufferOffsetAlignment's default
 // software rasterizers that expose WebGPU adapters: real, but slower than wick's own CPU path
 const SOFTWARE_ADAPTER = /swiftshader|lavapipe|llvmpipe|softpipe|software|basic render/i;
@@ -191,6 +198,9 @@ export class GpuForward {
   static unsupported(tensors) {
     const c = tensors.config;
     if (c.n_recurrent > 0) return `the ${c.arch} family (recurrent layers) runs on the CPU only`;
+    if (c.rope_yarn) return 'YaRN rope scaling runs on the CPU only';
+    if (c.attn_temp_scale) return `the ${c.arch} family (query temperature) runs on the CPU only`;
+    if (!GPU_FAMILIES.includes(c.arch)) return `the ${c.arch} family runs on the CPU only (the GPU path implements ${GPU_FAMILIES.join(', ')})`;
     if (c.attn_out_gate) return `the ${c.arch} family (attention output gate) runs on the CPU only`;
     if (c.layer_shapes) return `the ${c.arch} family (per-layer head sizes, KV-shared layers, per-layer embeddings) runs on the CPU only`;
     if (c.head_dim > MAX_HEAD_DIM) return `head dimension ${c.head_dim} is above the GPU path's ${MAX_HEAD_DIM}`;
@@ -210,7 +220,7 @@ export class GpuForward {
     const S = GPUBufferUsage.STORAGE;
     let type = w.type, rowBytes = w.row_bytes, convert = !GPU_TYPES.has(type);
     if (convert) {
-      this.converted.push(`${name} (${TYPE_NAMES[type] || type})`);
+      this.converted.push(`${name} (${TENSOR_TYPES[type]?.name || type})`);
       type = 0;
       rowBytes = w.cols * 4;
     }
@@ -218,7 +228,7 @@ export class GpuForward {
     // become F32 rows padded with zeros to the next unit; their input rows are padded alike
     const cols = align(w.cols, 32);
     if (cols !== w.cols) {
-      if (BLOCK_ELEMS[w.type] !== 1) throw new GpuError(`${name}: rows of ${w.cols} elements are not whole 32-element units`, 'E_UNSUPPORTED');
+      if (TENSOR_TYPES[w.type]?.block !== 1) throw new GpuError(`${name}: rows of ${w.cols} elements are not whole 32-element units`, 'E_UNSUPPORTED');
       convert = true;
       type = 0;
       rowBytes = cols * 4;

@@ -6,7 +6,7 @@ const form = document.querySelector('form');
 
 // the model sits in the app's own static folder (public/), beside index.html
 const engine = await Wick.load(new URL('stories260K.gguf', document.baseURI), {
-  onProgress: ({ loaded, total }) => (status.textContent = `Loading ${Math.round((100 * loaded) / total)}%`),
+  onProgress: ({ progress }) => (status.textContent = `Loading ${Math.round(100 * progress)}%`),
 });
 status.textContent = `${engine.info.name}, ${engine.multiThreaded ? 'multi-threaded' : 'single-threaded'} build`;
 form.querySelector('button').disabled = false;

@@ -1,4 +1,4 @@
-// web/tool-calls.js — tools in a chat on the page: the Tools box's JSON read and checked (an error
+// web/tool-cards.js — tools in a chat on the page: the Tools box's JSON read and checked (an error
 // says where: the line and column of a JSON syntax error, the path of a definition that is wrong),
 // and a tool call the model made shown as a card (the function's name, its arguments
 // pretty-printed) rather than as the text the model wrote.
