@@ -104,7 +104,7 @@ struct wick_vocab {
     /* SentencePiece: no piece has "▁" after anything but "▁", so no merge ever crosses the
      * point where a run of "▁" starts, and the text can be merged word by word there */
     bool spm_word_split;
-    int32_t byte_token[256];    /* SentencePiece byte fallback: <0xNN>, else the 1-byte piece */
+    int32_t byte_token[256];    /* byte fallback: <0xNN>, else (SentencePiece) the 1-byte piece */
     int32_t max_piece_len;
 
     /* GPT-2 bytes_to_unicode: byte → UTF-8 of its code point, and code point → byte */
@@ -290,13 +290,14 @@ static int vocab_finish(wick_vocab *v, const char *model_name, errmsg *err) {
                 v->spm_word_split = false;
     }
 
-    /* byte fallback of SentencePiece (llama.cpp's byte_to_token) */
+    /* byte fallback (llama.cpp's byte_to_token): <0xNN>, for SentencePiece else the 1-byte piece
+     * (Gemma 4's raw-bytes BPE takes <0xNN> only) */
     static const char hex[] = "0123456789ABCDEF";
     for (int b = 0; b < 256; b++) {
         char name[6] = {'<', '0', 'x', hex[b >> 4], hex[b & 15], '>'};
         char raw = (char)b;
         int32_t id = text_to_token(v, name, 6);
-        v->byte_token[b] = id >= 0 ? id : text_to_token(v, &raw, 1);
+        v->byte_token[b] = id >= 0 || v->raw_bytes ? id : text_to_token(v, &raw, 1);
     }
 
     /* end of generation: EOS, EOT, EOM, and the well-known end-marker texts (made control) */
@@ -1495,10 +1496,7 @@ static int bpe_encode_word(const wick_vocab *v, merge_work *w, const char *s, si
         /* not a token: each byte of the mapped text on its own, where that is a token (a
          * raw-bytes vocabulary's <0xNN>) */
         for (uint32_t k = 0; k < sym->n; k++) {
-            static const char hex[] = "0123456789ABCDEF";
-            uint8_t byte = (uint8_t)s[sym->start + k];
-            char name[6] = {'<', '0', 'x', hex[byte >> 4], hex[byte & 15], '>'};
-            int32_t b = v->raw_bytes ? text_to_token(v, name, 6) : text_to_token(v, s + sym->start + k, 1);
+            int32_t b = v->raw_bytes ? v->byte_token[(uint8_t)s[sym->start + k]] : text_to_token(v, s + sym->start + k, 1);
             if (b >= 0) emit(o, b);
         }
     }
@@ -1773,6 +1771,27 @@ static int64_t partition(const wick_vocab *v, const char *text, size_t len, bool
  * ------------------------------------------------------------------------------------------- */
 
 
+/* llama_escape_whitespace: text[0..n) with every ' ' written as "▁" (U+2581), after one more "▁"
+ * when prefix is set, into *buf (grown as needed, *cap its size); the escaped length, or -1 when
+ * out of memory. */
+static int64_t escape_spaces(const char *text, size_t n, bool prefix, char **buf, size_t *cap) {
+    size_t need = 3 * n + 3;
+    if (need > *cap) {
+        char *e = realloc(*buf, need);
+        if (!e) return -1;
+        *buf = e;
+        *cap = need;
+    }
+    char *esc = *buf;
+    size_t m = 0;
+    if (prefix) { memcpy(esc, "\xE2\x96\x81", 3); m = 3; }
+    for (size_t k = 0; k < n; k++) {
+        if (text[k] == ' ') { memcpy(esc + m, "\xE2\x96\x81", 3); m += 3; }
+        else esc[m++] = text[k];
+    }
+    return (int64_t)m;
+}
+
 int vocab_tokenize(const wick_vocab *v, const char *text, size_t len, bool add_special,
                    bool parse_special, int32_t *out, int max_out) {
     if (!v || (!text && len) || len > MAX_TEXT_BYTES) return -1;
@@ -1791,22 +1810,9 @@ int vocab_tokenize(const wick_vocab *v, const char *text, size_t len, bool add_s
         for (int64_t i = 0; i < nf && rc == 0; i++) {
             const fragment *f = &frags[i];
             if (f->token >= 0) { emit(&o, f->token); prev_special = true; continue; }
-            size_t need = 3 * (size_t)f->len + 3;
-            if (need > esc_cap) {
-                char *e = realloc(esc, need);
-                if (!e) { rc = -1; break; }
-                esc = e;
-                esc_cap = need;
-            }
-            /* llama_escape_whitespace: every ' ' becomes "▁" (U+2581) */
-            size_t m = 0;
-            if (v->add_space_prefix && prev_special) { memcpy(esc, "\xE2\x96\x81", 3); m = 3; }
-            for (uint32_t k = 0; k < f->len; k++) {
-                char c = text[f->off + k];
-                if (c == ' ') { memcpy(esc + m, "\xE2\x96\x81", 3); m += 3; }
-                else esc[m++] = c;
-            }
-            rc = spm_encode(v, &w, esc, m, &o);
+            int64_t m = escape_spaces(text + f->off, f->len, v->add_space_prefix && prev_special, &esc, &esc_cap);
+            if (m < 0) { rc = -1; break; }
+            rc = spm_encode(v, &w, esc, (size_t)m, &o);
             prev_special = false;
         }
         free(esc);
@@ -1820,21 +1826,10 @@ int vocab_tokenize(const wick_vocab *v, const char *text, size_t len, bool add_s
             const fragment *f = &frags[i];
             if (f->token >= 0) { emit(&o, f->token); continue; }
             if (!v->raw_bytes) { rc = bpe_encode(v, &bw, text + f->off, f->len, &o); continue; }
-            /* Gemma 4 escapes the spaces before the split (llama_escape_whitespace) */
-            size_t need = 3 * (size_t)f->len;
-            if (need > esc_cap) {
-                char *e = realloc(esc, need);
-                if (!e) { rc = -1; break; }
-                esc = e;
-                esc_cap = need;
-            }
-            size_t m = 0;
-            for (uint32_t k = 0; k < f->len; k++) {
-                char c = text[f->off + k];
-                if (c == ' ') { memcpy(esc + m, "\xE2\x96\x81", 3); m += 3; }
-                else esc[m++] = c;
-            }
-            rc = bpe_encode(v, &bw, esc, m, &o);
+            /* Gemma 4 escapes the spaces before the split */
+            int64_t m = escape_spaces(text + f->off, f->len, false, &esc, &esc_cap);
+            if (m < 0) { rc = -1; break; }
+            rc = bpe_encode(v, &bw, esc, (size_t)m, &o);
         }
         free(esc);
         bpe_work_free(&bw);
