@@ -407,6 +407,22 @@ for (const type of ['f16', 'q4_k_m'])
     }
   });
 
+/** Both builds' logits for an edited F16 file (the prompt, then llama.cpp's greedy tokens) against
+ * llama.cpp's rows `ref` of the same file, within the F16 tolerance; each build's worst row. */
+async function matchEditedFile(file, ref) {
+  const args = ['logits', '-m', file, '--tokens', ref.ids.join(','), '--steps', String(steps), '--follow', ref.greedy.join(','), '--threads', '1'];
+  const runs = await Promise.all(builds.map((build) => runWickAsync(build, args)));
+  const tol = toleranceFor('synth-f16');
+  return runs.map((r, i) => {
+    assert.equal(r.code, 0, `${builds[i]}: ${r.stderr}`);
+    const out = JSON.parse(r.stdout);
+    const ours = { prompt: out.prompt_logits.map(centred), step: out.greedy_step_logits.map(centred) };
+    assert.deepEqual([...compareRows(ours.prompt, ref.promptRows, tol, 'prompt'), ...compareRows(ours.step, ref.stepRows, tol, 'step')], []);
+    const worst = Math.max(...ours.prompt.map((row, k) => relRms(row, ref.promptRows[k])), ...ours.step.map((row, k) => relRms(row, ref.stepRows[k])));
+    return `${builds[i]}: worst row ${(worst * 100).toFixed(4)}%`;
+  });
+}
+
 // ---- YaRN in a family whose loader reads only its factor and original context (Qwen3's files) ----
 // factor 4 over an original context of 16: the ramp, and the magnitude correction 1 + 0.1·ln 4
 // that mistral3's log multiplier cancels, both act within the prompt
@@ -421,17 +437,7 @@ test('qwen3 with rope.scaling.type yarn: both builds give llama.cpp\'s logits, f
   const plain = await referenceOf('f16', 'qwen3');
   const moved = Math.max(...plain.promptRows.map((row, i) => relRms(row, ref.promptRows[i])));
   assert.ok(moved > featureMoves, `YaRN moves llama.cpp's rows by ${(moved * 100).toFixed(1)}% only`);
-  const args = ['logits', '-m', file, '--tokens', ref.ids.join(','), '--steps', String(steps), '--follow', ref.greedy.join(','), '--threads', '1'];
-  const runs = await Promise.all(builds.map((build) => runWickAsync(build, args)));
-  const tol = toleranceFor('synth-f16');
-  runs.forEach((r, i) => {
-    assert.equal(r.code, 0, `${builds[i]}: ${r.stderr}`);
-    const out = JSON.parse(r.stdout);
-    const ours = { prompt: out.prompt_logits.map(centred), step: out.greedy_step_logits.map(centred) };
-    const worst = Math.max(...ours.prompt.map((row, k) => relRms(row, ref.promptRows[k])));
-    t.diagnostic(`${builds[i]}: worst row ${(worst * 100).toFixed(4)}% (YaRN moves llama.cpp's by ${(moved * 100).toFixed(1)}%)`);
-    assert.deepEqual([...compareRows(ours.prompt, ref.promptRows, tol, 'prompt'), ...compareRows(ours.step, ref.stepRows, tol, 'step')], []);
-  });
+  for (const line of await matchEditedFile(file, ref)) t.diagnostic(`${line} (YaRN moves llama.cpp's by ${(moved * 100).toFixed(1)}%)`);
 });
 
 // ---- Granite 4.0-H's own files rotate nothing (rope.scaling.finetuned false: NoPE attention) ----
@@ -441,23 +447,12 @@ test('granite-hybrid with rope.scaling.finetuned false (NoPE, as Granite 4.0-H f
   const file = path.join(tmp, 'nope-granite-hybrid.gguf');
   fs.writeFileSync(file, writeGguf(g));
   const ref = await llamaCppRows(file, familyPrompt);
-  const args = ['logits', '-m', file, '--tokens', ref.ids.join(','), '--steps', String(steps), '--follow', ref.greedy.join(','), '--threads', '1'];
-  const runs = await Promise.all(builds.map((build) => runWickAsync(build, args)));
-  const tol = toleranceFor('synth-f16');
-  runs.forEach((r, i) => {
-    assert.equal(r.code, 0, `${builds[i]}: ${r.stderr}`);
-    const out = JSON.parse(r.stdout);
-    const ours = { prompt: out.prompt_logits.map(centred), step: out.greedy_step_logits.map(centred) };
-    const worst = Math.max(...ours.prompt.map((row, k) => relRms(row, ref.promptRows[k])));
-    t.diagnostic(`${builds[i]}: worst row ${(worst * 100).toFixed(4)}%`);
-    assert.deepEqual([...compareRows(ours.prompt, ref.promptRows, tol, 'prompt'), ...compareRows(ours.step, ref.stepRows, tol, 'step')], []);
-  });
+  for (const line of await matchEditedFile(file, ref)) t.diagnostic(line);
 });
 
 // ---- a tied output: each family's file without output.weight (Phi-4-mini is such a phi3 file) ----
 // llama.cpp then takes token_embd.weight as the output projection, or refuses the file where the
 // family requires its own (olmo2); wick must do the same: the same logits, or an error naming it.
-const tiedResults = [];
 for (const arch of [undefined, ...families.map((f) => f.arch)]) {
   const name = arch ?? 'llama';
   test(`${name} without output.weight: wick ties the output to token_embd as llama.cpp does, or refuses as it does`, async (t) => {
@@ -482,8 +477,7 @@ for (const arch of [undefined, ...families.map((f) => f.arch)]) {
       const wasm = runWick('wasm', ['logits', '-m', file, '--tokens', untied.ids.join(','), '--steps', '1']);
       assert.notEqual(wasm.code, 0);
       assert.match(wasm.stderr, /tensor output\.weight is missing/);
-      tiedResults.push(`${name}: refused by llama.cpp and by wick`);
-      t.diagnostic(tiedResults.at(-1));
+      t.diagnostic(`${name}: refused by llama.cpp and by wick`);
       return;
     }
     const spread = Math.max(...JSON.parse(probe.stdout).prompt_logits.map(stddev));
@@ -496,20 +490,10 @@ for (const arch of [undefined, ...families.map((f) => f.arch)]) {
       fs.writeFileSync(file, writeGguf(g));
     }
     const ref = await llamaCppRows(file, arch ? familyPrompt : promptText);
-    const args = ['logits', '-m', file, '--tokens', ref.ids.join(','), '--steps', String(steps), '--follow', ref.greedy.join(','), '--threads', '1'];
-    const runs = await Promise.all(builds.map((build) => runWickAsync(build, args)));
-    const tol = toleranceFor('synth-f16');
-    runs.forEach((r, i) => {
-      assert.equal(r.code, 0, `${builds[i]}: ${r.stderr}`);
-      const out = JSON.parse(r.stdout);
-      const ours = { prompt: out.prompt_logits.map(centred), step: out.greedy_step_logits.map(centred) };
-      const worst = Math.max(...ours.prompt.map((row, k) => relRms(row, ref.promptRows[k])), ...ours.step.map((row, k) => relRms(row, ref.stepRows[k])));
-      tiedResults.push(`${builds[i]} ${name} tied: worst row ${(worst * 100).toFixed(4)}%`);
-      assert.deepEqual([...compareRows(ours.prompt, ref.promptRows, tol, 'prompt'), ...compareRows(ours.step, ref.stepRows, tol, 'step')], []);
-    });
+    const lines = await matchEditedFile(file, ref);
     // the tie is what the comparison sees: the untied file's rows are far from the tied ones
     assert.ok(Math.max(...untied.promptRows.map((row, k) => relRms(row, ref.promptRows[k]))) > distinct, 'output.weight made no difference');
-    for (const line of tiedResults.slice(-builds.length)) t.diagnostic(line);
+    for (const line of lines) t.diagnostic(`${name} tied, ${line}`);
   });
 }
 
