@@ -44,6 +44,8 @@ WASM_CLI_LDFLAGS := $(subst -sEXPORTED_FUNCTIONS=,-sEXPORTED_FUNCTIONS=_wick_cli
   --js-library src/cli_library.js
 # the engine's objects in the wasm libraries: all but synth (the CLI builds link its object)
 WASM_ENGINE_NAMES = $(filter-out synth,$(ENGINE_NAMES))
+# those objects in one build's object folder: $(call wasm_objs,obj-mt)
+wasm_objs = $(addprefix build/wasm/$(1)/,$(addsuffix .o,$(WASM_ENGINE_NAMES)))
 # pthread pool: as many workers as the page or CLI asks for (Module.wickThreads), made before main work starts
 WASM_MT_FLAGS := -pthread '-sPTHREAD_POOL_SIZE=Module["wickThreads"]||4' -Wno-pthreads-mem-growth
 WASM_TEST_FLAGS := -sALLOW_MEMORY_GROWTH -sMAXIMUM_MEMORY=4GB -sENVIRONMENT=node -sNODERAWFS=1 -sSINGLE_FILE
@@ -85,9 +87,9 @@ build/wasm/obj-mt/%.o: src/%.c $(HEADERS) | build/.setup-stamp
 
 $(NATIVE_LIB): $(addprefix build/native/obj/,$(addsuffix .o,$(ENGINE_NAMES)))
 	rm -f $@ && ar rcs $@ $^
-$(WASM_LIB): $(addprefix build/wasm/obj/,$(addsuffix .o,$(WASM_ENGINE_NAMES)))
+$(WASM_LIB): $(call wasm_objs,obj)
 	rm -f $@ && $(EMAR) rcs $@ $^
-$(WASM_MT_LIB): $(addprefix build/wasm/obj-mt/,$(addsuffix .o,$(WASM_ENGINE_NAMES)))
+$(WASM_MT_LIB): $(call wasm_objs,obj-mt)
 	rm -f $@ && $(EMAR) rcs $@ $^
 
 # the wasm engines export C API functions that nothing in them calls: the whole archive is linked
@@ -120,11 +122,11 @@ build/wasm/package.json:
 	echo '{"type":"commonjs"}' > $@
 
 # (the page's builds link the objects themselves: emcc 3.1.6 given only an archive links none of it)
-build/wasm/wick.js: $(WASM_LIB)
-	$(EMCC) $(WASM_CFLAGS) -DWICK_NO_THREADS -o $@ $(addprefix build/wasm/obj/,$(addsuffix .o,$(WASM_ENGINE_NAMES))) $(WASM_LDFLAGS)
+build/wasm/wick.js: $(call wasm_objs,obj)
+	$(EMCC) $(WASM_CFLAGS) -DWICK_NO_THREADS -o $@ $^ $(WASM_LDFLAGS)
 
-build/wasm/wick-mt.js: $(WASM_MT_LIB)
-	$(EMCC) $(WASM_CFLAGS) $(WASM_MT_FLAGS) -o $@ $(addprefix build/wasm/obj-mt/,$(addsuffix .o,$(WASM_ENGINE_NAMES))) $(WASM_LDFLAGS)
+build/wasm/wick-mt.js: $(call wasm_objs,obj-mt)
+	$(EMCC) $(WASM_CFLAGS) $(WASM_MT_FLAGS) -o $@ $^ $(WASM_LDFLAGS)
 
 build/wasm/wick-cli.js: src/cli.c src/cli_library.js build/wasm/obj/synth.o $(WASM_LIB) $(HEADERS)
 	$(EMCC) $(WASM_CFLAGS) -DWICK_NO_THREADS -o $@ src/cli.c build/wasm/obj/synth.o $(call WHOLE,$(WASM_LIB)) $(WASM_CLI_LDFLAGS)
@@ -163,7 +165,7 @@ serve: wasm
 
 # ---- a clean system: setup, build and a test of every toolchain on a minimal Debian 12 root ----
 .PHONY: check-fresh
-check-fresh:
+check-fresh: build/.setup-stamp
 	bash tools/check-fresh.sh
 
 # ---- dist/: a folder to copy to any static host, and the npm package's contents ----

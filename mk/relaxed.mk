@@ -32,9 +32,9 @@ build/wasm/obj-mt-rx/%.o: src/%.c $(HEADERS) | build/.setup-stamp
 	@mkdir -p $(@D)
 	$(EMCC_RELAXED) $(RELAXED_CFLAGS) $(wasm_opt) -pthread -c -o $@ $<
 
-$(WASM_RX_LIB): $(addprefix build/wasm/obj-rx/,$(addsuffix .o,$(WASM_ENGINE_NAMES)))
+$(WASM_RX_LIB): $(call wasm_objs,obj-rx)
 	rm -f $@ && $(EMAR_RELAXED) rcs $@ $^
-$(WASM_MT_RX_LIB): $(addprefix build/wasm/obj-mt-rx/,$(addsuffix .o,$(WASM_ENGINE_NAMES)))
+$(WASM_MT_RX_LIB): $(call wasm_objs,obj-mt-rx)
 	rm -f $@ && $(EMAR_RELAXED) rcs $@ $^
 
 # What emcc does to the plain builds' loaders after an optimizing link, done here by hand (the
@@ -43,13 +43,13 @@ RELAXED_STRIP_NAMES = /usr/lib/llvm-19/bin/llvm-objcopy --remove-section=name $(
 RELAXED_MINIFY_JS = NODE_PATH=/usr/share/nodejs node "$$(dirname "$$(readlink -f "$$(command -v emcc)")")/tools/acorn-optimizer.js" \
   $@ JSDCE minifyWhitespace > $@.min && mv $@.min $@
 
-build/wasm/wick-relaxed.js: $(WASM_RX_LIB)
-	$(EMCC_RELAXED) $(RELAXED_CFLAGS) -DWICK_NO_THREADS -o $@ $(addprefix build/wasm/obj-rx/,$(addsuffix .o,$(WASM_ENGINE_NAMES))) $(WASM_LDFLAGS) $(RELAXED_LINK)
+build/wasm/wick-relaxed.js: $(call wasm_objs,obj-rx)
+	$(EMCC_RELAXED) $(RELAXED_CFLAGS) -DWICK_NO_THREADS -o $@ $^ $(WASM_LDFLAGS) $(RELAXED_LINK)
 	$(RELAXED_STRIP_NAMES)
 	$(RELAXED_MINIFY_JS)
 
-build/wasm/wick-mt-relaxed.js: $(WASM_MT_RX_LIB)
-	$(EMCC_RELAXED) $(RELAXED_CFLAGS) $(WASM_MT_FLAGS) -o $@ $(addprefix build/wasm/obj-mt-rx/,$(addsuffix .o,$(WASM_ENGINE_NAMES))) $(WASM_LDFLAGS) $(RELAXED_LINK)
+build/wasm/wick-mt-relaxed.js: $(call wasm_objs,obj-mt-rx)
+	$(EMCC_RELAXED) $(RELAXED_CFLAGS) $(WASM_MT_FLAGS) -o $@ $^ $(WASM_LDFLAGS) $(RELAXED_LINK)
 	$(RELAXED_STRIP_NAMES)
 	$(RELAXED_MINIFY_JS)
 

@@ -72,7 +72,7 @@ mount_in() {  # mount_in TARGET MOUNT-ARGS…
 }
 
 make_root() {
-  command -v debootstrap >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap >/dev/null; }
+  [ -x /usr/sbin/debootstrap ] || { echo "check-fresh: debootstrap is missing: run tools/setup.sh (make check-fresh does)" >&2; return 1; }
   unmount_all
   # a root left by an interrupted run may still have mounts: never delete through one
   if grep -q " $root/" /proc/mounts; then echo "check-fresh: $root still has mounts; unmount them first" >&2; return 1; fi

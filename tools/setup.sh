@@ -35,6 +35,7 @@ FILES=(
   "/usr/bin/WebKitWebDriver                           webkit2gtk-driver the WebKitGTK page tests"
   "/usr/bin/Xvfb                                      xvfb           a display for WebKitGTK's MiniBrowser"
   "/usr/bin/xauth                                     xauth          xvfb-run"
+  "/usr/sbin/debootstrap                              debootstrap    make check-fresh's clean Debian root"
 )
 # files found by a pattern (their path holds a version)
 GLOBS=(
