@@ -374,6 +374,78 @@ int32_t model_conv_channels(const model_config *c, layer_kind kind) {
     return 0;
 }
 
+/* The steps of the forward pass this model takes beyond plain llama's (forward.c's switches), by
+ * name. Another backend (the GPU path) runs a model only if it implements every one: a switch
+ * added here without it keeps the model off that backend instead of running it as llama.
+ * tests/structure.test.mjs fails if a field of model_config or layer_weights is named neither
+ * here nor in its list of plain shape fields. */
+int model_steps(const struct wick_model *m, const char **names, int cap) {
+    const model_config *c = &m->config;
+    int n = 0;
+#define STEP(cond, name)                        \
+    do {                                        \
+        if (cond) {                             \
+            if (n < cap) names[n] = name;       \
+            n++;                                \
+        }                                       \
+    } while (0)
+    bool bias = false, qk = false, post_attn = false, post_ffn = false, no_norm = false, unrotated = false,
+         sliding = false, kv_shared = false, out_scale = false;
+    int kinds = 0;
+    for (int l = 0; l < c->n_layers; l++) {
+        const layer_weights *w = &m->layers[l];
+        bias |= w->bq || w->bk || w->bv;
+        qk |= w->attn_q_norm || w->attn_k_norm;
+        post_attn |= w->attn_post_norm != NULL;
+        post_ffn |= w->ffn_post_norm != NULL;
+        no_norm |= (w->kind == LAYER_ATTENTION && !w->attn_norm) || !w->ffn_norm;
+        unrotated |= w->kind == LAYER_ATTENTION && !w->rotate;
+        sliding |= w->sliding;
+        kv_shared |= w->kv_layer != l;
+        out_scale |= w->out_scale != NULL;
+        kinds |= 1 << w->kind;
+    }
+    STEP(c->rope_neox, "rope_neox");
+    STEP(c->rope_dim != c->head_dim, "partial_rope");
+    STEP(m->rope_freqs, "rope_freqs");
+    STEP(c->rope_freqs_full, "rope_freqs_full_layers");
+    STEP(m->rope_factors_short || m->rope_factors_long, "rope_factors");
+    STEP(c->rope_scale != 1.0f || c->rope_scale_swa != 1.0f, "rope_scale");
+    STEP(c->rope_attn_factor != 1.0f || c->rope_attn_factor_swa != 1.0f, "rope_attn_factor");
+    STEP(c->rope_yarn, "rope_yarn");
+    STEP(c->attn_temp_scale != 0, "attn_temp_scale");
+    STEP(c->act == ACT_GELU_TANH, "gelu_tanh");
+    STEP(qk && c->qk_norm == QK_NORM_PER_HEAD, "qk_norm_per_head");
+    STEP(qk && c->qk_norm == QK_NORM_FULL, "qk_norm_full");
+    STEP(bias, "attn_bias");
+    STEP(post_attn, "attn_post_norm");
+    STEP(post_ffn, "ffn_post_norm");
+    STEP(no_norm, "no_pre_norm");
+    STEP(unrotated, "unrotated_layers");
+    STEP(c->embd_scale != 1.0f, "embd_scale");
+    STEP(c->residual_scale != 1.0f, "residual_scale");
+    STEP(c->attn_scale != 1.0f / sqrtf((float)c->head_dim), "attn_scale");
+    STEP(c->attn_softcap != 0, "attn_softcap");
+    STEP(c->final_softcap != 0, "final_softcap");
+    STEP(c->logit_scale != 1.0f, "logit_scale");
+    STEP(sliding, "sliding_window");
+    STEP(sliding && c->rope_base_swa != c->rope_base, "rope_base_swa");
+    STEP(m->fused_qkv, "fused_qkv");
+    STEP(m->fused_gate_up, "fused_gate_up");
+    STEP(m->output.data && m->output.data == m->tok_embd.data, "tied_output");
+    STEP(m->layer_c, "layer_shapes");
+    STEP(kv_shared, "kv_shared_layers");
+    STEP(c->v_norm, "v_norm");
+    STEP(c->n_ple > 0, "per_layer_embeddings");
+    STEP(out_scale, "layer_output_scale");
+    STEP(c->attn_out_gate, "attn_out_gate");
+    STEP(kinds & (1 << LAYER_SHORTCONV), "shortconv");
+    STEP(kinds & (1 << LAYER_DELTANET), "deltanet");
+    STEP(kinds & (1 << LAYER_MAMBA2), "mamba2");
+#undef STEP
+    return n;
+}
+
 size_t model_layer_state_floats(const struct wick_model *m, int l) {
     const model_config *c = &m->config;
     layer_kind kind = m->layers[l].kind;

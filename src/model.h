@@ -168,6 +168,9 @@ void model_release(struct wick_model *m);
  * not done at load. Sets cpu_layout when anything changed; -1 when out of memory. */
 int model_use_cpu_layout(struct wick_model *m);
 
+/* The names of the forward pass's steps this model takes beyond plain llama's (model.c lists
+ * them); writes up to cap into names and returns how many there are. */
+int model_steps(const struct wick_model *m, const char **names, int cap);
 /* Floats of one sequence's recurrent state in layer l (0 for an attention layer): the last
  * conv_kernel − 1 convolution inputs and, for DeltaNet, an S×S matrix per value head; for
  * Mamba-2, ssm_state values per channel of x (ssm_inner). */

@@ -336,6 +336,12 @@ wick_status wick_model_tensors_json(const wick_model *m, char *buf, size_t buf_l
          c->residual_scale, c->attn_scale, c->attn_softcap, c->final_softcap, c->logit_scale, c->n_swa,
          c->attn_out_gate ? "true" : "false", c->n_recurrent, m->layer_c ? "true" : "false",
          c->rope_yarn ? "true" : "false", c->attn_temp_scale);
+    /* the steps beyond llama's, for a backend to check against what it implements */
+    const char *steps[64];
+    int n_steps = model_steps(m, steps, 64);
+    emit(&o, "\"steps\":[");
+    for (int i = 0; i < n_steps && i < 64; i++) emit(&o, "%s\"%s\"", i ? "," : "", steps[i]);
+    emit(&o, "],");
     emit_weight(&o, "tok_embd", &m->tok_embd);
     emit(&o, ",");
     emit_weight(&o, "output", &m->output);

@@ -25,9 +25,15 @@ const TOKEN_TILE = 8;             // tokens per matmul workgroup (matmul.wgsl TI
 const ROWS_PER_Y = 32768;         // matmul.wgsl ROWS_PER_Y
 const GROUPS_PER_Y = 32768;       // elementwise.wgsl: 32768 workgroups of 64 per y step
 const MAX_HEAD_DIM = 256;         // attention.wgsl
-// the families whose every switch the shaders implement (an allowlist: a family added on the C
-// side stays on the CPU until the GPU path is taught its steps and tested against llama.cpp)
-const GPU_FAMILIES = ['llama', 'qwen2', 'qwen3', 'gemma2', 'gemma3', 'phi3', 'smollm3', 'granite', 'olmo2'];
+// the forward pass's steps beyond plain llama's that the shaders implement, by the names the C
+// side reports for each model (model.c model_steps): an allowlist, so a step added on the C side
+// keeps its models on the CPU until the GPU path is taught it and tested against llama.cpp
+export const GPU_STEPS = new Set([
+  'rope_neox', 'partial_rope', 'rope_freqs', 'rope_factors', 'rope_scale', 'rope_attn_factor', 'gelu_tanh',
+  'qk_norm_per_head', 'qk_norm_full', 'attn_bias', 'attn_post_norm', 'ffn_post_norm', 'no_pre_norm',
+  'unrotated_layers', 'embd_scale', 'residual_scale', 'attn_scale', 'attn_softcap', 'final_softcap',
+  'logit_scale', 'sliding_window', 'rope_base_swa', 'fused_qkv', 'fused_gate_up', 'tied_output',
+]);
 const UNIFORM_SLOT = 256;         // minUniformBufferOffsetAlignment's default
 // software rasterizers that expose WebGPU adapters: real, but slower than wick's own CPU path
 const SOFTWARE_ADAPTER = /swiftshader|lavapipe|llvmpipe|softpipe|software|basic render/i;
@@ -197,12 +203,8 @@ export class GpuForward {
   /** Why this model cannot run here (a family or shape the shaders do not take), or null. */
   static unsupported(tensors) {
     const c = tensors.config;
-    if (c.n_recurrent > 0) return `the ${c.arch} family (recurrent layers) runs on the CPU only`;
-    if (c.rope_yarn) return 'YaRN rope scaling runs on the CPU only';
-    if (c.attn_temp_scale) return `the ${c.arch} family (query temperature) runs on the CPU only`;
-    if (!GPU_FAMILIES.includes(c.arch)) return `the ${c.arch} family runs on the CPU only (the GPU path implements ${GPU_FAMILIES.join(', ')})`;
-    if (c.attn_out_gate) return `the ${c.arch} family (attention output gate) runs on the CPU only`;
-    if (c.layer_shapes) return `the ${c.arch} family (per-layer head sizes, KV-shared layers, per-layer embeddings) runs on the CPU only`;
+    const missing = (tensors.steps || ['(no steps reported)']).filter((step) => !GPU_STEPS.has(step));
+    if (missing.length) return `the ${c.arch} family runs on the CPU only: the GPU path does not implement ${missing.join(', ')}`;
     if (c.head_dim > MAX_HEAD_DIM) return `head dimension ${c.head_dim} is above the GPU path's ${MAX_HEAD_DIM}`;
     if (c.n_heads % c.n_kv_heads) return `${c.n_heads} heads do not group over ${c.n_kv_heads} KV heads`;
     if (c.dim % 32 || c.q_dim % 32) return `widths ${c.dim} and ${c.q_dim} are not multiples of 32`;
