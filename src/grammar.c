@@ -816,8 +816,16 @@ static bool chars_match_some(const wick_grammar *g, const gel *e, uint32_t lo, u
 
 static bool is_chars(uint32_t type) { return type == EL_CHARS || type == EL_CHARS_NOT; }
 
-/* in → out: the stacks that take code point cp, advanced and expanded. */
-static int step_codepoint(grammar_matcher *m, const stack_set *in, stack_set *out, uint32_t cp) {
+/* Whether the element on a stack's top takes code point cp (a character element) or, when
+ * token ≥ 0, the token (a token element). */
+static inline bool top_takes(const wick_grammar *g, const gel *e, uint32_t cp, int32_t token) {
+    if (token < 0) return is_chars(e->type) && chars_match(g, e, cp);
+    return (e->type == EL_TOKEN && e->a == (uint32_t)token) || (e->type == EL_TOKEN_NOT && e->a != (uint32_t)token);
+}
+
+/* in → out: the stacks whose top takes code point cp (token < 0) or the token, advanced and
+ * expanded. Inlined with a constant token < 0 for characters: the branch folds away. */
+static inline int step_stacks(grammar_matcher *m, const stack_set *in, stack_set *out, uint32_t cp, int32_t token) {
     const wick_grammar *g = m->g;
     set_clear(out);
     seen_reset(m);
@@ -825,26 +833,17 @@ static int step_codepoint(grammar_matcher *m, const stack_set *in, stack_set *ou
         int32_t n = in->len[i];
         if (n == 0) continue;
         const uint32_t *st = in->pool + in->off[i];
-        const gel *e = &g->elems[st[n - 1]];
-        if (is_chars(e->type) && chars_match(g, e, cp) && expand(m, out, st, n, true)) return -1;
+        if (top_takes(g, &g->elems[st[n - 1]], cp, token) && expand(m, out, st, n, true)) return -1;
     }
     return 0;
 }
 
-/* in → out: the stacks whose top token element takes the token, advanced and expanded. */
+static int step_codepoint(grammar_matcher *m, const stack_set *in, stack_set *out, uint32_t cp) {
+    return step_stacks(m, in, out, cp, -1);
+}
+
 static int step_token(grammar_matcher *m, const stack_set *in, stack_set *out, int32_t token) {
-    const wick_grammar *g = m->g;
-    set_clear(out);
-    seen_reset(m);
-    for (int32_t i = 0; i < in->n; i++) {
-        int32_t n = in->len[i];
-        if (n == 0) continue;
-        const uint32_t *st = in->pool + in->off[i];
-        const gel *e = &g->elems[st[n - 1]];
-        bool ok = (e->type == EL_TOKEN && e->a == (uint32_t)token) || (e->type == EL_TOKEN_NOT && e->a != (uint32_t)token);
-        if (ok && expand(m, out, st, n, true)) return -1;
-    }
-    return 0;
+    return step_stacks(m, in, out, 0, token);
 }
 
 /* in → out: the stacks that can still take a character whose code point lies in [lo, hi]. */

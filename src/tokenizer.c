@@ -999,6 +999,14 @@ static void piece_add(pieces *p, uint32_t len) {
 
 #define OUT_OF_RANGE 0xFFFFFFFFu
 
+/* Where the last alternatives of the GPT-2-style patterns end at pos, given the n_ws whitespace
+ * code points there and whether more text follows them: \s+(?!\S) (all but the last whitespace,
+ * which goes with the next word), \s+, or else one code point that matches no alternative. */
+static inline uint32_t whitespace_end(uint32_t pos, uint32_t n_ws, bool more) {
+    if (n_ws > 1 && more) return pos + n_ws - 1;
+    return pos + (n_ws > 0 ? n_ws : 1);
+}
+
 /* GPT-2: 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S) (unicode.cpp's
  * unicode_regex_split_custom_gpt2) on the piece [a, b). */
 static void split_gpt2(const cpt_text *t, uint32_t a, uint32_t b, pieces *out) {
@@ -1046,18 +1054,8 @@ static void split_gpt2(const cpt_text *t, uint32_t a, uint32_t b, pieces *out) {
         }
         uint32_t n_ws = 0;
         while (FLAGS(pos + n_ws) & UFLAG_WHITESPACE) n_ws++;
-        if (n_ws > 1 && CPT(pos + n_ws) != OUT_OF_RANGE) { /* \s+(?!\S) */
-            pos += n_ws - 1;
-            ADD(pos);
-            continue;
-        }
-        if (n_ws > 0) {
-            pos += n_ws;
-            ADD(pos);
-            continue;
-        }
-        ADD(pos + 1); /* no match */
-        pos++;
+        pos = whitespace_end(pos, n_ws, CPT(pos + n_ws) != OUT_OF_RANGE);
+        ADD(pos);
     }
 }
 
@@ -1129,18 +1127,8 @@ static void split_llama3(const cpt_text *t, uint32_t a, uint32_t b, pieces *out,
             ADD(pos);
             continue;
         }
-        if (n_ws > 1 && CPT(pos + n_ws) != OUT_OF_RANGE) { /* \s+(?!\S) */
-            pos += n_ws - 1;
-            ADD(pos);
-            continue;
-        }
-        if (n_ws > 0) {
-            pos += n_ws;
-            ADD(pos);
-            continue;
-        }
-        ADD(pos + 1);
-        pos++;
+        pos = whitespace_end(pos, n_ws, CPT(pos + n_ws) != OUT_OF_RANGE);
+        ADD(pos);
     }
 #undef CPT
 #undef FLAGS
