@@ -1,6 +1,7 @@
 // tests/tools.test.mjs — the chat API's tools (issue 17, acceptance 3), through the JavaScript API:
-// the real Qwen3, Llama 3.2, SmolLM3, Granite 3.3, Qwen3.5 and LFM2.5 templates (llama.cpp's models/templates/, read at test
-// time from node-llama-cpp's llama.cpp bundle) render a request with two tools (llama.cpp's SmolLM3
+// the real Qwen3, Llama 3.2, SmolLM3, Granite 3.3, Qwen3.5, LFM2.5, Gemma 4, Granite 4.0 and
+// Ministral 3 templates (llama.cpp's models/templates/, read at test time from node-llama-cpp's
+// llama.cpp bundle) and Phi-4-mini's (tests/templates/, as published) render a request with two tools (llama.cpp's SmolLM3
 // copy has no tools section: wick describes them in its system message); a hand-written
 // reply in each family's format is parsed into OpenAI's tool_calls, streamed and not (the reply
 // is made the model's output by a grammar of exactly that text, so the whole chat path runs);
@@ -11,7 +12,10 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { models } from './helpers.mjs';
 import { readLlamaBundle } from '../tools/llama-bundle.mjs';
+import fs from 'node:fs';
 import { Wick, renderChatTemplate, parseToolCalls, toolCallFormat } from '../wasm_glue/wick.mjs';
+import { ToolCallSplitter } from '../wasm_glue/tool-calls.mjs';
+import { root } from './helpers.mjs';
 
 const TEMPLATES = {
   qwen3: 'Qwen-Qwen3-0.6B',
@@ -20,7 +24,12 @@ const TEMPLATES = {
   granite33: 'ibm-granite-granite-3.3-2B-Instruct',
   qwen35: 'Qwen3.5-4B',
   lfm25: 'LFM2.5-Instruct',
+  gemma4: 'google-gemma-4-31B-it',
+  granite40: 'ibm-granite-granite-4.0',
+  ministral3: 'mistralai-Ministral-3-14B-Reasoning-2512',
 };
+// the published template of a model whose template llama.cpp's folder lacks (tests/templates/README.md)
+const OWN_TEMPLATES = { phi4mini: 'microsoft-Phi-4-mini-instruct' };
 const FAMILIES = [
   // [name, model file, template, the format its replies are parsed in]
   ['Qwen3', 'families/mini-qwen3-q8_0.gguf', 'qwen3', 'hermes'],
@@ -30,6 +39,12 @@ const FAMILIES = [
   ['Qwen3.5', 'families/mini-qwen35-q8_0.gguf', 'qwen35', 'xml'],
   // LFM2.5's template lists the tools but names no call format: the model's own (arch lfm2)
   ['LFM2.5', 'families/mini-lfm2-q8_0.gguf', 'lfm25', 'pythonic'],
+  // the 2026 families' templates on the qwen3 file: what is tested is the template and the call
+  // format on the whole chat path, which the weights do not change (their own files: synth, elsewhere)
+  ['Gemma 4', 'families/mini-qwen3-q8_0.gguf', 'gemma4', 'gemma4'],
+  ['Granite 4.0', 'families/mini-granite-q4_k_m.gguf', 'granite40', 'hermes'],
+  ['Ministral 3', 'families/mini-qwen3-q8_0.gguf', 'ministral3', 'mistral'],
+  ['Phi-4-mini', 'families/mini-qwen3-q8_0.gguf', 'phi4mini', 'phi4'],
 ];
 
 const WEATHER = {
@@ -55,6 +70,7 @@ const templates = {};
 before(() => {
   const keys = Object.keys(TEMPLATES);
   readLlamaBundle(keys.map((k) => `models/templates/${TEMPLATES[k]}.jinja`)).forEach((b, i) => { templates[keys[i]] = b.toString('utf8'); });
+  for (const [k, name] of Object.entries(OWN_TEMPLATES)) templates[k] = fs.readFileSync(path.join(root, 'tests', 'templates', `${name}.jinja`), 'utf8');
 });
 
 const engines = new Map();
@@ -174,7 +190,7 @@ test('the description in the Llama 3 JSON and Granite formats, and a toolFormat 
   const pyExample = py.slice(0, py.indexOf('<user>')).trimEnd().split('\n').at(-1);
   assert.equal(pyExample, '<|tool_call_start|>[function_name(argument_name="value")]<|tool_call_end|>');
   assert.deepEqual(parseToolCalls('pythonic', pyExample).calls.map((c) => [c.function.name, JSON.parse(c.function.arguments)]), [['function_name', { argument_name: 'value' }]]);
-  await assert.rejects(renderChatTemplate(plain, ASK, { tools: TOOLS, toolFormat: 'yaml' }), { code: 'E_INVALID_ARG', message: /toolFormat must be one of hermes, llama3, granite, xml, pythonic or null/ });
+  await assert.rejects(renderChatTemplate(plain, ASK, { tools: TOOLS, toolFormat: 'yaml' }), { code: 'E_INVALID_ARG', message: /toolFormat must be one of hermes, llama3, granite, xml, pythonic, gemma4, mistral, phi4 or null/ });
 });
 
 test('parseToolCalls: Hermes calls with text around them, Llama 3 JSON calls, Granite lists, and what does not parse', () => {
@@ -220,12 +236,86 @@ test('parseToolCalls: Hermes calls with text around them, Llama 3 JSON calls, Gr
   assert.equal(parseToolCalls('pythonic', '[get_weather(city="Rome")]'), null);
 });
 
+test('parseToolCalls: Gemma 4, Mistral (Ministral 3) and Phi-4-mini replies, as llama.cpp\'s tests/test-chat.cpp writes them', () => {
+  const calls = (format, text) => parseToolCalls(format, text)?.calls.map((c) => [c.function.name, JSON.parse(c.function.arguments)]);
+  // Gemma 4: the cases of test-chat.cpp's google-gemma-4-31B-it block
+  assert.deepEqual(calls('gemma4', '<|tool_call>call:get_time{city:<|"|>London<|"|>}<tool_call|>'), [['get_time', { city: 'London' }]]);
+  assert.deepEqual(calls('gemma4', '<|tool_call>call:get_time{city:<|"|>San Francisco<|"|>}<tool_call|>'), [['get_time', { city: 'San Francisco' }]]);
+  assert.deepEqual(calls('gemma4', '<|tool_call>call:empty_args{}<tool_call|>'), [['empty_args', {}]]);
+  const withContent = parseToolCalls('gemma4', 'Hello, world!\nWhat\'s up?<|tool_call>call:get_time{city:<|"|>Paris<|"|>}<tool_call|>');
+  assert.equal(withContent.content, 'Hello, world!\nWhat\'s up?');
+  assert.deepEqual(calls('gemma4', '<|tool_call>call:get_time{city:<|"|>London<|"|>}<tool_call|><|tool_call>call:get_weather{city:<|"|>Paris<|"|>}<tool_call|>'),
+    [['get_time', { city: 'London' }], ['get_weather', { city: 'Paris' }]]);
+  for (const [args, want] of [['{arg1:42}', { arg1: 42 }], ['{arg1:-7}', { arg1: -7 }], ['{orig:3.14}', { orig: 3.14 }], ['{enabled:true}', { enabled: true }],
+    ['{enabled:false}', { enabled: false }], ['{value:null}', { value: null }], ['{todos:[<|"|>buy milk<|"|>,<|"|>walk dog<|"|>]}', { todos: ['buy milk', 'walk dog'] }],
+    ['{config:{theme:<|"|>dark<|"|>,count:3}}', { config: { theme: 'dark', count: 3 } }], ['{todos:[]}', { todos: [] }], ['{config:{}}', { config: {} }], ['{orig:1.5e10}', { orig: 1.5e10 }]])
+    assert.deepEqual(calls('gemma4', `<|tool_call>call:f${args}<tool_call|>`), [['f', want]], args);
+  // a string may hold what would end anything but a string
+  assert.deepEqual(calls('gemma4', '<|tool_call>call:note{text:<|"|>a}, b: [c<|"|>}<tool_call|>'), [['note', { text: 'a}, b: [c' }]]);
+  for (const broken of ['<|tool_call>call:f{city:<|"|>Paris}<tool_call|>', '<|tool_call>call:f{city:<|"|>Paris<|"|>', '<|tool_call>call:{city:1}<tool_call|>', '<|tool_call>call:f{city}<tool_call|>', 'no call'])
+    assert.equal(parseToolCalls('gemma4', broken), null, broken);
+
+  // Mistral: the cases of test-chat.cpp's Ministral-3-14B-Reasoning-2512 and Mistral Small 3.2 blocks
+  assert.deepEqual(calls('mistral', '[TOOL_CALLS]special_function[ARGS]{"arg1":1}'), [['special_function', { arg1: 1 }]]);
+  assert.deepEqual(calls('mistral', '[TOOL_CALLS]special_function[ARGS]{"arg1": 1}[TOOL_CALLS]special_function_with_opt[ARGS]{"arg1": 1, "arg2": 2}'),
+    [['special_function', { arg1: 1 }], ['special_function_with_opt', { arg1: 1, arg2: 2 }]]);
+  assert.deepEqual(calls('mistral', '[TOOL_CALLS]special_function[CALL_ID]123456789[ARGS]{"arg1": 1}'), [['special_function', { arg1: 1 }]]);
+  const m = parseToolCalls('mistral', 'Hello, world!\nWhat\'s up?[TOOL_CALLS]special_function[ARGS]{"arg1": 1}');
+  assert.equal(m.content, 'Hello, world!\nWhat\'s up?');
+  assert.deepEqual(calls('mistral', '[TOOL_CALLS]f[ARGS]{"s": "a } [TOOL_CALLS] \\" {"}'), [['f', { s: 'a } [TOOL_CALLS] " {' }]]);
+  for (const broken of ['[TOOL_CALLS]f[ARGS]{"arg1": 1', '[TOOL_CALLS]f{"arg1": 1}', '[TOOL_CALLS]f[ARGS]{"arg1": 1} and then text', '[TOOL_CALLS]f[ARGS][1]', 'plain'])
+    assert.equal(parseToolCalls('mistral', broken), null, broken);
+
+  // Phi-4-mini: a JSON list between <|tool_call|> and <|/tool_call|> (the Berkeley leaderboard's
+  // examples); the closing mark may be missing at the end, and parallel calls may come unlisted
+  assert.deepEqual(calls('phi4', '<|tool_call|>[{"name": "calculate_final_velocity", "arguments": {"height": 150, "initial_velocity": 0}}]<|/tool_call|>'),
+    [['calculate_final_velocity', { height: 150, initial_velocity: 0 }]]);
+  assert.deepEqual(calls('phi4', '<|tool_call|>[{"name": "calculate_final_velocity", "arguments": {"height": 150, "initial_velocity": 0}}]'),
+    [['calculate_final_velocity', { height: 150, initial_velocity: 0 }]]);
+  assert.deepEqual(calls('phi4', '<|tool_call|>{"name": "tax", "arguments": {"city": "Chicago"}}, {"name": "tax", "arguments": {"city": "Portland"}}<|/tool_call|>'),
+    [['tax', { city: 'Chicago' }], ['tax', { city: 'Portland' }]]);
+  assert.equal(parseToolCalls('phi4', 'Sure.<|tool_call|>[{"name": "f", "arguments": {}}]<|/tool_call|>').content, 'Sure.');
+  for (const broken of ['<|tool_call|>[{"name": "f", "arguments": {]<|/tool_call|>', '<|tool_call|>[{"arguments": {}}]<|/tool_call|>', '<|tool_call|>[]<|/tool_call|>', '[{"name": "f", "arguments": {}}]'])
+    assert.equal(parseToolCalls('phi4', broken), null, broken);
+});
+
+test('streaming: each new format holds its call back from the first character of its mark, and shows the text before it', () => {
+  const cases = {
+    gemma4: ['Hello, world!\nWhat\'s up?', '<|tool_call>call:get_time{city:<|"|>Paris<|"|>}<tool_call|>'],
+    mistral: ['Hello, world!\nWhat\'s up?', '[TOOL_CALLS]special_function[ARGS]{"arg1": 1}'],
+    phi4: ['Sure.', '<|tool_call|>[{"name": "get_time", "arguments": {"city": "Paris"}}]<|/tool_call|>'],
+  };
+  for (const [format, [content, call]] of Object.entries(cases)) {
+    // one character at a time: the worst case for a mark split across pieces
+    const splitter = new ToolCallSplitter(format);
+    let shown = '';
+    for (const c of content + call) {
+      shown += splitter.push(c);
+      assert.ok(!shown.includes(call[0] === '[' ? '[TOOL' : '<|'), `${format}: nothing of the mark is shown (${JSON.stringify(shown)})`);
+    }
+    const end = splitter.end();
+    assert.equal(shown + end.content, content, format);
+    assert.equal(end.calls.length, 1, format);
+    // a reply that only looks like the start of a mark is shown whole at the end
+    const plain = new ToolCallSplitter(format);
+    const text = `${content} ${call.slice(0, 5)}`;
+    let out = '';
+    for (const c of text) out += plain.push(c);
+    const rest = plain.end();
+    assert.equal(rest.calls, null, format);
+    assert.equal(out + rest.content, text, format);
+  }
+});
+
 const REPLIES = {
   hermes: 'I will check.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}\n</tool_call>',
   llama3: '{"name": "get_weather", "parameters": {"city": "Paris", "unit": "celsius"}}',
   granite: '<|tool_call|>[{"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}]',
   xml: 'I will check.\n<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=unit>\ncelsius\n</parameter>\n</function>\n</tool_call>',
   pythonic: 'I will check.\n<|tool_call_start|>[get_weather(city="Paris", unit="celsius")]<|tool_call_end|>',
+  gemma4: 'I will check.<|tool_call>call:get_weather{city:<|"|>Paris<|"|>,unit:<|"|>celsius<|"|>}<tool_call|>',
+  mistral: 'I will check.[TOOL_CALLS]get_weather[ARGS]{"city": "Paris", "unit": "celsius"}',
+  phi4: 'I will check.<|tool_call|>[{"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}]<|/tool_call|>',
 };
 const BROKEN = {
   hermes: '<tool_call>\n{"name": "get_weather", "arguments": {"city": \n</tool_call>',
@@ -233,6 +323,9 @@ const BROKEN = {
   granite: '<|tool_call|>[{"name": "get_weather", "arguments": {"city"',
   xml: '<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</function>\n</tool_call>',
   pythonic: '<|tool_call_start|>[get_weather(city="Paris"]<|tool_call_end|>',
+  gemma4: '<|tool_call>call:get_weather{city:<|"|>Paris}<tool_call|>',
+  mistral: '[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"',
+  phi4: '<|tool_call|>[{"name": "get_weather", "arguments": {"city": }]<|/tool_call|>',
 };
 
 for (const [family, file, template, format] of FAMILIES) {
@@ -248,7 +341,7 @@ for (const [family, file, template, format] of FAMILIES) {
       assert.equal(message.tool_calls[0].function.name, want.name, how);
       assert.deepEqual(JSON.parse(message.tool_calls[0].function.arguments), want.args, how);
       assert.match(message.tool_calls[0].id, /^call_/, how);
-      assert.equal(message.content || '', ['hermes', 'xml', 'pythonic'].includes(format) ? 'I will check.' : '', how);
+      assert.equal(message.content || '', ['llama3', 'granite'].includes(format) ? '' : 'I will check.', how);
     }
     // the stream never shows the call's text as content
     assert.ok(!streamed.chunks.some((c) => (c.choices[0].delta.content || '').includes('get_weather')));

@@ -1,7 +1,7 @@
 // wasm_glue/chat-template.mjs — a conversation's prompt text, rendered with the model's chat
 // template (Jinja) as transformers and llama.cpp render it, and the checks on a request's messages.
 import { WickError, invalid } from './options.mjs';
-import { toolCallFormat, checkTools, TOOL_FORMATS, hasCalls, callsAsText, withToolsDescribed } from './tool-calls.mjs';
+import { toolCallFormat, checkTools, TOOL_FORMATS, hasCalls, callsAsText, withToolsDescribed, withSystemTools } from './tool-calls.mjs';
 
 // A model's tokenizer.chat_template is a Jinja template written for Hugging Face transformers'
 // apply_chat_template; @huggingface/jinja renders it. The context holds what transformers and
@@ -16,7 +16,9 @@ import { toolCallFormat, checkTools, TOOL_FORMATS, hasCalls, callsAsText, withTo
 //  - for a template that takes no system message (it raises, as Gemma's do, or leaves it out of
 //    the prompt), the system message is joined to the head of the next message with a newline;
 //  - a tool call's arguments sent as a JSON string (the OpenAI format) are parsed into the object
-//    that the templates print with tojson.
+//    that the templates print with tojson;
+//  - for a template that reads the tools from the system message (Phi-4-mini's prints
+//    message['tools'] between <|tool|> and <|/tool|>, and ignores `tools`), the tools go there.
 
 const ROLES = new Set(['system', 'user', 'assistant', 'tool', 'developer']);
 const TEMPLATE_CACHE_SIZE = 8;            // compiled templates kept: a page seldom has more models
@@ -24,6 +26,7 @@ const SYSTEM_PROBE = 'WICK-SYSTEM-PROBE'; // marks the system message in the pro
 const MONTHS = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October', 'November', 'December'];
 const WEEKDAYS = ['Sunday', 'Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday'];
 const DAY_MS = 86400000;
+const SYSTEM_TOOLS = /message\s*(\[\s*['"]tools['"]\s*\]|\.tools\b)/; // a template that prints a message's own tools
 
 function messageText(content) {
   if (content === null || content === undefined) return '';
@@ -172,8 +175,12 @@ const CALL_PROBE = 'wick_probe_function';
 
 // `x | string` of a mapping or a list is Python's str(x), its repr, in transformers' Jinja; the
 // original SmolLM3 template prints its xml_tools so. @huggingface/jinja has no such filter: its
-// Interpreter, extended here, gets it (the rest of its filters are untouched).
+// Interpreter, extended here, gets it. And a string filter of an undefined value is the filter of
+// '' in Python's Jinja (Undefined prints as ''), where @huggingface/jinja throws: Gemma 4's
+// template writes `value['type'] | upper` of a parameter that has no type. The rest of its
+// filters are untouched.
 const interpreters = new WeakMap(); // jinja module → its Interpreter with that filter
+const STRING_FILTERS = new Set(['upper', 'lower', 'title', 'capitalize', 'trim']); // each gives '' of Undefined in Python's Jinja
 
 function interpreterOf(module) {
   let Extended = interpreters.get(module);
@@ -183,6 +190,8 @@ function interpreterOf(module) {
       applyFilter(operand, filter, environment) {
         if (filter.type === 'Identifier' && filter.value === 'string' && (operand.type === 'ObjectValue' || operand.type === 'ArrayValue'))
           return new StringValue(pythonRepr(operand));
+        if (filter.type === 'Identifier' && STRING_FILTERS.has(filter.value) && operand.type === 'UndefinedValue')
+          return new StringValue('');
         return super.applyFilter(operand, filter, environment);
       }
     };
@@ -253,13 +262,15 @@ export async function renderChatTemplate(source, messages, { addGenerationPrompt
     }
   };
   let prepared = templateMessages(messages, source);
+  const toolsInSystem = !!toolList && toolFormat === 'phi4' && SYSTEM_TOOLS.test(source);
+  if (toolsInSystem) prepared = withSystemTools(prepared, toolList);
   // a template that drops the assistant's calls (Granite 3.3's) gets them written into the
   // message's text in the family's format, so that the model sees what it called before a result
   if (toolFormat && prepared.some(hasCalls) && !rendersToolCalls(module, entry, base)) prepared = callsAsText(prepared, toolFormat);
   const text = render(prepared, !!toolList);
   // a template with no tools section (llama.cpp's SmolLM3 copy) renders the same with and
   // without them: the model would never learn of the tools, so wick tells it in the system message
-  if (!toolList || !toolFormat || text !== render(prepared, false)) return text;
+  if (!toolList || !toolFormat || toolsInSystem || text !== render(prepared, false)) return text;
   return render(withToolsDescribed(prepared, toolList, toolFormat), true);
 }
 

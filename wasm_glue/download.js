@@ -135,8 +135,7 @@
     }
 
     function tooLarge(fileBytes, needed, available) {
-      const f = WickGguf.formatBytes;
-      return new WorkerError('E_TOO_LARGE', `the model does not fit in WebAssembly memory: it needs ${f(needed)} (${needed} bytes: file ${f(fileBytes)} plus KV cache and scratch), and wasm32 holds ${f(available)} (${available} bytes)`);
+      return new WorkerError('E_TOO_LARGE', WickGguf.tooLargeMessage(null, { fileBytes, needed, available }));
     }
 
     /**
@@ -265,7 +264,7 @@
       if (unsupported) throw new WorkerError('E_UNSUPPORTED', unsupported);
       sink.meta = summarize(header);
       const fits = WickGguf.checkFits({ fileBytes: sink.total || size, metadata: header.metadata, contextSize: sink.contextSize, kvType: sink.kvType, threads });
-      if (!fits.fits) throw tooLarge(sink.total || size, fits.needed, fits.available);
+      if (!fits.fits) throw new WorkerError('E_TOO_LARGE', WickGguf.tooLargeMessage(header.metadata, fits));
     }
 
     function notGguf(first) {

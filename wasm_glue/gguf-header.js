@@ -211,17 +211,45 @@
     return caches;
   }
 
+  // architectures llama.cpp runs and the engine not yet, with what they need (src/model.c's
+  // archs_not_yet, word for word: tests/hostile.test.mjs compares the two)
+  const NOT_YET = {
+    gemma3n: 'Gemma 3n needs AltUp (several predicted residual streams, corrected after each layer), Laurel (a low-rank '
+      + 'residual beside attention) and the Gaussian top-k activation sparsity of its first layers, which wick does not run yet',
+  };
+
+  /** The model's name for a message, from general.name and general.size_label: " (Gemma 4 31B It, 31B)", or "" (src/model.c's model_label). */
+  function modelLabel(metadata) {
+    const str = (k, n) => (typeof metadata[k] === 'string' && metadata[k] ? metadata[k].slice(0, n) : '');
+    const parts = [str('general.name', 80), str('general.size_label', 24)].filter(Boolean);
+    return parts.length ? ` (${parts.join(', ')})` : '';
+  }
+
   /**
    * Why the engine cannot run a model with this metadata, or null: an architecture it does not
-   * know, or a mixture of experts. Known from the header, before the weights are downloaded.
+   * know (or not yet), or a mixture of experts. Known from the header, before the weights are
+   * downloaded; the messages are the engine's (src/model.c).
    */
   function unsupportedReason(metadata) {
     const arch = metadata['general.architecture'];
     if (typeof arch !== 'string') return null; // a vocabulary-only file, or the engine says why
+    if (NOT_YET[arch]) return `architecture '${arch}' is not supported: ${NOT_YET[arch]}`;
     if (!ARCHITECTURES.includes(arch)) return `architecture '${arch.slice(0, 40)}' is not supported (${ARCHITECTURES.join(', ')} are)`;
     const experts = metadata[`${arch}.expert_count`];
-    if (Number.isFinite(experts) && experts > 0) return `${arch} is a mixture-of-experts model (${arch}.expert_count = ${experts}): not supported`;
+    if (Number.isFinite(experts) && experts > 0) {
+      const gemma4 = arch === 'gemma4' ? "; Gemma 4's mixture of experts (26B-A4B) would not fit wasm32 either" : '';
+      return `${arch}${modelLabel(metadata)} is a mixture-of-experts model (${arch}.expert_count = ${experts}): not supported${gemma4}`;
+    }
     return null;
+  }
+
+  /** The message for a model that does not fit (checkFits's fits false), naming it: "Gemma 4 31B It (gemma4, 31B) does not fit in WebAssembly memory: …". */
+  function tooLargeMessage(metadata, { needed, available, fileBytes }) {
+    const arch = metadata && typeof metadata['general.architecture'] === 'string' ? metadata['general.architecture'] : '';
+    const name = metadata && typeof metadata['general.name'] === 'string' && metadata['general.name'] ? metadata['general.name'].slice(0, 80) : '';
+    const label = metadata && typeof metadata['general.size_label'] === 'string' ? metadata['general.size_label'].slice(0, 24) : '';
+    const what = name ? `${name} (${[arch, label].filter(Boolean).join(', ')})` : arch ? `this ${arch} model${label ? ` (${label})` : ''}` : 'the model';
+    return `${what} does not fit in WebAssembly memory: it needs ${formatBytes(needed)} (${needed} bytes: file ${formatBytes(fileBytes)} plus KV cache and scratch), and wasm32 holds ${formatBytes(available)} (${available} bytes)`;
   }
 
   /** The context the engine picks when none is asked: the training context clamped to 2048…4096 (src/forward.c). */
@@ -273,5 +301,5 @@
     return `${v.toFixed(v < 10 ? 2 : 1)} ${units[u]}`;
   }
 
-  root.WickGguf = { TYPE, NeedMoreBytes, isGguf, parseHeader, hyperparameters, unsupportedReason, ARCHITECTURES, defaultContext, kvCacheBytes, checkFits, formatBytes, WASM_MEMORY_LIMIT, ENGINE_RESERVE };
+  root.WickGguf = { TYPE, NeedMoreBytes, isGguf, parseHeader, hyperparameters, unsupportedReason, tooLargeMessage, modelLabel, NOT_YET, ARCHITECTURES, defaultContext, kvCacheBytes, checkFits, formatBytes, WASM_MEMORY_LIMIT, ENGINE_RESERVE };
 })(typeof self !== 'undefined' ? self : globalThis);

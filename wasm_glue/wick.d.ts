@@ -337,7 +337,7 @@ export interface CacheEntry {
   total?: number;
 }
 
-export interface FitCheck { fits: boolean; needed: number; available: number; fileBytes: number; kvBytes: number; contextSize: number }
+export interface FitCheck { fits: boolean; needed: number; available: number; fileBytes: number; kvBytes: number; contextSize: number; /** Wick.inspect: why a load would refuse the model, naming it (too large for wasm32, a mixture of experts, an architecture not run yet) */ reason?: string }
 
 export interface InspectResult { url: string; bytes: number; version: number; tensorCount: number; metadata: Record<string, unknown>; fits: FitCheck }
 

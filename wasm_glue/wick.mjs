@@ -656,7 +656,8 @@ const cache = {
 
 /**
  * The size and GGUF metadata of a model at a URL (from the cache, or the first bytes fetched with
- * Range requests), and whether it fits: {url, bytes, metadata, fits: {fits, needed, available, kvBytes}}.
+ * Range requests), and whether it fits: {url, bytes, metadata, fits: {fits, needed, available, kvBytes, reason}}
+ * (reason: why a load would refuse it, naming the model, where it would).
  */
 async function inspect(url, { contextSize = 0, kvType = 'f16' } = {}) {
   const abs = absoluteUrl(String(url));
@@ -674,7 +675,11 @@ async function inspect(url, { contextSize = 0, kvType = 'f16' } = {}) {
     }
     try {
       const header = WickGguf.parseHeader(head);
-      return { url: abs, bytes, version: header.version, tensorCount: header.tensorCount, metadata: header.metadata, fits: WickGguf.checkFits({ fileBytes: bytes, metadata: header.metadata, contextSize, kvType }) };
+      const fits = WickGguf.checkFits({ fileBytes: bytes, metadata: header.metadata, contextSize, kvType });
+      // what the load would refuse it for, by name (a mixture of experts, an architecture not run yet, too large)
+      const unsupported = WickGguf.unsupportedReason(header.metadata);
+      if (unsupported || !fits.fits) fits.reason = unsupported || WickGguf.tooLargeMessage(header.metadata, fits);
+      return { url: abs, bytes, version: header.version, tensorCount: header.tensorCount, metadata: header.metadata, fits };
     } catch (e) {
       if (!(e instanceof WickGguf.NeedMoreBytes) || head.length < want || want >= 1 << 28) throw new WickError('E_NOT_GGUF', `${abs}: ${e.message}`);
     }

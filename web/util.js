@@ -114,7 +114,9 @@ export function memoryCheck({ bytes, metadata, contextSize = 0, kvType = 'f16', 
   if (unsupported) return { ...fit, level: 'error', message: `wick cannot run this model: ${unsupported}.` };
   const parts = `${formatBytes(fit.fileBytes)} weights + ${formatBytes(fit.kvBytes)} KV cache (${formatCount(fit.contextSize)} tokens) + scratch`;
   if (!fit.fits) {
-    return { ...fit, level: 'error', message: `Needs about ${formatBytes(fit.needed)} (${parts}): more than the ${formatBytes(fit.available)} a WebAssembly page can address. Choose a smaller model or a shorter context.` };
+    // named, so that a file too large by design (Gemma 4 31B) says which model it is
+    const name = metadata ? WickGguf.modelLabel(metadata).slice(2, -1) : '';
+    return { ...fit, level: 'error', message: `${name ? `${name}: needs` : 'Needs'} about ${formatBytes(fit.needed)} (${parts}): more than the ${formatBytes(fit.available)} a WebAssembly page can address. Choose a smaller model or a shorter context.` };
   }
   const device = features?.deviceMemoryGiB;
   // navigator.deviceMemory is rounded down and capped at 8: half of it is about what one tab gets
