@@ -15,6 +15,7 @@ import path from 'node:path';
 import { Wick } from '../wasm_glue/wick.mjs';
 import { readLlamaBundle } from '../tools/llama-bundle.mjs';
 import { models, runWick, shared } from './helpers.mjs';
+import { chatTurnsAnswerAsFresh } from './chat-turns.mjs';
 
 const qwen35Path = path.join(models, 'families', 'mini-qwen35-q8_0.gguf');
 const lfm2Path = path.join(models, 'families', 'mini-lfm2-q8_0.gguf');
@@ -35,69 +36,9 @@ before(() => {
 // (granitehybrid: 3 Mamba-2 layers of 3 conv inputs of x | B | C = 512 + 2·2·16, and 512 × 16 states)
 const stateBytes = { qwen35: 3 * (3 * 256 + 4 * 32 * 32) * 4, lfm2: 3 * 2 * 256 * 4, granitehybrid: 3 * (3 * 576 + 512 * 16) * 4 };
 
-async function collect(stream) {
-  const chunks = [];
-  for await (const c of stream) chunks.push(c);
-  const last = chunks.pop();
-  return { text: chunks.map((c) => c.choices[0].delta.content).join(''), last, chunks };
-}
-
 for (const [arch, file] of [['qwen35', qwen35Path], ['lfm2', lfm2Path], ['granitehybrid', graniteHybridPath]]) {
-  test(`${arch}: chat turns over the recurrent state (only the new part evaluated; regenerate; abort) answer as a fresh engine does`, { timeout: 120000 }, async () => {
-    const e = await Wick.load(file, { threads: 1, contextSize: 512 });
-    const fresh = await Wick.load(file, { threads: 1, contextSize: 512 });
-    try {
-      assert.equal(e.info.architecture ?? e.info.model?.architecture ?? arch, arch);
-      assert.equal(e.info.stateBytes, 3 * stateBytes[arch], 'the state and its two snapshots');
-      const ask = (engine, messages, extra = {}) =>
-        engine.chat.completions.create({ messages, max_tokens: 6, temperature: 0, chat_template: templates[arch], ...extra });
-      const messages = [{ role: 'system', content: 'Be terse.' }, { role: 'user', content: 'Tell me a story.' }];
-      // the tokens of a conversation without the template's answer prompt: where the glue asks
-      // the engine to keep the state (the next turn renders the answer prompt anew)
-      const historyTokens = async (msgs) =>
-        (await e.tokenize(await e.applyChatTemplate(msgs, { template: templates[arch], addGenerationPrompt: false }), { addBos: true, special: true })).length;
-      const turns = [];
-      for (const [k, question] of ['Another one.', 'And a third.'].entries()) {
-        const history = await historyTokens(messages);
-        const r = await ask(e, messages);
-        turns.push({ ...r.timings, history });
-        // a fresh engine given the same conversation answers the same (greedy)
-        const f = await ask(fresh, messages);
-        assert.equal(r.choices[0].message.content, f.choices[0].message.content, `turn ${k + 1}: the answer differs from a fresh engine's`);
-        messages.push({ role: 'assistant', content: r.choices[0].message.content }, { role: 'user', content: question });
-      }
-      const r3 = await ask(e, messages);
-      turns.push({ ...r3.timings, history: await historyTokens(messages) });
-      const f3 = await ask(fresh, messages);
-      assert.equal(r3.choices[0].message.content, f3.choices[0].message.content, 'turn 3: the answer differs from a fresh engine\'s');
-      // turns 2 and 3 evaluate only what follows the previous conversation: the previous answer
-      // prompt (which this template may render anew), the answer and the new question
-      for (const [k, t] of turns.entries()) {
-        if (k === 0) { assert.equal(t.promptEvalTokens, t.promptTokens); continue; }
-        const previous = turns[k - 1].history;
-        assert.ok(t.cachedPromptTokens >= previous, `turn ${k + 1}: ${t.cachedPromptTokens} cached of the previous conversation's ${previous}`);
-        assert.equal(t.promptEvalTokens, t.promptTokens - t.cachedPromptTokens);
-      }
-      assert.ok(turns[2].promptEvalTokens < turns[2].promptTokens / 2, `turn 3: ${turns[2].promptEvalTokens} of ${turns[2].promptTokens} evaluated`);
-      // regenerate: the same conversation again goes back to the snapshot before its last token
-      const again = await ask(e, messages);
-      assert.equal(again.timings.promptEvalTokens, 1);
-      assert.equal(again.choices[0].message.content, r3.choices[0].message.content);
-      // abort an answer after two chunks, then go on with the next turn
-      const controller = new AbortController();
-      let seen = 0;
-      const stream = await ask(e, messages, { stream: true, max_tokens: 40, signal: controller.signal });
-      for await (const c of stream) { if (c.choices?.[0]?.delta?.content !== undefined && ++seen === 2) controller.abort(); }
-      messages.push({ role: 'assistant', content: r3.choices[0].message.content }, { role: 'user', content: 'Thanks.' });
-      const r4 = await ask(e, messages);
-      const f4 = await ask(fresh, messages);
-      assert.equal(r4.choices[0].message.content, f4.choices[0].message.content, 'after an abort, the next turn differs from a fresh engine\'s');
-      assert.ok(r4.timings.promptEvalTokens < r4.timings.promptTokens / 2, `after the abort ${r4.timings.promptEvalTokens} of ${r4.timings.promptTokens} evaluated`);
-    } finally {
-      await e.unload();
-      await fresh.unload();
-    }
-  });
+  test(`${arch}: chat turns over the recurrent state (only the new part evaluated; regenerate; abort) answer as a fresh engine does`, { timeout: 120000 }, () =>
+    chatTurnsAnswerAsFresh(file, templates[arch], { arch, stateBytes: 3 * stateBytes[arch] }));
 }
 
 test('qwen35: a conversation past the context window keeps producing text, the kept tokens evaluated again', { timeout: 120000 }, async () => {
