@@ -20,6 +20,7 @@ import path from 'node:path';
 import { createServer } from '../tools/serve.mjs';
 import { readLlamaBundle } from '../tools/llama-bundle.mjs';
 import { root, models, runWick } from './helpers.mjs';
+import { WEATHER } from './tool-fixtures.mjs';
 import { launchChromium } from './browser.mjs';
 import { readGguf, writeGguf, setKv, T } from './gguf.mjs';
 import { Wick } from '../wasm_glue/wick.mjs';
@@ -391,14 +392,6 @@ test('without isolation headers: the service worker brings threads; where it is 
   }
 });
 
-const WEATHER = {
-  type: 'function',
-  function: {
-    name: 'get_weather',
-    description: 'Get the current weather in a city',
-    parameters: { type: 'object', properties: { city: { type: 'string', maxLength: 16 }, unit: { enum: ['celsius', 'fahrenheit'] } }, required: ['city'] },
-  },
-};
 const SEARCH = { type: 'function', function: { name: 'search_page', description: 'Find text on the page', parameters: { type: 'object', properties: { query: { type: 'string', maxLength: 24 } }, required: ['query'] } } };
 const ASK = 'What is the weather in Paris?';
 const RESULT = '{"temperature": 21, "sky": "clear"}';

@@ -11,6 +11,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { models } from './helpers.mjs';
+import { WEATHER } from './tool-fixtures.mjs';
 import { readLlamaBundle } from '../tools/llama-bundle.mjs';
 import fs from 'node:fs';
 import { Wick, renderChatTemplate, parseToolCalls, toolCallFormat } from '../wasm_glue/wick.mjs';
@@ -47,14 +48,6 @@ const FAMILIES = [
   ['Phi-4-mini', 'families/mini-qwen3-q8_0.gguf', 'phi4mini', 'phi4'],
 ];
 
-const WEATHER = {
-  type: 'function',
-  function: {
-    name: 'get_weather',
-    description: 'Get the current weather in a city',
-    parameters: { type: 'object', properties: { city: { type: 'string', maxLength: 16 }, unit: { enum: ['celsius', 'fahrenheit'] } }, required: ['city'] },
-  },
-};
 const SEARCH = {
   type: 'function',
   function: {
