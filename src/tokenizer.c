@@ -1823,7 +1823,8 @@ static int wpm_put(wpm_work *w, const char *s, size_t n) {
 /* the word in w (past its "▁") as pieces, longest first from each position; [UNK] when stuck */
 static void wpm_word(const wick_vocab *v, wpm_work *w, id_out *o) {
     if (w->len <= 3) return; /* "▁" alone: no word */
-    size_t start = o->n, n = w->len;
+    int64_t start = o->n;
+    size_t n = w->len;
     for (size_t i = 0; i < n;) {
         size_t j = i + (size_t)v->max_piece_len + 1 < n ? i + (size_t)v->max_piece_len + 1 : n;
         int32_t id = -1;
