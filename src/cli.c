@@ -467,7 +467,7 @@ static int cmd_embed(const options *o, wick_model *m) {
     if (!o->prompt == !o->texts) return error_exit("embed: give -p TEXT or --texts FILE (texts separated by NUL bytes)");
     const char *texts = o->prompt;
     size_t len = o->prompt ? strlen(o->prompt) : 0;
-    uint8_t *file = NULL;
+    uint8_t *file;
     if (o->texts) {
         if (read_file(o->texts, &file, &len)) return 1;
         texts = (const char *)file;
@@ -478,7 +478,7 @@ static int cmd_embed(const options *o, wick_model *m) {
     p.n_threads = o->threads;
     p.n_batch = o->batch;
     wick_ctx *c;
-    if (wick_ctx_new(m, &p, &c) != WICK_OK) { free(file); return error_exit("%s", wick_last_error()); }
+    if (wick_ctx_new(m, &p, &c) != WICK_OK) return error_exit("%s", wick_last_error());
     int32_t n_ctx = wick_n_ctx(c), n_seq = 0, total = 0, *ids = NULL, *lens = NULL, *truncated = NULL;
     int rc = 0;
     for (size_t start = 0; start <= len && rc == 0;) {
@@ -536,8 +536,7 @@ static int cmd_embed(const options *o, wick_model *m) {
     free(ids);
     free(lens);
     free(truncated);
-    free(file);
-    wick_ctx_free(c);
+    wick_ctx_free(c); /* the texts' buffer is freed at exit, as every read_file buffer */
     return rc;
 }
 
