@@ -9,10 +9,13 @@
  *   wick tokenize -m MODEL -p TEXT [--no-bos] [--special]
  *   wick detokenize -m MODEL --ids 1,403,407
  *   wick info     -m MODEL
+ *   wick embed    -m MODEL (-p TEXT | --texts FILE) [--pooling none|mean|cls|last] [--normalize] [--truncate]
+ *                 [--threads N] [--ctx N] [--batch N]   an encoder's embeddings as JSON (--texts: NUL-separated)
  *   wick match    --grammar FILE.gbnf (-p TEXT | --texts FILE)   one line per text: complete, prefix or no
  *                 (--texts: texts separated by NUL bytes); no model needed
- *   wick synth    --shape mini|mini-mha|134m|1b|0.8b|e2b --type f16|q8_0|q4_0|q4_k_m|q5_k_m|q6_k -o FILE.gguf [--vocab VOCAB.gguf] [--seed S]
- *                 [--arch llama|llama3|qwen3|gemma2|gemma3|phi3|smollm3|granite|olmo2|lfm2|qwen35|granite-hybrid|mistral3|gemma4]
+ *   wick synth    --shape mini|mini-mha|134m|1b|0.8b|e2b --type f32|f16|q8_0|q4_0|q4_k_m|q5_k_m|q6_k -o FILE.gguf [--vocab VOCAB.gguf] [--seed S]
+ *                 [--arch llama|llama3|qwen3|gemma2|gemma3|phi3|smollm3|granite|olmo2|lfm2|qwen35|granite-hybrid|mistral3|gemma4|bert]
+ *                 [--pooling none|mean|cls|last (bert)]
  * Results go to stdout, timings and errors to stderr; any failure exits non-zero with one line. */
 #include <errno.h>
 #include <inttypes.h>
@@ -133,8 +136,8 @@ static int read_file(const char *path, uint8_t **out, size_t *size) {
 }
 
 typedef struct {
-    const char *cmd, *model, *tokenizer, *prompt, *tokens, *follow, *shape, *type, *out, *vocab, *arch, *grammar, *texts;
-    int n, steps, threads, ctx, kv_type, no_bos, special, probs, keep, ignore_eos, truncate;
+    const char *cmd, *model, *tokenizer, *prompt, *tokens, *follow, *shape, *type, *out, *vocab, *arch, *grammar, *texts, *pooling;
+    int n, steps, threads, ctx, batch, kv_type, no_bos, special, probs, keep, ignore_eos, truncate, normalize;
     const char *stops[16];
     int n_stops;
     /* sampler settings given on the command line, applied by name (wick_gen_set) */
@@ -172,7 +175,8 @@ static int parse_args(int argc, char **argv, options *o) {
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        bool takes_value = strcmp(a, "--no-bos") && strcmp(a, "--ignore-eos") && strcmp(a, "--truncate") && strcmp(a, "--special");
+        bool takes_value = strcmp(a, "--no-bos") && strcmp(a, "--ignore-eos") && strcmp(a, "--truncate") && strcmp(a, "--special") &&
+                           strcmp(a, "--normalize");
         if (takes_value && !v) return error_exit("%s needs a value", a);
         if (!strcmp(a, "-m") || !strcmp(a, "--model")) o->model = v;
         else if (!strcmp(a, "-z") || !strcmp(a, "--tokenizer")) o->tokenizer = v;
@@ -184,6 +188,7 @@ static int parse_args(int argc, char **argv, options *o) {
         else if (!strcmp(a, "-o") || !strcmp(a, "--output")) o->out = v;
         else if (!strcmp(a, "--vocab")) o->vocab = v;
         else if (!strcmp(a, "--arch")) o->arch = v;
+        else if (!strcmp(a, "--pooling")) o->pooling = v;
         else if (!strcmp(a, "--grammar")) o->grammar = v;
         else if (!strcmp(a, "--texts")) o->texts = v;
         else if (!strcmp(a, "--json-schema"))
@@ -193,6 +198,7 @@ static int parse_args(int argc, char **argv, options *o) {
         else if (!strcmp(a, "--steps")) { if (parse_int(a, v, 0, 1 << 20, &o->steps)) return 1; }
         else if (!strcmp(a, "--threads") || !strcmp(a, "-t")) { if (parse_int(a, v, 1, 256, &o->threads)) return 1; }
         else if (!strcmp(a, "--ctx") || !strcmp(a, "-c")) { if (parse_int(a, v, 1, 1 << 22, &o->ctx)) return 1; }
+        else if (!strcmp(a, "--batch") || !strcmp(a, "-b")) { if (parse_int(a, v, 1, 1 << 22, &o->batch)) return 1; }
         else if (!strcmp(a, "--kv")) {
             if (!strcmp(v, "f16")) o->kv_type = WICK_KV_F16;
             else if (!strcmp(v, "f32")) o->kv_type = WICK_KV_F32;
@@ -212,6 +218,9 @@ static int parse_args(int argc, char **argv, options *o) {
             continue;
         } else if (!strcmp(a, "--truncate")) {
             o->truncate = 1;
+            continue;
+        } else if (!strcmp(a, "--normalize")) {
+            o->normalize = 1;
             continue;
         } else if (!strcmp(a, "--no-bos")) {
             o->no_bos = 1;
@@ -443,6 +452,94 @@ static int cmd_match(const options *o) {
     return 0;
 }
 
+/* wick embed: each text ([CLS] … [SEP] added) through the encoder, all in as few passes as the
+ * batch allows; one JSON object on stdout: the pooling, the width, and per text its token count,
+ * whether it was truncated, and its embedding (pooling none: a row per token). A text longer than
+ * the window fails unless --truncate (then its first tokens and its closing [SEP] are kept). */
+static int cmd_embed(const options *o, wick_model *m) {
+    static const char *const pool_names[] = {"none", "mean", "cls", "last"};
+    int32_t pooling = WICK_POOLING_DEFAULT;
+    for (int32_t i = 0; o->pooling && i < 4; i++)
+        if (!strcmp(o->pooling, pool_names[i])) pooling = i;
+    if (o->pooling && pooling < 0) return error_exit("embed: --pooling none|mean|cls|last, got '%s'", o->pooling);
+    if (wick_model_pooling(m) < 0) return error_exit("embed: %s is a generative model, not an embedding model", o->model);
+    if (pooling < 0) pooling = wick_model_pooling(m);
+    if (!o->prompt == !o->texts) return error_exit("embed: give -p TEXT or --texts FILE (texts separated by NUL bytes)");
+    const char *texts = o->prompt;
+    size_t len = o->prompt ? strlen(o->prompt) : 0;
+    uint8_t *file;
+    if (o->texts) {
+        if (read_file(o->texts, &file, &len)) return 1;
+        texts = (const char *)file;
+    }
+    wick_ctx_params p;
+    wick_ctx_default_params(&p);
+    p.n_ctx = o->ctx;
+    p.n_threads = o->threads;
+    p.n_batch = o->batch;
+    wick_ctx *c;
+    if (wick_ctx_new(m, &p, &c) != WICK_OK) return error_exit("%s", wick_last_error());
+    int32_t n_ctx = wick_n_ctx(c), n_seq = 0, total = 0, *ids = NULL, *lens = NULL, *truncated = NULL;
+    int rc = 0;
+    for (size_t start = 0; start <= len && rc == 0;) {
+        const char *nul = memchr(texts + start, 0, len - start);
+        size_t end = nul ? (size_t)(nul - texts) : len;
+        int32_t need = 0, n = 0;
+        if (wick_tokenize(m, texts + start, end - start, 1, 0, NULL, 0, &need) != WICK_OK) { rc = error_exit("%s", wick_last_error()); break; }
+        int32_t *grown = realloc(ids, ((size_t)total + (size_t)need + 1) * sizeof *ids);
+        int32_t *l2 = realloc(lens, ((size_t)n_seq + 1) * sizeof *lens), *t2 = realloc(truncated, ((size_t)n_seq + 1) * sizeof *t2);
+        if (grown) ids = grown;
+        if (l2) lens = l2;
+        if (t2) truncated = t2;
+        if (!grown || !l2 || !t2) { rc = error_exit("out of memory"); break; }
+        wick_tokenize(m, texts + start, end - start, 1, 0, ids + total, need, &n);
+        truncated[n_seq] = n > n_ctx;
+        if (n > n_ctx && !o->truncate) {
+            rc = error_exit("embed: text %d has %d tokens, the window %d: shorten it, or --truncate", n_seq + 1, n, n_ctx);
+            break;
+        }
+        if (n > n_ctx) { /* the first n_ctx − 1 tokens and the last ([SEP]) */
+            ids[total + n_ctx - 1] = ids[total + n - 1];
+            n = n_ctx;
+        }
+        lens[n_seq++] = n;
+        total += n;
+        start = end + 1;
+    }
+    wick_model_info info;
+    wick_model_get_info(m, &info);
+    size_t rows = pooling == WICK_POOLING_NONE ? (size_t)total : (size_t)n_seq;
+    float *out = rc ? NULL : malloc(rows * (size_t)info.dim * sizeof *out);
+    if (!rc && !out) rc = error_exit("out of memory");
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (!rc && wick_embed(c, ids, lens, n_seq, pooling, o->normalize, out) != WICK_OK) rc = error_exit("embed: %s", wick_last_error());
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (!rc) {
+        double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+        outf(2, "embed: %d texts, %d tokens in %.3f s (%.1f texts/s, %.1f tokens/s)\n", n_seq, total, secs, n_seq / secs, total / secs);
+        outf(1, "{\"pooling\":\"%s\",\"dim\":%d,\"texts\":[", pool_names[pooling], info.dim);
+        const float *row = out;
+        for (int32_t s = 0; s < n_seq; s++) {
+            outf(1, "%s{\"tokens\":%d,\"truncated\":%s,\"embedding\":", s ? "," : "", lens[s], truncated[s] ? "true" : "false");
+            int32_t n_rows = pooling == WICK_POOLING_NONE ? lens[s] : 1;
+            if (pooling == WICK_POOLING_NONE) outf(1, "[");
+            for (int32_t r = 0; r < n_rows; r++, row += info.dim) {
+                if (r) outf(1, ",");
+                print_logits_row(row, info.dim);
+            }
+            outf(1, pooling == WICK_POOLING_NONE ? "]}" : "}");
+        }
+        outf(1, "]}\n");
+    }
+    free(out);
+    free(ids);
+    free(lens);
+    free(truncated);
+    wick_ctx_free(c); /* the texts' buffer is freed at exit, as every read_file buffer */
+    return rc;
+}
+
 /* --probs: one JSON line per generated token on stderr: the top candidates after truncation and
  * temperature, and the token drawn */
 static void print_probs(wick_gen *g) {
@@ -564,13 +661,13 @@ int main(int argc, char **argv)
         for (int i = 0; i < o.n_set; i++)
             if (!strcmp(o.set_names[i], "seed")) seed = (unsigned long long)o.set_values[i];
         const char *vocab = o.vocab ? o.vocab : "../shared/vocab/ggml-vocab-llama-spm.gguf";
-        if (synth_write(o.arch, o.shape, o.type, vocab, o.out, seed, &err)) return error_exit("synth: %s", err.text);
+        if (synth_write(o.arch, o.shape, o.type, o.pooling, vocab, o.out, seed, &err)) return error_exit("synth: %s", err.text);
         return 0;
     }
     if (!strcmp(o.cmd, "match")) return cmd_match(&o);
     bool known = !strcmp(o.cmd, "generate") || !strcmp(o.cmd, "logits") || !strcmp(o.cmd, "tokenize") ||
-                 !strcmp(o.cmd, "detokenize") || !strcmp(o.cmd, "info");
-    if (!known) return error_exit("unknown command '%s' (generate, logits, tokenize, detokenize, info, match, synth)", o.cmd);
+                 !strcmp(o.cmd, "detokenize") || !strcmp(o.cmd, "info") || !strcmp(o.cmd, "embed");
+    if (!known) return error_exit("unknown command '%s' (generate, logits, tokenize, detokenize, info, embed, match, synth)", o.cmd);
     wick_model *m;
     if (load_model(&o, &m)) return 1;
     int rc;
@@ -578,6 +675,7 @@ int main(int argc, char **argv)
     else if (!strcmp(o.cmd, "logits")) rc = cmd_logits(&o, m);
     else if (!strcmp(o.cmd, "tokenize")) rc = cmd_tokenize(&o, m);
     else if (!strcmp(o.cmd, "detokenize")) rc = cmd_detokenize(&o, m);
+    else if (!strcmp(o.cmd, "embed")) rc = cmd_embed(&o, m);
     else rc = cmd_info(m);
     wick_model_free(m);
     return rc;

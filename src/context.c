@@ -55,14 +55,27 @@ int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_para
     c->n_ctx = p->n_ctx > 0 ? p->n_ctx : def_ctx;
     c->n_batch = p->n_batch > 0 ? p->n_batch : 256;
     if (c->n_batch > c->n_ctx) c->n_batch = c->n_ctx;
+    int32_t kv_type = p->kv_type;
+    if (mc->encoder) {
+        /* An encoder (encoder.c): the window is its longest sequence, at most the positions it
+         * has embeddings for; a batch packs several sequences (ENCODER_BATCH_DEFAULT tokens
+         * unless asked), and the cache holds one sequence's keys and values at a time, in F32
+         * as llama.cpp's cacheless attention keeps them. */
+        c->n_ctx = p->n_ctx > 0 ? p->n_ctx : mc->n_ctx_train;
+        if (c->n_ctx > mc->n_ctx_train)
+            return errorf(err, WICK_ERR_INVALID_ARG, "context size %d: the encoder has positions for %d tokens", c->n_ctx, mc->n_ctx_train);
+        c->n_batch = p->n_batch > 0 ? p->n_batch : ENCODER_BATCH_DEFAULT;
+        if (c->n_batch < c->n_ctx) c->n_batch = c->n_ctx;
+        kv_type = WICK_KV_F32;
+    }
     int n_threads = p->n_threads > 0 ? p->n_threads : 1;
     if (p->n_ctx < 0 || c->n_ctx > (1 << 22)) return errorf(err, WICK_ERR_INVALID_ARG, "context size %d out of range (1 to %d)", p->n_ctx, 1 << 22);
-    if (p->n_batch < 0 || p->n_threads < 0 || n_threads > 256)
+    if (p->n_batch < 0 || p->n_batch > (1 << 22) || p->n_threads < 0 || n_threads > 256)
         return errorf(err, WICK_ERR_INVALID_ARG, "batch size %d or thread count %d out of range", p->n_batch, p->n_threads);
     if (p->kv_type != WICK_KV_F16 && p->kv_type != WICK_KV_F32)
         return errorf(err, WICK_ERR_INVALID_ARG, "KV cache type %d unknown (0 = f32, 1 = f16)", p->kv_type);
-    c->kv_type = p->kv_type;
-    c->kv_elem = p->kv_type == WICK_KV_F16 ? 2 : 4;
+    c->kv_type = kv_type;
+    c->kv_elem = kv_type == WICK_KV_F16 ? 2 : 4;
     /* phi3 rotates with its long-context factors when the context exceeds the original one
      * (llama.cpp's get_rope_factors); Llama 3's rope_freqs apply always */
     c->rope_factors = m->rope_freqs;

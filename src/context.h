@@ -65,6 +65,10 @@ struct wick_ctx {
     int32_t *ext_ops, ext_len, ext_cap;
 };
 
+/* Tokens an encoder's context evaluates in one pass unless asked (at least its window): several
+ * sequences packed together, each weight matrix read once for all of them. */
+#define ENCODER_BATCH_DEFAULT 2048
+
 int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_params *p, errmsg *err);
 /* An external context (wick.h, wick_ctx_new_external): the window and the logits only. */
 int ctx_init_external(struct wick_ctx *c, const struct wick_model *m, int32_t n_ctx, errmsg *err);

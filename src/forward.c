@@ -222,6 +222,9 @@ static int forward_batch(struct wick_ctx *c, const int32_t *tokens, int n_tok, b
 
 int forward_eval(struct wick_ctx *c, const int32_t *tokens, int32_t n, bool all_logits, errmsg *err) {
     const model_config *mc = &c->model->config;
+    if (mc->encoder)
+        return errorf(err, WICK_ERR_INVALID_ARG, "%s is an embedding model (an encoder): it has no logits to generate from; "
+                      "use embed", mc->arch);
     if (n < 1 || !tokens) return errorf(err, WICK_ERR_INVALID_ARG, "no tokens to evaluate");
     if (n > c->n_ctx - c->n_past)
         return errorf(err, WICK_ERR_INVALID_ARG, "%d tokens do not fit in the context: %d of %d positions used", n, c->n_past, c->n_ctx);

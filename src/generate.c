@@ -274,6 +274,9 @@ static int ensure_hist(wick_gen *g, int32_t n) {
 
 wick_status wick_gen_start(wick_gen *g, const int32_t *tokens, int32_t n) {
     if (!g || (!tokens && n)) return api_fail(WICK_ERR_INVALID_ARG, "wick_gen_start: NULL argument");
+    if (g->c->model->config.encoder)
+        return api_fail(WICK_ERR_INVALID_ARG, "%s is an embedding model (an encoder): it has no logits to generate from; use embed",
+                        g->c->model->config.arch);
     wick_ctx *c = g->c;
     int32_t n_ctx = wick_n_ctx(c), n_vocab = c->model->config.n_vocab;
     if (n < 1) return api_fail(WICK_ERR_INVALID_ARG, "the prompt is empty");

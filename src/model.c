@@ -204,6 +204,7 @@ typedef struct {
     bool yarn_keys;       /* reads YaRN's beta_fast/beta_slow/log multiplier and attention.temperature_scale
                            * (llama.cpp's mistral3 loader; the other families take YaRN's defaults) */
     bool layer_shapes;     /* gemma4: per-layer shapes, KV-shared layers, per-layer embeddings (read_layer_shapes) */
+    bool encoder;          /* an encoder (encoder.c): its weights bound by bind_encoder_weights */
 } arch_info;
 
 /* Each row names only what differs from llama; a field left out is 0, false or NULL, which is
@@ -239,6 +240,9 @@ static const arch_info archs[] = {
     {.name = "gemma4", .rope_neox = true, .norm_post = true, .qk_norm = QK_NORM_PER_HEAD, .act = ACT_GELU_TANH,
      .embd_scale_sqrt = true, .swa_period = 1, .swa_base_own = true, .final_softcap = true, .swa_unscaled = true,
      .layer_shapes = true},
+    /* encoders (llama.cpp's src/models/bert.cpp): learned positions and token types, LayerNorms
+     * with biases after each block, a GELU FFN without a gate, bidirectional attention */
+    {.name = "bert", .act = ACT_GELU_TANH, .encoder = true},
 };
 _Static_assert(QK_NORM_NONE == 0 && ACT_SILU == 0 && LAYER_ATTENTION == 0, "a family left out of a switch is llama");
 
@@ -697,6 +701,27 @@ static int read_gguf_config(struct wick_model *m, errmsg *err) {
     c->rope_dim_swa = c->rope_dim;
     if (meta_float(g, a, "rope.freq_base", &f)) c->rope_base = (float)f;
     if (meta_float(g, a, "attention.layer_norm_rms_epsilon", &f)) c->rms_eps = (float)f;
+    c->encoder = ai->encoder;
+    c->causal = true;
+    if (ai->encoder) {
+        if (!meta_float(g, a, "attention.layer_norm_epsilon", &f))
+            return errorf(err, WICK_ERR_FORMAT, "metadata %s.attention.layer_norm_epsilon is missing", a);
+        c->rms_eps = (float)f;
+        bool causal;
+        snprintf(key, sizeof key, "%s.attention.causal", a);
+        if (gguf_get_bool(g, key, &causal)) c->causal = causal;
+        c->pooling = POOL_NONE;
+        if (meta_int(g, a, "pooling_type", &v)) {
+            if (v < POOL_NONE || v > POOL_LAST)
+                return errorf(err, v == POOL_RANK ? WICK_ERR_UNSUPPORTED : WICK_ERR_FORMAT, "%s.pooling_type = %lld: %s", a,
+                              (long long)v, v == POOL_RANK ? "rank pooling (a reranker) is not supported yet" : "out of range");
+            c->pooling = (pooling_kind)v;
+        }
+        if (gguf_get_i64(g, "tokenizer.ggml.token_type_count", &v)) {
+            if (v < 0 || v > 1024) return errorf(err, WICK_ERR_FORMAT, "tokenizer.ggml.token_type_count = %lld out of range", (long long)v);
+            c->n_token_types = (int32_t)v;
+        }
+    }
     gguf_str st;
     snprintf(key, sizeof key, "%s.rope.scaling.type", a);
     bool scaled = gguf_get_str(g, key, &st) && !gguf_str_eq(st, "none");
@@ -835,6 +860,60 @@ static int bind_recurrent(struct wick_model *m, int l, errmsg *err) {
     return 0;
 }
 
+/* An encoder's weights, as llama.cpp's bert loader creates them (src/models/bert.cpp): token,
+ * position and (optional) token-type embeddings and their LayerNorm; per layer Q, K and V (or a
+ * fused attn_qkv) with biases, the output projection, the FFN's up and down, each with a bias,
+ * and the two LayerNorms after the blocks. No output head: the hidden states are the output. */
+static int bind_encoder_weights(struct wick_model *m, errmsg *err) {
+    model_config *c = &m->config;
+    if (c->n_token_types == 0)
+        return errorf(err, WICK_ERR_FORMAT, "%s needs tokenizer.ggml.token_type_count (as llama.cpp does)", c->arch);
+    if (c->n_heads != c->n_kv_heads) return errorf(err, WICK_ERR_FORMAT, "%s: %d KV heads for %d heads", c->arch, c->n_kv_heads, c->n_heads);
+    int64_t dim = c->dim, hid = c->hidden_dim;
+    if (bind_matrix(m, "token_embd.weight", c->n_vocab, dim, false, &m->tok_embd, err) ||
+        bind_floats(m, "position_embd.weight", dim, c->n_ctx_train, false, &m->pos_embd, err) ||
+        bind_floats(m, "token_types.weight", dim, c->n_token_types, true, &m->type_embd, err) ||
+        bind_vector(m, "token_embd_norm.weight", dim, false, &m->embd_norm, err) ||
+        bind_vector(m, "token_embd_norm.bias", dim, false, &m->embd_norm_b, err))
+        return -1;
+    if (model_find_tensor(m, "cls.weight") || model_find_tensor(m, "cls.output.weight"))
+        return errorf(err, WICK_ERR_UNSUPPORTED, "%s: a classification head (cls.*, a reranker) is not supported yet", c->arch);
+    for (int l = 0; l < c->n_layers; l++) {
+        layer_weights *w = &m->layers[l];
+        char n[64];
+#define NAME(s) (snprintf(n, sizeof n, "blk.%d." s, l), n)
+        if (model_find_tensor(m, NAME("attn_qkv.weight"))) {
+            weight qkv;
+            const float *b = NULL;
+            if (bind_matrix(m, n, 3 * dim, dim, false, &qkv, err) || bind_vector(m, NAME("attn_qkv.bias"), 3 * dim, true, &b, err))
+                return -1;
+            m->fused_qkv = true;
+            w->wq = weight_rows(&qkv, 0, dim), w->wk = weight_rows(&qkv, dim, dim), w->wv = weight_rows(&qkv, 2 * dim, dim);
+            if (b) w->bq = b, w->bk = b + dim, w->bv = b + 2 * dim;
+        } else if (bind_matrix(m, NAME("attn_q.weight"), dim, dim, false, &w->wq, err) ||
+                   bind_matrix(m, NAME("attn_k.weight"), dim, dim, false, &w->wk, err) ||
+                   bind_matrix(m, NAME("attn_v.weight"), dim, dim, false, &w->wv, err) ||
+                   bind_vector(m, NAME("attn_q.bias"), dim, true, &w->bq, err) ||
+                   bind_vector(m, NAME("attn_k.bias"), dim, true, &w->bk, err) ||
+                   bind_vector(m, NAME("attn_v.bias"), dim, true, &w->bv, err)) {
+            return -1;
+        }
+        if (bind_matrix(m, NAME("attn_output.weight"), dim, dim, false, &w->wo, err) ||
+            bind_vector(m, NAME("attn_output.bias"), dim, true, &w->bo, err) ||
+            bind_vector(m, NAME("attn_output_norm.weight"), dim, false, &w->attn_post_norm, err) ||
+            bind_vector(m, NAME("attn_output_norm.bias"), dim, false, &w->attn_post_norm_b, err) ||
+            bind_matrix(m, NAME("ffn_up.weight"), hid, dim, false, &w->w_up, err) ||
+            bind_vector(m, NAME("ffn_up.bias"), hid, true, &w->ffn_up_b, err) ||
+            bind_matrix(m, NAME("ffn_down.weight"), dim, hid, false, &w->w_down, err) ||
+            bind_vector(m, NAME("ffn_down.bias"), dim, true, &w->ffn_down_b, err) ||
+            bind_vector(m, NAME("layer_output_norm.weight"), dim, false, &w->ffn_post_norm, err) ||
+            bind_vector(m, NAME("layer_output_norm.bias"), dim, false, &w->ffn_post_norm_b, err))
+            return -1;
+#undef NAME
+    }
+    return 0;
+}
+
 static int bind_gguf_weights(struct wick_model *m, errmsg *err) {
     model_config *c = &m->config;
     const arch_info *ai = model_arch(m);
@@ -844,6 +923,7 @@ static int bind_gguf_weights(struct wick_model *m, errmsg *err) {
         return errorf(err, WICK_ERR_FORMAT, "token_embd.weight: %lld rows is out of range", (long long)emb->ne[1]);
     c->n_vocab = (int32_t)emb->ne[1];
     if (check_config(c, err)) return -1;
+    if (ai->encoder) return bind_encoder_weights(m, err);
     int64_t half = c->rope_dim / 2, n_ple = c->n_ple, ple_width = (int64_t)c->n_layers * c->n_ple;
     if (bind_matrix(m, "token_embd.weight", c->n_vocab, c->dim, false, &m->tok_embd, err) ||
         bind_vector(m, ai->output_norm_name ? ai->output_norm_name : "output_norm.weight", c->dim, false, &m->output_norm,

@@ -70,11 +70,17 @@ typedef struct {
     const float *out_scale;           /* layer_output_scale [1]: the layer's output x × this, or NULL */
     weight ple_gate, ple_proj;        /* per-layer embedding: inp_gate [n_ple][dim], proj [dim][n_ple] */
     const float *ple_post_norm;       /* post_norm [dim], on proj's output */
+    /* encoders (bert): the output projection's and the FFN's biases, and the biases of the two
+     * LayerNorms after each block (attn_post_norm: attn_output_norm, ffn_post_norm: layer_output_norm) */
+    const float *bo, *ffn_up_b, *ffn_down_b, *attn_post_norm_b, *ffn_post_norm_b;
 } layer_weights;
 
 /* How the families of the llama lineage differ: switches of the one forward pass (forward.c),
  * read once at load. */
 typedef enum { ACT_SILU, ACT_GELU_TANH } ffn_activation;
+/* How an encoder's token rows become one vector per sequence: llama.cpp's llama_pooling_type
+ * values, as <arch>.pooling_type holds them */
+typedef enum { POOL_NONE = 0, POOL_MEAN = 1, POOL_CLS = 2, POOL_LAST = 3, POOL_RANK = 4 } pooling_kind;
 typedef enum { QK_NORM_NONE, QK_NORM_PER_HEAD, QK_NORM_FULL } qk_norm_kind;
 
 typedef struct {
@@ -119,6 +125,11 @@ typedef struct {
     int32_t ssm_state, ssm_k_heads, ssm_v_heads; /* DeltaNet: head size S, key heads, value heads;
                            * Mamba-2: d_state, groups (of B and C), heads (ssm.time_step_rank) */
     int32_t ssm_inner;    /* Mamba-2: d_inner = 2·dim, the width of x, z and y (heads × head size) */
+    /* encoders (encoder.c): no output head; LayerNorm (eps: rms_eps) where decoders RMS-norm */
+    bool encoder;
+    bool causal;          /* <arch>.attention.causal (llama.cpp's default true; bert files say false) */
+    pooling_kind pooling; /* <arch>.pooling_type: the file's pooling (none when absent) */
+    int32_t n_token_types; /* tokenizer.ggml.token_type_count: rows of token_types (0: none) */
 } model_config;
 
 
@@ -146,6 +157,9 @@ struct wick_model {
     weight ple_embd;                  /* per_layer_token_embd [n_vocab][n_layers·n_ple] */
     weight ple_model_proj;            /* per_layer_model_proj [n_layers·n_ple][dim] */
     const float *ple_proj_norm;       /* per_layer_proj_norm [n_ple] */
+    /* encoders: the position and token-type tables ([n_ctx_train][dim], [n_token_types][dim],
+     * F32), the LayerNorm of the embeddings (token_embd_norm weight and bias) */
+    const float *pos_embd, *type_embd, *embd_norm, *embd_norm_b;
 };
 
 /* The shape of layer l: its own where the layers differ (gemma4), else the model's. */

@@ -199,7 +199,7 @@ static const synth_family families[] = {
 #define SCORE_STD 1.0f
 
 /* llama.cpp's LLAMA_FTYPE values for general.file_type (llama.h) */
-enum { FTYPE_F16 = 1, FTYPE_Q4_0 = 2, FTYPE_Q8_0 = 7, FTYPE_Q4_K_M = 15, FTYPE_Q5_K_M = 17, FTYPE_Q6_K = 18 };
+enum { FTYPE_F32 = 0, FTYPE_F16 = 1, FTYPE_Q4_0 = 2, FTYPE_Q8_0 = 7, FTYPE_Q4_K_M = 15, FTYPE_Q5_K_M = 17, FTYPE_Q6_K = 18 };
 
 /* ---- the tensors ----------------------------------------------------------------------------- */
 
@@ -244,7 +244,7 @@ typedef struct {
 /* The type of a matrix: llama.cpp's llama_tensor_get_type_impl for these six mixes. i and n are
  * the layer and layer count (attn_v and ffn_down, one per layer, are counted as llama.cpp counts). */
 static uint32_t matrix_type(const synth_quant *q, tensor_role role, bool tied, int64_t ne0, int i, int n) {
-    if (q->base == WICK_TYPE_F16) return WICK_TYPE_F16;
+    if (q->base == WICK_TYPE_F16 || q->base == WICK_TYPE_F32) return q->base;
     uint32_t t = q->base;
     if (role == R_OUTPUT || (tied && role == R_EMBD)) {
         if (ne0 % quant_get(q->base)->block_size != 0) t = WICK_TYPE_Q8_0;
@@ -386,26 +386,188 @@ static void phi3_rope_factors(float *out_short, float *out_long, int n_pairs) {
     }
 }
 
-int synth_write(const char *arch_name, const char *shape_name, const char *type, const char *vocab_path,
-                const char *out_path, unsigned long long seed, errmsg *err) {
+/* The GGUF v3 file: header, metadata, the tensor infos, then each tensor's rows (random values
+ * from a SplitMix64 stream per tensor, norms about their centre, or given values), aligned. */
+static int write_synth_file(const char *out_path, synth_tensor *ts, int n_t, const meta_buf *mb, unsigned long long seed,
+                            bool legacy, errmsg *err) {
+    uint64_t off = 0;
+    int64_t widest = 0;
+    for (int i = 0; i < n_t; i++) {
+        ts[i].offset = off;
+        ts[i].bytes = quant_row_size(ts[i].type, ts[i].ne0) * (uint64_t)ts[i].ne1;
+        off = (off + ts[i].bytes + GGUF_DEFAULT_ALIGNMENT - 1) / GGUF_DEFAULT_ALIGNMENT * GGUF_DEFAULT_ALIGNMENT;
+        if (ts[i].ne0 > widest) widest = ts[i].ne0;
+    }
+
+    FILE *f = fopen(out_path, "wb");
+    if (!f) return errorf(err, WICK_ERR_INVALID_ARG, "cannot create %s", out_path);
+    put(f, "GGUF", 4);
+    put_u32(f, 3);
+    put_u64(f, (uint64_t)n_t);
+    put_u64(f, mb->count);
+    put(f, mb->p, mb->n);
+    for (int i = 0; i < n_t; i++) {
+        put_str(f, ts[i].name);
+        bool vec = ts[i].ne1 == 1;
+        put_u32(f, vec ? 1 : 2);
+        put_u64(f, (uint64_t)ts[i].ne0);
+        if (!vec) put_u64(f, (uint64_t)ts[i].ne1);
+        put_u32(f, ts[i].type);
+        put_u64(f, ts[i].offset);
+    }
+    long pos = ftell(f);
+    static const uint8_t zeros[GGUF_DEFAULT_ALIGNMENT];
+    put(f, zeros, (size_t)((GGUF_DEFAULT_ALIGNMENT - pos % GGUF_DEFAULT_ALIGNMENT) % GGUF_DEFAULT_ALIGNMENT));
+
+    /* data, row by row */
+    float *row = malloc((size_t)widest * sizeof *row);
+    uint8_t *qrow = malloc(quant_row_size(WICK_TYPE_F32, widest));
+    int rc = 0;
+    for (int i = 0; i < n_t && row && qrow; i++) {
+        const synth_tensor *ti = &ts[i];
+        const quant_type *qt = quant_get(ti->type);
+        uint64_t state = seed * 0x100000001b3ull + (uint64_t)i;
+        const float scale = ti->std * 1.7320508f; /* uniform in ±a has std a/√3 */
+        for (int64_t r = 0; r < ti->ne1; r++) {
+            float rs = ti->v_row0 && r >= ti->v_row0 ? ti->v_std * 1.7320508f : scale;
+            if (ti->head_rows) rs *= head_gain((int)(r / ti->head_rows), ti->n_head_groups);
+            for (int64_t c = 0; c < ti->ne0; c++)
+                row[c] = ti->values ? ti->values[c]
+                       : ti->norm   ? (legacy ? ti->centre : ti->centre * (1.0f + 0.5f * uniform(&state)))
+                                    : rs * uniform(&state);
+            size_t rb = quant_row_size(ti->type, ti->ne0);
+            if (ti->type == WICK_TYPE_F32) memcpy(qrow, row, rb);
+            else qt->from_float(row, qrow, ti->ne0);
+            put(f, qrow, rb);
+        }
+        uint64_t pad = (i + 1 < n_t ? ts[i + 1].offset : ti->offset + ti->bytes) - ti->offset - ti->bytes;
+        put(f, zeros, (size_t)pad);
+    }
+    if (!row || !qrow) rc = errorf(err, WICK_ERR_NOMEM, "out of memory");
+    if (fclose(f) != 0 && rc == 0) rc = errorf(err, WICK_ERR_INVALID_ARG, "writing %s failed", out_path);
+    free(row);
+    free(qrow);
+    return rc;
+}
+
+/* ---- encoders ------------------------------------------------------------------------------- */
+
+/* `wick synth --arch bert`: the tensors and keys llama.cpp's converter writes for a BERT embedding
+ * model (conversion/bert.py; tensor names of gguf-py's MODEL_ARCH.BERT), with biases and norms
+ * that all count:
+ *   - token embeddings of standard deviation 1, position and token-type tables of 0.5 (F32, as the
+ *     converter always keeps them), so that an encoder without positions or token types differs far;
+ *   - query and key weights giving attention scores a standard deviation of 1 (as SCORE_STD),
+ *     so that a causal mask in place of the bidirectional one moves the output far;
+ *   - the LayerNorms' weights about 1, their biases and every matrix's of standard deviation 0.2.
+ * pooling: "mean" (bge-small, all-MiniLM's), "cls" (bge's), "last" or "none" (bert.pooling_type). */
+#define BERT_TOKEN_TYPES 2
+#define BERT_CTX_TRAIN 512
+#define BERT_LAYER_NORM_EPS 1e-12f
+#define BERT_BIAS_STD 0.2f
+
+static int synth_write_bert(const synth_shape *sh, const synth_quant *q, const char *type, int pooling, const gguf_file *vg,
+                            int64_t n_vocab, const char *out_path, unsigned long long seed, errmsg *err) {
+    const int dim = sh->dim, n_layers = sh->n_layers, n_heads = sh->n_heads, hidden = sh->hidden;
+    const float norm_rms = 1.0408f; /* as synth_write's */
+    /* scores q·k/√head_dim of std SCORE_STD from components of std √SCORE_STD, the input LayerNormed */
+    const float qk_std = sqrtf(SCORE_STD) / (sqrtf((float)dim) * norm_rms);
+    int cap_t = 8 + 16 * n_layers, n_t = 0;
+    synth_tensor *ts = calloc((size_t)cap_t, sizeof *ts), *t;
+    if (!ts) return errorf(err, WICK_ERR_NOMEM, "out of memory");
+#define TENSOR(ne0_, ne1_, ...) (t = &ts[n_t++], t->ne0 = (ne0_), t->ne1 = (ne1_), snprintf(t->name, sizeof t->name, __VA_ARGS__))
+#define MATRIX(role, i, std_, ne0_, ne1_, ...) \
+    (TENSOR(ne0_, ne1_, __VA_ARGS__), t->type = matrix_type(q, role, false, ne0_, i, n_layers), t->std = (std_))
+#define TABLE(std_, ne0_, ne1_, ...) (TENSOR(ne0_, ne1_, __VA_ARGS__), t->type = WICK_TYPE_F32, t->std = (std_))
+#define VECTOR(std_, ne0_, ...) (TENSOR(ne0_, 1, __VA_ARGS__), t->type = WICK_TYPE_F32, t->std = (std_))
+#define NORM(ne0_, ...) (TENSOR(ne0_, 1, __VA_ARGS__), t->type = WICK_TYPE_F32, t->norm = true, t->centre = 1.0f)
+    MATRIX(R_EMBD, 0, 1.0f, dim, n_vocab, "token_embd.weight");
+    TABLE(0.5f, dim, BERT_TOKEN_TYPES, "token_types.weight");
+    TABLE(0.5f, dim, BERT_CTX_TRAIN, "position_embd.weight");
+    NORM(dim, "token_embd_norm.weight");
+    VECTOR(BERT_BIAS_STD, dim, "token_embd_norm.bias");
+    for (int l = 0; l < n_layers; l++) {
+        MATRIX(R_OTHER, l, qk_std, dim, dim, "blk.%d.attn_q.weight", l);
+        VECTOR(BERT_BIAS_STD, dim, "blk.%d.attn_q.bias", l);
+        MATRIX(R_OTHER, l, qk_std, dim, dim, "blk.%d.attn_k.weight", l);
+        VECTOR(BERT_BIAS_STD, dim, "blk.%d.attn_k.bias", l);
+        MATRIX(R_ATTN_V, l, 1.0f / sqrtf((float)dim), dim, dim, "blk.%d.attn_v.weight", l);
+        VECTOR(BERT_BIAS_STD, dim, "blk.%d.attn_v.bias", l);
+        MATRIX(R_OTHER, l, 1.0f / sqrtf((float)dim), dim, dim, "blk.%d.attn_output.weight", l);
+        VECTOR(BERT_BIAS_STD, dim, "blk.%d.attn_output.bias", l);
+        NORM(dim, "blk.%d.attn_output_norm.weight", l);
+        VECTOR(BERT_BIAS_STD, dim, "blk.%d.attn_output_norm.bias", l);
+        MATRIX(R_OTHER, l, 1.0f / sqrtf((float)dim), dim, hidden, "blk.%d.ffn_up.weight", l);
+        VECTOR(BERT_BIAS_STD, hidden, "blk.%d.ffn_up.bias", l);
+        MATRIX(R_FFN_DOWN, l, 1.0f / sqrtf((float)hidden), hidden, dim, "blk.%d.ffn_down.weight", l);
+        VECTOR(BERT_BIAS_STD, dim, "blk.%d.ffn_down.bias", l);
+        NORM(dim, "blk.%d.layer_output_norm.weight", l);
+        VECTOR(BERT_BIAS_STD, dim, "blk.%d.layer_output_norm.bias", l);
+    }
+#undef NORM
+#undef VECTOR
+#undef TABLE
+#undef MATRIX
+#undef TENSOR
+    meta_buf mb = {0};
+    const char *a = "bert";
+    char name[96];
+    snprintf(name, sizeof name, "wick synth bert %s %s", sh->name, type);
+    kv_str(&mb, NULL, "general.architecture", a);
+    kv_str(&mb, NULL, "general.name", name);
+    kv_u32(&mb, NULL, "general.file_type", q->ftype);
+    kv_u32(&mb, a, "context_length", BERT_CTX_TRAIN);
+    kv_u32(&mb, a, "embedding_length", (uint32_t)dim);
+    kv_u32(&mb, a, "feed_forward_length", (uint32_t)hidden);
+    kv_u32(&mb, a, "block_count", (uint32_t)n_layers);
+    kv_u32(&mb, a, "attention.head_count", (uint32_t)n_heads);
+    kv_f32(&mb, a, "attention.layer_norm_epsilon", BERT_LAYER_NORM_EPS);
+    kv_bool(&mb, a, "attention.causal", false);
+    kv_u32(&mb, a, "pooling_type", (uint32_t)pooling);
+    bool has_types = false;
+    for (uint64_t i = 0; i < vg->n_kv; i++)
+        if (is_tokenizer_kv(&vg->kv[i])) {
+            const uint8_t *start;
+            size_t n = kv_extent(&vg->kv[i], &start);
+            meta_put(&mb, start, n);
+            mb.count++;
+            has_types |= vg->kv[i].key.len == 31 && !memcmp(vg->kv[i].key.ptr, "tokenizer.ggml.token_type_count", 31);
+        }
+    if (!has_types) kv_u32(&mb, NULL, "tokenizer.ggml.token_type_count", BERT_TOKEN_TYPES);
+    int rc = mb.oom ? errorf(err, WICK_ERR_NOMEM, "out of memory") : write_synth_file(out_path, ts, n_t, &mb, seed, false, err);
+    free(mb.p);
+    free(ts);
+    return rc;
+}
+
+int synth_write(const char *arch_name, const char *shape_name, const char *type, const char *pooling_name,
+                const char *vocab_path, const char *out_path, unsigned long long seed, errmsg *err) {
     const synth_family *fam = NULL;
+    const bool bert = arch_name && !strcmp(arch_name, "bert");
+    static const char *const poolings[] = {"none", "mean", "cls", "last"};
+    int pooling = -1;
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(pooling_name ? pooling_name : "mean", poolings[i])) pooling = i;
+    if (pooling < 0) return errorf(err, WICK_ERR_INVALID_ARG, "unknown pooling '%s' (none, mean, cls, last)", pooling_name);
+    if (pooling_name && !bert) return errorf(err, WICK_ERR_INVALID_ARG, "--pooling is for the encoders (--arch bert)");
     for (size_t i = 0; i < sizeof families / sizeof families[0]; i++)
         if (!strcmp(families[i].name, arch_name ? arch_name : "llama")) fam = &families[i];
-    if (!fam)
+    if (!fam && !bert)
         return errorf(err, WICK_ERR_INVALID_ARG, "unknown arch '%s' (llama, llama3, qwen3, gemma2, gemma3, phi3, smollm3, granite, olmo2, "
-                      "lfm2, qwen35, granite-hybrid, mistral3, gemma4)", arch_name);
+                      "lfm2, qwen35, granite-hybrid, mistral3, gemma4, bert)", arch_name);
     const synth_shape *sh = NULL;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         if (!strcmp(shapes[i].name, shape_name)) sh = &shapes[i];
     if (!sh) return errorf(err, WICK_ERR_INVALID_ARG, "unknown shape '%s' (mini, mini-mha, 134m, 1b, 0.8b, e2b)", shape_name);
     synth_quant q = {0};
-    if (!strcmp(type, "f16")) q.base = WICK_TYPE_F16, q.ftype = FTYPE_F16;
+    if (!strcmp(type, "f32")) q.base = WICK_TYPE_F32, q.ftype = FTYPE_F32;
+    else if (!strcmp(type, "f16")) q.base = WICK_TYPE_F16, q.ftype = FTYPE_F16;
     else if (!strcmp(type, "q8_0")) q.base = WICK_TYPE_Q8_0, q.ftype = FTYPE_Q8_0;
     else if (!strcmp(type, "q4_0")) q.base = WICK_TYPE_Q4_0, q.ftype = FTYPE_Q4_0;
     else if (!strcmp(type, "q4_k_m")) q.base = WICK_TYPE_Q4_K, q.ftype = FTYPE_Q4_K_M, q.k_mix = true;
     else if (!strcmp(type, "q5_k_m")) q.base = WICK_TYPE_Q5_K, q.ftype = FTYPE_Q5_K_M, q.k_mix = true;
     else if (!strcmp(type, "q6_k")) q.base = WICK_TYPE_Q6_K, q.ftype = FTYPE_Q6_K;
-    else return errorf(err, WICK_ERR_INVALID_ARG, "unknown type '%s' (f16, q8_0, q4_0, q4_k_m, q5_k_m, q6_k)", type);
+    else return errorf(err, WICK_ERR_INVALID_ARG, "unknown type '%s' (f32, f16, q8_0, q4_0, q4_k_m, q5_k_m, q6_k)", type);
 
     /* the vocabulary file: its tokenizer.* metadata is copied byte for byte */
     FILE *vf = fopen(vocab_path, "rb");
@@ -425,6 +587,12 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
     const gguf_kv *tokens = gguf_get_arr(&vg, "tokenizer.ggml.tokens", GGUF_STRING);
     if (!tokens) { gguf_close(&vg); free(vbuf); return errorf(err, WICK_ERR_INVALID_ARG, "%s has no tokenizer.ggml.tokens", vocab_path); }
     int64_t n_vocab = (int64_t)tokens->arr_len;
+    if (bert) {
+        int rc = synth_write_bert(sh, &q, type, pooling, &vg, n_vocab, out_path, seed, err);
+        gguf_close(&vg);
+        free(vbuf);
+        return rc;
+    }
 
     /* sizes */
     const unsigned fl = fam->flags;
@@ -602,15 +770,6 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
 #undef NORM
 #undef MATRIX
 #undef TENSOR
-    uint64_t off = 0;
-    int64_t widest = 0;
-    for (int i = 0; i < n_t; i++) {
-        ts[i].offset = off;
-        ts[i].bytes = quant_row_size(ts[i].type, ts[i].ne0) * (uint64_t)ts[i].ne1;
-        off = (off + ts[i].bytes + GGUF_DEFAULT_ALIGNMENT - 1) / GGUF_DEFAULT_ALIGNMENT * GGUF_DEFAULT_ALIGNMENT;
-        if (ts[i].ne0 > widest) widest = ts[i].ne0;
-    }
-
     /* metadata: the model's keys, then the vocabulary's tokenizer.* entries */
     meta_buf mb = {0};
     const char *a = fam->arch;
@@ -715,61 +874,7 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
     }
 
 #undef G4_FULL
-    FILE *f = fopen(out_path, "wb");
-    if (!f) {
-        free(mb.p);
-        free(ts);
-        free(rope_values);
-        gguf_close(&vg);
-        free(vbuf);
-        return errorf(err, WICK_ERR_INVALID_ARG, "cannot create %s", out_path);
-    }
-    put(f, "GGUF", 4);
-    put_u32(f, 3);
-    put_u64(f, (uint64_t)n_t);
-    put_u64(f, mb.count);
-    put(f, mb.p, mb.n);
-    for (int i = 0; i < n_t; i++) {
-        put_str(f, ts[i].name);
-        bool vec = ts[i].ne1 == 1;
-        put_u32(f, vec ? 1 : 2);
-        put_u64(f, (uint64_t)ts[i].ne0);
-        if (!vec) put_u64(f, (uint64_t)ts[i].ne1);
-        put_u32(f, ts[i].type);
-        put_u64(f, ts[i].offset);
-    }
-    long pos = ftell(f);
-    static const uint8_t zeros[GGUF_DEFAULT_ALIGNMENT];
-    put(f, zeros, (size_t)((GGUF_DEFAULT_ALIGNMENT - pos % GGUF_DEFAULT_ALIGNMENT) % GGUF_DEFAULT_ALIGNMENT));
-
-    /* data, row by row */
-    float *row = malloc((size_t)widest * sizeof *row);
-    uint8_t *qrow = malloc(quant_row_size(WICK_TYPE_F32, widest));
-    int rc = 0;
-    for (int i = 0; i < n_t && row && qrow; i++) {
-        const synth_tensor *ti = &ts[i];
-        const quant_type *qt = quant_get(ti->type);
-        uint64_t state = seed * 0x100000001b3ull + (uint64_t)i;
-        const float scale = ti->std * 1.7320508f; /* uniform in ±a has std a/√3 */
-        for (int64_t r = 0; r < ti->ne1; r++) {
-            float rs = ti->v_row0 && r >= ti->v_row0 ? ti->v_std * 1.7320508f : scale;
-            if (ti->head_rows) rs *= head_gain((int)(r / ti->head_rows), ti->n_head_groups);
-            for (int64_t c = 0; c < ti->ne0; c++)
-                row[c] = ti->values ? ti->values[c]
-                       : ti->norm   ? (legacy ? ti->centre : ti->centre * (1.0f + 0.5f * uniform(&state)))
-                                    : rs * uniform(&state);
-            size_t rb = quant_row_size(ti->type, ti->ne0);
-            if (ti->type == WICK_TYPE_F32) memcpy(qrow, row, rb);
-            else qt->from_float(row, qrow, ti->ne0);
-            put(f, qrow, rb);
-        }
-        uint64_t pad = (i + 1 < n_t ? ts[i + 1].offset : ti->offset + ti->bytes) - ti->offset - ti->bytes;
-        put(f, zeros, (size_t)pad);
-    }
-    if (!row || !qrow) rc = errorf(err, WICK_ERR_NOMEM, "out of memory");
-    if (fclose(f) != 0 && rc == 0) rc = errorf(err, WICK_ERR_INVALID_ARG, "writing %s failed", out_path);
-    free(row);
-    free(qrow);
+    int rc = write_synth_file(out_path, ts, n_t, &mb, seed, legacy, err);
     free(mb.p);
     free(ts);
     free(rope_values);

@@ -28,7 +28,7 @@
  * Vocabulary
  * ------------------------------------------------------------------------------------------- */
 
-enum vocab_type { VOCAB_SPM = 1, VOCAB_BPE = 2 };
+enum vocab_type { VOCAB_SPM = 1, VOCAB_BPE = 2, VOCAB_WPM = 3 };
 
 /* Token attributes, as llama.cpp's llama_token_attr (bits), plus our end-of-generation mark. */
 enum {
@@ -97,6 +97,10 @@ struct wick_vocab {
 
     int32_t bos, eos, unk, eot, eom; /* -1 when none */
     bool add_bos, add_eos, add_space_prefix, clean_spaces, ignore_merges;
+    /* WordPiece (BERT): [SEP] appended after the text ([CLS], the BOS, before it), and the
+     * BertNormalizer's lowercasing and accent stripping */
+    int32_t sep;
+    bool add_sep, lowercase, strip_accents;
     /* Gemma 4's BPE (tokenizer.ggml.model "gemma4", SentencePiece-style): tokens are raw UTF-8
      * with "▁" for a space, not GPT-2's byte alphabet, and a piece missing from the vocabulary
      * falls back to <0xNN> byte tokens */
@@ -475,8 +479,9 @@ int vocab_load_gguf(wick_vocab **out, const gguf_file *g, errmsg *err) {
     bool raw_bytes = gguf_str_eq(model, "gemma4");
     if (gguf_str_eq(model, "llama")) type = VOCAB_SPM;
     else if (gguf_str_eq(model, "gpt2") || raw_bytes) type = VOCAB_BPE;
+    else if (gguf_str_eq(model, "bert")) type = VOCAB_WPM;
     else {
-        errorf(err, WICK_ERR_UNSUPPORTED, "tokenizer.ggml.model '%.*s' is not supported (llama, gpt2 and gemma4 are)",
+        errorf(err, WICK_ERR_UNSUPPORTED, "tokenizer.ggml.model '%.*s' is not supported (llama, gpt2, gemma4 and bert are)",
                 (int)(model.len > 40 ? 40 : model.len), model.ptr);
         return -1;
     }
@@ -588,7 +593,11 @@ int vocab_load_gguf(wick_vocab **out, const gguf_file *g, errmsg *err) {
     /* defaults per model type, then the metadata */
     gguf_str pre = {0};
     bool has_pre = gguf_get_str(g, "tokenizer.ggml.pre", &pre);
-    if (type == VOCAB_SPM) {
+    v->sep = -1;
+    if (type == VOCAB_WPM) { /* llama.cpp's defaults for BERT's ids; its pre-tokenizer is WordPiece's own */
+        v->bos = 101; v->eos = -1; v->unk = 100; v->sep = 102;
+        v->add_bos = v->add_sep = v->clean_spaces = true;
+    } else if (type == VOCAB_SPM) {
         v->bos = 1; v->eos = 2; v->unk = 0;
         v->add_space_prefix = true;
         v->add_bos = true;
@@ -624,6 +633,7 @@ int vocab_load_gguf(wick_vocab **out, const gguf_file *g, errmsg *err) {
         {"tokenizer.ggml.unknown_token_id", offsetof(wick_vocab, unk)},
         {"tokenizer.ggml.eot_token_id", offsetof(wick_vocab, eot)},
         {"tokenizer.ggml.eom_token_id", offsetof(wick_vocab, eom)},
+        {"tokenizer.ggml.seperator_token_id", offsetof(wick_vocab, sep)}, /* sic: llama.cpp's key */
     };
     for (size_t k = 0; k < sizeof ids / sizeof ids[0]; k++) {
         uint64_t id;
@@ -631,12 +641,18 @@ int vocab_load_gguf(wick_vocab **out, const gguf_file *g, errmsg *err) {
         if (gguf_get_u64(g, ids[k].key, &id) && id < (uint64_t)n)
             *(int32_t *)((char *)v + ids[k].field) = (int32_t)id;
     }
-    int32_t *id_fields[] = {&v->bos, &v->eos, &v->unk};
-    for (int k = 0; k < 3; k++)
+    int32_t *id_fields[] = {&v->bos, &v->eos, &v->unk, &v->sep};
+    for (int k = 0; k < 4; k++)
         if (*id_fields[k] >= n) *id_fields[k] = -1;
     if (gguf_get_bool(g, "tokenizer.ggml.add_bos_token", &flag)) v->add_bos = flag;
     if (v->pre == SPLIT_NEWLINES) v->add_bos = true; /* llama.cpp overrides a false one for Gemma 4 */
     if (gguf_get_bool(g, "tokenizer.ggml.add_eos_token", &flag)) v->add_eos = flag;
+    if (gguf_get_bool(g, "tokenizer.ggml.add_sep_token", &flag)) v->add_sep = flag;
+    /* the BertNormalizer: lowercase unless told not to, accents stripped as it lowercases unless told */
+    v->lowercase = true;
+    if (gguf_get_bool(g, "tokenizer.ggml.normalizer.lowercase", &flag)) v->lowercase = flag;
+    v->strip_accents = v->lowercase;
+    if (gguf_get_bool(g, "tokenizer.ggml.normalizer.strip_accents", &flag)) v->strip_accents = flag;
     /* extra end-of-generation ids: FIM padding / repository / file separators */
     static const char *const fim_keys[] = {"tokenizer.ggml.fim_pad_token_id",
                                            "tokenizer.ggml.fim_rep_token_id",
@@ -761,7 +777,9 @@ bool vocab_is_eog(const wick_vocab *v, int32_t id) {
 bool vocab_is_control(const wick_vocab *v, int32_t id) {
     return id >= 0 && id < v->n_tokens && (v->tok[id].attr & (ATTR_CONTROL | ATTR_UNKNOWN));
 }
-const char *vocab_model_name(const wick_vocab *v) { return v->type == VOCAB_SPM ? "llama" : v->raw_bytes ? "gemma4" : "gpt2"; }
+const char *vocab_model_name(const wick_vocab *v) {
+    return v->type == VOCAB_SPM ? "llama" : v->type == VOCAB_WPM ? "bert" : v->raw_bytes ? "gemma4" : "gpt2";
+}
 int vocab_max_piece_len(const wick_vocab *v) { return v->max_piece_len; }
 bool vocab_cleans_spaces(const wick_vocab *v) { return v->type == VOCAB_BPE && v->clean_spaces; }
 
@@ -1759,6 +1777,76 @@ static int64_t partition(const wick_vocab *v, const char *text, size_t len, bool
  * ------------------------------------------------------------------------------------------- */
 
 
+/* WordPiece (llama.cpp's llm_tokenizer_wpm_session): the text is normalized (NFD and accent
+ * marks dropped where the vocabulary strips accents, lowercased where it lowercases; NUL, U+FFFD
+ * and control characters dropped) and split into words at whitespace, with each punctuation
+ * character, ASCII symbol and CJK ideograph a word of its own; each word, after a "▁", is
+ * covered from the left by the longest pieces of the vocabulary, and becomes [UNK] whole when
+ * some position has no piece. */
+typedef struct {
+    char *word;      /* the current word with its leading "▁" */
+    size_t len, cap;
+} wpm_work;
+
+static bool wpm_cjk(uint32_t c) { /* BERT's _is_chinese_char ranges, as llama.cpp lists them */
+    return (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0x3400 && c <= 0x4DBF) || (c >= 0x20000 && c <= 0x2A6DF) ||
+           (c >= 0x2A700 && c <= 0x2B73F) || (c >= 0x2B740 && c <= 0x2B81F) || (c >= 0x2B920 && c <= 0x2CEAF) ||
+           (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x2F800 && c <= 0x2FA1F);
+}
+
+static int wpm_put(wpm_work *w, const char *s, size_t n) {
+    if (w->len + n > w->cap) {
+        size_t cap = w->cap ? 2 * w->cap : 64;
+        while (cap < w->len + n) cap *= 2;
+        char *p = realloc(w->word, cap);
+        if (!p) return -1;
+        w->word = p;
+        w->cap = cap;
+    }
+    memcpy(w->word + w->len, s, n);
+    w->len += n;
+    return 0;
+}
+
+/* the word in w (past its "▁") as pieces, longest first from each position; [UNK] when stuck */
+static void wpm_word(const wick_vocab *v, wpm_work *w, id_out *o) {
+    if (w->len <= 3) return; /* "▁" alone: no word */
+    int64_t start = o->n;
+    size_t n = w->len;
+    for (size_t i = 0; i < n;) {
+        size_t j = i + (size_t)v->max_piece_len + 1 < n ? i + (size_t)v->max_piece_len + 1 : n;
+        int32_t id = -1;
+        for (; j > i && (id = text_to_token(v, w->word + i, j - i)) < 0; j--) {}
+        if (id < 0) { o->n = start; break; }
+        emit(o, id);
+        i = j;
+    }
+    if (o->n == start && v->unk >= 0) emit(o, v->unk);
+}
+
+static int wpm_encode(const wick_vocab *v, wpm_work *w, const char *text, size_t len, id_out *o) {
+    static const char phantom[] = "\xE2\x96\x81";
+    w->len = 0;
+    if (wpm_put(w, phantom, 3)) return -1;
+    for (size_t k = 0; k < len;) {
+        uint32_t c;
+        k += (size_t)unicode_decode_lenient((const uint8_t *)text + k, len - k, &c);
+        if (v->strip_accents) c = unicode_nfd_first(c);
+        unsigned f = unicode_flags(c);
+        if (f & UFLAG_WHITESPACE) { wpm_word(v, w, o); w->len = 3; continue; }
+        if (c == 0 || c == UNICODE_REPLACEMENT || (f & UFLAG_CONTROL)) continue;
+        if (v->strip_accents && (f & UFLAG_MARK)) continue;
+        char u[4];
+        int un = unicode_encode(v->lowercase ? unicode_tolower(c) : c, u);
+        bool alone = (f & UFLAG_PUNCTUATION) || (c < 0x7F && (f & UFLAG_SYMBOL)) || wpm_cjk(c);
+        if (alone) { wpm_word(v, w, o); w->len = 3; }
+        if (wpm_put(w, u, (size_t)un)) return -1;
+        if (alone) { wpm_word(v, w, o); w->len = 3; }
+    }
+    wpm_word(v, w, o);
+    return 0;
+}
+
 /* llama_escape_whitespace: text[0..n) with every ' ' written as "▁" (U+2581), after one more "▁"
  * when prefix is set, into *buf (grown as needed, *cap its size); the escaped length, or -1 when
  * out of memory. */
@@ -1788,9 +1876,18 @@ int vocab_tokenize(const wick_vocab *v, const char *text, size_t len, bool add_s
     int64_t nf = partition(v, text, len, parse_special, &frags);
     if (nf < 0) return -1;
     int rc = 0;
-    if (add_special && v->add_bos && v->bos >= 0) emit(&o, v->bos);
+    /* WordPiece always opens with [CLS] and closes with [SEP] (llama.cpp's WPM case ignores add_bos) */
+    if (add_special && (v->add_bos || v->type == VOCAB_WPM) && v->bos >= 0) emit(&o, v->bos);
 
-    if (v->type == VOCAB_SPM) {
+    if (v->type == VOCAB_WPM) {
+        wpm_work w = {0};
+        for (int64_t i = 0; i < nf && rc == 0; i++) {
+            const fragment *f = &frags[i];
+            if (f->token >= 0) emit(&o, f->token);
+            else rc = wpm_encode(v, &w, text + f->off, f->len, &o);
+        }
+        free(w.word);
+    } else if (v->type == VOCAB_SPM) {
         merge_work w = {0};
         char *esc = NULL;
         size_t esc_cap = 0;
@@ -1823,6 +1920,7 @@ int vocab_tokenize(const wick_vocab *v, const char *text, size_t len, bool add_s
         bpe_work_free(&bw);
     }
     if (add_special && v->add_eos && v->eos >= 0) emit(&o, v->eos);
+    if (add_special && v->type == VOCAB_WPM && v->sep >= 0) emit(&o, v->sep);
     free(frags);
     if (rc || o.n > INT32_MAX) return -1;
     return (int)o.n;
@@ -1855,12 +1953,12 @@ static int piece_of(const wick_vocab *v, int32_t id, char *buf, int cap, int lst
         len++; } while (0)
     if (attr & (ATTR_UNKNOWN | ATTR_CONTROL | ATTR_USER_DEFINED)) {
         for (uint32_t k = 0; k < n; k++) PUT(s[k]);
-    } else if ((v->type == VOCAB_SPM || v->raw_bytes) && (attr & ATTR_NORMAL)) {
+    } else if ((v->type == VOCAB_SPM || v->type == VOCAB_WPM || v->raw_bytes) && (attr & ATTR_NORMAL)) {
         for (uint32_t k = 0; k < n; k++) { /* "▁" → " " */
             if (k + 2 < n && memcmp(s + k, "\xE2\x96\x81", 3) == 0) { PUT(' '); k += 2; }
             else PUT(s[k]);
         }
-    } else if ((v->type == VOCAB_SPM || v->raw_bytes) && (attr & ATTR_BYTE)) {
+    } else if ((v->type == VOCAB_SPM || v->type == VOCAB_WPM || v->raw_bytes) && (attr & ATTR_BYTE)) {
         int hi = n == 6 ? hex_value(s[3]) : -1, lo = n == 6 ? hex_value(s[4]) : -1;
         if (hi >= 0 && lo >= 0) PUT((char)(hi << 4 | lo));
         else for (uint32_t k = 0; k < n; k++) PUT(s[k]);

@@ -1,6 +1,7 @@
 /* unicode.c — UTF-8 decoding/encoding and character classes over the generated tables. */
 #include "unicode.h"
 
+#include "unicode_nfd.h"
 #include "unicode_tables.h"
 
 enum unicode_category unicode_category_of(uint32_t cpt) {
@@ -43,6 +44,25 @@ unsigned unicode_flags(uint32_t cpt) {
     unsigned f = category_flag[unicode_category_of(cpt)];
     if (is_whitespace(cpt)) f |= UFLAG_WHITESPACE;
     return f;
+}
+
+/* Hangul syllables decompose by formula (Unicode's chapter 3.12): the leading consonant of
+ * syllable s is U+1100 + (s − U+AC00) / 588 (21 vowels × 28 trailing consonants) */
+#define HANGUL_FIRST 0xAC00u
+#define HANGUL_LAST 0xD7A3u
+#define HANGUL_PER_LEAD 588u
+
+uint32_t unicode_nfd_first(uint32_t cpt) {
+    if (cpt < 0xC0) return cpt;
+    if (cpt >= HANGUL_FIRST && cpt <= HANGUL_LAST) return 0x1100u + (cpt - HANGUL_FIRST) / HANGUL_PER_LEAD;
+    size_t lo = 0, hi = UNICODE_NFD_RUNS;
+    if ((unicode_nfd_key[0] >> 8) > cpt) return cpt;
+    while (hi - lo > 1) { /* the last run starting at or before cpt */
+        size_t mid = lo + (hi - lo) / 2;
+        if ((unicode_nfd_key[mid] >> 8) <= cpt) lo = mid;
+        else hi = mid;
+    }
+    return cpt - (unicode_nfd_key[lo] >> 8) < (unicode_nfd_key[lo] & 0xFFu) ? unicode_nfd_base[lo] : cpt;
 }
 
 uint32_t unicode_tolower(uint32_t cpt) {

@@ -38,6 +38,9 @@ enum {
 enum unicode_category unicode_category_of(uint32_t cpt);
 unsigned unicode_flags(uint32_t cpt);
 uint32_t unicode_tolower(uint32_t cpt); /* simple (one-to-one) lowercase mapping */
+/* The first code point of cpt's canonical decomposition (NFD), cpt itself when it has none: the
+ * one-to-one map llama.cpp's unicode_cpts_normalize_nfd applies (unicode_nfd.h) */
+uint32_t unicode_nfd_first(uint32_t cpt);
 
 /* Length of the UTF-8 sequence a lead byte announces, from its high nibble alone
  * (continuation bytes count 1), as llama.cpp's unicode_len_utf8. */

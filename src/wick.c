@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "encoder.h"
 #include "errmsg.h"
 #include "forward.h"
 #include "model.h"
@@ -271,6 +272,11 @@ wick_status wick_model_info_json(const wick_model *m, char *buf, size_t buf_len,
              i.rope_neox ? "true" : "false", i.rope_base, i.rope_scale, i.rms_eps, (unsigned long long)i.n_params,
              (unsigned long long)i.weight_bytes);
     if (i.has_weights) emit_family(&o, m);
+    if (i.has_weights && m->config.encoder) {
+        static const char *const pool_names[] = {"none", "mean", "cls", "last", "rank"};
+        emit(&o, ",\"encoder\":true,\"pooling\":\"%s\",\"causal\":%s,\"token_types\":%d", pool_names[m->config.pooling],
+             m->config.causal ? "true" : "false", m->config.n_token_types);
+    }
     emit(&o, ",\"bos\":%d,\"eos\":%d,\"format\":\"%s\"", i.bos, i.eos, m->is_gguf ? "gguf" : "llama2c");
     uint64_t n_tensors = m->gguf.n_tensors;
     for (int p = 0; p < m->n_shards; p++) n_tensors += m->shards[p].n_tensors;
@@ -539,6 +545,35 @@ float *wick_ctx_external_logits(wick_ctx *c, int32_t n_rows) {
     }
     c->n_logit_rows = n_rows;
     return c->logits;
+}
+
+int32_t wick_model_pooling(const wick_model *m) {
+    return m && m->has_weights && m->config.encoder ? (int32_t)m->config.pooling : -1;
+}
+
+wick_status wick_embed(wick_ctx *c, const int32_t *tokens, const int32_t *lens, int32_t n_seq, int32_t pooling, int32_t normalize,
+                       float *out) {
+    if (!c) return api_fail(WICK_ERR_INVALID_ARG, "wick_embed: NULL context");
+    const model_config *mc = &c->model->config;
+    if (!mc->encoder || c->external)
+        return ctx_fail(c, WICK_ERR_INVALID_ARG, "%s is a generative model, not an embedding model (an encoder such as bert): "
+                        "it has no embeddings to give", mc->arch);
+    if (pooling == WICK_POOLING_DEFAULT) pooling = (int32_t)mc->pooling;
+    if (pooling < WICK_POOLING_NONE || pooling > WICK_POOLING_LAST)
+        return ctx_fail(c, WICK_ERR_INVALID_ARG, "pooling %d unknown (0 none, 1 mean, 2 cls, 3 last)", pooling);
+    if (encoder_eval(c, tokens, lens, n_seq, (pooling_kind)pooling, out, &c->error)) return api_status(&c->error);
+    if (normalize) {
+        size_t rows = 0;
+        for (int32_t s = 0; s < n_seq; s++) rows += pooling == WICK_POOLING_NONE ? (size_t)lens[s] : 1;
+        for (size_t r = 0; r < rows; r++) { /* as llama.cpp's common_embd_normalize (L2) */
+            float *v = out + r * (size_t)mc->dim;
+            double ss = 0;
+            for (int i = 0; i < mc->dim; i++) ss += (double)v[i] * v[i];
+            float inv = ss > 0 ? (float)(1.0 / sqrt(ss)) : 0.0f;
+            for (int i = 0; i < mc->dim; i++) v[i] *= inv;
+        }
+    }
+    return ctx_ok(c);
 }
 
 wick_status wick_eval(wick_ctx *c, const int32_t *tokens, int32_t n, int all_logits) {

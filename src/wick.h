@@ -134,6 +134,29 @@ size_t wick_state_bytes(const wick_ctx *c);
  * each prompt). Without a snapshot a hybrid model's cache is cut back only to 0. */
 wick_status wick_state_snapshot(wick_ctx *c);
 
+/* ---- embeddings: encoders (bert) ----
+ * An encoder's context (wick_ctx_new on a model whose info JSON says "encoder": true) has no
+ * logits: wick_eval and the generator refuse it, and a decoder's context refuses wick_embed. Its
+ * window (n_ctx) is the longest sequence it takes, at most the model's training context (the
+ * default); n_batch is how many tokens one pass evaluates (default 2048, at least n_ctx):
+ * several sequences are packed into one pass, each attending only to its own tokens. */
+enum {
+    WICK_POOLING_DEFAULT = -1, /* the model's own (<arch>.pooling_type) */
+    WICK_POOLING_NONE = 0,     /* every token's hidden state */
+    WICK_POOLING_MEAN = 1,
+    WICK_POOLING_CLS = 2,      /* the first token's ([CLS]) */
+    WICK_POOLING_LAST = 3,
+};
+/* The model's pooling (WICK_POOLING_*); -1 for a model that is not an encoder. */
+int32_t wick_model_pooling(const wick_model *m);
+/* Embeds n_seq token sequences (their ids back to back in tokens, sequence s of lens[s] ids,
+ * [CLS] … [SEP] included as wick_tokenize with add_bos adds them); each must fit the window
+ * (WICK_ERR_CONTEXT_FULL otherwise: truncating is the caller's choice). Writes to out one row of
+ * dim floats per sequence, or with WICK_POOLING_NONE one per token (Σ lens rows); normalize:
+ * each row scaled to unit length (L2). The same vectors whatever the batching and thread count. */
+wick_status wick_embed(wick_ctx *c, const int32_t *tokens, const int32_t *lens, int32_t n_seq, int32_t pooling, int32_t normalize,
+                       float *out);
+
 /* ---- a forward pass outside the engine (the glue's WebGPU backend) ----
  * A context made by wick_ctx_new_external has no KV cache and runs no forward pass: wick_eval
  * and wick_kv_trim (also when the generator calls them) only append an operation to a list that

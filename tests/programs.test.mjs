@@ -21,9 +21,13 @@ const programs = {
 };
 
 // test_grammar reads llama.cpp's grammars/*.gbnf, and the tokenizer tests below its
-// models/ggml-vocab-{qwen35,gemma-4}.gguf with their vectors (.inp, .out): taken at test time from
+// models/ggml-vocab-{qwen35,gemma-4,bert-bge}.gguf with their vectors (.inp, .out): taken at test time from
 // the git bundle of llama.cpp's source that node-llama-cpp ships (none are copied into this repository).
-const BUNDLE_VOCABS = { qwen35: "Qwen3.5's tokenizer (pre-type qwen35)", 'gemma-4': "Gemma 4's tokenizer (model gemma4: raw-byte BPE over lines)" };
+const BUNDLE_VOCABS = {
+  qwen35: "Qwen3.5's tokenizer (pre-type qwen35)", 'gemma-4': "Gemma 4's tokenizer (model gemma4: raw-byte BPE over lines)",
+  // WordPiece: its text does not come back (lowercased, accents stripped), the ids of its text do (test_tokenizer.c)
+  'bert-bge': "bge's WordPiece tokenizer (model bert)",
+};
 const VOCAB_FILES = Object.keys(BUNDLE_VOCABS).flatMap((name) => ['', '.inp', '.out'].map((ext) => `ggml-vocab-${name}.gguf${ext}`));
 let llamaDir;
 // granite-hybrid (Mamba-2) has no file in ../shared: test_state takes a synth one, written there

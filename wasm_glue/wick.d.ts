@@ -266,8 +266,43 @@ export interface ChatCompletion {
   timings: Timings | null;
 }
 
+export type Pooling = 'none' | 'mean' | 'cls' | 'last';
+
+export interface EmbedOptions {
+  /** the model's own (<arch>.pooling_type) unless given; 'none': one vector per token */
+  pooling?: Pooling;
+  /** scale each vector to unit length (L2); default true */
+  normalize?: boolean;
+  /** keep the first d values only (Matryoshka-trained models), renormalized */
+  dimensions?: number;
+  /** an input longer than the window keeps its first tokens (and its closing [SEP]) instead of failing with E_CONTEXT_FULL; default false */
+  truncate?: boolean;
+}
+
+export interface EmbeddingsRequest {
+  input: string | string[] | number[] | number[][];
+  /** echoed in the response (the loaded model answers whatever it says) */
+  model?: string;
+  dimensions?: number;
+  /** 'base64': each embedding as base64 of its little-endian float32 bytes, as OpenAI sends it */
+  encoding_format?: 'float' | 'base64';
+  /** wick's extension: truncate over-long inputs (EmbedOptions.truncate) */
+  truncate?: boolean;
+}
+
+export interface EmbeddingsResponse {
+  object: 'list';
+  data: Array<{ object: 'embedding'; index: number; embedding: number[] | string }>;
+  model: string;
+  usage: { prompt_tokens: number; total_tokens: number };
+}
+
 export interface ModelInfo {
   architecture: string;
+  /** an embedding model (bert): embed() and embeddings.create() work, generate() refuses */
+  encoder?: boolean;
+  /** an encoder's own pooling */
+  pooling?: Pooling;
   name: string;
   source: string;
   n_vocab: number;
@@ -309,7 +344,12 @@ export interface Engine {
   readonly threads: number;
   /** where the forward pass runs; becomes {type: 'cpu'} after a GPU failure (E_GPU) */
   readonly device: Device;
+  /** refused (E_UNSUPPORTED) on an embedding model */
   generate(prompt: string | number[], options?: GenerateOptions): AsyncGenerator<GenerateChunk | GenerateDone>;
+  /** an encoder's embeddings, one per input (with pooling 'none', one array of per-token vectors per input); refused (E_UNSUPPORTED) on a generative model */
+  embed(input: string | string[] | number[] | number[][], options?: EmbedOptions & { pooling?: Exclude<Pooling, 'none'> }): Promise<Float32Array[]>;
+  embed(input: string | string[] | number[] | number[][], options: EmbedOptions & { pooling: 'none' }): Promise<Float32Array[][]>;
+  embeddings: { create(request: EmbeddingsRequest): Promise<EmbeddingsResponse> };
   chat: {
     completions: {
       create(request: ChatCompletionRequest & { stream: true }): Promise<AsyncIterable<ChatCompletionChunk>>;

@@ -18,6 +18,7 @@ import { WickError, invalid, checkNumber, checkSignal, checkGenerateOptions } fr
 import { connect } from './connect.mjs';
 import { jsonSchemaToGrammar, JSON_OBJECT_GRAMMAR } from './json-schema.mjs';
 import { toolCallFormat, parseToolCalls, planToolCalls, ToolCallSplitter } from './tool-calls.mjs';
+import { embedSettings, embedInputs, fitTokens, cutDimensions, embeddingsResponse } from './embeddings.mjs';
 
 const { WickConstants, WickGguf, WickDownload } = globalThis;
 const isNode = typeof process !== 'undefined' && !!process.versions?.node && typeof window === 'undefined' && typeof importScripts === 'undefined';
@@ -240,6 +241,7 @@ class Engine {
     this._pending = new Map();
     this._dead = null;
     this.chat = { completions: { create: (request) => this._chatCompletion(request) } };
+    this.embeddings = { create: (request) => this._embeddingsCreate(request) };
   }
 
   async _start({ threads, build }) {
@@ -413,6 +415,8 @@ class Engine {
    * (or 'eog' when the model ends it where the text is complete).
    */
   generate(prompt, options = {}) {
+    if (this.info?.encoder)
+      throw new WickError('E_UNSUPPORTED', `${this.info.name} is an embedding model (${this.info.architecture}, an encoder): it cannot generate text; use embed()`);
     const checked = generateSettings(options);
     if (typeof prompt !== 'string' && !Array.isArray(prompt) && !ArrayBuffer.isView(prompt)) throw invalid('prompt must be a string or an array of token ids');
     if (typeof prompt !== 'string') checkTokens(prompt, this.info?.n_vocab);
@@ -465,6 +469,47 @@ class Engine {
       this._active.delete(id);
       if (!finished) this._abort(id); // the caller stopped iterating: stop the engine too
     }
+  }
+
+  /**
+   * Embeddings of `input` (a string, an array of strings, or token ids), one Float32Array per
+   * input (with pooling 'none', an array of one per token): [CLS] … [SEP] added as llama.cpp adds
+   * them, every input in as few passes of the engine as its batch allows. pooling: the model's
+   * own unless 'none' | 'mean' | 'cls' | 'last'; normalize (default true): unit length;
+   * dimensions: the first d values only (Matryoshka), renormalized; truncate (default false): an
+   * input longer than the window keeps its first tokens instead of failing with E_CONTEXT_FULL.
+   */
+  async embed(input, options = {}) {
+    return (await this._embed(input, options)).vectors;
+  }
+
+  async _embed(input, options) {
+    if (!this.info) throw new WickError('E_UNLOADED', 'no model is loaded');
+    if (!this.info.encoder)
+      throw new WickError('E_UNSUPPORTED', `${this.info.name} is a generative model (${this.info.architecture}), not an embedding model: embed() needs an encoder such as bert`);
+    const dim = this.info.embedding_length;
+    const s = embedSettings(options, dim);
+    const inputs = embedInputs(input);
+    const sequences = [];
+    for (const [i, x] of inputs.entries()) {
+      const ids = typeof x === 'string' ? await this.tokenize(x, { addBos: true }) : Array.from(x);
+      if (typeof x !== 'string') checkTokens(ids, this.info.n_vocab);
+      sequences.push(fitTokens(ids, this.info.contextSize, s.truncate, i));
+    }
+    const rows = await this._request({ type: 'embed', sequences, pooling: s.pooling, normalize: s.normalize, dim });
+    const cut = (v) => cutDimensions(v, s.dimensions, s.normalize);
+    const vectors = rows.map((r) => (Array.isArray(r) ? r.map(cut) : cut(r)));
+    return { vectors, tokens: sequences.reduce((a, q) => a + q.length, 0) };
+  }
+
+  /** OpenAI's embeddings.create: {input, dimensions?, encoding_format?: 'float' | 'base64'} → {object: 'list', data, model, usage}. */
+  async _embeddingsCreate(request) {
+    if (!request || typeof request !== 'object') throw invalid('embeddings.create: the request must be an object');
+    const { input, dimensions, encoding_format: encodingFormat = 'float' } = request;
+    if (this.info?.encoder && this.info.pooling === 'none')
+      throw new WickError('E_UNSUPPORTED', `${this.info.name} pools nothing (pooling_type none): embed(input, { pooling: 'mean' }) gives one vector per input`);
+    const { vectors, tokens } = await this._embed(input, { dimensions, truncate: request.truncate === true });
+    return embeddingsResponse(vectors, { model: request.model || this.info.name, tokens, encodingFormat });
   }
 
   /** Stops every generation in progress (each ends with finishReason 'abort'). */

@@ -7,7 +7,7 @@
  * script), Node starts it as a worker_threads Worker (it is then an ES module; the Emscripten
  * script is loaded with createRequire). Both speak the same messages, made by wick.mjs:
  *
- *   host → worker  {id, type: 'init'|'load'|'generate'|'tokenize'|'detokenize'|'unload', ...}
+ *   host → worker  {id, type: 'init'|'load'|'generate'|'tokenize'|'detokenize'|'embed'|'unload', ...}
  *                  {id, type: 'abort'}              (stops request id: a load or a generation)
  *                  {type: 'gpu-lose'}               (destroys the GPU device: tests of the fallback)
  *                  {id, type: 'data', bytes|end}    (the bytes of a load from an ArrayBuffer)
@@ -81,7 +81,7 @@
 
   const HANDLERS = {
     init, load, generate, tokenize: (m) => tokenize(m.text, m.addBos, m.special), detokenize: (m) => detokenize(m.tokens),
-    softmax: (m) => softmax(m.logits, m.temperature),
+    softmax: (m) => softmax(m.logits, m.temperature), embed,
     unload: () => { unloadModel(); return true; },
   };
 
@@ -272,6 +272,7 @@
     } catch (e) {
       return refuse(`the GPU module did not load: ${e.message}`);
     }
+    if (M._wick_model_pooling(state.model) >= 0) return refuse('an encoder (an embedding model): the GPU path runs decoders only', 'E_UNSUPPORTED');
     const tensors = modelTensors();
     const unsupported = gpu.GpuForward.unsupported(tensors);
     if (unsupported) return refuse(unsupported, 'E_UNSUPPORTED');
@@ -449,6 +450,25 @@
     let o = 0;
     for (const p of pieces) { all.set(p, o); o += p.length; }
     return decoder.decode(all);
+  }
+
+  // ---- embeddings ----
+
+  /** wick_embed over every sequence at once: a Float32Array per sequence (pooling none: per token). */
+  function embed({ sequences, pooling, normalize, dim }) {
+    requireModel();
+    const lens = sequences.map((q) => q.length), total = lens.reduce((a, n) => a + n, 0);
+    const perToken = pooling === 0 || (pooling < 0 && M._wick_model_pooling(state.model) === 0);
+    const rows = perToken ? total : sequences.length;
+    return withScratch(4 * total, (ids) => withScratch(4 * lens.length, (lp) => withScratch(4 * rows * dim, (out) => {
+      M.HEAP32.set(sequences.flat(), ids >>> 2);
+      M.HEAP32.set(lens, lp >>> 2);
+      check(M._wick_embed(state.ctx, ids, lp, sequences.length, pooling, normalize ? 1 : 0, out));
+      const at = (r) => M.HEAPF32.slice((out >>> 2) + r * dim, (out >>> 2) + (r + 1) * dim);
+      if (!perToken) return sequences.map((_, s) => at(s));
+      let r = 0;
+      return lens.map((n) => Array.from({ length: n }, () => at(r++)));
+    })));
   }
 
   function requireModel() {
