@@ -1,5 +1,5 @@
 /* quant.h — tensor element types: one table row per type (block layout, to-float,
- * quantize, dot product), after ggml's type traits. Type ids are ggml's (ggml.h, enum ggml_type),
+ * quantize, dot product, matrix tiles), after ggml's type traits. Type ids are ggml's (ggml.h, enum ggml_type),
  * since GGUF stores them verbatim. */
 #ifndef WICK_QUANT_H
 #define WICK_QUANT_H
@@ -33,7 +33,8 @@ typedef struct {
     /* quantize n floats into blocks of this type (NULL where the engine never needs it) */
     void (*from_float)(const float *src, void *dst, int64_t n);
     /* dot product of one weight row w and one activation row a (in vec_dot_type), n elements:
-     * the SIMD kernel (wasm_simd128.h; natively through SIMDe) and the plain scalar reference */
+     * vec_dot is gemm's 1×1 tile (quant_table.c), so it is what inference computes bit for bit;
+     * vec_dot_ref is the plain scalar reference (quant.c) */
     float (*vec_dot)(int n, const void *w, const void *a);
     float (*vec_dot_ref)(int n, const void *w, const void *a);
     /* tile of the matrix product: out[t * out_stride + r] = dot(weight row r, activation row t)
@@ -44,7 +45,8 @@ typedef struct {
      * same order whatever nr, nt and its place in the tile, so a product does not depend on how
      * it is split into tiles or threads. For the quantized types it equals vec_dot_ref bit for
      * bit (integer sums per block, the float scaling in the reference's order); for F32, F16,
-     * BF16, Q8_1 and Q8_K it is vec_dot, element by element. A larger nt is taken
+     * BF16, Q8_1 and Q8_K each output is one SIMD row kernel call (kernels_simd.c), which sums
+     * in its own order, within float rounding of the reference. A larger nt is taken
      * GEMM_MAX_TOKENS tokens at a time. Never NULL. */
     void (*gemm)(int n, const void *w, size_t w_stride, int nr, const void *a, size_t a_stride, int nt,
                  float *out, size_t out_stride);
@@ -283,35 +285,15 @@ static inline void quant_unpack_q3_K_scales(const uint8_t packed[12], int8_t sca
     }
 }
 
-/* The SIMD kernels (kernels_simd.c); quant_get() hands them out as vec_dot. Arguments as
- * quant_type.vec_dot: n elements, weight row w, activation row a in the vec_dot_type. */
-float quant_vec_dot_f32_simd(int n, const void *w, const void *a);
-float quant_vec_dot_f16_simd(int n, const void *w, const void *a);
-float quant_vec_dot_bf16_simd(int n, const void *w, const void *a);
-float quant_vec_dot_q4_0_simd(int n, const void *w, const void *a);
-float quant_vec_dot_q4_1_simd(int n, const void *w, const void *a);
-float quant_vec_dot_q5_0_simd(int n, const void *w, const void *a);
-float quant_vec_dot_q5_1_simd(int n, const void *w, const void *a);
-float quant_vec_dot_q8_0_simd(int n, const void *w, const void *a);
-float quant_vec_dot_q8_1_simd(int n, const void *w, const void *a);
-float quant_vec_dot_q2_K_simd(int n, const void *w, const void *a);
-float quant_vec_dot_q3_K_simd(int n, const void *w, const void *a);
-float quant_vec_dot_q4_K_simd(int n, const void *w, const void *a);
-float quant_vec_dot_q5_K_simd(int n, const void *w, const void *a);
-float quant_vec_dot_q6_K_simd(int n, const void *w, const void *a);
-float quant_vec_dot_q8_K_simd(int n, const void *w, const void *a);
-float quant_vec_dot_iq4_nl_simd(int n, const void *w, const void *a);
-float quant_vec_dot_q6_K_r_simd(int n, const void *w, const void *a);
-/* Q6_K_R's and Q6_K's scalar references (quant.c), which also stand in for the tile kernels
- * of the one a build never runs (kernels_simd.c) */
+/* Q6_K_R's, Q6_K's, Q4_K_R's and Q4_K's scalar references (quant.c), which also stand in for
+ * the tile kernels of the layout a build never runs (kernels_simd.c) */
 float quant_vec_dot_q6_K_r_ref(int n, const void *w, const void *a);
 float quant_vec_dot_q6_K_ref(int n, const void *w, const void *a);
 float quant_vec_dot_q4_K_r_ref(int n, const void *w, const void *a);
 float quant_vec_dot_q4_K_ref(int n, const void *w, const void *a);
-float quant_vec_dot_q4_K_r_simd(int n, const void *w, const void *a);
 
 /* The tile kernels (kernels_simd.c), handed out as quant_type.gemm (arguments as there). The
- * float types and the activation formats as weights loop over their vec_dot. */
+ * float types and the activation formats as weights loop over a SIMD row kernel of their own. */
 typedef void quant_gemm_fn(int n, const void *w, size_t w_stride, int nr, const void *a, size_t a_stride,
                            int nt, float *out, size_t out_stride);
 /* Q8_0 quantization (llama.cpp's quantize_row_q8_0_ref): the scalar reference and the SIMD

@@ -1,7 +1,7 @@
 /* bench_kernels.c — times the matrix kernels per type, single thread, over a 2048×5632 weight
  * matrix (the shape of a small model's FFN down projection):
- *   - vec_dot: one call per (row, token), rows in tiles of 16 with the tokens inside, as a
- *     forward pass without tile kernels does; for 1 token (decode) and for a batch;
+ *   - vec_dot (gemm's 1×1 tile, quant_table.c): one call per (row, token), rows in tiles of 16
+ *     with the tokens inside; for 1 token (decode) and for a batch: what the larger tiles save;
  *   - gemm: the tile kernel, GEMM_MAX_ROWS rows × 1 token (decode) and × GEMM_MAX_TOKENS tokens
  *     (prefill);
  *   - gemv8 where the type has it: eight rows ROWS / 8 apart per call, as decode reads them;
@@ -129,8 +129,8 @@ static void bench(const quant_type *t)
     double gemmn = time_per_token(&m, GEMM, ROWS, TOKENS, 8);
     char what[64];
     report(&m, "scalar vec_dot_ref, 1 tok", ref, 0);
-    report(&m, "vec_dot, 1 token", dot1, ref);
-    snprintf(what, sizeof what, "vec_dot, %d tokens", TOKENS);
+    report(&m, "vec_dot (1x1), 1 token", dot1, ref);
+    snprintf(what, sizeof what, "vec_dot (1x1), %d tokens", TOKENS);
     report(&m, what, dotn, ref);
     snprintf(what, sizeof what, "gemm %dx1 (decode)", GEMM_MAX_ROWS);
     report(&m, what, gemm1, dot1);
@@ -162,7 +162,7 @@ int bench_main(int argc, char **argv)
     };
     static const char *const default_types[] = { "q4_0", "q8_0", "q4_K_r", "q6_K_r" };
     printf("matrix kernels, %d x %d weights, one thread; xN: speed-up over the line it replaces\n"
-           "(vec_dot over the scalar reference, gemm over the vec_dot loop for the same tokens)\n", ROWS, COLS);
+           "(vec_dot, gemm's 1x1 tile, over the scalar reference; gemm over the vec_dot loop for the same tokens)\n", ROWS, COLS);
     int all = argc > 1 && strcmp(argv[1], "all") == 0;
     for (size_t k = 0; k < sizeof order / sizeof order[0]; k++) {
         const quant_type *t = quant_get(order[k]);

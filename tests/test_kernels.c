@@ -1,5 +1,6 @@
-/* test_kernels.c — checks every tensor type of quant.h: the SIMD dot product against the scalar
- * reference (quantized rows and random valid blocks, one block up to many), the reference
+/* test_kernels.c — checks every tensor type of quant.h: the dot product (vec_dot, gemm's 1×1 tile)
+ * against the tile and the scalar reference (quantized rows and random valid blocks, one block up
+ * to many), the reference
  * against the dot product of the dequantized rows, the to_float∘from_float round trip, the type
  * table, the f16 / bf16 conversions at their edges, and the gemm tile kernels: every tile shape
  * and place against the reference and against gemm's own 1×1 result for the same element. Prints one line per check and ends with
@@ -163,6 +164,9 @@ static int is_float_type(uint32_t type)
     return type == WICK_TYPE_F32 || type == WICK_TYPE_F16 || type == WICK_TYPE_BF16;
 }
 
+static uint32_t bits_of(float f);
+static int gemm_matches_ref_bitwise(uint32_t type);
+
 static void test_dot(const quant_type *t, int random_blocks)
 {
     const quant_type *ta = quant_get(t->vec_dot_type);
@@ -170,8 +174,10 @@ static void test_dot(const quant_type *t, int random_blocks)
     const char *source = random_blocks ? "random blocks" : "from_float";
     /* weight rows start 2 or 4 bytes into the buffer, as rows inside a tensor may */
     size_t shift = t->type_size % 4 == 0 ? 4 : 2;
-    /* SIMD and scalar differ only in the order of float additions */
-    double tol_simd = is_float_type(t->type) ? 4e-5 : 1e-5;
+    /* vec_dot is gemm's 1×1 tile: the quantized types' equals the reference bit for bit; the
+     * float types' and the activation formats' differ from it only in the order of float
+     * additions */
+    double tol_dot = is_float_type(t->type) ? 4e-5 : 1e-5;
     /* the reference against the dequantized dot: float scale products in the reference; Q8_1's
      * s is d * sum rounded to fp16, which Q4_1 / Q5_1 use for their min term */
     double tol_ref = t->vec_dot_type == WICK_TYPE_Q8_1 ? 3e-3 : 1e-4;
@@ -191,12 +197,17 @@ static void test_dot(const quant_type *t, int random_blocks)
         ta->from_float(xf, a, n);
 
         double mag, exact = dequant_dot(t, w, a, n, &mag);
-        float simd = t->vec_dot(n, w, a), ref = t->vec_dot_ref(n, w, a);
-        double err_simd = fabs((double)simd - ref) / (mag > 0 ? mag : 1);
+        float dot = t->vec_dot(n, w, a), ref = t->vec_dot_ref(n, w, a), tile;
+        size_t w_bytes = quant_row_size(t->type, n), a_bytes = quant_row_size(ta->type, n);
+        t->gemm(n, w, w_bytes, 1, a, a_bytes, 1, &tile, 1);
+        double err_dot = fabs((double)dot - ref) / (mag > 0 ? mag : 1);
         double err_ref = fabs((double)ref - exact) / (mag > 0 ? mag : 1);
-        check(err_simd <= tol_simd && isfinite(simd),
-              "%-6s vec_dot %-13s n=%-5d simd %-13.7g ref %-13.7g |diff|/sum|w*a| %.1e", t->name, source, n,
-              simd, ref, err_simd);
+        int bitwise = gemm_matches_ref_bitwise(t->type);
+        check(bits_of(dot) == bits_of(tile), "%-6s vec_dot %-13s n=%-5d is gemm's 1x1 tile bit for bit: %.9g %.9g",
+              t->name, source, n, dot, tile);
+        check(err_dot <= tol_dot && isfinite(dot) && (!bitwise || bits_of(dot) == bits_of(ref)),
+              "%-6s vec_dot %-13s n=%-5d dot %-13.7g ref %-13.7g |diff|/sum|w*a| %.1e%s", t->name, source, n,
+              dot, ref, err_dot, bitwise ? " (bit for bit)" : "");
         check(err_ref <= tol_ref, "%-6s vec_dot_ref %-13s n=%-5d ref %-13.7g dequantized %-13.7g rel %.1e",
               t->name, source, n, ref, exact, err_ref);
         free(wbuf);
@@ -205,10 +216,8 @@ static void test_dot(const quant_type *t, int random_blocks)
     }
 }
 
-static uint32_t bits_of(float f);
-
 /* Types whose gemm is a kernel of its own, claimed bit-identical to vec_dot_ref; the others
- * (float types, activation formats as weights) loop over vec_dot. */
+ * (float types, activation formats as weights) loop over a SIMD row kernel. */
 static int gemm_matches_ref_bitwise(uint32_t type)
 {
     return !is_float_type(type) && type != WICK_TYPE_Q8_1 && type != WICK_TYPE_Q8_K;
