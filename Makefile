@@ -200,10 +200,10 @@ bench: native wasm build/.npm-stamp
 
 # kernel and memory micro-benchmarks, native (SIMDe) and wasm side by side (by hand: BENCHMARKS.md)
 #   make bench-kernels [KERNEL_TYPES="q4_0 q6_K"]    make bench-streams
-build/native/bench_%: tests/bench_%.c $(NATIVE_LIB) $(HEADERS)
+build/native/bench_%: bench/bench_%.c $(NATIVE_LIB) $(HEADERS)
 	$(CC) $(NATIVE_CFLAGS) -o $@ $< $(NATIVE_LIB) $(NATIVE_LIBS)
 
-build/wasm/bench_%.js: tests/bench_%.c $(WASM_LIB) $(HEADERS)
+build/wasm/bench_%.js: bench/bench_%.c $(WASM_LIB) $(HEADERS)
 	$(EMCC) $(WASM_CFLAGS) -DWICK_NO_THREADS -o $@ $< $(WASM_LIB) $(WASM_TEST_FLAGS)
 
 bench-kernels: build/native/bench_kernels build/wasm/bench_kernels.js build/wasm/bench_kernels-relaxed.js build/wasm/package.json

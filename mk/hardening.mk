@@ -102,7 +102,7 @@ test-asan: $(addprefix build/asan/,$(TEST_PROGRAMS)) build/asan/wick
 	run build/asan/test_sampler; \
 	run build/asan/test_attention; \
 	run build/asan/test_dequant $(M)/mini; \
-	run build/asan/test_tokenizer $(WICK_SHARED)/vocab $(M); \
+	run build/asan/test_tokenizer $(WICK_SHARED)/vocab $(M) $(WICK_SHARED)/reference; \
 	run build/asan/test_context $(M)/stories260K.gguf $(M)/families/mini-gemma3-f16.gguf; \
 	run build/asan/test_state $(M)/families/mini-qwen35-q8_0.gguf $(M)/families/mini-lfm2-f16.gguf; \
 	run build/asan/test_load --mutate $(M)/mini/mini-q4_0.gguf 400 7; \

@@ -86,5 +86,5 @@ build/native/wick-relaxed: src/cli.c $(ENGINE_SRC) $(HEADERS) | build/.setup-sta
 RELAXED_BUILDS += build/native/wick-relaxed
 
 # the kernel micro-benchmark in the relaxed build, beside the plain one (make bench-kernels)
-build/wasm/bench_kernels-relaxed.js: tests/bench_kernels.c $(WASM_RX_LIB) $(HEADERS)
+build/wasm/bench_kernels-relaxed.js: bench/bench_kernels.c $(WASM_RX_LIB) $(HEADERS)
 	$(EMCC_RELAXED) $(RELAXED_CFLAGS) -DWICK_NO_THREADS -o $@ $< $(WASM_RX_LIB) $(WASM_TEST_FLAGS) $(RELAXED_LINK)

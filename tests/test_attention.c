@@ -6,23 +6,17 @@
  * F32 and F16 caches, a sliding window and a soft cap, 1 and 2 threads (1 in the single-threaded
  * wasm build). A model of one attention layer is made here; no file is read. Each case's error
  * is the largest |fast − ref| of a head's output relative to the largest |ref| of that output.
- * Usage: test_attention. Closes with "N passed, M failed". */
+ * Usage: test_attention. Output and exit status: tests/check.h (a case's id names its shape, not
+ * its thread count, which differs between the builds). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "attention.h"
+#include "check.h"
 #include "context.h"
 #include "wick.h"
-
-static int passed, failed;
-
-static void check(int ok, const char *what) {
-    printf("%s: %s\n", ok ? "ok  " : "FAIL", what);
-    if (ok) passed++;
-    else failed++;
-}
 
 /* F32: the fast paths sum in another order than the reference (and use exp_f32x4 for expf);
  * F16: the cached values are the same halves for both, converted exactly, so the same bound,
@@ -102,7 +96,11 @@ static void case_check(const attn_case *k) {
              k->head_dim, k->group, k->n_kv_heads, k->n_tok, k->pos0, k->kv_type == WICK_KV_F16 ? "f16" : "f32",
              k->causal ? "causal" : "non-causal", k->threads, k->n_swa ? ", sliding window" : "",
              k->softcap > 0 ? ", soft cap" : "", k->huge_query ? ", unfolded" : "", e, TOL, err.text[0] ? ": " : "", err.text);
-    check(e >= 0 && e <= TOL, what);
+    check(e >= 0 && e <= TOL,
+          check_id("attention.d%d.g%d.kv%d.%s.%s.t%d@%d%s%s%s", k->head_dim, k->group, k->n_kv_heads,
+                   k->kv_type == WICK_KV_F16 ? "f16" : "f32", k->causal ? "causal" : "noncausal", k->n_tok, k->pos0,
+                   k->n_swa ? ".swa" : "", k->softcap > 0 ? ".softcap" : "", k->huge_query ? ".unfolded" : ""),
+          "%s", what);
 }
 
 /* A causal batch's last token sees what a non-causal one's every token sees: equal outputs there,
@@ -117,7 +115,7 @@ static void causal_check(void) {
     struct wick_ctx c;
     errmsg err = {0};
     if (ctx_init(&c, &m, &p, &err)) {
-        check(0, err.text);
+        check(0, "attention.causal.context", "%s", err.text);
         return;
     }
     enum { N = 6 };
@@ -131,9 +129,10 @@ static void causal_check(void) {
     attention(&c, 0, 0, N, true);
     memcpy(causal, c.xb2, sizeof causal);
     attention(&c, 0, 0, N, false);
-    check(memcmp(causal + (N - 1) * 64, c.xb2 + (N - 1) * 64, 64 * sizeof(float)) == 0,
+    check(memcmp(causal + (N - 1) * 64, c.xb2 + (N - 1) * 64, 64 * sizeof(float)) == 0, "attention.causal.last-token",
           "the last token of a batch: causal and non-causal outputs are equal");
-    check(memcmp(causal, c.xb2, 64 * sizeof(float)) != 0, "the first token of a batch: causal and non-causal outputs differ");
+    check(memcmp(causal, c.xb2, 64 * sizeof(float)) != 0, "attention.causal.first-token",
+          "the first token of a batch: causal and non-causal outputs differ");
     ctx_release(&c);
 }
 
@@ -174,6 +173,5 @@ int main(void) {
             case_check(&k);
         }
     causal_check();
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return check_summary();
 }

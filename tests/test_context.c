@@ -10,23 +10,16 @@
  * (`wick synth --arch gemma4`: layers of two shapes, the last ones reading earlier layers'
  * caches): the cache holds the layers with a cache of their own only, a shift leaves layer 0's
  * keys equal to fresh ones, and generation goes on through shifts. Usage: test_context
- * MODEL.gguf [GEMMA3.gguf [GEMMA4.gguf]]. Closes with "N passed, M failed". */
+ * MODEL.gguf [GEMMA3.gguf [GEMMA4.gguf]]. Output and exit status: tests/check.h. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "forward.h"
 #include "quant.h"
 #include "wick.h"
-
-static int passed, failed;
-
-static void check(int ok, const char *what) {
-    printf("%s: %s\n", ok ? "ok  " : "FAIL", what);
-    if (ok) passed++;
-    else failed++;
-}
 
 static float cached_key(const wick_ctx *c, int pos, int i) {
     int kvd = kv_dim(model_layer_config(c->model, 0)), slots = c->kv_slots[0];
@@ -56,13 +49,15 @@ static void shift_case(wick_model *m, int kv_type, int n_keep, int n_discard, do
     p.n_ctx = 64;
     p.kv_type = kv_type;
     wick_ctx *shifted, *fresh;
+    char id[64];
+    snprintf(id, sizeof id, "context.shift.%s.keep%d-drop%d", kv_type == WICK_KV_F16 ? "f16" : "f32", n_keep, n_discard);
     if (wick_ctx_new(m, &p, &shifted) || wick_ctx_new(m, &p, &fresh)) {
-        check(0, wick_last_error());
+        check(0, check_id("%s.contexts", id), "%s", wick_last_error());
         return;
     }
     wick_eval(shifted, toks, N, 0);
-    check(wick_kv_shift(shifted, n_keep, n_discard) == WICK_OK, "shift accepted");
-    check(wick_n_past(shifted) == N - n_discard, "positions after the shift");
+    check(wick_kv_shift(shifted, n_keep, n_discard) == WICK_OK, check_id("%s.accepted", id), "shift accepted");
+    check(wick_n_past(shifted) == N - n_discard, check_id("%s.positions", id), "positions after the shift");
     /* the same tokens, minus the dropped ones, evaluated at their new positions */
     int32_t kept[N];
     int n = 0;
@@ -73,15 +68,15 @@ static void shift_case(wick_model *m, int kv_type, int n_keep, int n_discard, do
     char what[160];
     snprintf(what, sizeof what, "%s cache, keep %d drop %d: layer-0 keys equal fresh ones (max diff %.2e of max |k|, bound %.0e)",
              kv_type == WICK_KV_F16 ? "f16" : "f32", n_keep, n_discard, d, tol);
-    check(d <= tol, what);
+    check(d <= tol, check_id("%s.keys", id), "%s", what);
     /* the shifted context still evaluates (deeper layers' keys, which saw the dropped tokens,
      * are kept as they are, so its logits differ from a fresh context's by design) */
     int32_t next = 42;
     int finite = wick_eval(shifted, &next, 1, 0) == WICK_OK;
     const float *l = wick_get_logits(shifted, -1);
     for (int i = 0; finite && i < m->config.n_vocab; i++) finite = isfinite(l[i]);
-    check(finite, "the shifted context evaluates the next token to finite logits");
-    check(wick_kv_shift(shifted, 10, 100) != WICK_OK, "dropping more than is cached is refused");
+    check(finite, check_id("%s.finite", id), "the shifted context evaluates the next token to finite logits");
+    check(wick_kv_shift(shifted, 10, 100) != WICK_OK, check_id("%s.too-many", id), "dropping more than is cached is refused");
     wick_ctx_free(shifted);
     wick_ctx_free(fresh);
 }
@@ -92,7 +87,7 @@ static wick_ctx *new_ctx(wick_model *m, int n_ctx, int n_batch) {
     p.n_ctx = n_ctx;
     p.n_batch = n_batch;
     wick_ctx *c = NULL;
-    if (wick_ctx_new(m, &p, &c) != WICK_OK) printf("context: %s\n", wick_last_error());
+    if (wick_ctx_new(m, &p, &c) != WICK_OK) check_note("context: %s", wick_last_error());
     return c;
 }
 
@@ -137,17 +132,20 @@ static void sliding_window_cases(wick_model *m) {
     m->config.n_swa = W;
     int n_vocab = m->config.n_vocab, kvd = m->config.n_kv_heads * m->config.head_dim, sliding = 0;
     for (int l = 0; l < m->config.n_layers; l++) sliding += m->layers[l].sliding;
-    check(sliding == 5 && m->config.n_layers == 6, "gemma3: five sliding layers of six");
+    check(sliding == 5 && m->config.n_layers == 6, "context.gemma3.sliding-layers", "gemma3: five sliding layers of six");
     /* memory: each sliding layer holds W − 1 + n_batch positions, whatever the context */
     wick_ctx *ring = new_ctx(m, CTX, 32), *small = new_ctx(m, 256, 32), *whole = new_ctx(m, CTX, CTX), *one = new_ctx(m, CTX, 1);
-    if (!ring || !small || !whole || !one) { check(0, "contexts"); return; }
+    if (!ring || !small || !whole || !one) {
+        check(0, "context.gemma3.contexts", "contexts");
+        return;
+    }
     size_t row = 2 * (size_t)kvd * 2; /* K and V, F16 */
     snprintf(what, sizeof what, "KV cache of a 1024-token context: %zu bytes = 5 sliding layers x %d positions + 1 x 1024",
              wick_kv_bytes(ring), W - 1 + 32);
-    check(wick_kv_bytes(ring) == (5 * (size_t)(W - 1 + 32) + CTX) * row, what);
-    check(wick_kv_bytes(ring) - wick_kv_bytes(small) == (size_t)(CTX - 256) * row,
+    check(wick_kv_bytes(ring) == (5 * (size_t)(W - 1 + 32) + CTX) * row, "context.gemma3.kv-bytes", "%s", what);
+    check(wick_kv_bytes(ring) - wick_kv_bytes(small) == (size_t)(CTX - 256) * row, "context.gemma3.kv-growth",
           "from 256 to 1024 tokens of context only the full layer's cache grows");
-    check(wick_kv_bytes(whole) == 6 * (size_t)CTX * row, "a batch as large as the context keeps every position");
+    check(wick_kv_bytes(whole) == 6 * (size_t)CTX * row, "context.gemma3.whole-batch", "a batch as large as the context keeps every position");
     /* the ring wraps many times over 1000 tokens: the logits of every position equal those of
      * the cache that holds everything (batches of 32 against one batch), and decode's */
     int32_t *toks = malloc(N * sizeof *toks);
@@ -160,7 +158,7 @@ static void sliding_window_cases(wick_model *m) {
     for (int i = 0; ok && i < N && differ < 0; i++)
         if (memcmp(rows_ring + (size_t)i * n_vocab, wick_get_logits(whole, i), (size_t)n_vocab * sizeof(float))) differ = i;
     snprintf(what, sizeof what, "1000 tokens through rings of 63: every position's logits equal the whole cache's (first difference: %d)", differ);
-    check(ok && differ < 0, what);
+    check(ok && differ < 0, "context.gemma3.ring-logits", "%s", what);
     differ = -1;
     for (int i = 0; ok && i < N; i++) {
         ok = wick_eval(one, &toks[i], 1, 0) == WICK_OK;
@@ -168,10 +166,10 @@ static void sliding_window_cases(wick_model *m) {
             differ = i;
     }
     snprintf(what, sizeof what, "token by token through a ring of 32: the same logits bit for bit (first difference: %d)", differ);
-    check(ok && differ < 0, what);
+    check(ok && differ < 0, "context.gemma3.ring-decode", "%s", what);
 
     /* shift past the window (keep 1, drop 500): the sliding layers' layer-0 keys equal fresh ones */
-    check(wick_kv_shift(ring, 1, 500) == WICK_OK, "shift of 500 positions past the window accepted");
+    check(wick_kv_shift(ring, 1, 500) == WICK_OK, "context.gemma3.shift", "shift of 500 positions past the window accepted");
     int32_t kept[N];
     int n = 0;
     for (int i = 0; i < N; i++)
@@ -180,12 +178,12 @@ static void sliding_window_cases(wick_model *m) {
     ok = fresh && wick_eval(fresh, kept, n, 0) == WICK_OK;
     double d = ok ? key_difference(ring, fresh, n - (W - 1), n) : 1;
     snprintf(what, sizeof what, "the window's layer-0 keys after the shift equal fresh ones (max diff %.2e of max |k|)", d);
-    check(ok && d <= 2e-3, what);
+    check(ok && d <= 2e-3, "context.gemma3.shift-keys", "%s", what);
     /* a shift that needs kept positions the rings dropped long ago is refused, not wrong */
     check(wick_kv_shift(ring, 1, wick_n_past(ring) - 10) != WICK_OK && strstr(wick_last_error(), "sliding"),
-          "a shift whose window would need overwritten kept positions is refused with a message");
-    check(wick_kv_trim(ring, 100) != WICK_OK, "cutting back past what the rings hold is refused");
-    check(wick_kv_trim(ring, wick_n_past(ring) - 20) == WICK_OK, "cutting back within the ring's reach works");
+          "context.gemma3.shift-refused", "a shift whose window would need overwritten kept positions is refused with a message");
+    check(wick_kv_trim(ring, 100) != WICK_OK, "context.gemma3.trim-refused", "cutting back past what the rings hold is refused");
+    check(wick_kv_trim(ring, wick_n_past(ring) - 20) == WICK_OK, "context.gemma3.trim", "cutting back within the ring's reach works");
     wick_ctx_free(fresh);
 
     /* every layer sliding: then the dropped tokens are out of every window and the next token's
@@ -202,7 +200,7 @@ static void sliding_window_cases(wick_model *m) {
     ok = ok && wick_eval(fresh, kept, n + 1, 0) == WICK_OK;
     d = ok ? rel_rms(after, wick_get_logits(fresh, -1), n_vocab) : 1;
     snprintf(what, sizeof what, "all layers sliding: the next token's logits after the shift match a fresh evaluation (RMS/std %.2e)", d);
-    check(ok && d < 2e-3, what);
+    check(ok && d < 2e-3, "context.gemma3.all-sliding", "%s", what);
     wick_ctx_free(all);
     wick_ctx_free(fresh);
     for (int l = 0; l < m->config.n_layers; l++) m->layers[l].sliding = l % 6 < 5;
@@ -213,8 +211,7 @@ static void sliding_window_cases(wick_model *m) {
     int steps = 0, dropped = 0;
     ok = generate_through_shifts(m, 128, 64, 300, toks, 70, &steps, &dropped);
     snprintf(what, sizeof what, "generation past a full 128-token context with a 48-position ring: %d tokens, %d dropped", steps, dropped);
-    check(ok && steps == 300 && dropped > 0, what);
-    if (!ok) printf("  %s\n", wick_last_error());
+    check(ok && steps == 300 && dropped > 0, "context.gemma3.generation", "%s%s%s", what, ok ? "" : ": ", ok ? "" : wick_last_error());
     wick_ctx_free(ring);
     wick_ctx_free(small);
     wick_ctx_free(whole);
@@ -231,7 +228,10 @@ static void gemma4_cases(wick_model *m) {
     char what[200];
     int n_shared = 0, w = m->config.n_swa;
     wick_ctx *c = new_ctx(m, CTX, 32), *fresh = new_ctx(m, CTX, 32);
-    if (!c || !fresh) { check(0, "gemma4 contexts"); return; }
+    if (!c || !fresh) {
+        check(0, "context.gemma4.contexts", "gemma4 contexts");
+        return;
+    }
     size_t expect = 0;
     for (int l = 0; l < m->config.n_layers; l++) {
         if (m->layers[l].kv_layer != l) {
@@ -242,7 +242,7 @@ static void gemma4_cases(wick_model *m) {
         expect += (size_t)slots * (size_t)kv_dim(model_layer_config(m, l)) * 2 * 2; /* K and V, F16 */
     }
     snprintf(what, sizeof what, "gemma4: a KV cache of %zu bytes, none for its %d KV-shared layers", wick_kv_bytes(c), n_shared);
-    check(n_shared > 0 && wick_kv_bytes(c) == expect, what);
+    check(n_shared > 0 && wick_kv_bytes(c) == expect, "context.gemma4.kv-bytes", "%s", what);
     int32_t toks[N], kept[N];
     int n = 0;
     for (int i = 0; i < N; i++) toks[i] = token_at(i);
@@ -251,20 +251,20 @@ static void gemma4_cases(wick_model *m) {
     int ok = wick_eval(c, toks, N, 0) == WICK_OK && wick_kv_shift(c, KEEP, DROP) == WICK_OK && wick_eval(fresh, kept, n, 0) == WICK_OK;
     double d = ok ? key_difference(c, fresh, n - (w - 1), n) : 1;
     snprintf(what, sizeof what, "gemma4: the window's layer-0 keys after a shift equal fresh ones (max diff %.2e of max |k|)", d);
-    check(ok && d <= 2e-3, what);
+    check(ok && d <= 2e-3, "context.gemma4.shift-keys", "%s", what);
     int32_t next = 42;
     ok = ok && wick_eval(c, &next, 1, 0) == WICK_OK;
     const float *l = ok ? wick_get_logits(c, -1) : NULL;
     int finite = l != NULL;
     for (int i = 0; finite && i < m->config.n_vocab; i++) finite = isfinite(l[i]);
-    check(finite, "gemma4: after the shift the next token evaluates to finite logits");
+    check(finite, "context.gemma4.finite", "gemma4: after the shift the next token evaluates to finite logits");
     wick_ctx_free(c);
     wick_ctx_free(fresh);
     /* generation through shifts: a 64-token context keeping 8 */
     int steps = 0, dropped = 0;
     ok = generate_through_shifts(m, 64, 8, 150, toks, 20, &steps, &dropped);
     snprintf(what, sizeof what, "gemma4: generation past a full 64-token context: %d tokens, %d dropped", steps, dropped);
-    check(ok && steps == 150 && dropped > 0, what);
+    check(ok && steps == 150 && dropped > 0, "context.gemma4.generation", "%s", what);
 }
 
 /* Carries out an external context's operations on a CPU context (the role the WebGPU backend
@@ -312,27 +312,27 @@ static void external_case(wick_model *m) {
     wick_ctx_free(cpu);
 
     wick_ctx *ext = NULL, *backend = new_ctx(m, 128, 0);
-    check(wick_ctx_new_external(m, 128, &ext) == WICK_OK && wick_n_ctx(ext) == 128, "an external context of 128 positions");
+    check(wick_ctx_new_external(m, 128, &ext) == WICK_OK && wick_n_ctx(ext) == 128, "context.external.new", "an external context of 128 positions");
     wick_gen_new(ext, &g);
     wick_gen_set(g, "temperature", 0);
     wick_gen_set(g, "max_tokens", 40);
     ok = wick_gen_start(g, prompt, np) == WICK_OK;
-    check(ok && wick_get_logits(ext, -1) == NULL, "after the start the logits wait for the outside pass");
+    check(ok && wick_get_logits(ext, -1) == NULL, "context.external.logits-wait", "after the start the logits wait for the outside pass");
     int first = run_external_ops(ext, backend, NULL), n_got = 0, steps_ok = 1;
-    check(first == np, "the start asks for the prompt as one evaluation");
+    check(first == np, "context.external.start", "the start asks for the prompt as one evaluation");
     while (ok && !wick_gen_finish(g) && wick_gen_next(g) == WICK_OK) {
         got[n_got++] = wick_gen_token(g);
         int e = run_external_ops(ext, backend, NULL);
         if (e != (wick_gen_finish(g) ? 0 : 1)) steps_ok = 0;
     }
-    check(steps_ok, "each step asks for the drawn token, the last (finished) one for nothing");
-    check(n_got == n_ref && n_got == 40 && !memcmp(got, ref, sizeof ref), "greedy tokens through the external context equal the CPU generator's");
+    check(steps_ok, "context.external.steps", "each step asks for the drawn token, the last (finished) one for nothing");
+    check(n_got == n_ref && n_got == 40 && !memcmp(got, ref, sizeof ref), "context.external.greedy", "greedy tokens through the external context equal the CPU generator's");
     wick_gen_free(g);
     wick_ctx_free(ext);
     wick_ctx_free(backend);
 
     /* a context of 24: full after 19 generated tokens; the external one evaluates again */
-    check(wick_ctx_new_external(m, 24, &ext) == WICK_OK, "an external context of 24 positions");
+    check(wick_ctx_new_external(m, 24, &ext) == WICK_OK, "context.external.new24", "an external context of 24 positions");
     backend = new_ctx(m, 24, 0);
     wick_gen_new(ext, &g);
     wick_gen_set(g, "temperature", 0);
@@ -345,8 +345,8 @@ static void external_case(wick_model *m) {
         reevaluated += wick_gen_reevaluated(g);
         if (run_external_ops(ext, backend, &trimmed) < 0) ok = 0;
     }
-    check(ok && generated == 30 && reevaluated > 0 && trimmed, "a full external context is evaluated again (trimmed, kept tokens once more), generation goes on");
-    check(wick_kv_shift(ext, 1, 4) != WICK_OK, "an external context refuses a shift");
+    check(ok && generated == 30 && reevaluated > 0 && trimmed, "context.external.reevaluated", "a full external context is evaluated again (trimmed, kept tokens once more), generation goes on");
+    check(wick_kv_shift(ext, 1, 4) != WICK_OK, "context.external.no-shift", "an external context refuses a shift");
     wick_gen_free(g);
     wick_ctx_free(ext);
     wick_ctx_free(backend);
@@ -354,78 +354,76 @@ static void external_case(wick_model *m) {
 
 /* One failure: the call returned want, and the last error (and the context's own, when given)
  * holds text. */
-static void check_status(wick_status got, wick_status want, const wick_ctx *c, const char *text, const char *what) {
+static void check_status(wick_status got, wick_status want, const wick_ctx *c, const char *text, const char *id, const char *what) {
     char line[512];
     int same_text = strstr(wick_last_error(), text) != NULL && (!c || strcmp(wick_ctx_last_error(c), wick_last_error()) == 0);
     snprintf(line, sizeof line, "status %d (want %d) %s: %s", got, want, what, wick_last_error());
-    check(got == want && same_text, line);
+    check(got == want && same_text, id, "%s", line);
 }
 
 /* Each WICK_ERR_* code comes from the failure itself, not from its message: provoked here one by
  * one, with the code and the text checked, and a context's message kept apart from another's. */
 static void status_cases(wick_model *m) {
     wick_model *none = NULL;
-    check_status(wick_model_load_gguf(NULL, 0, &none), WICK_ERR_INVALID_ARG, NULL, "NULL argument", "a NULL buffer");
+    check_status(wick_model_load_gguf(NULL, 0, &none), WICK_ERR_INVALID_ARG, NULL, "NULL argument", "context.status.null-buffer", "a NULL buffer");
     static const uint8_t bad_magic[24] = "GGUX";
     check_status(wick_model_load_gguf(bad_magic, sizeof bad_magic, &none), WICK_ERR_FORMAT, NULL, "not a GGUF file (bad magic)",
-                 "a file that is not GGUF");
+                 "context.status.not-gguf", "a file that is not GGUF");
     static const uint8_t version4[24] = {'G', 'G', 'U', 'F', 4};
     check_status(wick_model_load_gguf(version4, sizeof version4, &none), WICK_ERR_UNSUPPORTED, NULL,
-                 "GGUF version 4 not supported", "GGUF version 4");
-    check(none == NULL, "no model is made by a failed load");
+                 "GGUF version 4 not supported", "context.status.gguf-version", "GGUF version 4");
+    check(none == NULL, "context.status.no-model", "no model is made by a failed load");
     wick_ctx_params p;
     wick_ctx_default_params(&p);
     p.kv_type = 7;
     wick_ctx *c = NULL;
-    check_status(wick_ctx_new(m, &p, &c), WICK_ERR_INVALID_ARG, NULL, "KV cache type 7 unknown", "an unknown KV type");
+    check_status(wick_ctx_new(m, &p, &c), WICK_ERR_INVALID_ARG, NULL, "KV cache type 7 unknown", "context.status.kv-type", "an unknown KV type");
     /* 4M positions of F32 keys: a cache above 2 GiB, refused before any allocation */
     p.kv_type = WICK_KV_F32;
     p.n_ctx = 1 << 22;
-    check_status(wick_ctx_new(m, &p, &c), WICK_ERR_NOMEM, NULL, "too large for this build", "a KV cache of 2 x 2.5 GiB");
-    check(c == NULL, "no context is made by a failed wick_ctx_new");
+    check_status(wick_ctx_new(m, &p, &c), WICK_ERR_NOMEM, NULL, "too large for this build", "context.status.kv-too-large", "a KV cache of 2 x 2.5 GiB");
+    check(c == NULL, "context.status.no-context", "no context is made by a failed wick_ctx_new");
     wick_ctx *a = new_ctx(m, 8, 8), *b = new_ctx(m, 8, 8);
     if (!a || !b) {
-        check(0, "two contexts");
+        check(0, "context.status.contexts", "two contexts");
         wick_ctx_free(a);
         wick_ctx_free(b);
         return;
     }
     int32_t toks[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, out_of_range = 1 << 20;
-    check_status(wick_eval(a, toks, 9, 0), WICK_ERR_CONTEXT_FULL, a, "do not fit in the context", "9 tokens in 8 positions");
-    check_status(wick_eval(a, &out_of_range, 1, 0), WICK_ERR_INVALID_ARG, a, "out of range", "a token outside the vocabulary");
-    check_status(wick_kv_shift(a, 0, 5), WICK_ERR_INVALID_ARG, a, "cannot drop 5 positions after 0 of 0", "a shift past the end");
-    check(wick_ctx_last_error(b)[0] == 0, "another context's message stays empty");
-    check(wick_eval(b, toks, 2, 0) == WICK_OK && wick_last_error()[0] == 0, "a success clears the last error");
-    check(strstr(wick_ctx_last_error(a), "cannot drop") != NULL, "the failed context keeps its message");
-    check(wick_eval(a, toks, 2, 0) == WICK_OK && wick_ctx_last_error(a)[0] == 0, "a success clears the context's message");
+    check_status(wick_eval(a, toks, 9, 0), WICK_ERR_CONTEXT_FULL, a, "do not fit in the context", "context.status.context-full", "9 tokens in 8 positions");
+    check_status(wick_eval(a, &out_of_range, 1, 0), WICK_ERR_INVALID_ARG, a, "out of range", "context.status.token-range", "a token outside the vocabulary");
+    check_status(wick_kv_shift(a, 0, 5), WICK_ERR_INVALID_ARG, a, "cannot drop 5 positions after 0 of 0", "context.status.shift-past-end", "a shift past the end");
+    check(wick_ctx_last_error(b)[0] == 0, "context.status.other-context", "another context's message stays empty");
+    check(wick_eval(b, toks, 2, 0) == WICK_OK && wick_last_error()[0] == 0, "context.status.success-clears", "a success clears the last error");
+    check(strstr(wick_ctx_last_error(a), "cannot drop") != NULL, "context.status.kept", "the failed context keeps its message");
+    check(wick_eval(a, toks, 2, 0) == WICK_OK && wick_ctx_last_error(a)[0] == 0, "context.status.success-clears-context",
+          "a success clears the context's message");
     wick_ctx_free(a);
     wick_ctx_free(b);
 }
 
-static unsigned char *read_file(const char *path, long *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    *n = ftell(f);
-    rewind(f);
-    unsigned char *buf = malloc((size_t)*n);
-    if (buf && fread(buf, 1, (size_t)*n, f) != (size_t)*n) { free(buf); buf = NULL; }
-    fclose(f);
-    return buf;
+/* reads and loads the model file at path: the checks context.NAME.read and context.NAME.load */
+static wick_model *load(const char *path, const char *name, unsigned char **buf) {
+    size_t n;
+    wick_model *m = NULL;
+    *buf = check_read(check_id("context.%s.read", name), path, &n);
+    if (!*buf) return NULL;
+    bool loaded = wick_model_load_gguf(*buf, n, &m) == WICK_OK;
+    if (!check(loaded, check_id("context.%s.load", name), "%s: %s", path, loaded ? "loads" : wick_last_error())) {
+        free(*buf);
+        *buf = NULL;
+        return NULL;
+    }
+    return m;
 }
 
 /* The cases of one family on the file at path, which must be of that architecture. */
 static void family_cases(const char *path, const char *arch, void (*cases)(wick_model *)) {
-    long n;
-    unsigned char *buf = read_file(path, &n);
-    wick_model *m;
-    char what[200];
-    if (!buf || wick_model_load_gguf(buf, (size_t)n, &m) != WICK_OK) {
-        snprintf(what, sizeof what, "%s: %s", path, buf ? wick_last_error() : "cannot open");
-        check(0, what);
-    } else {
-        snprintf(what, sizeof what, "%s is a %s model", path, arch);
-        check(strcmp(m->config.arch, arch) == 0, what);
+    unsigned char *buf;
+    wick_model *m = load(path, arch, &buf);
+    if (m) {
+        check(strcmp(m->config.arch, arch) == 0, check_id("context.%s.arch", arch), "%s is a %s model", path, arch);
         cases(m);
         wick_model_free(m);
     }
@@ -434,11 +432,9 @@ static void family_cases(const char *path, const char *arch, void (*cases)(wick_
 
 int main(int argc, char **argv) {
     const char *path = argc > 1 ? argv[1] : "../shared/models/stories260K.gguf";
-    long n;
-    unsigned char *buf = read_file(path, &n);
-    if (!buf) { printf("cannot open %s\n0 passed, 1 failed\n", path); return 1; }
-    wick_model *m;
-    if (wick_model_load_gguf(buf, (size_t)n, &m) != WICK_OK) { printf("%s\n0 passed, 1 failed\n", wick_last_error()); return 1; }
+    unsigned char *buf;
+    wick_model *m = load(path, "model", &buf);
+    if (!m) return check_summary();
     shift_case(m, WICK_KV_F32, 1, 29, 1e-5);
     shift_case(m, WICK_KV_F32, 4, 7, 1e-5);
     shift_case(m, WICK_KV_F16, 1, 29, 2e-3); /* keys re-rounded to F16 after the rotation */
@@ -448,6 +444,5 @@ int main(int argc, char **argv) {
     free(buf);
     if (argc > 2) family_cases(argv[2], "gemma3", sliding_window_cases);
     if (argc > 3) family_cases(argv[3], "gemma4", gemma4_cases);
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return check_summary();
 }

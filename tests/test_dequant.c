@@ -6,31 +6,16 @@
  * llama.cpp-made blocks.
  *
  * Usage: test_dequant [directory]   (default ../shared/models/mini)
- * Prints one line per check and ends with "N passed, M failed"; exits non-zero on failure. */
+ * Every file named below must be there: a missing one fails (its "dequant.FILE.read" check).
+ * Output and exit status: tests/check.h. */
 #include "gguf.h"
 #include "quant.h"
+#include "check.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int n_passed, n_failed;
-
-static void check(int ok, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    printf("%s ", ok ? "ok  " : "FAIL");
-    vprintf(fmt, ap);
-    printf("\n");
-    va_end(ap);
-    if (ok)
-        n_passed++;
-    else
-        n_failed++;
-}
 
 /* Relative RMS error bounds per tensor type, about 1.5x what these files measure (random
  * normal-like weights; see the numbers each run prints). */
@@ -55,24 +40,18 @@ typedef struct {
     gguf_file g;
 } model_file;
 
-static int load(model_file *m, const char *path)
+/* reads and opens dir/file: the checks dequant.FILE.read and dequant.FILE.gguf */
+static int load(model_file *m, const char *dir, const char *file)
 {
     errmsg err = {0};
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
+    char path[1024];
+    size_t size;
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    m->buf = check_read(check_id("dequant.%s.read", file), path, &size);
+    if (m->buf == NULL)
         return -1;
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    m->buf = size > 0 ? malloc((size_t)size) : NULL;
-    if (m->buf == NULL || fread(m->buf, 1, (size_t)size, f) != (size_t)size) {
-        fclose(f);
-        free(m->buf);
-        return -1;
-    }
-    fclose(f);
-    if (gguf_open(&m->g, m->buf, (size_t)size, &err) != 0) {
-        check(0, "%s: %s", path, err.text);
+    if (!check(gguf_open(&m->g, m->buf, size, &err) == 0, check_id("dequant.%s.gguf", file), "%s: %s", path,
+               err.text[0] ? err.text : "a GGUF file")) {
         free(m->buf);
         return -1;
     }
@@ -125,7 +104,7 @@ static void check_rows_dot(const char *file, const char *name, const quant_type 
         if (err > worst)
             worst = err;
     }
-    check(worst <= 1e-5, "%s %s (%s): vec_dot simd vs ref on %d rows, worst |diff|/sum|w*a| %.1e",
+    check(worst <= 1e-5, check_id("dequant.%s.%s.vec_dot", file, name), "%s %s (%s): vec_dot simd vs ref on %d rows, worst |diff|/sum|w*a| %.1e",
           file, name, qt->name, rows, worst);
     free(x);
     free(wf);
@@ -135,17 +114,12 @@ static void check_rows_dot(const char *file, const char *name, const quant_type 
 /* compares every tensor of `file` that the F32 file also has */
 static void check_file(const char *dir, const char *file, const model_file *ref, const char **required)
 {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", dir, file);
     model_file m;
-    if (load(&m, path) != 0) {
-        printf("skip %s: not found or unreadable\n", path);
+    if (load(&m, dir, file) != 0)
         return;
-    }
     for (const char **r = required; *r; r++) {
         const gguf_tensor *a = gguf_find_tensor(&m.g, *r), *b = gguf_find_tensor(&ref->g, *r);
-        if (b != NULL)
-            check(a != NULL, "%s has %s", file, *r);
+        check(a != NULL && b != NULL, check_id("dequant.%s.has.%s", file, *r), "%s has %s (and so has the F32 file)", file, *r);
     }
     for (uint64_t k = 0; k < m.g.n_tensors; k++) {
         const gguf_tensor *t = &m.g.tensors[k];
@@ -157,7 +131,7 @@ static void check_file(const char *dir, const char *file, const model_file *ref,
         const quant_type *qt = quant_get(t->type);
         uint64_t n = n_elements(t);
         if (qt == NULL || n != n_elements(t32) || t->ne[0] != t32->ne[0]) {
-            check(0, "%s %s: type %u / shape differs from the F32 file", file, name, t->type);
+            check(0, check_id("dequant.%s.%s.shape", file, name), "%s %s: type %u / shape differs from the F32 file", file, name, t->type);
             continue;
         }
         if (t->type == WICK_TYPE_F32)
@@ -171,7 +145,8 @@ static void check_file(const char *dir, const char *file, const model_file *ref,
             sum += (double)orig[i] * orig[i];
         }
         double rel = sqrt(err / (sum > 0 ? sum : 1)), bound = error_bound(t->type);
-        check(rel <= bound, "%s %-22s %-6s relative RMS error %.4f (bound %.4f)", file, name, qt->name, rel, bound);
+        check(rel <= bound, check_id("dequant.%s.%s.to_float", file, name), "%s %-22s %-6s relative RMS error %.4f (bound %.4f)", file, name,
+              qt->name, rel, bound);
         free(deq);
         check_rows_dot(file, name, qt, t);
     }
@@ -192,17 +167,12 @@ int main(int argc, char **argv)
         { "mini-f32.gguf", llama_files }, { "mini-qwen2-f32.gguf", qwen2_files },
     };
     for (size_t f = 0; f < sizeof families / sizeof families[0]; f++) {
-        char path[1024];
-        snprintf(path, sizeof path, "%s/%s", dir, families[f].ref);
         model_file ref;
-        if (load(&ref, path) != 0) {
-            check(0, "cannot read the F32 reference %s", path);
+        if (load(&ref, dir, families[f].ref) != 0)
             continue;
-        }
         for (const char **file = families[f].files; *file; file++)
             check_file(dir, *file, &ref, required);
         unload(&ref);
     }
-    printf("%d passed, %d failed\n", n_passed, n_failed);
-    return n_failed != 0 || n_passed == 0;
+    return check_summary();
 }

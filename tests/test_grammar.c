@@ -8,7 +8,8 @@
  *
  *   test_grammar tests/grammar-cases.json [directory of .gbnf files]
  *
- * Prints one line per check, then "N passed, M failed"; exits non-zero on a failure. */
+ * Output and exit status: tests/check.h. */
+#include "check.h"
 #include "grammar.h"
 
 #include <dirent.h>
@@ -16,15 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int n_passed, n_failed;
-
-static void check(bool ok, const char *fmt, const char *what) {
-    printf("%s: ", ok ? "ok  " : "FAIL");
-    printf(fmt, what);
-    printf("\n");
-    if (ok) n_passed++;
-    else n_failed++;
-}
 
 /* ---- a small JSON reader: enough for the cases file ---- */
 
@@ -139,19 +131,6 @@ static const jval *jget(const jval *o, const char *key) {
     return NULL;
 }
 
-static char *read_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    if (fread(buf, 1, (size_t)n, f) != (size_t)n) { fclose(f); free(buf); return NULL; }
-    fclose(f);
-    buf[n] = 0;
-    *len = (size_t)n;
-    return buf;
-}
 
 /* ---- matching an input ---- */
 
@@ -204,14 +183,15 @@ static void describe(const jval *input, char *out, size_t out_len) {
         if (out[i] == '\n') out[i] = ' ';
 }
 
-static void run_case(const jval *c) {
+/* the checks grammar.case.I.WHAT.build (on a failure), .matches.J and .rejects.J */
+static void run_case(int index, const jval *c) {
     const jval *what = jget(c, "what"), *text = jget(c, "text");
     errmsg err = {0};
     char label[700];
     wick_grammar *g;
     if (grammar_parse(text->str, text->str_len, "root", &g, &err)) {
         snprintf(label, sizeof label, "%.80s: builds (%.400s)", what->str, err.text);
-        check(false, "%s", label);
+        check(false, check_id("grammar.case.%d.%s.build", index, check_slug(what->str)), "%s", label);
         return;
     }
     grammar_matcher *m = grammar_matcher_new(g);
@@ -227,7 +207,7 @@ static void run_case(const jval *c) {
                 ok = ok && matches(m, &list->items[i], FEED_BYTES, 1) == (bool)pass &&
                      matches(m, &list->items[i], FEED_BYTES, 3) == (bool)pass;
             snprintf(label, sizeof label, "%.80s: %s \"%s\"", what->str, pass ? "matches" : "rejects", shown);
-            check(ok, "%s", label);
+            check(ok, check_id("grammar.case.%d.%s.%s.%d", index, check_slug(what->str), pass ? "matches" : "rejects", i), "%s", label);
         }
     }
     grammar_matcher_free(m);
@@ -241,14 +221,14 @@ static void expect_error(const char *text, const char *root, const char *expecte
     int rc = grammar_parse(text, strlen(text), root, &g, &err);
     if (rc == 0) grammar_free(g);
     snprintf(label, sizeof label, "refused with \"%s\" (got \"%s\")", expected, rc ? err.text : "no error");
-    check(rc != 0 && strstr(err.text, expected) != NULL, "%s", label);
+    check(rc != 0 && strstr(err.text, expected) != NULL, check_id("grammar.error.%s", check_slug(expected)), "%s", label);
 }
 
 static bool match_text(const char *grammar, const char *text) {
     errmsg err = {0};
     wick_grammar *g;
     if (grammar_parse(grammar, strlen(grammar), NULL, &g, &err)) {
-        printf("     (%s)\n", err.text);
+        check_note("(%s)", err.text);
         return false;
     }
     grammar_matcher *m = grammar_matcher_new(g);
@@ -273,15 +253,15 @@ static void own_checks(void) {
     expect_error("root ::= x\nx ::= x \"a\" | \"b\"\n", NULL, "left recursion: rule 'x'");
     expect_error("", NULL, "no rules");
     /* escapes, classes, repetition, UTF-8 */
-    check(match_text("root ::= \"\\x41\\u00e9\\U0001F600\"", "A\xC3\xA9\xF0\x9F\x98\x80"), "%s", "\\x \\u \\U escapes");
-    check(match_text("root ::= [^a-c]{2} [\\u0400-\\u04FF]+", "d\xE2\x82\xAC\xD0\x96\xD0\xAF"), "%s", "negated class over multi-byte characters, then a Cyrillic range");
-    check(!match_text("root ::= [^a-c]{2}", "dab"), "%s", "negated class refuses a member");
-    check(match_text("root ::= (\"ab\" | \"c\"){2,3} # comment\n", "abcab"), "%s", "group repeated {2,3}, comment at the end");
-    check(!match_text("root ::= (\"ab\" | \"c\"){2,3}", "ababab" "c"), "%s", "group repeated more than 3 times refused");
-    check(match_text("root ::=\n  \"x\" |\n  \"y\"\n", "y"), "%s", "newline after '::=' and after '|'");
-    check(match_text("root ::= .+", "\xE6\x97\xA5\xE6\x9C\xAC"), "%s", "'.' takes whole characters");
-    check(!match_text("root ::= \"a\"", "\xC3"), "%s", "an unfinished character is not complete");
-    check(!match_text("root ::= .", "\xC0\x80"), "%s", "an overlong encoding is refused");
+    check(match_text("root ::= \"\\x41\\u00e9\\U0001F600\"", "A\xC3\xA9\xF0\x9F\x98\x80"), "grammar.own.escapes", "\\x \\u \\U escapes");
+    check(match_text("root ::= [^a-c]{2} [\\u0400-\\u04FF]+", "d\xE2\x82\xAC\xD0\x96\xD0\xAF"), "grammar.own.negated-class-utf8", "negated class over multi-byte characters, then a Cyrillic range");
+    check(!match_text("root ::= [^a-c]{2}", "dab"), "grammar.own.negated-class-refuses", "negated class refuses a member");
+    check(match_text("root ::= (\"ab\" | \"c\"){2,3} # comment\n", "abcab"), "grammar.own.group-repeated", "group repeated {2,3}, comment at the end");
+    check(!match_text("root ::= (\"ab\" | \"c\"){2,3}", "ababab" "c"), "grammar.own.group-repeated-too-often", "group repeated more than 3 times refused");
+    check(match_text("root ::=\n  \"x\" |\n  \"y\"\n", "y"), "grammar.own.newlines", "newline after '::=' and after '|'");
+    check(match_text("root ::= .+", "\xE6\x97\xA5\xE6\x9C\xAC"), "grammar.own.dot-characters", "'.' takes whole characters");
+    check(!match_text("root ::= \"a\"", "\xC3"), "grammar.own.unfinished-character", "an unfinished character is not complete");
+    check(!match_text("root ::= .", "\xC0\x80"), "grammar.own.overlong", "an overlong encoding is refused");
     {
         errmsg err = {0};
         wick_grammar *g;
@@ -292,7 +272,7 @@ static void own_checks(void) {
         bool ok = m && !grammar_matcher_fits(m, -1, "\xF0\x80", 2) && !grammar_matcher_fits(m, -1, "\xE0\x80", 2) &&
                   !grammar_matcher_fits(m, -1, "\xED\xA0", 2) && !grammar_matcher_fits(m, -1, "\xF4\x90", 2) &&
                   grammar_matcher_fits(m, -1, "\xF0\x90", 2) && grammar_matcher_fits(m, -1, "\xED\x9F", 2);
-        check(ok, "%s", "a partial character that no valid character begins with is refused at once");
+        check(ok, "grammar.own.invalid-partial-character", "a partial character that no valid character begins with is refused at once");
         grammar_matcher_free(m);
         if (built) grammar_free(g);
     }
@@ -309,7 +289,7 @@ static void own_checks(void) {
                   && !grammar_matcher_fits(m, -1, "\x80", 1)        /* U+00C0 is below the class */
                   && grammar_matcher_accept(m, -1, "\xA9!", 2) == 1 && grammar_matcher_complete(m)
                   && !grammar_matcher_can_continue(m);
-        check(ok, "%s", "a token that ends inside a character is checked against what can complete it");
+        check(ok, "grammar.own.token-inside-character", "a token that ends inside a character is checked against what can complete it");
         grammar_matcher_free(m);
         if (built) grammar_free(g);
     }
@@ -326,7 +306,7 @@ static void own_checks(void) {
             char one = (char)b;
             if (grammar_matcher_fits(m, -1, &one, 1) && !mask[b]) ok = false;
         }
-        check(ok && !mask['d'] && mask['a'] && mask[0xC3], "%s", "first-byte filter is conservative and excludes what cannot start");
+        check(ok && !mask['d'] && mask['a'] && mask[0xC3], "grammar.own.first-bytes", "first-byte filter is conservative and excludes what cannot start");
         grammar_matcher_free(m);
         if (built) grammar_free(g);
     }
@@ -334,7 +314,7 @@ static void own_checks(void) {
 
 static void gbnf_dir(const char *dir) {
     DIR *d = opendir(dir);
-    check(d != NULL, "opens the grammars directory %s", dir);
+    check(d != NULL, "grammar.gbnf.directory", "opens the grammars directory %s", dir);
     if (!d) return;
     struct dirent *e;
     int n = 0;
@@ -345,11 +325,11 @@ static void gbnf_dir(const char *dir) {
         char path[4096], label[1200];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         size_t len;
-        char *text = read_file(path, &len);
+        char *text = check_read(check_id("grammar.gbnf.%s.read", e->d_name), path, &len);
         wick_grammar *g = NULL;
         int rc = text ? grammar_parse(text, len, NULL, &g, &err) : -1;
         snprintf(label, sizeof label, "%s parses (%d rules)%s%s", e->d_name, rc ? 0 : grammar_n_rules(g), rc ? ": " : "", rc ? err.text : "");
-        check(rc == 0, "%s", label);
+        check(rc == 0, check_id("grammar.gbnf.%s", e->d_name), "%s", label);
         if (rc == 0 && !strcmp(e->d_name, "json.gbnf")) {
             grammar_matcher *m = grammar_matcher_new(g);
             const char *good = "{\"a\": [1, -2.5e3, \"x\\u00e9\xC3\xA9\"], \"b\": {\"c\": null, \"d\": true}}";
@@ -357,7 +337,7 @@ static void gbnf_dir(const char *dir) {
             bool ok_good = grammar_matcher_accept(m, -1, good, strlen(good)) == 1 && grammar_matcher_complete(m);
             grammar_matcher_reset(m);
             bool ok_bad = grammar_matcher_accept(m, -1, bad, strlen(bad)) == 1;
-            check(ok_good && !ok_bad, "%s", "json.gbnf takes a nested object and refuses a trailing comma");
+            check(ok_good && !ok_bad, "grammar.gbnf.json-object", "json.gbnf takes a nested object and refuses a trailing comma");
             grammar_matcher_free(m);
         }
         grammar_free(g);
@@ -365,7 +345,7 @@ static void gbnf_dir(const char *dir) {
         n++;
     }
     closedir(d);
-    check(n >= 5, "%s", "the directory holds llama.cpp's grammars");
+    check(n >= 5, "grammar.gbnf.count", "the directory holds llama.cpp's grammars");
 }
 
 int main(int argc, char **argv) {
@@ -374,15 +354,12 @@ int main(int argc, char **argv) {
         return 2;
     }
     size_t len;
-    char *text = read_file(argv[1], &len);
-    if (!text) {
-        fprintf(stderr, "cannot read %s\n", argv[1]);
-        return 2;
-    }
+    char *text = check_read("grammar.cases.read", argv[1], &len);
+    if (!text) return check_summary();
     jp = text;
     jval root = jvalue();
     const jval *grammars = jget(&root, "grammars");
-    for (int i = 0; i < grammars->n; i++) run_case(&grammars->items[i]);
+    for (int i = 0; i < grammars->n; i++) run_case(i, &grammars->items[i]);
     const jval *failures = jget(&root, "build_failures"), *successes = jget(&root, "build_successes");
     for (int i = 0; i < failures->n; i++) {
         const jval *c = &failures->items[i];
@@ -393,7 +370,7 @@ int main(int argc, char **argv) {
         int rc = grammar_parse(gr->str, gr->str_len, jget(c, "root")->str, &g, &err);
         if (rc == 0) grammar_free(g);
         snprintf(label, sizeof label, "refuses to build (%s): %s", jget(c, "what")->str, rc ? err.text : "built");
-        check(rc != 0, "%s", label);
+        check(rc != 0, check_id("grammar.build-failure.%d.%s", i, check_slug(jget(c, "what")->str)), "%s", label);
     }
     for (int i = 0; i < successes->n; i++) {
         const jval *c = &successes->items[i];
@@ -404,12 +381,11 @@ int main(int argc, char **argv) {
         int rc = grammar_parse(gr->str, gr->str_len, jget(c, "root")->str, &g, &err);
         if (rc == 0) grammar_free(g);
         snprintf(label, sizeof label, "builds (%s)%s", jget(c, "what")->str, rc ? err.text : "");
-        check(rc == 0, "%s", label);
+        check(rc == 0, check_id("grammar.build-success.%d.%s", i, check_slug(jget(c, "what")->str)), "%s", label);
     }
     own_checks();
     if (argc > 2) gbnf_dir(argv[2]);
     jfree(&root);
     free(text);
-    printf("%d passed, %d failed\n", n_passed, n_failed);
-    return n_failed ? 1 : 0;
+    return check_summary();
 }

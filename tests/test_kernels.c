@@ -3,31 +3,15 @@
  * to many), the reference
  * against the dot product of the dequantized rows, the to_float∘from_float round trip, the type
  * table, the f16 / bf16 conversions at their edges, and the gemm tile kernels: every tile shape
- * and place against the reference and against gemm's own 1×1 result for the same element. Prints one line per check and ends with
- * "N passed, M failed"; exits non-zero on failure. */
+ * and place against the reference and against gemm's own 1×1 result for the same element. Output and
+ * exit status: tests/check.h. */
 #include "quant.h"
+#include "check.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int n_passed, n_failed;
-
-static void check(int ok, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    printf("%s ", ok ? "ok  " : "FAIL");
-    vprintf(fmt, ap);
-    printf("\n");
-    va_end(ap);
-    if (ok)
-        n_passed++;
-    else
-        n_failed++;
-}
 
 /* xorshift64*: deterministic, the same stream natively and in wasm */
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
@@ -203,12 +187,15 @@ static void test_dot(const quant_type *t, int random_blocks)
         double err_dot = fabs((double)dot - ref) / (mag > 0 ? mag : 1);
         double err_ref = fabs((double)ref - exact) / (mag > 0 ? mag : 1);
         int bitwise = gemm_matches_ref_bitwise(t->type);
-        check(bits_of(dot) == bits_of(tile), "%-6s vec_dot %-13s n=%-5d is gemm's 1x1 tile bit for bit: %.9g %.9g",
-              t->name, source, n, dot, tile);
+        const char *src_id = random_blocks ? "random" : "from_float";
+        check(bits_of(dot) == bits_of(tile), check_id("kernels.%s.vec_dot_tile.%s.%d-n%d", t->name, src_id, k, n),
+              "%-6s vec_dot %-13s n=%-5d is gemm's 1x1 tile bit for bit: %.9g %.9g", t->name, source, n, dot, tile);
         check(err_dot <= tol_dot && isfinite(dot) && (!bitwise || bits_of(dot) == bits_of(ref)),
+              check_id("kernels.%s.vec_dot.%s.%d-n%d", t->name, src_id, k, n),
               "%-6s vec_dot %-13s n=%-5d dot %-13.7g ref %-13.7g |diff|/sum|w*a| %.1e%s", t->name, source, n,
               dot, ref, err_dot, bitwise ? " (bit for bit)" : "");
-        check(err_ref <= tol_ref, "%-6s vec_dot_ref %-13s n=%-5d ref %-13.7g dequantized %-13.7g rel %.1e",
+        check(err_ref <= tol_ref, check_id("kernels.%s.vec_dot_ref.%s.%d-n%d", t->name, src_id, k, n),
+              "%-6s vec_dot_ref %-13s n=%-5d ref %-13.7g dequantized %-13.7g rel %.1e",
               t->name, source, n, ref, exact, err_ref);
         free(wbuf);
         free(a);
@@ -283,7 +270,7 @@ static void test_gemm(const quant_type *t)
                     tiles++;
                     bad_tiles += !ok;
                 }
-        check(bad_tiles == 0, "%-6s gemm n=%-5d %d tiles (nr 1..%d x nt 1..%d, two corners): each output is its 1x1 value%s (%d wrong)",
+        check(bad_tiles == 0, check_id("kernels.%s.gemm.n%d.tiles", t->name, n), "%-6s gemm n=%-5d %d tiles (nr 1..%d x nt 1..%d, two corners): each output is its 1x1 value%s (%d wrong)",
               t->name, n, tiles, GEMM_MAX_ROWS, GEMM_MAX_TOKENS + 1, ", outside untouched", bad_tiles);
         if (t->gemv8) {
             int bad = 0, calls = 0;
@@ -298,12 +285,12 @@ static void test_gemm(const quant_type *t)
                         bad += out8[8] != -12345.0f;
                         calls++;
                     }
-            check(bad == 0, "%-6s gemv8 n=%-5d %d calls (rows 1 or 2 apart): each output is its 1x1 gemm value (%d wrong)",
+            check(bad == 0, check_id("kernels.%s.gemv8.n%d", t->name, n), "%-6s gemv8 n=%-5d %d calls (rows 1 or 2 apart): each output is its 1x1 gemm value (%d wrong)",
                   t->name, n, calls, bad);
         }
-        check(ref_bitwise, "%-6s gemm n=%-5d 1x1 equals %s bit for bit", t->name, n,
+        check(ref_bitwise, check_id("kernels.%s.gemm.n%d.1x1", t->name, n), "%-6s gemm n=%-5d 1x1 equals %s bit for bit", t->name, n,
               gemm_matches_ref_bitwise(t->type) ? "vec_dot_ref" : "vec_dot");
-        check(worst_ref <= (is_float_type(t->type) ? 4e-5 : 1e-5), "%-6s gemm n=%-5d vs vec_dot_ref |diff|/sum|w*a| %.1e",
+        check(worst_ref <= (is_float_type(t->type) ? 4e-5 : 1e-5), check_id("kernels.%s.gemm.n%d.vs-ref", t->name, n), "%-6s gemm n=%-5d vs vec_dot_ref |diff|/sum|w*a| %.1e",
               t->name, n, worst_ref);
         free(w);
         free(a);
@@ -343,7 +330,7 @@ static void test_round_trip(const quant_type *t)
         ref += (double)x[i] * x[i];
     }
     double rel = sqrt(err / ref), bound = round_trip_bound(t->type);
-    check(rel <= bound, "%-6s to_float(from_float(x)) relative RMS error %.4f (bound %.4f)", t->name, rel, bound);
+    check(rel <= bound, check_id("kernels.%s.round-trip", t->name), "%-6s to_float(from_float(x)) relative RMS error %.4f (bound %.4f)", t->name, rel, bound);
 
     /* an all-zero row quantizes to zeros (no division by a zero scale) */
     memset(x, 0, sizeof(float) * n);
@@ -352,7 +339,7 @@ static void test_round_trip(const quant_type *t)
     int zeros = 1;
     for (int i = 0; i < n; i++)
         zeros &= y[i] == 0;
-    check(zeros, "%-6s a zero row round-trips to zeros", t->name);
+    check(zeros, check_id("kernels.%s.zero-row", t->name), "%-6s a zero row round-trips to zeros", t->name);
     free(x);
     free(y);
     free(q);
@@ -372,14 +359,14 @@ static void test_activation_sums(void)
             sum += bk.qs[16 * j + k];
         ok &= sum == bk.bsums[j];
     }
-    check(ok, "q8_K bsums are the sums of the 16-element groups");
+    check(ok, "kernels.q8_K.bsums", "q8_K bsums are the sums of the 16-element groups");
     block_q8_1 b1;
     quant_get(WICK_TYPE_Q8_1)->from_float(x, &b1, QK8_1);
     int sum = 0;
     for (int k = 0; k < QK8_1; k++)
         sum += b1.qs[k];
     float s = quant_f16_to_f32(b1.s), expect = quant_f16_to_f32(b1.d) * (float)sum;
-    check(fabsf(s - expect) <= 1e-3f * fabsf(expect) + 1e-6f, "q8_1 s = d * sum(q): %g vs %g", s, expect);
+    check(fabsf(s - expect) <= 1e-3f * fabsf(expect) + 1e-6f, "kernels.q8_1.s", "q8_1 s = d * sum(q): %g vs %g", s, expect);
 }
 
 static void test_table(void)
@@ -387,22 +374,22 @@ static void test_table(void)
     for (size_t k = 0; k < N_TYPES; k++) {
         const quant_type *t = quant_get(all_types[k]);
         check(t != NULL && t->type == all_types[k] && t->to_float && t->from_float && t->vec_dot && t->vec_dot_ref
-              && t->gemm && quant_get(t->vec_dot_type) != NULL,
+              && t->gemm && quant_get(t->vec_dot_type) != NULL, check_id("kernels.table.type%u", all_types[k]),
               "type %u has a complete table row (%s)", all_types[k], t ? t->name : "missing");
     }
     check(quant_get(4) == NULL && quant_get(5) == NULL && quant_get(WICK_TYPE_COUNT) == NULL
-          && quant_get(0xffffffffu) == NULL, "removed and unknown type ids give NULL");
+          && quant_get(0xffffffffu) == NULL, "kernels.table.unknown-ids", "removed and unknown type ids give NULL");
     check(quant_row_size(WICK_TYPE_Q4_0, 64) == 36 && quant_row_size(WICK_TYPE_Q4_K, 512) == 288
           && quant_row_size(WICK_TYPE_Q6_K, 256) == 210 && quant_row_size(WICK_TYPE_F32, 3) == 12
-          && quant_row_size(WICK_TYPE_BF16, 5) == 10 && quant_row_size(WICK_TYPE_IQ4_NL, 32) == 18,
+          && quant_row_size(WICK_TYPE_BF16, 5) == 10 && quant_row_size(WICK_TYPE_IQ4_NL, 32) == 18, "kernels.table.row-size",
           "quant_row_size of whole blocks");
     check(quant_row_size(WICK_TYPE_Q4_0, 33) == 0 && quant_row_size(WICK_TYPE_Q4_K, 128) == 0
-          && quant_row_size(WICK_TYPE_Q8_0, -32) == 0 && quant_row_size(4, 32) == 0,
+          && quant_row_size(WICK_TYPE_Q8_0, -32) == 0 && quant_row_size(4, 32) == 0, "kernels.table.row-size-refused",
           "quant_row_size refuses partial blocks, negative lengths and unknown types");
     check(quant_get(WICK_TYPE_Q4_0)->vec_dot_type == WICK_TYPE_Q8_0 && quant_get(WICK_TYPE_Q4_1)->vec_dot_type == WICK_TYPE_Q8_1
           && quant_get(WICK_TYPE_Q5_1)->vec_dot_type == WICK_TYPE_Q8_1 && quant_get(WICK_TYPE_IQ4_NL)->vec_dot_type == WICK_TYPE_Q8_0
           && quant_get(WICK_TYPE_Q6_K)->vec_dot_type == WICK_TYPE_Q8_K && quant_get(WICK_TYPE_F16)->vec_dot_type == WICK_TYPE_F32,
-          "activation formats as llama.cpp's CPU backend");
+          "kernels.table.activation-types", "activation formats as llama.cpp's CPU backend");
 }
 
 /* ---- f16 / bf16 -------------------------------------------------------------------------- */
@@ -434,11 +421,11 @@ static void test_f16(void)
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         uint16_t h = quant_f32_to_f16(cases[k].f);
-        check(h == cases[k].h, "f32_to_f16 %s: %a -> 0x%04x (expect 0x%04x)", cases[k].what, (double)cases[k].f, h, cases[k].h);
+        check(h == cases[k].h, check_id("kernels.convert.f16.encode.%zu", k), "f32_to_f16 %s: %a -> 0x%04x (expect 0x%04x)", cases[k].what, (double)cases[k].f, h, cases[k].h);
     }
     uint16_t hn = quant_f32_to_f16(NAN), hs = quant_f32_to_f16(float_of(0xff800001u));
-    check((hn & 0x7c00) == 0x7c00 && (hn & 0x3ff) != 0, "f32_to_f16 NaN stays NaN (0x%04x)", hn);
-    check((hs & 0x7c00) == 0x7c00 && (hs & 0x3ff) != 0 && (hs & 0x8000),
+    check((hn & 0x7c00) == 0x7c00 && (hn & 0x3ff) != 0, "kernels.convert.f16.nan", "f32_to_f16 NaN stays NaN (0x%04x)", hn);
+    check((hs & 0x7c00) == 0x7c00 && (hs & 0x3ff) != 0 && (hs & 0x8000), "kernels.convert.f16.nan-payload",
           "f32_to_f16 a NaN with only low payload bits stays a negative NaN (0x%04x)", hs);
 
     /* all 65536 halves: exact value, NaN-ness, and round trip back to the same bits */
@@ -459,9 +446,9 @@ static void test_f16(void)
         if (quant_f32_to_f16(f) != h)
             bad_trip++;
     }
-    check(bad_value == 0, "f16_to_f32 of all finite halves is exact (%d wrong)", bad_value);
-    check(bad_nan == 0, "f16_to_f32 of Inf and NaN halves (%d wrong)", bad_nan);
-    check(bad_trip == 0, "f32_to_f16(f16_to_f32(h)) == h for every non-NaN half (%d wrong)", bad_trip);
+    check(bad_value == 0, "kernels.convert.f16.decode", "f16_to_f32 of all finite halves is exact (%d wrong)", bad_value);
+    check(bad_nan == 0, "kernels.convert.f16.decode-inf-nan", "f16_to_f32 of Inf and NaN halves (%d wrong)", bad_nan);
+    check(bad_trip == 0, "kernels.convert.f16.round-trip", "f32_to_f16(f16_to_f32(h)) == h for every non-NaN half (%d wrong)", bad_trip);
 
     /* random floats over the whole half range: the result is a nearest half, ties to even */
     int bad_round = 0;
@@ -480,7 +467,7 @@ static void test_f16(void)
         if (err > up || err > down || ((err == up || err == down) && (h & 1)))
             bad_round++;
     }
-    check(bad_round == 0, "f32_to_f16 rounds 200000 random floats to nearest, ties to even (%d wrong)", bad_round);
+    check(bad_round == 0, "kernels.convert.f16.rounding", "f32_to_f16 rounds 200000 random floats to nearest, ties to even (%d wrong)", bad_round);
 }
 
 static void test_bf16(void)
@@ -493,10 +480,10 @@ static void test_bf16(void)
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         uint16_t h = quant_f32_to_bf16(float_of(cases[k].f));
-        check(h == cases[k].h, "f32_to_bf16 %s: 0x%08x -> 0x%04x (expect 0x%04x)", cases[k].what, cases[k].f, h, cases[k].h);
+        check(h == cases[k].h, check_id("kernels.convert.bf16.encode.%zu", k), "f32_to_bf16 %s: 0x%08x -> 0x%04x (expect 0x%04x)", cases[k].what, cases[k].f, h, cases[k].h);
     }
     uint16_t hn = quant_f32_to_bf16(float_of(0x7f800001u));
-    check((hn & 0x7f80) == 0x7f80 && (hn & 0x7f) != 0, "f32_to_bf16 a NaN with only low payload bits stays NaN (0x%04x)", hn);
+    check((hn & 0x7f80) == 0x7f80 && (hn & 0x7f) != 0, "kernels.convert.bf16.nan-payload", "f32_to_bf16 a NaN with only low payload bits stays NaN (0x%04x)", hn);
     int bad = 0;
     for (uint32_t h = 0; h < 65536; h++) {
         float f = quant_bf16_to_f32((uint16_t)h);
@@ -505,7 +492,7 @@ static void test_bf16(void)
         else if (!isnan(f) && quant_f32_to_bf16(f) != h)
             bad++;
     }
-    check(bad == 0, "bf16 -> f32 -> bf16 is exact for every non-NaN value (%d wrong)", bad);
+    check(bad == 0, "kernels.convert.bf16.round-trip", "bf16 -> f32 -> bf16 is exact for every non-NaN value (%d wrong)", bad);
 }
 
 /* the SIMD Q8_0 and Q8_K quantizers the table hands out equal the scalar reference byte for byte: rows of
@@ -559,10 +546,10 @@ static void test_q8_quantize(void)
         bad_kr += memcmp(kref, ksimd, sizeof kref) != 0;
         rows++;
     }
-    check(bad_k == 0, "q8_K   quantization: SIMD equals the scalar reference byte for byte on %d rows of %d blocks "
+    check(bad_k == 0, "kernels.q8_K.quantize", "q8_K   quantization: SIMD equals the scalar reference byte for byte on %d rows of %d blocks "
           "(every scale, ties, zeros, NaN, Inf, subnormals; %d differ)", rows, N / QK_K, bad_k);
-    check(bad_kr == 0, "q8_K_r and q8_K_r32 quantization: SIMD equals the scalar reference byte for byte on %d rows (%d differ)", rows, bad_kr);
-    check(bad_rows == 0, "q8_0   quantization: SIMD equals the scalar reference byte for byte on %d rows of %d blocks "
+    check(bad_kr == 0, "kernels.q8_K_r.quantize", "q8_K_r and q8_K_r32 quantization: SIMD equals the scalar reference byte for byte on %d rows (%d differ)", rows, bad_kr);
+    check(bad_rows == 0, "kernels.q8_0.quantize", "q8_0   quantization: SIMD equals the scalar reference byte for byte on %d rows of %d blocks "
           "(every scale, ties, zeros, NaN, Inf, subnormals; %d differ)", rows, BLOCKS, bad_rows);
 }
 
@@ -581,10 +568,10 @@ static void test_repacked(uint32_t file_type, uint32_t r_type, int (*pos)(int))
         bijective &= p >= 0 && p < QK_K && !seen[p];
         if (p >= 0 && p < QK_K) seen[p] = 1;
     }
-    check(bijective, "%s order: a permutation of a super-block", name);
+    check(bijective, check_id("kernels.%s.order", name), "%s order: a permutation of a super-block", name);
     check(qr->type_size == qf->type_size && q8r->type_size == q8->type_size && qf->vec_dot_type == WICK_TYPE_Q8_K
           && quant_cpu_type(WICK_TYPE_F32) == WICK_TYPE_F32 && (quant_cpu_type(file_type) == file_type || quant_cpu_type(file_type) == r_type),
-          "%s: %s's size, activations (%s) of Q8_K's size", name, qf->name, q8r->name);
+          check_id("kernels.%s.layout", name), "%s: %s's size, activations (%s) of Q8_K's size", name, qf->name, q8r->name);
     enum { ROWS = 9, TOKENS = 5 };
     const int n = 4096;
     size_t rb = quant_row_size(file_type, n), ab = quant_row_size(WICK_TYPE_Q8_K, n);
@@ -596,7 +583,7 @@ static void test_repacked(uint32_t file_type, uint32_t r_type, int (*pos)(int))
     quant_repack(file_type, r_type, wr, (size_t)ROWS * n / QK_K);
     memcpy(wref, w, rb * ROWS);
     quant_repack_ref(file_type, r_type, wref, (size_t)ROWS * n / QK_K);
-    check(memcmp(wref, wr, rb * ROWS) == 0 && memcmp(w, wr, rb * ROWS) != 0,
+    check(memcmp(wref, wr, rb * ROWS) == 0 && memcmp(w, wr, rb * ROWS) != 0, check_id("kernels.%s.repack", name),
           "%s: quant_repack (SIMD) equals the scalar quant_repack_ref byte for byte", name);
     int acts_ok = 1;
     for (int t = 0; t < TOKENS; t++) {
@@ -613,14 +600,14 @@ static void test_repacked(uint32_t file_type, uint32_t r_type, int (*pos)(int))
                 acts_ok &= b1->qs[pos(e)] == b0->qs[e];
         }
     }
-    check(acts_ok, "%s: the same values, scale and sub-block sums as q8_K, in the order", q8r->name);
+    check(acts_ok, check_id("kernels.%s.activations", q8r->name), "%s: the same values, scale and sub-block sums as q8_K, in the order", q8r->name);
     int values_ok = 1;
     for (int r = 0; r < ROWS; r++) {
         qf->to_float(w + r * rb, f0, n);
         qr->to_float(wr + r * rb, f1, n);
         values_ok &= memcmp(f0, f1, sizeof(float) * n) == 0;
     }
-    check(values_ok, "%s: quant_repack in place keeps every value (to_float)", name);
+    check(values_ok, check_id("kernels.%s.values", name), "%s: quant_repack in place keeps every value (to_float)", name);
     int bad_ref = 0, bad_gemm = 0, bad_gemv8 = 0;
     float out[TOKENS * ROWS];
     qr->gemm(n, wr, rb, 4, ar, ab, TOKENS, out, ROWS);
@@ -636,7 +623,7 @@ static void test_repacked(uint32_t file_type, uint32_t r_type, int (*pos)(int))
             if (r < 8) bad_gemv8 += bits_of(g8[r]) != bits_of(expect);
         }
     }
-    check(bad_ref == 0 && bad_gemm == 0 && bad_gemv8 == 0,
+    check(bad_ref == 0 && bad_gemm == 0 && bad_gemv8 == 0, check_id("kernels.%s.kernels", name),
           "%s n=%d: reference, gemm tiles and gemv8 equal %s's reference bit for bit (%d, %d, %d wrong)",
           name, n, qf->name, bad_ref, bad_gemm, bad_gemv8);
     free(w); free(wr); free(wref); free(a); free(ar); free(aref); free(x); free(f0); free(f1);
@@ -660,6 +647,5 @@ int main(void)
         test_dot(t, 1);
         test_gemm(t);
     }
-    printf("%d passed, %d failed\n", n_passed, n_failed);
-    return n_failed != 0;
+    return check_summary();
 }

@@ -3,13 +3,15 @@
  * so the node tests can check that every hostile file gives a clean error (and never a crash).
  * A llama2.c checkpoint is given as CHECKPOINT.bin:TOKENIZER.bin.
  * With --mutate FILE COUNT SEED it truncates FILE at COUNT points and flips COUNT random bytes of
- * its header and directory, loading (and, where that succeeds, evaluating) each variant in memory;
- * it closes with "N passed, 0 failed" when nothing crashed. */
+ * its header and directory, loading (and, where that succeeds, evaluating) each variant in memory,
+ * as three checks of tests/check.h (load.mutate.read, .truncations, .flips): they pass when nothing
+ * crashed, a crash ends the program before its summary line. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "wick.h"
 
 static uint8_t *slurp(const char *path, size_t *size) {
@@ -65,8 +67,8 @@ static uint64_t next_random(void) {
 
 static int mutate(const char *path, int count, uint64_t seed) {
     size_t size;
-    uint8_t *orig = slurp(path, &size);
-    if (!orig) { fprintf(stderr, "cannot read %s\n", path); return 1; }
+    uint8_t *orig = check_read("load.mutate.read", path, &size);
+    if (!orig) return check_summary();
     /* the directory ends where the tensor data begins: flips there exercise the parser */
     wick_model *m;
     size_t dir_end = size;
@@ -75,28 +77,31 @@ static int mutate(const char *path, int count, uint64_t seed) {
         dir_end = size < 65536 ? size : 65536;
     }
     rng_state = seed ? seed : 1;
-    int done = 0;
+    int done = 0, errors = 0;
     char report[600];
     for (int i = 0; i < count; i++) {
         size_t cut = (size_t)(next_random() % size);
         uint8_t *t = malloc(cut ? cut : 1);
         memcpy(t, orig, cut);
-        try_model(t, cut, NULL, 0, report, sizeof report);
+        errors += try_model(t, cut, NULL, 0, report, sizeof report) != WICK_OK;
         free(t);
         done++;
     }
+    check(count > 0 && done == count, "load.mutate.truncations", "%d truncations of %s loaded or refused without a crash (%d refused)", done, path, errors);
+    done = errors = 0;
     uint8_t *b = malloc(size);
     for (int i = 0; i < count; i++) {
         memcpy(b, orig, size);
         int flips = 1 + (int)(next_random() % 4);
         for (int f = 0; f < flips; f++) b[next_random() % dir_end] ^= (uint8_t)(1u << (next_random() % 8));
-        try_model(b, size, NULL, 0, report, sizeof report);
+        errors += try_model(b, size, NULL, 0, report, sizeof report) != WICK_OK;
         done++;
     }
+    check(count > 0 && done == count, "load.mutate.flips", "%d variants of %s with flipped bits loaded or refused without a crash (%d refused)", done, path,
+          errors);
     free(b);
     free(orig);
-    printf("%d passed, 0 failed\n", done);
-    return 0;
+    return check_summary();
 }
 
 int main(int argc, char **argv) {

@@ -1,10 +1,11 @@
 /* test_sampler.c — checks the sampling chain of src/sampler.c against its definitions, and the
- * stop-string matcher. Prints one line per check, then "N passed, M failed"; exits non-zero on a
- * failure. Built natively and to wasm: the draw-sequence hash must be the same in both. */
+ * stop-string matcher. Output and exit status: tests/check.h. Built natively and to wasm: the
+ * draw-sequence hash (a note) must be the same in both. */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 199309L
 #endif
 #include "sampler.h"
+#include "check.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -16,14 +17,6 @@
 #define DRAW_HASH_TOPP 0x67c1e72a26ac87a6ull
 #define DRAW_HASH_DEFAULT 0xe9273a14dfa5bea4ull
 
-static int n_passed, n_failed;
-
-static void check(bool ok, const char *what) {
-    printf("%s: %s\n", ok ? "ok  " : "FAIL", what);
-    if (ok) n_passed++;
-    else n_failed++;
-}
-
 /* Test data from integer arithmetic only (no libm), so both builds see the same logits. */
 static uint64_t test_rng = 12345;
 static float random_logit(float scale) {
@@ -34,9 +27,9 @@ static float random_logit(float scale) {
 static wick_sampler *make_sampler(const wick_sampler_params *p, int32_t n_vocab) {
     errmsg err = {0};
     wick_sampler *s;
+    static int n_refused; /* each refusal a check of its own (none is expected) */
     if (sampler_new(&s, p, n_vocab, &err) != 0) {
-        printf("FAIL: sampler_new: %s\n", err.text);
-        n_failed++;
+        check(false, check_id("sampler.new.%d", ++n_refused), "sampler_new: %s", err.text);
         return NULL;
     }
     return s;
@@ -69,7 +62,7 @@ static void test_worked_example(void) {
         char what[160];
         snprintf(what, sizeof what, "softmax (2,1,0) at T=%.1f = (%.1f%%, %.1f%%, %.1f%%)", temps[t],
                  100 * p[0], 100 * p[1], 100 * p[2]);
-        check(ok, what);
+        check(ok, check_id("sampler.softmax.t%.1f", temps[t]), "%s", what);
 
         /* the sampler's own final distribution (sampler_top) agrees */
         wick_sampler_params sp = plain_params(temps[t], 1);
@@ -82,20 +75,20 @@ static void test_worked_example(void) {
         ok = n == 3 && ids[0] == 0 && ids[1] == 1 && ids[2] == 2;
         for (int i = 0; ok && i < 3; i++) ok = fabs(probs[i] - want[t][i]) <= 0.001;
         snprintf(what, sizeof what, "sampler_top after a draw at T=%.1f gives the same distribution", temps[t]);
-        check(ok, what);
+        check(ok, check_id("sampler.top.t%.1f", temps[t]), "%s", what);
         sampler_free(s);
     }
     double p[3];
     sampler_softmax(z, 3, 0.0f, p);
-    check(p[0] == 1.0 && p[1] == 0.0 && p[2] == 0.0, "softmax at T=0 is the argmax");
+    check(p[0] == 1.0 && p[1] == 0.0 && p[2] == 0.0, "sampler.softmax.t0", "softmax at T=0 is the argmax");
     const float tied[3] = {1, 3, 3};
     sampler_softmax(tied, 3, 0.0f, p);
-    check(p[1] == 1.0 && p[2] == 0.0, "softmax at T=0 with a tie picks the lowest id");
+    check(p[1] == 1.0 && p[2] == 0.0, "sampler.softmax.t0-tie", "softmax at T=0 with a tie picks the lowest id");
 
     /* the stable form: huge logits do not overflow */
     const float big[3] = {1002, 1001, 1000};
     sampler_softmax(big, 3, 1.0f, p);
-    check(fabs(p[0] - 0.665) <= 0.001 && fabs(p[2] - 0.090) <= 0.001, "softmax of (1002,1001,1000) = that of (2,1,0)");
+    check(fabs(p[0] - 0.665) <= 0.001 && fabs(p[2] - 0.090) <= 0.001, "sampler.softmax.stable", "softmax of (1002,1001,1000) = that of (2,1,0)");
 
     const float greedy_temps[2] = {0.0f, 1e-3f};
     for (int t = 0; t < 2; t++) {
@@ -109,14 +102,14 @@ static void test_worked_example(void) {
         ok = ok && sampler_top(s, 1, &id, &prob) == 1 && id == 0 && prob == 1.0f;
         char what[120];
         snprintf(what, sizeof what, "T=%g: 1000 draws all pick the top token (probability 1)", greedy_temps[t]);
-        check(ok, what);
+        check(ok, check_id("sampler.greedy.t%g", greedy_temps[t]), "%s", what);
         sampler_free(s);
     }
     {
         wick_sampler_params sp = plain_params(0.0f, 7);
         wick_sampler *s = make_sampler(&sp, 3);
         if (s) {
-            check(sampler_sample(s, tied) == 1, "sampler at T=0 with a tie picks the lowest id");
+            check(sampler_sample(s, tied) == 1, "sampler.greedy.tie", "sampler at T=0 with a tie picks the lowest id");
             sampler_free(s);
         }
     }
@@ -141,7 +134,7 @@ static void test_frequencies(void) {
     snprintf(what, sizeof what, "100000 draws at T=1: %.2f%% %.2f%% %.2f%% (want %.2f%% %.2f%% %.2f%%)",
              100.0 * count[0] / n, 100.0 * count[1] / n, 100.0 * count[2] / n, 100 * want[0],
              100 * want[1], 100 * want[2]);
-    check(ok, what);
+    check(ok, "sampler.frequencies", "%s", what);
     sampler_free(s);
 }
 
@@ -161,7 +154,7 @@ static void test_top_k(void) {
         if (trial % 2) z[trial] = z[N - 1 - trial] = 100.0f; /* a tie at the top */
         ok = ok && sampler_sample(sk, z) == sampler_sample(sg, z);
     }
-    check(ok, "top-k = 1 equals greedy on 200 random logit vectors (with ties)");
+    check(ok, "sampler.top-k.1", "top-k = 1 equals greedy on 200 random logit vectors (with ties)");
     sampler_free(sk);
     sampler_free(sg);
 
@@ -177,7 +170,7 @@ static void test_top_k(void) {
     int n = sampler_top(s, 6, ids, probs);
     ok = n == 3 && ids[0] == 1 && ids[1] == 4 && ids[2] == 3 && seen[1] && seen[4] && seen[3] &&
          !seen[0] && !seen[2] && !seen[5];
-    check(ok, "top-k = 3 keeps ids {1,4,3} in that order, draws only those");
+    check(ok, "sampler.top-k.3", "top-k = 3 keeps ids {1,4,3} in that order, draws only those");
     sampler_free(s);
 }
 
@@ -187,7 +180,7 @@ static void logits_of(const double *p, int n, float *z) {
 }
 
 static void check_kept_set(const wick_sampler_params *sp, const float *z, int n_vocab,
-                           const int *want, int n_want, const char *what) {
+                           const int *want, int n_want, const char *id, const char *what) {
     wick_sampler *s = make_sampler(sp, n_vocab);
     if (!s) return;
     bool seen[16] = {false};
@@ -206,7 +199,7 @@ static void check_kept_set(const wick_sampler_params *sp, const float *z, int n_
     for (int i = 0; ok && i < n_want; i++) ok = seen[want[i]];
     char line[200];
     snprintf(line, sizeof line, "%s (top count %d, distinct drawn %d)", what, n, n_seen);
-    check(ok, line);
+    check(ok, id, "%s", line);
     sampler_free(s);
 }
 
@@ -218,42 +211,42 @@ static void test_top_p_min_p(void) {
 
     wick_sampler_params sp = plain_params(1.0f, 11);
     sp.top_p = 0.60f;
-    check_kept_set(&sp, z, 6, all, 2, "top-p 0.60 on (.40,.25,.15,.10,.06,.04) keeps {0,1} (sum .65)");
+    check_kept_set(&sp, z, 6, all, 2, "sampler.kept.top-p0.60", "top-p 0.60 on (.40,.25,.15,.10,.06,.04) keeps {0,1} (sum .65)");
     sp.top_p = 0.70f;
-    check_kept_set(&sp, z, 6, all, 3, "top-p 0.70 keeps {0,1,2} (sum .80)");
+    check_kept_set(&sp, z, 6, all, 3, "sampler.kept.top-p0.70", "top-p 0.70 keeps {0,1,2} (sum .80)");
     sp.top_p = 0.85f;
-    check_kept_set(&sp, z, 6, all, 4, "top-p 0.85 keeps {0,1,2,3} (sum .90)");
+    check_kept_set(&sp, z, 6, all, 4, "sampler.kept.top-p0.85", "top-p 0.85 keeps {0,1,2,3} (sum .90)");
     sp.top_p = 0.99f;
-    check_kept_set(&sp, z, 6, all, 6, "top-p 0.99 keeps all six");
+    check_kept_set(&sp, z, 6, all, 6, "sampler.kept.top-p0.99", "top-p 0.99 keeps all six");
     sp.top_p = 0.0f;
-    check_kept_set(&sp, z, 6, all, 1, "top-p 0 keeps the top token only");
+    check_kept_set(&sp, z, 6, all, 1, "sampler.kept.top-p0", "top-p 0 keeps the top token only");
     sp.top_p = 0.70f;
     sp.temperature = 3.0f;
-    check_kept_set(&sp, z, 6, all, 3, "top-p 0.70 at T=3 still keeps {0,1,2}: top-p works at T=1");
+    check_kept_set(&sp, z, 6, all, 3, "sampler.kept.top-p0.70-t3", "top-p 0.70 at T=3 still keeps {0,1,2}: top-p works at T=1");
     sp.temperature = 1.0f;
     sp.top_p = 0.65f;
     sp.top_k = 2;
-    check_kept_set(&sp, z, 6, all, 2, "top-k 2 then top-p 0.65: on the renormalised (.615,.385): {0,1}");
+    check_kept_set(&sp, z, 6, all, 2, "sampler.kept.top-k2-top-p0.65", "top-k 2 then top-p 0.65: on the renormalised (.615,.385): {0,1}");
     sp.top_k = 3;
     sp.top_p = 0.45f;
     check_kept_set(&sp, z, 6, all, 1,
-                   "top-k 3 then top-p 0.45: renormalised .40/.80 = .50 keeps {0} (unrenormalised: {0,1})");
+                   "sampler.kept.top-k3-top-p0.45", "top-k 3 then top-p 0.45: renormalised .40/.80 = .50 keeps {0} (unrenormalised: {0,1})");
 
     sp = plain_params(1.0f, 12);
     sp.min_p = 0.30f; /* threshold .12 */
-    check_kept_set(&sp, z, 6, all, 3, "min-p 0.30 keeps p >= .12: {0,1,2}");
+    check_kept_set(&sp, z, 6, all, 3, "sampler.kept.min-p0.30", "min-p 0.30 keeps p >= .12: {0,1,2}");
     sp.min_p = 0.50f; /* threshold .20 */
-    check_kept_set(&sp, z, 6, all, 2, "min-p 0.50 keeps p >= .20: {0,1}");
+    check_kept_set(&sp, z, 6, all, 2, "sampler.kept.min-p0.50", "min-p 0.50 keeps p >= .20: {0,1}");
     sp.min_p = 0.05f; /* threshold .02 */
-    check_kept_set(&sp, z, 6, all, 6, "min-p 0.05 keeps all six");
+    check_kept_set(&sp, z, 6, all, 6, "sampler.kept.min-p0.05", "min-p 0.05 keeps all six");
     sp.min_p = 1.0f;
-    check_kept_set(&sp, z, 6, all, 1, "min-p 1 keeps the max only");
+    check_kept_set(&sp, z, 6, all, 1, "sampler.kept.min-p1", "min-p 1 keeps the max only");
     sp.min_p = 0.30f;
     sp.temperature = 0.3f;
-    check_kept_set(&sp, z, 6, all, 3, "min-p 0.30 at T=0.3 still keeps {0,1,2}: min-p works at T=1");
+    check_kept_set(&sp, z, 6, all, 3, "sampler.kept.min-p0.30-t0.3", "min-p 0.30 at T=0.3 still keeps {0,1,2}: min-p works at T=1");
     sp.temperature = 1.0f;
     sp.top_p = 0.60f;
-    check_kept_set(&sp, z, 6, all, 2, "top-p 0.60 and min-p 0.30 keep the smaller set {0,1}");
+    check_kept_set(&sp, z, 6, all, 2, "sampler.kept.top-p0.60-min-p0.30", "top-p 0.60 and min-p 0.30 keep the smaller set {0,1}");
 
     /* final probabilities: softmax at T over the kept set */
     sp = plain_params(2.0f, 13);
@@ -268,7 +261,7 @@ static void test_top_p_min_p(void) {
         sampler_softmax(z, 3, 2.0f, ref);
         bool ok = n == 3;
         for (int i = 0; ok && i < 3; i++) ok = fabs(probs[i] - ref[i]) < 1e-6;
-        check(ok, "after top-p the reported probabilities are the T=2 softmax of the kept three");
+        check(ok, "sampler.top-p.probabilities", "after top-p the reported probabilities are the T=2 softmax of the kept three");
         sampler_free(s);
     }
 }
@@ -287,6 +280,7 @@ enum { SHAPE_BELL_NARROW, SHAPE_BELL, SHAPE_BELL_WIDE, SHAPE_MODEL, SHAPE_HEAD_A
 static const char *const shape_names[N_SHAPES] = {
     "bell, spread 0.5", "bell, spread 2", "bell, spread 6", "model-like: 30 high tokens over a bell",
     "100 tokens at +10 over a flat bulk", "all equal"};
+static const char *const shape_ids[N_SHAPES] = {"bell0.5", "bell2", "bell6", "model", "head-bulk", "flat"};
 
 static void make_shape(int shape, float *z) {
     for (int i = 0; i < BIG_N; i++) {
@@ -313,7 +307,7 @@ static void test_large_vocab_sets(void) {
     int32_t *ids = malloc(N * sizeof *ids);
     float *probs = malloc(N * sizeof *probs);
     if (!z || !order || !prob || !ids || !probs) {
-        check(false, "large vocabulary: out of memory");
+        check(false, "sampler.large.memory", "large vocabulary: out of memory");
         return;
     }
     const float top_ps[N_SHAPES] = {0.5f, 0.9f, 0.95f, 0.95f, 0.95f, 0.5f};
@@ -342,7 +336,7 @@ static void test_large_vocab_sets(void) {
         char what[200];
         snprintf(what, sizeof what, "n=152064, %s: top-p %.2f keeps the sorted head of %d (got %d)",
                  shape_names[t], top_ps[t], want, n);
-        check(ok, what);
+        check(ok, check_id("sampler.large.%s.top-p", shape_ids[t]), "%s", what);
         sampler_free(s);
 
         /* min-p, top-k off: the threshold path */
@@ -358,7 +352,7 @@ static void test_large_vocab_sets(void) {
         ok = n == want;
         for (int i = 0; ok && i < n; i++) ok = ids[i] == order[i];
         snprintf(what, sizeof what, "n=152064, %s: min-p 0.05 keeps %d (got %d)", shape_names[t], want, n);
-        check(ok, what);
+        check(ok, check_id("sampler.large.%s.min-p", shape_ids[t]), "%s", what);
         sampler_free(s);
 
         /* no truncation: sampler_top is the head of the full softmax */
@@ -370,7 +364,7 @@ static void test_large_vocab_sets(void) {
         ok = n == 10;
         for (int i = 0; ok && i < n; i++) ok = ids[i] == order[i] && fabs(probs[i] - prob[order[i]]) < 1e-7;
         snprintf(what, sizeof what, "n=152064, %s, no truncation: top 10 = softmax head", shape_names[t]);
-        check(ok, what);
+        check(ok, check_id("sampler.large.%s.top", shape_ids[t]), "%s", what);
         sampler_free(s);
     }
     free(z);
@@ -393,11 +387,11 @@ static void test_exp_accuracy(void) {
     }
     char what[120];
     snprintf(what, sizeof what, "the weights' exp is within 3e-7 of libm's over [-85, 0] (worst %.2g)", worst);
-    check(worst < 3e-7, what);
+    check(worst < 3e-7, "sampler.exp.accuracy", "%s", what);
     float deep[2] = {0.0f, -87.0f};
     double p[2];
     sampler_softmax(deep, 2, 1.0f, p);
-    check(p[0] == 1.0 && p[1] == 0.0, "a weight below e^-86 is 0");
+    check(p[0] == 1.0 && p[1] == 0.0, "sampler.exp.underflow", "a weight below e^-86 is 0");
 }
 
 static void test_special_values(void) {
@@ -407,7 +401,7 @@ static void test_special_values(void) {
     if (!s) return;
     int32_t id;
     float prob;
-    check(sampler_top(s, 1, &id, &prob) == 0 && sampler_last_drawn(s) == -1, "nothing to report before a draw");
+    check(sampler_top(s, 1, &id, &prob) == 0 && sampler_last_drawn(s) == -1, "sampler.special.before-draw", "nothing to report before a draw");
     int count[4] = {0};
     for (int i = 0; i < 10000; i++) count[sampler_sample(s, z)]++;
     int32_t ids[4];
@@ -415,9 +409,9 @@ static void test_special_values(void) {
     int n = sampler_top(s, 4, ids, probs);
     check(count[0] == 0 && count[2] == 0 && abs(count[1] - 5000) < 300 && n == 2 && ids[0] == 1 &&
               ids[1] == 3 && probs[0] == 0.5f && probs[1] == 0.5f,
-          "two +inf logits share all the mass equally");
+          "sampler.special.two-inf", "two +inf logits share all the mass equally");
     sampler_reset(s);
-    check(sampler_top(s, 1, &id, &prob) == 0 && sampler_last_drawn(s) == -1, "reset forgets the last draw");
+    check(sampler_top(s, 1, &id, &prob) == 0 && sampler_last_drawn(s) == -1, "sampler.special.reset", "reset forgets the last draw");
     sampler_free(s);
 
     /* top-k and min-p together, and the order sampler_top reports on ties */
@@ -428,13 +422,13 @@ static void test_special_values(void) {
     sp.top_k = 3;
     sp.min_p = 0.5f;
     const int first[6] = {0, 1, 2, 3, 4, 5};
-    check_kept_set(&sp, hz, 6, first, 2, "top-k 3 then min-p 0.5 keeps {0,1}");
+    check_kept_set(&sp, hz, 6, first, 2, "sampler.kept.top-k3-min-p0.5", "top-k 3 then min-p 0.5 keeps {0,1}");
     const float tied[6] = {0.5f, 2.0f, 0.5f, 2.0f, 0.5f, -1.0f};
     const int tied_order[6] = {1, 3, 0, 2, 4, 5};
     sp = plain_params(1.0f, 23);
-    check_kept_set(&sp, tied, 6, tied_order, 6, "no truncation: sampler_top orders ties by id");
+    check_kept_set(&sp, tied, 6, tied_order, 6, "sampler.kept.ties", "no truncation: sampler_top orders ties by id");
     sp.top_k = 4;
-    check_kept_set(&sp, tied, 6, tied_order, 4, "top-k 4 over ties keeps the lower ids");
+    check_kept_set(&sp, tied, 6, tied_order, 4, "sampler.kept.top-k4-ties", "top-k 4 over ties keeps the lower ids");
 }
 
 /* ---- penalties and bias -------------------------------------------------------------------- */
@@ -458,7 +452,7 @@ static void test_penalties(void) {
     want[1] = -1.0f * 1.25f;   /* negative: multiplied, once though it occurs twice */
     want[2] = 0.5f / 1.25f;    /* positive: divided */
     want[3] = -3.0f * 1.25f;
-    check(memcmp(w, want, sizeof w) == 0,
+    check(memcmp(w, want, sizeof w) == 0, "sampler.penalty.repeat",
           "repeat penalty 1.25 over the last 4: positive /, negative *, once per distinct token, 0 and 6 left alone");
     sampler_free(s);
 
@@ -477,13 +471,13 @@ static void test_penalties(void) {
     want[4] = 1.5f - (3.0f * 0.5f + 0.75f);
     want[5] = 0.0f - (1.0f * 0.5f + 0.75f);
     want[0] = 2.0f - (1.0f * 0.5f + 0.75f);
-    check(memcmp(w, want, sizeof w) == 0, "frequency 0.5 and presence 0.75 over the last 5: exact values");
+    check(memcmp(w, want, sizeof w) == 0, "sampler.penalty.frequency-presence", "frequency 0.5 and presence 0.75 over the last 5: exact values");
 
     /* the penalty is used by sampling: greedy now avoids token 6 only if penalised */
     sampler_reset(s);
     memcpy(w, z, sizeof w);
     sampler_apply_penalties_and_bias(s, w);
-    check(memcmp(w, z, sizeof w) == 0, "sampler_reset forgets the history");
+    check(memcmp(w, z, sizeof w) == 0, "sampler.penalty.reset", "sampler_reset forgets the history");
     sampler_free(s);
 
     sp = plain_params(0.0f, 1);
@@ -496,7 +490,7 @@ static void test_penalties(void) {
     sampler_accept(s, 0);
     sampler_accept(s, 4);
     int32_t b = sampler_sample(s, z); /* 6 left the window */
-    check(a == 0 && b == 6, "greedy sampling sees the penalty, and tokens leave the window");
+    check(a == 0 && b == 6, "sampler.penalty.greedy", "greedy sampling sees the penalty, and tokens leave the window");
     sampler_free(s);
 }
 
@@ -519,10 +513,10 @@ static void test_bias(void) {
     sampler_apply_penalties_and_bias(s, w);
     /* token 2: penalty first (0 * 2 = 0), then + 2.5 */
     check(w[0] == 1.0f && w[1] == -INFINITY && w[2] == 2.5f && w[3] == 2.0f && w[4] == -1.5f,
-          "logit bias after the penalty: +2.5, -0.5 and -inf applied as given");
+          "sampler.bias.values", "logit bias after the penalty: +2.5, -0.5 and -inf applied as given");
     bool banned_drawn = false;
     for (int i = 0; i < 20000; i++) banned_drawn = banned_drawn || sampler_sample(s, z) == 1;
-    check(!banned_drawn, "a -inf bias bans the (otherwise top) token over 20000 draws");
+    check(!banned_drawn, "sampler.bias.ban", "a -inf bias bans the (otherwise top) token over 20000 draws");
     sampler_free(s);
 
     const int32_t all[N] = {0, 1, 2, 3, 4};
@@ -536,7 +530,7 @@ static void test_bias(void) {
     int32_t id;
     float prob;
     check(sampler_sample(s, z) == -1 && sampler_last_drawn(s) == -1 && sampler_top(s, 1, &id, &prob) == 0,
-          "every token banned: sample returns -1, nothing in sampler_top");
+          "sampler.bias.all-banned", "every token banned: sample returns -1, nothing in sampler_top");
     sampler_free(s);
 
     const float with_nan[N] = {NAN, 1.0f, NAN, 0.5f, NAN};
@@ -548,7 +542,7 @@ static void test_bias(void) {
         int32_t t = sampler_sample(s, with_nan);
         ok = ok && (t == 1 || t == 3);
     }
-    check(ok, "NaN logits are never drawn");
+    check(ok, "sampler.bias.nan", "NaN logits are never drawn");
     sampler_free(s);
 }
 
@@ -584,13 +578,13 @@ static uint64_t draw_hash(uint64_t seed, int n_draws, int32_t *first) {
 
 static void test_seeds(void) {
     uint64_t st = 0;
-    check(sampler_rng_next(&st) == 0xE220A8397B1DCDAFull, "SplitMix64 from state 0 gives 0xE220A8397B1DCDAF");
+    check(sampler_rng_next(&st) == 0xE220A8397B1DCDAFull, "sampler.seed.splitmix64", "SplitMix64 from state 0 gives 0xE220A8397B1DCDAF");
 
     int32_t a[8], b[8], c[8];
     uint64_t ha = draw_hash(1234, 1000, a), hb = draw_hash(1234, 1000, b), hc = draw_hash(1235, 1000, c);
-    check(ha == hb && memcmp(a, b, sizeof a) == 0, "same seed → same 1000 draws");
-    check(ha != hc, "different seed → different draws");
-    printf("draw hash (defaults but top_k=0, n_vocab=2000, seed 1234, 1000 draws): %016llx, first %d %d %d %d %d %d %d %d\n",
+    check(ha == hb && memcmp(a, b, sizeof a) == 0, "sampler.seed.same", "same seed → same 1000 draws");
+    check(ha != hc, "sampler.seed.different", "different seed → different draws");
+    check_note("draw hash (defaults but top_k=0, n_vocab=2000, seed 1234, 1000 draws): %016llx, first %d %d %d %d %d %d %d %d",
            (unsigned long long)ha, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]);
 
     /* the default chain (top-k 40 path) too, in a second hash */
@@ -609,8 +603,8 @@ static void test_seeds(void) {
         sampler_accept(s, t);
         h = (h ^ (uint32_t)t) * 0x100000001b3ull;
     }
-    printf("draw hash (defaults, n_vocab=2000, seed 99, 1000 draws): %016llx\n", (unsigned long long)h);
-    check(ha == DRAW_HASH_TOPP && h == DRAW_HASH_DEFAULT, "draw hashes equal the recorded ones (native = wasm)");
+    check_note("draw hash (defaults, n_vocab=2000, seed 99, 1000 draws): %016llx", (unsigned long long)h);
+    check(ha == DRAW_HASH_TOPP && h == DRAW_HASH_DEFAULT, "sampler.seed.recorded", "draw hashes equal the recorded ones (native = wasm)");
     sampler_free(s);
 }
 
@@ -622,7 +616,7 @@ static void expect_refused(wick_sampler_params p, const char *what) {
     int rc = sampler_new(&s, &p, 100, &err);
     char line[700];
     snprintf(line, sizeof line, "refuses %s: \"%s\"", what, err.text);
-    check(rc == -1 && s == NULL && err.text[0] != '\0', line);
+    check(rc == -1 && s == NULL && err.text[0] != '\0', check_id("sampler.refuses.%s", check_slug(what)), "%s", line);
     sampler_free(s);
 }
 
@@ -671,13 +665,13 @@ static void test_validation(void) {
 
     errmsg err = {0};
     wick_sampler *s;
-    check(sampler_new(&s, &d, 0, &err) == -1, "refuses n_vocab 0");
-    check(sampler_new(&s, &d, 100, &err) == 0, "accepts the defaults");
+    check(sampler_new(&s, &d, 0, &err) == -1, "sampler.refuses.n-vocab-0", "refuses n_vocab 0");
+    check(sampler_new(&s, &d, 100, &err) == 0, "sampler.accepts-defaults", "accepts the defaults");
     sampler_free(s);
     check(d.temperature == 0.8f && d.top_k == 40 && d.top_p == 0.95f && d.min_p == 0.05f &&
               d.repeat_penalty == 1.1f && d.repeat_last_n == 64 && d.frequency_penalty == 0.0f &&
               d.presence_penalty == 0.0f,
-          "defaults: T 0.8, top-k 40, top-p 0.95, min-p 0.05, repeat 1.1 over 64");
+          "sampler.defaults", "defaults: T 0.8, top-k 40, top-p 0.95, min-p 0.05, repeat 1.1 over 64");
 }
 
 /* ---- stop strings -------------------------------------------------------------------------- */
@@ -706,7 +700,7 @@ static void test_stop_matcher(void) {
     stop_matcher m;
     errmsg err = {0};
     if (stop_matcher_init(&m, stops, 2, &err) != 0) {
-        check(false, err.text);
+        check(false, "sampler.stop.init", "%s", err.text);
         return;
     }
     char shown[256];
@@ -714,31 +708,31 @@ static void test_stop_matcher(void) {
     const char *split[5] = {"Hello wor", "ld<|e", "nd", "|>after", "more"};
     int rc = feed(&m, split, 5, shown, true);
     check(rc == 1 && strcmp(shown, "Hello world") == 0 && m.matched == 0,
-          "stop string split over three chunks: never shown, text before it is, nothing after");
+          "sampler.stop.split", "stop string split over three chunks: never shown, text before it is, nothing after");
 
     /* what is held back while the prefix is still possible */
     stop_matcher_reset(&m);
     const char *out;
     size_t len;
     stop_matcher_push(&m, "abc<|e", 6, &out, &len);
-    check(len == 3 && memcmp(out, "abc", 3) == 0, "a possible prefix \"<|e\" is held back");
+    check(len == 3 && memcmp(out, "abc", 3) == 0, "sampler.stop.held", "a possible prefix \"<|e\" is held back");
     stop_matcher_push(&m, "x", 1, &out, &len);
-    check(len == 4 && memcmp(out, "<|ex", 4) == 0, "the prefix is released once it cannot match");
+    check(len == 4 && memcmp(out, "<|ex", 4) == 0, "sampler.stop.released", "the prefix is released once it cannot match");
 
     stop_matcher_reset(&m);
     const char *near[4] = {"a\n", "\nUse", "d to", " it"};
     rc = feed(&m, near, 4, shown, true);
-    check(rc == 0 && strcmp(shown, "a\n\nUsed to it") == 0, "a near miss of \"\\n\\nUser:\" is all shown");
+    check(rc == 0 && strcmp(shown, "a\n\nUsed to it") == 0, "sampler.stop.near-miss", "a near miss of \"\\n\\nUser:\" is all shown");
 
     stop_matcher_reset(&m);
     const char *second[3] = {"x\n", "\nUser", ": hi"};
     rc = feed(&m, second, 3, shown, false);
-    check(rc == 1 && strcmp(shown, "x") == 0 && m.matched == 1, "the second stop string matches across chunks");
+    check(rc == 1 && strcmp(shown, "x") == 0 && m.matched == 1, "sampler.stop.second", "the second stop string matches across chunks");
 
     stop_matcher_reset(&m);
     const char *tail[2] = {"end <|en", "d|"};
     rc = feed(&m, tail, 2, shown, true);
-    check(rc == 0 && strcmp(shown, "end <|end|") == 0, "at the end, flush releases a held prefix");
+    check(rc == 0 && strcmp(shown, "end <|end|") == 0, "sampler.stop.flush", "at the end, flush releases a held prefix");
 
     stop_matcher_reset(&m);
     const char *one[1] = {"pre<|end|>post"};
@@ -747,12 +741,12 @@ static void test_stop_matcher(void) {
     char after[64];
     int rc2 = feed(&m, more, 1, after, true);
     check(rc == 1 && rc2 == 1 && strcmp(shown, "pre") == 0 && after[0] == '\0',
-          "a match inside one chunk; the matcher stays stopped");
+          "sampler.stop.inside-chunk", "a match inside one chunk; the matcher stays stopped");
 
     stop_matcher_reset(&m);
     const char *bytes[8] = {"<", "|", "e", "n", "d", "|", ">", "z"};
     rc = feed(&m, bytes, 8, shown, true);
-    check(rc == 1 && shown[0] == '\0', "a stop string fed byte by byte is never shown");
+    check(rc == 1 && shown[0] == '\0', "sampler.stop.bytes", "a stop string fed byte by byte is never shown");
     stop_matcher_free(&m);
 
     /* overlapping prefixes: "aab" in "aaab" */
@@ -760,15 +754,15 @@ static void test_stop_matcher(void) {
     stop_matcher_init(&m, overlap, 1, &err);
     const char *aaab[4] = {"a", "a", "a", "b!"};
     rc = feed(&m, aaab, 4, shown, true);
-    check(rc == 1 && strcmp(shown, "a") == 0, "overlapping prefix: \"aab\" found in \"a\",\"a\",\"a\",\"b!\"");
+    check(rc == 1 && strcmp(shown, "a") == 0, "sampler.stop.overlap", "overlapping prefix: \"aab\" found in \"a\",\"a\",\"a\",\"b!\"");
     stop_matcher_free(&m);
 
     const char *empty[1] = {""};
-    check(stop_matcher_init(&m, empty, 1, &err) == -1, "an empty stop string is refused");
+    check(stop_matcher_init(&m, empty, 1, &err) == -1, "sampler.stop.empty", "an empty stop string is refused");
     stop_matcher_init(&m, NULL, 0, &err);
     const char *plain[2] = {"no stops ", "at all"};
     rc = feed(&m, plain, 2, shown, true);
-    check(rc == 0 && strcmp(shown, "no stops at all") == 0, "without stop strings everything passes at once");
+    check(rc == 0 && strcmp(shown, "no stops at all") == 0, "sampler.stop.none", "without stop strings everything passes at once");
     stop_matcher_free(&m);
 }
 
@@ -789,7 +783,7 @@ static void time_config(const char *name, wick_sampler_params sp, const float *z
     double t0 = now_ms();
     for (int i = 0; i < reps; i++) sampler_sample(s, z);
     double ms = (now_ms() - t0) / reps;
-    printf("timing   n_vocab=%d, %s: %.3f ms per sample\n", n, name, ms);
+    check_note("timing   n_vocab=%d, %s: %.3f ms per sample", n, name, ms);
     sampler_free(s);
 }
 
@@ -799,7 +793,7 @@ static void test_timing(void) {
     const int shapes[2] = {SHAPE_MODEL, SHAPE_BELL};
     for (int t = 0; t < 2; t++) {
         make_shape(shapes[t], z);
-        printf("timing, logits %s:\n", shape_names[shapes[t]]);
+        check_note("timing, logits %s:", shape_names[shapes[t]]);
         wick_sampler_params sp;
         sampler_params_default(&sp);
         time_config("defaults (top-k 40, top-p .95, min-p .05, repeat 1.1)", sp, z, BIG_N);
@@ -830,6 +824,5 @@ int main(void) {
     test_validation();
     test_stop_matcher();
     test_timing();
-    printf("%d passed, %d failed\n", n_passed, n_failed);
-    return n_failed ? 1 : 0;
+    return check_summary();
 }

@@ -15,8 +15,8 @@
  * 4. A random-Unicode fuzz: nothing crashes, ids stay in range, text round-trips, and the
  *    streamed detokenizer only ever emits valid UTF-8.
  * 5. Speed: 1 MB of mixed-language text per vocabulary.
- * One line per check; the last line is "N passed, M failed"; the exit status is non-zero on
- * any failure. */
+ * Output and exit status: tests/check.h. Every file named here must be there (a missing one
+ * fails its ".read" check). */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <stdarg.h>
 #include <stdbool.h>
@@ -26,44 +26,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "check.h"
 #include "gguf.h"
 #include "tokenizer.h"
-
-static int n_pass, n_fail;
-
-static bool check(bool ok, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    printf("%s ", ok ? "ok  " : "FAIL");
-    vprintf(fmt, ap);
-    printf("\n");
-    va_end(ap);
-    if (ok) n_pass++;
-    else n_fail++;
-    return ok;
-}
-
-static uint8_t *read_file(const char *path, size_t *size) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    uint8_t *buf = NULL;
-    size_t cap = 0, n = 0;
-    for (;;) {
-        if (n == cap) {
-            cap = cap ? cap * 2 : 1 << 16;
-            uint8_t *b = realloc(buf, cap + 1);
-            if (!b) { free(buf); fclose(f); return NULL; }
-            buf = b;
-        }
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (got == 0) break;
-    }
-    fclose(f);
-    buf[n] = 0;
-    *size = n;
-    return buf;
-}
 
 static double now_seconds(void) {
     struct timespec ts;
@@ -182,15 +147,18 @@ typedef struct {
     wick_vocab *v;
 } loaded_vocab;
 
-static bool load_gguf_vocab(const char *path, loaded_vocab *lv) {
+/* the checks ID.read, ID.gguf and ID.vocab */
+static bool load_gguf_vocab(const char *id, const char *path, loaded_vocab *lv) {
     size_t size;
     errmsg err = {0};
+    char name[200];
+    snprintf(name, sizeof name, "%s", id);
     memset(lv, 0, sizeof *lv);
-    lv->buf = read_file(path, &size);
-    if (!check(lv->buf != NULL, "read %s", path)) return false;
-    if (!check(gguf_open(&lv->g, lv->buf, size, &err) == 0, "gguf_open %s %s", path, err.text)) return false;
+    lv->buf = check_read(check_id("%s.read", name), path, &size);
+    if (!lv->buf) return false;
+    if (!check(gguf_open(&lv->g, lv->buf, size, &err) == 0, check_id("%s.gguf", name), "gguf_open %s %s", path, err.text)) return false;
     err.text[0] = 0;
-    return check(vocab_load_gguf(&lv->v, &lv->g, &err) == 0, "vocab_load_gguf %s %s", path, err.text);
+    return check(vocab_load_gguf(&lv->v, &lv->g, &err) == 0, check_id("%s.vocab", name), "vocab_load_gguf %s %s", path, err.text);
 }
 
 static void unload(loaded_vocab *lv) {
@@ -215,14 +183,14 @@ static void test_vocab_vectors(const char *dir, const char *name, int n_expected
     char path[1024];
     snprintf(path, sizeof path, "%s/ggml-vocab-%s.gguf", dir, name);
     loaded_vocab lv;
-    if (!load_gguf_vocab(path, &lv)) { unload(&lv); return; }
+    if (!load_gguf_vocab(check_id("tokenizer.vectors.%s", name), path, &lv)) { unload(&lv); return; }
     const wick_vocab *v = lv.v;
     size_t inp_len, out_len;
     snprintf(path, sizeof path, "%s/ggml-vocab-%s.gguf.inp", dir, name);
-    char *inp = (char *)read_file(path, &inp_len);
+    char *inp = check_read(check_id("tokenizer.vectors.%s.inp", name), path, &inp_len);
     snprintf(path, sizeof path, "%s/ggml-vocab-%s.gguf.out", dir, name);
-    char *outs = (char *)read_file(path, &out_len);
-    if (!check(inp && outs, "%s: read .inp and .out", name)) { free(inp); free(outs); unload(&lv); return; }
+    char *outs = check_read(check_id("tokenizer.vectors.%s.out", name), path, &out_len);
+    if (!inp || !outs) { free(inp); free(outs); unload(&lv); return; }
 
     /* test-tokenizer-0: split the whole file on "\n__ggml_vocab_test__\n" */
     static const char sep[] = "\n__ggml_vocab_test__\n";
@@ -262,8 +230,8 @@ static void test_vocab_vectors(const char *dir, const char *name, int n_expected
         format_ids(ws, sizeof ws, want, n_want);
         n_texts++;
         if (same) n_ok++;
-        if (same) check(true, "%s: text %d \"%s\"", name, n_texts, ex);
-        else check(false, "%s: text %d \"%s\"\n       got: %s\n      want: %s", name, n_texts, ex, gs, ws);
+        if (same) check(true, check_id("tokenizer.vectors.%s.text%d", name, n_texts), "%s: text %d \"%s\"", name, n_texts, ex);
+        else check(false, check_id("tokenizer.vectors.%s.text%d", name, n_texts), "%s: text %d \"%s\" got:%s want:%s", name, n_texts, ex, gs, ws);
 
         /* back to text: the pieces always; llama_detokenize where it is lossless */
         size_t plen, slen;
@@ -290,16 +258,16 @@ static void test_vocab_vectors(const char *dir, const char *name, int n_expected
                  memcmp(streamed, text, tlen) == 0;
         }
         if (rt) n_rt++;
-        else check(false, "%s: text %d \"%s\" does not come back from its ids (detok %d bytes, stream %zu)",
+        else check(false, check_id("tokenizer.vectors.%s.text%d.round-trip", name, n_texts), "%s: text %d \"%s\" does not come back from its ids (detok %d bytes, stream %zu)",
                    name, n_texts, ex, dlen, slen);
         free(pieces);
         free(streamed);
         free(detok);
         free(got);
     }
-    check(n_ok == n_texts && n_texts == n_expected, "%s: %d of %d texts tokenize as llama.cpp does (%d expected)", name, n_ok,
+    check(n_ok == n_texts && n_texts == n_expected, check_id("tokenizer.vectors.%s.tokenize", name), "%s: %d of %d texts tokenize as llama.cpp does (%d expected)", name, n_ok,
           n_texts, n_expected);
-    check(n_rt == n_texts, "%s: %d of %d texts come back from their ids", name, n_rt, n_texts);
+    check(n_rt == n_texts, check_id("tokenizer.vectors.%s.round-trip", name), "%s: %d of %d texts come back from their ids", name, n_rt, n_texts);
     free(inp);
     free(outs);
     unload(&lv);
@@ -317,16 +285,16 @@ static void test_stories(const char *models) {
     char path[1024];
     size_t size;
     snprintf(path, sizeof path, "%s/tok512.bin", models);
-    uint8_t *tb = read_file(path, &size);
+    uint8_t *tb = check_read("tokenizer.stories.tok512.read", path, &size);
     wick_vocab *v2c = NULL;
-    if (check(tb != NULL, "read %s", path))
-        check(vocab_load_llama2c(&v2c, tb, size, 512, &err) == 0, "vocab_load_llama2c tok512.bin %s", err.text);
+    if (tb)
+        check(vocab_load_llama2c(&v2c, tb, size, 512, &err) == 0, "tokenizer.stories.tok512.vocab", "vocab_load_llama2c tok512.bin %s", err.text);
     loaded_vocab lv;
     snprintf(path, sizeof path, "%s/stories260K.gguf", models);
-    bool have_gguf = load_gguf_vocab(path, &lv);
+    bool have_gguf = load_gguf_vocab("tokenizer.stories.gguf", path, &lv);
 
     const wick_vocab *vs[2] = {v2c, have_gguf ? lv.v : NULL};
-    const char *names[2] = {"tok512.bin", "stories260K.gguf"};
+    const char *names[2] = {"tok512.bin", "stories260K.gguf"}, *prefix[2] = {"tokenizer.stories.tok512", "tokenizer.stories.gguf"};
     for (int k = 0; k < 2; k++) {
         const wick_vocab *v = vs[k];
         if (!v) continue;
@@ -334,18 +302,18 @@ static void test_stories(const char *models) {
         int n = tokenize(v, prompt, strlen(prompt), true, false, &ids);
         char gs[200];
         format_ids(gs, sizeof gs, ids, n);
-        check(ids_equal(ids, n, want, 5), "%s: BOS + \"Once upon a time\" = [1 403 407 261 378] (got%s)", names[k], gs);
+        check(ids_equal(ids, n, want, 5), check_id("%s.prompt", prefix[k]), "%s: BOS + \"Once upon a time\" = [1 403 407 261 378] (got%s)", names[k], gs);
         char text[64];
         int t = vocab_detokenize(v, ids + 1, n - 1, text, sizeof text);
-        check(t == (int)strlen(prompt) && memcmp(text, prompt, (size_t)t) == 0, "%s: detokenizes back to the prompt", names[k]);
+        check(t == (int)strlen(prompt) && memcmp(text, prompt, (size_t)t) == 0, check_id("%s.detokenize", prefix[k]), "%s: detokenizes back to the prompt", names[k]);
         size_t slen;
         bool valid;
         char *st = stream_text(v, ids, n, &slen, &valid);
-        check(valid && slen == strlen(prompt) && memcmp(st, prompt, slen) == 0,
+        check(valid && slen == strlen(prompt) && memcmp(st, prompt, slen) == 0, check_id("%s.stream", prefix[k]),
               "%s: stream of BOS + prompt gives \"%s\"", names[k], st);
         free(st);
         check(vocab_bos(v) == 1 && vocab_eos(v) == 2 && vocab_add_bos(v) && vocab_is_eog(v, 2) &&
-              !vocab_is_eog(v, 1) && strcmp(vocab_model_name(v), "llama") == 0,
+              !vocab_is_eog(v, 1) && strcmp(vocab_model_name(v), "llama") == 0, check_id("%s.specials", prefix[k]),
               "%s: BOS 1, EOS 2 (end of generation), adds BOS, SentencePiece", names[k]);
         const char *story = ", there was a little girl named Lily. She loved to play outside in the park.";
         int32_t *sid;
@@ -357,7 +325,7 @@ static void test_stories(const char *models) {
         for (int i = 0; i < sn; i++) pos += (size_t)detok_push(&ds, sid[i], out + pos, 256);
         pos += (size_t)detok_flush(&ds, out + pos, 256);
         /* the tokenizer added a space prefix before ",": a continuing stream keeps it */
-        check(pos == strlen(story) + 1 && out[0] == ' ' && memcmp(out + 1, story, pos - 1) == 0,
+        check(pos == strlen(story) + 1 && out[0] == ' ' && memcmp(out + 1, story, pos - 1) == 0, check_id("%s.continuing", prefix[k]),
               "%s: a continuing stream keeps every space", names[k]);
         free(sid);
         free(ids);
@@ -370,13 +338,13 @@ static void test_stories(const char *models) {
             int na = vocab_token_to_piece(v2c, i, a, sizeof a), nb = vocab_token_to_piece(lv.v, i, b, sizeof b);
             if (na != nb || memcmp(a, b, (size_t)(na > 0 ? na : 0)) != 0) { same = false; first_diff = i; }
         }
-        check(same, "tok512.bin and stories260K.gguf give the same pieces (first difference at %d)", first_diff);
+        check(same, "tokenizer.stories.same-pieces", "tok512.bin and stories260K.gguf give the same pieces (first difference at %d)", first_diff);
         /* and the same ids on a longer text */
         const char *text = "Lily and Ben went to the park. They saw a big dog! \"Hello,\" said Ben. 123 émoji 😀\n\tend";
         int32_t *a, *b;
         int na = tokenize(v2c, text, strlen(text), true, false, &a);
         int nb = tokenize(lv.v, text, strlen(text), true, false, &b);
-        check(ids_equal(a, na, b, nb), "tok512.bin and stories260K.gguf tokenize a longer text alike (%d, %d ids)", na, nb);
+        check(ids_equal(a, na, b, nb), "tokenizer.stories.same-ids", "tok512.bin and stories260K.gguf tokenize a longer text alike (%d, %d ids)", na, nb);
         free(a);
         free(b);
     }
@@ -390,9 +358,9 @@ static void test_stories(const char *models) {
     wick_vocab *vb = NULL;
     err.text[0] = 0;
     bool refused = vocab_load_llama2c(&vb, bad, sizeof bad, 512, &err) != 0 && !vb && err.text[0];
-    check(refused, "a truncated tokenizer.bin is refused: %s", err.text);
+    check(refused, "tokenizer.llama2c.truncated", "a truncated tokenizer.bin is refused: %s", err.text);
     refused = vocab_load_llama2c(&vb, bad, 2, 512, &err) != 0 && !vb;
-    check(refused, "a 2-byte tokenizer.bin is refused: %s", err.text);
+    check(refused, "tokenizer.llama2c.2-bytes", "a 2-byte tokenizer.bin is refused: %s", err.text);
 }
 
 /* 2b. llama.cpp's reference runs (the JSON files of ../shared/reference): each prompt tokenizes to its
@@ -443,24 +411,24 @@ static void test_references(const char *models, const char *refs) {
     char path[1024];
     size_t size;
     snprintf(path, sizeof path, "%s/tok512.bin", models);
-    uint8_t *tb = read_file(path, &size);
+    uint8_t *tb = check_read("tokenizer.references.tok512.read", path, &size);
     wick_vocab *v = NULL;
-    if (!tb || vocab_load_llama2c(&v, tb, size, 512, &err)) {
-        check(false, "references: tok512.bin loads");
+    if (!tb || !check(vocab_load_llama2c(&v, tb, size, 512, &err) == 0, "tokenizer.references.tok512.vocab", "tok512.bin loads %s", err.text)) {
         free(tb);
         return;
     }
     for (int i = 0; i < 3; i++) {
         snprintf(path, sizeof path, "%s/%s", refs, files[i]);
-        char *json = (char *)read_file(path, &size);
-        if (!check(json != NULL, "read %s", path)) continue;
+        char *json = check_read(check_id("tokenizer.references.%s.read", files[i]), path, &size);
+        if (!json) continue;
         char prompt[256], text[8192];
         int32_t want[64], greedy[1024];
         int n_want = json_ints(json, "prompt_tokens", want, 64);
-        if (check(json_string(json, "prompt", prompt, sizeof prompt) && n_want > 0, "%s: prompt and tokens", files[i])) {
+        if (check(json_string(json, "prompt", prompt, sizeof prompt) && n_want > 0, check_id("tokenizer.references.%s.fields", files[i]),
+                  "%s: prompt and tokens", files[i])) {
             int32_t *ids;
             int n = tokenize(v, prompt, strlen(prompt), true, false, &ids);
-            check(ids_equal(ids, n, want, n_want), "%s: BOS + \"%s\" tokenizes as llama.cpp did (%d ids)", files[i], prompt, n_want);
+            check(ids_equal(ids, n, want, n_want), check_id("tokenizer.references.%s.prompt", files[i]), "%s: BOS + \"%s\" tokenizes as llama.cpp did (%d ids)", files[i], prompt, n_want);
             free(ids);
         }
         int n_greedy = json_ints(json, "greedy_tokens", greedy, 1024);
@@ -476,7 +444,7 @@ static void test_references(const char *models, const char *refs) {
                 pos += (size_t)(w > 0 ? w : 0);
             }
             pos += (size_t)detok_flush(&ds, out + pos, 256);
-            check(ok && pos == strlen(text) && memcmp(out, text, pos) == 0,
+            check(ok && pos == strlen(text) && memcmp(out, text, pos) == 0, check_id("tokenizer.references.%s.greedy-text", files[i]),
                   "%s: %d greedy tokens stream to greedy_text (%zu bytes)", files[i], n_greedy, pos);
             free(out);
         }
@@ -491,13 +459,13 @@ static void test_specials(const char *dir) {
     char path[1024];
     loaded_vocab phi, gpt, spm, dsc;
     snprintf(path, sizeof path, "%s/ggml-vocab-phi-3.gguf", dir);
-    bool have_phi = load_gguf_vocab(path, &phi);
+    bool have_phi = load_gguf_vocab("tokenizer.specials.phi-3", path, &phi);
     snprintf(path, sizeof path, "%s/ggml-vocab-gpt-2.gguf", dir);
-    bool have_gpt = load_gguf_vocab(path, &gpt);
+    bool have_gpt = load_gguf_vocab("tokenizer.specials.gpt-2", path, &gpt);
     snprintf(path, sizeof path, "%s/ggml-vocab-llama-spm.gguf", dir);
-    bool have_spm = load_gguf_vocab(path, &spm);
+    bool have_spm = load_gguf_vocab("tokenizer.specials.llama-spm", path, &spm);
     snprintf(path, sizeof path, "%s/ggml-vocab-deepseek-coder.gguf", dir);
-    bool have_dsc = load_gguf_vocab(path, &dsc);
+    bool have_dsc = load_gguf_vocab("tokenizer.specials.deepseek-coder", path, &dsc);
     int32_t *ids;
     int n;
     char gs[400];
@@ -509,71 +477,71 @@ static void test_specials(const char *dir) {
         static const int32_t want[] = {1, 32010, 317, 21554, 13, 17628, 32007, 32001};
         n = tokenize(phi.v, chat, strlen(chat), true, true, &ids);
         format_ids(gs, sizeof gs, ids, n);
-        check(ids_equal(ids, n, want, 8), "phi-3: chat turn with parse_special (got%s)", gs);
+        check(ids_equal(ids, n, want, 8), "tokenizer.specials.phi-3.chat", "phi-3: chat turn with parse_special (got%s)", gs);
         free(ids);
         n = tokenize(phi.v, chat, strlen(chat), false, false, &ids);
         bool none = true;
         for (int i = 0; i < n; i++) none = none && ids[i] < 32000;
-        check(none, "phi-3: without parse_special the markers stay text (%d ids)", n);
+        check(none, "tokenizer.specials.phi-3.plain", "phi-3: without parse_special the markers stay text (%d ids)", n);
         free(ids);
         check(vocab_is_eog(phi.v, 32000) && vocab_is_eog(phi.v, 32007) && !vocab_is_eog(phi.v, 32010) &&
-              !vocab_is_eog(phi.v, 1), "phi-3: <|endoftext|> and <|end|> end generation, <|user|> and <s> do not");
+              !vocab_is_eog(phi.v, 1), "tokenizer.specials.phi-3.eog", "phi-3: <|endoftext|> and <|end|> end generation, <|user|> and <s> do not");
         char piece[64];
         int k = vocab_token_to_piece(phi.v, 32007, piece, sizeof piece);
-        check(k == 7 && memcmp(piece, "<|end|>", 7) == 0, "phi-3: the piece of <|end|> is its text");
+        check(k == 7 && memcmp(piece, "<|end|>", 7) == 0, "tokenizer.specials.phi-3.end-piece", "phi-3: the piece of <|end|> is its text");
         detok_stream ds;
         detok_init(&ds, phi.v);
-        check(detok_push(&ds, 32007, piece, sizeof piece) == 0, "phi-3: control tokens stream as no text");
+        check(detok_push(&ds, 32007, piece, sizeof piece) == 0, "tokenizer.specials.phi-3.control-stream", "phi-3: control tokens stream as no text");
     }
     if (have_gpt) {
         const char *text = "Hello<|endoftext|>world";
         n = tokenize(gpt.v, text, strlen(text), false, true, &ids);
         format_ids(gs, sizeof gs, ids, n);
         static const int32_t want[] = {15496, 50256, 6894};
-        check(ids_equal(ids, n, want, 3), "gpt-2: <|endoftext|> parsed as special (got%s)", gs);
+        check(ids_equal(ids, n, want, 3), "tokenizer.specials.gpt-2.special", "gpt-2: <|endoftext|> parsed as special (got%s)", gs);
         free(ids);
         n = tokenize(gpt.v, text, strlen(text), false, false, &ids);
         bool none = n > 3;
         for (int i = 0; i < n; i++) none = none && ids[i] != 50256;
-        check(none, "gpt-2: <|endoftext|> is text without parse_special");
+        check(none, "tokenizer.specials.gpt-2.plain", "gpt-2: <|endoftext|> is text without parse_special");
         free(ids);
         check(vocab_is_eog(gpt.v, 50256) && !vocab_add_bos(gpt.v) && strcmp(vocab_model_name(gpt.v), "gpt2") == 0,
-              "gpt-2: <|endoftext|> ends generation, no BOS added, BPE");
+              "tokenizer.specials.gpt-2.eog", "gpt-2: <|endoftext|> ends generation, no BOS added, BPE");
         /* clean_up_tokenization_spaces, as llama_detokenize */
         const char *sp = "Hello , world ! It 's";
         n = tokenize(gpt.v, sp, strlen(sp), false, false, &ids);
         char out[64];
         int k = vocab_detokenize(gpt.v, ids, n, out, sizeof out);
         check(k == 18 && memcmp(out, "Hello, world! It's", 18) == 0,
-              "gpt-2: detokenize cleans spaces like llama.cpp (\"%.*s\")", k > 0 ? k : 0, out);
+              "tokenizer.specials.gpt-2.clean-spaces", "gpt-2: detokenize cleans spaces like llama.cpp (\"%.*s\")", k > 0 ? k : 0, out);
         free(ids);
     }
     if (have_spm) {
         const char *text = "<s>hi</s>";
         n = tokenize(spm.v, text, strlen(text), true, true, &ids);
         format_ids(gs, sizeof gs, ids, n);
-        check(n >= 4 && ids[0] == 1 && ids[1] == 1 && ids[n - 1] == 2, "llama-spm: <s> and </s> parsed as special (got%s)", gs);
+        check(n >= 4 && ids[0] == 1 && ids[1] == 1 && ids[n - 1] == 2, "tokenizer.specials.llama-spm.special", "llama-spm: <s> and </s> parsed as special (got%s)", gs);
         free(ids);
         /* the count contract: too little room returns the count needed, writes nothing past it */
         const char *hello = "Hello world, this is a test";
         int32_t small[3] = {-7, -7, -7};
         int need = vocab_tokenize(spm.v, hello, strlen(hello), true, false, small, 2);
-        check(need > 2 && small[2] == -7, "llama-spm: max_out respected, %d needed", need);
+        check(need > 2 && small[2] == -7, "tokenizer.specials.llama-spm.max-out", "llama-spm: max_out respected, %d needed", need);
         check(vocab_tokenize(spm.v, hello, strlen(hello), true, false, NULL, 0) == need,
-              "llama-spm: counting without an output buffer");
+              "tokenizer.specials.llama-spm.count", "llama-spm: counting without an output buffer");
         check(vocab_tokenize(spm.v, "", 0, false, false, NULL, 0) == 0 &&
               vocab_tokenize(spm.v, "", 0, true, false, small, 3) == 1 && small[0] == 1,
-              "llama-spm: empty text gives [] (or [BOS])");
+              "tokenizer.specials.llama-spm.empty", "llama-spm: empty text gives [] (or [BOS])");
         char piece[4] = {'x', 'x', 'x', 'x'};
         int k = vocab_token_to_piece(spm.v, 15043, piece, 2); /* "▁Hello" */
-        check(k == 6 && piece[0] == ' ' && piece[1] == 'H' && piece[2] == 'x', "llama-spm: token_to_piece with a short buffer");
+        check(k == 6 && piece[0] == ' ' && piece[1] == 'H' && piece[2] == 'x', "tokenizer.specials.llama-spm.short-piece", "llama-spm: token_to_piece with a short buffer");
         check(vocab_token_to_piece(spm.v, -1, piece, 4) == -1 && vocab_token_to_piece(spm.v, 32000, piece, 4) == -1,
-              "llama-spm: token_to_piece refuses ids out of range");
+              "tokenizer.specials.llama-spm.piece-range", "llama-spm: token_to_piece refuses ids out of range");
         detok_stream ds;
         detok_init(&ds, spm.v);
         char out[8];
         check(detok_push(&ds, 32000, out, 8) == -1 && detok_push(&ds, 15043, out, 2) == -1 && ds.n_fed == 0,
-              "llama-spm: detok_push refuses bad ids and small buffers without consuming");
+              "tokenizer.specials.llama-spm.push-refused", "llama-spm: detok_push refuses bad ids and small buffers without consuming");
         /* a character split over byte tokens comes out whole, and a broken one as U+FFFD */
         static const int32_t euro[] = {0xE2 + 3, 0x82 + 3, 0xAC + 3, 0xE2 + 3, 0x41 + 3, 0xF0 + 3};
         char buf[64];
@@ -582,18 +550,19 @@ static void test_specials(const char *dir) {
         k1 = detok_push(&ds, euro[0], buf, 64);
         int k2 = detok_push(&ds, euro[1], buf, 64);
         w = detok_push(&ds, euro[2], buf, 64);
-        check(k1 == 0 && k2 == 0 && w == 3 && memcmp(buf, "\xE2\x82\xAC", 3) == 0, "llama-spm: stream holds back a split character");
+        check(k1 == 0 && k2 == 0 && w == 3 && memcmp(buf, "\xE2\x82\xAC", 3) == 0, "tokenizer.specials.llama-spm.split-character",
+              "llama-spm: stream holds back a split character");
         w = detok_push(&ds, euro[3], buf, 64);
         int w2 = detok_push(&ds, euro[4], buf + w, 64);
         int w3 = detok_push(&ds, euro[5], buf + w + w2, 64);
         int w4 = detok_flush(&ds, buf + w + w2 + w3, 64);
         int total = w + w2 + w3 + w4;
         check(total == 7 && memcmp(buf, "\xEF\xBF\xBD" "A" "\xEF\xBF\xBD", 7) == 0,
-              "llama-spm: broken sequences become U+FFFD, a dangling lead byte at the end too");
+              "tokenizer.specials.llama-spm.broken", "llama-spm: broken sequences become U+FFFD, a dangling lead byte at the end too");
     }
     if (have_dsc) {
         check(vocab_is_eog(dsc.v, 32014) && vocab_add_bos(dsc.v) && vocab_bos(dsc.v) == 32013,
-              "deepseek-coder: EOS 32014 ends generation, BOS 32013 added");
+              "tokenizer.specials.deepseek-coder.eog", "deepseek-coder: EOS 32014 ends generation, BOS 32013 added");
     }
     if (have_phi) unload(&phi); else free(phi.buf);
     if (have_gpt) unload(&gpt); else free(gpt.buf);
@@ -934,13 +903,13 @@ static void test_pre_splits(void) {
             bad++;
             char ex[64];
             excerpt(ex, sizeof ex, t, strlen(t));
-            check(false, "pre-tokenizer %s splits \"%s\" into %d words, not %d as the regexes do",
+            check(false, check_id("tokenizer.pre.%s.text%d", split_cases[i].pre, split_cases[i].text), "pre-tokenizer %s splits \"%s\" into %d words, not %d as the regexes do",
                   split_cases[i].pre, ex, n, split_cases[i].n);
         }
     }
-    check(bad == 0, "pre-tokenizers: %d of %d splits (default, gpt-2, llama3, qwen2, qwen35, deepseek-llm, "
+    check(bad == 0, "tokenizer.pre.all", "pre-tokenizers: %d of %d splits (default, gpt-2, llama3, qwen2, qwen35, deepseek-llm, "
           "deepseek-coder, falcon, starcoder, bloom) agree with the regexes", n_cases - bad, n_cases);
-    check(tokenizer_pre_split("no-such-pre", "x", 1, NULL, 0) == -1, "an unknown pre-tokenizer name is refused");
+    check(tokenizer_pre_split("no-such-pre", "x", 1, NULL, 0) == -1, "tokenizer.pre.unknown", "an unknown pre-tokenizer name is refused");
 }
 
 /* 4. fuzz */
@@ -1004,16 +973,16 @@ static void test_fuzz(const char *dir, const char *models) {
     char path[1024];
     size_t size;
     snprintf(path, sizeof path, "%s/tok512.bin", models);
-    uint8_t *tb = read_file(path, &size);
+    uint8_t *tb = check_read("tokenizer.fuzz.tok512.read", path, &size);
     wick_vocab *v2c = NULL;
-    if (tb) vocab_load_llama2c(&v2c, tb, size, 512, &err);
+    if (tb) check(vocab_load_llama2c(&v2c, tb, size, 512, &err) == 0, "tokenizer.fuzz.tok512.vocab", "tok512.bin loads %s", err.text);
     for (int vi = 0; vi < 5; vi++) {
         loaded_vocab lv = {0};
         const wick_vocab *v;
-        const char *name = vi < 4 ? names[vi] : "tok512.bin";
+        const char *name = vi < 4 ? names[vi] : "tok512.bin", *id = vi < 4 ? names[vi] : "tok512";
         if (vi < 4) {
             snprintf(path, sizeof path, "%s/ggml-vocab-%s.gguf", dir, names[vi]);
-            if (!load_gguf_vocab(path, &lv)) { unload(&lv); continue; }
+            if (!load_gguf_vocab(check_id("tokenizer.fuzz.%s", id), path, &lv)) { unload(&lv); continue; }
             v = lv.v;
         } else {
             if (!v2c) continue;
@@ -1064,9 +1033,9 @@ static void test_fuzz(const char *dir, const char *models) {
             free(ids);
         }
         free(text);
-        check(bad_call == 0 && bad_range == 0, "%s: fuzz, %d random texts tokenize, ids in range", name, n_runs);
-        check(bad_stream == 0, "%s: fuzz, streamed text is always valid UTF-8 (%d bad)", name, bad_stream);
-        check(bad_rt == 0, "%s: fuzz, text round-trips exactly%s (%d bad)", name,
+        check(bad_call == 0 && bad_range == 0, check_id("tokenizer.fuzz.%s.range", id), "%s: fuzz, %d random texts tokenize, ids in range", name, n_runs);
+        check(bad_stream == 0, check_id("tokenizer.fuzz.%s.stream", id), "%s: fuzz, streamed text is always valid UTF-8 (%d bad)", name, bad_stream);
+        check(bad_rt == 0, check_id("tokenizer.fuzz.%s.round-trip", id), "%s: fuzz, text round-trips exactly%s (%d bad)", name,
               vi == 3 ? "" : ", invalid UTF-8 included", bad_rt);
 
         /* every single token streams as valid UTF-8 and never overflows the documented bound */
@@ -1081,7 +1050,7 @@ static void test_fuzz(const char *dir, const char *models) {
             if (a < 0 || b < 0 || c < 0 || !utf8_valid((const uint8_t *)chunk, (size_t)c)) bad_single++;
         }
         free(chunk);
-        check(bad_single == 0, "%s: every one of %d tokens streams within %d bytes", name, vocab_n_tokens(v), bound);
+        check(bad_single == 0, check_id("tokenizer.fuzz.%s.single-tokens", id), "%s: every one of %d tokens streams within %d bytes", name, vocab_n_tokens(v), bound);
 
         /* edge inputs */
         static const char nuls[8] = {0, 'a', 0, 0, ' ', 0, '\n', 0};
@@ -1090,7 +1059,7 @@ static void test_fuzz(const char *dir, const char *models) {
                   vocab_tokenize(v, "", 0, false, true, out, 64) == 0 &&
                   vocab_tokenize(v, NULL, 0, false, false, out, 64) == 0 &&
                   vocab_tokenize(v, "\xFF\xFE\xFD", 3, false, false, out, 64) > 0;
-        check(ok, "%s: NULs, empty text and lone invalid bytes tokenize", name);
+        check(ok, check_id("tokenizer.fuzz.%s.edge-inputs", id), "%s: NULs, empty text and lone invalid bytes tokenize", name);
         if (vi < 4) unload(&lv);
     }
     vocab_free(v2c);
@@ -1122,13 +1091,13 @@ static void test_speed(const char *dir) {
         char path[1024];
         snprintf(path, sizeof path, "%s/ggml-vocab-%s.gguf", dir, names[vi]);
         loaded_vocab lv;
-        if (!load_gguf_vocab(path, &lv)) { unload(&lv); continue; }
+        if (!load_gguf_vocab(check_id("tokenizer.speed.%s", names[vi]), path, &lv)) { unload(&lv); continue; }
         double t0 = now_seconds();
         int n = vocab_tokenize(lv.v, text, len, true, true, NULL, 0);
         double t1 = now_seconds();
         double mbs = (double)len / (1 << 20) / (t1 - t0);
         /* speed is a benchmark figure (BENCHMARKS.md), not an assertion: the machine is shared */
-        check(n > 0, "%s: 1 MB of mixed text, %d tokens in %.3f s (%.1f MB/s)", names[vi], n, t1 - t0, mbs);
+        check(n > 0, check_id("tokenizer.speed.%s.mixed", names[vi]), "%s: 1 MB of mixed text, %d tokens in %.3f s (%.1f MB/s)", names[vi], n, t1 - t0, mbs);
         /* degenerate inputs: one huge word, one huge run of spaces, one repeated emoji, random
          * bytes, one character that is no piece (byte fallback all the way) */
         static const char *const kinds[] = {"letters", "spaces", "newlines", "emoji", "random bytes", "U+E000"};
@@ -1146,7 +1115,7 @@ static void test_speed(const char *dir) {
             t0 = now_seconds();
             n = vocab_tokenize(lv.v, odd, m, false, false, NULL, 0);
             t1 = now_seconds();
-            check(n > 0, "%s: 1 MB of %s, %d tokens in %.3f s", names[vi], kinds[kind], n, t1 - t0);
+            check(n > 0, check_id("tokenizer.speed.%s.%s", names[vi], check_slug(kinds[kind])), "%s: 1 MB of %s, %d tokens in %.3f s", names[vi], kinds[kind], n, t1 - t0);
         }
         free(odd);
         unload(&lv);
@@ -1167,8 +1136,7 @@ int main(int argc, char **argv) {
             if (colon) count = atoi(colon + 1);
             test_vocab_vectors(argv[2], name, count);
         }
-        printf("%d passed, %d failed\n", n_pass, n_fail);
-        return n_fail ? 1 : 0;
+        return check_summary();
     }
     const char *vocab_dir = argc > 1 ? argv[1] : "../shared/vocab";
     const char *models_dir = argc > 2 ? argv[2] : "../shared/models";
@@ -1181,6 +1149,5 @@ int main(int argc, char **argv) {
     test_pre_splits();
     test_fuzz(vocab_dir, models_dir);
     test_speed(vocab_dir);
-    printf("%d passed, %d failed\n", n_pass, n_fail);
-    return n_fail ? 1 : 0;
+    return check_summary();
 }

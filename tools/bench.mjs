@@ -17,7 +17,7 @@
 // Before each run it waits (up to --idle-wait seconds) for the machine to be quiet, so that other
 // work does not share the CPU with the measurement; a run that had to start anyway is noted.
 // --record appends the table to BENCHMARKS.md with the date, command and machine.
-// Then (unless --no-grammar) the cost of grammar-constrained sampling: tests/bench_grammar.c's
+// Then (unless --no-grammar) the cost of grammar-constrained sampling: bench/bench_grammar.c's
 // microseconds per draw with and without a JSON grammar over a 152 064-token synthetic vocabulary
 // (Qwen 2.5/3's size), and JSON-mode generation (the JSON-object grammar of json-schema.mjs) against
 // unconstrained generation with the same sampler chain (temperature 0.8, seed 1) on the 134m

@@ -157,15 +157,15 @@ enter_root
 timed setup     run_in "bash tools/setup.sh"
 timed build     run_in "make all"
 timed npm       run_in "make build/.npm-stamp"
-timed native    run_in "build/native/test_kernels | tail -n 2"
+timed native    run_in "set -o pipefail; build/native/test_kernels | grep -E '^(FAIL|summary)'"
 timed wasm      node_tests tests/engine.test.mjs '^wasm: greedy stories260K.gguf' 
-timed relaxed   run_in "node --experimental-wasm-relaxed-simd build/wasm/test_kernels-relaxed.js | tail -n 2"
+timed relaxed   run_in "set -o pipefail; node --experimental-wasm-relaxed-simd build/wasm/test_kernels-relaxed.js | grep -E '^(FAIL|summary)'"
 timed llama.cpp node_tests tests/llamacpp.test.mjs 'synth mini q4_k_m' 
 timed page      node_tests tests/page.test.mjs 'loads the default model' 
 for engine in firefox webkit; do
   [ -f "tests/$engine.test.mjs" ] && timed "$engine" node_tests "tests/$engine.test.mjs"
 done
-timed asan      run_in "make build/asan/test_sampler && build/asan/test_sampler | tail -n 2"
+timed asan      run_in "set -o pipefail; make build/asan/test_sampler && build/asan/test_sampler | grep -E '^(FAIL|summary)'"
 timed fuzz      run_in "make fuzz FUZZ_SECONDS=10 FUZZ_TARGETS=fuzz_tokenizer"
 timed serve     serve_check
 report
