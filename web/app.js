@@ -518,7 +518,8 @@ function chosenEntry() {
 /** One radio button per catalogue entry: name and approximate size, then family, parameters and quantization. */
 function buildCatalogue() {
   $('catalogue-list').replaceChildren(...CATALOGUE.map((entry) => {
-    const params = formatParams(entry.params);
+    // a per-layer-embedding model (Gemma 4, 3n) is named by its effective size: say both
+    const params = `${formatParams(entry.params)} parameters${entry.effectiveParams ? ` (${formatParams(entry.effectiveParams)} effective)` : ''}`;
     const input = el('input', { type: 'radio', name: 'catalogue-entry', value: entry.id, 'data-family': entry.family, 'data-url': catalogueUrl(entry, state.hub) });
     input.addEventListener('change', chooseEntry);
     return el('label', { className: 'entry' }, input,
@@ -526,7 +527,7 @@ function buildCatalogue() {
         el('span', { className: 'entry-head' },
           el('span', { className: 'entry-name' }, entry.name), ' ',
           el('span', { className: 'entry-size' }, el('span', { 'aria-hidden': 'true' }, '≈ '), el('span', { className: 'visually-hidden' }, 'about '), approximateSize(entry.bytes))),
-        ' ', el('span', { className: 'entry-facts' }, `${entry.family} · ${params} parameters · ${entry.quant}`,
+        ' ', el('span', { className: 'entry-facts' }, `${entry.family} · ${params} · ${entry.quant}`,
           el('span', { className: 'entry-kept', hidden: true }, ' · kept on this device'))));
   }));
   if (state.hub !== HF) $('catalogue-hint').append(` Files come from ${state.hub} (set by ?hf= in the address), not from Hugging Face.`);

@@ -6,6 +6,9 @@
 // bytes: the file's size as listed on Hugging Face when this list was written (approximate: a
 // repository may re-upload a file; the page shows the size the server reports once chosen).
 // family: the file's general.architecture. params: the parameter count, embeddings included.
+// effectiveParams (per-layer-embedding models: gemma4, gemma3n): what a token goes through, as the
+// card counts it ("E2B"); the rest is a table read one row per token. Sizes "listed as" are
+// Hugging Face's rounded decimal units.
 
 /** Where the files live; `?hf=ORIGIN` in the page's address replaces it (a mirror, or a test server). */
 export const HF = 'https://huggingface.co';
@@ -40,6 +43,40 @@ export const CATALOGUE = Object.freeze([
     repo: 'ibm-granite/granite-3.3-2b-instruct-GGUF', file: 'granite-3.3-2b-instruct-Q4_K_M.gguf', bytes: 1_545_303_328 },
   { id: 'olmo-2-0425-1b-instruct', name: 'OLMo 2 1B Instruct', family: 'olmo2', params: 1.48e9, quant: 'Q4_K_M',
     repo: 'allenai/OLMo-2-0425-1B-Instruct-GGUF', file: 'OLMo-2-0425-1B-Instruct-Q4_K_M.gguf', bytes: 935_515_296 },
+  // Issue 27's on-device models. No Hugging Face file listing of these repositories was readable
+  // when they were added: "pinned" sizes are the exact bytes that public projects downloading the
+  // file pin beside its SHA-256 and a revision (the commit that added them says which).
+  // Gemma 4 E2B: 5.1B parameters with embeddings, 2.3B effective (google's card, quoted at
+  // https://huggingface.co/cstr/gemma4-e2b-it-GGUF); pinned for the resolve URL of this file. Its
+  // Q8_0 (4.6 GB) and every Gemma 4 E4B Q4_K_M seen (5.3 GB) are over CATALOGUE_MAX_BYTES.
+  { id: 'gemma-4-e2b-it', name: 'Gemma 4 E2B IT', family: 'gemma4', params: 5.1e9, effectiveParams: 2.3e9, quant: 'Q4_K_M',
+    repo: 'bartowski/google_gemma-4-E2B-it-GGUF', file: 'google_gemma-4-E2B-it-Q4_K_M.gguf', bytes: 3_462_678_272 },
+  // Gemma 3n E2B: 5.44B parameters, 2B effective (https://raw.githubusercontent.com/jakemanger/whatmodel/main/pages/model/gemma-3n-e2b.md;
+  // https://huggingface.co/collections/google/gemma-3n says 5B); pinned. The engine refuses gemma3n
+  // for now (AltUp, Laurel, activation sparsity): the page says so from the header, before a download.
+  { id: 'gemma-3n-e2b-it', name: 'Gemma 3n E2B IT', family: 'gemma3n', params: 5.44e9, effectiveParams: 2e9, quant: 'Q4_K_M',
+    repo: 'unsloth/gemma-3n-E2B-it-GGUF', file: 'gemma-3n-E2B-it-Q4_K_M.gguf', bytes: 3_026_881_888 },
+  // Phi-4-mini: 3.8B parameters, tied embeddings; pinned (other repositories' Q4_K_M of it are listed
+  // as 2.49 GB: https://huggingface.co/second-state/Phi-4-mini-instruct-GGUF).
+  { id: 'phi-4-mini-instruct', name: 'Phi-4 mini Instruct', family: 'phi3', params: 3.8e9, quant: 'Q4_K_M',
+    repo: 'bartowski/microsoft_Phi-4-mini-instruct-GGUF', file: 'microsoft_Phi-4-mini-instruct-Q4_K_M.gguf', bytes: 2_491_874_688 },
+  // Granite 4.0-H Micro: "a 3B parameter long-context instruct model" (IBM's card); pinned.
+  { id: 'granite-4.0-h-micro', name: 'Granite 4.0-H Micro', family: 'granitehybrid', params: 3e9, quant: 'Q4_K_M',
+    repo: 'ibm-granite/granite-4.0-h-micro-GGUF', file: 'granite-4.0-h-micro-Q4_K_M.gguf', bytes: 1_942_564_512 },
+  // Ministral 3 3B: a 3.4B language model (the 0.4B vision encoder is not in this file:
+  // https://huggingface.co/mistralai/Ministral-3-3B-Instruct-2512-BF16); pinned as its LFS size.
+  { id: 'ministral-3-3b-instruct-2512', name: 'Ministral 3 3B Instruct', family: 'mistral3', params: 3.4e9, quant: 'Q4_K_M',
+    repo: 'mistralai/Ministral-3-3B-Instruct-2512-GGUF', file: 'Ministral-3-3B-Instruct-2512-Q4_K_M.gguf', bytes: 2_147_023_008 },
+  // Qwen3.5 0.8B: 0.8B parameters (https://docs.vultr.com/models/alibaba-qwen-35/qwen3.5-0.8b/nvidia); pinned.
+  { id: 'qwen3.5-0.8b', name: 'Qwen3.5 0.8B', family: 'qwen35', params: 0.8e9, quant: 'Q8_0',
+    repo: 'ggml-org/Qwen3.5-0.8B-GGUF', file: 'Qwen3.5-0.8B-Q8_0.gguf', bytes: 833_592_096 },
+  // LFM2 350M: 354M parameters (https://raw.githubusercontent.com/jakemanger/whatmodel/main/pages/model/lfm2-350m.md);
+  // listed as 379 MB at https://huggingface.co/LiquidAI/LFM2-350M-GGUF/tree/main
+  { id: 'lfm2-350m', name: 'LFM2 350M', family: 'lfm2', params: 354e6, quant: 'Q8_0',
+    repo: 'LiquidAI/LFM2-350M-GGUF', file: 'LFM2-350M-Q8_0.gguf', bytes: 379_000_000 },
+  // LFM2.5 1.2B Instruct: "Number of parameters: 1.17B" (LiquidAI's card); pinned.
+  { id: 'lfm2.5-1.2b-instruct', name: 'LFM2.5 1.2B Instruct', family: 'lfm2', params: 1.17e9, quant: 'Q4_K_M',
+    repo: 'LiquidAI/LFM2.5-1.2B-Instruct-GGUF', file: 'LFM2.5-1.2B-Instruct-Q4_K_M.gguf', bytes: 730_895_168 },
 ].map(Object.freeze));
 
 /** A listed size, rounded as befits an approximate one: "369 MiB", "1.59 GiB" (the units the page's exact sizes use). */
