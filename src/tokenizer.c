@@ -101,6 +101,7 @@ struct wick_vocab {
      * BertNormalizer's lowercasing and accent stripping */
     int32_t sep;
     bool add_sep, lowercase, strip_accents;
+    unicode_nfd_table nfd;      /* unpacked when strip_accents is set on a WordPiece vocabulary */
     /* Gemma 4's BPE (tokenizer.ggml.model "gemma4", SentencePiece-style): tokens are raw UTF-8
      * with "▁" for a space, not GPT-2's byte alphabet, and a piece missing from the vocabulary
      * falls back to <0xNN> byte tokens */
@@ -216,6 +217,7 @@ static void merge_table_insert(wick_vocab *v, int32_t m) {
 
 void vocab_free(wick_vocab *v) {
     if (!v) return;
+    unicode_nfd_free(&v->nfd);
     free(v->tok);
     free(v->text);
     free(v->tok_slots);
@@ -653,6 +655,7 @@ int vocab_load_gguf(wick_vocab **out, const gguf_file *g, errmsg *err) {
     if (gguf_get_bool(g, "tokenizer.ggml.normalizer.lowercase", &flag)) v->lowercase = flag;
     v->strip_accents = v->lowercase;
     if (gguf_get_bool(g, "tokenizer.ggml.normalizer.strip_accents", &flag)) v->strip_accents = flag;
+    if (v->type == VOCAB_WPM && v->strip_accents && unicode_nfd_load(&v->nfd)) goto oom;
     /* extra end-of-generation ids: FIM padding / repository / file separators */
     static const char *const fim_keys[] = {"tokenizer.ggml.fim_pad_token_id",
                                            "tokenizer.ggml.fim_rep_token_id",
@@ -1831,7 +1834,7 @@ static int wpm_encode(const wick_vocab *v, wpm_work *w, const char *text, size_t
     for (size_t k = 0; k < len;) {
         uint32_t c;
         k += (size_t)unicode_decode_lenient((const uint8_t *)text + k, len - k, &c);
-        if (v->strip_accents) c = unicode_nfd_first(c);
+        if (v->strip_accents) c = unicode_nfd_first(&v->nfd, c);
         unsigned f = unicode_flags(c);
         if (f & UFLAG_WHITESPACE) { wpm_word(v, w, o); w->len = 3; continue; }
         if (c == 0 || c == UNICODE_REPLACEMENT || (f & UFLAG_CONTROL)) continue;

@@ -1,20 +1,55 @@
 /* unicode.c — UTF-8 decoding/encoding and character classes over the generated tables. */
 #include "unicode.h"
 
+#include <stdlib.h>
+
 #include "unicode_nfd.h"
 #include "unicode_tables.h"
+
+/* The category ranges unpacked (unicode_tables.h packs them for the page's download): the first
+ * code point << 5 | category of each, made once, on the first lookup above U+07FF. */
+static uint32_t category_ranges[UNICODE_CATEGORY_RANGES];
+
+static void unpack_category_ranges(void) {
+    size_t pos = 0;
+    uint32_t first = 0;
+    for (int i = 0; i < UNICODE_CATEGORY_RANGES; i++) {
+        uint32_t gap = 0;
+        for (unsigned shift = 0; pos < UNICODE_CATEGORY_BYTES; shift += 7) {
+            uint8_t b = unicode_category_stream[pos++];
+            gap |= (uint32_t)(b & 0x7F) << shift;
+            if (!(b & 0x80)) break;
+        }
+        first += gap;
+        category_ranges[i] = first << 5;
+    }
+    for (int i = 0; i < UNICODE_CATEGORY_RANGES; i++) category_ranges[i] |= unicode_category_stream[pos + i];
+}
+
+#ifdef WICK_NO_THREADS
+static bool category_ranges_ready;
+static void category_ranges_once(void) {
+    if (!category_ranges_ready) unpack_category_ranges();
+    category_ranges_ready = true;
+}
+#else
+#include <pthread.h>
+static pthread_once_t category_ranges_done = PTHREAD_ONCE_INIT;
+static void category_ranges_once(void) { pthread_once(&category_ranges_done, unpack_category_ranges); }
+#endif
 
 enum unicode_category unicode_category_of(uint32_t cpt) {
     if (cpt < 0x800) return (enum unicode_category)unicode_category_low[cpt];
     if (cpt > 0x10FFFF) return UCAT_Cn;
+    category_ranges_once();
     /* the last range whose first code point is <= cpt */
-    size_t lo = 0, hi = sizeof unicode_category_ranges / sizeof unicode_category_ranges[0];
+    size_t lo = 0, hi = UNICODE_CATEGORY_RANGES;
     while (hi - lo > 1) {
         size_t mid = lo + (hi - lo) / 2;
-        if ((unicode_category_ranges[mid] >> 5) <= cpt) lo = mid;
+        if ((category_ranges[mid] >> 5) <= cpt) lo = mid;
         else hi = mid;
     }
-    return (enum unicode_category)(unicode_category_ranges[lo] & 31);
+    return (enum unicode_category)(category_ranges[lo] & 31);
 }
 
 static const unsigned category_flag[UCAT_COUNT] = {
@@ -52,17 +87,53 @@ unsigned unicode_flags(uint32_t cpt) {
 #define HANGUL_LAST 0xD7A3u
 #define HANGUL_PER_LEAD 588u
 
-uint32_t unicode_nfd_first(uint32_t cpt) {
+/* One LEB128 varint of the stream at *pos. */
+static uint32_t nfd_varint(size_t *pos) {
+    uint32_t x = 0;
+    for (unsigned shift = 0; *pos < UNICODE_NFD_BYTES; shift += 7) {
+        uint8_t b = unicode_nfd_stream[(*pos)++];
+        x |= (uint32_t)(b & 0x7F) << shift;
+        if (!(b & 0x80)) break;
+    }
+    return x;
+}
+
+int unicode_nfd_load(unicode_nfd_table *t) {
+    t->first = malloc(3 * UNICODE_NFD_RUNS * sizeof *t->first);
+    if (!t->first) return -1;
+    t->count = t->first + UNICODE_NFD_RUNS;
+    t->base = t->count + UNICODE_NFD_RUNS;
+    /* the three sections in turn: gaps (from the previous run's end), counts − 1, zigzag base differences */
+    size_t pos = 0;
+    for (int i = 0; i < UNICODE_NFD_RUNS; i++) t->first[i] = nfd_varint(&pos);
+    for (int i = 0; i < UNICODE_NFD_RUNS; i++) t->count[i] = nfd_varint(&pos) + 1;
+    uint32_t end = 0, base = 0;
+    for (int i = 0; i < UNICODE_NFD_RUNS; i++) {
+        t->first[i] += end;
+        end = t->first[i] + t->count[i];
+        uint32_t z = nfd_varint(&pos);
+        base += (z & 1) ? ~(z >> 1) : z >> 1; /* −(z+1)/2 or z/2, modulo 2^32 */
+        t->base[i] = base;
+    }
+    return 0;
+}
+
+void unicode_nfd_free(unicode_nfd_table *t) {
+    free(t->first);
+    t->first = t->count = t->base = NULL;
+}
+
+uint32_t unicode_nfd_first(const unicode_nfd_table *t, uint32_t cpt) {
     if (cpt < 0xC0) return cpt;
     if (cpt >= HANGUL_FIRST && cpt <= HANGUL_LAST) return 0x1100u + (cpt - HANGUL_FIRST) / HANGUL_PER_LEAD;
     size_t lo = 0, hi = UNICODE_NFD_RUNS;
-    if ((unicode_nfd_key[0] >> 8) > cpt) return cpt;
+    if (t->first[0] > cpt) return cpt;
     while (hi - lo > 1) { /* the last run starting at or before cpt */
         size_t mid = lo + (hi - lo) / 2;
-        if ((unicode_nfd_key[mid] >> 8) <= cpt) lo = mid;
+        if (t->first[mid] <= cpt) lo = mid;
         else hi = mid;
     }
-    return cpt - (unicode_nfd_key[lo] >> 8) < (unicode_nfd_key[lo] & 0xFFu) ? unicode_nfd_base[lo] : cpt;
+    return cpt - t->first[lo] < t->count[lo] ? t->base[lo] : cpt;
 }
 
 uint32_t unicode_tolower(uint32_t cpt) {

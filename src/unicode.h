@@ -38,9 +38,17 @@ enum {
 enum unicode_category unicode_category_of(uint32_t cpt);
 unsigned unicode_flags(uint32_t cpt);
 uint32_t unicode_tolower(uint32_t cpt); /* simple (one-to-one) lowercase mapping */
+/* The runs of code points whose canonical decomposition starts with another code point, and that
+ * code point (unicode_nfd.h, unpacked: the page's wasm carries the packed form). */
+typedef struct {
+    uint32_t *first, *count, *base;
+} unicode_nfd_table;
+/* Unpacks the table (about 21 KB); -1 when out of memory. */
+int unicode_nfd_load(unicode_nfd_table *t);
+void unicode_nfd_free(unicode_nfd_table *t);
 /* The first code point of cpt's canonical decomposition (NFD), cpt itself when it has none: the
  * one-to-one map llama.cpp's unicode_cpts_normalize_nfd applies (unicode_nfd.h) */
-uint32_t unicode_nfd_first(uint32_t cpt);
+uint32_t unicode_nfd_first(const unicode_nfd_table *t, uint32_t cpt);
 
 /* Length of the UTF-8 sequence a lead byte announces, from its high nibble alone
  * (continuation bytes count 1), as llama.cpp's unicode_len_utf8. */

@@ -27,6 +27,7 @@
 #include <time.h>
 
 #include "check.h"
+#include "unicode.h"
 #include "gguf.h"
 #include "tokenizer.h"
 
@@ -1123,6 +1124,26 @@ static void test_speed(const char *dir) {
     free(text);
 }
 
+/* The accent-stripping map (unicode_nfd.h's packed runs, unpacked): a code point of each kind of
+ * run against its canonical decomposition's first code point in UnicodeData.txt, and the edges. */
+static void test_nfd_table(void) {
+    unicode_nfd_table t;
+    if (!check(unicode_nfd_load(&t) == 0, "nfd.load", "unpacking the table")) return;
+    static const struct { uint32_t cpt, first; const char *what; } cases[] = {
+        {0x00C0, 'A', "A-grave"}, {0x00C5, 'A', "A-ring (the run's last)"}, {0x00C6, 0x00C6, "AE (no decomposition)"},
+        {0x00E9, 'e', "e-acute"}, {0x0101, 'a', "a-macron"}, {0x01D5, 'U', "U-diaeresis-macron (two steps)"},
+        {0x1E9B, 0x017F, "long s with dot (to long s)"}, {0x212B, 'A', "angstrom sign"}, {0x0390, 0x03B9, "iota with dialytika and tonos"},
+        {0x0419, 0x0418, "short I"}, {0xF900, 0x8C48, "CJK compatibility ideograph"}, {0x2F800, 0x4E3D, "supplementary CJK compatibility"},
+        {0x2FA1D, 0x2A600, "the last"}, {0xAC00, 0x1100, "Hangul (by formula)"}, {0x41, 0x41, "ASCII"}, {0x4E00, 0x4E00, "unified ideograph"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        uint32_t got = unicode_nfd_first(&t, cases[i].cpt);
+        check(got == cases[i].first, check_id("nfd.U+%04X", cases[i].cpt), "%s: U+%04X -> U+%04X (want U+%04X)", cases[i].what,
+              cases[i].cpt, got, cases[i].first);
+    }
+    unicode_nfd_free(&t);
+}
+
 int main(int argc, char **argv) {
     /* test_tokenizer --vectors DIR NAME:COUNT…: only the test vectors of these vocabularies, each
      * with COUNT texts (files taken from llama.cpp's source bundle, such as Qwen3.5's:
@@ -1147,6 +1168,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 4; i++) test_vocab_vectors(vocab_dir, names[i], 46);
     test_specials(vocab_dir);
     test_pre_splits();
+    test_nfd_table();
     test_fuzz(vocab_dir, models_dir);
     test_speed(vocab_dir);
     return check_summary();
