@@ -7,7 +7,7 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := all
 
-ENGINE_SRC := src/errmsg.c src/gguf.c src/model.c src/forward.c src/context.c src/attention.c src/matmul.c src/recurrent.c src/ple.c src/rope.c \
+ENGINE_SRC := src/errmsg.c src/gguf.c src/model.c src/forward.c src/context.c src/attention.c src/matmul.c src/recurrent.c src/ple.c src/altup.c src/rope.c \
               src/pool.c src/quant.c src/quant_table.c src/kernels_simd.c \
               src/tokenizer.c src/unicode.c src/sampler.c src/grammar.c src/generate.c src/synth.c src/wick.c
 HEADERS := $(wildcard src/*.h)
