@@ -107,16 +107,21 @@ for (const build of ['native', 'wasm']) {
     }
   });
 
-  test(`${build}: test_context (cached keys after a context shift equal fresh ones; gemma3's sliding-window rings; gemma4's shared caches)`, () => {
-    // a gemma4 file (no such file in ../shared): its KV-shared layers through a shift
-    const gemma4 = path.join(llamaDir, 'synth-gemma4-f16.gguf');
-    if (!fs.existsSync(gemma4)) {
-      const s = runWick('native', ['synth', '--arch', 'gemma4', '--shape', 'mini', '--type', 'f16', '-o', gemma4,
-        '--vocab', path.join(shared, 'vocab', 'ggml-vocab-llama-spm.gguf')]);
-      assert.equal(s.code, 0, s.stderr);
-    }
+  test(`${build}: test_context (cached keys after a context shift equal fresh ones; gemma3's sliding-window rings; gemma4's and gemma3n's shared caches)`, () => {
+    // gemma4 and gemma3n files (no such files in ../shared): their KV-shared layers through a shift;
+    // gemma3n on stories260K's vocabulary (its per-layer table is 256 values per layer and token)
+    const synthFile = (arch, vocab) => {
+      const file = path.join(llamaDir, `synth-${arch}-f16.gguf`);
+      if (!fs.existsSync(file)) {
+        const s = runWick('native', ['synth', '--arch', arch, '--shape', 'mini', '--type', 'f16', '-o', file, '--vocab', vocab]);
+        assert.equal(s.code, 0, s.stderr);
+      }
+      return file;
+    };
+    const gemma4 = synthFile('gemma4', path.join(shared, 'vocab', 'ggml-vocab-llama-spm.gguf'));
+    const gemma3n = synthFile('gemma3n', path.join(shared, 'models', 'stories260K.gguf'));
     const r = runProgram(build, 'test_context', [path.join(shared, 'models', 'stories260K.gguf'),
-      path.join(shared, 'models', 'families', 'mini-gemma3-f16.gguf'), gemma4]);
+      path.join(shared, 'models', 'families', 'mini-gemma3-f16.gguf'), gemma4, gemma3n]);
     assert.equal(r.code, 0, r.stdout + r.stderr);
     assert.match(r.stdout, /^\d+ passed, 0 failed/m);
     // the gemma3 part ran: the rings' memory, their logits and the shift past the window
@@ -125,6 +130,10 @@ for (const build of ['native', 'wasm']) {
     // and the gemma4 part
     assert.match(r.stdout, /ok  : gemma4: a KV cache of \d+ bytes, none for its 3 KV-shared layers/);
     assert.match(r.stdout, /ok  : gemma4: generation past a full 64-token context/);
+    // and the gemma3n part: layers 20 to 24 read the caches of 18 and 19
+    assert.match(r.stdout, /ok  : gemma3n: a KV cache of \d+ bytes, none for its 5 KV-shared layers/);
+    assert.match(r.stdout, /ok  : gemma3n: the window's layer-0 keys after a shift equal fresh ones/);
+    assert.match(r.stdout, /ok  : gemma3n: generation past a full 64-token context/);
     // the external context (the WebGPU path's) ran
     assert.match(r.stdout, /ok  : greedy tokens through the external context equal the CPU generator's/);
     assert.match(r.stdout, /ok  : a full external context is evaluated again/);
