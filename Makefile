@@ -7,7 +7,7 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := all
 
-ENGINE_SRC := src/errmsg.c src/gguf.c src/model.c src/forward.c src/context.c src/attention.c src/matmul.c src/recurrent.c src/ple.c src/rope.c src/encoder.c \
+ENGINE_SRC := src/errmsg.c src/gguf.c src/model.c src/forward.c src/context.c src/attention.c src/matmul.c src/recurrent.c src/ple.c src/altup.c src/rope.c src/encoder.c \
               src/pool.c src/quant.c src/quant_table.c src/kernels_simd.c \
               src/tokenizer.c src/unicode.c src/sampler.c src/grammar.c src/generate.c src/synth.c src/wick.c
 HEADERS := $(wildcard src/*.h)
@@ -73,8 +73,10 @@ build/native/obj/%.o: src/%.c $(HEADERS) | build/.setup-stamp
 
 # The engine's cold code (file parsing and loading, the tokenizer, synth, the C API's bookkeeping) is
 # compiled for size in the wasm builds: what the page downloads shrinks, and no token waits on it.
-# The kernels, the forward pass, the sampler, the grammar matcher and the generation loop stay at -O3.
-WASM_SIZE_OPT := gguf model tokenizer unicode synth wick
+# The kernels, the forward pass, the sampler, the grammar matcher and the generation loop stay at -O3;
+# gemma3n's AltUp and Laurel steps (altup.c) are elementwise beside their matrix products (matmul.c,
+# at -O3): a few percent of a token's time, so they are compiled for size too.
+WASM_SIZE_OPT := gguf model tokenizer unicode synth wick altup
 wasm_opt = $(if $(filter $(basename $(notdir $@)),$(WASM_SIZE_OPT)),-Os)
 
 build/wasm/obj/%.o: src/%.c $(HEADERS) | build/.setup-stamp

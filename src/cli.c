@@ -14,7 +14,7 @@
  *   wick match    --grammar FILE.gbnf (-p TEXT | --texts FILE)   one line per text: complete, prefix or no
  *                 (--texts: texts separated by NUL bytes); no model needed
  *   wick synth    --shape mini|mini-mha|134m|1b|0.8b|e2b --type f32|f16|q8_0|q4_0|q4_k_m|q5_k_m|q6_k -o FILE.gguf [--vocab VOCAB.gguf] [--seed S]
- *                 [--arch llama|llama3|qwen3|gemma2|gemma3|phi3|smollm3|granite|olmo2|lfm2|qwen35|granite-hybrid|mistral3|gemma4|bert]
+ *                 [--arch llama|llama3|qwen3|gemma2|gemma3|phi3|smollm3|granite|olmo2|lfm2|qwen35|granite-hybrid|mistral3|gemma4|gemma3n|bert]
  *                 [--pooling none|mean|cls|last (bert)]
  * Results go to stdout, timings and errors to stderr; any failure exits non-zero with one line. */
 #include <errno.h>
@@ -170,7 +170,7 @@ static int parse_args(int argc, char **argv, options *o) {
     o->kv_type = WICK_KV_F16;
     if (argc < 2)
         return error_exit("usage: wick generate|logits|tokenize|detokenize|info -m MODEL …, or wick synth --shape S --type T "
-                          "-o FILE [--arch llama|llama3|qwen3|gemma2|gemma3|phi3|smollm3|granite|olmo2|lfm2|qwen35|granite-hybrid|mistral3|gemma4] (see README)");
+                          "-o FILE [--arch llama|llama3|qwen3|gemma2|gemma3|phi3|smollm3|granite|olmo2|lfm2|qwen35|granite-hybrid|mistral3|gemma4|gemma3n] (see README)");
     o->cmd = argv[1];
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];

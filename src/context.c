@@ -114,6 +114,7 @@ int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_para
     size_t vd = (size_t)mc->ssm_v_heads * (size_t)mc->ssm_state; /* DeltaNet's output, the input of ssm_out */
     if (vd > widest) widest = vd;
     if ((size_t)mc->n_ple > widest) widest = (size_t)mc->n_ple; /* the per-layer embeddings' proj input */
+    if ((size_t)mc->laurel_rank > widest) widest = (size_t)mc->laurel_rank; /* laurel_r's input */
     c->x = malloc(B * dim * sizeof(float));
     c->xb = malloc(B * dim * sizeof(float));
     c->xb2 = malloc(B * qd * sizeof(float));
@@ -137,6 +138,16 @@ int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_para
         if (!c->ple || !c->ple_row || !c->ple_gate) {
             ctx_release(c);
             return errorf(err, WICK_ERR_NOMEM, "out of memory allocating the per-layer embeddings of a batch of %d", c->n_batch);
+        }
+    }
+    if (mc->n_altup) {
+        size_t n = (size_t)mc->n_altup;
+        c->alt = malloc(B * n * dim * sizeof(float));
+        c->laurel = malloc(B * (dim + (size_t)mc->laurel_rank) * sizeof(float));
+        c->alt_coef = malloc(B * (n + n * n) * sizeof(float));
+        if (!c->alt || !c->laurel || !c->alt_coef) {
+            ctx_release(c);
+            return errorf(err, WICK_ERR_NOMEM, "out of memory allocating the AltUp streams of a batch of %d", c->n_batch);
         }
     }
     c->qbuf_bytes = B * (widest * ACT_BYTES_PER_ELEM_NUM / ACT_BYTES_PER_ELEM_DEN + 64);
@@ -231,7 +242,8 @@ void ctx_release(struct wick_ctx *c) {
     void *bufs[] = {c->k_cache, c->v_cache, c->x, c->xb, c->xb2, c->q, c->k, c->v, c->hb, c->hb2,
                     c->rope_cos, c->rope_sin, c->att, c->qbuf[0], c->qbuf[1], c->qbuf[2], c->logits,
                     c->kv_slots, c->kv_off, c->rstate, c->rs_off, c->proj, c->mix, c->mix2,
-                    c->rs_snap[0], c->rs_snap[1], c->ext_ops, c->ple, c->ple_row, c->ple_gate};
+                    c->rs_snap[0], c->rs_snap[1], c->ext_ops, c->ple, c->ple_row, c->ple_gate,
+                    c->alt, c->laurel, c->alt_coef};
     _Static_assert(STATE_SNAPSHOTS == 2, "ctx_release frees each snapshot");
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     memset(c, 0, sizeof *c);

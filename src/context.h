@@ -59,6 +59,10 @@ struct wick_ctx {
      * input; ple_row [n_layers·n_ple], one token's row of the table; ple_gate [n_batch][n_ple],
      * a layer's gated projection */
     float *ple, *ple_row, *ple_gate;
+    /* AltUp and Laurel (gemma3n): alt [n_altup][n_batch][dim], the streams; laurel [n_batch][dim]
+     * Laurel's output, then [n_batch][rank] its low-rank middle; alt_coef [n_batch][n_altup] the
+     * router's output, then [n_batch][n_altup²] the coefficients made from it */
+    float *alt, *laurel, *alt_coef;
     /* an external context (wick_ctx_new_external): no cache or scratch here, the operations
      * wick_eval and wick_kv_trim asked for, waiting for wick_ctx_external_ops */
     bool external;

@@ -10,8 +10,12 @@
  *         xb = norm(x);  y = (act(xb·W_gateᵀ) ⊙ xb·W_upᵀ)·W_downᵀ;  x += norm(y) · residual_scale
  *         x += the per-layer embedding step (ple.c, gemma4);  x ·= layer_output_scale (gemma4)
  *     logits = norm(x)·W_outᵀ (· logit_scale, soft-capped where the family caps)
+ * gemma3n (altup.c) keeps several streams of x: each layer runs on the active one's prediction and
+ * corrects the others with its output (and adds its per-layer embedding to them); Laurel's
+ * low-rank residual joins attention's, and the first layers' FFN gates are sparse.
  * A batch (prefill) runs every matrix product as matrix × matrix (matmul.c); a single token
  * (decode) is matrix × vector. The context (context.c) holds the cache and the scratch. */
+#include "altup.h"
 #include "attention.h"
 #include "context.h"
 #include "elementwise.h"
@@ -162,6 +166,7 @@ static int forward_batch(struct wick_ctx *c, const int32_t *tokens, int n_tok, b
                         c->x + (size_t)t * dim, dim);
     if (mc->embd_scale != 1.0f) scale_rows(c->x, mc->embd_scale, (size_t)n_tok * dim);
     if (mc->n_ple) ple_inputs(c, tokens, n_tok);
+    if (mc->n_altup) altup_init(c, n_tok);
     rope_tables(c, false, mc->rope_base, mc->rope_scale, mc->rope_attn_factor, pos0, n_tok, rope_cos_of(c, false),
                 rope_sin_of(c, false));
     if (rope_swa_own(mc))
@@ -171,20 +176,23 @@ static int forward_batch(struct wick_ctx *c, const int32_t *tokens, int n_tok, b
     for (int l = 0; l < mc->n_layers; l++) {
         const layer_weights *w = &m->layers[l];
         int hid = model_layer_config(m, l)->hidden_dim;
+        if (mc->n_altup) altup_predict(c, w, n_tok); /* x = the active stream's prediction */
         /* attention: xb = norm(x) (or x itself where there is no pre-norm) */
         const float *a_in = c->x;
         if (w->attn_norm) {
             rmsnorm_rows(c->xb, c->x, w->attn_norm, n_tok, dim, mc->rms_eps);
             a_in = c->xb;
         }
+        if (mc->laurel_rank) laurel_block(c, w, n_tok); /* from xb, beside attention */
         act_init(&in, c, a_in, n_tok, dim);
         if (w->kind == LAYER_SHORTCONV) shortconv_block(c, w, l, &in, n_tok);
         else if (w->kind == LAYER_DELTANET) deltanet_block(c, w, l, &in, n_tok);
         else if (w->kind == LAYER_MAMBA2) mamba2_block(c, w, l, &in, n_tok);
         else attention_block(c, w, l, &in, n_tok, pos0);
         residual_add(c->x, c->xb, w->attn_post_norm, n_tok, mc);
+        if (mc->laurel_rank) laurel_join(c, n_tok);
 
-        /* feed-forward: act(gate) ⊙ up, then down */
+        /* feed-forward: act(gate) ⊙ up (the gate sparse first in gemma3n's first layers), then down */
         const float *f_in = c->x;
         if (w->ffn_norm) {
             rmsnorm_rows(c->xb, c->x, w->ffn_norm, n_tok, dim, mc->rms_eps);
@@ -195,14 +203,22 @@ static int forward_batch(struct wick_ctx *c, const int32_t *tokens, int n_tok, b
             const weight *ws[] = {&w->w_gate, &w->w_up};
             float *outs[] = {c->hb, c->hb2};
             const int strides[] = {hid, hid};
-            matmul_group(c, &in, 2, ws, outs, strides, NULL, true, mc->act); /* hb = act(gate) ⊙ up */
+            bool sparse = w->ffn_sparsity > -INFINITY;
+            matmul_group(c, &in, 2, ws, outs, strides, NULL, !sparse, mc->act); /* hb = act(gate) ⊙ up */
+            if (sparse) sparse_gate(c, w->ffn_sparsity, n_tok, hid);
         }
         act_init(&in, c, c->hb, n_tok, hid);
         matmul(c, &w->w_down, &in, c->xb, dim, NULL);
         residual_add(c->x, c->xb, w->ffn_post_norm, n_tok, mc);
-        if (mc->n_ple) ple_block(c, w, l, n_tok);
+        if (mc->n_altup) {
+            altup_correct(c, w, l, n_tok);
+        } else if (mc->n_ple) {
+            ple_block(c, w, l, n_tok, c->x);
+            add_rows(c->x, c->xb, (size_t)n_tok * dim);
+        }
         if (w->out_scale) scale_rows(c->x, w->out_scale[0], (size_t)n_tok * dim);
     }
+    if (mc->n_altup) altup_merge(c, n_tok);
     c->n_past += n_tok;
     if (c->ring && c->n_past - c->ring > c->swa_lo) c->swa_lo = c->n_past - c->ring;
     if (!logits_out) return 0;

@@ -57,24 +57,32 @@ static int bind_vector(struct wick_model *m, const char *name, int64_t n, bool o
     return bind_floats(m, name, n, 1, optional, out, err);
 }
 
-static int bind_matrix(struct wick_model *m, const char *name, int64_t rows, int64_t cols, bool optional,
-                       weight *w, errmsg *err) {
+/* n matrices of [rows][cols] stacked in one tensor of shape [cols, rows, n] (n = 1: a plain matrix) */
+static int bind_stack(struct wick_model *m, const char *name, int64_t rows, int64_t cols, int64_t n, bool optional,
+                      weight *w, errmsg *err) {
     const gguf_tensor *t = model_find_tensor(m, name);
-    memset(w, 0, sizeof *w);
+    memset(w, 0, (size_t)n * sizeof *w);
     if (!t) return optional ? 0 : errorf(err, WICK_ERR_FORMAT, "tensor %s is missing", name);
-    if (t->ne[0] != (uint64_t)cols || t->ne[1] != (uint64_t)rows || t->ne[2] != 1 || t->ne[3] != 1)
-        return errorf(err, WICK_ERR_FORMAT, "tensor %s: shape [%lld, %lld, %lld] where [%lld, %lld] was expected", name,
+    if (t->ne[0] != (uint64_t)cols || t->ne[1] != (uint64_t)rows || t->ne[2] != (uint64_t)n || t->ne[3] != 1)
+        return errorf(err, WICK_ERR_FORMAT, "tensor %s: shape [%lld, %lld, %lld] where [%lld, %lld, %lld] was expected", name,
                     (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2], (long long)cols,
-                    (long long)rows);
+                    (long long)rows, (long long)n);
     const quant_type *qt = quant_get(t->type);
     if (!qt->vec_dot || !qt->to_float)
         return errorf(err, WICK_ERR_UNSUPPORTED, "tensor %s: type %s is not supported for weights", name, qt->name);
-    w->data = t->data;
-    w->type = t->type;
-    w->rows = rows;
-    w->cols = cols;
-    w->row_bytes = quant_row_size(t->type, cols);
+    for (int64_t i = 0; i < n; i++) {
+        w[i].type = t->type;
+        w[i].rows = rows;
+        w[i].cols = cols;
+        w[i].row_bytes = quant_row_size(t->type, cols);
+        w[i].data = (const uint8_t *)t->data + (size_t)i * (size_t)rows * w[i].row_bytes;
+    }
     return 0;
+}
+
+static int bind_matrix(struct wick_model *m, const char *name, int64_t rows, int64_t cols, bool optional,
+                       weight *w, errmsg *err) {
+    return bind_stack(m, name, rows, cols, 1, optional, w, err);
 }
 
 static int by_data(const void *a, const void *b)
@@ -86,19 +94,21 @@ static int by_data(const void *a, const void *b)
 int model_use_cpu_layout(struct wick_model *m)
 {
     if (!m->has_weights || !m->is_gguf) return 0;
-    enum { PER_LAYER = 16 };
-    size_t n = 0, cap = 4 + (size_t)m->config.n_layers * PER_LAYER;
+    enum { PER_LAYER = 21 };
+    size_t n = 0, cap = 4 + 2 * (ALTUP_MAX - 1) + (size_t)m->config.n_layers * PER_LAYER;
     weight **ws = malloc(cap * sizeof *ws);
     if (!ws) return -1;
     ws[n++] = &m->tok_embd;
     ws[n++] = &m->output;
     ws[n++] = &m->ple_embd;
     ws[n++] = &m->ple_model_proj;
+    for (int i = 0; i < ALTUP_MAX - 1; i++) ws[n++] = &m->altup_proj[i], ws[n++] = &m->altup_unembd[i];
     for (int l = 0; l < m->config.n_layers; l++) {
         layer_weights *L = &m->layers[l];
         weight *per[PER_LAYER] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_down, &L->w_up,
                                   &L->sc_in, &L->sc_out, &L->dn_qkv, &L->dn_gate, &L->dn_alpha, &L->dn_beta, &L->dn_out,
-                                  &L->ple_gate, &L->ple_proj};
+                                  &L->ple_gate, &L->ple_proj, &L->altup_router, &L->altup_predict, &L->altup_correct,
+                                  &L->laurel_l, &L->laurel_r};
         for (int i = 0; i < PER_LAYER; i++) ws[n++] = per[i];
     }
     /* a tied output is the embedding itself and the views into one fused tensor (phi3) are
@@ -205,6 +215,7 @@ typedef struct {
                            * (llama.cpp's mistral3 loader; the other families take YaRN's defaults) */
     bool layer_shapes;     /* gemma4: per-layer shapes, KV-shared layers, per-layer embeddings (read_layer_shapes) */
     bool encoder;          /* an encoder (encoder.c): its weights bound by bind_encoder_weights */
+    bool altup;            /* gemma3n: AltUp streams, Laurel, the FFN gate's sparsity (read_altup) */
 } arch_info;
 
 /* Each row names only what differs from llama; a field left out is 0, false or NULL, which is
@@ -243,6 +254,11 @@ static const arch_info archs[] = {
     /* encoders (llama.cpp's src/models/bert.cpp): learned positions and token types, LayerNorms
      * with biases after each block, a GELU FFN without a gate, bidirectional attention */
     {.name = "bert", .act = ACT_GELU_TANH, .encoder = true},
+    /* llama.cpp's src/models/gemma3n.cpp: gemma4's layer (one head size, no rope_freqs) with AltUp
+     * around it, Laurel beside attention and a sparse FFN gate in the first layers */
+    {.name = "gemma3n", .rope_neox = true, .norm_post = true, .qk_norm = QK_NORM_PER_HEAD, .act = ACT_GELU_TANH,
+     .embd_scale_sqrt = true, .swa_period = 1, .swa_base_own = true, .final_softcap = true, .swa_unscaled = true,
+     .layer_shapes = true, .altup = true},
 };
 _Static_assert(QK_NORM_NONE == 0 && ACT_SILU == 0 && LAYER_ATTENTION == 0, "a family left out of a switch is llama");
 
@@ -259,24 +275,6 @@ static const char *arch_names(void) {
         for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
             snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", archs[i].name);
     return list;
-}
-
-/* Architectures that llama.cpp runs and wick does not yet, with what they need beyond the families
- * above: said by name rather than as an unknown architecture. The glue says the same from the
- * header alone (wasm_glue/gguf-header.js, NOT_YET; tests/hostile.test.mjs keeps the two equal). */
-static const struct {
-    const char *name, *missing;
-} archs_not_yet[] = {
-    /* llama.cpp's src/models/gemma3n.cpp: Gemma 4's per-layer embeddings plus these three */
-    {"gemma3n", "Gemma 3n needs AltUp (several predicted residual streams, corrected after each layer), Laurel (a low-rank "
-                "residual beside attention) and the Gaussian top-k activation sparsity of its first layers, which wick does not "
-                "run yet"},
-};
-
-static const char *arch_missing(gguf_str name) {
-    for (size_t i = 0; i < sizeof archs_not_yet / sizeof archs_not_yet[0]; i++)
-        if (gguf_str_eq(name, archs_not_yet[i].name)) return archs_not_yet[i].missing;
-    return NULL;
 }
 
 /* The model's name for a message, from general.name and general.size_label ("Gemma 4 26B A4B It,
@@ -325,7 +323,8 @@ static int alloc_layers(struct wick_model *m, errmsg *err) {
         return errorf(err, WICK_ERR_FORMAT, "block count = %d is out of range (1 to %d)", m->config.n_layers, MAX_LAYERS);
     m->layers = calloc((size_t)m->config.n_layers, sizeof *m->layers);
     if (!m->layers) return errorf(err, WICK_ERR_NOMEM, "out of memory");
-    for (int l = 0; l < m->config.n_layers; l++) m->layers[l].rotate = true, m->layers[l].kv_layer = l;
+    for (int l = 0; l < m->config.n_layers; l++)
+        m->layers[l].rotate = true, m->layers[l].kv_layer = l, m->layers[l].ffn_sparsity = -INFINITY;
     return 0;
 }
 
@@ -425,7 +424,7 @@ int model_steps(const struct wick_model *m, const char **names, int cap) {
         }                                       \
     } while (0)
     bool bias = false, qk = false, post_attn = false, post_ffn = false, no_norm = false, unrotated = false,
-         sliding = false, kv_shared = false, out_scale = false;
+         sliding = false, kv_shared = false, out_scale = false, sparse = false, layer_biases = false;
     int kinds = 0;
     for (int l = 0; l < c->n_layers; l++) {
         const layer_weights *w = &m->layers[l];
@@ -438,7 +437,9 @@ int model_steps(const struct wick_model *m, const char **names, int cap) {
         sliding |= w->sliding;
         kv_shared |= w->kv_layer != l;
         out_scale |= w->out_scale != NULL;
+        sparse |= w->ffn_sparsity > -INFINITY;
         kinds |= 1 << w->kind;
+        layer_biases |= w->bo || w->ffn_up_b || w->ffn_down_b || w->attn_post_norm_b || w->ffn_post_norm_b;
     }
     STEP(c->rope_neox, "rope_neox");
     STEP(c->rope_dim != c->head_dim, "partial_rope");
@@ -473,10 +474,18 @@ int model_steps(const struct wick_model *m, const char **names, int cap) {
     STEP(c->v_norm, "v_norm");
     STEP(c->n_ple > 0, "per_layer_embeddings");
     STEP(out_scale, "layer_output_scale");
+    STEP(c->n_altup > 0, "altup");
+    STEP(c->laurel_rank > 0, "laurel");
+    STEP(sparse, "activation_sparsity");
     STEP(c->attn_out_gate, "attn_out_gate");
     STEP(kinds & (1 << LAYER_SHORTCONV), "shortconv");
     STEP(kinds & (1 << LAYER_DELTANET), "deltanet");
     STEP(kinds & (1 << LAYER_MAMBA2), "mamba2");
+    STEP(c->encoder, "encoder");
+    STEP(!c->causal, "bidirectional");
+    STEP(c->pooling != POOL_NONE, "pooling");
+    STEP(c->n_token_types > 0, "token_types");
+    STEP(layer_biases, "layer_biases");
 #undef STEP
     return n;
 }
@@ -565,8 +574,10 @@ static int read_layer_shapes(struct wick_model *m, const gguf_kv *pat, errmsg *e
         pat->arr_len != (uint64_t)n)
         return errorf(err, WICK_ERR_FORMAT, "%s.attention.sliding_window_pattern must be an array of %d flags", a, n);
     if (c->n_swa < 1) return errorf(err, WICK_ERR_FORMAT, "metadata %s.attention.sliding_window is missing or 0", a);
-    if (!meta_int(g, a, "attention.key_length_swa", &hd_swa) || !meta_int(g, a, "attention.value_length_swa", &vd_swa))
+    bool has_swa_len = meta_int(g, a, "attention.key_length_swa", &hd_swa) && meta_int(g, a, "attention.value_length_swa", &vd_swa);
+    if (!has_swa_len && !model_arch(m)->altup) /* gemma3n's layers share one head size */
         return errorf(err, WICK_ERR_FORMAT, "metadata %s.attention.key_length_swa or value_length_swa is missing", a);
+    if (!has_swa_len) hd_swa = vd_swa = c->head_dim;
     if (hd_swa != vd_swa || hd_swa < 2 || hd_swa > MAX_DIM || hd_swa % 2)
         return errorf(err, WICK_ERR_FORMAT, "sliding head size %lld (value %lld) is unsupported", (long long)hd_swa, (long long)vd_swa);
     if (meta_int(g, a, "rope.dimension_count_swa", &rot_swa) && (rot_swa < 0 || rot_swa > hd_swa || rot_swa % 2))
@@ -579,7 +590,8 @@ static int read_layer_shapes(struct wick_model *m, const gguf_kv *pat, errmsg *e
     c->n_ple = (int32_t)n_ple;
     c->rope_dim_swa = (int32_t)rot_swa;
     c->attn_scale = 1.0f;
-    c->v_norm = c->rope_freqs_full = true;
+    c->v_norm = true;
+    c->rope_freqs_full = !strcmp(a, "gemma4");
     m->layer_c = malloc((size_t)n * sizeof *m->layer_c);
     if (!m->layer_c) return errorf(err, WICK_ERR_NOMEM, "out of memory");
     int32_t hd_full = c->head_dim, kv_max = 0, ff_max = 0, hd_max = hd_full > hd_swa ? hd_full : (int32_t)hd_swa;
@@ -615,6 +627,37 @@ static int read_layer_shapes(struct wick_model *m, const gguf_kv *pat, errmsg *e
     c->hidden_dim = ff_max;
     c->head_dim = hd_max;
     c->q_dim = c->n_heads * hd_max;
+    return 0;
+}
+
+/* gemma3n as llama.cpp reads it (llama-hparams.h's defaults, src/models/gemma3n.cpp) and its converter
+ * writes it (conversion/gemma.py, Gemma3NModel): altup.num_inputs streams (4), the layers computing on
+ * stream altup.active_idx (0); layer l's FFN gate sparse where activation_sparsity_scale[l], the
+ * normal quantile of the layer's sparsity, is finite (the converter writes −inf for the dense
+ * layers; without the key, llama.cpp's fixed choice: the first 10 layers at the 95th percentile). */
+#define GEMMA3N_SPARSE_LAYERS 10
+#define GEMMA3N_SPARSE_STD 1.6448533535003662 /* the standard normal's quantile of 0.95 */
+static int read_altup(struct wick_model *m, errmsg *err) {
+    model_config *c = &m->config;
+    const char *a = c->arch;
+    int64_t n = 4, act = 0;
+    meta_int(&m->gguf, a, "altup.num_inputs", &n);
+    meta_int(&m->gguf, a, "altup.active_idx", &act);
+    if (n < 2 || n > ALTUP_MAX || act < 0 || act >= n)
+        return errorf(err, WICK_ERR_FORMAT, "AltUp of %lld streams, stream %lld active, is out of range (2 to %d streams)", (long long)n,
+                      (long long)act, ALTUP_MAX);
+    c->n_altup = (int32_t)n;
+    c->altup_active = (int32_t)act;
+    char key[128];
+    snprintf(key, sizeof key, "%s.activation_sparsity_scale", a);
+    const gguf_kv *kv = gguf_find(&m->gguf, key);
+    if (kv && (kv->type != GGUF_ARRAY || kv->arr_type == GGUF_STRING || kv->arr_type == GGUF_ARRAY || kv->arr_len != (uint64_t)c->n_layers))
+        return errorf(err, WICK_ERR_FORMAT, "%s must be an array of %d numbers", key, c->n_layers);
+    for (int l = 0; l < c->n_layers; l++) {
+        double q = kv ? gguf_arr_f64(kv, (uint64_t)l) : l < GEMMA3N_SPARSE_LAYERS ? GEMMA3N_SPARSE_STD : -INFINITY;
+        if (isnan(q) || q == INFINITY) return errorf(err, WICK_ERR_FORMAT, "%s[%d] = %g is not a quantile", key, l, q);
+        m->layers[l].ffn_sparsity = (float)q;
+    }
     return 0;
 }
 
@@ -767,7 +810,8 @@ static int read_gguf_config(struct wick_model *m, errmsg *err) {
             meta_float_or(g, a, "final_logit_softcapping", 30.0, &c->final_softcap, err))
             return -1;
     }
-    if (ai->final_softcap && meta_float_or(g, a, "final_logit_softcapping", 0, &c->final_softcap, err)) return -1;
+    /* gemma3n's graph always caps, at 30 without the key (llama-hparams.h) */
+    if (ai->final_softcap && meta_float_or(g, a, "final_logit_softcapping", ai->altup ? 30.0 : 0, &c->final_softcap, err)) return -1;
     if (c->attn_softcap < 0 || c->final_softcap < 0) return errorf(err, WICK_ERR_FORMAT, "a negative soft-cap");
 
     /* sliding window: which layers, how wide, their rope base */
@@ -806,7 +850,9 @@ static int read_gguf_config(struct wick_model *m, errmsg *err) {
         w->sliding = c->n_swa > 0 && (period == 0 || l % period < period - 1);
         w->rotate = rotate && (ai->no_rope_every == 0 || (l + 1) % ai->no_rope_every != 0);
     }
-    if (ai->layer_shapes) return read_layer_shapes(m, pat, err);
+    if (ai->layer_shapes && read_layer_shapes(m, pat, err)) return -1;
+    if (ai->altup) return read_altup(m, err);
+    if (ai->layer_shapes) return 0;
     return ai->recurrent == LAYER_ATTENTION ? 0 : read_layer_kinds(m, ai, kv_arr, err);
 }
 
@@ -914,6 +960,36 @@ static int bind_encoder_weights(struct wick_model *m, errmsg *err) {
     return 0;
 }
 
+/* gemma3n's AltUp and Laurel tensors, named and shaped as llama_model_gemma3n::load_arch_tensors
+ * creates them; Laurel's rank is its tensors'. */
+static int bind_altup(struct wick_model *m, errmsg *err) {
+    model_config *c = &m->config;
+    int64_t n = c->n_altup, dim = c->dim;
+    const gguf_tensor *lt = model_find_tensor(m, "blk.0.laurel_l.weight");
+    if (!lt) return errorf(err, WICK_ERR_FORMAT, "tensor blk.0.laurel_l.weight is missing");
+    if (lt->ne[1] < 1 || lt->ne[1] > MAX_DIM) return errorf(err, WICK_ERR_FORMAT, "Laurel rank %lld out of range", (long long)lt->ne[1]);
+    c->laurel_rank = (int32_t)lt->ne[1];
+    if (bind_stack(m, "altup_proj.weight", dim, dim, n - 1, false, m->altup_proj, err) ||
+        bind_stack(m, "altup_unembd_proj.weight", dim, dim, n - 1, false, m->altup_unembd, err))
+        return -1;
+    for (int l = 0; l < c->n_layers; l++) {
+        layer_weights *w = &m->layers[l];
+        char nm[64];
+#define NAME(s) (snprintf(nm, sizeof nm, "blk.%d." s, l), nm)
+        if (bind_matrix(m, NAME("altup_router.weight"), n, dim, false, &w->altup_router, err) ||
+            bind_vector(m, NAME("altup_router_norm.weight"), dim, false, &w->altup_router_norm, err) ||
+            bind_matrix(m, NAME("altup_predict_coef.weight"), n * n, n, false, &w->altup_predict, err) ||
+            bind_matrix(m, NAME("altup_correct_coef.weight"), n, n, false, &w->altup_correct, err) ||
+            bind_vector(m, NAME("altup_correct_scale.weight"), dim, false, &w->altup_correct_scale, err) ||
+            bind_matrix(m, NAME("laurel_l.weight"), c->laurel_rank, dim, false, &w->laurel_l, err) ||
+            bind_matrix(m, NAME("laurel_r.weight"), dim, c->laurel_rank, false, &w->laurel_r, err) ||
+            bind_vector(m, NAME("laurel_post_norm.weight"), dim, false, &w->laurel_post_norm, err))
+            return -1;
+#undef NAME
+    }
+    return 0;
+}
+
 static int bind_gguf_weights(struct wick_model *m, errmsg *err) {
     model_config *c = &m->config;
     const arch_info *ai = model_arch(m);
@@ -938,6 +1014,7 @@ static int bind_gguf_weights(struct wick_model *m, errmsg *err) {
                    bind_vector(m, "per_layer_proj_norm.weight", n_ple, false, &m->ple_proj_norm, err))))
         return -1;
     if (!m->output.data) m->output = m->tok_embd; /* tied embeddings */
+    if (c->n_altup && bind_altup(m, err)) return -1;
     if (!m->rope_factors_short != !m->rope_factors_long)
         return errorf(err, WICK_ERR_FORMAT, "rope_factors_short and rope_factors_long come as a pair: one is missing");
     for (int l = 0; l < c->n_layers; l++) {
@@ -1082,12 +1159,8 @@ int model_load_gguf(struct wick_model *m, const uint8_t *const *bufs, const size
     }
     if (!arch_find(arch)) {
         if (n_tensors == 0) goto vocab;
-        const char *missing = arch_missing(arch);
-        if (missing)
-            errorf(err, WICK_ERR_UNSUPPORTED, "architecture '%.*s' is not supported: %s", (int)arch.len, arch.ptr, missing);
-        else
-            errorf(err, WICK_ERR_UNSUPPORTED, "architecture '%.*s' is not supported (%s are)", (int)(arch.len < 40 ? arch.len : 40), arch.ptr,
-                   arch_names());
+        errorf(err, WICK_ERR_UNSUPPORTED, "architecture '%.*s' is not supported (%s are)", (int)(arch.len < 40 ? arch.len : 40), arch.ptr,
+               arch_names());
         model_release(m);
         return -1;
     }

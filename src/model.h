@@ -1,6 +1,6 @@
 /* model.h — the model: hyperparameters, the weights (views into the file buffer) and the
  * vocabulary, bound from a GGUF file (the llama lineage: llama, qwen2, qwen3, gemma2, gemma3, phi3,
- * smollm3, granite, olmo2, mistral3, gemma4; the hybrids with a recurrent state: lfm2, qwen35, granitehybrid) or a llama2.c
+ * smollm3, granite, olmo2, mistral3, gemma4, gemma3n; the hybrids with a recurrent state: lfm2, qwen35, granitehybrid) or a llama2.c
  * checkpoint. */
 #ifndef WICK_MODEL_H
 #define WICK_MODEL_H
@@ -11,6 +11,9 @@
 
 #include "gguf.h"
 #include "tokenizer.h"
+
+/* The most AltUp streams a model may have (Gemma 3n has 4) */
+#define ALTUP_MAX 8
 
 /* A weight matrix W of shape [rows][cols], row-major: row r holds the weights of output r.
  * In GGUF terms cols = ne[0], rows = ne[1]. data stays inside the file buffer. */
@@ -73,6 +76,15 @@ typedef struct {
     /* encoders (bert): the output projection's and the FFN's biases, and the biases of the two
      * LayerNorms after each block (attn_post_norm: attn_output_norm, ffn_post_norm: layer_output_norm) */
     const float *bo, *ffn_up_b, *ffn_down_b, *attn_post_norm_b, *ffn_post_norm_b;
+    /* gemma3n (altup.c): AltUp's router and coefficients, Laurel's low-rank residual, the FFN gate's sparsity */
+    weight altup_router;              /* altup_router [n_altup][dim]: the streams' mixing weights from the active one */
+    const float *altup_router_norm;   /* altup_router_norm [dim] */
+    weight altup_predict, altup_correct; /* altup_predict_coef [n_altup²][n_altup], altup_correct_coef [n_altup][n_altup] */
+    const float *altup_correct_scale; /* altup_correct_scale [dim], on the active stream before the per-layer embedding */
+    weight laurel_l, laurel_r;        /* laurel_l [rank][dim], laurel_r [dim][rank] */
+    const float *laurel_post_norm;    /* laurel_post_norm [dim] */
+    float ffn_sparsity;               /* the gate keeps only values above mean + this × std (activation_sparsity_scale);
+                                       * -inf (as the converter writes for the dense layers): all */
 } layer_weights;
 
 /* How the families of the llama lineage differ: switches of the one forward pass (forward.c),
@@ -118,6 +130,10 @@ typedef struct {
     bool v_norm;          /* V RMS-normed per head, without weights */
     bool rope_freqs_full; /* rope_freqs apply to the full (not sliding) layers only */
     int32_t n_ple;        /* per-layer embedding width (embedding_length_per_layer_input); 0: none */
+    /* gemma3n */
+    int32_t n_altup;      /* AltUp's streams (altup.num_inputs); 0: none */
+    int32_t altup_active; /* the stream the layers compute on (altup.active_idx) */
+    int32_t laurel_rank;  /* Laurel's width (laurel_l's rows); 0: none */
     /* the hybrids */
     bool attn_out_gate;   /* qwen35: attn_q gives each head its query then an output gate (o × sigmoid(gate)) */
     int32_t n_recurrent;  /* layers of kind LAYER_SHORTCONV, LAYER_DELTANET or LAYER_MAMBA2 */
@@ -160,6 +176,9 @@ struct wick_model {
     /* encoders: the position and token-type tables ([n_ctx_train][dim], [n_token_types][dim],
      * F32), the LayerNorm of the embeddings (token_embd_norm weight and bias) */
     const float *pos_embd, *type_embd, *embd_norm, *embd_norm_b;
+    /* gemma3n: the projections from the embedding into AltUp's other streams and back (altup_proj,
+     * altup_unembd_proj: n_altup − 1 slices of [dim][dim]) */
+    weight altup_proj[ALTUP_MAX - 1], altup_unembd[ALTUP_MAX - 1];
 };
 
 /* The shape of layer l: its own where the layers differ (gemma4), else the model's. */

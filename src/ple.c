@@ -1,10 +1,12 @@
-/* ple.c — per-layer embeddings (gemma4), as llama.cpp's graph forms them (src/models/gemma4.cpp:
+/* ple.c — per-layer embeddings (gemma4, gemma3n), as llama.cpp's graph forms them (src/models/gemma4.cpp:
  * build_inp_per_layer, project_per_layer_inputs and the step at the end of each layer). Before the
  * first layer, from the scaled token embedding x0 and the token's row E of per_layer_token_embd
  * (n_layers slices of n_ple values), layer l's input
  *     in_l = (rmsnorm(P_l · x0 / √dim) ⊙ per_layer_proj_norm + E_l · √n_ple) / √2
  * where P_l is layer l's slice of the rows of per_layer_model_proj; after each layer's FFN
- *     x += rmsnorm(proj · (gelu(inp_gate · x) ⊙ in_l)) ⊙ post_norm. */
+ *     x += rmsnorm(proj · (gelu(inp_gate · v) ⊙ in_l)) ⊙ post_norm
+ * with v = x (gemma4), or for gemma3n v the active AltUp stream and the sum added to the others
+ * (altup.c). */
 #include "elementwise.h"
 #include "matmul.h"
 #include "ple.h"
@@ -33,22 +35,18 @@ void ple_inputs(struct wick_ctx *c, const int32_t *tokens, int n_tok) {
     }
 }
 
-void ple_block(struct wick_ctx *c, const layer_weights *w, int l, int n_tok) {
+void ple_block(struct wick_ctx *c, const layer_weights *w, int l, int n_tok, const float *in) {
     const model_config *mc = &c->model->config;
     int n = mc->n_ple, dim = mc->dim;
-    act_rows in;
-    act_init(&in, c, c->x, n_tok, dim);
-    matmul(c, &w->ple_gate, &in, c->ple_gate, n, NULL);
+    act_rows rows;
+    act_init(&rows, c, in, n_tok, dim);
+    matmul(c, &w->ple_gate, &rows, c->ple_gate, n, NULL);
     for (int t = 0; t < n_tok; t++) {
         float *g = c->ple_gate + (size_t)t * n;
         const float *inp = c->ple + ((size_t)t * mc->n_layers + (size_t)l) * n;
         for (int i = 0; i < n; i++) g[i] = gelu_tanh(g[i]) * inp[i];
     }
-    act_init(&in, c, c->ple_gate, n_tok, n);
-    matmul(c, &w->ple_proj, &in, c->xb, dim, NULL);
-    for (int t = 0; t < n_tok; t++) {
-        float *y = c->xb + (size_t)t * dim, *x = c->x + (size_t)t * dim;
-        rmsnorm(y, y, w->ple_post_norm, dim, mc->rms_eps);
-        for (int i = 0; i < dim; i++) x[i] += y[i];
-    }
+    act_init(&rows, c, c->ple_gate, n_tok, n);
+    matmul(c, &w->ple_proj, &rows, c->xb, dim, NULL);
+    for (int t = 0; t < n_tok; t++) rmsnorm(c->xb + (size_t)t * dim, c->xb + (size_t)t * dim, w->ple_post_norm, dim, mc->rms_eps);
 }

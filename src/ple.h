@@ -1,4 +1,4 @@
-/* ple.h — per-layer embeddings (gemma4, ple.c): an input of n_ple values per token for every
+/* ple.h — per-layer embeddings (gemma4, gemma3n: ple.c): an input of n_ple values per token for every
  * layer, made once per batch, and the step each layer adds to its output with it. */
 #ifndef WICK_PLE_H
 #define WICK_PLE_H
@@ -7,7 +7,8 @@
 
 /* c->ple from the batch's tokens and their scaled embeddings in c->x (before the first layer). */
 void ple_inputs(struct wick_ctx *c, const int32_t *tokens, int n_tok);
-/* x += the layer's per-layer embedding step, after its FFN (c->x: n_tok rows; uses c->xb). */
-void ple_block(struct wick_ctx *c, const layer_weights *w, int l, int n_tok);
+/* The layer's per-layer embedding step from n_tok rows in (gemma4: x after the FFN; gemma3n: the
+ * active AltUp stream), into c->xb: what the caller adds to the residual. in may be c->xb. */
+void ple_block(struct wick_ctx *c, const layer_weights *w, int l, int n_tok, const float *in);
 
 #endif

@@ -15,6 +15,8 @@
  *     softmax over 32000 tokens keeps every probability above float's underflow;
  *   - gemma4's per-layer embeddings at about the residual's size (post_norm centre 0.5), its
  *     attention scores at the Gemmas' 0.7 under its scale of 1, its logits capped at 8;
+ *   - gemma3n's 25 layers at a fifth of the residual's size each, its AltUp router and
+ *     coefficients small enough that rounding does not grow through them (GEMMA3N_POST_NORM …);
  *   - the hybrids' convolution taps F32 with standard deviation 0.5 (reversed taps move the logits
  *     by over 100%), DeltaNet decays of about e^−0.65 per token (no decay moves them by over 100%),
  *     and its output gate z at a quarter of the usual scale: at full scale silu(z) passes llama.cpp's
@@ -86,6 +88,8 @@ enum {
     F_MAMBA2 = 1u << 14,       /* granite-hybrid: Mamba-2 layers (KV head count 0), attention where il % 4 == 2 */
     F_GEMMA4 = 1u << 15,       /* gemma4: sliding and full layers of their own head sizes, KV heads and rope
                                 * dimensions, KV-shared last layers, per-layer embeddings (synth_gemma4) */
+    F_GEMMA3N = 1u << 16,      /* gemma3n: per-layer embeddings, KV-shared layers from the 20th on, AltUp,
+                                * Laurel and the sparse FFN gate of the first 10 layers */
 };
 
 /* lfm2's attention layers in a synth file: every third (LFM2-350M has 6 of 16, spread out) */
@@ -115,6 +119,31 @@ enum {
 #define GEMMA4_FULL_EVERY_SMALL 3
 #define GEMMA4_FULL_EVERY 5
 #define GEMMA4_UNROTATED 1e30f
+
+/* gemma3n, as conversion/gemma.py's Gemma3NModel writes E2B and llama.cpp's gemma3n.cpp fixes it
+ * (llama-hparams.h, models.h): 4 AltUp streams, the first active; Laurel of rank 64; per-layer
+ * embeddings of 256; the layers from the 20th on reading the cache of layer 18 (sliding) or 19 (full),
+ * every fifth layer full attention; the first 10 layers' FFN gates sparse at the normal quantile of
+ * 0.95 (activation_sparsity_scale, −inf for the dense layers as the converter writes icdf(0)). The
+ * small shapes take 25 layers, so that shared layers of both kinds exist. */
+#define GEMMA3N_ALTUP 4
+#define GEMMA3N_LAUREL_RANK 64
+#define GEMMA3N_PLE 256
+#define GEMMA3N_KV_FROM 20
+#define GEMMA3N_FULL_EVERY 5
+#define GEMMA3N_SPARSE_LAYERS 10
+#define GEMMA3N_SPARSE_STD 1.6448533535003662f
+/* gemma3n's scales: 25 post-normed layers whose streams AltUp mixes amplify rounding (llama.cpp's
+ * F16 activations, its F16 GELU table) through the depth, so the blocks' outputs, Laurel's branch
+ * and the per-layer embeddings enter at a fifth of the residual's size (post norms' centre), the
+ * scores at 0.4, the router's tanh inputs at a standard deviation of about 0.5 and the predict
+ * coefficients small: then an F16 file stays within 0.07% of llama.cpp, and switching AltUp,
+ * Laurel, the sparse gate or the per-layer embeddings off still moves the logits by 36–83%
+ * (measured with node-llama-cpp 3.21.1) */
+#define GEMMA3N_POST_NORM 0.2f
+#define GEMMA3N_ROUTER 0.5f
+#define GEMMA3N_PREDICT_STD 0.05f
+#define GEMMA3N_CORRECT_STD 0.3f
 
 typedef struct {
     const char *name;       /* --arch */
@@ -187,6 +216,9 @@ static const synth_family families[] = {
      .flags = F_TIED | F_PRE_NORM | F_POST_NORM | F_QK_NORM_HEAD | F_EMB_SQRT | F_ROPE_DIM_KEY | F_GEMMA4, .min_layers = 6,
      .head_factor = 1, .ctx_train = 131072, .rope_base = 1000000.0f, .rms_eps = 1e-6f, .swa_small = 12, .swa_large = 512,
      .rope_base_swa = 10000.0f, .final_softcap = 8.0f, .score_std = 0.7f, .logit_std = 3.0f},
+    {.name = "gemma3n", .arch = "gemma3n", .flags = F_TIED | F_PRE_NORM | F_POST_NORM | F_QK_NORM_HEAD | F_EMB_SQRT | F_GEMMA3N,
+     .min_layers = 25, .head_factor = 1, .ctx_train = 32768, .rope_base = 1000000.0f, .rms_eps = 1e-6f, .swa_small = 8,
+     .swa_large = 512, .rope_base_swa = 10000.0f, .final_softcap = 30.0f, .score_std = 0.4f, .logit_std = 3.0f},
 };
 
 /* What the query/key weights aim at: attention scores (scaled, before softmax) with this standard
@@ -204,12 +236,13 @@ enum { FTYPE_F32 = 0, FTYPE_F16 = 1, FTYPE_Q4_0 = 2, FTYPE_Q8_0 = 7, FTYPE_Q4_K_
 /* ---- the tensors ----------------------------------------------------------------------------- */
 
 /* what a tensor is, for choosing its type in a mix (llama.cpp's tensor categories) */
-typedef enum { R_EMBD, R_OUTPUT, R_ATTN_V, R_FFN_DOWN, R_OTHER } tensor_role;
+typedef enum { R_EMBD, R_OUTPUT, R_ATTN_V, R_FFN_DOWN, R_OTHER, R_UNQUANTIZED } tensor_role;
 
 typedef struct {
     char name[64];
     uint32_t type;
     int64_t ne0, ne1;    /* ne1 = 1 for vectors */
+    int64_t ne2;         /* > 1: a stack of ne2 matrices of ne1 rows (0: one) */
     uint64_t offset, bytes;
     /* values: random uniform with standard deviation std, or (norm) uniform in centre·[0.5, 1.5],
      * or (values) the given ne0 numbers */
@@ -245,6 +278,8 @@ typedef struct {
  * the layer and layer count (attn_v and ffn_down, one per layer, are counted as llama.cpp counts). */
 static uint32_t matrix_type(const synth_quant *q, tensor_role role, bool tied, int64_t ne0, int i, int n) {
     if (q->base == WICK_TYPE_F16 || q->base == WICK_TYPE_F32) return q->base;
+    /* llama.cpp's quantizer leaves AltUp's, Laurel's and per_layer_model_proj's tensors as converted */
+    if (role == R_UNQUANTIZED) return WICK_TYPE_F16;
     uint32_t t = q->base;
     if (role == R_OUTPUT || (tied && role == R_EMBD)) {
         if (ne0 % quant_get(q->base)->block_size != 0) t = WICK_TYPE_Q8_0;
@@ -333,6 +368,14 @@ static void kv_bool_array(meta_buf *b, const char *prefix, const char *key, cons
     }
 }
 
+static void kv_f32_array(meta_buf *b, const char *prefix, const char *key, const float *v, uint64_t n) {
+    uint32_t type = GGUF_F32;
+    meta_key(b, prefix, key, GGUF_ARRAY);
+    meta_put(b, &type, 4);
+    meta_put(b, &n, 8);
+    meta_put(b, v, n * 4);
+}
+
 static void kv_i32_array(meta_buf *b, const char *prefix, const char *key, const int32_t *v, uint64_t n) {
     uint32_t type = GGUF_I32;
     meta_key(b, prefix, key, GGUF_ARRAY);
@@ -394,6 +437,7 @@ static int write_synth_file(const char *out_path, synth_tensor *ts, int n_t, con
     int64_t widest = 0;
     for (int i = 0; i < n_t; i++) {
         ts[i].offset = off;
+        if (ts[i].ne2 > 1) ts[i].ne1 *= ts[i].ne2; /* rows of the whole stack from here on (the header divides) */
         ts[i].bytes = quant_row_size(ts[i].type, ts[i].ne0) * (uint64_t)ts[i].ne1;
         off = (off + ts[i].bytes + GGUF_DEFAULT_ALIGNMENT - 1) / GGUF_DEFAULT_ALIGNMENT * GGUF_DEFAULT_ALIGNMENT;
         if (ts[i].ne0 > widest) widest = ts[i].ne0;
@@ -409,9 +453,10 @@ static int write_synth_file(const char *out_path, synth_tensor *ts, int n_t, con
     for (int i = 0; i < n_t; i++) {
         put_str(f, ts[i].name);
         bool vec = ts[i].ne1 == 1;
-        put_u32(f, vec ? 1 : 2);
+        put_u32(f, ts[i].ne2 > 1 ? 3 : vec ? 1 : 2);
         put_u64(f, (uint64_t)ts[i].ne0);
-        if (!vec) put_u64(f, (uint64_t)ts[i].ne1);
+        if (!vec) put_u64(f, (uint64_t)(ts[i].ne2 > 1 ? ts[i].ne1 / ts[i].ne2 : ts[i].ne1));
+        if (ts[i].ne2 > 1) put_u64(f, (uint64_t)ts[i].ne2);
         put_u32(f, ts[i].type);
         put_u64(f, ts[i].offset);
     }
@@ -554,7 +599,7 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
         if (!strcmp(families[i].name, arch_name ? arch_name : "llama")) fam = &families[i];
     if (!fam && !bert)
         return errorf(err, WICK_ERR_INVALID_ARG, "unknown arch '%s' (llama, llama3, qwen3, gemma2, gemma3, phi3, smollm3, granite, olmo2, "
-                      "lfm2, qwen35, granite-hybrid, mistral3, gemma4, bert)", arch_name);
+                      "lfm2, qwen35, granite-hybrid, mistral3, gemma4, gemma3n, bert)", arch_name);
     const synth_shape *sh = NULL;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         if (!strcmp(shapes[i].name, shape_name)) sh = &shapes[i];
@@ -604,7 +649,11 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
     const bool gemma4 = fl & F_GEMMA4;
     const int g4_every = sh->small ? GEMMA4_FULL_EVERY_SMALL : GEMMA4_FULL_EVERY;
     const int g4_from = n_layers - (sh->small ? n_layers / 2 : n_layers * 3 / 7);
-    const int g4_kv_full = n_kv_heads / 2 > 0 ? n_kv_heads / 2 : 1, g4_n_ple = sh->small ? 64 : 256;
+    const int g4_kv_full = n_kv_heads / 2 > 0 ? n_kv_heads / 2 : 1;
+    const bool gemma3n = fl & F_GEMMA3N, ple = gemma4 || gemma3n;
+    const int g4_n_ple = gemma3n ? GEMMA3N_PLE : sh->small ? 64 : 256;
+    /* gemma3n: the first layer reading another's cache (none when there are too few layers) */
+    const int g3n_from = n_layers > GEMMA3N_KV_FROM ? GEMMA3N_KV_FROM : n_layers;
 #define G4_FULL(l) (gemma4 && (l) % g4_every == g4_every - 1)
     if (gemma4 && (g4_from < 2 || !G4_FULL(g4_from - 1) || G4_FULL(g4_from - 2))) {
         gguf_close(&vg);
@@ -650,7 +699,7 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
     const int n_pairs = n_rot / 2;
     float *rope_values = calloc((size_t)(3 * n_pairs), sizeof *rope_values);
     /* the tensor list: the llama file's order, each family's extra tensors where its layer has them */
-    int cap_t = 8 + 20 * n_layers, n_t = 0;
+    int cap_t = 8 + 30 * n_layers, n_t = 0;
     synth_tensor *ts = calloc((size_t)cap_t, sizeof *ts);
     if (!ts || !rope_values) {
         free(ts);
@@ -673,10 +722,14 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
 #define RANDOM_F32(std_, ne0_, ne1_, ...) (TENSOR(ne0_, ne1_, __VA_ARGS__), t->type = WICK_TYPE_F32, t->std = (std_))
     MATRIX(R_EMBD, 0, emb_std, dim, n_vocab, "token_embd.weight");
     if (fl & F_ROPE_FREQS || gemma4) VALUES(rope_values, n_pairs, "rope_freqs.weight");
-    if (gemma4) { /* the per-layer embeddings' table and the projection of the embeddings into it */
+    if (ple) { /* the per-layer embeddings' table and the projection of the embeddings into it */
         MATRIX(R_EMBD, 0, 1.0f / sqrtf((float)g4_n_ple), n_layers * g4_n_ple, n_vocab, "per_layer_token_embd.weight");
-        MATRIX(R_OTHER, 0, 1.0f / sqrtf((float)dim), dim, n_layers * g4_n_ple, "per_layer_model_proj.weight");
+        MATRIX(gemma3n ? R_UNQUANTIZED : R_OTHER, 0, 1.0f / sqrtf((float)dim), dim, n_layers * g4_n_ple, "per_layer_model_proj.weight");
         NORM(1.0f, g4_n_ple, "per_layer_proj_norm.weight");
+    }
+    if (gemma3n) { /* the projections into AltUp's other streams and back: stacks of 3 [dim][dim] */
+        MATRIX(R_UNQUANTIZED, 0, 1.0f / sqrtf((float)dim), dim, dim, "altup_proj.weight"), t->ne2 = GEMMA3N_ALTUP - 1;
+        MATRIX(R_UNQUANTIZED, 0, 1.0f / sqrtf((float)dim), dim, dim, "altup_unembd_proj.weight"), t->ne2 = GEMMA3N_ALTUP - 1;
     }
     if (fl & F_LONGROPE) {
         VALUES(rope_values + 2 * n_pairs, n_pairs, "rope_factors_long.weight");
@@ -692,8 +745,8 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
         const int l_hd = G4_FULL(l) ? 2 * head_dim : head_dim, l_kv = G4_FULL(l) ? g4_kv_full : n_kv_heads;
         const int l_q = n_heads * l_hd, l_kvd = l_kv * l_hd, l_hid = gemma4 && l >= g4_from ? 2 * hidden : hidden;
         const bool own_kv = !gemma4 || l < g4_from;
-        /* gemma4 scales its scores by 1, not 1/√head size: the q/k norms aim at score_std from that */
-        const float l_qk_norm_centre = gemma4 ? sqrtf(fam->score_std / sqrtf((float)l_hd)) / norm_rms : qk_norm_centre;
+        /* gemma4 and gemma3n scale their scores by 1, not 1/√head size: the q/k norms aim at score_std from that */
+        const float l_qk_norm_centre = ple ? sqrtf(fam->score_std / sqrtf((float)l_hd)) / norm_rms : qk_norm_centre;
         const float down_std = 0.5f / sqrtf((float)l_hid);
         if (fl & F_PRE_NORM) NORM(1.0f, dim, "blk.%d.attn_norm.weight", l);
         if (layer_recurrent(fl, l)) {
@@ -749,18 +802,28 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
             NORM(qk_norm_centre, kv_dim, "blk.%d.attn_k_norm.weight", l);
         }
         if (!layer_recurrent(fl, l)) MATRIX(R_OTHER, l, o_std, l_q, dim, "blk.%d.attn_output.weight", l);
-        if (fl & F_POST_NORM) NORM(1.0f, dim, "blk.%d.post_attention_norm.weight", l);
+        if (fl & F_POST_NORM) NORM(gemma3n ? GEMMA3N_POST_NORM : 1.0f, dim, "blk.%d.post_attention_norm.weight", l);
         /* Qwen3.5 names the norm before its FFN post_attention_norm */
         if (fl & F_PRE_NORM) NORM(1.0f, dim, fl & F_DELTANET ? "blk.%d.post_attention_norm.weight" : "blk.%d.ffn_norm.weight", l);
         if (!(fl & F_FUSED)) MATRIX(R_OTHER, l, up_std, dim, l_hid, "blk.%d.ffn_gate.weight", l);
         MATRIX(R_FFN_DOWN, l, down_std, l_hid, dim, "blk.%d.ffn_down.weight", l);
         MATRIX(R_OTHER, l, up_std, dim, fl & F_FUSED ? 2 * l_hid : l_hid, "blk.%d.ffn_up.weight", l);
-        if (fl & F_POST_NORM) NORM(1.0f, dim, "blk.%d.post_ffw_norm.weight", l);
-        if (gemma4) { /* the per-layer embedding step, then layer_output_scale (the checkpoint's layer_scalar) */
+        if (fl & F_POST_NORM) NORM(gemma3n ? GEMMA3N_POST_NORM : 1.0f, dim, "blk.%d.post_ffw_norm.weight", l);
+        if (ple) { /* the per-layer embedding step, then layer_output_scale (the checkpoint's layer_scalar) */
             MATRIX(R_OTHER, l, 1.0f / sqrtf((float)dim), dim, g4_n_ple, "blk.%d.inp_gate.weight", l);
             MATRIX(R_OTHER, l, 1.0f / sqrtf((float)g4_n_ple), g4_n_ple, dim, "blk.%d.proj.weight", l);
-            NORM(0.5f, dim, "blk.%d.post_norm.weight", l);
-            NORM(1.0f, 1, "blk.%d.layer_output_scale.weight", l);
+            NORM(gemma3n ? GEMMA3N_POST_NORM : 0.5f, dim, "blk.%d.post_norm.weight", l);
+            if (gemma4) NORM(1.0f, 1, "blk.%d.layer_output_scale.weight", l);
+        }
+        if (gemma3n) { /* AltUp's router and coefficients (F32 as the converter keeps them), Laurel */
+            RANDOM_F32(GEMMA3N_CORRECT_STD, GEMMA3N_ALTUP, GEMMA3N_ALTUP, "blk.%d.altup_correct_coef.weight", l);
+            NORM(1.0f, dim, "blk.%d.altup_correct_scale.weight", l);
+            RANDOM_F32(GEMMA3N_PREDICT_STD, GEMMA3N_ALTUP, GEMMA3N_ALTUP * GEMMA3N_ALTUP, "blk.%d.altup_predict_coef.weight", l);
+            MATRIX(R_UNQUANTIZED, l, GEMMA3N_ROUTER * sqrtf((float)dim), dim, GEMMA3N_ALTUP, "blk.%d.altup_router.weight", l);
+            NORM(1.0f, dim, "blk.%d.altup_router_norm.weight", l);
+            MATRIX(R_UNQUANTIZED, l, 1.0f / sqrtf((float)dim), dim, GEMMA3N_LAUREL_RANK, "blk.%d.laurel_l.weight", l);
+            MATRIX(R_UNQUANTIZED, l, 1.0f / sqrtf((float)GEMMA3N_LAUREL_RANK), GEMMA3N_LAUREL_RANK, dim, "blk.%d.laurel_r.weight", l);
+            NORM(GEMMA3N_POST_NORM, dim, "blk.%d.laurel_post_norm.weight", l);
         }
     }
     NORM(out_norm_centre, dim, fl & F_SHORTCONV ? "token_embd_norm.weight" : "output_norm.weight"); /* lfm2's name */
@@ -783,7 +846,26 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
     kv_u32(&mb, a, "context_length", fam->ctx_train);
     kv_u32(&mb, a, "embedding_length", (uint32_t)dim);
     kv_u32(&mb, a, "block_count", (uint32_t)n_layers);
-    if (gemma4) { /* the converter's per-layer arrays */
+    if (gemma3n) { /* the converter's keys (conversion/gemma.py, Gemma3NModel and Gemma3Model) */
+        int32_t ff[MAX_SYNTH_LAYERS];
+        bool swa_layers[MAX_SYNTH_LAYERS];
+        float sparsity[MAX_SYNTH_LAYERS];
+        for (int l = 0; l < n_layers; l++) {
+            ff[l] = hidden;
+            swa_layers[l] = l % GEMMA3N_FULL_EVERY != GEMMA3N_FULL_EVERY - 1;
+            sparsity[l] = l < GEMMA3N_SPARSE_LAYERS ? GEMMA3N_SPARSE_STD : -INFINITY;
+        }
+        kv_i32_array(&mb, a, "feed_forward_length", ff, (uint64_t)n_layers);
+        kv_u32(&mb, a, "attention.head_count_kv", (uint32_t)n_kv_heads);
+        kv_u32(&mb, a, "attention.key_length", (uint32_t)head_dim);
+        kv_u32(&mb, a, "attention.value_length", (uint32_t)head_dim);
+        kv_u32(&mb, a, "altup.active_idx", 0);
+        kv_u32(&mb, a, "altup.num_inputs", GEMMA3N_ALTUP);
+        kv_u32(&mb, a, "embedding_length_per_layer_input", GEMMA3N_PLE);
+        kv_u32(&mb, a, "attention.shared_kv_layers", (uint32_t)(n_layers - g3n_from));
+        kv_f32_array(&mb, a, "activation_sparsity_scale", sparsity, (uint64_t)n_layers);
+        kv_bool_array(&mb, a, "attention.sliding_window_pattern", swa_layers, (uint64_t)n_layers);
+    } else if (gemma4) { /* the converter's per-layer arrays */
         int32_t ff[MAX_SYNTH_LAYERS], kv_heads[MAX_SYNTH_LAYERS];
         bool swa_layers[MAX_SYNTH_LAYERS];
         for (int l = 0; l < n_layers; l++) {
@@ -810,7 +892,7 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
         for (int l = 0; l < n_layers; l++) kv_heads[l] = layer_recurrent(fl, l) ? 0 : n_kv_heads;
         kv_i32_array(&mb, a, "attention.head_count_kv", kv_heads, (uint64_t)n_layers);
         if (fl & F_SHORTCONV) kv_u32(&mb, a, "shortconv.l_cache", LFM2_L_CACHE);
-    } else if (!gemma4) {
+    } else if (!ple) {
         kv_u32(&mb, a, "attention.head_count_kv", (uint32_t)n_kv_heads);
     }
     if (fl & F_DELTANET) {
@@ -832,7 +914,7 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
         kv_u32(&mb, a, "ssm.time_step_rank", (uint32_t)m2_heads);
         kv_bool(&mb, a, "rope.scaling.finetuned", true);
     }
-    if (fam->head_factor != 1) {
+    if (fam->head_factor != 1 && !gemma3n) {
         kv_u32(&mb, a, "attention.key_length", (uint32_t)head_dim);
         kv_u32(&mb, a, "attention.value_length", (uint32_t)head_dim);
     }

@@ -6,7 +6,7 @@
 // 8 heads, 4 KV heads) and one with a KV head per query head (synth mini-mha), each in a
 // 32-element block type and a K-quant mix, for stories260K (F32), and for each model family
 // (the hybrids lfm2, qwen35 and granite-hybrid too: their recurrence runs token by token inside a batch;
-// and the families that only `wick synth` files carry: gemma4's KV-shared layers read the rings of earlier ones).
+// and the families that only `wick synth` files carry: gemma4's and gemma3n's KV-shared layers read the rings of earlier ones).
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -24,10 +24,10 @@ const ids = [1, 450, 4996, 17354, 1701, 29916, 432, 17204, 975, 278, 17366, 1120
 // stories260K (F32, vocabulary 512, a 172-row feed-forward)
 const storiesIds = [1, 403, 407, 261, 378, 300, 17, 92, 4, 5, 6, 7, 8];
 
-function synth(shape, type, arch = 'llama') {
+function synth(shape, type, arch = 'llama', vocabFile = vocab) {
   const file = path.join(tmp, `synth-${arch}-${shape}-${type}.gguf`);
   if (!fs.existsSync(file)) {
-    const r = runWick('native', ['synth', '--arch', arch, '--shape', shape, '--type', type, '-o', file, '--vocab', vocab]);
+    const r = runWick('native', ['synth', '--arch', arch, '--shape', shape, '--type', type, '-o', file, '--vocab', vocabFile]);
     assert.equal(r.code, 0, `wick synth --arch ${arch} --shape ${shape} --type ${type}: ${r.stderr}`);
   }
   return file;
@@ -56,6 +56,11 @@ for (const arch of ['mistral3'])
 // gemma4: 30 tokens, past its sliding window of 12, which its KV-shared layers see through their source layers' caches
 const gemma4Ids = [...ids, ...ids.slice(1), 1701, 29916, 432, 17204, 975];
 cases.push({ name: 'synth mini --arch gemma4 q4_k_m', file: () => synth('mini', 'q4_k_m', 'gemma4'), ids: gemma4Ids, nVocab: 32000 });
+// gemma3n (stories260K's vocabulary: llama.cpp's per-layer table is 256 wide): its AltUp streams and
+// Laurel per token, 30 tokens past its sliding window of 8, its KV-shared layers (20 to 24) reading
+// layers 18 and 19
+const gemma3nIds = [...storiesIds, ...storiesIds.slice(1), 261, 378, 300, 17, 92];
+cases.push({ name: 'synth mini --arch gemma3n q8_0', file: () => synth('mini', 'q8_0', 'gemma3n', path.join(models, 'stories260K.gguf')), ids: gemma3nIds, nVocab: 512 });
 
 for (const { name, file: fileOf, ids, nVocab } of cases)
     for (const build of ['native', 'wasm'])

@@ -27,7 +27,11 @@ const REFUSED = {
   qwen35: ['attn_out_gate', 'deltanet'],
   mistral3: ['rope_yarn', 'attn_temp_scale'],
   gemma4: ['rope_freqs_full_layers', 'layer_shapes', 'kv_shared_layers', 'v_norm', 'per_layer_embeddings', 'layer_output_scale'],
+  gemma3n: ['layer_shapes', 'kv_shared_layers', 'v_norm', 'per_layer_embeddings', 'altup', 'laurel', 'activation_sparsity'],
 };
+// gemma3n's per-layer table is 256 values per layer and token (llama.cpp fixes the width): its file
+// takes stories260K's vocabulary of 512, not the 32000 of the others
+const VOCAB = { gemma3n: path.join(shared, 'models', 'stories260K.gguf') };
 
 function synthArchs() {
   const src = fs.readFileSync(path.join(root, 'src', 'synth.c'), 'utf8');
@@ -40,7 +44,7 @@ test('every family wick synth writes is either taken by the GPU path or refused 
   assert.deepEqual([...archs].sort(), [...TAKEN, ...Object.keys(REFUSED)].sort(), 'a family without an expectation here');
   for (const arch of archs) {
     const file = path.join(tmp, `${arch}.gguf`);
-    const r = runWick('native', ['synth', '--arch', arch, '--shape', 'mini', '--type', 'f16', '-o', file, '--vocab', vocab]);
+    const r = runWick('native', ['synth', '--arch', arch, '--shape', 'mini', '--type', 'f16', '-o', file, '--vocab', VOCAB[arch] ?? vocab]);
     assert.equal(r.code, 0, `wick synth --arch ${arch}: ${r.stderr}`);
     const { tensors, model, ptr } = loadModel(M, file);
     assert.ok(Array.isArray(tensors.steps), `${arch}: no steps reported`);
@@ -75,7 +79,10 @@ const PLAIN = new Set([
   'm2_in', 'm2_out', 'conv_b', 'm2_dt', 'm2_a', 'm2_d', 'm2_norm', 'ple_gate', 'ple_proj', 'ple_post_norm',
 ]);
 // fields model_steps reads under another name (a layer's biases as bias, …)
-const READ_AS = { bk: 'bq', bv: 'bq', attn_k_norm: 'attn_q_norm', rope_attn_factor_swa: 'rope_attn_factor', rope_scale_swa: 'rope_scale' };
+const READ_AS = { bk: 'bq', bv: 'bq', ffn_up_b: 'bo', ffn_down_b: 'bo', attn_post_norm_b: 'bo', ffn_post_norm_b: 'bo', attn_k_norm: 'attn_q_norm', rope_attn_factor_swa: 'rope_attn_factor', rope_scale_swa: 'rope_scale',
+  // gemma3n's AltUp tensors and active stream are its step "altup" (n_altup), Laurel's "laurel" (laurel_rank)
+  altup_active: 'n_altup', altup_router: 'n_altup', altup_router_norm: 'n_altup', altup_predict: 'n_altup', altup_correct: 'n_altup',
+  altup_correct_scale: 'n_altup', laurel_l: 'laurel_rank', laurel_r: 'laurel_rank', laurel_post_norm: 'laurel_rank' };
 
 function structFields(header, name) {
   const end = header.indexOf(`} ${name};`);

@@ -2,8 +2,8 @@
 // node-llama-cpp (its prebuilt CPU binary, never a download or a build):
 //  - the llama architecture at each type (f16, q8_0, q4_0, q4_k_m, q5_k_m, q6_k, shape mini);
 //  - each family of `wick synth --arch` (llama3, qwen3, gemma2, gemma3, phi3, smollm3, granite,
-//    olmo2, gemma4, mistral3, and the hybrids lfm2, qwen35 and granite-hybrid) at f16 and one quantized type, with a prompt longer
-//    than the sliding windows.
+//    olmo2, gemma4, gemma3n, mistral3, and the hybrids lfm2, qwen35 and granite-hybrid) at f16 and one quantized type, with a
+//    prompt longer than the sliding windows.
 // For each file llama.cpp loads it and generates (one test), both wick builds (native and wasm)
 // agree with llama.cpp's logits within the tolerances of ../shared/README.md (a test per build),
 // and for each family llama.cpp's own logits move far when the family's distinctive step is
@@ -40,6 +40,12 @@ const families = [
   { arch: 'olmo2', quant: 'q4_k_m' },
   // per-layer head sizes, KV-shared layers, per-layer embeddings
   { arch: 'gemma4', quant: 'q4_k_m', window: 12 },
+  // AltUp, Laurel, the sparse FFN gate, per-layer embeddings and KV-shared layers. llama.cpp fixes the
+  // per-layer embedding width at 256 and the KV-shared layers from the 20th on (25 layers here): with
+  // the 32000-token vocabulary the per-layer table alone would be 410 MB, so this family takes
+  // stories260K's vocabulary of 512 and a prompt of its kind (36 tokens)
+  { arch: 'gemma3n', quant: 'q8_0', window: 8, vocab: path.join(shared, 'models', 'stories260K.gguf'), nVocab: 512,
+    prompt: 'Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her friends.' },
   // the hybrids: a recurrent state carried through the prompt and the steps
   { arch: 'lfm2', quant: 'q8_0' },
   { arch: 'qwen35', quant: 'q4_k_m' },
@@ -52,8 +58,12 @@ const familyPrompt = 'The quick brown fox jumps over the lazy dog, and then it s
   'walked slowly out to the red barn and counted his sheep one by one.';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'wick-llamacpp-'));
+const familyOf = (arch) => families.find((f) => f.arch === arch) ?? {};
+/** The prompt, vocabulary size and vocabulary file of the llama file (no arch) or a family's. */
+const promptOf = (arch) => (arch ? familyOf(arch).prompt ?? familyPrompt : promptText);
+const nVocabOf = (arch) => familyOf(arch).nVocab ?? nVocabSpm;
 const synth = (type, file, arch) =>
-  runWick('native', ['synth', '--shape', 'mini', '--type', type, '-o', file, '--vocab', vocab, ...(arch ? ['--arch', arch] : [])]);
+  runWick('native', ['synth', '--shape', 'mini', '--type', type, '-o', file, '--vocab', familyOf(arch).vocab ?? vocab, ...(arch ? ['--arch', arch] : [])]);
 
 /** The path of the synth mini file of a type (of the llama architecture, or of a family), written on first use. */
 function fileOf(type, arch) {
@@ -100,7 +110,7 @@ function stddev(row) {
  * log p = logit − logsumexp(logits). That constant differs per row, so both sides are compared
  * centred (each row minus its mean), which changes neither a row's stddev nor its argmax.
  */
-async function llamaCppRows(file, prompt, { greedySteps = steps } = {}) {
+async function llamaCppRows(file, prompt, { greedySteps = steps, nVocab = nVocabSpm } = {}) {
   const llama = await nativeLlama();
   const model = await llama.loadModel({ modelPath: file, gpuLayers: 0 });
   handles.push(model);
@@ -114,17 +124,17 @@ async function llamaCppRows(file, prompt, { greedySteps = steps } = {}) {
     const sequence = context.getSequence();
     const next = { generateNext: { probabilities: true, token: true } };
     const out = await sequence.controlledEvaluate(ids.map((t) => [t, next]));
-    const promptRows = out.map((o) => logProbRow(o.next.probabilities, nVocabSpm));
+    const promptRows = out.map((o) => logProbRow(o.next.probabilities, nVocab));
     const greedy = [out.at(-1).next.token];
     const stepRows = [promptRows.at(-1)];
     for (let k = 1; k < greedySteps; k++) {
       const [o] = await sequence.controlledEvaluate([[greedy.at(-1), next]]);
-      stepRows.push(logProbRow(o.next.probabilities, nVocabSpm));
+      stepRows.push(logProbRow(o.next.probabilities, nVocab));
       greedy.push(o.next.token);
     }
     const text = model.detokenize(greedy);
     await context.dispose();
-    return { ids, greedy, text, nVocab: nVocabSpm, promptRows: promptRows.map(centred), stepRows: stepRows.map(centred) };
+    return { ids, greedy, text, nVocab, promptRows: promptRows.map(centred), stepRows: stepRows.map(centred) };
   } finally {
     await model.dispose();
   }
@@ -134,7 +144,7 @@ const references = new Map();
 /** llama.cpp's rows for the synth file of a type (and family), computed once. */
 function referenceOf(type, arch) {
   const key = `${arch ?? 'llama'} ${type}`;
-  if (!references.has(key)) references.set(key, llamaCppRows(fileOf(type, arch), arch ? familyPrompt : promptText));
+  if (!references.has(key)) references.set(key, llamaCppRows(fileOf(type, arch), promptOf(arch), { nVocab: nVocabOf(arch) }));
   return references.get(key);
 }
 
@@ -184,7 +194,7 @@ function wickRunsOf(type, arch) {
   if (!wickRuns.has(key)) wickRuns.set(key, referenceOf(type, arch).then((ref) => {
     const file = fileOf(type, arch);
     const run = async (build) => ({
-      tokens: await runWickAsync(build, ['tokenize', '-m', file, '-p', arch ? familyPrompt : promptText]),
+      tokens: await runWickAsync(build, ['tokenize', '-m', file, '-p', promptOf(arch)]),
       logits: await runWickAsync(build, ['logits', '-m', file, '--tokens', ref.ids.join(','), '--steps', String(steps),
         '--follow', ref.greedy.join(','), '--threads', '1']),
     });
@@ -220,8 +230,8 @@ async function compareWithLlamaCpp(build, type, arch) {
 }
 
 /** What every llama.cpp reference must show before a comparison with it means anything. */
-function checkReference(ref, minStddev) {
-  assert.equal(ref.nVocab, 32000);
+function checkReference(ref, minStddev, nVocab = nVocabSpm) {
+  assert.equal(ref.nVocab, nVocab);
   assert.equal(ref.promptRows.length, ref.ids.length);
   assert.equal(ref.greedy.length, steps);
   for (const t of ref.greedy) assert.ok(Number.isInteger(t) && t >= 0 && t < ref.nVocab, `greedy token ${t}`);
@@ -357,6 +367,17 @@ const featureEdits = {
     'without layer_output_scale': (g) => { g.tensors = g.tensors.filter((t) => !/layer_output_scale/.test(t.name)); },
     'without final_logit_softcapping': (g) => dropKv(g, 'gemma4.final_logit_softcapping'),
   },
+  // llama.cpp fixes gemma3n's sparse layers (the first 10) and KV-shared ones (from the 20th) in its
+  // graph whatever the file says: the sparse gate's check is wick's below
+  gemma3n: {
+    'with the per-layer embeddings off (blk.*.proj zeroed)': (g) => zeros(g, /^blk\.\d+\.proj\.weight$/),
+    // a router of 0 gives coefficients of 0: no prediction, every stream corrected by the whole innovation
+    'with AltUp\'s router zeroed': (g) => zeros(g, /altup_router\.weight$/),
+    'with AltUp\'s prediction off (altup_predict_coef zeroed)': (g) => zeros(g, /altup_predict_coef/),
+    'with AltUp\'s correction uniform (altup_correct_coef zeroed)': (g) => zeros(g, /altup_correct_coef/),
+    // laurel_r zeroed: Laurel adds its input only, not its low-rank branch
+    'with Laurel\'s low-rank branch off (laurel_r zeroed)': (g) => zeros(g, /laurel_r\.weight$/),
+  },
 };
 
 const featureResults = [];
@@ -366,7 +387,7 @@ for (const { arch, quant, window } of families) {
       const ref = await referenceOf(type, arch);
       if (window) assert.ok(ref.ids.length > 3 * window, `prompt of ${ref.ids.length} tokens for a window of ${window}`);
       // the family weights aim at logits of stddev 3 (gemma2: 2.5 before its cap of 4, 2 after)
-      checkReference(ref, 1);
+      checkReference(ref, 1, nVocabOf(arch));
     });
     for (const build of builds)
       test(`${build}: logits of synth mini --arch ${arch} ${type} match llama.cpp within ${toleranceFor(`synth-${type}`) * 100}%`, () => compareWithLlamaCpp(build, type, arch));
@@ -381,7 +402,7 @@ for (const { arch, quant, window } of families) {
       edit(g);
       const file = path.join(tmp, `feature-${arch}.gguf`);
       fs.writeFileSync(file, writeGguf(g));
-      const edited = await llamaCppRows(file, familyPrompt, { greedySteps: 1 });
+      const edited = await llamaCppRows(file, promptOf(arch), { greedySteps: 1, nVocab: nVocabOf(arch) });
       fs.unlinkSync(file);
       assert.deepEqual(edited.ids, ref.ids);
       const moved = Math.max(...ref.promptRows.map((row, i) => relRms(edited.promptRows[i], row)));
@@ -392,12 +413,12 @@ for (const { arch, quant, window } of families) {
   });
 }
 
-// gemma4 has no file in ../shared, so engine.test.mjs's thread check is made here: 2 threads give
-// the logits of 1 bit for bit, in each build
-for (const type of ['f16', 'q4_k_m'])
-  test(`synth mini --arch gemma4 ${type}: 1 and 2 threads give identical logits (native and wasm)`, async () => {
-    const ref = await referenceOf(type, 'gemma4');
-    const run = (build, threads) => runWickAsync(build, ['logits', '-m', fileOf(type, 'gemma4'), '--tokens', ref.ids.join(','),
+// gemma4 and gemma3n have no file in ../shared, so engine.test.mjs's thread check is made here: 2
+// threads give the logits of 1 bit for bit, in each build
+for (const [arch, type] of [['gemma4', 'f16'], ['gemma4', 'q4_k_m'], ['gemma3n', 'f16'], ['gemma3n', 'q8_0']])
+  test(`synth mini --arch ${arch} ${type}: 1 and 2 threads give identical logits (native and wasm)`, async () => {
+    const ref = await referenceOf(type, arch);
+    const run = (build, threads) => runWickAsync(build, ['logits', '-m', fileOf(type, arch), '--tokens', ref.ids.join(','),
       '--steps', String(steps), '--follow', ref.greedy.join(','), '--threads', String(threads)]);
     for (const build of builds) {
       const [one, two] = await Promise.all([run(build, 1), run(build, 2)]);
@@ -406,6 +427,30 @@ for (const type of ['f16', 'q4_k_m'])
       assert.ok(one.stdout === two.stdout, `${build}: the logits differ`);
     }
   });
+
+// gemma3n's sparse FFN gate: llama.cpp applies it to the first 10 layers whatever the file says,
+// so no edit turns it off there. wick follows activation_sparsity_scale: set to −inf everywhere (the
+// converter's value for a dense layer) wick skips the step, and its logits must then land far from
+// llama.cpp's on the file, in both builds — the comparison above tells a forward pass with the step
+// from one without it.
+test(`gemma3n: wick without the sparse FFN gate lands more than ${featureMoves * 100}% from llama.cpp's logits`, async (t) => {
+  const ref = await referenceOf('f16', 'gemma3n');
+  const g = readGguf(fileOf('f16', 'gemma3n'));
+  const key = g.kv.find((e) => e.key === 'gemma3n.activation_sparsity_scale');
+  assert.ok(key.value.items.slice(0, 10).every(Number.isFinite), 'the first 10 layers are sparse in the synth file');
+  key.value.items = key.value.items.map(() => -Infinity);
+  const file = path.join(tmp, 'dense-gemma3n.gguf');
+  fs.writeFileSync(file, writeGguf(g));
+  const args = ['logits', '-m', file, '--tokens', ref.ids.join(','), '--steps', '1', '--threads', '1'];
+  for (const [build, r] of builds.map((build) => [build, runWick(build, args)])) {
+    assert.equal(r.code, 0, `${build}: ${r.stderr}`);
+    const rows = JSON.parse(r.stdout).prompt_logits.map(centred);
+    const moved = Math.max(...rows.map((row, i) => relRms(row, ref.promptRows[i])));
+    featureResults.push(`gemma3n without the sparse gate (wick ${build}): worst row ${(moved * 100).toFixed(1)}% from llama.cpp's`);
+    assert.ok(moved > featureMoves, `${build}: ${(moved * 100).toFixed(2)}% only`);
+  }
+  fs.unlinkSync(file);
+});
 
 /** Both builds' logits for an edited F16 file (the prompt, then llama.cpp's greedy tokens) against
  * llama.cpp's rows `ref` of the same file, within the F16 tolerance; each build's worst row. */
@@ -473,7 +518,7 @@ for (const arch of [undefined, ...families.map((f) => f.arch)]) {
     if (probe.code !== 0) {
       // wick refuses: so must llama.cpp, for the same reason, and the wasm build as wick does
       assert.match(probe.stderr, /tensor output\.weight is missing/);
-      await assert.rejects(llamaCppRows(file, arch ? familyPrompt : promptText), `llama.cpp loads ${name} without output.weight and wick refuses it`);
+      await assert.rejects(llamaCppRows(file, promptOf(arch), { nVocab: nVocabOf(arch) }), `llama.cpp loads ${name} without output.weight and wick refuses it`);
       const wasm = runWick('wasm', ['logits', '-m', file, '--tokens', untied.ids.join(','), '--steps', '1']);
       assert.notEqual(wasm.code, 0);
       assert.match(wasm.stderr, /tensor output\.weight is missing/);
@@ -489,7 +534,7 @@ for (const arch of [undefined, ...families.map((f) => f.arch)]) {
       norm.data = Buffer.from(w.buffer);
       fs.writeFileSync(file, writeGguf(g));
     }
-    const ref = await llamaCppRows(file, arch ? familyPrompt : promptText);
+    const ref = await llamaCppRows(file, promptOf(arch), { nVocab: nVocabOf(arch) });
     const lines = await matchEditedFile(file, ref);
     // the tie is what the comparison sees: the untied file's rows are far from the tied ones
     assert.ok(Math.max(...untied.promptRows.map((row, k) => relRms(row, ref.promptRows[k]))) > distinct, 'output.weight made no difference');

@@ -9,8 +9,9 @@
  * by one (the code checked, not only the text). With a third file, a gemma4 model
  * (`wick synth --arch gemma4`: layers of two shapes, the last ones reading earlier layers'
  * caches): the cache holds the layers with a cache of their own only, a shift leaves layer 0's
- * keys equal to fresh ones, and generation goes on through shifts. Usage: test_context
- * MODEL.gguf [GEMMA3.gguf [GEMMA4.gguf]]. Output and exit status: tests/check.h. */
+ * keys equal to fresh ones, and generation goes on through shifts; the same for a gemma3n model
+ * (AltUp's streams around the layers). Usage: test_context MODEL.gguf [GEMMA3.gguf [GEMMA4.gguf
+ * [GEMMA3N.gguf]]]. Output and exit status: tests/check.h. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -221,15 +222,16 @@ static void sliding_window_cases(wick_model *m) {
     free(after);
 }
 
-/* gemma4: the KV-shared layers keep no cache and read their source layer's, which a shift moves
- * for them. */
-static void gemma4_cases(wick_model *m) {
+/* gemma4 and gemma3n: the KV-shared layers keep no cache and read their source layer's, which a
+ * shift moves for them (gemma3n: with AltUp's streams, made afresh each batch, beside them). */
+static void shared_kv_cases(wick_model *m) {
+    const char *a = m->config.arch;
     enum { CTX = 256, N = 200, KEEP = 1, DROP = 100 };
     char what[200];
     int n_shared = 0, w = m->config.n_swa;
     wick_ctx *c = new_ctx(m, CTX, 32), *fresh = new_ctx(m, CTX, 32);
     if (!c || !fresh) {
-        check(0, "context.gemma4.contexts", "gemma4 contexts");
+        check(0, check_id("context.%s.contexts", a), "%s contexts", a);
         return;
     }
     size_t expect = 0;
@@ -241,8 +243,8 @@ static void gemma4_cases(wick_model *m) {
         int slots = m->layers[l].sliding ? w - 1 + 32 : CTX;
         expect += (size_t)slots * (size_t)kv_dim(model_layer_config(m, l)) * 2 * 2; /* K and V, F16 */
     }
-    snprintf(what, sizeof what, "gemma4: a KV cache of %zu bytes, none for its %d KV-shared layers", wick_kv_bytes(c), n_shared);
-    check(n_shared > 0 && wick_kv_bytes(c) == expect, "context.gemma4.kv-bytes", "%s", what);
+    snprintf(what, sizeof what, "%s: a KV cache of %zu bytes, none for its %d KV-shared layers", a, wick_kv_bytes(c), n_shared);
+    check(n_shared > 0 && wick_kv_bytes(c) == expect, check_id("context.%s.kv-bytes", a), "%s", what);
     int32_t toks[N], kept[N];
     int n = 0;
     for (int i = 0; i < N; i++) toks[i] = token_at(i);
@@ -250,21 +252,21 @@ static void gemma4_cases(wick_model *m) {
         if (i < KEEP || i >= KEEP + DROP) kept[n++] = toks[i];
     int ok = wick_eval(c, toks, N, 0) == WICK_OK && wick_kv_shift(c, KEEP, DROP) == WICK_OK && wick_eval(fresh, kept, n, 0) == WICK_OK;
     double d = ok ? key_difference(c, fresh, n - (w - 1), n) : 1;
-    snprintf(what, sizeof what, "gemma4: the window's layer-0 keys after a shift equal fresh ones (max diff %.2e of max |k|)", d);
-    check(ok && d <= 2e-3, "context.gemma4.shift-keys", "%s", what);
+    snprintf(what, sizeof what, "%s: the window's layer-0 keys after a shift equal fresh ones (max diff %.2e of max |k|)", a, d);
+    check(ok && d <= 2e-3, check_id("context.%s.shift-keys", a), "%s", what);
     int32_t next = 42;
     ok = ok && wick_eval(c, &next, 1, 0) == WICK_OK;
     const float *l = ok ? wick_get_logits(c, -1) : NULL;
     int finite = l != NULL;
     for (int i = 0; finite && i < m->config.n_vocab; i++) finite = isfinite(l[i]);
-    check(finite, "context.gemma4.finite", "gemma4: after the shift the next token evaluates to finite logits");
+    check(finite, check_id("context.%s.finite", a), "%s: after the shift the next token evaluates to finite logits", a);
     wick_ctx_free(c);
     wick_ctx_free(fresh);
     /* generation through shifts: a 64-token context keeping 8 */
     int steps = 0, dropped = 0;
     ok = generate_through_shifts(m, 64, 8, 150, toks, 20, &steps, &dropped);
-    snprintf(what, sizeof what, "gemma4: generation past a full 64-token context: %d tokens, %d dropped", steps, dropped);
-    check(ok && steps == 150 && dropped > 0, "context.gemma4.generation", "%s", what);
+    snprintf(what, sizeof what, "%s: generation past a full 64-token context: %d tokens, %d dropped", a, steps, dropped);
+    check(ok && steps == 150 && dropped > 0, check_id("context.%s.generation", a), "%s", what);
 }
 
 /* Carries out an external context's operations on a CPU context (the role the WebGPU backend
@@ -443,6 +445,7 @@ int main(int argc, char **argv) {
     wick_model_free(m);
     free(buf);
     if (argc > 2) family_cases(argv[2], "gemma3", sliding_window_cases);
-    if (argc > 3) family_cases(argv[3], "gemma4", gemma4_cases);
+    if (argc > 3) family_cases(argv[3], "gemma4", shared_kv_cases);
+    if (argc > 4) family_cases(argv[4], "gemma3n", shared_kv_cases);
     return check_summary();
 }

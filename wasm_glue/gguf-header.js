@@ -129,7 +129,7 @@
     // sliding-window layers keep only their window in the cache (src/model.c's family table)
     const swa = SLIDING[arch];
     let window = 0, slidingLayers = 0, caches = null;
-    if (arch === 'gemma4') {
+    if (arch === 'gemma4' || arch === 'gemma3n') {
       window = get('attention.sliding_window') || 0;
       caches = layerCaches(get, layers, heads);
     } else if (swa) {
@@ -154,6 +154,8 @@
       // gemma4: a width per layer (the widest sizes the scratch), and its per-layer embeddings
       ffn: Array.isArray(get('feed_forward_length')) ? Math.max(...get('feed_forward_length')) : get('feed_forward_length') || 0,
       perLayerEmbd: (get('embedding_length_per_layer_input') || 0) * layers,
+      // gemma3n: AltUp's streams of the residual
+      altupStreams: get('altup.num_inputs') || 0,
       contextTrain: get('context_length') || 0,
       vocab: Array.isArray(vocab) ? vocab.length : vocab?.length || 0,
     };
@@ -192,31 +194,24 @@
   // families with sliding-window layers: llama.cpp's default window and layer pattern period
   const SLIDING = { gemma2: { window: 4096, period: 2 }, gemma3: { window: 0, period: 6 }, olmo2: { window: 0, period: 4 } };
   // the architectures the engine runs (src/model.c)
-  const ARCHITECTURES = ['llama', 'qwen2', 'qwen3', 'gemma2', 'gemma3', 'phi3', 'smollm3', 'granite', 'olmo2', 'lfm2', 'qwen35', 'granitehybrid', 'mistral3', 'gemma4', 'bert'];
+  const ARCHITECTURES = ['llama', 'qwen2', 'qwen3', 'gemma2', 'gemma3', 'phi3', 'smollm3', 'granite', 'olmo2', 'lfm2', 'qwen35', 'granitehybrid', 'mistral3', 'gemma4', 'gemma3n', 'bert'];
 
   /**
-   * gemma4's layers with a cache of their own (src/model.c, read_layer_shapes): the last
+   * gemma4's and gemma3n's layers with a cache of their own (src/model.c, read_layer_shapes): the last
    * shared_kv_layers read an earlier layer's and keep none; a layer slides where the
    * sliding_window_pattern array says, with heads of key_length_swa (key_length on the full
-   * layers) and its own KV head count. Each: whether it slides, and its K and V values per position.
+   * layers, and on all of gemma3n's) and its own KV head count. Each: whether it slides, and its K and V values per position.
    */
   function layerCaches(get, layers, heads) {
     const pattern = get('attention.sliding_window_pattern'), kv = get('attention.head_count_kv');
     const caches = [];
     for (let l = 0; l < layers - (get('attention.shared_kv_layers') || 0); l++) {
       const sliding = Array.isArray(pattern) && pattern[l] === true;
-      const headSize = (sliding ? get('attention.key_length_swa') : get('attention.key_length')) || 0;
+      const headSize = (sliding && get('attention.key_length_swa') || get('attention.key_length')) || 0;
       caches.push({ sliding, values: 2 * headSize * (Array.isArray(kv) ? kv[l] : Number.isFinite(kv) ? kv : heads) });
     }
     return caches;
   }
-
-  // architectures llama.cpp runs and the engine not yet, with what they need (src/model.c's
-  // archs_not_yet, word for word: tests/hostile.test.mjs compares the two)
-  const NOT_YET = {
-    gemma3n: 'Gemma 3n needs AltUp (several predicted residual streams, corrected after each layer), Laurel (a low-rank '
-      + 'residual beside attention) and the Gaussian top-k activation sparsity of its first layers, which wick does not run yet',
-  };
 
   /** The model's name for a message, from general.name and general.size_label: " (Gemma 4 31B It, 31B)", or "" (src/model.c's model_label). */
   function modelLabel(metadata) {
@@ -227,13 +222,12 @@
 
   /**
    * Why the engine cannot run a model with this metadata, or null: an architecture it does not
-   * know (or not yet), or a mixture of experts. Known from the header, before the weights are
+   * know, or a mixture of experts. Known from the header, before the weights are
    * downloaded; the messages are the engine's (src/model.c).
    */
   function unsupportedReason(metadata) {
     const arch = metadata['general.architecture'];
     if (typeof arch !== 'string') return null; // a vocabulary-only file, or the engine says why
-    if (NOT_YET[arch]) return `architecture '${arch}' is not supported: ${NOT_YET[arch]}`;
     if (!ARCHITECTURES.includes(arch)) return `architecture '${arch.slice(0, 40)}' is not supported (${ARCHITECTURES.join(', ')} are)`;
     const experts = metadata[`${arch}.expert_count`];
     if (Number.isFinite(experts) && experts > 0) {
@@ -275,7 +269,7 @@
   /** A rough bound of the forward pass's scratch: activations of one batch, logits, attention rows. */
   function scratchBytes(hp, nCtx, nBatch = 256, threads = 8) {
     if (!hp) return 0;
-    const perToken = 8 * hp.embd + 3 * hp.ffn + hp.heads * hp.keyLength * 2 + (hp.perLayerEmbd || 0);
+    const perToken = 8 * hp.embd + 3 * hp.ffn + hp.heads * hp.keyLength * 2 + (hp.perLayerEmbd || 0) + (hp.altupStreams || 0) * hp.embd;
     return 4 * (nBatch * perToken + 2 * hp.vocab + threads * nCtx);
   }
 
@@ -301,5 +295,5 @@
     return `${v.toFixed(v < 10 ? 2 : 1)} ${units[u]}`;
   }
 
-  root.WickGguf = { TYPE, NeedMoreBytes, isGguf, parseHeader, hyperparameters, unsupportedReason, tooLargeMessage, modelLabel, NOT_YET, ARCHITECTURES, defaultContext, kvCacheBytes, checkFits, formatBytes, WASM_MEMORY_LIMIT, ENGINE_RESERVE };
+  root.WickGguf = { TYPE, NeedMoreBytes, isGguf, parseHeader, hyperparameters, unsupportedReason, tooLargeMessage, modelLabel, ARCHITECTURES, defaultContext, kvCacheBytes, checkFits, formatBytes, WASM_MEMORY_LIMIT, ENGINE_RESERVE };
 })(typeof self !== 'undefined' ? self : globalThis);
