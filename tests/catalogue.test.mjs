@@ -6,9 +6,9 @@
 // does), choosing an entry shows its exact size and the memory it needs after Range requests
 // only (checked on the server), the keyboard moves through the list, a missing file is an error,
 // and Load model downloads it with the progress bar, keeps it in the Cache API and runs it; a
-// second visit loads it from the cache without the network. An entry of an architecture the
-// engine does not run yet (Gemma 3n) is refused from its header, by name and with what it needs,
-// and Load downloads nothing. Without `?hf=` nothing leaves for huggingface.co until a load is
+// second visit loads it from the cache without the network. A file the engine refuses (a Gemma 4
+// mixture of experts served under the E2B entry's path) is refused from its header, by name and
+// with the reason, and Load downloads nothing. Without `?hf=` nothing leaves for huggingface.co until a load is
 // asked. Everything is served on 127.0.0.1.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -42,7 +42,7 @@ const PER_LAYER_EMBEDDING = ['gemma4', 'gemma3n'];
 
 // What the stand-in serves under a catalogue entry's path: a qwen3 file to look at, and a llama
 // file with a chat template that the engine loads today (under the SmolLM2 360M entry); before()
-// adds a gemma3n file (the qwen3 one with gemma3n's architecture and keys) under Gemma 3n E2B.
+// adds a Gemma 4 mixture-of-experts header (the qwen3 file relabelled) under Gemma 4 E2B's path.
 const SERVED = {
   'qwen3-0.6b': path.join(models, 'families', 'mini-qwen3-q8_0.gguf'),
   'smollm2-360m-instruct': path.join(models, 'mini', 'mini-chat-q8_0.gguf'),
@@ -124,16 +124,16 @@ before(async () => {
   site = fs.mkdtempSync(path.join(os.tmpdir(), 'wick-catalogue-site-'));
   for (const d of ['web', 'wasm_glue', 'build', 'node_modules']) fs.symlinkSync(path.join(root, d), path.join(site, d));
   fs.symlinkSync(models, path.join(site, 'models'));
-  // a gemma3n header as llama.cpp's converter writes one (the architecture's own keys, AltUp's
-  // among them); the page must refuse it from the header, so its tensors are the qwen3 file's
+  // a Gemma 4 mixture-of-experts header (26B-A4B: gemma4.expert_count, as its converter writes);
+  // the page must refuse it from the header, so its tensors are the qwen3 file's
   const g = readGguf(SERVED['qwen3-0.6b']);
-  for (const kv of g.kv) if (kv.key.startsWith('qwen3.')) kv.key = `gemma3n.${kv.key.slice(6)}`;
-  setKv(g, 'general.architecture', T.STRING, 'gemma3n');
-  setKv(g, 'general.name', T.STRING, 'Gemma 3n E2B It');
-  setKv(g, 'gemma3n.altup.active_idx', T.U32, 0);
-  setKv(g, 'gemma3n.altup.num_inputs', T.U32, 4);
-  SERVED['gemma-3n-e2b-it'] = path.join(site, 'gemma3n.gguf');
-  fs.writeFileSync(SERVED['gemma-3n-e2b-it'], writeGguf(g));
+  for (const kv of g.kv) if (kv.key.startsWith('qwen3.')) kv.key = `gemma4.${kv.key.slice(6)}`;
+  setKv(g, 'general.architecture', T.STRING, 'gemma4');
+  setKv(g, 'general.name', T.STRING, 'Gemma 4 26B A4B It');
+  setKv(g, 'general.size_label', T.STRING, '26B-A4B');
+  setKv(g, 'gemma4.expert_count', T.U32, 128);
+  SERVED['gemma-4-e2b-it'] = path.join(site, 'gemma4-moe.gguf');
+  fs.writeFileSync(SERVED['gemma-4-e2b-it'], writeGguf(g));
   fs.mkdirSync(ARTIFACTS, { recursive: true });
   page0 = await listen(createServer(site, { isolate: true }));
   hub = await listen(http.createServer(handler('hub', hubRespond)));
@@ -193,7 +193,7 @@ test('the catalogue lists every family with real Hugging Face URLs, each file sm
       assert.ok(e.effectiveParams < e.params, `${e.id}: effective ${e.effectiveParams} < ${e.params}`);
     }
     // every family is one the engine runs, or one it refuses by name with what it lacks
-    assert.ok(globalThis.WickGguf.ARCHITECTURES.includes(e.family) || globalThis.WickGguf.NOT_YET[e.family], `${e.id}: ${e.family}`);
+    assert.ok(globalThis.WickGguf.ARCHITECTURES.includes(e.family), `${e.id}: ${e.family} is not an architecture the engine runs`);
     assert.ok(e.name && e.repo.endsWith(e.repo.split('/')[1]) && /GGUF$/i.test(e.repo), `${e.id}: ${e.repo}`);
   }
   assert.equal(approximateSize(639_446_688), '610 MiB');
@@ -313,7 +313,7 @@ test('choosing an entry shows its size and memory after Range requests only; the
   assert.deepEqual(browser.outside, [], 'no request left 127.0.0.1');
 });
 
-test('an entry the engine does not run yet (Gemma 3n) is refused from its header, by name and with what it lacks; Load downloads nothing', { timeout: 60000 }, async () => {
+test('a file the engine refuses (a Gemma 4 mixture of experts) is refused from its header, by name and with the reason; Load downloads nothing', { timeout: 60000 }, async () => {
   const page = await openPage(`hf=${encodeURIComponent(hub.base)}`);
   try {
     await page.check('input[name=source][value=catalogue]');
@@ -321,20 +321,20 @@ test('an entry the engine does not run yet (Gemma 3n) is refused from its header
     assert.match(await page.textContent('label:has(input[value="gemma-3n-e2b-it"]) .entry-facts'), /^gemma3n · 5\.4B parameters \(2\.0B effective\) · Q4_K_M/);
     assert.match(await page.textContent('label:has(input[value="gemma-4-e2b-it"]) .entry-facts'), /^gemma4 · 5\.1B parameters \(2\.3B effective\) · Q4_K_M/);
     const before = log.length;
-    await page.click('input[name=catalogue-entry][value="gemma-3n-e2b-it"]');
+    await page.click('input[name=catalogue-entry][value="gemma-4-e2b-it"]');
     await page.waitForSelector('#model-check .memory.error', { timeout: 20000 });
     const text = await page.textContent('#model-check');
-    assert.match(text, /gemma-3n-E2B-it-Q4_K_M\.gguf: /, 'the file was looked at (its header read)');
-    assert.match(text, /wick cannot run this model: architecture 'gemma3n' is not supported: Gemma 3n needs AltUp .*Laurel .*activation sparsity.*which wick does not run yet/);
+    assert.match(text, /google_gemma-4-E2B-it-Q4_K_M\.gguf: /, 'the file was looked at (its header read)');
+    assert.match(text, /wick cannot run this model: gemma4 \(Gemma 4 26B A4B It, 26B-A4B\) is a mixture-of-experts model \(gemma4\.expert_count = 128\)/);
     assert.equal(await page.getAttribute('#model-check .memory', 'role'), 'alert');
     // Load is refused before any download: only the header's Range requests reach the CDN
     await page.click('#load-button');
     await page.waitForTimeout(500);
     assert.equal(await page.getAttribute('body', 'data-state'), 'idle');
-    const asked = requestsFor('gemma-3n-e2b-it', before);
+    const asked = requestsFor('gemma-4-e2b-it', before);
     assert.ok(asked.some((r) => r.server === 'cdn' && r.status === 206), JSON.stringify(asked));
     for (const r of asked) assert.ok(r.method === 'OPTIONS' || r.method === 'HEAD' || (r.method === 'GET' && r.range), `only the header was read: ${JSON.stringify(r)}`);
-    assert.ok(asked.reduce((n, r) => n + r.bytes, 0) < sizeOf('gemma-3n-e2b-it'), 'not the whole file');
+    assert.ok(asked.reduce((n, r) => n + r.bytes, 0) < sizeOf('gemma-4-e2b-it'), 'not the whole file');
     assert.equal(await page.textContent('#model-status'), '', 'nothing loaded');
     assert.deepEqual(page.errors, []);
   } finally {
