@@ -9,7 +9,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { Wick, WickError } from '../wasm_glue/wick.mjs';
 import { createServer } from '../tools/serve.mjs';
-import { models, loadReference } from './helpers.mjs';
+import { models, loadReference, greedyText } from './helpers.mjs';
 
 const stories = loadReference('stories260K.json');
 const storiesPath = path.join(models, 'stories260K.gguf');
@@ -38,11 +38,9 @@ after(async () => {
   server.close();
 });
 
-// How long the reference's greedy text of stories260K (stories260K.json) is after its first n
-// tokens: a greedy run of n tokens streams exactly that text, and ends by its length.
-const GREEDY_CHARS = { 8: 25, 20: 62, 40: 110, 60: 164 };
+// a greedy run of n tokens streams exactly the reference's first n tokens (helpers.mjs greedyText)
 function assertGreedy(run, n) {
-  assert.equal(run.text, stories.greedy_text.slice(0, GREEDY_CHARS[n]));
+  assert.equal(run.text, greedyText(n));
   assert.equal(run.final.finishReason, 'length');
   assert.equal(run.final.timings.generatedTokens, n);
 }

@@ -1,6 +1,7 @@
 // tests/helpers.mjs — shared by the node test suites: paths, running both CLIs, comparing logits
 // the way ../shared/README.md prescribes.
 import { spawnSync } from 'node:child_process';
+import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -35,6 +36,22 @@ export function runProgram(build, name, args = [], opts = {}) {
 
 export function loadReference(name) {
   return JSON.parse(fs.readFileSync(path.join(reference, name), 'utf8'));
+}
+
+const greedyTexts = new Map();
+/** The text of the first n tokens of stories260K's greedy reference (stories260K.json), as the
+ * native CLI detokenizes them: a greedy run of n tokens streams exactly this. */
+export function greedyText(n) {
+  if (!greedyTexts.has(n)) {
+    const ref = loadReference('stories260K.json');
+    assert.ok(n > 0 && n <= ref.greedy_tokens.length, `${n} tokens of ${ref.greedy_tokens.length}`);
+    const r = runWick('native', ['detokenize', '-m', path.join(models, 'stories260K.gguf'), '--ids', ref.greedy_tokens.slice(0, n).join(',')]);
+    assert.equal(r.code, 0, r.stderr);
+    const text = r.stdout.replace(/\n$/, '');
+    assert.ok(ref.greedy_text.startsWith(text), `the first ${n} tokens detokenize to a prefix of the reference text`);
+    greedyTexts.set(n, text);
+  }
+  return greedyTexts.get(n);
 }
 
 function stddev(row) {
