@@ -45,6 +45,11 @@ function assertGreedy(run, n) {
   assert.equal(run.final.timings.generatedTokens, n);
 }
 
+/** Each engine generates n greedy tokens after 'Once upon a time': each streams the reference's first n. */
+async function assertEachGreedy(engines, n) {
+  for (const e of engines) assertGreedy(await collect(e.generate('Once upon a time', { maxTokens: n, temperature: 0 })), n);
+}
+
 async function collect(iterable) {
   const chunks = [];
   for await (const c of iterable) chunks.push(c);
@@ -174,10 +179,7 @@ test('loads from an ArrayBuffer (single-threaded build) and from a path (two thr
     assert.equal(b.build, 'mt');
     assert.equal(b.threads, 2);
     assert.equal(events.at(-1).loaded, bytes.length);
-    const ta = await collect(a.generate('Once upon a time', { maxTokens: 40, temperature: 0 }));
-    const tb = await collect(b.generate('Once upon a time', { maxTokens: 40, temperature: 0 }));
-    assertGreedy(ta, 40);
-    assertGreedy(tb, 40);
+    await assertEachGreedy([a, b], 40);
   } finally {
     await a.unload();
     await b.unload();
@@ -348,10 +350,7 @@ test('a split model loads from its first part\'s URL and gives the logits of the
   const siteBase = await listen(site);
   const split = await Wick.load(`${siteBase}/stories-00001-of-00003.gguf`, { threads: 1, cache: false });
   try {
-    const a = await collect(split.generate('Once upon a time', { maxTokens: 60, temperature: 0 }));
-    const b = await collect(engine.generate('Once upon a time', { maxTokens: 60, temperature: 0 }));
-    assertGreedy(a, 60);
-    assertGreedy(b, 60);
+    await assertEachGreedy([split, engine], 60);
   } finally {
     await split.unload();
     site.closeAllConnections();
