@@ -37,7 +37,7 @@ export const list = (s) => String(s).split(',').map((x) => x.trim()).filter(Bool
 // ---- models ----
 
 // models/synth-[<arch>-]<shape>-<type>.gguf: `wick synth` makes them on demand
-const SYNTH_NAME = /synth-(?:(llama3|qwen3|gemma2|gemma3|phi3|smollm3|granite|olmo2|lfm2|qwen35)-)?(134m|1b|0\.8b)-(f16|q8_0|q4_0|q4_k_m|q5_k_m|q6_k)\.gguf$/;
+const SYNTH_NAME = /synth-(?:(llama3|qwen3|gemma2|gemma3|phi3|smollm3|granite|olmo2|lfm2|qwen35|gemma4|gemma3n|granite-hybrid|mistral3)-)?(134m|1b|0\.8b|e2b)-(f16|q8_0|q4_0|q4_k_m|q5_k_m|q6_k)\.gguf$/;
 
 // a family's own vocabulary where its size matters to speed (Qwen3.5's 248k-token output head), taken
 // from the llama.cpp source bundle node-llama-cpp ships; the others use wick synth's default (32k)
@@ -59,7 +59,7 @@ export function ensureModel(file) {
   const abs = path.resolve(ROOT, file);
   if (fs.existsSync(abs)) return abs;
   const m = SYNTH_NAME.exec(abs);
-  if (!m) throw new Error(`${file} does not exist (only models/synth-[<arch>-]<134m|1b|0.8b>-<f16|q8_0|q4_0|q4_k_m|q5_k_m|q6_k>.gguf are made on demand)`);
+  if (!m) throw new Error(`${file} does not exist (only models/synth-[<arch>-]<134m|1b|0.8b|e2b>-<f16|q8_0|q4_0|q4_k_m|q5_k_m|q6_k>.gguf are made on demand)`);
   if (!fs.existsSync(NATIVE_WICK)) throw new Error(`${NATIVE_WICK} is missing: run make native`);
   fs.mkdirSync(path.dirname(abs), { recursive: true });
   const vocab = familyVocab(m[1]);
