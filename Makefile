@@ -48,7 +48,7 @@ WASM_ENGINE_NAMES = $(filter-out synth,$(ENGINE_NAMES))
 wasm_objs = $(addprefix build/wasm/$(1)/,$(addsuffix .o,$(WASM_ENGINE_NAMES)))
 # pthread pool: as many workers as the page or CLI asks for (Module.wickThreads), made before main work starts
 WASM_MT_FLAGS := -pthread '-sPTHREAD_POOL_SIZE=Module["wickThreads"]||4' -Wno-pthreads-mem-growth
-WASM_TEST_FLAGS := -sALLOW_MEMORY_GROWTH -sMAXIMUM_MEMORY=4GB -sENVIRONMENT=node -sNODERAWFS=1 -sSINGLE_FILE
+WASM_TEST_FLAGS := -sALLOW_MEMORY_GROWTH -sMAXIMUM_MEMORY=4GB -sENVIRONMENT=node -sNODERAWFS=1 -sSINGLE_FILE --js-library src/engine_library.js
 
 .PHONY: all native wasm setup test test-native serve dist clean bench bench-kernels bench-streams
 all: native wasm
@@ -134,7 +134,7 @@ build/wasm/wick-cli.js: src/cli.c src/cli_library.js src/engine_library.js build
 build/wasm/wick-cli-mt.js: src/cli.c src/cli_library.js src/engine_library.js build/wasm/obj-mt/synth.o $(WASM_MT_LIB) $(HEADERS)
 	$(EMCC) $(WASM_CFLAGS) $(WASM_MT_FLAGS) -o $@ src/cli.c build/wasm/obj-mt/synth.o $(call WHOLE,$(WASM_MT_LIB)) $(WASM_CLI_LDFLAGS)
 
-build/wasm/test_%.js: tests/test_%.c $(WASM_LIB) $(HEADERS)
+build/wasm/test_%.js: tests/test_%.c $(WASM_LIB) $(HEADERS) src/engine_library.js
 	$(EMCC) $(WASM_CFLAGS) -DWICK_NO_THREADS -o $@ $< $(WASM_LIB) $(WASM_TEST_FLAGS)
 
 # the WebGPU backend: its module and WGSL shaders, a folder beside the glue (gpu/ in dist/ too)

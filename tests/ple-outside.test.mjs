@@ -11,7 +11,7 @@ import path from 'node:path';
 import { Wick } from '../wasm_glue/wick.mjs';
 import '../wasm_glue/gguf-header.js';
 import { createServer } from '../tools/serve.mjs';
-import { runWick, shared } from './helpers.mjs';
+import { runProgram, runWick, shared } from './helpers.mjs';
 
 const WickGguf = globalThis.WickGguf;
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wick-ple-outside-'));
@@ -72,6 +72,23 @@ for (const type of ['f16', 'q8_0']) {
         assert.ok(inside.info.wasmMemoryBytes > size, `heap ${inside.info.wasmMemoryBytes} with the table inside, file ${size}`);
       }
       assert.ok(outside.info.wasmMemoryBytes < inside.info.wasmMemoryBytes);
+    }
+  });
+}
+
+// the C side alone (tests/test_load.c --sparse): the table cut out of the buffer and read back
+// through a reader gives every prompt row's logits bit for bit (native: 1 and 2 threads; the wasm
+// test programs are single-threaded, the public API's runs above take 2); a failing reader
+// fails the evaluation, a hole that cuts a tensor is refused
+for (const build of ['native', 'wasm']) {
+  test(`${build}: wick_model_load_gguf_sparse gives the whole file's logits`, () => {
+    for (const type of ['f16', 'q8_0']) {
+      const file = synth(type);
+      const [t] = pleTable(file).tables;
+      const threads = build === 'native' ? 2 : 1;
+      const r = runProgram(build, 'test_load', ['--sparse', file, String(t.offset), String(t.bytes), String(threads)]);
+      assert.equal(r.code, 0, r.stdout + r.stderr);
+      assert.match(r.stdout, new RegExp(`^${4 + threads} passed, 0 failed$`, 'm'), r.stdout);
     }
   });
 }

@@ -4,7 +4,9 @@
  * A llama2.c checkpoint is given as CHECKPOINT.bin:TOKENIZER.bin.
  * With --mutate FILE COUNT SEED it truncates FILE at COUNT points and flips COUNT random bytes of
  * its header and directory, loading (and, where that succeeds, evaluating) each variant in memory;
- * it closes with "N passed, 0 failed" when nothing crashed. */
+ * it closes with "N passed, 0 failed" when nothing crashed. With --sparse FILE OFFSET BYTES it
+ * loads FILE with those bytes (its per-layer embedding table) left out and read back through a
+ * reader, and compares the logits with the whole file's (with 1 … THREADS threads, a last argument; default 1). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,8 +101,94 @@ static int mutate(const char *path, int count, uint64_t seed) {
     return 0;
 }
 
+/* --sparse: the file whole, and without bytes [offset, offset + bytes) (its row table), read back
+ * through file_read from the whole copy; both evaluate one prompt, every row's logits kept. */
+static const uint8_t *whole_file;
+static int reads_failing;
+static int32_t file_read(void *user, int32_t part, uint64_t offset, void *dst, size_t n) {
+    (void)user;
+    if (part != 0 || reads_failing) return -1;
+    memcpy(dst, whole_file + offset, n);
+    return 0;
+}
+
+static int prompt_logits(wick_model *m, int threads, float **out, int32_t *n_vocab) {
+    wick_ctx_params p;
+    wick_ctx_default_params(&p);
+    p.n_ctx = 64;
+    p.n_threads = threads;
+    wick_ctx *c = NULL;
+    const int32_t tokens[] = {1, 450, 4996, 17354, 1701, 432, 17204, 975, 278, 17366, 11203, 29889};
+    const int n = (int)(sizeof tokens / sizeof tokens[0]);
+    wick_model_info info;
+    if (wick_model_get_info(m, &info) || wick_ctx_new(m, &p, &c)) return -1;
+    wick_status s = wick_eval(c, tokens, n, 1);
+    if (!s) {
+        *n_vocab = info.n_vocab;
+        *out = malloc((size_t)n * (size_t)info.n_vocab * sizeof(float));
+        for (int i = 0; i < n; i++) memcpy(*out + (size_t)i * info.n_vocab, wick_get_logits(c, i), (size_t)info.n_vocab * sizeof(float));
+    } else {
+        printf("eval: %s\n", wick_ctx_last_error(c));
+    }
+    wick_ctx_free(c);
+    return s ? -1 : n;
+}
+
+static int sparse(const char *path, uint64_t offset, uint64_t bytes, int max_threads) {
+    size_t size = 0;
+    uint8_t *buf = slurp(path, &size);
+    int passed = 0, failed = 0;
+#define CHECK(cond, what) do { if (cond) passed++; else { failed++; printf("FAIL %s\n", what); } } while (0)
+    if (!buf || offset + bytes > size) { printf("cannot read %s\n0 passed, 1 failed\n", path); return 1; }
+    whole_file = buf;
+    /* the file less the hole, in a buffer of its own (the engine may rewrite weights in place) */
+    uint8_t *cut = malloc(size - bytes), *copy = malloc(size);
+    memcpy(cut, buf, offset);
+    memcpy(cut + offset, buf + offset + bytes, size - offset - bytes);
+    memcpy(copy, buf, size);
+    const void *bufs[] = {cut};
+    size_t sizes[] = {size - bytes};
+    uint64_t hole[] = {0, offset, bytes};
+    wick_model *in = NULL, *out = NULL;
+    CHECK(wick_model_load_gguf(copy, size, &in) == WICK_OK, "the whole file loads");
+    CHECK(wick_model_load_gguf_sparse(bufs, sizes, 1, hole, 1, file_read, NULL, &out) == WICK_OK, "the file with its table left out loads");
+    for (int threads = 1; in && out && threads <= max_threads; threads++) {
+        float *a = NULL, *b = NULL;
+        int32_t nv = 0;
+        int rows = prompt_logits(in, threads, &a, &nv), rows_out = prompt_logits(out, threads, &b, &nv);
+        CHECK(rows > 0 && rows == rows_out && !memcmp(a, b, (size_t)rows * (size_t)nv * sizeof(float)),
+              threads == 1 ? "the same logits, bit for bit, 1 thread" : "the same logits, bit for bit, 2 threads");
+        free(a);
+        free(b);
+    }
+    /* a reader that fails: the evaluation fails with a message, and the context stays usable */
+    reads_failing = 1;
+    float *none = NULL;
+    int32_t nv = 0;
+    CHECK(out && prompt_logits(out, 1, &none, &nv) < 0, "a failing reader fails the evaluation");
+    reads_failing = 0;
+    wick_model_free(out);
+    out = NULL;
+    /* a hole that cuts into the tensor before the table, or a table with no reader, is refused */
+    uint64_t bad[] = {0, offset - 32, bytes + 32};
+    sizes[0] = size - bytes - 32;
+    memcpy(cut + offset - 32, buf + offset + bytes, size - offset - bytes);
+    CHECK(wick_model_load_gguf_sparse(bufs, sizes, 1, bad, 1, file_read, NULL, &out) == WICK_ERR_INVALID_ARG &&
+              strstr(wick_last_error(), "partly left out"), "a hole that cuts a tensor is refused");
+    wick_model_free(out);
+    wick_model_free(in);
+    free(cut);
+    free(copy);
+    free(buf);
+    printf("%d passed, %d failed\n", passed, failed);
+#undef CHECK
+    return failed != 0;
+}
+
 int main(int argc, char **argv) {
     if (argc >= 5 && !strcmp(argv[1], "--mutate")) return mutate(argv[2], atoi(argv[3]), strtoull(argv[4], NULL, 10));
+    if (argc >= 5 && !strcmp(argv[1], "--sparse"))
+        return sparse(argv[2], strtoull(argv[3], NULL, 10), strtoull(argv[4], NULL, 10), argc >= 6 ? atoi(argv[5]) : 1);
     for (int i = 1; i < argc; i++) {
         char path[1024], *tok_path = NULL;
         snprintf(path, sizeof path, "%s", argv[i]);

@@ -31,6 +31,9 @@
   const BEFORE_LOAD = 0.95;         // of `progress`: reading (and keeping) the file; the load into the engine is the rest
   const STORE_SHARE = 0.2;          // of a part's share: writing it to the Cache API, when it is kept
   const OUTSIDE_PIECE = 1 << 30;    // bytes of one JS buffer of a table kept outside wasm memory
+  // the most of a file its row tables can be (Gemma 4 E2B's per-layer embeddings are 46% of an F16
+  // file, more where the layers are quantized and the table less so): a larger file is refused at once
+  const ROW_TABLE_SHARE = 0.6;
 
   /**
    * The overall measure of one load: part(i, phase, fraction, storing) when part i is `fraction`
@@ -130,10 +133,14 @@
       throw new WorkerError('E_INVALID_ARG', `unknown source kind ${kind}`);
     }
 
-    /** Checks the size before any byte is read: the file alone against wasm32 and the allocator. */
+    /**
+     * Checks the size before any byte is read: the file alone against wasm32 and the allocator,
+     * less the most its row tables can be of it where they may stay outside (the header decides).
+     */
     function checkSize(size, sink) {
-      const fits = WickGguf.checkFits({ fileBytes: sink.before + size, contextSize: sink.contextSize, kvType: sink.kvType, threads });
-      if (!fits.fits) throw tooLarge(sink.before + size, fits.needed, fits.available);
+      const fileBytes = sink.before + size, inside = Math.ceil(fileBytes * (1 - (sink.tablesOutside === false ? 0 : ROW_TABLE_SHARE)));
+      const fits = WickGguf.checkFits({ fileBytes: inside, contextSize: sink.contextSize, kvType: sink.kvType, threads });
+      if (!fits.fits) throw tooLarge(fileBytes, fits.needed + fileBytes - inside, fits.available);
     }
 
     function tooLarge(fileBytes, needed, available) {
@@ -150,8 +157,7 @@
      *   how many in `resumed`) and resume continues after them.
      */
     async function readStream(stream, size, sink, cached, resume, opts = {}) {
-      // a file too large for wasm32 may still load with its row tables outside: its header says
-      if (sink.tablesOutside === false) checkSize(size, sink);
+      checkSize(size, sink);
       const report = progressReporter(sink, 'download', size, cached);
       const stored = opts.stored || null;
       let loaded = 0, nextHeaderTry = HEADER_FIRST_TRY;
@@ -297,7 +303,7 @@
           const first = concat(chunks, Math.min(loaded, 64));
           if (first.length >= 4 && !WickGguf.isGguf(first)) { reader.cancel().catch(() => {}); throw notGguf(first); }
         }
-        if (sink.tablesOutside === false) checkSize(loaded, sink);
+        checkSize(loaded, sink);
         report(sink.before + loaded, false);
       }
       const all = concat(chunks, loaded);
