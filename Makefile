@@ -22,7 +22,7 @@ NATIVE_LIBS := -lm -pthread
 
 EMCC := NODE_PATH=/usr/share/nodejs emcc
 WASM_CFLAGS := $(CFLAGS_COMMON) -O3 -msimd128
-WASM_EXPORT_NAMES := malloc free wick_buffer_alloc wick_buffer_free wick_last_error wick_model_load_gguf wick_model_load_gguf_parts wick_model_load_llama2c \
+WASM_EXPORT_NAMES := malloc free wick_buffer_alloc wick_buffer_free wick_last_error wick_model_load_gguf wick_model_load_gguf_parts wick_model_load_gguf_sparse wick_model_load_llama2c \
   wick_model_free wick_model_get_info wick_model_info_json wick_tokenize wick_detokenize wick_token_to_piece wick_token_is_eog \
   wick_ctx_default_params wick_ctx_new wick_ctx_free wick_ctx_last_error wick_eval wick_get_logits wick_n_past wick_n_ctx \
   wick_kv_trim wick_kv_shift wick_kv_bytes wick_state_bytes wick_state_snapshot wick_sample_simple wick_softmax \
@@ -37,7 +37,7 @@ WASM_EXPORTS := $(subst $(space),$(comma),$(addprefix _,$(strip $(WASM_EXPORT_NA
 # The page's builds (build/wasm/wick*.js) hold the engine and its C API only; the Node CLI's
 # (build/wasm/wick-cli*.js, wasm_glue/cli.mjs) add the CLI and synth, which no page runs.
 WASM_LDFLAGS := -sMODULARIZE -sEXPORT_NAME=createWick -sALLOW_MEMORY_GROWTH -sMAXIMUM_MEMORY=4GB \
-  -sINITIAL_MEMORY=32MB -sTOTAL_STACK=1MB -sEXPORTED_FUNCTIONS=$(WASM_EXPORTS) \
+  -sINITIAL_MEMORY=32MB -sTOTAL_STACK=1MB -sEXPORTED_FUNCTIONS=$(WASM_EXPORTS) --js-library src/engine_library.js \
   -sEXPORTED_RUNTIME_METHODS=ccall,cwrap,UTF8ToString,stringToUTF8,lengthBytesUTF8 \
   -sFILESYSTEM=0 -sENVIRONMENT=web,worker,node
 WASM_CLI_LDFLAGS := $(subst -sEXPORTED_FUNCTIONS=,-sEXPORTED_FUNCTIONS=_wick_cli_main$(comma),$(WASM_LDFLAGS)) \
@@ -48,7 +48,7 @@ WASM_ENGINE_NAMES = $(filter-out synth,$(ENGINE_NAMES))
 wasm_objs = $(addprefix build/wasm/$(1)/,$(addsuffix .o,$(WASM_ENGINE_NAMES)))
 # pthread pool: as many workers as the page or CLI asks for (Module.wickThreads), made before main work starts
 WASM_MT_FLAGS := -pthread '-sPTHREAD_POOL_SIZE=Module["wickThreads"]||4' -Wno-pthreads-mem-growth
-WASM_TEST_FLAGS := -sALLOW_MEMORY_GROWTH -sMAXIMUM_MEMORY=4GB -sENVIRONMENT=node -sNODERAWFS=1 -sSINGLE_FILE
+WASM_TEST_FLAGS := -sALLOW_MEMORY_GROWTH -sMAXIMUM_MEMORY=4GB -sENVIRONMENT=node -sNODERAWFS=1 -sSINGLE_FILE --js-library src/engine_library.js
 
 .PHONY: all native wasm setup test test-native serve dist clean bench bench-kernels bench-streams
 all: native wasm
@@ -124,19 +124,19 @@ build/wasm/package.json:
 	echo '{"type":"commonjs"}' > $@
 
 # (the page's builds link the objects themselves: emcc 3.1.6 given only an archive links none of it)
-build/wasm/wick.js: $(call wasm_objs,obj)
-	$(EMCC) $(WASM_CFLAGS) -DWICK_NO_THREADS -o $@ $^ $(WASM_LDFLAGS)
+build/wasm/wick.js: $(call wasm_objs,obj) src/engine_library.js
+	$(EMCC) $(WASM_CFLAGS) -DWICK_NO_THREADS -o $@ $(filter %.o,$^) $(WASM_LDFLAGS)
 
-build/wasm/wick-mt.js: $(call wasm_objs,obj-mt)
-	$(EMCC) $(WASM_CFLAGS) $(WASM_MT_FLAGS) -o $@ $^ $(WASM_LDFLAGS)
+build/wasm/wick-mt.js: $(call wasm_objs,obj-mt) src/engine_library.js
+	$(EMCC) $(WASM_CFLAGS) $(WASM_MT_FLAGS) -o $@ $(filter %.o,$^) $(WASM_LDFLAGS)
 
-build/wasm/wick-cli.js: src/cli.c src/cli_library.js build/wasm/obj/synth.o $(WASM_LIB) $(HEADERS)
+build/wasm/wick-cli.js: src/cli.c src/cli_library.js src/engine_library.js build/wasm/obj/synth.o $(WASM_LIB) $(HEADERS)
 	$(EMCC) $(WASM_CFLAGS) -DWICK_NO_THREADS -o $@ src/cli.c build/wasm/obj/synth.o $(call WHOLE,$(WASM_LIB)) $(WASM_CLI_LDFLAGS)
 
-build/wasm/wick-cli-mt.js: src/cli.c src/cli_library.js build/wasm/obj-mt/synth.o $(WASM_MT_LIB) $(HEADERS)
+build/wasm/wick-cli-mt.js: src/cli.c src/cli_library.js src/engine_library.js build/wasm/obj-mt/synth.o $(WASM_MT_LIB) $(HEADERS)
 	$(EMCC) $(WASM_CFLAGS) $(WASM_MT_FLAGS) -o $@ src/cli.c build/wasm/obj-mt/synth.o $(call WHOLE,$(WASM_MT_LIB)) $(WASM_CLI_LDFLAGS)
 
-build/wasm/test_%.js: tests/test_%.c $(WASM_LIB) $(HEADERS)
+build/wasm/test_%.js: tests/test_%.c $(WASM_LIB) $(HEADERS) src/engine_library.js
 	$(EMCC) $(WASM_CFLAGS) -DWICK_NO_THREADS -o $@ $< $(WASM_LIB) $(WASM_TEST_FLAGS)
 
 # the WebGPU backend: its module and WGSL shaders, a folder beside the glue (gpu/ in dist/ too)

@@ -43,23 +43,23 @@ RELAXED_STRIP_NAMES = /usr/lib/llvm-19/bin/llvm-objcopy --remove-section=name $(
 RELAXED_MINIFY_JS = NODE_PATH=/usr/share/nodejs node "$$(dirname "$$(readlink -f "$$(command -v emcc)")")/tools/acorn-optimizer.js" \
   $@ JSDCE minifyWhitespace > $@.min && mv $@.min $@
 
-build/wasm/wick-relaxed.js: $(call wasm_objs,obj-rx)
-	$(EMCC_RELAXED) $(RELAXED_CFLAGS) -DWICK_NO_THREADS -o $@ $^ $(WASM_LDFLAGS) $(RELAXED_LINK)
+build/wasm/wick-relaxed.js: $(call wasm_objs,obj-rx) src/engine_library.js
+	$(EMCC_RELAXED) $(RELAXED_CFLAGS) -DWICK_NO_THREADS -o $@ $(filter %.o,$^) $(WASM_LDFLAGS) $(RELAXED_LINK)
 	$(RELAXED_STRIP_NAMES)
 	$(RELAXED_MINIFY_JS)
 
-build/wasm/wick-mt-relaxed.js: $(call wasm_objs,obj-mt-rx)
-	$(EMCC_RELAXED) $(RELAXED_CFLAGS) $(WASM_MT_FLAGS) -o $@ $^ $(WASM_LDFLAGS) $(RELAXED_LINK)
+build/wasm/wick-mt-relaxed.js: $(call wasm_objs,obj-mt-rx) src/engine_library.js
+	$(EMCC_RELAXED) $(RELAXED_CFLAGS) $(WASM_MT_FLAGS) -o $@ $(filter %.o,$^) $(WASM_LDFLAGS) $(RELAXED_LINK)
 	$(RELAXED_STRIP_NAMES)
 	$(RELAXED_MINIFY_JS)
 
 # the Node CLI's relaxed builds (WICK_WASM_RELAXED=1 node wasm_glue/cli.mjs): with the CLI and synth
-build/wasm/wick-cli-relaxed.js: src/cli.c src/cli_library.js build/wasm/obj-rx/synth.o $(WASM_RX_LIB) $(HEADERS)
+build/wasm/wick-cli-relaxed.js: src/cli.c src/cli_library.js src/engine_library.js build/wasm/obj-rx/synth.o $(WASM_RX_LIB) $(HEADERS)
 	$(EMCC_RELAXED) $(RELAXED_CFLAGS) -DWICK_NO_THREADS -o $@ src/cli.c build/wasm/obj-rx/synth.o $(call WHOLE,$(WASM_RX_LIB)) $(WASM_CLI_LDFLAGS) $(RELAXED_LINK)
 	$(RELAXED_STRIP_NAMES)
 	$(RELAXED_MINIFY_JS)
 
-build/wasm/wick-cli-mt-relaxed.js: src/cli.c src/cli_library.js build/wasm/obj-mt-rx/synth.o $(WASM_MT_RX_LIB) $(HEADERS)
+build/wasm/wick-cli-mt-relaxed.js: src/cli.c src/cli_library.js src/engine_library.js build/wasm/obj-mt-rx/synth.o $(WASM_MT_RX_LIB) $(HEADERS)
 	$(EMCC_RELAXED) $(RELAXED_CFLAGS) $(WASM_MT_FLAGS) -o $@ src/cli.c build/wasm/obj-mt-rx/synth.o $(call WHOLE,$(WASM_MT_RX_LIB)) $(WASM_CLI_LDFLAGS) $(RELAXED_LINK)
 	$(RELAXED_STRIP_NAMES)
 	$(RELAXED_MINIFY_JS)

@@ -135,7 +135,9 @@ int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_para
         c->ple = malloc(B * (size_t)mc->n_layers * (size_t)mc->n_ple * sizeof(float));
         c->ple_row = malloc((size_t)mc->n_layers * (size_t)mc->n_ple * sizeof(float));
         c->ple_gate = malloc(B * (size_t)mc->n_ple * sizeof(float));
-        if (!c->ple || !c->ple_row || !c->ple_gate) {
+        /* the raw rows of a batch, where the table is outside the buffers */
+        c->ple_raw = m->ple_place.outside ? malloc(B * m->ple_embd.row_bytes) : NULL;
+        if (!c->ple || !c->ple_row || !c->ple_gate || (m->ple_place.outside && !c->ple_raw)) {
             ctx_release(c);
             return errorf(err, WICK_ERR_NOMEM, "out of memory allocating the per-layer embeddings of a batch of %d", c->n_batch);
         }
@@ -243,7 +245,7 @@ void ctx_release(struct wick_ctx *c) {
                     c->rope_cos, c->rope_sin, c->att, c->qbuf[0], c->qbuf[1], c->qbuf[2], c->logits,
                     c->kv_slots, c->kv_off, c->rstate, c->rs_off, c->proj, c->mix, c->mix2,
                     c->rs_snap[0], c->rs_snap[1], c->ext_ops, c->ple, c->ple_row, c->ple_gate,
-                    c->alt, c->laurel, c->alt_coef};
+                    c->alt, c->laurel, c->alt_coef, c->ple_raw};
     _Static_assert(STATE_SNAPSHOTS == 2, "ctx_release frees each snapshot");
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     memset(c, 0, sizeof *c);

@@ -57,12 +57,14 @@ struct wick_ctx {
     float *proj, *mix, *mix2;
     /* the per-layer embeddings of a batch (gemma4): ple [n_batch][n_layers][n_ple], each layer's
      * input; ple_row [n_layers·n_ple], one token's row of the table; ple_gate [n_batch][n_ple],
-     * a layer's gated projection */
+     * a layer's gated projection; ple_raw [n_batch] rows of the table as stored, read in where
+     * the table is outside the buffers (else NULL) */
     float *ple, *ple_row, *ple_gate;
     /* AltUp and Laurel (gemma3n): alt [n_altup][n_batch][dim], the streams; laurel [n_batch][dim]
      * Laurel's output, then [n_batch][rank] its low-rank middle; alt_coef [n_batch][n_altup] the
      * router's output, then [n_batch][n_altup²] the coefficients made from it */
     float *alt, *laurel, *alt_coef;
+    uint8_t *ple_raw;
     /* an external context (wick_ctx_new_external): no cache or scratch here, the operations
      * wick_eval and wick_kv_trim asked for, waiting for wick_ctx_external_ops */
     bool external;

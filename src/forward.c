@@ -155,7 +155,7 @@ static void attention_block(struct wick_ctx *c, const layer_weights *w, int l, a
 /* Runs n_tok (≤ n_batch) tokens at positions n_past…; writes logits for the rows asked
  * (none when logits_out is NULL). One layer loop for every family: the switches of
  * model_config and layer_weights say which steps a layer takes. */
-static int forward_batch(struct wick_ctx *c, const int32_t *tokens, int n_tok, bool all_logits, float *logits_out) {
+static int forward_batch(struct wick_ctx *c, const int32_t *tokens, int n_tok, bool all_logits, float *logits_out, errmsg *err) {
     const struct wick_model *m = c->model;
     const model_config *mc = &m->config;
     int dim = mc->dim;
@@ -165,7 +165,7 @@ static int forward_batch(struct wick_ctx *c, const int32_t *tokens, int n_tok, b
         emb_t->to_float((const uint8_t *)m->tok_embd.data + (size_t)tokens[t] * m->tok_embd.row_bytes,
                         c->x + (size_t)t * dim, dim);
     if (mc->embd_scale != 1.0f) scale_rows(c->x, mc->embd_scale, (size_t)n_tok * dim);
-    if (mc->n_ple) ple_inputs(c, tokens, n_tok);
+    if (mc->n_ple && ple_inputs(c, tokens, n_tok, err)) return -1;
     if (mc->n_altup) altup_init(c, n_tok);
     rope_tables(c, false, mc->rope_base, mc->rope_scale, mc->rope_attn_factor, pos0, n_tok, rope_cos_of(c, false),
                 rope_sin_of(c, false));
@@ -261,7 +261,7 @@ int forward_eval(struct wick_ctx *c, const int32_t *tokens, int32_t n, bool all_
         int32_t chunk = n - done < c->n_batch ? n - done : c->n_batch;
         /* without all_logits only the final chunk needs the output head, for its last row */
         float *out = all_logits ? c->logits + (size_t)done * mc->n_vocab : done + chunk == n ? c->logits : NULL;
-        forward_batch(c, tokens + done, chunk, all_logits, out);
+        if (forward_batch(c, tokens + done, chunk, all_logits, out, err)) return -1;
         done += chunk;
     }
     c->n_logit_rows = rows;

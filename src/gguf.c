@@ -163,8 +163,26 @@ static int read_tensor_info(reader *r, gguf_tensor *t, uint64_t index) {
 }
 
 int gguf_open(gguf_file *g, const uint8_t *buf, size_t size, errmsg *err) {
+    return gguf_open_sparse(g, buf, size, NULL, 0, err);
+}
+
+/* The file is size + the holes' bytes long; the header must end before the first hole (the
+ * reader below sees only the bytes up to it). */
+int gguf_open_sparse(gguf_file *g, const uint8_t *buf, size_t size, const gguf_hole *holes, int n_holes, errmsg *err) {
     memset(g, 0, sizeof *g);
-    reader r = {buf, size, 0, err};
+    uint64_t file_size = size, prev_end = 0;
+    for (int i = 0; i < n_holes; i++) {
+        if (holes[i].offset < prev_end || holes[i].bytes == 0 || holes[i].bytes > (1ull << 50) || holes[i].offset > (1ull << 50))
+            return errorf(err, WICK_ERR_INVALID_ARG, "hole %d (%llu bytes at %llu): holes must be non-empty, in order and apart", i,
+                          (unsigned long long)holes[i].bytes, (unsigned long long)holes[i].offset);
+        prev_end = holes[i].offset + holes[i].bytes;
+        file_size += holes[i].bytes;
+    }
+    if (n_holes && prev_end > file_size)
+        return errorf(err, WICK_ERR_INVALID_ARG, "the last hole ends at %llu, after the file's %llu bytes", (unsigned long long)prev_end,
+                      (unsigned long long)file_size);
+    size_t header_size = n_holes && holes[0].offset < size ? (size_t)holes[0].offset : size;
+    reader r = {buf, header_size, 0, err};
     if (size < 4 || memcmp(buf, "GGUF", 4) != 0) return errorf(r.err, WICK_ERR_FORMAT, "not a GGUF file (bad magic)");
     r.pos = 4;
     if (read_u32(&r, &g->version, "version")) return -1;
@@ -198,6 +216,10 @@ int gguf_open(gguf_file *g, const uint8_t *buf, size_t size, errmsg *err) {
 
     size_t data = (r.pos + g->alignment - 1) / g->alignment * g->alignment;
     if (g->n_tensors && data > size) { gguf_close(g); return errorf(r.err, WICK_ERR_FORMAT, "GGUF truncated before the tensor data"); }
+    if (n_holes && holes[0].offset < data) {
+        gguf_close(g);
+        return errorf(r.err, WICK_ERR_INVALID_ARG, "a hole at %llu starts before the tensor data (%zu)", (unsigned long long)holes[0].offset, data);
+    }
     g->data_offset = data;
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         gguf_tensor *t = &g->tensors[i];
@@ -210,13 +232,28 @@ int gguf_open(gguf_file *g, const uint8_t *buf, size_t size, errmsg *err) {
             gguf_close(g);
             return -1;
         }
-        if (t->offset > size - data || t->n_bytes > size - data - t->offset) {
-            errorf(r.err, WICK_ERR_FORMAT, "tensor %s: data runs past end of file (offset %llu + %llu bytes, %zu available)",
-                 name, (unsigned long long)t->offset, (unsigned long long)t->n_bytes, size - data);
+        if (t->offset > file_size - data || t->n_bytes > file_size - data - t->offset) {
+            errorf(r.err, WICK_ERR_FORMAT, "tensor %s: data runs past end of file (offset %llu + %llu bytes, %llu available)",
+                 name, (unsigned long long)t->offset, (unsigned long long)t->n_bytes, (unsigned long long)(file_size - data));
             gguf_close(g);
             return -1;
         }
-        t->data = buf + data + t->offset;
+        /* where its bytes are: in the buffer, less the holes before it, or wholly inside a hole */
+        uint64_t at = data + t->offset, cut = 0;
+        t->file_offset = at;
+        t->data = NULL;
+        for (int h = 0; h <= n_holes; h++) {
+            if (h == n_holes || at + t->n_bytes <= holes[h].offset) { t->data = buf + (at - cut); break; }
+            if (at >= holes[h].offset + holes[h].bytes) { cut += holes[h].bytes; continue; }
+            if (at < holes[h].offset || at + t->n_bytes > holes[h].offset + holes[h].bytes) {
+                errorf(r.err, WICK_ERR_INVALID_ARG, "tensor %s: partly left out (a hole at %llu of %llu bytes cuts it)", name,
+                       (unsigned long long)holes[h].offset, (unsigned long long)holes[h].bytes);
+                gguf_close(g);
+                return -1;
+            }
+            t->outside = true;
+            break;
+        }
         for (uint64_t j = 0; j < i; j++)
             if (g->tensors[j].name.len == t->name.len &&
                 memcmp(g->tensors[j].name.ptr, t->name.ptr, t->name.len) == 0) {

@@ -53,9 +53,16 @@ typedef struct {
     uint64_t ne[GGUF_MAX_DIMS]; /* ne[0] is the innermost (row length); unused dims are 1 */
     uint32_t type;              /* ggml type id, see quant.h */
     uint64_t offset;            /* relative to the data section */
-    uint64_t n_bytes;           /* checked: the data lies inside the buffer */
-    const void *data;
+    uint64_t n_bytes;           /* checked: the data lies inside the file */
+    const void *data;           /* NULL when outside */
+    uint64_t file_offset;       /* of its first byte in the file */
+    bool outside;               /* in a hole: not in the buffer (gguf_open_sparse) */
 } gguf_tensor;
+
+/* A range of the file's bytes left out of the buffer: the buffer holds the file with its holes cut out. */
+typedef struct {
+    uint64_t offset, bytes;
+} gguf_hole;
 
 typedef struct {
     const uint8_t *buf;
@@ -72,6 +79,9 @@ typedef struct {
 /* Parses buf (which must stay alive as long as the result). Returns 0, or -1 with a message in err.
  * Tensor types the quant table does not know are refused unless allow_unknown_types. */
 int gguf_open(gguf_file *g, const uint8_t *buf, size_t size, errmsg *err);
+/* The same for a file held with holes (in order, none before the tensor data, size: the bytes
+ * held); a tensor lies wholly inside a hole (outside) or wholly outside all of them. */
+int gguf_open_sparse(gguf_file *g, const uint8_t *buf, size_t size, const gguf_hole *holes, int n_holes, errmsg *err);
 void gguf_close(gguf_file *g);
 
 const gguf_kv *gguf_find(const gguf_file *g, const char *key);

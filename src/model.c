@@ -1128,17 +1128,73 @@ static int check_unique_across_parts(const struct wick_model *m, errmsg *err) {
     return 0;
 }
 
+static int model_load_parts(struct wick_model *m, const uint8_t *const *bufs, const size_t *sizes, int n, const uint64_t *holes,
+                            int n_holes, gguf_hole *ph, errmsg *err);
+
 int model_load_gguf(struct wick_model *m, const uint8_t *const *bufs, const size_t *sizes, int n, errmsg *err) {
+    return model_load_gguf_sparse(m, bufs, sizes, n, NULL, 0, NULL, NULL, err);
+}
+
+/* The holes of part i, from the triples (part, offset, bytes): into out (n_holes of room); how many. */
+static int part_holes(const uint64_t *holes, int n_holes, int i, gguf_hole *out) {
+    int k = 0;
+    for (int h = 0; h < n_holes; h++)
+        if (holes[3 * h] == (uint64_t)i) out[k++] = (gguf_hole){holes[3 * h + 1], holes[3 * h + 2]};
+    return k;
+}
+
+/* Where the rows of a table left out of the buffers are; a tensor in a hole that is not such a table is refused. */
+static int place_outside_tables(struct wick_model *m, errmsg *err) {
+    for (int p = 0; p <= m->n_shards; p++) {
+        const gguf_file *g = p ? &m->shards[p - 1] : &m->gguf;
+        for (uint64_t i = 0; i < g->n_tensors; i++) {
+            const gguf_tensor *t = &g->tensors[i];
+            if (!t->outside) continue;
+            if (!gguf_str_eq(t->name, "per_layer_token_embd.weight") || !m->config.n_ple)
+                return errorf(err, WICK_ERR_INVALID_ARG, "tensor %.*s was left out of the buffers: only per_layer_token_embd.weight, "
+                              "read one row per token, may be", (int)(t->name.len < 80 ? t->name.len : 80), t->name.ptr);
+            m->ple_place = (row_place){true, p, t->file_offset};
+        }
+    }
+    if (m->ple_place.outside && !m->read) return errorf(err, WICK_ERR_INVALID_ARG, "per_layer_token_embd.weight is outside the buffers and there is no reader");
+    return 0;
+}
+
+int model_read_rows(const struct wick_model *m, const weight *w, const row_place *p, const int32_t *rows, int n, uint8_t *dst,
+                    errmsg *err) {
+    for (int t = 0; t < n; t++)
+        if (m->read(m->read_user, p->part, p->offset + (uint64_t)rows[t] * w->row_bytes, dst + (size_t)t * w->row_bytes, w->row_bytes))
+            return errorf(err, WICK_ERR_FORMAT, "could not read row %d of a table outside the buffers (%zu bytes at %llu of part %d)", rows[t],
+                          w->row_bytes, (unsigned long long)(p->offset + (uint64_t)rows[t] * w->row_bytes), p->part + 1);
+    return 0;
+}
+
+int model_load_gguf_sparse(struct wick_model *m, const uint8_t *const *bufs, const size_t *sizes, int n, const uint64_t *holes,
+                           int n_holes, wick_read_fn read, void *user, errmsg *err) {
     memset(m, 0, sizeof *m);
     m->is_gguf = true;
+    m->read = read;
+    m->read_user = user;
     if (n < 1 || n > 1024) return errorf(err, WICK_ERR_FORMAT, "%d parts: a model has 1 to 1024", n);
-    if (gguf_open(&m->gguf, bufs[0], sizes[0], err)) return -1;
+    if (n_holes < 0 || n_holes > 1024) return errorf(err, WICK_ERR_INVALID_ARG, "%d holes: 0 to 1024 are taken", n_holes);
+    for (int h = 0; h < n_holes; h++)
+        if (holes[3 * h] >= (uint64_t)n) return errorf(err, WICK_ERR_INVALID_ARG, "hole %d is in part %llu of %d", h, (unsigned long long)holes[3 * h] + 1, n);
+    gguf_hole *ph = malloc(((size_t)n_holes + 1) * sizeof *ph);
+    if (!ph) return errorf(err, WICK_ERR_NOMEM, "out of memory");
+    int r = model_load_parts(m, bufs, sizes, n, holes, n_holes, ph, err);
+    free(ph);
+    return r;
+}
+
+static int model_load_parts(struct wick_model *m, const uint8_t *const *bufs, const size_t *sizes, int n, const uint64_t *holes,
+                            int n_holes, gguf_hole *ph, errmsg *err) {
+    if (gguf_open_sparse(&m->gguf, bufs[0], sizes[0], ph, part_holes(holes, n_holes, 0, ph), err)) return -1;
     if (n > 1) {
         m->shards = calloc((size_t)n - 1, sizeof *m->shards);
         if (!m->shards) { model_release(m); return errorf(err, WICK_ERR_NOMEM, "out of memory"); }
         for (int i = 1; i < n; i++) {
             errmsg part_err = {0};
-            if (gguf_open(&m->shards[i - 1], bufs[i], sizes[i], &part_err)) {
+            if (gguf_open_sparse(&m->shards[i - 1], bufs[i], sizes[i], ph, part_holes(holes, n_holes, i, ph), &part_err)) {
                 model_release(m);
                 return errorf(err, part_err.code, "part %d: %.400s", i + 1, part_err.text);
             }
@@ -1166,7 +1222,7 @@ int model_load_gguf(struct wick_model *m, const uint8_t *const *bufs, const size
     }
     snprintf(m->config.arch, sizeof m->config.arch, "%.*s", (int)arch.len, arch.ptr);
     if (n_tensors == 0) goto vocab;
-    if (read_gguf_config(m, err) || bind_gguf_weights(m, err)) {
+    if (read_gguf_config(m, err) || place_outside_tables(m, err) || bind_gguf_weights(m, err)) {
         model_release(m);
         return -1;
     }

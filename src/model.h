@@ -24,6 +24,14 @@ typedef struct {
     size_t row_bytes;
 } weight;
 
+/* A table read one row per token that was left out of the buffers (wick_model_load_gguf_sparse):
+ * the part of the file and the offset of its first row. */
+typedef struct {
+    bool outside;
+    int32_t part;
+    uint64_t offset;
+} row_place;
+
 /* What a layer mixes its positions with: attention over the KV cache, or a recurrence whose
  * state per sequence has a fixed size (the context's recurrent state, forward.h). */
 typedef enum {
@@ -170,7 +178,10 @@ struct wick_model {
     /* gemma4: each layer's shape (head size, KV heads, q_dim, rope_dim, FFN width) where the layers
      * differ, else NULL; c then holds the largest of each, which the scratch is sized by */
     model_config *layer_c;
-    weight ple_embd;                  /* per_layer_token_embd [n_vocab][n_layers·n_ple] */
+    weight ple_embd;                  /* per_layer_token_embd [n_vocab][n_layers·n_ple]; data NULL when outside */
+    row_place ple_place;              /* where its rows are read from when it is outside the buffers */
+    wick_read_fn read;                /* the reader of the tables outside the buffers, and its argument */
+    void *read_user;
     weight ple_model_proj;            /* per_layer_model_proj [n_layers·n_ple][dim] */
     const float *ple_proj_norm;       /* per_layer_proj_norm [n_ple] */
     /* encoders: the position and token-type tables ([n_ctx_train][dim], [n_token_types][dim],
@@ -189,6 +200,13 @@ static inline const model_config *model_layer_config(const struct wick_model *m,
 /* One GGUF file, or the n parts of a split model (llama.cpp's gguf-split: the first holds the
  * metadata, each holds some tensors and split.no / split.count). The buffers stay alive. */
 int model_load_gguf(struct wick_model *m, const uint8_t *const *bufs, const size_t *sizes, int n, errmsg *err);
+/* The same with holes (wick.h, wick_model_load_gguf_sparse: triples part, offset, bytes) and the reader of what is in them. */
+int model_load_gguf_sparse(struct wick_model *m, const uint8_t *const *bufs, const size_t *sizes, int n, const uint64_t *holes,
+                           int n_holes, wick_read_fn read, void *user, errmsg *err);
+/* The rows of table w (placed at p) of n tokens, one after another into dst (n × row_bytes): 0, or
+ * -1 when the reader fails. Only for a table outside the buffers. */
+int model_read_rows(const struct wick_model *m, const weight *w, const row_place *p, const int32_t *rows, int n, uint8_t *dst,
+                    errmsg *err);
 /* A tensor by name, in whichever part holds it. */
 const gguf_tensor *model_find_tensor(const struct wick_model *m, const char *name);
 int model_load_llama2c(struct wick_model *m, const uint8_t *bin, size_t bin_size, const uint8_t *tok,

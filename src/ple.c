@@ -6,7 +6,8 @@
  * where P_l is layer l's slice of the rows of per_layer_model_proj; after each layer's FFN
  *     x += rmsnorm(proj · (gelu(inp_gate · v) ⊙ in_l)) ⊙ post_norm
  * with v = x (gemma4), or for gemma3n v the active AltUp stream and the sum added to the others
- * (altup.c). */
+ * (altup.c). The table is most of an E2B/E4B file: it may be left outside wasm memory, its rows of
+ * each batch read in (model_read_rows), converted as the rows in the buffer are. */
 #include "elementwise.h"
 #include "matmul.h"
 #include "ple.h"
@@ -14,10 +15,13 @@
 
 #include <math.h>
 
-void ple_inputs(struct wick_ctx *c, const int32_t *tokens, int n_tok) {
+int ple_inputs(struct wick_ctx *c, const int32_t *tokens, int n_tok, errmsg *err) {
     const struct wick_model *m = c->model;
     const model_config *mc = &m->config;
     int n = mc->n_ple, width = mc->n_layers * n;
+    /* the table's rows of the batch: in the file buffer, or read in from outside it (model_read_rows) */
+    const row_place *outside = m->ple_place.outside ? &m->ple_place : NULL;
+    if (outside && model_read_rows(m, &m->ple_embd, outside, tokens, n_tok, c->ple_raw, err)) return -1;
     act_rows in;
     act_init(&in, c, c->x, n_tok, mc->dim);
     matmul(c, &m->ple_model_proj, &in, c->ple, width, NULL);
@@ -25,7 +29,9 @@ void ple_inputs(struct wick_ctx *c, const int32_t *tokens, int n_tok) {
     const quant_type *et = quant_get(m->ple_embd.type);
     for (int t = 0; t < n_tok; t++) {
         float *p = c->ple + (size_t)t * width;
-        et->to_float((const uint8_t *)m->ple_embd.data + (size_t)tokens[t] * m->ple_embd.row_bytes, c->ple_row, width);
+        const uint8_t *row = outside ? c->ple_raw + (size_t)t * m->ple_embd.row_bytes
+                                     : (const uint8_t *)m->ple_embd.data + (size_t)tokens[t] * m->ple_embd.row_bytes;
+        et->to_float(row, c->ple_row, width);
         for (int l = 0; l < mc->n_layers; l++) {
             float *pl = p + (size_t)l * n;
             for (int i = 0; i < n; i++) pl[i] *= proj_scale;
@@ -33,6 +39,7 @@ void ple_inputs(struct wick_ctx *c, const int32_t *tokens, int n_tok) {
         }
         for (int i = 0; i < width; i++) p[i] = (p[i] + c->ple_row[i] * embd_scale) * input_scale;
     }
+    return 0;
 }
 
 void ple_block(struct wick_ctx *c, const layer_weights *w, int l, int n_tok, const float *in) {

@@ -52,19 +52,24 @@ typedef struct {
     bool small; /* a test shape: short sliding windows, the family's minimum layer count */
     int ssm_k_heads, ssm_v_heads; /* DeltaNet key/value heads when not derived from n_heads (0) */
     int head_dim;                 /* the (sliding layers') head size when not derived from dim (0) */
+    int full_every;               /* gemma4: a full-attention layer every this many when not GEMMA4_FULL_EVERY (0) */
 } synth_shape;
 
 static const synth_shape shapes[] = {
-    {"mini", 256, 2, 8, 4, 768, true, 0, 0, 0},
-    {"mini-mha", 256, 2, 8, 8, 768, true, 0, 0, 0}, /* one query head per KV head, as 134m */
-    {"134m", 768, 12, 12, 12, 2048, false, 0, 0, 0},
-    {"1b", 2048, 22, 32, 4, 5632, false, 0, 0, 0},
+    {"mini", 256, 2, 8, 4, 768, true, 0, 0, 0, 0},
+    {"mini-mha", 256, 2, 8, 8, 768, true, 0, 0, 0, 0}, /* one query head per KV head, as 134m */
+    {"134m", 768, 12, 12, 12, 2048, false, 0, 0, 0, 0},
+    {"1b", 2048, 22, 32, 4, 5632, false, 0, 0, 0, 0},
     /* Qwen3.5-0.8B's text model: 24 layers of 1024, 8 query / 2 KV heads (of 256 in qwen35),
      * DeltaNet with 16 key and 16 value heads of 128 */
-    {"0.8b", 1024, 24, 8, 2, 3584, false, 16, 16, 0},
+    {"0.8b", 1024, 24, 8, 2, 3584, false, 16, 16, 0, 0},
     /* Gemma 4 E2B's text model: 35 layers of 1536, 8 query heads and 1 KV head (of 256 on the
      * sliding layers, 512 on the full ones), FFN 6144 (doubled on the 15 KV-shared layers) */
-    {"e2b", 1536, 35, 8, 1, 6144, false, 0, 0, 256},
+    {"e2b", 1536, 35, 8, 1, 6144, false, 0, 0, 256, 0},
+    /* Gemma 4 E4B's: 42 layers of 2560 (llama.cpp's gemma4.cpp names 42 layers E4B; mtmd.cpp gives its
+     * n_embd 2560), 8 query heads and 2 KV heads of 256, FFN 10240, every sixth layer full attention
+     * (so that layer 23, the last before the 18 KV-shared ones, is one); the other rules as E2B's */
+    {"e4b", 2560, 42, 8, 2, 10240, false, 0, 0, 256, 6},
 };
 
 /* ---- the families ---------------------------------------------------------------------------- */
@@ -603,7 +608,7 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
     const synth_shape *sh = NULL;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         if (!strcmp(shapes[i].name, shape_name)) sh = &shapes[i];
-    if (!sh) return errorf(err, WICK_ERR_INVALID_ARG, "unknown shape '%s' (mini, mini-mha, 134m, 1b, 0.8b, e2b)", shape_name);
+    if (!sh) return errorf(err, WICK_ERR_INVALID_ARG, "unknown shape '%s' (mini, mini-mha, 134m, 1b, 0.8b, e2b, e4b)", shape_name);
     synth_quant q = {0};
     if (!strcmp(type, "f32")) q.base = WICK_TYPE_F32, q.ftype = FTYPE_F32;
     else if (!strcmp(type, "f16")) q.base = WICK_TYPE_F16, q.ftype = FTYPE_F16;
@@ -647,7 +652,7 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
     const int head_dim = sh->head_dim ? sh->head_dim : fam->head_factor * dim / n_heads;
     /* gemma4's layers: which are full attention, the first KV-shared one, the full layers' shape */
     const bool gemma4 = fl & F_GEMMA4;
-    const int g4_every = sh->small ? GEMMA4_FULL_EVERY_SMALL : GEMMA4_FULL_EVERY;
+    const int g4_every = sh->small ? GEMMA4_FULL_EVERY_SMALL : sh->full_every ? sh->full_every : GEMMA4_FULL_EVERY;
     const int g4_from = n_layers - (sh->small ? n_layers / 2 : n_layers * 3 / 7);
     const int g4_kv_full = n_kv_heads / 2 > 0 ? n_kv_heads / 2 : 1;
     const bool gemma3n = fl & F_GEMMA3N, ple = gemma4 || gemma3n;

@@ -139,6 +139,35 @@ wick_status wick_model_load_gguf_parts(const void *const *bufs, const size_t *si
     return api_ok();
 }
 
+#if defined(__EMSCRIPTEN__)
+/* the host's copy of what is outside wasm memory (src/engine_library.js): 0 or -1 */
+extern int32_t wick_host_read(int32_t part, double offset, void *dst, size_t n);
+static int32_t host_read(void *user, int32_t part, uint64_t offset, void *dst, size_t n) {
+    (void)user;
+    return wick_host_read(part, (double)offset, dst, n);
+}
+#endif
+
+wick_status wick_model_load_gguf_sparse(const void *const *bufs, const size_t *sizes, int32_t n, const uint64_t *holes, int32_t n_holes,
+                                        wick_read_fn read, void *user, wick_model **out) {
+    if (!bufs || !sizes || !out || n < 1 || (n_holes && !holes)) return api_fail(WICK_ERR_INVALID_ARG, "wick_model_load_gguf_sparse: bad argument");
+    *out = NULL;
+    for (int32_t i = 0; i < n; i++)
+        if (!bufs[i]) return api_fail(WICK_ERR_INVALID_ARG, "part %d: NULL buffer", i + 1);
+#if defined(__EMSCRIPTEN__)
+    if (!read) read = host_read;
+#endif
+    wick_model *m = malloc(sizeof *m);
+    if (!m) return api_fail(WICK_ERR_NOMEM, "out of memory");
+    errmsg err = {0};
+    if (model_load_gguf_sparse(m, (const uint8_t *const *)bufs, sizes, n, holes, n_holes, read, user, &err)) {
+        free(m);
+        return api_status(&err);
+    }
+    *out = m;
+    return api_ok();
+}
+
 wick_status wick_model_load_llama2c(const void *bin, size_t bin_size, const void *tok, size_t tok_size,
                                     wick_model **out) {
     if (!bin || !tok || !out) return api_fail(WICK_ERR_INVALID_ARG, "wick_model_load_llama2c: NULL argument");

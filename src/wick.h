@@ -48,6 +48,16 @@ wick_status wick_model_load_gguf(const void *buf, size_t size, wick_model **out)
  * buffer per part, in order, each alive until wick_model_free. Also the way to hold a model
  * larger than one allocation can be. */
 wick_status wick_model_load_gguf_parts(const void *const *bufs, const size_t *sizes, int32_t n, wick_model **out);
+/* Reads n bytes of part `part` of the model file at `offset` into dst: 0, or -1 when they cannot be had. */
+typedef int32_t (*wick_read_fn)(void *user, int32_t part, uint64_t offset, void *dst, size_t n);
+/* The parts with holes: ranges of their bytes left out of the buffers, n_holes triples (part,
+ * offset in that part, bytes) in order, each buffer holding its part with its holes cut out.
+ * Only a table read one row per token may lie in a hole (per_layer_token_embd.weight, most of a
+ * Gemma 4 E2B/E4B file): the engine reads the rows of each batch's tokens through read (user its
+ * first argument). In the wasm build read may be NULL: the rows come from the host
+ * (Module.wickReadRows, see src/engine_library.js). */
+wick_status wick_model_load_gguf_sparse(const void *const *bufs, const size_t *sizes, int32_t n, const uint64_t *holes, int32_t n_holes,
+                                        wick_read_fn read, void *user, wick_model **out);
 /* Memory for a model file, of any size wasm32 can hold. In the wasm build one malloc above
  * 2 GiB fails (Emscripten 3.1.6's sbrk takes a signed 32-bit step), so a buffer of 1 GiB or more
  * is taken from the top of the heap in steps below that; freed, it is kept for the next large

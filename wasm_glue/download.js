@@ -30,6 +30,10 @@
   const HEADER_FIRST_TRY = 1 << 16; // bytes of the file before the first try at its header
   const BEFORE_LOAD = 0.95;         // of `progress`: reading (and keeping) the file; the load into the engine is the rest
   const STORE_SHARE = 0.2;          // of a part's share: writing it to the Cache API, when it is kept
+  const OUTSIDE_PIECE = 1 << 30;    // bytes of one JS buffer of a table kept outside wasm memory
+  // the most of a file its row tables can be (Gemma 4 E2B's per-layer embeddings are 46% of an F16
+  // file, more where the layers are quantized and the table less so): a larger file is refused at once
+  const ROW_TABLE_SHARE = 0.6;
 
   /**
    * The overall measure of one load: part(i, phase, fraction, storing) when part i is `fraction`
@@ -94,13 +98,14 @@
      * fails). Returns {meta (the first part's header summary, or null when it was not read as
      * the bytes came), progress (the load's overall measure, for the phase after)}.
      */
-    async function readParts(id, source, contextSize, kvType, parts) {
+    async function readParts(id, source, contextSize, kvType, parts, tablesOutside) {
       const sizes = source.sizes || [];
       const total = sizes.length === source.items.length ? sizes.reduce((a, b) => a + b, 0) : 0;
       const progress = loadProgress(sizes, source.items.length);
       let before = 0, resumedBefore = 0, meta = null;
+      const outside = { value: tablesOutside === true };
       for (let i = 0; i < source.items.length; i++) {
-        const sink = { id, index: i, first: i === 0, before, resumedBefore, total, contextSize, kvType, progress, storing: false, headerChecked: false, meta: null };
+        const sink = { id, index: i, first: i === 0, before, resumedBefore, total, contextSize, kvType, progress, storing: false, meta: null, tablesOutside, outside };
         const part = await readSource(source.kind, source.items[i], sink);
         parts.push(part);
         before += part.size;
@@ -128,10 +133,14 @@
       throw new WorkerError('E_INVALID_ARG', `unknown source kind ${kind}`);
     }
 
-    /** Checks the size before any byte is read: the file alone against wasm32 and the allocator. */
+    /**
+     * Checks the size before any byte is read: the file alone against wasm32 and the allocator,
+     * less the most its row tables can be of it where they may stay outside (the header decides).
+     */
     function checkSize(size, sink) {
-      const fits = WickGguf.checkFits({ fileBytes: sink.before + size, contextSize: sink.contextSize, kvType: sink.kvType, threads });
-      if (!fits.fits) throw tooLarge(sink.before + size, fits.needed, fits.available);
+      const fileBytes = sink.before + size, inside = Math.ceil(fileBytes * (1 - (sink.tablesOutside === false ? 0 : ROW_TABLE_SHARE)));
+      const fits = WickGguf.checkFits({ fileBytes: inside, contextSize: sink.contextSize, kvType: sink.kvType, threads });
+      if (!fits.fits) throw tooLarge(fileBytes, fits.needed + fileBytes - inside, fits.available);
     }
 
     function tooLarge(fileBytes, needed, available) {
@@ -149,18 +158,35 @@
      */
     async function readStream(stream, size, sink, cached, resume, opts = {}) {
       checkSize(size, sink);
-      // a model buffer may be larger than one malloc can give: the engine's own allocator
-      const ptr = M._wick_buffer_alloc(size) >>> 0;
-      if (!ptr) throw new WorkerError('E_TOO_LARGE', `out of wasm memory: could not allocate ${size} bytes for the model`);
       const report = progressReporter(sink, 'download', size, cached);
       const stored = opts.stored || null;
       let loaded = 0, nextHeaderTry = HEADER_FIRST_TRY;
-      let reader = null;
+      let reader = null, image = null, staged = [];
+      // the first bytes are held here until the part's tensor directory has come: it says which
+      // ranges stay outside wasm memory, and so how much to allocate
+      const stagedBytes = () => concat(staged, staged.reduce((a, c) => a + c.length, 0));
+      const bytesOf = (from, to) => (image ? image.slice(from, to) : stagedBytes().slice(from, to));
+      const place = (chunk, at) => {
+        if (image) return image.set(chunk, at);
+        if (at === 0) staged = [];
+        staged.push(chunk.slice());
+        const got = at + chunk.length;
+        if (got < 4) return;
+        if (got - chunk.length < 4 && !WickGguf.isGguf(stagedBytes().subarray(0, 4))) throw notGguf(stagedBytes().subarray(0, 64));
+        if (got < nextHeaderTry && got < size) return;
+        nextHeaderTry = got * 2;
+        const head = stagedBytes();
+        const header = readHeader(head, size, sink);
+        if (!header) return;
+        image = fileImage(size, sink.outside.value ? WickGguf.rowTables(header, size) : []);
+        staged = [];
+        image.set(head, 0);
+      };
       try {
         reader = stream ? stream.getReader() : null;
         report(sink.before, true);
         if (stored && opts.fromStore) {
-          loaded = await stored.readInto(ptr, (n) => { throwIfAborted(sink.id); report.resumed = n; report(sink.before + n, false); });
+          loaded = await stored.readInto(place, (n) => { throwIfAborted(sink.id); report.resumed = n; report(sink.before + n, false); });
           if (loaded) report(sink.before + loaded, true);
         }
         for (;;) {
@@ -183,28 +209,74 @@
           }
           const chunk = step.value;
           if (loaded + chunk.length > size) throw new WorkerError('E_FETCH', `the server sent more than the announced ${size} bytes`);
-          M.HEAPU8.set(chunk, ptr + loaded);
-          if (loaded < 4 && loaded + chunk.length >= 4 && !WickGguf.isGguf(M.HEAPU8.subarray(ptr, ptr + 4)))
-            throw notGguf(M.HEAPU8.slice(ptr, ptr + Math.min(64, loaded + chunk.length)));
+          place(chunk, loaded);
           loaded += chunk.length;
-          if (stored) await stored.arrived(ptr, loaded);
-          if (sink.first && !sink.headerChecked && (loaded >= nextHeaderTry || loaded === size)) {
-            nextHeaderTry = loaded * 2;
-            tryHeader(ptr, loaded, size, sink);
-          }
+          if (stored && image) await stored.arrived(bytesOf, loaded);
           report(sink.before + loaded, false);
         }
-        if (size < 4 || !WickGguf.isGguf(M.HEAPU8.subarray(ptr, ptr + 4))) throw notGguf(M.HEAPU8.slice(ptr, ptr + Math.min(64, size)));
-        if (sink.first && !sink.headerChecked) tryHeader(ptr, size, size, sink);
+        if (!image) throw size < 4 || !WickGguf.isGguf(stagedBytes()) ? notGguf(stagedBytes().subarray(0, 64)) : new WorkerError('E_NOT_GGUF', 'not a valid GGUF file: the header runs past its end');
         report(sink.before + size, true);
-        return { ptr, size, cached, resumed: report.resumed };
+        return { ptr: image.ptr, size, heapBytes: image.heapBytes, image, cached, resumed: report.resumed };
       } catch (e) {
         // the bytes that came are kept for the next load, unless they are not a model this engine takes
-        if (stored) await (DROP_KEPT_AFTER.has(e.code) ? stored.drop() : stored.keepUpTo(ptr, loaded));
-        M._wick_buffer_free(ptr, size);
+        if (stored) await (DROP_KEPT_AFTER.has(e.code) ? stored.drop() : stored.keepUpTo(bytesOf, loaded));
+        image?.free();
         reader?.cancel().catch(() => {});
         throw e;
       }
+    }
+
+    /**
+     * Where one file's bytes go: wasm memory, but for the holes (ranges {offset, bytes} in order:
+     * the row tables kept outside it), which are held in JS in pieces of at most OUTSIDE_PIECE
+     * bytes (V8 caps one ArrayBuffer). set/slice take file offsets; readInto(offset, dst, n)
+     * copies bytes of a hole into wasm memory (the engine's row reads, Module.wickReadRows).
+     */
+    function fileImage(size, holes) {
+      const outside = holes.reduce((a, h) => a + h.bytes, 0), heapBytes = size - outside;
+      // a model buffer may be larger than one malloc can give: the engine's own allocator
+      const ptr = M._wick_buffer_alloc(heapBytes) >>> 0;
+      if (!ptr) throw new WorkerError('E_TOO_LARGE', `out of wasm memory: could not allocate ${heapBytes} bytes for the model`);
+      const pieces = holes.map((h) => {
+        const list = [];
+        for (let at = 0; at < h.bytes; at += OUTSIDE_PIECE) list.push(new Uint8Array(Math.min(OUTSIDE_PIECE, h.bytes - at)));
+        return list;
+      });
+      // fn(piece (null: wasm memory), its offset (an address in wasm memory), offset from `from`, length) over [from, from + n)
+      const each = (from, n, fn) => {
+        let pos = from, cut = 0;
+        const end = from + n;
+        for (let h = 0; h <= holes.length && pos < end; h++) {
+          const start = h < holes.length ? holes[h].offset : Infinity, stop = h < holes.length ? start + holes[h].bytes : Infinity;
+          if (pos < start) {
+            const len = Math.min(end, start) - pos;
+            fn(null, ptr + pos - cut, pos - from, len);
+            pos += len;
+          }
+          while (pos < end && pos < stop) {
+            const inHole = pos - start, piece = pieces[h][Math.floor(inHole / OUTSIDE_PIECE)], at = inHole % OUTSIDE_PIECE;
+            const len = Math.min(end - pos, piece.length - at);
+            fn(piece, at, pos - from, len);
+            pos += len;
+          }
+          if (h < holes.length) cut += holes[h].bytes;
+        }
+      };
+      return {
+        ptr, size, heapBytes, outsideBytes: outside, holes,
+        set(chunk, at) { each(at, chunk.length, (piece, where, off, len) => (piece || M.HEAPU8).set(chunk.subarray(off, off + len), where)); },
+        slice(from, to) {
+          const out = new Uint8Array(to - from);
+          each(from, to - from, (piece, where, off, len) => out.set((piece || M.HEAPU8).subarray(where, where + len), off));
+          return out;
+        },
+        readInto(offset, dst, n) {
+          if (offset + n > size) return false;
+          each(offset, n, (piece, where, off, len) => M.HEAPU8.set(piece ? piece.subarray(where, where + len) : M.HEAPU8.slice(where, where + len), dst + off));
+          return true;
+        },
+        free() { M._wick_buffer_free(ptr, heapBytes); pieces.length = 0; },
+      };
     }
 
     /**
@@ -251,20 +323,28 @@
       return out;
     }
 
-    function tryHeader(ptr, loaded, size, sink) {
+    /**
+     * The header of a part from its first bytes (with its tensor directory), or null when more
+     * are needed. The first part's is checked: the architecture, and the memory need, which
+     * decides whether the row tables stay outside wasm memory (sink.outside, for every part).
+     */
+    function readHeader(head, size, sink) {
       let header;
       try {
-        header = WickGguf.parseHeader(M.HEAPU8.subarray(ptr, ptr + loaded), { keepArrays: ['tokenizer.ggml.tokens'] });
+        header = WickGguf.parseHeader(head, { keepArrays: sink.first ? ['tokenizer.ggml.tokens'] : [], tensors: true });
       } catch (e) {
-        if (e instanceof WickGguf.NeedMoreBytes && loaded < size) return;
+        if (e instanceof WickGguf.NeedMoreBytes && head.length < size) return null;
         throw new WorkerError('E_NOT_GGUF', `not a valid GGUF file: ${e.message}`);
       }
-      sink.headerChecked = true;
+      if (!sink.first) return header;
       const unsupported = WickGguf.unsupportedReason(header.metadata);
       if (unsupported) throw new WorkerError('E_UNSUPPORTED', unsupported);
       sink.meta = summarize(header);
-      const fits = WickGguf.checkFits({ fileBytes: sink.total || size, metadata: header.metadata, contextSize: sink.contextSize, kvType: sink.kvType, threads });
+      const fits = WickGguf.checkFits({ fileBytes: sink.total || size, metadata: header.metadata, contextSize: sink.contextSize, kvType: sink.kvType, threads,
+        tables: WickGguf.rowTables(header, size), tablesOutside: sink.tablesOutside });
       if (!fits.fits) throw new WorkerError('E_TOO_LARGE', WickGguf.tooLargeMessage(header.metadata, fits));
+      sink.outside.value = fits.outsideBytes > 0;
+      return header;
     }
 
     function notGguf(first) {
@@ -447,7 +527,7 @@
         pull(controller) {
           if (offset >= part.size) { onBytes(part.size, true); controller.close(); return; }
           const n = Math.min(CACHE_WRITE_CHUNK, part.size - offset);
-          controller.enqueue(M.HEAPU8.slice(part.ptr + offset, part.ptr + offset + n));
+          controller.enqueue(part.image.slice(offset, offset + n));
           offset += n;
           onBytes(offset, false);
         },
@@ -519,17 +599,17 @@
       }
 
       /**
-       * Copies the kept pieces into wasm memory at ptr, in order, up to the first one missing or
+       * Hands the kept pieces to place(bytes, offset), in order, up to the first one missing or
        * of another version; onBytes(n) after each (it may throw to stop). Returns the bytes read.
        */
-      async readInto(ptr, onBytes) {
+      async readInto(place, onBytes) {
         let at = 0;
         while (at < this.stored) {
           const r = await this.cache.match(pieceKey(this.url, at)).catch(() => null);
           if (!r || r.headers.get('X-Wick-Validator') !== this.validator) break;
           const bytes = new Uint8Array(await r.arrayBuffer());
           if (!bytes.length || at + bytes.length > this.total) break;
-          M.HEAPU8.set(bytes, ptr + at);
+          place(bytes, at);
           at += bytes.length;
           onBytes(at);
         }
@@ -537,24 +617,24 @@
         return at;
       }
 
-      /** Bytes [0, loaded) are in wasm memory at ptr: each whole piece among them is written. */
-      async arrived(ptr, loaded) {
+      /** Bytes [0, loaded) have come (bytesOf(from, to) gives a copy): each whole piece among them is written. */
+      async arrived(bytesOf, loaded) {
         while (!this.off && loaded - this.queued >= PIECE_BYTES) {
-          this.write(ptr, this.queued + PIECE_BYTES);
+          this.write(bytesOf, this.queued + PIECE_BYTES);
           if (this.waiting > PIECE_WRITES_AHEAD) await this.writing;
         }
       }
 
       /** The load stops at `loaded`: the bytes not yet written are kept too, as a shorter piece. */
-      async keepUpTo(ptr, loaded) {
-        if (!this.off && loaded > this.queued) this.write(ptr, loaded);
+      async keepUpTo(bytesOf, loaded) {
+        if (!this.off && loaded > this.queued) this.write(bytesOf, loaded);
         await this.writing;
       }
 
       /** Writes bytes [queued, end) as one piece: copied now (the caller may free the memory next), stored in turn. */
-      write(ptr, end) {
+      write(bytesOf, end) {
         const at = this.queued, validator = this.validator, total = this.total;
-        const bytes = M.HEAPU8.slice(ptr + at, ptr + end);
+        const bytes = bytesOf(at, end);
         this.queued = end;
         this.waiting++;
         this.writing = this.writing.then(async () => {

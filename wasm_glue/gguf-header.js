@@ -41,9 +41,10 @@
    * SharedArrayBuffer). Returns {version, tensorCount, metadata, headerBytes} where metadata maps
    * each key to its value (numbers for integers, BigInt never: u64 values above 2^53 are rounded).
    * Throws NeedMoreBytes when the header runs past the end of `bytes`, Error when it is not GGUF.
-   * keepArrays: keys whose arrays are kept whole however long.
+   * keepArrays: keys whose arrays are kept whole however long. tensors: also read the tensor
+   * directory, adding tensors [{name, type, dims, offset (in the file)}] and dataOffset.
    */
-  function parseHeader(bytes, { keepArrays = [] } = {}) {
+  function parseHeader(bytes, { keepArrays = [], tensors: withTensors = false } = {}) {
     if (bytes.length < 24) throw new NeedMoreBytes(24);
     if (!isGguf(bytes)) throw new Error('not a GGUF file (the first bytes are not "GGUF")');
     const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -107,7 +108,37 @@
       const key = str();
       metadata[key] = value(u32(), keepArrays.includes(key));
     }
-    return { version, tensorCount, metadata, headerBytes: p };
+    if (!withTensors) return { version, tensorCount, metadata, headerBytes: p };
+    // each: name, n_dims, dims (u64 each), type (u32), offset (u64) from the aligned data section
+    const tensors = [];
+    for (let i = 0; i < tensorCount; i++) {
+      const name = str(), nDims = u32();
+      if (nDims > 4) throw new Error(`GGUF header: tensor ${name} has ${nDims} dimensions`);
+      const dims = [];
+      for (let d = 0; d < nDims; d++) dims.push(u64());
+      tensors.push({ name, type: u32(), dims, offset: u64() });
+    }
+    const align = Number.isInteger(metadata['general.alignment']) && metadata['general.alignment'] > 0 ? metadata['general.alignment'] : 32;
+    const dataOffset = Math.ceil(p / align) * align;
+    for (const t of tensors) t.offset += dataOffset;
+    return { version, tensorCount, metadata, headerBytes: p, tensors, dataOffset };
+  }
+
+  // Tensors read one row per token that may stay outside wasm memory (src/model.c's
+  // place_outside_tables): gemma4's per-layer embeddings, most of an E2B/E4B file.
+  const ROW_TABLES = ['per_layer_token_embd.weight'];
+
+  /**
+   * The row tables of a file from its tensor directory (parseHeader with tensors): [{name,
+   * offset, bytes}], bytes running to the next tensor's data (its padding included) or the file's end.
+   */
+  function rowTables(header, fileBytes) {
+    if (!header?.tensors) return [];
+    const starts = header.tensors.map((t) => t.offset).sort((a, b) => a - b);
+    return header.tensors.filter((t) => ROW_TABLES.includes(t.name)).map((t) => {
+      const next = starts.find((o) => o > t.offset);
+      return { name: t.name, offset: t.offset, bytes: (next ?? fileBytes) - t.offset };
+    });
   }
 
   /** The hyperparameters that size the KV cache, from the metadata. */
@@ -238,12 +269,12 @@
   }
 
   /** The message for a model that does not fit (checkFits's fits false), naming it: "Gemma 4 31B It (gemma4, 31B) does not fit in WebAssembly memory: …". */
-  function tooLargeMessage(metadata, { needed, available, fileBytes }) {
+  function tooLargeMessage(metadata, { needed, available, fileBytes, outsideBytes = 0 }) {
     const arch = metadata && typeof metadata['general.architecture'] === 'string' ? metadata['general.architecture'] : '';
     const name = metadata && typeof metadata['general.name'] === 'string' && metadata['general.name'] ? metadata['general.name'].slice(0, 80) : '';
     const label = metadata && typeof metadata['general.size_label'] === 'string' ? metadata['general.size_label'].slice(0, 24) : '';
     const what = name ? `${name} (${[arch, label].filter(Boolean).join(', ')})` : arch ? `this ${arch} model${label ? ` (${label})` : ''}` : 'the model';
-    return `${what} does not fit in WebAssembly memory: it needs ${formatBytes(needed)} (${needed} bytes: file ${formatBytes(fileBytes)} plus KV cache and scratch), and wasm32 holds ${formatBytes(available)} (${available} bytes)`;
+    return `${what} does not fit in WebAssembly memory: it needs ${formatBytes(needed)} (${needed} bytes: file ${formatBytes(fileBytes)}${outsideBytes ? ` less ${formatBytes(outsideBytes)} of row tables kept outside it` : ''} plus KV cache and scratch), and wasm32 holds ${formatBytes(available)} (${available} bytes)`;
   }
 
   /** The context the engine picks when none is asked: the training context clamped to 2048…4096 (src/forward.c). */
@@ -274,16 +305,22 @@
   }
 
   /**
-   * Whether a model fits in wasm32 memory. Returns {fits, needed, available, fileBytes, kvBytes}.
-   * fileBytes: the model file(s); metadata may be null (only the file size is checked then).
+   * Whether a model fits in wasm32 memory. Returns {fits, needed, available, fileBytes, kvBytes,
+   * outsideBytes}. fileBytes: the model file(s); metadata may be null (only the file size is
+   * checked then). tables: its row tables (rowTables), which stay outside wasm memory when
+   * tablesOutside is true, or when it is not false and the model would not fit with them inside
+   * (the loader's choice, download.js); outsideBytes counts them, needed does not.
    */
-  function checkFits({ fileBytes, metadata = null, contextSize = 0, kvType = 'f16', threads = 1 }) {
+  function checkFits({ fileBytes, metadata = null, contextSize = 0, kvType = 'f16', threads = 1, tables = [], tablesOutside }) {
     const hp = metadata ? hyperparameters(metadata) : null;
     const nCtx = contextSize > 0 ? contextSize : defaultContext(hp);
     const kvBytes = kvCacheBytes(hp, nCtx, kvType);
-    const needed = fileBytes + kvBytes + (hp?.stateBytes || 0) + scratchBytes(hp, nCtx, 256, threads);
+    const rest = kvBytes + (hp?.stateBytes || 0) + scratchBytes(hp, nCtx, 256, threads);
     const available = WASM_MEMORY_LIMIT - ENGINE_RESERVE;
-    return { fits: needed <= available, needed, available, fileBytes, kvBytes, contextSize: nCtx };
+    const tableBytes = tables.reduce((a, t) => a + t.bytes, 0);
+    const outsideBytes = tableBytes && (tablesOutside === true || (tablesOutside !== false && fileBytes + rest > available)) ? tableBytes : 0;
+    const needed = fileBytes - outsideBytes + rest;
+    return { fits: needed <= available, needed, available, fileBytes, kvBytes, outsideBytes, contextSize: nCtx };
   }
 
   /** "1.2 GB" */
@@ -295,5 +332,5 @@
     return `${v.toFixed(v < 10 ? 2 : 1)} ${units[u]}`;
   }
 
-  root.WickGguf = { TYPE, NeedMoreBytes, isGguf, parseHeader, hyperparameters, unsupportedReason, tooLargeMessage, modelLabel, ARCHITECTURES, defaultContext, kvCacheBytes, checkFits, formatBytes, WASM_MEMORY_LIMIT, ENGINE_RESERVE };
+  root.WickGguf = { TYPE, NeedMoreBytes, isGguf, parseHeader, rowTables, ROW_TABLES, hyperparameters, unsupportedReason, tooLargeMessage, modelLabel, ARCHITECTURES, defaultContext, kvCacheBytes, checkFits, formatBytes, WASM_MEMORY_LIMIT, ENGINE_RESERVE };
 })(typeof self !== 'undefined' ? self : globalThis);

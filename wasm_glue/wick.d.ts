@@ -37,6 +37,8 @@ export interface LoadOptions {
   /** context window in tokens (default: the model's, clamped to 2048…4096) */
   contextSize?: number;
   kvType?: 'f16' | 'f32';
+  /** tables read one row per token (gemma4's per_layer_token_embd) kept outside wasm memory: true always, false never, unset when the file would not fit with them inside */
+  tablesOutside?: boolean;
   onProgress?: (p: LoadProgress) => void;
   signal?: AbortSignal;
   /** false: neither read nor keep the download in the Cache API (default true) */
@@ -320,6 +322,8 @@ export interface ModelInfo {
   specialTokens: { bos?: string; eos?: string; unknown?: string; padding?: string };
   chatTemplate: string | null;
   fileBytes: number;
+  /** bytes of the file kept outside wasm memory (its row tables; 0 when all of it is inside) */
+  outsideBytes: number;
   files: number;
   fromCache: boolean;
   contextSize: number;
@@ -377,15 +381,15 @@ export interface CacheEntry {
   total?: number;
 }
 
-export interface FitCheck { fits: boolean; needed: number; available: number; fileBytes: number; kvBytes: number; contextSize: number; /** Wick.inspect: why a load would refuse the model, naming it (too large for wasm32, a mixture of experts, an architecture not run yet) */ reason?: string }
+export interface FitCheck { fits: boolean; needed: number; available: number; fileBytes: number; kvBytes: number; contextSize: number; /** of fileBytes, the row tables a load keeps outside wasm memory (not in needed) */ outsideBytes: number; /** Wick.inspect: why a load would refuse the model, naming it (too large for wasm32, a mixture of experts, an architecture not run yet) */ reason?: string }
 
-export interface InspectResult { url: string; bytes: number; version: number; tensorCount: number; metadata: Record<string, unknown>; fits: FitCheck }
+export interface InspectResult { url: string; bytes: number; version: number; tensorCount: number; metadata: Record<string, unknown>; /** the tables read one row per token, which may stay outside wasm memory */ tables: { name: string; offset: number; bytes: number }[]; fits: FitCheck }
 
 export declare const Wick: {
   load(source: ModelSource, options?: LoadOptions): Promise<Engine>;
   /** an engine with the same generate / chat.completions API on an OpenAI-compatible server */
   connect: typeof connect;
-  inspect(url: string | URL, options?: { contextSize?: number; kvType?: 'f16' | 'f32' }): Promise<InspectResult>;
+  inspect(url: string | URL, options?: { contextSize?: number; kvType?: 'f16' | 'f32'; tablesOutside?: boolean }): Promise<InspectResult>;
   cache: {
     readonly supported: boolean;
     /** the files kept whole; with {partial: true} also the downloads that stopped part way */

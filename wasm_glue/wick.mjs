@@ -325,6 +325,7 @@ class Engine {
       source: { kind: described.kind, items: described.items, sizes: described.sizes },
       contextSize: options.contextSize || 0,
       kvType: options.kvType || 'f16',
+      tablesOutside: options.tablesOutside,
       device: options.device || 'cpu',
       gpuAllowSoftware: options.gpuAllowSoftware === true,
     }, { onProgress: report });
@@ -362,6 +363,7 @@ class Engine {
       specialTokens: r.header?.specialTokens || {},
       chatTemplate: typeof md['tokenizer.chat_template'] === 'string' ? md['tokenizer.chat_template'] : null,
       fileBytes: r.fileBytes,
+      outsideBytes: r.outsideBytes,
       files: r.files,
       fromCache: r.cached,
       contextSize: r.contextSize,
@@ -704,7 +706,7 @@ const cache = {
  * Range requests), and whether it fits: {url, bytes, metadata, fits: {fits, needed, available, kvBytes, reason}}
  * (reason: why a load would refuse it, naming the model, where it would).
  */
-async function inspect(url, { contextSize = 0, kvType = 'f16' } = {}) {
+async function inspect(url, { contextSize = 0, kvType = 'f16', tablesOutside } = {}) {
   const abs = absoluteUrl(String(url));
   const hit = await WickDownload.keptFile(abs);
   let bytes = hit ? Number(hit.headers.get('X-Wick-Bytes')) : null;
@@ -719,12 +721,14 @@ async function inspect(url, { contextSize = 0, kvType = 'f16' } = {}) {
       head = new Uint8Array(await r.arrayBuffer());
     }
     try {
-      const header = WickGguf.parseHeader(head);
-      const fits = WickGguf.checkFits({ fileBytes: bytes, metadata: header.metadata, contextSize, kvType });
+      const header = WickGguf.parseHeader(head, { tensors: true });
+      // the row tables a load keeps outside wasm memory when the file would not fit with them (or when asked)
+      const tables = WickGguf.rowTables(header, bytes);
+      const fits = WickGguf.checkFits({ fileBytes: bytes, metadata: header.metadata, contextSize, kvType, tables, tablesOutside });
       // what the load would refuse it for, by name (a mixture of experts, an architecture not run yet, too large)
       const unsupported = WickGguf.unsupportedReason(header.metadata);
       if (unsupported || !fits.fits) fits.reason = unsupported || WickGguf.tooLargeMessage(header.metadata, fits);
-      return { url: abs, bytes, version: header.version, tensorCount: header.tensorCount, metadata: header.metadata, fits };
+      return { url: abs, bytes, version: header.version, tensorCount: header.tensorCount, metadata: header.metadata, tables, fits };
     } catch (e) {
       if (!(e instanceof WickGguf.NeedMoreBytes) || head.length < want || want >= 1 << 28) throw new WickError('E_NOT_GGUF', `${abs}: ${e.message}`);
     }

@@ -117,6 +117,8 @@
       };
     }
     M = await createWick(options);
+    // the engine's reads of the rows of a table kept outside wasm memory (src/engine_library.js)
+    M.wickReadRows = (part, offset, dst, n) => !!state.buffers[part]?.image.readInto(offset, dst, n);
     buildInfo = { build, threads };
     const node = isNode ? { fs: await import('node:fs'), Readable: (await import('node:stream')).Readable } : null;
     loader = WickDownload.createLoader({ M, post, aborted, threads, summarize, WorkerError, node });
@@ -169,7 +171,7 @@
     if (state.gen) M._wick_gen_free(state.gen);
     if (state.ctx) M._wick_ctx_free(state.ctx);
     if (state.model) M._wick_model_free(state.model);
-    for (const b of state.buffers) M._wick_buffer_free(b.ptr, b.size);
+    for (const b of state.buffers) b.image.free();
     dropGpu();
     Object.assign(state, { model: 0, ctx: 0, gen: 0, buffers: [], size: 0, meta: null, gpu: null, device: null, ctxOptions: null });
     pieceCache.clear();
@@ -184,14 +186,24 @@
       throw new WorkerError('E_UNSUPPORTED', `a model split into ${source.items.length} files needs wick_model_load_gguf_parts, which this build of the engine does not export`);
     const parts = [];
     try {
-      const { meta, progress } = await loader.readParts(id, source, contextSize, kvType, parts);
+      const { meta, progress } = await loader.readParts(id, source, contextSize, kvType, parts, msg.tablesOutside);
       state.meta = meta || headerOf(parts[0]);
       const size = parts.reduce((a, p) => a + p.size, 0);
       post({ id, type: 'progress', phase: 'load', loaded: 0, total: size, progress: progress.load(0) });
 
       const out = malloc(4);
       try {
-        if (parts.length === 1) {
+        const holes = parts.flatMap((p, k) => p.image.holes.map((h) => [k, h.offset, h.bytes]));
+        if (holes.length) {
+          // the row tables kept outside: the engine reads their rows through Module.wickReadRows
+          const n = parts.length;
+          withScratch(8 * n + 24 * holes.length, (arr) => {
+            parts.forEach((p, k) => { M.HEAPU32[(arr >>> 2) + k] = p.ptr; M.HEAPU32[(arr >>> 2) + n + k] = p.heapBytes; });
+            const at = (arr + 8 * n) >>> 2; // 8-aligned: malloc's alignment, 8 n bytes before
+            holes.flat().forEach((v, k) => { M.HEAPU32[at + 2 * k] = v % 2 ** 32; M.HEAPU32[at + 2 * k + 1] = Math.floor(v / 2 ** 32); });
+            check(M._wick_model_load_gguf_sparse(arr, arr + 4 * n, n, arr + 8 * n, holes.length, 0, 0, out));
+          });
+        } else if (parts.length === 1) {
           check(M._wick_model_load_gguf(parts[0].ptr, parts[0].size, out));
         } else {
           const n = parts.length;
@@ -222,7 +234,7 @@
       post({ id, type: 'progress', phase: 'load', loaded: size, total: size, progress: progress.load(1) });
       return describe(parts);
     } catch (e) {
-      if (state.model === 0) for (const p of parts) if (!state.buffers.includes(p)) M._wick_buffer_free(p.ptr, p.size);
+      if (state.model === 0) for (const p of parts) if (!state.buffers.includes(p)) p.image.free();
       unloadModel();
       throw e;
     }
@@ -353,7 +365,7 @@
   }
 
   function headerOf(part) {
-    return summarize(WickGguf.parseHeader(M.HEAPU8.subarray(part.ptr, part.ptr + part.size), { keepArrays: ['tokenizer.ggml.tokens'] }));
+    return summarize(WickGguf.parseHeader(M.HEAPU8.subarray(part.ptr, part.ptr + part.heapBytes), { keepArrays: ['tokenizer.ggml.tokens'] }));
   }
 
   /** The metadata to send to the host: arrays of the vocabulary dropped, BOS/EOS texts resolved. */
@@ -380,6 +392,7 @@
       model: JSON.parse(json),
       header: state.meta,
       fileBytes: state.size,
+      outsideBytes: parts.reduce((a, p) => a + p.image.outsideBytes, 0),
       files: parts.length,
       cached: parts.every((p) => p.cached),
       contextSize: M._wick_n_ctx(state.ctx),

@@ -629,7 +629,7 @@ async function checkSource() {
     const { contextSize, threads } = loadOptions(head.metadata);
     chosen.bytes = head.bytes;
     chosen.metadata = head.metadata;
-    chosen.check = memoryCheck({ bytes: head.bytes, metadata: head.metadata, contextSize, threads }, state.features);
+    chosen.check = memoryCheck({ bytes: head.bytes, metadata: head.metadata, tables: head.tables, contextSize, threads }, state.features);
     if (chosen.check.level !== 'error' && kind !== 'file') {
       const room = await storageRoom(chosen.source, head.bytes);
       if (check !== state.checks) return null;

@@ -96,8 +96,8 @@ export async function inspectFile(file) {
   for (let want = 1 << 18; ; want *= 4) {
     const head = new Uint8Array(await file.slice(0, want).arrayBuffer());
     try {
-      const header = WickGguf.parseHeader(head);
-      return { bytes: file.size, metadata: header.metadata };
+      const header = WickGguf.parseHeader(head, { tensors: true });
+      return { bytes: file.size, metadata: header.metadata, tables: WickGguf.rowTables(header, file.size) };
     } catch (e) {
       if (!(e instanceof WickGguf.NeedMoreBytes) || head.length < want || want >= 1 << 28) throw new Error(`${file.name || 'the file'}: ${e.message}`);
     }
@@ -108,11 +108,12 @@ export async function inspectFile(file) {
  * The memory check shown before a load: {fits, needed, kvBytes, contextSize, level, message}.
  * level: 'ok' | 'warn' (the device reports little memory) | 'error' (more than wasm32 can hold).
  */
-export function memoryCheck({ bytes, metadata, contextSize = 0, kvType = 'f16', threads = 1 }, features) {
-  const fit = WickGguf.checkFits({ fileBytes: bytes, metadata, contextSize, kvType, threads });
+export function memoryCheck({ bytes, metadata, tables = [], contextSize = 0, kvType = 'f16', threads = 1 }, features) {
+  // the row tables a load would keep outside wasm memory (gemma4's per-layer embeddings) are not counted
+  const fit = WickGguf.checkFits({ fileBytes: bytes, metadata, contextSize, kvType, threads, tables });
   const unsupported = metadata && WickGguf.unsupportedReason(metadata);
   if (unsupported) return { ...fit, level: 'error', message: `wick cannot run this model: ${unsupported}.` };
-  const parts = `${formatBytes(fit.fileBytes)} weights + ${formatBytes(fit.kvBytes)} KV cache (${formatCount(fit.contextSize)} tokens) + scratch`;
+  const parts = `${formatBytes(fit.fileBytes - fit.outsideBytes)} weights${fit.outsideBytes ? ` (${formatBytes(fit.outsideBytes)} more kept outside)` : ''} + ${formatBytes(fit.kvBytes)} KV cache (${formatCount(fit.contextSize)} tokens) + scratch`;
   if (!fit.fits) {
     // named, so that a file too large by design (Gemma 4 31B) says which model it is
     const name = metadata ? WickGguf.modelLabel(metadata).slice(2, -1) : '';
