@@ -27,12 +27,20 @@ const REFUSED = {
   qwen35: ['attn_out_gate', 'deltanet'],
   mistral3: ['rope_yarn', 'attn_temp_scale'],
   gemma4: ['rope_freqs_full_layers', 'layer_shapes', 'kv_shared_layers', 'v_norm', 'per_layer_embeddings', 'layer_output_scale'],
+  // the embedding models stay on the CPU (the worker refuses them before the steps: wick_model_pooling)
+  'gemma-embedding': ['encoder', 'bidirectional', 'sliding_window_symmetric', 'dense_out'],
+  bert: ['encoder', 'layernorm', 'bidirectional'],
+  'nomic-bert': ['encoder', 'layernorm', 'bidirectional'],
+  'modern-bert': ['encoder', 'layernorm', 'bidirectional', 'sliding_window_symmetric'],
 };
 
 function synthArchs() {
   const src = fs.readFileSync(path.join(root, 'src', 'synth.c'), 'utf8');
   const table = src.slice(src.indexOf('static const synth_family families[]'));
-  return [...table.slice(0, table.indexOf('};')).matchAll(/\.name = "([^"]+)"/g)].map((m) => m[1]);
+  // and the encoders, written by synth_write_bert
+  const encoders = src.slice(src.indexOf('static const char *const encoders[]'));
+  return [...table.slice(0, table.indexOf('};')).matchAll(/\.name = "([^"]+)"/g)].map((m) => m[1])
+    .concat([...encoders.slice(0, encoders.indexOf('};')).matchAll(/"([^"]+)"/g)].map((m) => m[1]));
 }
 
 test('every family wick synth writes is either taken by the GPU path or refused with the steps it lacks', () => {

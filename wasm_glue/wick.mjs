@@ -485,8 +485,8 @@ class Engine {
 
   async _embed(input, options) {
     if (!this.info) throw new WickError('E_UNLOADED', 'no model is loaded');
-    if (!this.info.encoder)
-      throw new WickError('E_UNSUPPORTED', `${this.info.name} is a generative model (${this.info.architecture}), not an embedding model: embed() needs an encoder such as bert`);
+    if (!this.info.pooling) // an encoder, or a decoder whose file names its pooling (Qwen3-Embedding)
+      throw new WickError('E_UNSUPPORTED', `${this.info.name} is a generative model (${this.info.architecture}), not an embedding model: embed() needs an encoder such as bert, or a decoder whose file sets ${this.info.architecture}.pooling_type`);
     const dim = this.info.embedding_length;
     const s = embedSettings(options, dim);
     const inputs = embedInputs(input);
