@@ -332,6 +332,8 @@ static void config_defaults(model_config *c) {
     c->embd_scale = c->residual_scale = c->logit_scale = 1.0f;
     c->attn_softcap = c->final_softcap = 0;
     c->n_swa = 0;
+    c->causal = true;
+    c->pooling = POOL_UNSPECIFIED; /* a generative model: no embeddings */
 }
 
 /* Per-layer switches, once n_layers is known and checked. */
