@@ -32,10 +32,19 @@ size_t attention_scratch_floats(int32_t n_ctx) {
     return (size_t)ATT_SCORE_ROWS * (size_t)n_ctx + MAX_HEAD_DIM + (size_t)ATT_SCORE_ROWS * MAX_HEAD_DIM;
 }
 
-/* the first position a query at pos sees in layer l */
+/* the first position a query at pos sees in layer l: a sliding layer's window of n_swa ending at
+ * pos, or (swa_symmetric) reaching n_swa / 2 either side of it */
 static int att_first(const struct wick_ctx *c, int l, int pos) {
-    int w = c->model->config.n_swa;
+    const model_config *mc = &c->model->config;
+    int w = mc->swa_symmetric ? mc->n_swa / 2 + 1 : mc->n_swa;
     return c->model->layers[l].sliding && pos >= w ? pos - w + 1 : 0;
+}
+
+/* the last position it sees: its own (causal), else the batch's last (hi), within a symmetric window */
+static int att_hi(const struct wick_ctx *c, int l, int pos, bool causal, int hi) {
+    const model_config *mc = &c->model->config;
+    if (causal) return pos;
+    return c->model->layers[l].sliding && mc->swa_symmetric && pos + mc->n_swa / 2 < hi ? pos + mc->n_swa / 2 : hi;
 }
 
 /* an attention score: q·k times the scale, soft-capped where the family caps (gemma2) */
@@ -151,8 +160,7 @@ typedef struct {
     int heads;
 } attn_args;
 
-/* the last position the query at pos sees: its own (causal), else the batch's last */
-static inline int att_last(const attn_args *a, int pos) { return a->causal ? pos : a->pos0 + a->n_tok - 1; }
+static inline int att_last(const attn_args *a, int pos) { return att_hi(a->c, a->layer, pos, a->causal, a->pos0 + a->n_tok - 1); }
 
 /* One query head h of the F16 cache for the run of nt (≤ T) consecutive tokens from t0, their
  * queries q[] folded (fold_query): each cached key and value converted once for the run, as it
@@ -356,7 +364,7 @@ void attention_ref(const struct wick_ctx *c, int layer, int pos0, int n_tok, boo
     double acc[MAX_HEAD_DIM];
     for (int t = 0; t < n_tok; t++)
         for (int h = 0; h < mc->n_heads; h++) {
-            int pos = pos0 + t, lo = att_first(c, layer, pos), hi = causal ? pos : pos0 + n_tok - 1;
+            int pos = pos0 + t, lo = att_first(c, layer, pos), hi = att_hi(c, layer, pos, causal, pos0 + n_tok - 1);
             size_t head_off = (size_t)(h / group) * hd;
             const float *q = c->q + (size_t)t * mc->q_dim + (size_t)h * hd;
             double max = -INFINITY, sum = 0;

@@ -14,8 +14,9 @@
  *   wick match    --grammar FILE.gbnf (-p TEXT | --texts FILE)   one line per text: complete, prefix or no
  *                 (--texts: texts separated by NUL bytes); no model needed
  *   wick synth    --shape mini|mini-mha|134m|1b|0.8b|e2b|e4b --type f32|f16|q8_0|q4_0|q4_k_m|q5_k_m|q6_k -o FILE.gguf [--vocab VOCAB.gguf] [--seed S]
- *                 [--arch llama|llama3|qwen3|gemma2|gemma3|phi3|smollm3|granite|olmo2|lfm2|qwen35|granite-hybrid|mistral3|gemma4|gemma3n|bert]
- *                 [--pooling none|mean|cls|last (bert)]
+ *                 [--arch llama|llama3|qwen3|gemma2|gemma3|phi3|smollm3|granite|olmo2|lfm2|qwen35|granite-hybrid|mistral3|gemma4|
+ *                         gemma3n|gemma-embedding|bert|nomic-bert|modern-bert]
+ *                 [--pooling none|mean|cls|last (the encoders; a decoder's --pooling makes it an embedding model)]
  * Results go to stdout, timings and errors to stderr; any failure exits non-zero with one line. */
 #include <errno.h>
 #include <inttypes.h>

@@ -109,6 +109,7 @@ int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_para
     c->v_cache = malloc(kv_bytes ? (size_t)kv_bytes : 1);
 
     size_t B = (size_t)c->n_batch, dim = (size_t)mc->dim, hid = (size_t)mc->hidden_dim, kvd = (size_t)kv_dim(mc);
+    if ((size_t)m->dense_2.rows > hid) hid = (size_t)m->dense_2.rows; /* dense_2's output rows take hb (encoder.c) */
     size_t qd = (size_t)mc->q_dim, widest = hid > dim ? hid : dim;
     if (qd > widest) widest = qd;
     size_t vd = (size_t)mc->ssm_v_heads * (size_t)mc->ssm_state; /* DeltaNet's output, the input of ssm_out */

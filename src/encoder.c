@@ -1,35 +1,46 @@
-/* encoder.c — the forward pass of an encoder, as llama.cpp's src/models/bert.cpp builds it, and
- * the pooling of its output (src/llama-graph.cpp, build_pooling). Per sequence of tokens:
- *     x   = tok_embd[token] + token_types[0] + position_embd[p]      (p = 0 … len − 1)
- *     x   = LayerNorm(x) (token_embd_norm, with bias)
- *     for each layer (post-norm):
- *         q, k, v = x·Wqᵀ + bq, x·Wkᵀ + bk, x·Wvᵀ + bv
+/* encoder.c — the forward pass of an encoder of the bert lineage, as llama.cpp's src/models/bert.cpp
+ * (bert, nomic-bert) and modern-bert.cpp build it, the embedding models that run the decoders'
+ * layers (forward.c), and the pooling of their output (src/llama-graph.cpp, build_pooling and
+ * build_dense_out). Per sequence of tokens, in the bert lineage:
+ *     x   = tok_embd[token] + token_types[0] + position_embd[p]      (p = 0 … len − 1; nomic-bert and
+ *                                                                  modern-bert rotate q and k instead)
+ *     x   = LayerNorm(x) (token_embd_norm, with bias where the file has one)
+ *     for each layer:
+ *         h = LayerNorm(x) (modern-bert's pre-norm attn_norm, none on its first layer), else h = x
+ *         q, k, v = h·Wqᵀ + bq, h·Wkᵀ + bk, h·Wvᵀ + bv           (biases where present)
  *         y = softmax(q·Kᵀ / √head_dim)·V ·Woᵀ + bo     every position sees the whole sequence
- *         x = LayerNorm(x + y)                            (attn_output_norm)
- *         y = GELU(x·W_upᵀ + b_up)·W_downᵀ + b_down
- *         x = LayerNorm(x + y)                            (layer_output_norm)
- * The hidden states x are the output: per token (pooling none), or pooled per sequence.
+ *                                                      (modern-bert's local layers: n_swa / 2 either side)
+ *         x = x + y;  x = LayerNorm(x) (bert, nomic-bert: attn_output_norm)
+ *         h = LayerNorm(x) (modern-bert: ffn_norm), else h = x
+ *         y = GELU(h·W_upᵀ + b_up)·W_downᵀ + b_down   (bert)
+ *           = (act(h·W_gateᵀ) ⊙ h·W_upᵀ)·W_downᵀ     (nomic-bert SwiGLU, modern-bert GeGLU)
+ *         x = x + y;  x = LayerNorm(x) (bert, nomic-bert: layer_output_norm)
+ *     x = LayerNorm(x) (modern-bert: output_norm)
+ * The hidden states x are the output: per token (pooling none), or pooled per sequence. The
+ * embedding models on the decoders' layers (gemma-embedding, bidirectional; a decoder whose file
+ * names its pooling, causal) give the hidden state after the final norm, one sequence at a time.
+ * Where the file has sentence-transformers' dense_2 / dense_3, every output row goes through them.
  *
  * Several sequences go through in one batch (every matrix product over all their tokens, each
  * weight block read once), and attention keeps them apart: each sequence's keys and values are
  * written to the cache at positions 0 … len − 1 and its queries attend to those alone, one
  * sequence after another, through the decoders' attention (attention.c) with causal = false.
- * Token types are always row 0 ("sentence A"), as llama.cpp feeds them.
- * Switches for the other encoder families (rotary positions, gated FFNs, pre-norm layers,
- * local/global attention) belong in encoder_batch next to the ones here. */
+ * Token types are always row 0 ("sentence A"), as llama.cpp feeds them. */
 #include "encoder.h"
 
 #include "attention.h"
 #include "elementwise.h"
 #include "errmsg.h"
+#include "forward.h"
 #include "matmul.h"
 #include "quant.h"
+#include "rope.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* LayerNorm of n_tok rows of n, in place: (x − mean) / √(variance + eps) ⊙ w + b, the sums in
+/* LayerNorm of n_tok rows of n, in place: (x − mean) / √(variance + eps) ⊙ w + b (b NULL: none), the sums in
  * double and the scale in float, as ggml's norm then mul and add compute it */
 static void layernorm_rows(float *x, const float *w, const float *b, int n_tok, int n, float eps) {
     for (int t = 0; t < n_tok; t++) {
@@ -42,7 +53,7 @@ static void layernorm_rows(float *x, const float *w, const float *b, int n_tok, 
             sum2 += (double)r[i] * r[i];
         }
         float scale = 1.0f / sqrtf((float)(sum2 / n) + eps);
-        for (int i = 0; i < n; i++) r[i] = r[i] * scale * w[i] + b[i];
+        for (int i = 0; i < n; i++) r[i] = b ? r[i] * scale * w[i] + b[i] : r[i] * scale * w[i];
     }
 }
 
@@ -60,26 +71,44 @@ static void add_rows(float *x, const float *y, size_t n) {
     for (size_t i = 0; i < n; i++) x[i] = y[i] + x[i];
 }
 
+/* h = x, or LayerNorm(x) into c->xb where the layer has a pre-norm (modern-bert) */
+static const float *pre_norm(struct wick_ctx *c, const float *w, int n_tok) {
+    const model_config *mc = &c->model->config;
+    if (!w) return c->x;
+    memcpy(c->xb, c->x, (size_t)n_tok * mc->dim * sizeof(float));
+    layernorm_rows(c->xb, w, NULL, n_tok, mc->dim, mc->rms_eps);
+    return c->xb;
+}
+
 /* n_seq whole sequences of n_tok tokens in all (≤ n_batch) through every layer; their hidden
  * states end in c->x */
 static void encoder_batch(struct wick_ctx *c, const int32_t *tokens, const int32_t *lens, int n_seq, int n_tok) {
     const struct wick_model *m = c->model;
     const model_config *mc = &m->config;
-    int dim = mc->dim, hid = mc->hidden_dim;
+    int dim = mc->dim, hid = mc->hidden_dim, longest = 0;
     const quant_type *emb_t = quant_get(m->tok_embd.type);
     for (int s = 0, t = 0; s < n_seq; s++)
         for (int p = 0; p < lens[s]; p++, t++) {
             float *x = c->x + (size_t)t * dim;
             emb_t->to_float((const uint8_t *)m->tok_embd.data + (size_t)tokens[t] * m->tok_embd.row_bytes, x, dim);
             if (m->type_embd) add_rows(x, m->type_embd, (size_t)dim);
-            add_rows(x, m->pos_embd + (size_t)p * dim, (size_t)dim);
+            if (m->pos_embd) add_rows(x, m->pos_embd + (size_t)p * dim, (size_t)dim);
+            if (lens[s] > longest) longest = lens[s];
         }
     layernorm_rows(c->x, m->embd_norm, m->embd_norm_b, n_tok, dim, mc->rms_eps);
+    /* rotary positions 0 … longest − 1: the global layers' angles, then the local ones' (modern-bert) */
+    const int half = rope_half_max(mc);
+    float *cos_swa = c->rope_cos + (size_t)c->n_batch * half, *sin_swa = c->rope_sin + (size_t)c->n_batch * half;
+    if (!m->pos_embd) {
+        rope_tables(c, false, mc->rope_base, mc->rope_scale, mc->rope_attn_factor, 0, longest, c->rope_cos, c->rope_sin);
+        if (mc->n_swa > 0)
+            rope_tables(c, true, mc->rope_base_swa, mc->rope_scale_swa, mc->rope_attn_factor_swa, 0, longest, cos_swa, sin_swa);
+    }
     float *q_all = c->q, *out_all = c->xb2;
     act_rows in;
     for (int l = 0; l < mc->n_layers; l++) {
         const layer_weights *w = &m->layers[l];
-        act_init(&in, c, c->x, n_tok, dim);
+        act_init(&in, c, pre_norm(c, w->attn_norm, n_tok), n_tok, dim);
         const weight *ws[] = {&w->wq, &w->wk, &w->wv};
         float *outs[] = {c->q, c->k, c->v};
         const int strides[] = {dim, dim, dim};
@@ -88,7 +117,13 @@ static void encoder_batch(struct wick_ctx *c, const int32_t *tokens, const int32
         /* each sequence alone: its keys and values at positions 0 …, its rows of q and of the output */
         for (int s = 0, t0 = 0; s < n_seq; t0 += lens[s++]) {
             for (int p = 0; p < lens[s]; p++) {
-                const float *k = c->k + (size_t)(t0 + p) * dim, *v = c->v + (size_t)(t0 + p) * dim;
+                float *q = c->q + (size_t)(t0 + p) * dim, *k = c->k + (size_t)(t0 + p) * dim, *v = c->v + (size_t)(t0 + p) * dim;
+                if (w->rotate) {
+                    const float *cs = (w->sliding ? cos_swa : c->rope_cos) + (size_t)p * half;
+                    const float *sn = (w->sliding ? sin_swa : c->rope_sin) + (size_t)p * half;
+                    rope_apply(q, mc->n_heads, mc, cs, sn);
+                    rope_apply(k, mc->n_kv_heads, mc, cs, sn);
+                }
                 void *kc = kv_at(c, c->k_cache, l, p), *vc = kv_at(c, c->v_cache, l, p);
                 for (int i = 0; i < dim; i++) {
                     kv_store(c, kc, (size_t)i, k[i]);
@@ -104,15 +139,39 @@ static void encoder_batch(struct wick_ctx *c, const int32_t *tokens, const int32
         act_init(&in, c, c->xb2, n_tok, dim);
         matmul(c, &w->wo, &in, c->xb, dim, w->bo);
         add_rows(c->x, c->xb, (size_t)n_tok * dim);
-        layernorm_rows(c->x, w->attn_post_norm, w->attn_post_norm_b, n_tok, dim, mc->rms_eps);
+        if (w->attn_post_norm) layernorm_rows(c->x, w->attn_post_norm, w->attn_post_norm_b, n_tok, dim, mc->rms_eps);
 
-        act_init(&in, c, c->x, n_tok, dim);
-        matmul(c, &w->w_up, &in, c->hb, hid, w->ffn_up_b);
-        for (size_t i = 0; i < (size_t)n_tok * hid; i++) c->hb[i] = gelu_f16(c->hb[i]);
+        act_init(&in, c, pre_norm(c, w->ffn_norm, n_tok), n_tok, dim);
+        if (w->w_gate.data) { /* hb = act(gate) ⊙ up */
+            const weight *gu[] = {&w->w_gate, &w->w_up};
+            float *gu_out[] = {c->hb, c->hb2};
+            const int gu_strides[] = {hid, hid};
+            matmul_group(c, &in, 2, gu, gu_out, gu_strides, NULL, true, mc->act);
+        } else {
+            matmul(c, &w->w_up, &in, c->hb, hid, w->ffn_up_b);
+            for (size_t i = 0; i < (size_t)n_tok * hid; i++) c->hb[i] = gelu_f16(c->hb[i]);
+        }
         act_init(&in, c, c->hb, n_tok, hid);
         matmul(c, &w->w_down, &in, c->xb, dim, w->ffn_down_b);
         add_rows(c->x, c->xb, (size_t)n_tok * dim);
-        layernorm_rows(c->x, w->ffn_post_norm, w->ffn_post_norm_b, n_tok, dim, mc->rms_eps);
+        if (w->ffn_post_norm) layernorm_rows(c->x, w->ffn_post_norm, w->ffn_post_norm_b, n_tok, dim, mc->rms_eps);
+    }
+    if (m->output_norm) layernorm_rows(c->x, m->output_norm, NULL, n_tok, dim, mc->rms_eps);
+}
+
+/* rows (n of dim, in place) through dense_2 then dense_3 (llama.cpp's build_dense_out), n_batch at a time */
+static void dense_rows(struct wick_ctx *c, float *rows, size_t n) {
+    const struct wick_model *m = c->model;
+    int dim = m->config.dim, feat = (int)m->dense_2.rows;
+    act_rows in;
+    for (size_t r = 0; r < n; r += (size_t)c->n_batch) {
+        int k = n - r < (size_t)c->n_batch ? (int)(n - r) : c->n_batch;
+        float *x = rows + r * dim;
+        act_init(&in, c, x, k, dim);
+        matmul(c, &m->dense_2, &in, c->hb, feat, NULL);
+        act_init(&in, c, c->hb, k, feat);
+        matmul(c, &m->dense_3, &in, c->xb, dim, NULL);
+        memcpy(x, c->xb, (size_t)k * dim * sizeof(float));
     }
 }
 
@@ -131,7 +190,7 @@ static void pool_rows(const float *x, int len, int dim, pooling_kind pooling, fl
 int encoder_eval(struct wick_ctx *c, const int32_t *tokens, const int32_t *lens, int32_t n_seq, pooling_kind pooling,
                  float *out, errmsg *err) {
     const model_config *mc = &c->model->config;
-    if (!mc->encoder) return errorf(err, WICK_ERR_INVALID_ARG, "%s is not an encoder", mc->arch);
+    if (mc->pooling == POOL_UNSPECIFIED) return errorf(err, WICK_ERR_INVALID_ARG, "%s is not an embedding model", mc->arch);
     if (n_seq < 1 || !tokens || !lens || !out) return errorf(err, WICK_ERR_INVALID_ARG, "no sequences to embed");
     if (pooling < POOL_NONE || pooling > POOL_LAST) return errorf(err, WICK_ERR_INVALID_ARG, "pooling %d unknown", (int)pooling);
     for (int32_t s = 0, t = 0; s < n_seq; s++) {
@@ -143,22 +202,40 @@ int encoder_eval(struct wick_ctx *c, const int32_t *tokens, const int32_t *lens,
                 return errorf(err, WICK_ERR_INVALID_ARG, "token id %d out of range (vocabulary of %d)", tokens[t], mc->n_vocab);
     }
     int dim = mc->dim;
-    /* whole sequences packed into batches of at most n_batch tokens, in order */
-    for (int32_t s0 = 0, t0 = 0, rows = 0; s0 < n_seq;) {
-        int32_t s1 = s0, n_tok = 0;
-        while (s1 < n_seq && n_tok + lens[s1] <= c->n_batch) n_tok += lens[s1++];
-        encoder_batch(c, tokens + t0, lens + s0, s1 - s0, n_tok);
-        const float *x = c->x;
-        for (int32_t s = s0; s < s1; x += (size_t)lens[s++] * dim) {
-            if (pooling == POOL_NONE) {
-                memcpy(out + (size_t)rows * dim, x, (size_t)lens[s] * dim * sizeof(float));
-                rows += lens[s];
-            } else {
-                pool_rows(x, lens[s], dim, pooling, out + (size_t)s * dim);
-            }
+    size_t rows = 0;
+    if (!mc->layernorm) {
+        /* the decoders' layers: one sequence at a time from position 0, its rows pooled from scratch */
+        float *x = pooling == POOL_NONE ? NULL : malloc((size_t)c->n_ctx * dim * sizeof(float));
+        if (pooling != POOL_NONE && !x) return errorf(err, WICK_ERR_NOMEM, "out of memory");
+        int rc = 0;
+        for (int32_t s = 0, t = 0; s < n_seq && !rc; t += lens[s++]) {
+            rc = forward_hidden(c, tokens + t, lens[s], x ? x : out + (size_t)t * dim, err);
+            if (!rc && x) pool_rows(x, lens[s], dim, pooling, out + (size_t)s * dim);
         }
-        t0 += n_tok;
-        s0 = s1;
+        free(x);
+        if (rc) return rc;
+        rows = pooling == POOL_NONE ? 0 : (size_t)n_seq;
+        for (int32_t s = 0; s < n_seq && pooling == POOL_NONE; s++) rows += (size_t)lens[s];
+    } else {
+        /* whole sequences packed into batches of at most n_batch tokens, in order */
+        for (int32_t s0 = 0, t0 = 0; s0 < n_seq;) {
+            int32_t s1 = s0, n_tok = 0;
+            while (s1 < n_seq && n_tok + lens[s1] <= c->n_batch) n_tok += lens[s1++];
+            encoder_batch(c, tokens + t0, lens + s0, s1 - s0, n_tok);
+            const float *x = c->x;
+            for (int32_t s = s0; s < s1; x += (size_t)lens[s++] * dim) {
+                if (pooling == POOL_NONE) {
+                    memcpy(out + rows * dim, x, (size_t)lens[s] * dim * sizeof(float));
+                    rows += (size_t)lens[s];
+                } else {
+                    pool_rows(x, lens[s], dim, pooling, out + (size_t)s * dim);
+                }
+            }
+            t0 += n_tok;
+            s0 = s1;
+        }
+        if (pooling != POOL_NONE) rows = (size_t)n_seq;
     }
+    if (c->model->dense_2.data) dense_rows(c, out, rows);
     return 0;
 }

@@ -145,7 +145,7 @@ static void attention_block(struct wick_ctx *c, const layer_weights *w, int l, a
             kv_store(c, vc, (size_t)i, v[i]);
         }
     }
-    attention(c, w->kv_layer, pos0, n_tok, true);
+    attention(c, w->kv_layer, pos0, n_tok, c->model->config.causal);
     if (mc->attn_out_gate)
         for (size_t i = 0; i < (size_t)n_tok * qd; i++) c->xb2[i] *= sigmoid(c->mix2[i]);
     act_init(in, c, c->xb2, n_tok, qd);
@@ -265,5 +265,21 @@ int forward_eval(struct wick_ctx *c, const int32_t *tokens, int32_t n, bool all_
         done += chunk;
     }
     c->n_logit_rows = rows;
+    return 0;
+}
+
+int forward_hidden(struct wick_ctx *c, const int32_t *tokens, int32_t n, float *out, errmsg *err) {
+    const struct wick_model *m = c->model;
+    const model_config *mc = &m->config;
+    if (!mc->causal && n > c->n_batch)
+        return errorf(err, WICK_ERR_CONTEXT_FULL, "%d tokens do not fit one batch of %d (bidirectional attention sees them all)", n, c->n_batch);
+    if (n > c->n_ctx) return errorf(err, WICK_ERR_CONTEXT_FULL, "%d tokens do not fit in the context of %d", n, c->n_ctx);
+    if (kv_cache_trim(c, 0, err)) return -1;
+    for (int32_t done = 0; done < n;) {
+        int32_t chunk = n - done < c->n_batch ? n - done : c->n_batch;
+        if (forward_batch(c, tokens + done, chunk, false, NULL, err)) return -1;
+        rmsnorm_rows(out + (size_t)done * mc->dim, c->x, m->output_norm, chunk, mc->dim, mc->rms_eps);
+        done += chunk;
+    }
     return 0;
 }

@@ -216,6 +216,9 @@ typedef struct {
     bool layer_shapes;     /* gemma4: per-layer shapes, KV-shared layers, per-layer embeddings (read_layer_shapes) */
     bool encoder;          /* an encoder (encoder.c): its weights bound by bind_encoder_weights */
     bool altup;            /* gemma3n: AltUp streams, Laurel, the FFN gate's sparsity (read_altup) */
+    bool embedding;        /* the decoders' layer, bidirectional, embeddings only (gemma-embedding) */
+    bool swa_dense_first;  /* layer il slides when il % period != 0 (llama.cpp's set_swa_pattern dense_first) */
+    bool swa_symmetric;    /* sliding windows reach n_swa / 2 either side (LLAMA_SWA_TYPE_SYMMETRIC) */
 } arch_info;
 
 /* Each row names only what differs from llama; a field left out is 0, false or NULL, which is
@@ -259,6 +262,18 @@ static const arch_info archs[] = {
     {.name = "gemma3n", .rope_neox = true, .norm_post = true, .qk_norm = QK_NORM_PER_HEAD, .act = ACT_GELU_TANH,
      .embd_scale_sqrt = true, .swa_period = 1, .swa_base_own = true, .final_softcap = true, .swa_unscaled = true,
      .layer_shapes = true, .altup = true},
+    /* nomic-bert.cpp (bert.cpp's graph): rotary positions in place of the position table, SwiGLU */
+    {.name = "nomic-bert", .rope_neox = true, .encoder = true},
+    /* modern-bert.cpp: pre-norm LayerNorms without biases, GeGLU from one ffn_up, and every third
+     * layer (from the first) global, the others attending within a symmetric window with their
+     * own rope base */
+    {.name = "modern-bert", .rope_neox = true, .act = ACT_GELU_TANH, .encoder = true, .swa_period = 3, .swa_base_own = true,
+     .swa_dense_first = true, .swa_symmetric = true},
+    /* gemma-embedding.cpp: gemma3's layer, bidirectional, its sliding layers' window symmetric;
+     * dense_2 / dense_3 after pooling (llama-graph.cpp's build_dense_out) */
+    {.name = "gemma-embedding", .rope_neox = true, .norm_post = true, .qk_norm = QK_NORM_PER_HEAD, .act = ACT_GELU_TANH,
+     .embd_scale_sqrt = true, .swa_period = 6, .swa_base_own = true, .swa_unscaled = true, .embedding = true,
+     .swa_symmetric = true},
 };
 _Static_assert(QK_NORM_NONE == 0 && ACT_SILU == 0 && LAYER_ATTENTION == 0, "a family left out of a switch is llama");
 
@@ -315,6 +330,8 @@ static void config_defaults(model_config *c) {
     c->embd_scale = c->residual_scale = c->logit_scale = 1.0f;
     c->attn_softcap = c->final_softcap = 0;
     c->n_swa = 0;
+    c->causal = true;
+    c->pooling = POOL_UNSPECIFIED; /* a generative model: no embeddings */
 }
 
 /* Per-layer switches, once n_layers is known and checked. */
@@ -424,7 +441,7 @@ int model_steps(const struct wick_model *m, const char **names, int cap) {
         }                                       \
     } while (0)
     bool bias = false, qk = false, post_attn = false, post_ffn = false, no_norm = false, unrotated = false,
-         sliding = false, kv_shared = false, out_scale = false, sparse = false, layer_biases = false;
+         sliding = false, kv_shared = false, out_scale = false, sparse = false;
     int kinds = 0;
     for (int l = 0; l < c->n_layers; l++) {
         const layer_weights *w = &m->layers[l];
@@ -439,7 +456,6 @@ int model_steps(const struct wick_model *m, const char **names, int cap) {
         out_scale |= w->out_scale != NULL;
         sparse |= w->ffn_sparsity > -INFINITY;
         kinds |= 1 << w->kind;
-        layer_biases |= w->bo || w->ffn_up_b || w->ffn_down_b || w->attn_post_norm_b || w->ffn_post_norm_b;
     }
     STEP(c->rope_neox, "rope_neox");
     STEP(c->rope_dim != c->head_dim, "partial_rope");
@@ -481,11 +497,15 @@ int model_steps(const struct wick_model *m, const char **names, int cap) {
     STEP(kinds & (1 << LAYER_SHORTCONV), "shortconv");
     STEP(kinds & (1 << LAYER_DELTANET), "deltanet");
     STEP(kinds & (1 << LAYER_MAMBA2), "mamba2");
+    /* embedding models: encoder (embeddings, no logits; the pooling and n_token_types are
+     * encoder.c's), the bert lineage's LayerNorm layers and biases (bo, ffn_up_b, ffn_down_b,
+     * attn_post_norm_b, ffn_post_norm_b), attention without the causal mask, symmetric windows,
+     * the projections after pooling */
     STEP(c->encoder, "encoder");
+    STEP(c->layernorm, "layernorm");
     STEP(!c->causal, "bidirectional");
-    STEP(c->pooling != POOL_NONE, "pooling");
-    STEP(c->n_token_types > 0, "token_types");
-    STEP(layer_biases, "layer_biases");
+    STEP(sliding && c->swa_symmetric, "sliding_window_symmetric");
+    STEP(m->dense_2.data || m->dense_3.data, "dense_out");
 #undef STEP
     return n;
 }
@@ -744,22 +764,27 @@ static int read_gguf_config(struct wick_model *m, errmsg *err) {
     c->rope_dim_swa = c->rope_dim;
     if (meta_float(g, a, "rope.freq_base", &f)) c->rope_base = (float)f;
     if (meta_float(g, a, "attention.layer_norm_rms_epsilon", &f)) c->rms_eps = (float)f;
-    c->encoder = ai->encoder;
-    c->causal = true;
+    /* embeddings: the encoders and gemma-embedding always (no output head), a decoder whose file
+     * names its pooling (Qwen3-Embedding: last) besides generating, as llama.cpp's embedding
+     * context takes the hidden states after the final norm (t_embd) */
+    c->encoder = ai->encoder || ai->embedding;
+    c->layernorm = ai->encoder;
+    c->swa_symmetric = ai->swa_symmetric;
+    c->causal = !ai->embedding; /* gemma-embedding: llama.cpp sets causal_attn false whatever the file says */
+    bool causal;
+    snprintf(key, sizeof key, "%s.attention.causal", a);
+    if (!ai->embedding && gguf_get_bool(g, key, &causal)) c->causal = causal;
+    c->pooling = c->encoder ? POOL_NONE : POOL_UNSPECIFIED;
+    if (meta_int(g, a, "pooling_type", &v)) {
+        if (c->encoder && (v < POOL_NONE || v > POOL_LAST))
+            return errorf(err, v == POOL_RANK ? WICK_ERR_UNSUPPORTED : WICK_ERR_FORMAT, "%s.pooling_type = %lld: %s", a,
+                          (long long)v, v == POOL_RANK ? "rank pooling (a reranker) is not supported yet" : "out of range");
+        if (v >= POOL_NONE && v <= POOL_LAST) c->pooling = (pooling_kind)v; /* a decoder's rank: not an embedder */
+    }
     if (ai->encoder) {
         if (!meta_float(g, a, "attention.layer_norm_epsilon", &f))
             return errorf(err, WICK_ERR_FORMAT, "metadata %s.attention.layer_norm_epsilon is missing", a);
         c->rms_eps = (float)f;
-        bool causal;
-        snprintf(key, sizeof key, "%s.attention.causal", a);
-        if (gguf_get_bool(g, key, &causal)) c->causal = causal;
-        c->pooling = POOL_NONE;
-        if (meta_int(g, a, "pooling_type", &v)) {
-            if (v < POOL_NONE || v > POOL_LAST)
-                return errorf(err, v == POOL_RANK ? WICK_ERR_UNSUPPORTED : WICK_ERR_FORMAT, "%s.pooling_type = %lld: %s", a,
-                              (long long)v, v == POOL_RANK ? "rank pooling (a reranker) is not supported yet" : "out of range");
-            c->pooling = (pooling_kind)v;
-        }
         if (gguf_get_i64(g, "tokenizer.ggml.token_type_count", &v)) {
             if (v < 0 || v > 1024) return errorf(err, WICK_ERR_FORMAT, "tokenizer.ggml.token_type_count = %lld out of range", (long long)v);
             c->n_token_types = (int32_t)v;
@@ -847,7 +872,7 @@ static int read_gguf_config(struct wick_model *m, errmsg *err) {
     for (int l = 0; l < c->n_layers; l++) {
         layer_weights *w = &m->layers[l];
         /* llama.cpp's set_swa_pattern: a period of 0 makes every layer slide */
-        w->sliding = c->n_swa > 0 && (period == 0 || l % period < period - 1);
+        w->sliding = c->n_swa > 0 && (period == 0 || (ai->swa_dense_first ? l % period != 0 : l % period < period - 1));
         w->rotate = rotate && (ai->no_rope_every == 0 || (l + 1) % ai->no_rope_every != 0);
     }
     if (ai->layer_shapes && read_layer_shapes(m, pat, err)) return -1;
@@ -906,32 +931,51 @@ static int bind_recurrent(struct wick_model *m, int l, errmsg *err) {
     return 0;
 }
 
-/* An encoder's weights, as llama.cpp's bert loader creates them (src/models/bert.cpp): token,
- * position and (optional) token-type embeddings and their LayerNorm; per layer Q, K and V (or a
- * fused attn_qkv) with biases, the output projection, the FFN's up and down, each with a bias,
- * and the two LayerNorms after the blocks. No output head: the hidden states are the output. */
+/* An encoder's weights, as llama.cpp's loaders for the bert lineage create them (src/models/bert.cpp,
+ * nomic-bert.cpp, modern-bert.cpp): token embeddings, (optional) token types and the embeddings'
+ * LayerNorm; bert's position table (nomic-bert and modern-bert rotate instead); per layer Q, K and
+ * V (or a fused attn_qkv) with optional biases, the output projection, the FFN (bert: GELU(up);
+ * nomic-bert: SwiGLU from ffn_gate and ffn_up; modern-bert: GeGLU from one ffn_up holding gate
+ * rows then up rows) with optional biases, and the LayerNorms: bert and nomic-bert after each
+ * block (with biases), modern-bert before each (attn_norm, absent on its first layer, and
+ * ffn_norm, without biases) and output_norm at the end. No output head: the hidden states are
+ * the output. */
 static int bind_encoder_weights(struct wick_model *m, errmsg *err) {
     model_config *c = &m->config;
-    if (c->n_token_types == 0)
+    const bool bert = !strcmp(c->arch, "bert"), modern = !strcmp(c->arch, "modern-bert");
+    if (c->n_token_types == 0 && !modern)
         return errorf(err, WICK_ERR_FORMAT, "%s needs tokenizer.ggml.token_type_count (as llama.cpp does)", c->arch);
     if (c->n_heads != c->n_kv_heads) return errorf(err, WICK_ERR_FORMAT, "%s: %d KV heads for %d heads", c->arch, c->n_kv_heads, c->n_heads);
     int64_t dim = c->dim, hid = c->hidden_dim;
+    if (modern) { /* hidden_activation: GeGLU unless it names SiLU (llama.cpp's LLM_FFN_OP_TYPES_FROM_STRING) */
+        char key[128];
+        gguf_str act;
+        snprintf(key, sizeof key, "%s.hidden_activation", c->arch);
+        if (gguf_get_str(&m->gguf, key, &act) && !gguf_str_eq(act, "gelu") && !gguf_str_eq(act, "geglu")) {
+            if (!gguf_str_eq(act, "silu") && !gguf_str_eq(act, "swish") && !gguf_str_eq(act, "swiglu"))
+                return errorf(err, WICK_ERR_UNSUPPORTED, "%s = %.*s: not supported (gelu and silu are)", key, (int)act.len, act.ptr);
+            c->act = ACT_SILU;
+        }
+    }
     if (bind_matrix(m, "token_embd.weight", c->n_vocab, dim, false, &m->tok_embd, err) ||
-        bind_floats(m, "position_embd.weight", dim, c->n_ctx_train, false, &m->pos_embd, err) ||
+        bind_floats(m, "position_embd.weight", dim, c->n_ctx_train, !bert, &m->pos_embd, err) ||
         bind_floats(m, "token_types.weight", dim, c->n_token_types, true, &m->type_embd, err) ||
         bind_vector(m, "token_embd_norm.weight", dim, false, &m->embd_norm, err) ||
-        bind_vector(m, "token_embd_norm.bias", dim, false, &m->embd_norm_b, err))
+        bind_vector(m, "token_embd_norm.bias", dim, modern, &m->embd_norm_b, err) ||
+        bind_vector(m, "output_norm.weight", dim, !modern, &m->output_norm, err))
         return -1;
     if (model_find_tensor(m, "cls.weight") || model_find_tensor(m, "cls.output.weight"))
         return errorf(err, WICK_ERR_UNSUPPORTED, "%s: a classification head (cls.*, a reranker) is not supported yet", c->arch);
     for (int l = 0; l < c->n_layers; l++) {
         layer_weights *w = &m->layers[l];
+        w->rotate = !bert;
         char n[64];
 #define NAME(s) (snprintf(n, sizeof n, "blk.%d." s, l), n)
-        if (model_find_tensor(m, NAME("attn_qkv.weight"))) {
+        if (model_find_tensor(m, NAME("attn_qkv.weight")) || modern) {
             weight qkv;
             const float *b = NULL;
-            if (bind_matrix(m, n, 3 * dim, dim, false, &qkv, err) || bind_vector(m, NAME("attn_qkv.bias"), 3 * dim, true, &b, err))
+            if (bind_matrix(m, NAME("attn_qkv.weight"), 3 * dim, dim, false, &qkv, err) ||
+                (!modern && bind_vector(m, NAME("attn_qkv.bias"), 3 * dim, true, &b, err)))
                 return -1;
             m->fused_qkv = true;
             w->wq = weight_rows(&qkv, 0, dim), w->wk = weight_rows(&qkv, dim, dim), w->wv = weight_rows(&qkv, 2 * dim, dim);
@@ -945,16 +989,27 @@ static int bind_encoder_weights(struct wick_model *m, errmsg *err) {
             return -1;
         }
         if (bind_matrix(m, NAME("attn_output.weight"), dim, dim, false, &w->wo, err) ||
-            bind_vector(m, NAME("attn_output.bias"), dim, true, &w->bo, err) ||
-            bind_vector(m, NAME("attn_output_norm.weight"), dim, false, &w->attn_post_norm, err) ||
-            bind_vector(m, NAME("attn_output_norm.bias"), dim, false, &w->attn_post_norm_b, err) ||
-            bind_matrix(m, NAME("ffn_up.weight"), hid, dim, false, &w->w_up, err) ||
-            bind_vector(m, NAME("ffn_up.bias"), hid, true, &w->ffn_up_b, err) ||
+            (!modern && bind_vector(m, NAME("attn_output.bias"), dim, true, &w->bo, err)) ||
             bind_matrix(m, NAME("ffn_down.weight"), dim, hid, false, &w->w_down, err) ||
-            bind_vector(m, NAME("ffn_down.bias"), dim, true, &w->ffn_down_b, err) ||
-            bind_vector(m, NAME("layer_output_norm.weight"), dim, false, &w->ffn_post_norm, err) ||
-            bind_vector(m, NAME("layer_output_norm.bias"), dim, false, &w->ffn_post_norm_b, err))
+            (!modern && bind_vector(m, NAME("ffn_down.bias"), dim, true, &w->ffn_down_b, err)))
             return -1;
+        if (modern) {
+            weight up;
+            if (bind_vector(m, NAME("attn_norm.weight"), dim, l == 0, &w->attn_norm, err) ||
+                bind_vector(m, NAME("ffn_norm.weight"), dim, false, &w->ffn_norm, err) ||
+                bind_matrix(m, NAME("ffn_up.weight"), 2 * hid, dim, false, &up, err))
+                return -1;
+            m->fused_gate_up = true;
+            w->w_gate = weight_rows(&up, 0, hid), w->w_up = weight_rows(&up, hid, hid);
+        } else if (bind_vector(m, NAME("attn_output_norm.weight"), dim, false, &w->attn_post_norm, err) ||
+                   bind_vector(m, NAME("attn_output_norm.bias"), dim, false, &w->attn_post_norm_b, err) ||
+                   bind_matrix(m, NAME("ffn_up.weight"), hid, dim, false, &w->w_up, err) ||
+                   bind_vector(m, NAME("ffn_up.bias"), hid, true, &w->ffn_up_b, err) ||
+                   (!bert && bind_matrix(m, NAME("ffn_gate.weight"), hid, dim, false, &w->w_gate, err)) ||
+                   bind_vector(m, NAME("layer_output_norm.weight"), dim, false, &w->ffn_post_norm, err) ||
+                   bind_vector(m, NAME("layer_output_norm.bias"), dim, false, &w->ffn_post_norm_b, err)) {
+            return -1;
+        }
 #undef NAME
     }
     return 0;
@@ -988,6 +1043,19 @@ static int bind_altup(struct wick_model *m, errmsg *err) {
 #undef NAME
     }
     return 0;
+}
+
+/* sentence-transformers' Dense modules after pooling, where the converter kept them
+ * (--sentence-transformers-dense-modules): dense_2 [feat][dim] then dense_3 [dim][feat], as
+ * llama.cpp's gemma-embedding loader creates them (feat: <arch>.dense_2_feat_out) */
+static int bind_dense(struct wick_model *m, errmsg *err) {
+    const gguf_tensor *d2 = model_find_tensor(m, "dense_2.weight"), *d3 = model_find_tensor(m, "dense_3.weight");
+    int64_t feat = d2 ? d2->ne[1] : d3 ? d3->ne[0] : 0, dim = m->config.dim;
+    if (feat < 1 || feat > MAX_DIM) return feat ? errorf(err, WICK_ERR_FORMAT, "dense_2/dense_3 width %lld out of range", (long long)feat) : 0;
+    if (bind_matrix(m, "dense_2.weight", feat, dim, true, &m->dense_2, err) ||
+        bind_matrix(m, "dense_3.weight", dim, feat, true, &m->dense_3, err))
+        return -1;
+    return !m->dense_2.data != !m->dense_3.data ? errorf(err, WICK_ERR_UNSUPPORTED, "dense_2 without dense_3, or the reverse: not supported") : 0;
 }
 
 static int bind_gguf_weights(struct wick_model *m, errmsg *err) {
@@ -1091,7 +1159,7 @@ static int bind_gguf_weights(struct wick_model *m, errmsg *err) {
         }
 #undef NAME
     }
-    return 0;
+    return ai->embedding ? bind_dense(m, err) : 0;
 }
 
 const gguf_tensor *model_find_tensor(const struct wick_model *m, const char *name) {

@@ -100,7 +100,7 @@ typedef struct {
 typedef enum { ACT_SILU, ACT_GELU_TANH } ffn_activation;
 /* How an encoder's token rows become one vector per sequence: llama.cpp's llama_pooling_type
  * values, as <arch>.pooling_type holds them */
-typedef enum { POOL_NONE = 0, POOL_MEAN = 1, POOL_CLS = 2, POOL_LAST = 3, POOL_RANK = 4 } pooling_kind;
+typedef enum { POOL_UNSPECIFIED = -1, POOL_NONE = 0, POOL_MEAN = 1, POOL_CLS = 2, POOL_LAST = 3, POOL_RANK = 4 } pooling_kind;
 typedef enum { QK_NORM_NONE, QK_NORM_PER_HEAD, QK_NORM_FULL } qk_norm_kind;
 
 typedef struct {
@@ -149,10 +149,15 @@ typedef struct {
     int32_t ssm_state, ssm_k_heads, ssm_v_heads; /* DeltaNet: head size S, key heads, value heads;
                            * Mamba-2: d_state, groups (of B and C), heads (ssm.time_step_rank) */
     int32_t ssm_inner;    /* Mamba-2: d_inner = 2·dim, the width of x, z and y (heads × head size) */
-    /* encoders (encoder.c): no output head; LayerNorm (eps: rms_eps) where decoders RMS-norm */
+    /* embedding models (encoder.c): no output head */
     bool encoder;
+    bool layernorm;       /* the bert lineage's layers (encoder_batch: LayerNorm, eps rms_eps), else the
+                           * decoders' layer loop (forward.c: gemma-embedding, a decoder with pooling_type) */
     bool causal;          /* <arch>.attention.causal (llama.cpp's default true; bert files say false) */
-    pooling_kind pooling; /* <arch>.pooling_type: the file's pooling (none when absent) */
+    bool swa_symmetric;   /* a sliding layer's query sees positions within n_swa / 2 either side
+                           * (llama.cpp's LLAMA_SWA_TYPE_SYMMETRIC: modern-bert, gemma-embedding) */
+    pooling_kind pooling; /* <arch>.pooling_type: the file's pooling (an encoder's: none when absent; a
+                           * decoder without it: POOL_UNSPECIFIED, it does not embed) */
     int32_t n_token_types; /* tokenizer.ggml.token_type_count: rows of token_types (0: none) */
 } model_config;
 
@@ -190,6 +195,9 @@ struct wick_model {
     /* gemma3n: the projections from the embedding into AltUp's other streams and back (altup_proj,
      * altup_unembd_proj: n_altup − 1 slices of [dim][dim]) */
     weight altup_proj[ALTUP_MAX - 1], altup_unembd[ALTUP_MAX - 1];
+    /* sentence-transformers' projections after pooling (gemma-embedding's dense_2 [feat][dim] and
+     * dense_3 [dim][feat]), or absent */
+    weight dense_2, dense_3;
 };
 
 /* The shape of layer l: its own where the layers differ (gemma4), else the model's. */

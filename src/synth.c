@@ -95,6 +95,8 @@ enum {
                                 * dimensions, KV-shared last layers, per-layer embeddings (synth_gemma4) */
     F_GEMMA3N = 1u << 16,      /* gemma3n: per-layer embeddings, KV-shared layers from the 20th on, AltUp,
                                 * Laurel and the sparse FFN gate of the first 10 layers */
+    F_DENSE = 1u << 17,        /* gemma-embedding: dense_2 [dim → 4·dim] and dense_3 [4·dim → dim] after pooling
+                                * (EmbeddingGemma's 2_Dense and 3_Dense, 768 → 3072 → 768), mean pooling */
 };
 
 /* lfm2's attention layers in a synth file: every third (LFM2-350M has 6 of 16, spread out) */
@@ -217,6 +219,12 @@ static const synth_family families[] = {
     {.name = "mistral3", .arch = "mistral3", .flags = F_PRE_NORM | F_ROPE_DIM_KEY, .head_factor = 1,
      .ctx_train = 262144, .rope_base = 1000000.0f, .rms_eps = 1e-5f, .orig_ctx = 16, .yarn_factor = 16.0f,
      .yarn_log_mul = 1.0f, .attn_temp_scale = 0.5f, .logit_std = 3.0f},
+    /* EmbeddingGemma-300m as conversion/gemma.py's EmbeddingGemma writes it (with
+     * --sentence-transformers-dense-modules): gemma3's keys and tensors, its sliding window as in
+     * config.json (the graph makes it symmetric) */
+    {.name = "gemma-embedding", .arch = "gemma-embedding", .flags = F_TIED | F_PRE_NORM | F_POST_NORM | F_QK_NORM_HEAD | F_EMB_SQRT | F_DENSE,
+     .min_layers = 6, .head_factor = 2, .ctx_train = 2048, .rope_base = 1000000.0f, .rms_eps = 1e-6f,
+     .swa_small = 12, .swa_large = 512, .rope_base_swa = 10000.0f, .logit_std = 3.0f},
     {.name = "gemma4", .arch = "gemma4",
      .flags = F_TIED | F_PRE_NORM | F_POST_NORM | F_QK_NORM_HEAD | F_EMB_SQRT | F_ROPE_DIM_KEY | F_GEMMA4, .min_layers = 6,
      .head_factor = 1, .ctx_train = 131072, .rope_base = 1000000.0f, .rms_eps = 1e-6f, .swa_small = 12, .swa_large = 512,
@@ -510,15 +518,27 @@ static int write_synth_file(const char *out_path, synth_tensor *ts, int n_t, con
  *   - query and key weights giving attention scores a standard deviation of 1 (as SCORE_STD),
  *     so that a causal mask in place of the bidirectional one moves the output far;
  *   - the LayerNorms' weights about 1, their biases and every matrix's of standard deviation 0.2.
- * pooling: "mean" (bge-small, all-MiniLM's), "cls" (bge's), "last" or "none" (bert.pooling_type). */
+ * pooling: "mean" (bge-small, all-MiniLM's), "cls" (bge's), "last" or "none" (bert.pooling_type).
+ * `--arch nomic-bert` (conversion/bert.py's NomicBertModel: nomic-embed-text-v1.5) has no position
+ * table but rotary positions (rope.freq_base 1000), one attn_qkv and a SwiGLU FFN (ffn_gate,
+ * ffn_up), no biases but the LayerNorms'. `--arch modern-bert` (ModernBertModel) pre-norms each
+ * block (no attn_norm on the first layer) with LayerNorms without biases, fuses Q, K and V,
+ * writes the GeGLU's gate and up rows in one ffn_up, ends with output_norm, and has no token
+ * types; every third layer from the first is global, the others local within a window of
+ * BERT_SWA_SMALL (ModernBERT's local_attention 128 on the larger shapes) with rope base 10000
+ * against the global 160000; at least three layers, so that the alternation shows. */
 #define BERT_TOKEN_TYPES 2
 #define BERT_CTX_TRAIN 512
 #define BERT_LAYER_NORM_EPS 1e-12f
 #define BERT_BIAS_STD 0.2f
+#define BERT_SWA_SMALL 8
+enum { ENC_BERT, ENC_NOMIC, ENC_MODERN };
 
-static int synth_write_bert(const synth_shape *sh, const synth_quant *q, const char *type, int pooling, const gguf_file *vg,
+static int synth_write_bert(const synth_shape *sh, const synth_quant *q, const char *type, int pooling, int variant, const gguf_file *vg,
                             int64_t n_vocab, const char *out_path, unsigned long long seed, errmsg *err) {
-    const int dim = sh->dim, n_layers = sh->n_layers, n_heads = sh->n_heads, hidden = sh->hidden;
+    const int dim = sh->dim, n_heads = sh->n_heads, hidden = sh->hidden;
+    const int n_layers = variant == ENC_MODERN && sh->n_layers < 3 ? 3 : sh->n_layers;
+    const bool bert = variant == ENC_BERT, modern = variant == ENC_MODERN;
     const float norm_rms = 1.0408f; /* as synth_write's */
     /* scores q·k/√head_dim of std SCORE_STD from components of std √SCORE_STD, the input LayerNormed */
     const float qk_std = sqrtf(SCORE_STD) / (sqrtf((float)dim) * norm_rms);
@@ -532,11 +552,24 @@ static int synth_write_bert(const synth_shape *sh, const synth_quant *q, const c
 #define VECTOR(std_, ne0_, ...) (TENSOR(ne0_, 1, __VA_ARGS__), t->type = WICK_TYPE_F32, t->std = (std_))
 #define NORM(ne0_, ...) (TENSOR(ne0_, 1, __VA_ARGS__), t->type = WICK_TYPE_F32, t->norm = true, t->centre = 1.0f)
     MATRIX(R_EMBD, 0, 1.0f, dim, n_vocab, "token_embd.weight");
-    TABLE(0.5f, dim, BERT_TOKEN_TYPES, "token_types.weight");
-    TABLE(0.5f, dim, BERT_CTX_TRAIN, "position_embd.weight");
+    if (!modern) TABLE(0.5f, dim, BERT_TOKEN_TYPES, "token_types.weight");
+    if (bert) TABLE(0.5f, dim, BERT_CTX_TRAIN, "position_embd.weight");
     NORM(dim, "token_embd_norm.weight");
-    VECTOR(BERT_BIAS_STD, dim, "token_embd_norm.bias");
-    for (int l = 0; l < n_layers; l++) {
+    if (!modern) VECTOR(BERT_BIAS_STD, dim, "token_embd_norm.bias");
+    for (int l = 0; !bert && l < n_layers; l++) {
+        if (modern && l > 0) NORM(dim, "blk.%d.attn_norm.weight", l);
+        MATRIX(R_ATTN_V, l, qk_std, dim, 3 * dim, "blk.%d.attn_qkv.weight", l);
+        t->v_row0 = 2 * dim, t->v_std = 1.0f / sqrtf((float)dim);
+        MATRIX(R_OTHER, l, 1.0f / sqrtf((float)dim), dim, dim, "blk.%d.attn_output.weight", l);
+        if (modern) NORM(dim, "blk.%d.ffn_norm.weight", l);
+        else NORM(dim, "blk.%d.attn_output_norm.weight", l), VECTOR(BERT_BIAS_STD, dim, "blk.%d.attn_output_norm.bias", l);
+        MATRIX(R_OTHER, l, 1.0f / sqrtf((float)dim), dim, modern ? 2 * hidden : hidden, "blk.%d.ffn_up.weight", l);
+        if (!modern) MATRIX(R_OTHER, l, 1.0f / sqrtf((float)dim), dim, hidden, "blk.%d.ffn_gate.weight", l);
+        MATRIX(R_FFN_DOWN, l, 1.0f / sqrtf((float)hidden), hidden, dim, "blk.%d.ffn_down.weight", l);
+        if (!modern) NORM(dim, "blk.%d.layer_output_norm.weight", l), VECTOR(BERT_BIAS_STD, dim, "blk.%d.layer_output_norm.bias", l);
+    }
+    if (modern) NORM(dim, "output_norm.weight");
+    for (int l = 0; bert && l < n_layers; l++) {
         MATRIX(R_OTHER, l, qk_std, dim, dim, "blk.%d.attn_q.weight", l);
         VECTOR(BERT_BIAS_STD, dim, "blk.%d.attn_q.bias", l);
         MATRIX(R_OTHER, l, qk_std, dim, dim, "blk.%d.attn_k.weight", l);
@@ -560,18 +593,25 @@ static int synth_write_bert(const synth_shape *sh, const synth_quant *q, const c
 #undef MATRIX
 #undef TENSOR
     meta_buf mb = {0};
-    const char *a = "bert";
+    const char *a = bert ? "bert" : modern ? "modern-bert" : "nomic-bert";
     char name[96];
-    snprintf(name, sizeof name, "wick synth bert %s %s", sh->name, type);
+    snprintf(name, sizeof name, "wick synth %s %s %s", a, sh->name, type);
     kv_str(&mb, NULL, "general.architecture", a);
     kv_str(&mb, NULL, "general.name", name);
     kv_u32(&mb, NULL, "general.file_type", q->ftype);
     kv_u32(&mb, a, "context_length", BERT_CTX_TRAIN);
+    if (!bert) kv_f32(&mb, a, "rope.freq_base", modern ? 160000.0f : 1000.0f);
+    if (modern) {
+        kv_u32(&mb, a, "attention.sliding_window", sh->small ? BERT_SWA_SMALL : 128);
+        kv_u32(&mb, a, "attention.sliding_window_pattern", 3);
+        kv_f32(&mb, a, "rope.freq_base_swa", 10000.0f);
+        kv_str(&mb, a, "rope.scaling.type", "none");
+    }
     kv_u32(&mb, a, "embedding_length", (uint32_t)dim);
     kv_u32(&mb, a, "feed_forward_length", (uint32_t)hidden);
     kv_u32(&mb, a, "block_count", (uint32_t)n_layers);
     kv_u32(&mb, a, "attention.head_count", (uint32_t)n_heads);
-    kv_f32(&mb, a, "attention.layer_norm_epsilon", BERT_LAYER_NORM_EPS);
+    kv_f32(&mb, a, "attention.layer_norm_epsilon", modern ? 1e-5f : BERT_LAYER_NORM_EPS);
     kv_bool(&mb, a, "attention.causal", false);
     kv_u32(&mb, a, "pooling_type", (uint32_t)pooling);
     bool has_types = false;
@@ -583,7 +623,7 @@ static int synth_write_bert(const synth_shape *sh, const synth_quant *q, const c
             mb.count++;
             has_types |= vg->kv[i].key.len == 31 && !memcmp(vg->kv[i].key.ptr, "tokenizer.ggml.token_type_count", 31);
         }
-    if (!has_types) kv_u32(&mb, NULL, "tokenizer.ggml.token_type_count", BERT_TOKEN_TYPES);
+    if (!has_types && !modern) kv_u32(&mb, NULL, "tokenizer.ggml.token_type_count", BERT_TOKEN_TYPES);
     int rc = mb.oom ? errorf(err, WICK_ERR_NOMEM, "out of memory") : write_synth_file(out_path, ts, n_t, &mb, seed, false, err);
     free(mb.p);
     free(ts);
@@ -593,18 +633,22 @@ static int synth_write_bert(const synth_shape *sh, const synth_quant *q, const c
 int synth_write(const char *arch_name, const char *shape_name, const char *type, const char *pooling_name,
                 const char *vocab_path, const char *out_path, unsigned long long seed, errmsg *err) {
     const synth_family *fam = NULL;
-    const bool bert = arch_name && !strcmp(arch_name, "bert");
+    static const char *const encoders[] = {"bert", "nomic-bert", "modern-bert"};
+    int variant = -1;
+    for (int i = 0; arch_name && i < 3; i++)
+        if (!strcmp(arch_name, encoders[i])) variant = i;
+    const bool bert = variant >= 0;
     static const char *const poolings[] = {"none", "mean", "cls", "last"};
     int pooling = -1;
     for (int i = 0; i < 4; i++)
         if (!strcmp(pooling_name ? pooling_name : "mean", poolings[i])) pooling = i;
     if (pooling < 0) return errorf(err, WICK_ERR_INVALID_ARG, "unknown pooling '%s' (none, mean, cls, last)", pooling_name);
-    if (pooling_name && !bert) return errorf(err, WICK_ERR_INVALID_ARG, "--pooling is for the encoders (--arch bert)");
+
     for (size_t i = 0; i < sizeof families / sizeof families[0]; i++)
         if (!strcmp(families[i].name, arch_name ? arch_name : "llama")) fam = &families[i];
     if (!fam && !bert)
         return errorf(err, WICK_ERR_INVALID_ARG, "unknown arch '%s' (llama, llama3, qwen3, gemma2, gemma3, phi3, smollm3, granite, olmo2, "
-                      "lfm2, qwen35, granite-hybrid, mistral3, gemma4, gemma3n, bert)", arch_name);
+                      "lfm2, qwen35, granite-hybrid, mistral3, gemma4, gemma3n, gemma-embedding, bert, nomic-bert, modern-bert)", arch_name);
     const synth_shape *sh = NULL;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         if (!strcmp(shapes[i].name, shape_name)) sh = &shapes[i];
@@ -638,7 +682,7 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
     if (!tokens) { gguf_close(&vg); free(vbuf); return errorf(err, WICK_ERR_INVALID_ARG, "%s has no tokenizer.ggml.tokens", vocab_path); }
     int64_t n_vocab = (int64_t)tokens->arr_len;
     if (bert) {
-        int rc = synth_write_bert(sh, &q, type, pooling, &vg, n_vocab, out_path, seed, err);
+        int rc = synth_write_bert(sh, &q, type, pooling, variant, &vg, n_vocab, out_path, seed, err);
         gguf_close(&vg);
         free(vbuf);
         return rc;
@@ -833,6 +877,10 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
     }
     NORM(out_norm_centre, dim, fl & F_SHORTCONV ? "token_embd_norm.weight" : "output_norm.weight"); /* lfm2's name */
     if (!tied) MATRIX(R_OUTPUT, 0, out_std, dim, n_vocab, "output.weight");
+    if (fl & F_DENSE) {
+        MATRIX(R_OTHER, 0, 1.0f / sqrtf((float)dim), dim, 4 * dim, "dense_2.weight");
+        MATRIX(R_OTHER, 0, 1.0f / sqrtf((float)(4 * dim)), 4 * dim, dim, "dense_3.weight");
+    }
 #undef RANDOM_F32
 #undef VALUES
 #undef NORM
@@ -944,6 +992,14 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
     if (fam->residual_scale != 0) kv_f32(&mb, a, "residual_scale", fam->residual_scale);
     if (attention_scale != 0) kv_f32(&mb, a, "attention.scale", attention_scale);
     if (fam->logit_scale != 0) kv_f32(&mb, a, "logit_scale", fam->logit_scale);
+    /* an embedding model's pooling (a decoder's with --pooling: Qwen3-Embedding's last) */
+    if (pooling_name || fl & F_DENSE) kv_u32(&mb, a, "pooling_type", (uint32_t)pooling);
+    if (fl & F_DENSE) {
+        kv_u32(&mb, a, "dense_2_feat_in", (uint32_t)dim);
+        kv_u32(&mb, a, "dense_2_feat_out", (uint32_t)(4 * dim));
+        kv_u32(&mb, a, "dense_3_feat_in", (uint32_t)(4 * dim));
+        kv_u32(&mb, a, "dense_3_feat_out", (uint32_t)dim);
+    }
     for (uint64_t i = 0; i < vg.n_kv; i++)
         if (is_tokenizer_kv(&vg.kv[i])) {
             const uint8_t *start;

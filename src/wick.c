@@ -301,10 +301,10 @@ wick_status wick_model_info_json(const wick_model *m, char *buf, size_t buf_len,
              i.rope_neox ? "true" : "false", i.rope_base, i.rope_scale, i.rms_eps, (unsigned long long)i.n_params,
              (unsigned long long)i.weight_bytes);
     if (i.has_weights) emit_family(&o, m);
-    if (i.has_weights && m->config.encoder) {
+    if (i.has_weights && m->config.pooling != POOL_UNSPECIFIED) { /* an embedding model, or a decoder that also embeds */
         static const char *const pool_names[] = {"none", "mean", "cls", "last", "rank"};
-        emit(&o, ",\"encoder\":true,\"pooling\":\"%s\",\"causal\":%s,\"token_types\":%d", pool_names[m->config.pooling],
-             m->config.causal ? "true" : "false", m->config.n_token_types);
+        emit(&o, ",\"encoder\":%s,\"pooling\":\"%s\",\"causal\":%s,\"token_types\":%d", m->config.encoder ? "true" : "false",
+             pool_names[m->config.pooling], m->config.causal ? "true" : "false", m->config.n_token_types);
     }
     emit(&o, ",\"bos\":%d,\"eos\":%d,\"format\":\"%s\"", i.bos, i.eos, m->is_gguf ? "gguf" : "llama2c");
     uint64_t n_tensors = m->gguf.n_tensors;
@@ -577,16 +577,16 @@ float *wick_ctx_external_logits(wick_ctx *c, int32_t n_rows) {
 }
 
 int32_t wick_model_pooling(const wick_model *m) {
-    return m && m->has_weights && m->config.encoder ? (int32_t)m->config.pooling : -1;
+    return m && m->has_weights ? (int32_t)m->config.pooling : -1; /* POOL_UNSPECIFIED: -1 */
 }
 
 wick_status wick_embed(wick_ctx *c, const int32_t *tokens, const int32_t *lens, int32_t n_seq, int32_t pooling, int32_t normalize,
                        float *out) {
     if (!c) return api_fail(WICK_ERR_INVALID_ARG, "wick_embed: NULL context");
     const model_config *mc = &c->model->config;
-    if (!mc->encoder || c->external)
-        return ctx_fail(c, WICK_ERR_INVALID_ARG, "%s is a generative model, not an embedding model (an encoder such as bert): "
-                        "it has no embeddings to give", mc->arch);
+    if (mc->pooling == POOL_UNSPECIFIED || c->external)
+        return ctx_fail(c, WICK_ERR_INVALID_ARG, "%s is a generative model, not an embedding model (an encoder such as bert, or a "
+                        "decoder whose file sets %s.pooling_type): it has no embeddings to give", mc->arch, mc->arch);
     if (pooling == WICK_POOLING_DEFAULT) pooling = (int32_t)mc->pooling;
     if (pooling < WICK_POOLING_NONE || pooling > WICK_POOLING_LAST)
         return ctx_fail(c, WICK_ERR_INVALID_ARG, "pooling %d unknown (0 none, 1 mean, 2 cls, 3 last)", pooling);

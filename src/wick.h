@@ -144,9 +144,11 @@ size_t wick_state_bytes(const wick_ctx *c);
  * each prompt). Without a snapshot a hybrid model's cache is cut back only to 0. */
 wick_status wick_state_snapshot(wick_ctx *c);
 
-/* ---- embeddings: encoders (bert) ----
+/* ---- embeddings: encoders (bert, nomic-bert, modern-bert, gemma-embedding) and decoders whose
+ * file sets <arch>.pooling_type (Qwen3-Embedding) ----
  * An encoder's context (wick_ctx_new on a model whose info JSON says "encoder": true) has no
- * logits: wick_eval and the generator refuse it, and a decoder's context refuses wick_embed. Its
+ * logits: wick_eval and the generator refuse it, and a decoder's context refuses wick_embed unless
+ * its file names a pooling (info "pooling"); wick_embed then empties that context's cache. Its
  * window (n_ctx) is the longest sequence it takes, at most the model's training context (the
  * default); n_batch is how many tokens one pass evaluates (default 2048, at least n_ctx):
  * several sequences are packed into one pass, each attending only to its own tokens. */
@@ -157,7 +159,7 @@ enum {
     WICK_POOLING_CLS = 2,      /* the first token's ([CLS]) */
     WICK_POOLING_LAST = 3,
 };
-/* The model's pooling (WICK_POOLING_*); -1 for a model that is not an encoder. */
+/* The model's pooling (WICK_POOLING_*); -1 for a model that does not embed. */
 int32_t wick_model_pooling(const wick_model *m);
 /* Embeds n_seq token sequences (their ids back to back in tokens, sequence s of lens[s] ids,
  * [CLS] … [SEP] included as wick_tokenize with add_bos adds them); each must fit the window

@@ -91,8 +91,10 @@ async function collect(iterable) {
   return { chunks, final, text: chunks.map((c) => c.text ?? c.choices?.[0].delta.content ?? '').join('') };
 }
 
-test('Wick.connect is connect; the engine tells what the server says about the model', () => {
-  assert.equal(Wick.connect, connect);
+test('Wick.connect is connect (connect.mjs loaded on the first call); the engine tells what the server says about the model', async () => {
+  const viaWick = await Wick.connect(base, { apiKey: API_KEY });
+  assert.deepEqual(viaWick.info, remote.info);
+  assert.equal(Object.getPrototypeOf(viaWick), Object.getPrototypeOf(remote));
   assert.equal(remote.build, 'remote');
   assert.equal(remote.baseURL, `${base}/v1`);
   assert.equal(remote.info.name, 'stories260K');

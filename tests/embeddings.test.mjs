@@ -60,7 +60,7 @@ after(async () => {
 
 /** llama.cpp's embedding of each text of a file ([CLS] text [SEP], as its embedding context adds them), and the ids. */
 const refs = new Map();
-function llamaEmbeddings(file) {
+function llamaEmbeddings(file, idLists) {
   if (!refs.has(file)) {
     refs.set(file, (async () => {
       const llama = await nativeLlama();
@@ -68,8 +68,8 @@ function llamaEmbeddings(file) {
       try {
         const ctx = await model.createContext({ contextSize: 512, batchSize: 512, threads: 1, sequences: 1, flashAttention: false, _embeddings: true });
         const out = [];
-        for (const text of texts) {
-          const ids = [model.tokens.bos, ...model.tokenize(text, false), model.tokens.sep];
+        for (const [i, text] of texts.entries()) {
+          const ids = idLists ? idLists[i] : [model.tokens.bos, ...model.tokenize(text, false), model.tokens.sep];
           const seq = ctx.getSequence();
           for await (const _ of seq.evaluate(ids, { _noSampling: true })) break; // eslint-disable-line no-unused-vars
           out.push({ ids, vector: Array.from(ctx._ctx.getEmbedding(ids.length)) });
@@ -168,6 +168,153 @@ test('knock-outs: no token types, or a causal mask, move the embeddings far', as
   fs.writeFileSync(causal, writeGguf(setKv(readGguf(synth('f16', 'cls')), 'bert.attention.causal', T.BOOL, true)));
   const c = wickEmbed('native', causal).texts;
   assert.ok(cosine(c[0].embedding, c[1].embedding) > 0.999999, 'a causal [CLS] row is the same for every text');
+});
+
+// ---- nomic-bert, modern-bert, gemma-embedding and a decoder with pooling_type (qwen3) ----
+// Each on wick's own token ids (wick tokenize: the tokenizers are tested elsewhere), so that the
+// comparison is of the forward pass and the pooling alone.
+
+const spm = path.join(shared, 'vocab', 'ggml-vocab-llama-spm.gguf');
+const FAMILIES = { 'nomic-bert': vocab, 'modern-bert': vocab, 'gemma-embedding': spm, qwen3: spm };
+function synthArch(arch, type, pooling) {
+  const key = `${arch}-${type}-${pooling ?? 'own'}`;
+  if (!files[key]) {
+    const file = path.join(tmp, `${key}.gguf`);
+    const args = ['synth', '--arch', arch, '--shape', 'mini', '--type', type, '--vocab', FAMILIES[arch], '-o', file];
+    if (pooling) args.push('--pooling', pooling);
+    const r = runWick('native', args);
+    assert.equal(r.code, 0, r.stderr);
+    files[key] = file;
+  }
+  return files[key];
+}
+const idsOf = (file) => texts.map((text) => {
+  const r = runWick('native', ['tokenize', '-m', file, '-p', text]);
+  assert.equal(r.code, 0, r.stderr);
+  return r.stdout.match(/-?\d+/g).map(Number);
+});
+/** llama.cpp's embeddings of a file (or of `edit`'s version of it) on wick's ids */
+function llamaOn(file, edit) {
+  let f = file;
+  if (edit) {
+    f = file.replace(/\.gguf$/, `-${edit.name}.gguf`);
+    if (!fs.existsSync(f)) fs.writeFileSync(f, writeGguf(edit(readGguf(file))));
+  }
+  return llamaEmbeddings(f, idsOf(f)).then((ref) => ({ file: f, ref }));
+}
+const worstCosine = (a, b) => Math.min(...a.map((x, i) => cosine(x.vector ?? x.embedding, b[i].vector ?? b[i].embedding)));
+const POOLED = { 'nomic-bert': undefined, 'modern-bert': undefined, 'gemma-embedding': undefined, qwen3: 'last' };
+
+for (const arch of Object.keys(FAMILIES)) {
+  for (const type of ['f32', 'f16', 'q8_0']) {
+    for (const build of ['native', 'wasm']) {
+      for (const threads of [1, 2]) {
+        test(`${build}, ${threads} thread${threads > 1 ? 's' : ''}: ${type} ${arch}${arch === 'qwen3' ? ' --pooling last' : ''}, equals llama.cpp's embeddings`, async () => {
+          const file = synthArch(arch, type, POOLED[arch]);
+          const { ref } = await llamaOn(file);
+          const ours = wickEmbed(build, file, ['--threads', String(threads)]);
+          assert.equal(ours.pooling, arch === 'qwen3' ? 'last' : 'mean');
+          const min = type === 'q8_0' ? 0.999 : 0.9999;
+          ours.texts.forEach((t, i) => {
+            assert.equal(t.tokens, ref[i].ids.length);
+            const c = cosine(t.embedding, ref[i].vector);
+            assert.ok(c >= min, `text ${i}: cosine ${c} < ${min}`);
+          });
+        });
+      }
+    }
+  }
+  for (const build of ['native', 'wasm']) {
+    test(`${build}: f16 ${arch}, pooling none: the last token's hidden state equals llama.cpp's`, async () => {
+      const file = synthArch(arch, 'f16', 'none');
+      const { ref } = await llamaOn(file);
+      const ours = wickEmbed(build, file);
+      assert.equal(ours.pooling, 'none');
+      ours.texts.forEach((t, i) => {
+        assert.equal(t.embedding.length, t.tokens);
+        const e = relRms(t.embedding.at(-1), ref[i].vector);
+        assert.ok(e <= toleranceFor(file), `text ${i}: last hidden state off by ${e} of its spread (tolerance ${toleranceFor(file)})`);
+      });
+    });
+  }
+}
+
+// a knock-out: llama.cpp's own embeddings of the edited file move far from the file's (1 − cosine
+// above `far`: 0.01, a hundred times what the comparisons above allow; a change of rope angles
+// or of one activation for a near one moves a mean less, and 1e-3 is still ten times that), and
+// wick's follow them there
+async function knockOut(arch, edit, { follows = true, pooling, far = 0.01 } = {}) {
+  const file = synthArch(arch, 'f16', pooling);
+  const { ref } = await llamaOn(file);
+  const { file: f, ref: moved } = await llamaOn(file, edit);
+  const worst = worstCosine(moved, ref);
+  assert.ok(1 - worst > far, `${edit.name}: llama.cpp's embeddings moved only to cosine ${worst}`);
+  if (follows) {
+    const ours = wickEmbed('native', f).texts;
+    const c = worstCosine(ours, moved);
+    assert.ok(c >= 0.9999, `${edit.name}: wick's embeddings are at cosine ${c} of llama.cpp's`);
+  }
+}
+const rename = (g, from, to) => ({ ...g, tensors: g.tensors.map((t) => ({ ...t, name: t.name.replace(from, to) })) });
+const dropTensors = (g, re) => ({ ...g, tensors: g.tensors.filter((t) => !re.test(t.name)) });
+
+test('knock-outs, nomic-bert: rotary positions (the order of the tokens counts), SwiGLU (gate and up swapped)', async () => {
+  // no position table: without rotation, mean pooling over bidirectional attention would not see
+  // the order of the tokens; llama.cpp's embedding of the reversed ids is far from the original's
+  const file = synthArch('nomic-bert', 'f16');
+  const ids = idsOf(file);
+  const reversed = ids.map((x) => [x[0], ...x.slice(1, -1).reverse(), x.at(-1)]);
+  const f = file.replace(/\.gguf$/, '-reversed.gguf');
+  fs.copyFileSync(file, f);
+  const [a, b] = [(await llamaOn(file)).ref, await llamaEmbeddings(f, reversed)];
+  const w = worstCosine(a, b);
+  assert.ok(1 - w > 1e-3, `reversed texts: cosine ${w}`);
+  await knockOut('nomic-bert', function rope_base(g) { return setKv(g, 'nomic-bert.rope.freq_base', T.F32, 1e6); }, { far: 1e-3 });
+  await knockOut('nomic-bert', function swap_gate_up(g) { return rename(rename(rename(g, /ffn_gate/, 'ffn_tmp'), /ffn_up/, 'ffn_gate'), /ffn_tmp/, 'ffn_up'); });
+});
+
+test('knock-outs, modern-bert: local/global alternation, the local layers\' rope base, GeGLU', async () => {
+  // every layer global: no window (a pattern of 1 says the same, but llama.cpp then aborts on the
+  // unused window mask's missing buffer, as with a pattern of 0, every layer local)
+  await knockOut('modern-bert', function every_layer_global(g) { return setKv(g, 'modern-bert.attention.sliding_window', T.U32, 0); });
+  await knockOut('modern-bert', function wider_window(g) { return setKv(g, 'modern-bert.attention.sliding_window', T.U32, 64); });
+  await knockOut('modern-bert', function swa_base_10(g) { return setKv(g, 'modern-bert.rope.freq_base_swa', T.F32, 10); }, { far: 1e-3 });
+  // SiLU in GELU's place (GELU and SiLU are near each other: the bar is 1e-3)
+  await knockOut('modern-bert', function swiglu(g) { return setKv(g, 'modern-bert.hidden_activation', T.STRING, 'silu'); }, { far: 1e-3 });
+});
+
+test('knock-outs, gemma-embedding: the dense projections, the symmetric window', async () => {
+  await knockOut('gemma-embedding', function no_dense(g) { return dropTensors(g, /^dense_[23]\./); });
+  await knockOut('gemma-embedding', function window_4096(g) { return setKv(g, 'gemma-embedding.attention.sliding_window', T.U32, 4096); });
+});
+
+test('a decoder embeds only when its file names a pooling; dimensions cut and renormalize', async () => {
+  const plain = synthArch('qwen3', 'f16');
+  const r = runWick('native', ['embed', '-m', plain, '-p', 'hello']);
+  assert.notEqual(r.code, 0);
+  assert.match(r.stderr, /generative model, not an embedding model/);
+  // the qwen3 --pooling last file generates too
+  const g = runWick('native', ['generate', '-m', synthArch('qwen3', 'f16', 'last'), '-p', 'hello', '-n', '2']);
+  assert.equal(g.code, 0, g.stderr);
+  // Matryoshka: the first 64 of nomic-bert's dimensions, renormalized (the glue's embed)
+  const e = await Wick.load(synthArch('nomic-bert', 'f16'), { threads: 1 });
+  try {
+    const [full] = await e.embed(texts[1]);
+    const [cut] = await e.embed(texts[1], { dimensions: 64 });
+    assert.equal(cut.length, 64);
+    assert.ok(Math.abs(Math.hypot(...cut) - 1) < 1e-5);
+    assert.ok(cosine(cut, full.slice(0, 64)) > 0.999999);
+  } finally {
+    await e.unload();
+  }
+  const d = await Wick.load(synthArch('qwen3', 'f16', 'last'), { threads: 1 });
+  try {
+    const { ref } = await llamaOn(synthArch('qwen3', 'f16', 'last'));
+    const [v] = await d.embed(texts[0]);
+    assert.ok(cosine(v, ref[0].vector) >= 0.9999);
+  } finally {
+    await d.unload();
+  }
 });
 
 // ---- the JS API (the glue under Node: the wasm build in a worker) ----

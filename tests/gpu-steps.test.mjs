@@ -28,6 +28,11 @@ const REFUSED = {
   mistral3: ['rope_yarn', 'attn_temp_scale'],
   gemma4: ['rope_freqs_full_layers', 'layer_shapes', 'kv_shared_layers', 'v_norm', 'per_layer_embeddings', 'layer_output_scale'],
   gemma3n: ['layer_shapes', 'kv_shared_layers', 'v_norm', 'per_layer_embeddings', 'altup', 'laurel', 'activation_sparsity'],
+  // the embedding models stay on the CPU (the worker refuses them before the steps: wick_model_pooling)
+  'gemma-embedding': ['encoder', 'bidirectional', 'sliding_window_symmetric', 'dense_out'],
+  bert: ['encoder', 'layernorm', 'bidirectional'],
+  'nomic-bert': ['encoder', 'layernorm', 'bidirectional'],
+  'modern-bert': ['encoder', 'layernorm', 'bidirectional', 'sliding_window_symmetric'],
 };
 // gemma3n's per-layer table is 256 values per layer and token (llama.cpp fixes the width): its file
 // takes stories260K's vocabulary of 512, not the 32000 of the others
@@ -36,7 +41,10 @@ const VOCAB = { gemma3n: path.join(shared, 'models', 'stories260K.gguf') };
 function synthArchs() {
   const src = fs.readFileSync(path.join(root, 'src', 'synth.c'), 'utf8');
   const table = src.slice(src.indexOf('static const synth_family families[]'));
-  return [...table.slice(0, table.indexOf('};')).matchAll(/\.name = "([^"]+)"/g)].map((m) => m[1]);
+  // and the encoders, written by synth_write_bert
+  const encoders = src.slice(src.indexOf('static const char *const encoders[]'));
+  return [...table.slice(0, table.indexOf('};')).matchAll(/\.name = "([^"]+)"/g)].map((m) => m[1])
+    .concat([...encoders.slice(0, encoders.indexOf('};')).matchAll(/"([^"]+)"/g)].map((m) => m[1]));
 }
 
 test('every family wick synth writes is either taken by the GPU path or refused with the steps it lacks', () => {

@@ -301,9 +301,9 @@ export interface EmbeddingsResponse {
 
 export interface ModelInfo {
   architecture: string;
-  /** an embedding model (bert): embed() and embeddings.create() work, generate() refuses */
+  /** an embedding model (bert, nomic-bert, modern-bert, gemma-embedding): embed() and embeddings.create() work, generate() refuses */
   encoder?: boolean;
-  /** an encoder's own pooling */
+  /** the model's own pooling: an encoder's, or a decoder's whose file sets it (Qwen3-Embedding: 'last'; embed() works, and generate()) */
   pooling?: Pooling;
   name: string;
   source: string;

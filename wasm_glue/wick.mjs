@@ -15,10 +15,8 @@ import './constants.js';
 import './gguf-header.js';
 import './download.js';
 import { WickError, invalid, checkNumber, checkSignal, checkGenerateOptions } from './options.mjs';
-import { connect } from './connect.mjs';
 import { jsonSchemaToGrammar, JSON_OBJECT_GRAMMAR } from './json-schema.mjs';
 import { toolCallFormat, parseToolCalls, planToolCalls, ToolCallSplitter } from './tool-calls.mjs';
-import { embedSettings, embedInputs, fitTokens, cutDimensions, embeddingsResponse } from './embeddings.mjs';
 
 const { WickConstants, WickGguf, WickDownload } = globalThis;
 const isNode = typeof process !== 'undefined' && !!process.versions?.node && typeof window === 'undefined' && typeof importScripts === 'undefined';
@@ -36,6 +34,9 @@ export { WickError, jsonSchemaToGrammar, toolCallFormat, parseToolCalls, planToo
 // chat-template.mjs (and through it @huggingface/jinja) is imported when a chat template is first
 // rendered: a page that only loads a model, or only completes text, never downloads it.
 const chatTemplates = () => import('./chat-template.mjs');
+// loaded on first use, not with the page: a server connection (Wick.connect) and the embeddings' options
+const connectModule = () => import('./connect.mjs');
+const embeddingsModule = () => import('./embeddings.mjs');
 
 /** The prompt text of a conversation rendered with a chat template, without a model (chat-template.mjs). */
 export async function renderChatTemplate(source, messages, options) {
@@ -487,9 +488,10 @@ class Engine {
 
   async _embed(input, options) {
     if (!this.info) throw new WickError('E_UNLOADED', 'no model is loaded');
-    if (!this.info.encoder)
-      throw new WickError('E_UNSUPPORTED', `${this.info.name} is a generative model (${this.info.architecture}), not an embedding model: embed() needs an encoder such as bert`);
+    if (!this.info.pooling) // an encoder, or a decoder whose file names its pooling (Qwen3-Embedding)
+      throw new WickError('E_UNSUPPORTED', `${this.info.name} is a generative model (${this.info.architecture}), not an embedding model: embed() needs an encoder such as bert, or a decoder whose file sets ${this.info.architecture}.pooling_type`);
     const dim = this.info.embedding_length;
+    const { embedSettings, embedInputs, fitTokens, cutDimensions } = await embeddingsModule();
     const s = embedSettings(options, dim);
     const inputs = embedInputs(input);
     const sequences = [];
@@ -511,6 +513,7 @@ class Engine {
     if (this.info?.encoder && this.info.pooling === 'none')
       throw new WickError('E_UNSUPPORTED', `${this.info.name} pools nothing (pooling_type none): embed(input, { pooling: 'mean' }) gives one vector per input`);
     const { vectors, tokens } = await this._embed(input, { dimensions, truncate: request.truncate === true });
+    const { embeddingsResponse } = await embeddingsModule();
     return embeddingsResponse(vectors, { model: request.model || this.info.name, tokens, encodingFormat });
   }
 
@@ -777,6 +780,11 @@ async function load(source, options = {}) {
     await engine.unload().catch(() => {});
     throw e instanceof WickError ? e : new WickError('E_WORKER', e.message || String(e));
   }
+}
+
+/** Wick.connect: connect.mjs's connect, the module loaded on the first call. */
+async function connect(baseURL, options) {
+  return (await connectModule()).connect(baseURL, options);
 }
 
 export const Wick = {

@@ -284,7 +284,8 @@
     } catch (e) {
       return refuse(`the GPU module did not load: ${e.message}`);
     }
-    if (M._wick_model_pooling(state.model) >= 0) return refuse('an encoder (an embedding model): the GPU path runs decoders only', 'E_UNSUPPORTED');
+    // an encoder, or a decoder whose file names a pooling (its embeddings are the CPU context's)
+    if (M._wick_model_pooling(state.model) >= 0) return refuse('an encoder (an embedding model): the GPU path runs decoders only, and embeds nothing', 'E_UNSUPPORTED');
     const tensors = modelTensors();
     const unsupported = gpu.GpuForward.unsupported(tensors);
     if (unsupported) return refuse(unsupported, 'E_UNSUPPORTED');
