@@ -24,6 +24,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import '../wasm_glue/gguf-header.js'; // globalThis.WickGguf: the header parser the wllama rows use
 import { createServer } from './serve.mjs';
 import {
   ROOT, parseArgs, list, ensureModel, modelInfo, modelLabel, buildPrompt, summarize, fmt,
