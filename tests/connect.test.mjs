@@ -248,9 +248,10 @@ test('errors keep wick\'s codes: a wrong port, a wrong key or path give E_FETCH;
 
 test('connect.mjs imported on its own, before wick.mjs, gives the same WickErrors', () => {
   const script = "const { connect } = await import('./wasm_glue/connect.mjs'); const { Wick, WickError } = await import('./wasm_glue/wick.mjs');"
-    + " try { await connect('ftp://x'); } catch (e) { console.log(e instanceof WickError, e.code, Wick.connect === connect); }";
+    + " for (const f of [connect, Wick.connect]) try { await f('ftp://x'); } catch (e) { console.log(e instanceof WickError, e.code); }";
   const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: root, encoding: 'utf8' });
-  assert.equal(out.trim(), 'true E_INVALID_ARG true');
+  // connect.mjs's own connect and Wick.connect (which loads connect.mjs on first use) refuse alike
+  assert.equal(out.trim(), 'true E_INVALID_ARG\ntrue E_INVALID_ARG');
 });
 
 test('the README\'s server snippet runs against the server', { timeout: 60000 }, async () => {
