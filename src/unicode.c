@@ -6,6 +6,17 @@
 #include "unicode_nfd.h"
 #include "unicode_tables.h"
 
+/* One LEB128 varint of a packed table (n bytes) at *pos, which it advances. */
+static uint32_t leb128(const uint8_t *stream, size_t n, size_t *pos) {
+    uint32_t x = 0;
+    for (unsigned shift = 0; *pos < n; shift += 7) {
+        uint8_t b = stream[(*pos)++];
+        x |= (uint32_t)(b & 0x7F) << shift;
+        if (!(b & 0x80)) break;
+    }
+    return x;
+}
+
 /* The category ranges unpacked (unicode_tables.h packs them for the page's download): the first
  * code point << 5 | category of each, made once, on the first lookup above U+07FF. */
 static uint32_t category_ranges[UNICODE_CATEGORY_RANGES];
@@ -14,13 +25,7 @@ static void unpack_category_ranges(void) {
     size_t pos = 0;
     uint32_t first = 0;
     for (int i = 0; i < UNICODE_CATEGORY_RANGES; i++) {
-        uint32_t gap = 0;
-        for (unsigned shift = 0; pos < UNICODE_CATEGORY_BYTES; shift += 7) {
-            uint8_t b = unicode_category_stream[pos++];
-            gap |= (uint32_t)(b & 0x7F) << shift;
-            if (!(b & 0x80)) break;
-        }
-        first += gap;
+        first += leb128(unicode_category_stream, UNICODE_CATEGORY_BYTES, &pos);
         category_ranges[i] = first << 5;
     }
     for (int i = 0; i < UNICODE_CATEGORY_RANGES; i++) category_ranges[i] |= unicode_category_stream[pos + i];
@@ -87,16 +92,7 @@ unsigned unicode_flags(uint32_t cpt) {
 #define HANGUL_LAST 0xD7A3u
 #define HANGUL_PER_LEAD 588u
 
-/* One LEB128 varint of the stream at *pos. */
-static uint32_t nfd_varint(size_t *pos) {
-    uint32_t x = 0;
-    for (unsigned shift = 0; *pos < UNICODE_NFD_BYTES; shift += 7) {
-        uint8_t b = unicode_nfd_stream[(*pos)++];
-        x |= (uint32_t)(b & 0x7F) << shift;
-        if (!(b & 0x80)) break;
-    }
-    return x;
-}
+static uint32_t nfd_varint(size_t *pos) { return leb128(unicode_nfd_stream, UNICODE_NFD_BYTES, pos); }
 
 int unicode_nfd_load(unicode_nfd_table *t) {
     t->first = malloc(3 * UNICODE_NFD_RUNS * sizeof *t->first);
