@@ -220,7 +220,8 @@ static int forward_batch(struct wick_ctx *c, const int32_t *tokens, int n_tok, b
     return 0;
 }
 
-int forward_eval(struct wick_ctx *c, const int32_t *tokens, int32_t n, bool all_logits, errmsg *err) {
+/* The checks of forward_eval and forward_eval_hidden: n tokens in range that fit the context */
+static int check_eval(struct wick_ctx *c, const int32_t *tokens, int32_t n, errmsg *err) {
     const model_config *mc = &c->model->config;
     if (mc->encoder)
         return errorf(err, WICK_ERR_INVALID_ARG, "%s is an embedding model (an encoder): it has no logits to generate from; "
@@ -234,6 +235,25 @@ int forward_eval(struct wick_ctx *c, const int32_t *tokens, int32_t n, bool all_
     if (!kv_cache_can_trim(c, c->n_past))
         return errorf(err, WICK_ERR_INVALID_ARG, "the sliding-window layers no longer hold the positions before %d (the cache was cut "
                       "back too far): evaluate from an earlier position", c->n_past);
+    return 0;
+}
+
+int forward_eval_hidden(struct wick_ctx *c, const int32_t *tokens, int32_t n, float *out, errmsg *err) {
+    if (check_eval(c, tokens, n, err)) return -1;
+    const struct wick_model *m = c->model;
+    int32_t chunk = 0;
+    for (int32_t done = 0; done < n; done += chunk) {
+        chunk = n - done < c->n_batch ? n - done : c->n_batch;
+        forward_batch(c, tokens + done, chunk, false, NULL);
+    }
+    /* c->x still holds the last chunk's rows */
+    rmsnorm(out, c->x + (size_t)(chunk - 1) * m->config.dim, m->output_norm, m->config.dim, m->config.rms_eps);
+    return 0;
+}
+
+int forward_eval(struct wick_ctx *c, const int32_t *tokens, int32_t n, bool all_logits, errmsg *err) {
+    const model_config *mc = &c->model->config;
+    if (check_eval(c, tokens, n, err)) return -1;
     int32_t rows = all_logits ? n : 1;
     if (rows > c->logits_cap_rows) {
         float *l = realloc(c->logits, (size_t)rows * (size_t)mc->n_vocab * sizeof(float));

@@ -87,11 +87,13 @@ int model_use_cpu_layout(struct wick_model *m)
 {
     if (!m->has_weights || !m->is_gguf) return 0;
     enum { PER_LAYER = 16 };
-    size_t n = 0, cap = 4 + (size_t)m->config.n_layers * PER_LAYER;
+    size_t n = 0, cap = 6 + (size_t)m->config.n_layers * PER_LAYER;
     weight **ws = malloc(cap * sizeof *ws);
     if (!ws) return -1;
     ws[n++] = &m->tok_embd;
     ws[n++] = &m->output;
+    ws[n++] = &m->cls;
+    ws[n++] = &m->cls_out;
     ws[n++] = &m->ple_embd;
     ws[n++] = &m->ple_model_proj;
     for (int l = 0; l < m->config.n_layers; l++) {
@@ -477,6 +479,7 @@ int model_steps(const struct wick_model *m, const char **names, int cap) {
     STEP(kinds & (1 << LAYER_SHORTCONV), "shortconv");
     STEP(kinds & (1 << LAYER_DELTANET), "deltanet");
     STEP(kinds & (1 << LAYER_MAMBA2), "mamba2");
+    STEP(c->pooling == POOL_RANK, "rank_head"); /* a reranker's score: cls.output over the last hidden state */
 #undef STEP
     return n;
 }
@@ -712,15 +715,20 @@ static int read_gguf_config(struct wick_model *m, errmsg *err) {
         if (gguf_get_bool(g, key, &causal)) c->causal = causal;
         c->pooling = POOL_NONE;
         if (meta_int(g, a, "pooling_type", &v)) {
-            if (v < POOL_NONE || v > POOL_LAST)
-                return errorf(err, v == POOL_RANK ? WICK_ERR_UNSUPPORTED : WICK_ERR_FORMAT, "%s.pooling_type = %lld: %s", a,
-                              (long long)v, v == POOL_RANK ? "rank pooling (a reranker) is not supported yet" : "out of range");
+            if (v < POOL_NONE || v > POOL_RANK) return errorf(err, WICK_ERR_FORMAT, "%s.pooling_type = %lld: out of range", a, (long long)v);
             c->pooling = (pooling_kind)v;
         }
         if (gguf_get_i64(g, "tokenizer.ggml.token_type_count", &v)) {
             if (v < 0 || v > 1024) return errorf(err, WICK_ERR_FORMAT, "tokenizer.ggml.token_type_count = %lld out of range", (long long)v);
             c->n_token_types = (int32_t)v;
         }
+    } else if (meta_int(g, a, "pooling_type", &v) && v == POOL_RANK) {
+        /* a decoder reranker: Qwen3-Reranker (llama.cpp pools qwen3's last token through cls.output,
+         * then a softmax; its other decoders would pool the first token without one, which no
+         * released reranker does) */
+        if (strcmp(a, "qwen3"))
+            return errorf(err, WICK_ERR_UNSUPPORTED, "%s.pooling_type = rank: only qwen3 rerankers (Qwen3-Reranker) are supported among the decoders", a);
+        c->pooling = POOL_RANK;
     }
     gguf_str st;
     snprintf(key, sizeof key, "%s.rope.scaling.type", a);
@@ -860,6 +868,27 @@ static int bind_recurrent(struct wick_model *m, int l, errmsg *err) {
     return 0;
 }
 
+/* A reranker's classification head (pooling rank), as llama.cpp's loaders create it: bert's
+ * optional cls (dim → dim, with a bias) and cls.output (dim → n_cls_out, with a bias); qwen3's
+ * cls.output alone (the "yes" and "no" rows of its output head, conversion/qwen.py), which rank
+ * pooling needs there. n_cls_out: <arch>.classifier.output_labels' count, else 1. */
+static int bind_rank_head(struct wick_model *m, bool encoder, errmsg *err) {
+    model_config *c = &m->config;
+    char key[96];
+    snprintf(key, sizeof key, "%s.classifier.output_labels", c->arch);
+    const gguf_kv *labels = gguf_get_arr(&m->gguf, key, GGUF_STRING);
+    m->n_cls_out = labels ? (int32_t)labels->arr_len : 1;
+    if (m->n_cls_out < 1 || m->n_cls_out > c->dim)
+        return errorf(err, WICK_ERR_FORMAT, "%s: %d classifier labels (1 … %d)", key, m->n_cls_out, c->dim);
+    if (encoder)
+        return bind_matrix(m, "cls.weight", c->dim, c->dim, true, &m->cls, err) ||
+               bind_vector(m, "cls.bias", c->dim, true, &m->cls_b, err) ||
+               bind_matrix(m, "cls.output.weight", m->n_cls_out, c->dim, true, &m->cls_out, err) ||
+               bind_vector(m, "cls.output.bias", m->n_cls_out, true, &m->cls_out_b, err);
+    if (c->pooling != POOL_RANK) return 0;
+    return bind_matrix(m, "cls.output.weight", m->n_cls_out, c->dim, false, &m->cls_out, err);
+}
+
 /* An encoder's weights, as llama.cpp's bert loader creates them (src/models/bert.cpp): token,
  * position and (optional) token-type embeddings and their LayerNorm; per layer Q, K and V (or a
  * fused attn_qkv) with biases, the output projection, the FFN's up and down, each with a bias,
@@ -876,8 +905,7 @@ static int bind_encoder_weights(struct wick_model *m, errmsg *err) {
         bind_vector(m, "token_embd_norm.weight", dim, false, &m->embd_norm, err) ||
         bind_vector(m, "token_embd_norm.bias", dim, false, &m->embd_norm_b, err))
         return -1;
-    if (model_find_tensor(m, "cls.weight") || model_find_tensor(m, "cls.output.weight"))
-        return errorf(err, WICK_ERR_UNSUPPORTED, "%s: a classification head (cls.*, a reranker) is not supported yet", c->arch);
+    if (bind_rank_head(m, true, err)) return -1;
     for (int l = 0; l < c->n_layers; l++) {
         layer_weights *w = &m->layers[l];
         char n[64];
@@ -924,6 +952,7 @@ static int bind_gguf_weights(struct wick_model *m, errmsg *err) {
     c->n_vocab = (int32_t)emb->ne[1];
     if (check_config(c, err)) return -1;
     if (ai->encoder) return bind_encoder_weights(m, err);
+    if (bind_rank_head(m, false, err)) return -1;
     int64_t half = c->rope_dim / 2, n_ple = c->n_ple, ple_width = (int64_t)c->n_layers * c->n_ple;
     if (bind_matrix(m, "token_embd.weight", c->n_vocab, c->dim, false, &m->tok_embd, err) ||
         bind_vector(m, ai->output_norm_name ? ai->output_norm_name : "output_norm.weight", c->dim, false, &m->output_norm,

@@ -18,7 +18,7 @@ import { WickError, invalid, checkNumber, checkSignal, checkGenerateOptions } fr
 import { connect } from './connect.mjs';
 import { jsonSchemaToGrammar, JSON_OBJECT_GRAMMAR } from './json-schema.mjs';
 import { toolCallFormat, parseToolCalls, planToolCalls, ToolCallSplitter } from './tool-calls.mjs';
-import { embedSettings, embedInputs, fitTokens, cutDimensions, embeddingsResponse } from './embeddings.mjs';
+import { embedSettings, embedInputs, fitTokens, cutDimensions, embeddingsResponse, rerankSettings, rankResults } from './embeddings.mjs';
 
 const { WickConstants, WickGguf, WickDownload } = globalThis;
 const isNode = typeof process !== 'undefined' && !!process.versions?.node && typeof window === 'undefined' && typeof importScripts === 'undefined';
@@ -510,6 +510,21 @@ class Engine {
       throw new WickError('E_UNSUPPORTED', `${this.info.name} pools nothing (pooling_type none): embed(input, { pooling: 'mean' }) gives one vector per input`);
     const { vectors, tokens } = await this._embed(input, { dimensions, truncate: request.truncate === true });
     return embeddingsResponse(vectors, { model: request.model || this.info.name, tokens, encodingFormat });
+  }
+
+  /**
+   * How relevant each document is to the query, by a reranker (pooling_type rank: bge-reranker,
+   * Qwen3-Reranker): [{index, score}] from the most relevant down, the first topN (default all).
+   * Each pair is formed and scored as llama.cpp's server does for /v1/rerank (the same scores as
+   * its relevance_score: bge-reranker's logit, Qwen3-Reranker's P(yes)).
+   */
+  async rerank(query, documents, options = {}) {
+    if (!this.info) throw new WickError('E_UNLOADED', 'no model is loaded');
+    if (!this.info.reranker)
+      throw new WickError('E_UNSUPPORTED', `${this.info.name} is not a reranker (${this.info.architecture} without pooling_type rank): rerank() needs one such as bge-reranker or Qwen3-Reranker`);
+    const { topN } = rerankSettings(query, documents, options);
+    const { scores } = await this._request({ type: 'rerank', query, documents });
+    return rankResults(scores, topN);
   }
 
   /** Stops every generation in progress (each ends with finishReason 'abort'). */
