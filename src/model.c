@@ -427,7 +427,7 @@ int model_steps(const struct wick_model *m, const char **names, int cap) {
         }                                       \
     } while (0)
     bool bias = false, qk = false, post_attn = false, post_ffn = false, no_norm = false, unrotated = false,
-         sliding = false, kv_shared = false, out_scale = false;
+         sliding = false, kv_shared = false, out_scale = false, layer_biases = false;
     int kinds = 0;
     for (int l = 0; l < c->n_layers; l++) {
         const layer_weights *w = &m->layers[l];
@@ -440,6 +440,7 @@ int model_steps(const struct wick_model *m, const char **names, int cap) {
         sliding |= w->sliding;
         kv_shared |= w->kv_layer != l;
         out_scale |= w->out_scale != NULL;
+        layer_biases |= w->bo || w->ffn_up_b || w->ffn_down_b || w->attn_post_norm_b || w->ffn_post_norm_b;
         kinds |= 1 << w->kind;
     }
     STEP(c->rope_neox, "rope_neox");
@@ -480,6 +481,11 @@ int model_steps(const struct wick_model *m, const char **names, int cap) {
     STEP(kinds & (1 << LAYER_DELTANET), "deltanet");
     STEP(kinds & (1 << LAYER_MAMBA2), "mamba2");
     STEP(c->pooling == POOL_RANK, "rank_head"); /* a reranker's score: cls.output over the last hidden state */
+    /* encoders (encoder.c): their own forward pass, LayerNorms with biases, token types, a mask */
+    STEP(c->encoder, "encoder");
+    STEP(c->encoder && !c->causal, "bidirectional_attention");
+    STEP(c->n_token_types > 0, "token_types");
+    STEP(layer_biases, "layer_biases");
 #undef STEP
     return n;
 }

@@ -5,12 +5,11 @@
  *     bert (bge-reranker):     score = (tanh(cls·h[CLS] + cls_b)·cls_outᵀ + cls_out_b)[0]
  *     qwen3 (Qwen3-Reranker):  score = softmax(cls_out·norm(h[last]))[0]  (cls_out: the "yes"
  *                              and "no" rows of the output head, so the score is P(yes))
- * The encoder's pooling of the [CLS] row is in encoder.c; a decoder's last hidden state comes from
- * forward.c. */
+ * An encoder pools its [CLS] rows and calls the head from encoder.c (wick_rerank chooses); a
+ * decoder's last hidden state comes from forward.c. */
 #include "rerank.h"
 
 #include "elementwise.h"
-#include "encoder.h"
 #include "errmsg.h"
 #include "forward.h"
 #include "matmul.h"
@@ -113,22 +112,10 @@ void rank_head(struct wick_ctx *c, const float *rows, int n_rows, float *tmp, fl
         }
 }
 
-int rerank_eval(struct wick_ctx *c, const int32_t *tokens, const int32_t *lens, int32_t n_seq, float *scores, errmsg *err) {
+int rerank_decoder(struct wick_ctx *c, const int32_t *tokens, const int32_t *lens, int32_t n_seq, float *scores, errmsg *err) {
     const struct wick_model *m = c->model;
     const model_config *mc = &m->config;
-    if (mc->pooling != POOL_RANK)
-        return errorf(err, WICK_ERR_INVALID_ARG, "%s is not a reranker (its pooling_type is not rank): it has no relevance scores to give",
-                      mc->arch);
-    if (n_seq < 1 || !tokens || !lens || !scores) return errorf(err, WICK_ERR_INVALID_ARG, "no pairs to score");
     const int n_out = m->n_cls_out;
-    if (mc->encoder) {
-        float *out = malloc((size_t)n_seq * n_out * sizeof *out);
-        if (!out) return errorf(err, WICK_ERR_NOMEM, "out of memory");
-        int rc = encoder_eval(c, tokens, lens, n_seq, POOL_RANK, out, err);
-        for (int32_t s = 0; rc == 0 && s < n_seq; s++) scores[s] = out[(size_t)s * n_out];
-        free(out);
-        return rc;
-    }
     for (int32_t s = 0; s < n_seq; s++) {
         if (lens[s] < 1) return errorf(err, WICK_ERR_INVALID_ARG, "pair %d has no tokens", s);
         if (lens[s] > c->n_ctx)

@@ -22,10 +22,10 @@ int rerank_tokens(const struct wick_model *m, const char *query, size_t query_le
  * tmp holds n_rows · dim floats. */
 void rank_head(struct wick_ctx *c, const float *rows, int n_rows, float *tmp, float *out);
 
-/* The score of each of n_seq sequences (ids back to back, sequence s of lens[s]): the head's first
- * output, what llama.cpp's server reports. An encoder runs them in packed batches (encoder.c), a
- * decoder (Qwen3-Reranker) one at a time from an empty cache, through its last token's hidden
- * state; the cache is left empty. */
-int rerank_eval(struct wick_ctx *c, const int32_t *tokens, const int32_t *lens, int32_t n_seq, float *scores, errmsg *err);
+/* A decoder reranker's (Qwen3-Reranker's) score of each of n_seq sequences (ids back to back,
+ * sequence s of lens[s]): the head's first output over its last token's hidden state, what
+ * llama.cpp's server reports; one sequence at a time from an empty cache, which is left empty.
+ * (An encoder's come from encoder_eval with POOL_RANK: its sequences go in packed batches.) */
+int rerank_decoder(struct wick_ctx *c, const int32_t *tokens, const int32_t *lens, int32_t n_seq, float *scores, errmsg *err);
 
 #endif

@@ -596,7 +596,22 @@ wick_status wick_rerank_tokens(const wick_model *m, const char *query, size_t qu
 wick_status wick_rerank(wick_ctx *c, const int32_t *tokens, const int32_t *lens, int32_t n_seq, float *scores) {
     if (!c) return api_fail(WICK_ERR_INVALID_ARG, "wick_rerank: NULL context");
     if (c->external) return ctx_fail(c, WICK_ERR_INVALID_ARG, "wick_rerank: a context of an outside backend runs no forward pass");
-    if (rerank_eval(c, tokens, lens, n_seq, scores, &c->error)) return api_status(&c->error);
+    const struct wick_model *m = c->model;
+    if (m->config.pooling != POOL_RANK)
+        return ctx_fail(c, WICK_ERR_INVALID_ARG, "%s is not a reranker (its pooling_type is not rank): it has no relevance scores to give",
+                        m->config.arch);
+    if (n_seq < 1 || !tokens || !lens || !scores) return ctx_fail(c, WICK_ERR_INVALID_ARG, "wick_rerank: no pairs to score");
+    if (!m->config.encoder) {
+        if (rerank_decoder(c, tokens, lens, n_seq, scores, &c->error)) return api_status(&c->error);
+        return ctx_ok(c);
+    }
+    /* an encoder: the head's n_cls_out outputs per pair, in packed batches; the score is the first */
+    float *out = malloc((size_t)n_seq * (size_t)m->n_cls_out * sizeof *out);
+    if (!out) return ctx_fail(c, WICK_ERR_NOMEM, "out of memory");
+    int rc = encoder_eval(c, tokens, lens, n_seq, POOL_RANK, out, &c->error);
+    for (int32_t s = 0; rc == 0 && s < n_seq; s++) scores[s] = out[(size_t)s * m->n_cls_out];
+    free(out);
+    if (rc) return api_status(&c->error);
     return ctx_ok(c);
 }
 

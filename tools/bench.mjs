@@ -178,6 +178,17 @@ function embedRun(kind, model, textsFile, threads, opts) {
   return { texts: Number(m[1]), tokens: Number(m[2]), seconds: Number(m[3]), textsPerSecond: Number(m[1]) / Number(m[3]), variant };
 }
 
+/** The SIMD flags of the CPU that decide which ggml variant native llama.cpp runs (issue 33). */
+function simdFlags() {
+  const wanted = ['sse4_1', 'sse4_2', 'avx', 'avx2', 'fma', 'f16c', 'bmi2', 'avx512f', 'avx512bw', 'avx512vl', 'avx512_vnni', 'avx_vnni'];
+  try {
+    const have = new Set((/^flags\s*:\s*(.+)$/m.exec(fs.readFileSync('/proc/cpuinfo', 'utf8'))?.[1] || '').split(/\s+/));
+    return wanted.filter((f) => have.has(f)).join(' ');
+  } catch {
+    return 'unknown';
+  }
+}
+
 /** The embedding section: a table of texts/s per file, thread count and engine, with wick's share of llama.cpp's. */
 async function embedBench(opts, threadCounts) {
   const built = spawnSync('make', ['-s', 'build/native/bench_embed_llama'], { cwd: ROOT, encoding: 'utf8' });
@@ -218,7 +229,7 @@ async function embedBench(opts, threadCounts) {
   const table = markdownTable(['model', 'threads', 'engine', 'texts/s', 'tokens/s', 'of llama.cpp'], rows);
   return `Embedding ${opts.embedTexts} chunks of ${EMBED_TOKENS} tokens ([CLS] … [SEP]), ${EMBED_PER_PASS} per evaluation, mean pooling, ` +
     `on \`wick synth --arch bert --shape bge-small\` files (bert, 384 wide, 12 layers, 12 heads, FFN 1536, bge's WordPiece vocabulary), ${opts.stat} of ${opts.repeat} runs:\n\n${table}\n\n` +
-    `llama.cpp: node-llama-cpp 3.21.1's prebuilt libllama (ggml CPU variant ${variant || 'unknown'}), embedding mode, flash attention off, ` +
+    `CPU flags: ${simdFlags()}. llama.cpp: node-llama-cpp 3.21.1's prebuilt libllama (ggml CPU variant ${variant || 'unknown'}), embedding mode, flash attention off, ` +
     'timed in C by bench/bench_embed_llama.c around llama_decode and the reading of the pooled vectors (best of the passes after a warm-up); ' +
     'wick: the time of wick_embed as `wick embed` reports it. No EmbeddingGemma-shaped file: the gemma-embedding architecture has not landed yet.' +
     (busyRuns ? ` ${busyRuns} run(s) started while other work kept the CPU busy: those figures are low.` : '');
