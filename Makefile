@@ -7,7 +7,7 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := all
 
-ENGINE_SRC := src/errmsg.c src/gguf.c src/model.c src/forward.c src/context.c src/attention.c src/matmul.c src/recurrent.c src/ple.c src/altup.c src/rope.c src/encoder.c \
+ENGINE_SRC := src/errmsg.c src/gguf.c src/model.c src/forward.c src/context.c src/attention.c src/matmul.c src/recurrent.c src/ple.c src/altup.c src/rope.c src/encoder.c src/rerank.c \
               src/pool.c src/quant.c src/quant_table.c src/kernels_simd.c \
               src/tokenizer.c src/unicode.c src/sampler.c src/grammar.c src/generate.c src/synth.c src/wick.c
 HEADERS := $(wildcard src/*.h)
@@ -29,7 +29,7 @@ WASM_EXPORT_NAMES := malloc free wick_buffer_alloc wick_buffer_free wick_last_er
   wick_gen_new wick_gen_free wick_gen_set wick_gen_set_grammar wick_grammar_check wick_gen_add_stop wick_gen_clear_stops wick_gen_set_bias \
   wick_gen_clear_bias wick_gen_start wick_gen_next wick_gen_token wick_gen_finish wick_gen_text \
   wick_gen_probs wick_gen_shifted wick_gen_reevaluated wick_gen_n_prompt_eval \
-  wick_model_pooling wick_embed wick_ctx_new_external wick_ctx_external_ops wick_ctx_external_logits wick_model_tensors_json wick_dequantize wick_row_dot
+  wick_model_pooling wick_embed wick_rerank_tokens wick_rerank wick_ctx_new_external wick_ctx_external_ops wick_ctx_external_logits wick_model_tensors_json wick_dequantize wick_row_dot
 comma := ,
 empty :=
 space := $(empty) $(empty)
@@ -207,6 +207,21 @@ build/native/bench_%: bench/bench_%.c $(NATIVE_LIB) $(HEADERS)
 
 build/wasm/bench_%.js: bench/bench_%.c $(WASM_LIB) $(HEADERS)
 	$(EMCC) $(WASM_CFLAGS) -DWICK_NO_THREADS -o $@ $< $(WASM_LIB) $(WASM_TEST_FLAGS)
+
+# native llama.cpp's embedding throughput in C (tools/bench.mjs): node-llama-cpp's prebuilt libllama,
+# compiled against the headers of the source it was built from (its bundle; llama.cpp's gguf.h
+# would shadow wick's, so no -Isrc here)
+LLAMA_BINS := node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
+LLAMA_HEADERS := include/llama.h ggml/include/ggml.h ggml/include/ggml-cpu.h ggml/include/ggml-backend.h \
+  ggml/include/ggml-alloc.h ggml/include/ggml-opt.h ggml/include/gguf.h
+build/llama-headers/llama.h: | build/.npm-stamp
+	mkdir -p build/llama-headers
+	node --input-type=module -e "import fs from 'node:fs'; import { readLlamaBundle } from './tools/llama-bundle.mjs'; \
+	  const paths = '$(LLAMA_HEADERS)'.split(' '); readLlamaBundle(paths).forEach((b, i) => fs.writeFileSync('build/llama-headers/' + paths[i].split('/').pop(), b));"
+
+build/native/bench_embed_llama: bench/bench_embed_llama.c build/llama-headers/llama.h
+	$(CC) -std=c11 -D_POSIX_C_SOURCE=200809L -O2 -Wall -Ibuild/llama-headers -o $@ $< \
+	  -L$(LLAMA_BINS) -l:libllama.v0.4.0.so -l:libggml.v0.4.0.so -l:libggml-base.so -Wl,-rpath,$(abspath $(LLAMA_BINS))
 
 bench-kernels: build/native/bench_kernels build/wasm/bench_kernels.js build/wasm/bench_kernels-relaxed.js build/wasm/package.json
 	build/native/bench_kernels $(KERNEL_TYPES)

@@ -11,12 +11,16 @@
  *   wick info     -m MODEL
  *   wick embed    -m MODEL (-p TEXT | --texts FILE) [--pooling none|mean|cls|last] [--normalize] [--truncate]
  *                 [--threads N] [--ctx N] [--batch N]   an encoder's embeddings as JSON (--texts: NUL-separated)
+ *   wick rerank   -m MODEL -q QUERY (DOCUMENT... | --texts FILE) [--threads N] [--ctx N] [--batch N]
+ *                 a reranker's relevance score of each document for the query, as JSON: the documents in
+ *                 their order with their scores, then the indices from the most relevant down
  *   wick match    --grammar FILE.gbnf (-p TEXT | --texts FILE)   one line per text: complete, prefix or no
  *                 (--texts: texts separated by NUL bytes); no model needed
- *   wick synth    --shape mini|mini-mha|134m|1b|0.8b|e2b|e4b --type f32|f16|q8_0|q4_0|q4_k_m|q5_k_m|q6_k -o FILE.gguf [--vocab VOCAB.gguf] [--seed S]
+ *   wick synth    --shape mini|mini-mha|134m|1b|0.8b|e2b|e4b|bge-small --type f32|f16|q8_0|q4_0|q4_k_m|q5_k_m|q6_k -o FILE.gguf [--vocab VOCAB.gguf] [--seed S]
  *                 [--arch llama|llama3|qwen3|gemma2|gemma3|phi3|smollm3|granite|olmo2|lfm2|qwen35|granite-hybrid|mistral3|gemma4|
  *                         gemma3n|gemma-embedding|bert|nomic-bert|modern-bert]
- *                 [--pooling none|mean|cls|last (the encoders; a decoder's --pooling makes it an embedding model)]
+ *                 [--pooling none|mean|cls|last (the encoders; a decoder's --pooling makes it an embedding model)
+ *                            |rank (bert: a bge-reranker; qwen3: a Qwen3-Reranker)]
  * Results go to stdout, timings and errors to stderr; any failure exits non-zero with one line. */
 #include <errno.h>
 #include <inttypes.h>
@@ -137,7 +141,9 @@ static int read_file(const char *path, uint8_t **out, size_t *size) {
 }
 
 typedef struct {
-    const char *cmd, *model, *tokenizer, *prompt, *tokens, *follow, *shape, *type, *out, *vocab, *arch, *grammar, *texts, *pooling;
+    const char *cmd, *model, *tokenizer, *prompt, *tokens, *follow, *shape, *type, *out, *vocab, *arch, *grammar, *texts, *pooling, *query;
+    char **docs; /* wick rerank's documents: the arguments that are not options */
+    int n_docs;
     int n, steps, threads, ctx, batch, kv_type, no_bos, special, probs, keep, ignore_eos, truncate, normalize;
     const char *stops[16];
     int n_stops;
@@ -178,6 +184,12 @@ static int parse_args(int argc, char **argv, options *o) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         bool takes_value = strcmp(a, "--no-bos") && strcmp(a, "--ignore-eos") && strcmp(a, "--truncate") && strcmp(a, "--special") &&
                            strcmp(a, "--normalize");
+        if (!strcmp(o->cmd, "rerank") && a[0] != '-') { /* a document */
+            if (!o->docs) o->docs = argv + i;
+            else if (o->docs + o->n_docs != argv + i) return error_exit("rerank: the documents come together, after the options");
+            o->n_docs++;
+            continue;
+        }
         if (takes_value && !v) return error_exit("%s needs a value", a);
         if (!strcmp(a, "-m") || !strcmp(a, "--model")) o->model = v;
         else if (!strcmp(a, "-z") || !strcmp(a, "--tokenizer")) o->tokenizer = v;
@@ -190,6 +202,7 @@ static int parse_args(int argc, char **argv, options *o) {
         else if (!strcmp(a, "--vocab")) o->vocab = v;
         else if (!strcmp(a, "--arch")) o->arch = v;
         else if (!strcmp(a, "--pooling")) o->pooling = v;
+        else if (!strcmp(a, "-q") || !strcmp(a, "--query")) o->query = v;
         else if (!strcmp(a, "--grammar")) o->grammar = v;
         else if (!strcmp(a, "--texts")) o->texts = v;
         else if (!strcmp(a, "--json-schema"))
@@ -541,6 +554,70 @@ static int cmd_embed(const options *o, wick_model *m) {
     return rc;
 }
 
+/* wick rerank: each document paired with the query as llama.cpp's server pairs them, all scored
+ * in as few passes as the batch allows (one per pair for a decoder); one JSON object on stdout:
+ * per document its token count and score, then the ranking (indices, most relevant first). */
+static int cmd_rerank(const options *o, wick_model *m) {
+    if (!o->query) return error_exit("rerank: -q QUERY is required");
+    if (!o->n_docs == !o->texts) return error_exit("rerank: give the documents as arguments or --texts FILE (NUL-separated)");
+    size_t flen = 0;
+    uint8_t *file = NULL;
+    if (o->texts && read_file(o->texts, &file, &flen)) return 1;
+    wick_ctx_params p;
+    wick_ctx_default_params(&p);
+    p.n_ctx = o->ctx;
+    p.n_threads = o->threads;
+    p.n_batch = o->batch;
+    wick_ctx *c;
+    if (wick_ctx_new(m, &p, &c) != WICK_OK) return error_exit("%s", wick_last_error());
+    int32_t n_ctx = wick_n_ctx(c), n_seq = 0, total = 0, *ids = NULL, *lens = NULL;
+    int rc = 0;
+    for (size_t start = 0, d = 0; rc == 0 && (o->texts ? start <= flen : d < (size_t)o->n_docs); d++) {
+        const char *doc = o->texts ? (const char *)file + start : o->docs[d];
+        const char *nul = o->texts ? memchr(doc, 0, flen - start) : NULL;
+        size_t len = o->texts ? (nul ? (size_t)(nul - doc) : flen - start) : strlen(doc);
+        start += len + 1;
+        int32_t need = 0, n = 0;
+        if (wick_rerank_tokens(m, o->query, strlen(o->query), doc, len, NULL, 0, &need) != WICK_OK) { rc = error_exit("%s", wick_last_error()); break; }
+        if (need > n_ctx) { rc = error_exit("rerank: document %d and the query make %d tokens, the window %d", n_seq + 1, need, n_ctx); break; }
+        int32_t *grown = realloc(ids, ((size_t)total + (size_t)need + 1) * sizeof *ids), *l2 = realloc(lens, ((size_t)n_seq + 1) * sizeof *lens);
+        if (grown) ids = grown;
+        if (l2) lens = l2;
+        if (!grown || !l2) { rc = error_exit("out of memory"); break; }
+        wick_rerank_tokens(m, o->query, strlen(o->query), doc, len, ids + total, need, &n);
+        lens[n_seq++] = n;
+        total += n;
+    }
+    float *scores = rc ? NULL : malloc((size_t)n_seq * sizeof *scores);
+    int32_t *order = rc ? NULL : malloc((size_t)n_seq * sizeof *order);
+    if (!rc && (!scores || !order)) rc = error_exit("out of memory");
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (!rc && wick_rerank(c, ids, lens, n_seq, scores) != WICK_OK) rc = error_exit("rerank: %s", wick_last_error());
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (!rc) {
+        double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+        outf(2, "rerank: %d documents, %d tokens in %.3f s\n", n_seq, total, secs);
+        /* most relevant first; equal scores keep the documents' order (an insertion sort) */
+        for (int32_t i = 0; i < n_seq; i++) {
+            int32_t j = i;
+            while (j > 0 && scores[order[j - 1]] < scores[i]) order[j] = order[j - 1], j--;
+            order[j] = i;
+        }
+        outf(1, "{\"documents\":[");
+        for (int32_t s = 0; s < n_seq; s++) outf(1, "%s{\"tokens\":%d,\"score\":%.9g}", s ? "," : "", lens[s], scores[s]);
+        outf(1, "],\"ranking\":[");
+        for (int32_t s = 0; s < n_seq; s++) outf(1, "%s%d", s ? "," : "", order[s]);
+        outf(1, "]}\n");
+    }
+    free(scores);
+    free(order);
+    free(ids);
+    free(lens);
+    wick_ctx_free(c);
+    return rc;
+}
+
 /* --probs: one JSON line per generated token on stderr: the top candidates after truncation and
  * temperature, and the token drawn */
 static void print_probs(wick_gen *g) {
@@ -667,8 +744,8 @@ int main(int argc, char **argv)
     }
     if (!strcmp(o.cmd, "match")) return cmd_match(&o);
     bool known = !strcmp(o.cmd, "generate") || !strcmp(o.cmd, "logits") || !strcmp(o.cmd, "tokenize") ||
-                 !strcmp(o.cmd, "detokenize") || !strcmp(o.cmd, "info") || !strcmp(o.cmd, "embed");
-    if (!known) return error_exit("unknown command '%s' (generate, logits, tokenize, detokenize, info, embed, match, synth)", o.cmd);
+                 !strcmp(o.cmd, "detokenize") || !strcmp(o.cmd, "info") || !strcmp(o.cmd, "embed") || !strcmp(o.cmd, "rerank");
+    if (!known) return error_exit("unknown command '%s' (generate, logits, tokenize, detokenize, info, embed, rerank, match, synth)", o.cmd);
     wick_model *m;
     if (load_model(&o, &m)) return 1;
     int rc;
@@ -677,6 +754,7 @@ int main(int argc, char **argv)
     else if (!strcmp(o.cmd, "tokenize")) rc = cmd_tokenize(&o, m);
     else if (!strcmp(o.cmd, "detokenize")) rc = cmd_detokenize(&o, m);
     else if (!strcmp(o.cmd, "embed")) rc = cmd_embed(&o, m);
+    else if (!strcmp(o.cmd, "rerank")) rc = cmd_rerank(&o, m);
     else rc = cmd_info(m);
     wick_model_free(m);
     return rc;

@@ -35,6 +35,7 @@
 #include "matmul.h"
 #include "quant.h"
 #include "rope.h"
+#include "rerank.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -192,7 +193,7 @@ int encoder_eval(struct wick_ctx *c, const int32_t *tokens, const int32_t *lens,
     const model_config *mc = &c->model->config;
     if (mc->pooling == POOL_UNSPECIFIED) return errorf(err, WICK_ERR_INVALID_ARG, "%s is not an embedding model", mc->arch);
     if (n_seq < 1 || !tokens || !lens || !out) return errorf(err, WICK_ERR_INVALID_ARG, "no sequences to embed");
-    if (pooling < POOL_NONE || pooling > POOL_LAST) return errorf(err, WICK_ERR_INVALID_ARG, "pooling %d unknown", (int)pooling);
+    if (pooling < POOL_NONE || pooling > POOL_RANK) return errorf(err, WICK_ERR_INVALID_ARG, "pooling %d unknown", (int)pooling);
     for (int32_t s = 0, t = 0; s < n_seq; s++) {
         if (lens[s] < 1) return errorf(err, WICK_ERR_INVALID_ARG, "sequence %d is empty", s);
         if (lens[s] > c->n_ctx)
@@ -203,7 +204,10 @@ int encoder_eval(struct wick_ctx *c, const int32_t *tokens, const int32_t *lens,
     }
     int dim = mc->dim;
     size_t rows = 0;
-    if (!mc->layernorm) {
+    if (!mc->layernorm && pooling == POOL_RANK) {
+        /* a decoder reranker (Qwen3-Reranker) is scored by rerank_decoder (wick_rerank chooses) */
+        return errorf(err, WICK_ERR_UNSUPPORTED, "%s: rank pooling over the decoders' layers is not supported", mc->arch);
+    } else if (!mc->layernorm) {
         /* the decoders' layers: one sequence at a time from position 0, its rows pooled from scratch */
         float *x = pooling == POOL_NONE ? NULL : malloc((size_t)c->n_ctx * dim * sizeof(float));
         if (pooling != POOL_NONE && !x) return errorf(err, WICK_ERR_NOMEM, "out of memory");
@@ -224,17 +228,22 @@ int encoder_eval(struct wick_ctx *c, const int32_t *tokens, const int32_t *lens,
             encoder_batch(c, tokens + t0, lens + s0, s1 - s0, n_tok);
             const float *x = c->x;
             for (int32_t s = s0; s < s1; x += (size_t)lens[s++] * dim) {
-                if (pooling == POOL_NONE) {
+                if (pooling == POOL_RANK) { /* the [CLS] rows, gathered for the head below */
+                    memcpy(c->xb + (size_t)(s - s0) * dim, x, (size_t)dim * sizeof(float));
+                } else if (pooling == POOL_NONE) {
                     memcpy(out + rows * dim, x, (size_t)lens[s] * dim * sizeof(float));
                     rows += (size_t)lens[s];
                 } else {
                     pool_rows(x, lens[s], dim, pooling, out + (size_t)s * dim);
                 }
             }
+            /* rank: the classification head over this batch's [CLS] rows (rerank.c), n_cls_out per sequence */
+            if (pooling == POOL_RANK) rank_head(c, c->xb, s1 - s0, c->xb2, out + (size_t)s0 * c->model->n_cls_out);
             t0 += n_tok;
             s0 = s1;
         }
         if (pooling != POOL_NONE) rows = (size_t)n_seq;
+        if (pooling == POOL_RANK) return 0; /* scores, not embeddings: no dense projections */
     }
     if (c->model->dense_2.data) dense_rows(c, out, rows);
     return 0;

@@ -11,7 +11,8 @@
  * most the context's window), through the encoder on context c, packed into batches of at most
  * n_batch tokens; each sequence attends only to itself. pooling POOL_NONE writes every token's
  * hidden state (Σ lens rows of dim floats) to out, else one row per sequence (POOL_MEAN: the mean
- * of its rows, POOL_CLS: its first, POOL_LAST: its last). The rows are not normalized. */
+ * of its rows, POOL_CLS: its first, POOL_LAST: its last; POOL_RANK: the classification head's
+ * n_cls_out outputs over its first, rerank.c). The rows are not normalized. */
 int encoder_eval(struct wick_ctx *c, const int32_t *tokens, const int32_t *lens, int32_t n_seq, pooling_kind pooling,
                  float *out, errmsg *err);
 

@@ -95,11 +95,13 @@ int model_use_cpu_layout(struct wick_model *m)
 {
     if (!m->has_weights || !m->is_gguf) return 0;
     enum { PER_LAYER = 21 };
-    size_t n = 0, cap = 4 + 2 * (ALTUP_MAX - 1) + (size_t)m->config.n_layers * PER_LAYER;
+    size_t n = 0, cap = 6 + 2 * (ALTUP_MAX - 1) + (size_t)m->config.n_layers * PER_LAYER;
     weight **ws = malloc(cap * sizeof *ws);
     if (!ws) return -1;
     ws[n++] = &m->tok_embd;
     ws[n++] = &m->output;
+    ws[n++] = &m->cls;
+    ws[n++] = &m->cls_out;
     ws[n++] = &m->ple_embd;
     ws[n++] = &m->ple_model_proj;
     for (int i = 0; i < ALTUP_MAX - 1; i++) ws[n++] = &m->altup_proj[i], ws[n++] = &m->altup_unembd[i];
@@ -506,6 +508,7 @@ int model_steps(const struct wick_model *m, const char **names, int cap) {
     STEP(!c->causal, "bidirectional");
     STEP(sliding && c->swa_symmetric, "sliding_window_symmetric");
     STEP(m->dense_2.data || m->dense_3.data, "dense_out");
+    STEP(c->pooling == POOL_RANK, "rank_head"); /* a reranker's score: its classification head over the pooled row */
 #undef STEP
     return n;
 }
@@ -776,10 +779,16 @@ static int read_gguf_config(struct wick_model *m, errmsg *err) {
     if (!ai->embedding && gguf_get_bool(g, key, &causal)) c->causal = causal;
     c->pooling = c->encoder ? POOL_NONE : POOL_UNSPECIFIED;
     if (meta_int(g, a, "pooling_type", &v)) {
-        if (c->encoder && (v < POOL_NONE || v > POOL_LAST))
-            return errorf(err, v == POOL_RANK ? WICK_ERR_UNSUPPORTED : WICK_ERR_FORMAT, "%s.pooling_type = %lld: %s", a,
-                          (long long)v, v == POOL_RANK ? "rank pooling (a reranker) is not supported yet" : "out of range");
-        if (v >= POOL_NONE && v <= POOL_LAST) c->pooling = (pooling_kind)v; /* a decoder's rank: not an embedder */
+        if (c->encoder && (v < POOL_NONE || v > POOL_RANK))
+            return errorf(err, WICK_ERR_FORMAT, "%s.pooling_type = %lld: out of range", a, (long long)v);
+        /* rank (a reranker): bert's classification head over [CLS] (bge-reranker), qwen3's
+         * cls.output over the last token and a softmax (Qwen3-Reranker). llama.cpp's other
+         * encoders pool otherwise (modern-bert: the mean, GELU and cls.norm), and its other
+         * decoders would pool the first token without a softmax, which no released reranker does */
+        if (v == POOL_RANK && strcmp(a, "bert") && strcmp(a, "qwen3"))
+            return errorf(err, WICK_ERR_UNSUPPORTED, "%s.pooling_type = rank: only bert (bge-reranker) and qwen3 (Qwen3-Reranker) "
+                          "rerankers are supported", a);
+        if (v >= POOL_NONE && v <= POOL_RANK) c->pooling = (pooling_kind)v;
     }
     if (ai->encoder) {
         if (!meta_float(g, a, "attention.layer_norm_epsilon", &f))
@@ -931,6 +940,27 @@ static int bind_recurrent(struct wick_model *m, int l, errmsg *err) {
     return 0;
 }
 
+/* A reranker's classification head (pooling rank), as llama.cpp's loaders create it: bert's
+ * optional cls (dim → dim, with a bias) and cls.output (dim → n_cls_out, with a bias); qwen3's
+ * cls.output alone (the "yes" and "no" rows of its output head, conversion/qwen.py), which rank
+ * pooling needs there. n_cls_out: <arch>.classifier.output_labels' count, else 1. */
+static int bind_rank_head(struct wick_model *m, bool encoder, errmsg *err) {
+    model_config *c = &m->config;
+    char key[96];
+    snprintf(key, sizeof key, "%s.classifier.output_labels", c->arch);
+    const gguf_kv *labels = gguf_get_arr(&m->gguf, key, GGUF_STRING);
+    m->n_cls_out = labels ? (int32_t)labels->arr_len : 1;
+    if (m->n_cls_out < 1 || m->n_cls_out > c->dim)
+        return errorf(err, WICK_ERR_FORMAT, "%s: %d classifier labels (1 … %d)", key, m->n_cls_out, c->dim);
+    if (encoder)
+        return bind_matrix(m, "cls.weight", c->dim, c->dim, true, &m->cls, err) ||
+               bind_vector(m, "cls.bias", c->dim, true, &m->cls_b, err) ||
+               bind_matrix(m, "cls.output.weight", m->n_cls_out, c->dim, true, &m->cls_out, err) ||
+               bind_vector(m, "cls.output.bias", m->n_cls_out, true, &m->cls_out_b, err);
+    if (c->pooling != POOL_RANK) return 0;
+    return bind_matrix(m, "cls.output.weight", m->n_cls_out, c->dim, false, &m->cls_out, err);
+}
+
 /* An encoder's weights, as llama.cpp's loaders for the bert lineage create them (src/models/bert.cpp,
  * nomic-bert.cpp, modern-bert.cpp): token embeddings, (optional) token types and the embeddings'
  * LayerNorm; bert's position table (nomic-bert and modern-bert rotate instead); per layer Q, K and
@@ -964,8 +994,7 @@ static int bind_encoder_weights(struct wick_model *m, errmsg *err) {
         bind_vector(m, "token_embd_norm.bias", dim, modern, &m->embd_norm_b, err) ||
         bind_vector(m, "output_norm.weight", dim, !modern, &m->output_norm, err))
         return -1;
-    if (model_find_tensor(m, "cls.weight") || model_find_tensor(m, "cls.output.weight"))
-        return errorf(err, WICK_ERR_UNSUPPORTED, "%s: a classification head (cls.*, a reranker) is not supported yet", c->arch);
+    if (bind_rank_head(m, true, err)) return -1;
     for (int l = 0; l < c->n_layers; l++) {
         layer_weights *w = &m->layers[l];
         w->rotate = !bert;
@@ -1068,6 +1097,7 @@ static int bind_gguf_weights(struct wick_model *m, errmsg *err) {
     c->n_vocab = (int32_t)emb->ne[1];
     if (check_config(c, err)) return -1;
     if (ai->encoder) return bind_encoder_weights(m, err);
+    if (bind_rank_head(m, false, err)) return -1;
     int64_t half = c->rope_dim / 2, n_ple = c->n_ple, ple_width = (int64_t)c->n_layers * c->n_ple;
     if (bind_matrix(m, "token_embd.weight", c->n_vocab, c->dim, false, &m->tok_embd, err) ||
         bind_vector(m, ai->output_norm_name ? ai->output_norm_name : "output_norm.weight", c->dim, false, &m->output_norm,

@@ -198,6 +198,13 @@ struct wick_model {
     /* sentence-transformers' projections after pooling (gemma-embedding's dense_2 [feat][dim] and
      * dense_3 [dim][feat]), or absent */
     weight dense_2, dense_3;
+    /* rerankers (pooling rank; llama.cpp's build_pooling): the classification head over the pooled
+     * row — cls [dim][dim] with its bias, then tanh (bert's, optional), and cls.output
+     * [n_cls_out][dim] with its bias (optional) — n_cls_out from <arch>.classifier.output_labels
+     * (1 when absent; Qwen3-Reranker's two are "yes" and "no") */
+    weight cls, cls_out;
+    const float *cls_b, *cls_out_b;
+    int32_t n_cls_out;
 };
 
 /* The shape of layer l: its own where the layers differ (gemma4), else the model's. */

@@ -70,6 +70,8 @@ static const synth_shape shapes[] = {
      * n_embd 2560), 8 query heads and 2 KV heads of 256, FFN 10240, every sixth layer full attention
      * (so that layer 23, the last before the 18 KV-shared ones, is one); the other rules as E2B's */
     {"e4b", 2560, 42, 8, 2, 10240, false, 0, 0, 256, 6},
+    /* bge-small-en-v1.5 (and all-MiniLM-L12, e5-small-v2): 12 layers of 384, 12 heads, FFN 1536 */
+    {"bge-small", 384, 12, 12, 12, 1536, false, 0, 0, 0, 0},
 };
 
 /* ---- the families ---------------------------------------------------------------------------- */
@@ -174,6 +176,14 @@ typedef struct {
     float score_std;               /* attention scores' standard deviation, when not SCORE_STD */
     float logit_std;               /* what the output side aims at: the logits' standard deviation */
 } synth_family;
+
+/* Qwen3-Reranker's prompt, the rerank template conversion/qwen.py stores (llama.cpp's server puts
+ * the query and the document in for {query} and {document}) */
+#define QWEN3_RERANK_PROMPT                                                                                                  \
+    "<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the Instruct provided. " \
+    "Note that the answer can only be \"yes\" or \"no\".<|im_end|>\n<|im_start|>user\n<Instruct>: Given a web search "     \
+    "query, retrieve relevant passages that answer the query\n<Query>: {query}\n<Document>: {document}<|im_end|>\n"         \
+    "<|im_start|>assistant\n<think>\n\n</think>\n\n"
 
 /* Phi-3's converter: sqrt(1 + ln(context / original) / ln(original)) for 131072 / 4096 */
 #define PHI3_ATTN_FACTOR 1.1902380714238083f
@@ -389,6 +399,14 @@ static void kv_f32_array(meta_buf *b, const char *prefix, const char *key, const
     meta_put(b, v, n * 4);
 }
 
+static void kv_str_array(meta_buf *b, const char *prefix, const char *key, const char *const *v, uint64_t n) {
+    uint32_t type = GGUF_STRING;
+    meta_key(b, prefix, key, GGUF_ARRAY);
+    meta_put(b, &type, 4);
+    meta_put(b, &n, 8);
+    for (uint64_t i = 0; i < n; i++) meta_str(b, v[i]);
+}
+
 static void kv_i32_array(meta_buf *b, const char *prefix, const char *key, const int32_t *v, uint64_t n) {
     uint32_t type = GGUF_I32;
     meta_key(b, prefix, key, GGUF_ARRAY);
@@ -518,7 +536,12 @@ static int write_synth_file(const char *out_path, synth_tensor *ts, int n_t, con
  *   - query and key weights giving attention scores a standard deviation of 1 (as SCORE_STD),
  *     so that a causal mask in place of the bidirectional one moves the output far;
  *   - the LayerNorms' weights about 1, their biases and every matrix's of standard deviation 0.2.
- * pooling: "mean" (bge-small, all-MiniLM's), "cls" (bge's), "last" or "none" (bert.pooling_type).
+ * pooling: "mean" (bge-small, all-MiniLM's), "cls" (bge's), "last" or "none" (bert.pooling_type), or
+ * "rank" (bert only): a bge-reranker, with RoBERTa's classification head (cls.weight and its bias,
+ * then tanh; cls.output [dim][1] and its bias, as conversion/bert.py writes bge-reranker-base's),
+ * its one output the score: cls.output weights of 4/√dim spread it by about 1 across pairs (the
+ * [CLS] rows of different pairs are much alike), and the output bias of BERT_RANK_BIAS keeps it
+ * far from 0, where a relative comparison would mean nothing.
  * `--arch nomic-bert` (conversion/bert.py's NomicBertModel: nomic-embed-text-v1.5) has no position
  * table but rotary positions (rope.freq_base 1000), one attn_qkv and a SwiGLU FFN (ffn_gate,
  * ffn_up), no biases but the LayerNorms'. `--arch modern-bert` (ModernBertModel) pre-norms each
@@ -533,6 +556,7 @@ static int write_synth_file(const char *out_path, synth_tensor *ts, int n_t, con
 #define BERT_BIAS_STD 0.2f
 #define BERT_SWA_SMALL 8
 enum { ENC_BERT, ENC_NOMIC, ENC_MODERN };
+#define BERT_RANK_BIAS 3.0f
 
 static int synth_write_bert(const synth_shape *sh, const synth_quant *q, const char *type, int pooling, int variant, const gguf_file *vg,
                             int64_t n_vocab, const char *out_path, unsigned long long seed, errmsg *err) {
@@ -542,7 +566,7 @@ static int synth_write_bert(const synth_shape *sh, const synth_quant *q, const c
     const float norm_rms = 1.0408f; /* as synth_write's */
     /* scores q·k/√head_dim of std SCORE_STD from components of std √SCORE_STD, the input LayerNormed */
     const float qk_std = sqrtf(SCORE_STD) / (sqrtf((float)dim) * norm_rms);
-    int cap_t = 8 + 16 * n_layers, n_t = 0;
+    int cap_t = 12 + 16 * n_layers, n_t = 0;
     synth_tensor *ts = calloc((size_t)cap_t, sizeof *ts), *t;
     if (!ts) return errorf(err, WICK_ERR_NOMEM, "out of memory");
 #define TENSOR(ne0_, ne1_, ...) (t = &ts[n_t++], t->ne0 = (ne0_), t->ne1 = (ne1_), snprintf(t->name, sizeof t->name, __VA_ARGS__))
@@ -586,6 +610,13 @@ static int synth_write_bert(const synth_shape *sh, const synth_quant *q, const c
         VECTOR(BERT_BIAS_STD, dim, "blk.%d.ffn_down.bias", l);
         NORM(dim, "blk.%d.layer_output_norm.weight", l);
         VECTOR(BERT_BIAS_STD, dim, "blk.%d.layer_output_norm.bias", l);
+    }
+    static const float rank_bias = BERT_RANK_BIAS;
+    if (pooling == 4) { /* LLAMA_POOLING_TYPE_RANK */
+        MATRIX(R_OTHER, 0, 1.0f / sqrtf((float)dim), dim, dim, "cls.weight");
+        VECTOR(BERT_BIAS_STD, dim, "cls.bias");
+        MATRIX(R_OTHER, 0, 4.0f / sqrtf((float)dim), dim, 1, "cls.output.weight");
+        VECTOR(0, 1, "cls.output.bias"), t->values = &rank_bias;
     }
 #undef NORM
 #undef VECTOR
@@ -638,11 +669,15 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
     for (int i = 0; arch_name && i < 3; i++)
         if (!strcmp(arch_name, encoders[i])) variant = i;
     const bool bert = variant >= 0;
-    static const char *const poolings[] = {"none", "mean", "cls", "last"};
+    static const char *const poolings[] = {"none", "mean", "cls", "last", "rank"};
     int pooling = -1;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
         if (!strcmp(pooling_name ? pooling_name : "mean", poolings[i])) pooling = i;
-    if (pooling < 0) return errorf(err, WICK_ERR_INVALID_ARG, "unknown pooling '%s' (none, mean, cls, last)", pooling_name);
+    if (pooling < 0) return errorf(err, WICK_ERR_INVALID_ARG, "unknown pooling '%s' (none, mean, cls, last, rank)", pooling_name);
+    /* rank: a bge-reranker on bert, a Qwen3-Reranker on qwen3 (the rerankers llama.cpp pools so) */
+    const bool reranker = pooling_name && !bert && pooling == 4;
+    if (pooling == 4 && (bert ? variant != ENC_BERT : !(arch_name && !strcmp(arch_name, "qwen3"))))
+        return errorf(err, WICK_ERR_INVALID_ARG, "--pooling rank is for bert (a bge-reranker) and qwen3 (a Qwen3-Reranker)");
 
     for (size_t i = 0; i < sizeof families / sizeof families[0]; i++)
         if (!strcmp(families[i].name, arch_name ? arch_name : "llama")) fam = &families[i];
@@ -652,7 +687,7 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
     const synth_shape *sh = NULL;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         if (!strcmp(shapes[i].name, shape_name)) sh = &shapes[i];
-    if (!sh) return errorf(err, WICK_ERR_INVALID_ARG, "unknown shape '%s' (mini, mini-mha, 134m, 1b, 0.8b, e2b, e4b)", shape_name);
+    if (!sh) return errorf(err, WICK_ERR_INVALID_ARG, "unknown shape '%s' (mini, mini-mha, 134m, 1b, 0.8b, e2b, e4b, bge-small)", shape_name);
     synth_quant q = {0};
     if (!strcmp(type, "f32")) q.base = WICK_TYPE_F32, q.ftype = FTYPE_F32;
     else if (!strcmp(type, "f16")) q.base = WICK_TYPE_F16, q.ftype = FTYPE_F16;
@@ -881,6 +916,11 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
         MATRIX(R_OTHER, 0, 1.0f / sqrtf((float)dim), dim, 4 * dim, "dense_2.weight");
         MATRIX(R_OTHER, 0, 1.0f / sqrtf((float)(4 * dim)), 4 * dim, dim, "dense_3.weight");
     }
+    /* Qwen3-Reranker: the "yes" and "no" rows of its output head as cls.output (conversion/qwen.py);
+     * here rows of their own that give each label's logit a spread of about 2 over the hidden
+     * state's components: the last token's state is mostly the prompt's fixed ending, so P(yes)
+     * varies between pairs by about 0.1 (0.8 … 0.95 at seed 1), far beyond a 1e-3 comparison */
+    if (reranker) MATRIX(R_OTHER, 0, 2.0f / (sqrtf((float)dim) * norm_rms * out_norm_centre), dim, 2, "cls.output.weight");
 #undef RANDOM_F32
 #undef VALUES
 #undef NORM
@@ -999,6 +1039,11 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
         kv_u32(&mb, a, "dense_2_feat_out", (uint32_t)(4 * dim));
         kv_u32(&mb, a, "dense_3_feat_in", (uint32_t)(4 * dim));
         kv_u32(&mb, a, "dense_3_feat_out", (uint32_t)dim);
+    }
+    if (reranker) { /* the keys conversion/qwen.py writes for Qwen3-Reranker, its prompt included */
+        static const char *const labels[] = {"yes", "no"};
+        kv_str_array(&mb, a, "classifier.output_labels", labels, 2);
+        kv_str(&mb, NULL, "tokenizer.chat_template.rerank", QWEN3_RERANK_PROMPT);
     }
     for (uint64_t i = 0; i < vg.n_kv; i++)
         if (is_tokenizer_kv(&vg.kv[i])) {

@@ -774,6 +774,8 @@ int32_t vocab_bos(const wick_vocab *v) { return v->bos; }
 int32_t vocab_eos(const wick_vocab *v) { return v->eos; }
 bool vocab_add_bos(const wick_vocab *v) { return v->add_bos && v->bos >= 0; }
 bool vocab_add_eos(const wick_vocab *v) { return v->add_eos && v->eos >= 0; }
+int32_t vocab_sep(const wick_vocab *v) { return v->sep; }
+bool vocab_add_sep(const wick_vocab *v) { return v->add_sep; }
 bool vocab_is_eog(const wick_vocab *v, int32_t id) {
     return id >= 0 && id < v->n_tokens && (v->tok[id].attr & ATTR_EOG);
 }

@@ -24,6 +24,8 @@ int32_t vocab_bos(const wick_vocab *v);   /* -1 when none */
 int32_t vocab_eos(const wick_vocab *v);   /* -1 when none */
 bool vocab_add_bos(const wick_vocab *v);  /* tokenizer.ggml.add_bos_token (default per model type) */
 bool vocab_add_eos(const wick_vocab *v);  /* tokenizer.ggml.add_eos_token (default false) */
+int32_t vocab_sep(const wick_vocab *v);   /* tokenizer.ggml.seperator_token_id ([SEP]); -1 when none */
+bool vocab_add_sep(const wick_vocab *v);  /* tokenizer.ggml.add_sep_token (default: WordPiece's true) */
 bool vocab_is_eog(const wick_vocab *v, int32_t id); /* end of generation: EOS, EOT, <|im_end|>… */
 const char *vocab_model_name(const wick_vocab *v); /* "llama" (SentencePiece), "gpt2" (BPE), "gemma4", "bert" (WordPiece) */
 bool vocab_is_control(const wick_vocab *v, int32_t id); /* control or unknown: no text when streamed */

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "encoder.h"
+#include "rerank.h"
 #include "errmsg.h"
 #include "forward.h"
 #include "model.h"
@@ -306,6 +307,7 @@ wick_status wick_model_info_json(const wick_model *m, char *buf, size_t buf_len,
         emit(&o, ",\"encoder\":%s,\"pooling\":\"%s\",\"causal\":%s,\"token_types\":%d", m->config.encoder ? "true" : "false",
              pool_names[m->config.pooling], m->config.causal ? "true" : "false", m->config.n_token_types);
     }
+    if (i.has_weights && m->config.pooling == POOL_RANK) emit(&o, ",\"reranker\":true,\"classifier_outputs\":%d", m->n_cls_out);
     emit(&o, ",\"bos\":%d,\"eos\":%d,\"format\":\"%s\"", i.bos, i.eos, m->is_gguf ? "gguf" : "llama2c");
     uint64_t n_tensors = m->gguf.n_tensors;
     for (int p = 0; p < m->n_shards; p++) n_tensors += m->shards[p].n_tensors;
@@ -588,6 +590,9 @@ wick_status wick_embed(wick_ctx *c, const int32_t *tokens, const int32_t *lens, 
         return ctx_fail(c, WICK_ERR_INVALID_ARG, "%s is a generative model, not an embedding model (an encoder such as bert, or a "
                         "decoder whose file sets %s.pooling_type): it has no embeddings to give", mc->arch, mc->arch);
     if (pooling == WICK_POOLING_DEFAULT) pooling = (int32_t)mc->pooling;
+    if (pooling == WICK_POOLING_RANK)
+        return ctx_fail(c, WICK_ERR_INVALID_ARG, "%s is a reranker (pooling rank): it scores query and document pairs (rerank); "
+                        "give a pooling (mean, cls, last, none) for its hidden states", mc->arch);
     if (pooling < WICK_POOLING_NONE || pooling > WICK_POOLING_LAST)
         return ctx_fail(c, WICK_ERR_INVALID_ARG, "pooling %d unknown (0 none, 1 mean, 2 cls, 3 last)", pooling);
     if (encoder_eval(c, tokens, lens, n_seq, (pooling_kind)pooling, out, &c->error)) return api_status(&c->error);
@@ -602,6 +607,38 @@ wick_status wick_embed(wick_ctx *c, const int32_t *tokens, const int32_t *lens, 
             for (int i = 0; i < mc->dim; i++) v[i] *= inv;
         }
     }
+    return ctx_ok(c);
+}
+
+wick_status wick_rerank_tokens(const wick_model *m, const char *query, size_t query_len, const char *doc, size_t doc_len,
+                               int32_t *tokens, int32_t max_tokens, int32_t *n_tokens) {
+    if (!m || (!query && query_len) || (!doc && doc_len) || !n_tokens || max_tokens < 0 || (!tokens && max_tokens))
+        return api_fail(WICK_ERR_INVALID_ARG, "wick_rerank_tokens: bad argument");
+    int n = rerank_tokens(m, query ? query : "", query_len, doc ? doc : "", doc_len, tokens, max_tokens);
+    if (n < 0) return api_fail(WICK_ERR_INVALID_ARG, "tokenization failed");
+    *n_tokens = n;
+    return api_ok();
+}
+
+wick_status wick_rerank(wick_ctx *c, const int32_t *tokens, const int32_t *lens, int32_t n_seq, float *scores) {
+    if (!c) return api_fail(WICK_ERR_INVALID_ARG, "wick_rerank: NULL context");
+    if (c->external) return ctx_fail(c, WICK_ERR_INVALID_ARG, "wick_rerank: a context of an outside backend runs no forward pass");
+    const struct wick_model *m = c->model;
+    if (m->config.pooling != POOL_RANK)
+        return ctx_fail(c, WICK_ERR_INVALID_ARG, "%s is not a reranker (its pooling_type is not rank): it has no relevance scores to give",
+                        m->config.arch);
+    if (n_seq < 1 || !tokens || !lens || !scores) return ctx_fail(c, WICK_ERR_INVALID_ARG, "wick_rerank: no pairs to score");
+    if (!m->config.encoder) {
+        if (rerank_decoder(c, tokens, lens, n_seq, scores, &c->error)) return api_status(&c->error);
+        return ctx_ok(c);
+    }
+    /* an encoder: the head's n_cls_out outputs per pair, in packed batches; the score is the first */
+    float *out = malloc((size_t)n_seq * (size_t)m->n_cls_out * sizeof *out);
+    if (!out) return ctx_fail(c, WICK_ERR_NOMEM, "out of memory");
+    int rc = encoder_eval(c, tokens, lens, n_seq, POOL_RANK, out, &c->error);
+    for (int32_t s = 0; rc == 0 && s < n_seq; s++) scores[s] = out[(size_t)s * m->n_cls_out];
+    free(out);
+    if (rc) return api_status(&c->error);
     return ctx_ok(c);
 }
 

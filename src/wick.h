@@ -158,6 +158,7 @@ enum {
     WICK_POOLING_MEAN = 1,
     WICK_POOLING_CLS = 2,      /* the first token's ([CLS]) */
     WICK_POOLING_LAST = 3,
+    WICK_POOLING_RANK = 4,     /* a reranker's (wick_rerank): embed refuses it */
 };
 /* The model's pooling (WICK_POOLING_*); -1 for a model that does not embed. */
 int32_t wick_model_pooling(const wick_model *m);
@@ -168,6 +169,21 @@ int32_t wick_model_pooling(const wick_model *m);
  * each row scaled to unit length (L2). The same vectors whatever the batching and thread count. */
 wick_status wick_embed(wick_ctx *c, const int32_t *tokens, const int32_t *lens, int32_t n_seq, int32_t pooling, int32_t normalize,
                        float *out);
+
+/* ---- reranking: models with pooling_type rank ----
+ * bge-reranker (bert with a classification head, cls.*) and Qwen3-Reranker (qwen3 with cls.output,
+ * its "yes" and "no" rows): their info JSON says "reranker": true. A query and a document make one
+ * sequence, scored as llama.cpp's server scores it (its /v1/rerank relevance_score). */
+/* The pair's ids as llama.cpp's server forms them: the file's tokenizer.chat_template.rerank with
+ * {query} and {document} filled in (special tokens parsed, nothing added), else BOS, query, EOS
+ * and/or SEP as the vocabulary adds them, document, EOS if it adds one ([CLS] query [SEP] document
+ * for WordPiece). *n_tokens gets the count needed (call again with more room when larger). */
+wick_status wick_rerank_tokens(const wick_model *m, const char *query, size_t query_len, const char *doc, size_t doc_len,
+                               int32_t *tokens, int32_t max_tokens, int32_t *n_tokens);
+/* One relevance score per sequence (ids back to back as wick_embed takes them; each must fit the
+ * window): bert's head output (a logit), Qwen3-Reranker's P(yes). The same scores whatever the
+ * batching and thread count. A decoder's cache is left empty. */
+wick_status wick_rerank(wick_ctx *c, const int32_t *tokens, const int32_t *lens, int32_t n_seq, float *scores);
 
 /* ---- a forward pass outside the engine (the glue's WebGPU backend) ----
  * A context made by wick_ctx_new_external has no KV cache and runs no forward pass: wick_eval

@@ -4,7 +4,11 @@
 // same file; streamed and plain chat completions come in the shapes of a loaded engine (and with
 // chatml on both sides, the same text); abort, engine.abort() and leaving the loop end the
 // stream with finishReason 'abort'; a wrong port, a wrong key and a wrong path give E_FETCH; the
-// README's server snippet runs.
+// README's server snippet runs. Embeddings and reranking against servers of their own (started with
+// --embeddings, --reranking) on `wick synth` files: embed() and embeddings.create() through
+// /v1/embeddings give the local engine's shapes and, for the same file, its vectors within cosine
+// 0.9999 (F32, F16); rerank() through /v1/rerank its ranking, with scores within 1e-3 relative
+// (bge-reranker's shape on bert, Qwen3-Reranker's on qwen3: the server forms the pairs itself).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -15,7 +19,8 @@ import { spawn, execFileSync } from 'node:child_process';
 import { pathToFileURL } from 'node:url';
 import { Wick, WickError } from '../wasm_glue/wick.mjs';
 import { connect } from '../wasm_glue/connect.mjs';
-import { root, models, loadReference, greedyText } from './helpers.mjs';
+import { root, models, loadReference, greedyText, runWick } from './helpers.mjs';
+import { readLlamaBundle } from '../tools/llama-bundle.mjs';
 import { readmeBlock } from './readme.mjs';
 
 const stories = loadReference('stories260K.json');
@@ -39,6 +44,7 @@ function freePort() {
 }
 
 let server, base, remote, local, serverLog = '';
+const extraServers = []; // the embedding and reranking servers, stopped after the suite
 
 async function waitHealthy(url, exited) {
   const deadline = Date.now() + STARTUP_MS;
@@ -72,17 +78,146 @@ before(async () => {
   local = await Wick.load(storiesPath, { threads: 1 });
 });
 
+async function stopServer(proc) {
+  if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
+  const gone = new Promise((r) => proc.once('exit', r));
+  proc.kill('SIGTERM');
+  const timer = setTimeout(() => proc.kill('SIGKILL'), 5000);
+  await gone;
+  clearTimeout(timer);
+}
+
 after(async () => {
   await remote?.unload();
   await local?.unload();
-  if (server && server.exitCode === null) {
-    const gone = new Promise((r) => server.once('exit', r));
-    server.kill('SIGTERM');
-    const timer = setTimeout(() => server.kill('SIGKILL'), 5000);
-    await gone;
-    clearTimeout(timer);
-  }
+  await stopServer(server);
+  for (const s of extraServers) await stopServer(s);
+  fs.rmSync(synthDir, { recursive: true, force: true });
 });
+
+// ---- the embedding and reranking servers, on wick synth files ----
+
+const synthDir = fs.mkdtempSync(path.join(os.tmpdir(), 'wick-connect-synth-'));
+let synthVocabs = null;
+function synthFile(name, args, vocab) {
+  synthVocabs ??= (() => {
+    const [bge, qwen2] = readLlamaBundle(['models/ggml-vocab-bert-bge.gguf', 'models/ggml-vocab-qwen2.gguf']);
+    const v = { bert: path.join(synthDir, 'bge.gguf'), qwen3: path.join(synthDir, 'qwen2.gguf') };
+    fs.writeFileSync(v.bert, bge);
+    fs.writeFileSync(v.qwen3, qwen2);
+    return v;
+  })();
+  const file = path.join(synthDir, `${name}.gguf`);
+  const r = runWick('native', ['synth', ...args, '--shape', 'mini', '--vocab', synthVocabs[vocab], '-o', file]);
+  assert.equal(r.code, 0, r.stderr);
+  return file;
+}
+
+/** llama-server on `model` with `flags` (127.0.0.1, one slot, one thread): its URL once healthy. */
+async function startServer(model, flags) {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const proc = spawn(serverBin, ['-m', model, '--host', '127.0.0.1', '--port', String(port), '-np', '1', '-t', '1', '--no-webui', ...flags],
+    { stdio: ['ignore', 'pipe', 'pipe'] });
+  extraServers.push(proc);
+  const exited = {};
+  proc.on('exit', (code, signal) => { exited.code = code ?? signal; });
+  proc.stdout.on('data', (d) => { serverLog += d; });
+  proc.stderr.on('data', (d) => { serverLog += d; });
+  await waitHealthy(url, exited);
+  return { url, stop: () => stopServer(proc) };
+}
+
+const cosine = (a, b) => {
+  let d = 0, na = 0, nb = 0;
+  for (let i = 0; i < a.length; i++) { d += a[i] * b[i]; na += a[i] * a[i]; nb += b[i] * b[i]; }
+  return d / Math.sqrt(na * nb);
+};
+const embedTexts = ['Hello world, this is a test.', 'The quick brown fox jumps over the lazy dog.', 'Äpfel und Birnen: café, naïve résumé!'];
+
+for (const type of ['f32', 'f16']) {
+  test(`embed() and embeddings.create() through /v1/embeddings: the local engine's shapes and vectors (${type} bert, cosine ≥ 0.9999)`, { timeout: 120000 }, async () => {
+    const file = synthFile(`bert-mean-${type}`, ['--arch', 'bert', '--type', type, '--pooling', 'mean'], 'bert');
+    const srv = await startServer(file, ['--embeddings', '--pooling', 'mean', '-c', '512', '-b', '512', '-ub', '512']);
+    const there = await connect(srv.url);
+    const here = await Wick.load(file, { threads: 1 });
+    try {
+      const [a, b] = [await there.embed(embedTexts), await here.embed(embedTexts)];
+      assert.equal(a.length, embedTexts.length);
+      a.forEach((v, i) => {
+        assert.ok(v instanceof Float32Array && v.length === b[i].length, `text ${i}: ${v.length} values`);
+        assert.ok(Math.abs(Math.hypot(...v) - 1) < 1e-4, `text ${i}: unit length`);
+        assert.ok(cosine(v, b[i]) >= 0.9999, `text ${i}: cosine ${cosine(v, b[i])}`);
+      });
+      const [raw] = await there.embed(embedTexts[1], { normalize: false });
+      const [rawHere] = await here.embed(embedTexts[1], { normalize: false });
+      assert.ok(Math.abs(Math.hypot(...raw) / Math.hypot(...rawHere) - 1) < 1e-3, 'normalize: false keeps the length');
+      const [cut] = await there.embed(embedTexts[0], { dimensions: 16 });
+      assert.equal(cut.length, 16);
+      assert.ok(cosine(cut, (await here.embed(embedTexts[0], { dimensions: 16 }))[0]) >= 0.9999);
+      // embeddings.create: the same response shape, usage and values
+      const [r, l] = [await there.embeddings.create({ input: embedTexts, model: 'bge' }), await here.embeddings.create({ input: embedTexts, model: 'bge' })];
+      assert.deepEqual(Object.keys(r).sort(), Object.keys(l).sort());
+      assert.deepEqual(r.usage, l.usage);
+      assert.equal(r.model, 'bge');
+      r.data.forEach((d, i) => {
+        assert.deepEqual(Object.keys(d).sort(), Object.keys(l.data[i]).sort());
+        assert.equal(d.index, i);
+        assert.ok(cosine(d.embedding, l.data[i].embedding) >= 0.9999);
+      });
+      const b64 = await there.embeddings.create({ input: embedTexts[2], dimensions: 32, encoding_format: 'base64' });
+      const bytes = Buffer.from(b64.data[0].embedding, 'base64');
+      assert.equal(bytes.length, 32 * 4);
+      const want = (await here.embed(embedTexts[2], { dimensions: 32 }))[0];
+      assert.ok(cosine(new Float32Array(bytes.buffer, bytes.byteOffset, 32), want) >= 0.9999);
+      await assert.rejects(there.embed(embedTexts, { pooling: 'cls' }), { code: 'E_UNSUPPORTED' });
+      await assert.rejects(there.rerank('q', ['d']), { code: 'E_FETCH' }); // not started with --reranking
+    } finally {
+      await here.unload();
+      await there.unload();
+      await srv.stop();
+    }
+  });
+}
+
+const rerankQuery = 'what is a fox?';
+const rerankDocs = [
+  'The quick brown fox jumps over the lazy dog.',
+  'Paris is the capital of France.',
+  'Foxes are small to medium-sized omnivorous mammals of the dog family.',
+  'Banana bread: flour, sugar, butter and three ripe bananas.',
+];
+for (const [arch, what] of [['bert', 'bge-reranker'], ['qwen3', 'Qwen3-Reranker']]) {
+  test(`rerank() through /v1/rerank: the local engine's ranking and scores (1e-3 relative), ${what}'s shape on ${arch}`, { timeout: 120000 }, async () => {
+    const file = synthFile(`${arch}-rank`, ['--arch', arch, '--type', 'f16', '--pooling', 'rank'], arch);
+    const srv = await startServer(file, ['--reranking', '-c', '2048']);
+    const there = await connect(srv.url);
+    const here = await Wick.load(file, { threads: 1 });
+    try {
+      const [a, b] = [await there.rerank(rerankQuery, rerankDocs), await here.rerank(rerankQuery, rerankDocs)];
+      assert.equal(a.length, rerankDocs.length);
+      a.forEach((x) => assert.deepEqual(Object.keys(x).sort(), ['index', 'score']));
+      // the same score per document; the same ranking except where two scores lie within the tolerance
+      const local = new Map(b.map((x) => [x.index, x.score]));
+      assert.deepEqual([...a.map((x) => x.index)].sort(), [...local.keys()].sort());
+      for (const x of a) {
+        const y = local.get(x.index), e = Math.abs(x.score - y) / Math.max(Math.abs(x.score), Math.abs(y));
+        assert.ok(e <= 1e-3, `document ${x.index}: server ${x.score}, local ${y} (relative ${e})`);
+      }
+      for (let i = 1; i < a.length; i++) {
+        assert.ok(a[i - 1].score >= a[i].score, 'the most relevant first');
+        const [p, q] = [local.get(a[i - 1].index), local.get(a[i].index)];
+        assert.ok(p >= q || (q - p) / Math.abs(q) <= 2e-3, `documents ${a[i - 1].index} and ${a[i].index}: ranked apart by more than the tolerance`);
+      }
+      assert.deepEqual(await there.rerank(rerankQuery, rerankDocs, { topN: 2 }), a.slice(0, 2));
+      await assert.rejects(there.rerank(rerankQuery, []), { code: 'E_INVALID_ARG' });
+    } finally {
+      await here.unload();
+      await there.unload();
+      await srv.stop();
+    }
+  });
+}
 
 async function collect(iterable) {
   const chunks = [];

@@ -12,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { root, shared, runWick } from './helpers.mjs';
 import { backend, loadEngine, loadModel } from './gpu-helpers.mjs';
+import { readLlamaBundle } from '../tools/llama-bundle.mjs';
 
 const M = await loadEngine();
 const vocab = path.join(shared, 'vocab', 'ggml-vocab-llama-spm.gguf');
@@ -38,6 +39,14 @@ const REFUSED = {
 // takes stories260K's vocabulary of 512, not the 32000 of the others
 const VOCAB = { gemma3n: path.join(shared, 'models', 'stories260K.gguf') };
 
+// the variants of a family that `wick synth` writes with --pooling (src/synth.c synth_write): the
+// encoders and the rerankers run on the CPU only
+const VARIANTS = {
+  'qwen3 --pooling rank': { args: ['--arch', 'qwen3', '--pooling', 'rank'], refused: ['rank_head'] },
+  'bert --pooling mean': { args: ['--arch', 'bert', '--pooling', 'mean'], refused: ['encoder', 'layernorm', 'bidirectional'] },
+  'bert --pooling rank': { args: ['--arch', 'bert', '--pooling', 'rank'], refused: ['encoder', 'layernorm', 'bidirectional', 'rank_head'] },
+};
+
 function synthArchs() {
   const src = fs.readFileSync(path.join(root, 'src', 'synth.c'), 'utf8');
   const table = src.slice(src.indexOf('static const synth_family families[]'));
@@ -63,6 +72,25 @@ test('every family wick synth writes is either taken by the GPU path or refused 
       assert.deepEqual(missing, REFUSED[arch], `${arch}: steps ${tensors.steps.join(', ')}`);
       assert.equal(why, `the ${tensors.config.arch} family runs on the CPU only: the GPU path does not implement ${REFUSED[arch].join(', ')}`);
     }
+    M._wick_model_free(model);
+    M._free(ptr);
+    fs.rmSync(file);
+  }
+});
+
+test('every --pooling variant wick synth writes (encoders, rerankers) is refused with the steps it lacks', () => {
+  const src = fs.readFileSync(path.join(root, 'src', 'synth.c'), 'utf8');
+  assert.match(src, /static const char \*const poolings\[\] = \{"none", "mean", "cls", "last", "rank"\}/, 'a pooling without a variant here');
+  const bge = path.join(tmp, 'ggml-vocab-bert-bge.gguf');
+  fs.writeFileSync(bge, readLlamaBundle(['models/ggml-vocab-bert-bge.gguf'])[0]);
+  for (const [name, { args, refused }] of Object.entries(VARIANTS)) {
+    const file = path.join(tmp, 'variant.gguf');
+    const r = runWick('native', ['synth', ...args, '--shape', 'mini', '--type', 'f16', '-o', file, '--vocab', args[1] === 'bert' ? bge : vocab]);
+    assert.equal(r.code, 0, `wick synth ${name}: ${r.stderr}`);
+    const { tensors, model, ptr } = loadModel(M, file);
+    const missing = tensors.steps.filter((s) => !backend.GPU_STEPS.has(s));
+    assert.deepEqual(missing, refused, `${name}: steps ${tensors.steps.join(', ')}`);
+    assert.match(backend.GpuForward.unsupported(tensors), new RegExp(`does not implement ${refused.join(', ')}`));
     M._wick_model_free(model);
     M._free(ptr);
     fs.rmSync(file);

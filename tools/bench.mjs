@@ -8,6 +8,7 @@
 //   node tools/bench.mjs [--models models/synth-134m-q4_0.gguf,…] [--threads 1,2]
 //                        [--prompt-tokens 87] [--gen 32] [--repeat 3] [--ctx 2048]
 //                        [--stat best|median] [--idle-wait 30] [--no-native] [--no-grammar] [--no-gpu] [--record]
+//                        [--no-embed] [--embed-only] [--embed-texts 16]
 //
 // Each run is `wasm_glue/cli.mjs generate -m MODEL -p PROMPT -n GEN --temp 0 --ignore-eos
 // --threads T --ctx C` (and build/native/wick with the same flags); the figures come from the
@@ -26,6 +27,13 @@
 // Last (unless --no-gpu) the WebGPU path's structure per decoded token (tools/bench-gpu.mjs):
 // weight bytes read, dispatches, submissions and readback bytes for 134m and 1b in Q4_0 and Q4_K_M.
 //
+// Then (unless --no-embed) embedding throughput (issue 28): texts/s embedding 256-token chunks
+// ([CLS] … [SEP] included) on a bge-small-shaped synth file (bert, 384 wide, 12 layers, F16 and
+// Q8_0; `wick synth --arch bert --shape bge-small`, bge's WordPiece vocabulary), --embed-texts texts
+// in passes of 8, with `wick embed` (wasm, wasm relaxed SIMD, native) against native llama.cpp's
+// embedding mode on the same file, timed in C (bench/bench_embed_llama.c against node-llama-cpp's
+// prebuilt libllama: no JS threads, see issue 33). --embed-only runs this section alone.
+//
 // The helpers it shares with tools/bench-gpu.mjs and tools/bench-peers.mjs are in bench-common.mjs.
 import fs from 'node:fs';
 import os from 'node:os';
@@ -33,6 +41,7 @@ import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import '../wasm_glue/gguf-header.js';
+import { readLlamaBundle } from './llama-bundle.mjs';
 import {
   ROOT, NATIVE_WICK, parseArgs, list, ensureModel, modelLabel, modelInfo, buildPrompt,
   waitForIdle, summarize, fmt, markdownTable, appendBenchmarks,
@@ -126,8 +135,105 @@ async function cliChild(args) {
 const DEFAULTS = {
   models: 'models/synth-134m-q4_0.gguf,models/synth-134m-q8_0.gguf,models/synth-134m-q4_k_m.gguf',
   threads: '1,2', promptTokens: 87, gen: 32, repeat: 3, ctx: 2048, stat: 'best', timeout: 600, idleWait: 30,
-  noNative: false, noGrammar: false, noGpu: false, record: false,
+  noNative: false, noGrammar: false, noGpu: false, record: false, noEmbed: false, embedOnly: false, embedTexts: 16,
 };
+
+// ---- embeddings ----
+
+const EMBED_TOKENS = 256;   // per chunk, [CLS] and [SEP] included
+const EMBED_PER_PASS = 8;   // chunks per evaluation (wick's --batch 2048, llama.cpp's n_seq 8)
+const LLAMA_BINS = path.join(ROOT, 'node_modules', '@node-llama-cpp', 'linux-x64', 'bins', 'linux-x64');
+const EMBED_LINE = /embed: (\d+) texts, (\d+) tokens in ([\d.]+) s/;
+
+/** models/synth-bert-bge-small-<type>.gguf, made with bge's vocabulary when missing */
+function embedModel(type) {
+  const file = path.join(ROOT, 'models', `synth-bert-bge-small-${type}.gguf`);
+  if (fs.existsSync(file)) return file;
+  const vocab = path.join(ROOT, 'models', 'ggml-vocab-bert-bge.gguf');
+  if (!fs.existsSync(vocab)) {
+    fs.mkdirSync(path.dirname(vocab), { recursive: true });
+    fs.writeFileSync(vocab, readLlamaBundle(['models/ggml-vocab-bert-bge.gguf'])[0]);
+  }
+  const r = spawnSync(NATIVE_WICK, ['synth', '--arch', 'bert', '--shape', 'bge-small', '--type', type, '--vocab', vocab, '-o', file], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`wick synth failed: ${r.stderr}`);
+  return file;
+}
+
+/** One pass of `wick embed` (or the C harness over libllama) over the texts: texts/s and tokens/s. */
+function embedRun(kind, model, textsFile, threads, opts) {
+  let cmd, args, env = process.env;
+  if (kind === 'llama.cpp') {
+    cmd = path.join(ROOT, 'build', 'native', 'bench_embed_llama');
+    args = [LLAMA_BINS, model, textsFile, String(threads), String(EMBED_PER_PASS), String(opts.repeat)];
+  } else {
+    const flags = ['embed', '-m', model, '--texts', textsFile, '--threads', String(threads), '--batch', String(EMBED_PER_PASS * EMBED_TOKENS)];
+    [cmd, args] = kind === 'native' ? [NATIVE_WICK, flags] : [process.execPath, [WASM_CLI, ...flags]];
+    if (kind === 'wasm-relaxed') env = { ...process.env, WICK_WASM_RELAXED: '1' };
+  }
+  const r = spawnSync(cmd, args, { encoding: 'utf8', maxBuffer: 256 * MiB, timeout: opts.timeout * 1000, env });
+  if (r.status !== 0) throw new Error(`${kind} embed run exited with ${r.status}: ${(r.stderr || String(r.error)).slice(-2000)}`);
+  const m = EMBED_LINE.exec(kind === 'llama.cpp' ? r.stdout : r.stderr);
+  if (!m) throw new Error(`${kind}: no embed timing line:\n${(r.stdout + r.stderr).slice(-1500)}`);
+  const variant = /loaded CPU backend from \S*libggml-cpu-([\w-]+)\.so/.exec(r.stderr)?.[1];
+  return { texts: Number(m[1]), tokens: Number(m[2]), seconds: Number(m[3]), textsPerSecond: Number(m[1]) / Number(m[3]), variant };
+}
+
+/** The SIMD flags of the CPU that decide which ggml variant native llama.cpp runs (issue 33). */
+function simdFlags() {
+  const wanted = ['sse4_1', 'sse4_2', 'avx', 'avx2', 'fma', 'f16c', 'bmi2', 'avx512f', 'avx512bw', 'avx512vl', 'avx512_vnni', 'avx_vnni'];
+  try {
+    const have = new Set((/^flags\s*:\s*(.+)$/m.exec(fs.readFileSync('/proc/cpuinfo', 'utf8'))?.[1] || '').split(/\s+/));
+    return wanted.filter((f) => have.has(f)).join(' ');
+  } catch {
+    return 'unknown';
+  }
+}
+
+/** The embedding section: a table of texts/s per file, thread count and engine, with wick's share of llama.cpp's. */
+async function embedBench(opts, threadCounts) {
+  const built = spawnSync('make', ['-s', 'build/native/bench_embed_llama'], { cwd: ROOT, encoding: 'utf8' });
+  if (built.status !== 0) throw new Error(`make build/native/bench_embed_llama: ${built.stderr}`);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wick-bench-embed-'));
+  const rows = [];
+  let variant = null, busyRuns = 0;
+  try {
+    for (const type of ['f16', 'q8_0']) {
+      const model = embedModel(type);
+      const { text } = buildPrompt(model, EMBED_TOKENS - 1, 0); // EMBED_TOKENS − 2 word pieces, then [CLS] and [SEP]
+      const textsFile = path.join(dir, 'texts.bin');
+      fs.writeFileSync(textsFile, Array.from({ length: opts.embedTexts }, () => text).join('\0'));
+      for (const threads of threadCounts) {
+        const best = {};
+        for (const kind of ['llama.cpp', 'wasm', 'wasm-relaxed', 'native']) {
+          const runs = [];
+          // the C harness repeats inside one process (after a warm-up pass); wick's CLI once per process
+          for (let i = 0; i < (kind === 'llama.cpp' ? 1 : opts.repeat); i++) {
+            const busy = await waitForIdle(opts.idleWait);
+            if (busy !== null && busy >= 0.15) busyRuns++;
+            const run = embedRun(kind, model, textsFile, threads, opts);
+            if (run.tokens !== opts.embedTexts * EMBED_TOKENS) throw new Error(`${kind}: ${run.tokens} tokens, not ${opts.embedTexts} × ${EMBED_TOKENS}`);
+            variant ||= run.variant;
+            runs.push(run.textsPerSecond);
+            process.stderr.write(`bench: embed bge-small ${type} ${kind} t${threads} #${i + 1}: ${fmt(run.textsPerSecond)} texts/s\n`);
+          }
+          best[kind] = summarize(runs, opts.stat);
+        }
+        for (const kind of ['llama.cpp', 'wasm', 'wasm-relaxed', 'native'])
+          rows.push([`bge-small ${type.toUpperCase()}`, String(threads), { 'llama.cpp': 'llama.cpp (native, C harness)', wasm: 'wick wasm (Node)', 'wasm-relaxed': 'wick wasm relaxed SIMD (Node)', native: 'wick native' }[kind],
+            fmt(best[kind]), fmt(best[kind] * EMBED_TOKENS, 0), kind === 'llama.cpp' ? '—' : `${fmt((100 * best[kind]) / best['llama.cpp'], 0)}%`]);
+      }
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  const table = markdownTable(['model', 'threads', 'engine', 'texts/s', 'tokens/s', 'of llama.cpp'], rows);
+  return `Embedding ${opts.embedTexts} chunks of ${EMBED_TOKENS} tokens ([CLS] … [SEP]), ${EMBED_PER_PASS} per evaluation, mean pooling, ` +
+    `on \`wick synth --arch bert --shape bge-small\` files (bert, 384 wide, 12 layers, 12 heads, FFN 1536, bge's WordPiece vocabulary), ${opts.stat} of ${opts.repeat} runs:\n\n${table}\n\n` +
+    `CPU flags: ${simdFlags()}. llama.cpp: node-llama-cpp 3.21.1's prebuilt libllama (ggml CPU variant ${variant || 'unknown'}), embedding mode, flash attention off, ` +
+    'timed in C by bench/bench_embed_llama.c around llama_decode and the reading of the pooled vectors (best of the passes after a warm-up); ' +
+    'wick: the time of wick_embed as `wick embed` reports it. No EmbeddingGemma-shaped file: the gemma-embedding architecture has not landed yet.' +
+    (busyRuns ? ` ${busyRuns} run(s) started while other work kept the CPU busy: those figures are low.` : '');
+}
 
 const GRAMMAR_VOCAB = 152064; // Qwen 2.5 / Qwen 3
 
@@ -186,6 +292,12 @@ async function main(argv) {
   if (!['best', 'median'].includes(opts.stat)) throw new Error('--stat is best or median');
   if (!fs.existsSync(NATIVE_WICK)) throw new Error(`${NATIVE_WICK} is missing: run make`);
   const threadCounts = list(opts.threads).map(Number);
+  if (opts.embedOnly) {
+    const section = await embedBench(opts, threadCounts);
+    process.stdout.write(`${section}\n`);
+    if (opts.record) appendBenchmarks('npm run bench', `npm run bench -- ${argv.filter((a) => a !== '--record').join(' ')}`.trim(), section);
+    return;
+  }
   const kinds = opts.noNative ? ['wasm', 'wasm-relaxed'] : ['wasm', 'wasm-relaxed', 'native'];
   const rows = [];
   let busyRuns = 0;
@@ -239,10 +351,11 @@ async function main(argv) {
       gpu = `\n\nGPU path: not measured (${e.message}).`;
     }
   }
-  process.stdout.write(`${table}\n\n${notes}${grammar}${gpu}\n`);
+  const embed = opts.noEmbed ? '' : `\n\n${await embedBench(opts, threadCounts)}`;
+  process.stdout.write(`${table}\n\n${notes}${grammar}${gpu}${embed}\n`);
   if (opts.record) {
     const command = `npm run bench -- ${argv.filter((a) => a !== '--record').join(' ')}`.trim();
-    appendBenchmarks('npm run bench', command, `${table}\n\n${notes}${grammar}${gpu}`);
+    appendBenchmarks('npm run bench', command, `${table}\n\n${notes}${grammar}${gpu}${embed}`);
   }
 }
 

@@ -2,6 +2,7 @@
 // OpenAI-compatible server with the generate / chat.completions API of a loaded one.
 import type {
   GenerateOptions, GenerateChunk, Timings, ChatCompletionRequest, ChatCompletionChunk, ChatCompletion,
+  EmbedOptions, EmbeddingsRequest, EmbeddingsResponse, RerankOptions, RerankResult,
 } from './wick.js';
 
 export interface ConnectOptions {
@@ -71,6 +72,13 @@ export interface RemoteEngine {
       create(request: ChatCompletionRequest & { stream?: false; [field: string]: unknown }): Promise<Omit<ChatCompletion, 'timings'> & { timings: RemoteTimings | null }>;
     };
   };
+  /** POST /v1/embeddings (llama-server --embeddings): one vector per input, unit length unless
+   *  normalize: false, `dimensions` cut here; the server pools as it was started (a `pooling` or
+   *  `truncate` is refused with E_UNSUPPORTED) */
+  embed(input: string | string[] | number[] | number[][], options?: Omit<EmbedOptions, 'pooling' | 'truncate'>): Promise<Float32Array[]>;
+  embeddings: { create(request: EmbeddingsRequest): Promise<EmbeddingsResponse> };
+  /** POST /v1/rerank (llama-server --reranking): the documents from the most relevant down, the server's relevance_score as score */
+  rerank(query: string, documents: string[], options?: RerankOptions): Promise<RerankResult[]>;
   /** E_UNSUPPORTED: the server renders templates and tokenizes */
   applyChatTemplate(...args: unknown[]): Promise<never>;
   tokenize(...args: unknown[]): Promise<never>;

@@ -7,11 +7,14 @@
 //   for await (const chunk of engine.generate('Once upon a time', { maxTokens: 100 })) …
 //
 // generate() streams POST {base}/completions; chat.completions.create() POST {base}/chat/completions;
+// embed() and embeddings.create() POST {base}/embeddings, rerank() POST {base}/rerank (llama-server
+// started with --embeddings, or --reranking for a reranker), in the shapes a loaded engine returns;
 // connect() itself asks GET {base}/models for the model's name. Streams are server-sent events.
 // Errors are WickErrors with the codes a loaded engine uses: E_FETCH (network, HTTP status,
 // a broken stream: the message holds the server's), E_INVALID_ARG, E_ABORTED, E_UNLOADED; the
 // options are checked by the same table as a loaded engine's (options.mjs).
 import { WickError, invalid, checkSignal, checkGenerateOptions } from './options.mjs';
+import { embedSettings, embedInputs, cutDimensions, embeddingsResponse, rerankSettings, rankResults } from './embeddings.mjs';
 
 const CHAT_ROLES = new Set(['system', 'user', 'assistant', 'tool', 'developer']);
 const MAX_ERROR_TEXT = 500; // characters of a non-JSON error body kept in the message
@@ -183,6 +186,7 @@ class RemoteEngine {
     this._active = new Set(); // a stop function per request in flight
     this._dead = null;
     this.chat = { completions: { create: (req) => this._chatCompletion(req) } };
+    this.embeddings = { create: (req) => this._embeddingsCreate(req) };
   }
 
   /** Asks the server for its models: the name to send (the first one listed unless `model` was
@@ -312,6 +316,61 @@ class RemoteEngine {
     if (this._dead) return;
     this._dead = new WickError('E_UNLOADED', 'the engine was unloaded');
     this.abort();
+  }
+
+  /** A POST answered with JSON, cancelled by abort() and unload() as a stream is. */
+  async _postJson(path, body) {
+    const controller = new AbortController();
+    const stop = () => controller.abort();
+    this._active.add(stop);
+    try {
+      return await (await this._post(path, body, controller)).json();
+    } catch (e) {
+      if (this._dead) throw this._dead;
+      if (isAbort(e)) throw new WickError('E_ABORTED', `${this.baseURL}${path}: aborted`);
+      throw e;
+    } finally {
+      this._active.delete(stop);
+    }
+  }
+
+  /** The server's vectors of the inputs (its own pooling, L2-normalized when asked) and its token count. */
+  async _embed(input, options) {
+    const { pooling, normalize, dimensions, truncate } = options;
+    if (pooling !== undefined) throw new WickError('E_UNSUPPORTED', 'a connected engine pools as its server was started (llama-server --pooling): leave pooling out');
+    if (truncate) throw new WickError('E_UNSUPPORTED', 'a connected engine cannot truncate its inputs: llama-server refuses an input longer than its batch');
+    const s = embedSettings({ normalize, dimensions }, Infinity);
+    const inputs = embedInputs(input).map((x) => (typeof x === 'string' ? x : Array.from(x)));
+    const body = { ...(this._model !== undefined ? { model: this._model } : {}), input: inputs, encoding_format: 'float', embd_normalize: s.normalize ? 2 : -1 };
+    const r = await this._postJson('/embeddings', body);
+    if (!Array.isArray(r?.data) || r.data.length !== inputs.length) throw new WickError('E_FETCH', `${this.baseURL}/embeddings: ${inputs.length} inputs, ${r?.data?.length} embeddings in the answer`);
+    const vectors = [...r.data].sort((a, b) => a.index - b.index).map((d) => cutDimensions(Float32Array.from(d.embedding), s.dimensions, s.normalize));
+    return { vectors, tokens: r.usage?.prompt_tokens ?? 0 };
+  }
+
+  /** embed() as a loaded engine's: one Float32Array per input, unit length unless normalize: false; dimensions cut here. */
+  async embed(input, options = {}) {
+    return (await this._embed(input, options)).vectors;
+  }
+
+  /** OpenAI's embeddings.create, the server's vectors in a loaded engine's response (dimensions and base64 done here). */
+  async _embeddingsCreate(request) {
+    if (!request || typeof request !== 'object') throw invalid('embeddings.create: the request must be an object');
+    const { input, dimensions, encoding_format: encodingFormat = 'float' } = request;
+    if (encodingFormat !== 'float' && encodingFormat !== 'base64') throw invalid(`encoding_format must be 'float' or 'base64' (got ${JSON.stringify(encodingFormat)})`);
+    const { vectors, tokens } = await this._embed(input, { dimensions, truncate: request.truncate === true });
+    return embeddingsResponse(vectors, { model: request.model || this.info.name, tokens, encodingFormat });
+  }
+
+  /** rerank() as a loaded engine's: POST /rerank, [{index, score}] from the most relevant down (the server's relevance_score). */
+  async rerank(query, documents, options = {}) {
+    const { topN } = rerankSettings(query, documents, options);
+    const body = { ...(this._model !== undefined ? { model: this._model } : {}), query, documents, top_n: documents.length };
+    const r = await this._postJson('/rerank', body);
+    if (!Array.isArray(r?.results) || r.results.length !== documents.length) throw new WickError('E_FETCH', `${this.baseURL}/rerank: ${documents.length} documents, ${r?.results?.length} results in the answer`);
+    const scores = new Array(documents.length);
+    for (const x of r.results) scores[x.index] = x.relevance_score;
+    return rankResults(scores, topN);
   }
 
   // The server renders the chat template and tokenizes: the OpenAI API has no calls for these.

@@ -2,7 +2,8 @@
 // around the engine's wick_embed: the options checked, each input's tokens fitted to the window
 // (truncated only when asked: never silently), Matryoshka truncation to `dimensions` with the
 // vector renormalized, and the OpenAI embeddings response (float arrays or base64 of
-// little-endian float32, as api.openai.com sends them).
+// little-endian float32, as api.openai.com sends them); and what engine.rerank() checks and
+// returns (the same for Wick.connect's llama-server).
 import { WickError, invalid, checkNumber } from './options.mjs';
 
 /** wick_embed's pooling codes (src/wick.h WICK_POOLING_*): -1 is the model's own. */
@@ -69,4 +70,20 @@ export function embeddingsResponse(vectors, { model, tokens, encodingFormat = 'f
     model,
     usage: { prompt_tokens: tokens, total_tokens: tokens },
   };
+}
+
+/** rerank()'s arguments, checked: {topN} (the number of documents when not given). */
+export function rerankSettings(query, documents, { topN } = {}) {
+  if (typeof query !== 'string') throw invalid('rerank: the query must be a string');
+  if (!Array.isArray(documents) || !documents.length || !documents.every((d) => typeof d === 'string'))
+    throw invalid('rerank: documents must be a non-empty array of strings');
+  if (topN !== undefined) checkNumber('topN', topN, { min: 1, integer: true });
+  return { topN: topN === undefined ? documents.length : Math.min(topN, documents.length) };
+}
+
+/** [{index, score}] from the most relevant down (equal scores in the documents' order), the first topN. */
+export function rankResults(scores, topN) {
+  return Array.from(scores, (score, index) => ({ index, score }))
+    .sort((a, b) => b.score - a.score || a.index - b.index)
+    .slice(0, topN);
 }

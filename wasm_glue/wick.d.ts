@@ -299,12 +299,26 @@ export interface EmbeddingsResponse {
   usage: { prompt_tokens: number; total_tokens: number };
 }
 
+export interface RerankOptions {
+  /** only the topN most relevant documents; default all */
+  topN?: number;
+}
+
+/** one document's place in a ranking: its index among the documents given, and its relevance */
+export interface RerankResult {
+  index: number;
+  /** as llama.cpp's /v1/rerank relevance_score: bge-reranker's logit, Qwen3-Reranker's P(yes) */
+  score: number;
+}
+
 export interface ModelInfo {
   architecture: string;
   /** an embedding model (bert, nomic-bert, modern-bert, gemma-embedding): embed() and embeddings.create() work, generate() refuses */
   encoder?: boolean;
-  /** the model's own pooling: an encoder's, or a decoder's whose file sets it (Qwen3-Embedding: 'last'; embed() works, and generate()) */
-  pooling?: Pooling;
+  /** the model's own pooling: an encoder's, or a decoder's whose file sets it (Qwen3-Embedding: 'last'; embed() works, and generate()); 'rank' for a reranker */
+  pooling?: Pooling | 'rank';
+  /** a reranker (pooling_type rank: bge-reranker on bert, Qwen3-Reranker on qwen3): rerank() works */
+  reranker?: boolean;
   name: string;
   source: string;
   n_vocab: number;
@@ -354,6 +368,8 @@ export interface Engine {
   embed(input: string | string[] | number[] | number[][], options?: EmbedOptions & { pooling?: Exclude<Pooling, 'none'> }): Promise<Float32Array[]>;
   embed(input: string | string[] | number[] | number[][], options: EmbedOptions & { pooling: 'none' }): Promise<Float32Array[][]>;
   embeddings: { create(request: EmbeddingsRequest): Promise<EmbeddingsResponse> };
+  /** a reranker's relevance of each document to the query, the most relevant first; refused (E_UNSUPPORTED) on other models */
+  rerank(query: string, documents: string[], options?: RerankOptions): Promise<RerankResult[]>;
   chat: {
     completions: {
       create(request: ChatCompletionRequest & { stream: true }): Promise<AsyncIterable<ChatCompletionChunk>>;

@@ -517,6 +517,22 @@ class Engine {
     return embeddingsResponse(vectors, { model: request.model || this.info.name, tokens, encodingFormat });
   }
 
+  /**
+   * How relevant each document is to the query, by a reranker (pooling_type rank: bge-reranker,
+   * Qwen3-Reranker): [{index, score}] from the most relevant down, the first topN (default all).
+   * Each pair is formed and scored as llama.cpp's server does for /v1/rerank (the same scores as
+   * its relevance_score: bge-reranker's logit, Qwen3-Reranker's P(yes)).
+   */
+  async rerank(query, documents, options = {}) {
+    if (!this.info) throw new WickError('E_UNLOADED', 'no model is loaded');
+    if (!this.info.reranker)
+      throw new WickError('E_UNSUPPORTED', `${this.info.name} is not a reranker (${this.info.architecture} without pooling_type rank): rerank() needs one such as bge-reranker or Qwen3-Reranker`);
+    const { rerankSettings, rankResults } = await embeddingsModule();
+    const { topN } = rerankSettings(query, documents, options);
+    const { scores } = await this._request({ type: 'rerank', query, documents });
+    return rankResults(scores, topN);
+  }
+
   /** Stops every generation in progress (each ends with finishReason 'abort'). */
   abort() {
     for (const stop of this._active?.values() || []) stop();

@@ -7,7 +7,7 @@
  * script), Node starts it as a worker_threads Worker (it is then an ES module; the Emscripten
  * script is loaded with createRequire). Both speak the same messages, made by wick.mjs:
  *
- *   host → worker  {id, type: 'init'|'load'|'generate'|'tokenize'|'detokenize'|'embed'|'unload', ...}
+ *   host → worker  {id, type: 'init'|'load'|'generate'|'tokenize'|'detokenize'|'embed'|'rerank'|'unload', ...}
  *                  {id, type: 'abort'}              (stops request id: a load or a generation)
  *                  {type: 'gpu-lose'}               (destroys the GPU device: tests of the fallback)
  *                  {id, type: 'data', bytes|end}    (the bytes of a load from an ArrayBuffer)
@@ -81,7 +81,7 @@
 
   const HANDLERS = {
     init, load, generate, tokenize: (m) => tokenize(m.text, m.addBos, m.special), detokenize: (m) => detokenize(m.tokens),
-    softmax: (m) => softmax(m.logits, m.temperature), embed,
+    softmax: (m) => softmax(m.logits, m.temperature), embed, rerank,
     unload: () => { unloadModel(); return true; },
   };
 
@@ -482,6 +482,30 @@
       if (!perToken) return sequences.map((_, s) => at(s));
       let r = 0;
       return lens.map((n) => Array.from({ length: n }, () => at(r++)));
+    })));
+  }
+
+  /** wick_rerank over every (query, document) pair, paired by wick_rerank_tokens as llama.cpp's server pairs them: {scores, tokens}. */
+  function rerank({ query, documents }) {
+    requireModel();
+    const sequences = documents.map((doc) => withString(query, (qp, ql) => withString(doc, (dp, dl) => withScratch(4, (nOut) => {
+      let cap = ql + dl + 64;
+      for (;;) {
+        const ids = withScratch(4 * cap, (buf) => {
+          check(M._wick_rerank_tokens(state.model, qp, ql, dp, dl, buf, cap, nOut));
+          const n = i32At(nOut);
+          return n <= cap ? Array.from(M.HEAP32.subarray(buf >>> 2, (buf >>> 2) + n)) : n;
+        });
+        if (Array.isArray(ids)) return ids;
+        cap = ids;
+      }
+    }))));
+    const lens = sequences.map((q) => q.length), total = lens.reduce((a, n) => a + n, 0);
+    return withScratch(4 * total, (ids) => withScratch(4 * lens.length, (lp) => withScratch(4 * lens.length, (out) => {
+      M.HEAP32.set(sequences.flat(), ids >>> 2);
+      M.HEAP32.set(lens, lp >>> 2);
+      check(M._wick_rerank(state.ctx, ids, lp, sequences.length, out));
+      return { scores: M.HEAPF32.slice(out >>> 2, (out >>> 2) + lens.length), tokens: total };
     })));
   }
 
