@@ -72,6 +72,8 @@ static const synth_shape shapes[] = {
     {"e4b", 2560, 42, 8, 2, 10240, false, 0, 0, 256, 6},
     /* bge-small-en-v1.5 (and all-MiniLM-L12, e5-small-v2): 12 layers of 384, 12 heads, FFN 1536 */
     {"bge-small", 384, 12, 12, 12, 1536, false, 0, 0, 0, 0},
+    /* EmbeddingGemma-300m: 24 layers of 768, 3 query heads and 1 KV head of 256, FFN 1152 */
+    {"embeddinggemma", 768, 24, 3, 1, 1152, false, 0, 0, 256, 0},
 };
 
 /* ---- the families ---------------------------------------------------------------------------- */
@@ -687,7 +689,7 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
     const synth_shape *sh = NULL;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         if (!strcmp(shapes[i].name, shape_name)) sh = &shapes[i];
-    if (!sh) return errorf(err, WICK_ERR_INVALID_ARG, "unknown shape '%s' (mini, mini-mha, 134m, 1b, 0.8b, e2b, e4b, bge-small)", shape_name);
+    if (!sh) return errorf(err, WICK_ERR_INVALID_ARG, "unknown shape '%s' (mini, mini-mha, 134m, 1b, 0.8b, e2b, e4b, bge-small, embeddinggemma)", shape_name);
     synth_quant q = {0};
     if (!strcmp(type, "f32")) q.base = WICK_TYPE_F32, q.ftype = FTYPE_F32;
     else if (!strcmp(type, "f16")) q.base = WICK_TYPE_F16, q.ftype = FTYPE_F16;

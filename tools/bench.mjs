@@ -28,9 +28,8 @@
 // weight bytes read, dispatches, submissions and readback bytes for 134m and 1b in Q4_0 and Q4_K_M.
 //
 // Then (unless --no-embed) embedding throughput (issue 28): texts/s embedding 256-token chunks
-// ([CLS] … [SEP] included) on a bge-small-shaped synth file (bert, 384 wide, 12 layers, F16 and
-// Q8_0; `wick synth --arch bert --shape bge-small`, bge's WordPiece vocabulary), --embed-texts texts
-// in passes of 8, with `wick embed` (wasm, wasm relaxed SIMD, native) against native llama.cpp's
+// (special tokens included) on a bge-small-shaped and an EmbeddingGemma-shaped synth file, F16 and
+// Q8_0 (EMBED_SHAPES below), --embed-texts texts (half as many of EmbeddingGemma's) in passes of 8, with `wick embed` (wasm, wasm relaxed SIMD, native) against native llama.cpp's
 // embedding mode on the same file, timed in C (bench/bench_embed_llama.c against node-llama-cpp's
 // prebuilt libllama: no JS threads, see issue 33). --embed-only runs this section alone.
 //
@@ -145,16 +144,27 @@ const EMBED_PER_PASS = 8;   // chunks per evaluation (wick's --batch 2048, llama
 const LLAMA_BINS = path.join(ROOT, 'node_modules', '@node-llama-cpp', 'linux-x64', 'bins', 'linux-x64');
 const EMBED_LINE = /embed: (\d+) texts, (\d+) tokens in ([\d.]+) s/;
 
-/** models/synth-bert-bge-small-<type>.gguf, made with bge's vocabulary when missing */
-function embedModel(type) {
-  const file = path.join(ROOT, 'models', `synth-bert-bge-small-${type}.gguf`);
+// The two embedding shapes of acceptance 6: bge-small on bge's WordPiece vocabulary, and
+// EmbeddingGemma-300m's layers (gemma-embedding, 24 × 768, 3 heads and 1 KV head of 256, FFN 1152,
+// the dense_2/dense_3 projections) on llama's SentencePiece vocabulary (32,000 pieces for Gemma's
+// 262,144: the table is read one row per token, so only the file's size differs)
+const EMBED_SHAPES = [
+  { name: 'bge-small', arch: 'bert', shape: 'bge-small', vocab: 'ggml-vocab-bert-bge.gguf', bos: false,
+    about: 'bert, 384 wide, 12 layers, 12 heads, FFN 1536, bge\'s WordPiece vocabulary' },
+  { name: 'EmbeddingGemma', arch: 'gemma-embedding', shape: 'embeddinggemma', vocab: 'ggml-vocab-llama-spm.gguf', bos: true, textsDivisor: 2,
+    about: 'gemma-embedding, 768 wide, 24 layers, 3 query heads and 1 KV head of 256, FFN 1152, dense_2/dense_3, llama\'s SentencePiece vocabulary' },
+];
+
+/** models/synth-<arch>-<shape>-<type>.gguf, made with the shape's vocabulary when missing */
+function embedModel(sh, type) {
+  const file = path.join(ROOT, 'models', `synth-${sh.arch}-${sh.shape}-${type}.gguf`);
   if (fs.existsSync(file)) return file;
-  const vocab = path.join(ROOT, 'models', 'ggml-vocab-bert-bge.gguf');
+  const vocab = path.join(ROOT, 'models', sh.vocab);
   if (!fs.existsSync(vocab)) {
     fs.mkdirSync(path.dirname(vocab), { recursive: true });
-    fs.writeFileSync(vocab, readLlamaBundle(['models/ggml-vocab-bert-bge.gguf'])[0]);
+    fs.writeFileSync(vocab, readLlamaBundle([`models/${sh.vocab}`])[0]);
   }
-  const r = spawnSync(NATIVE_WICK, ['synth', '--arch', 'bert', '--shape', 'bge-small', '--type', type, '--vocab', vocab, '-o', file], { encoding: 'utf8' });
+  const r = spawnSync(NATIVE_WICK, ['synth', '--arch', sh.arch, '--shape', sh.shape, '--type', type, '--vocab', vocab, '-o', file], { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`wick synth failed: ${r.stderr}`);
   return file;
 }
@@ -197,11 +207,13 @@ async function embedBench(opts, threadCounts) {
   const rows = [];
   let variant = null, busyRuns = 0;
   try {
-    for (const type of ['f16', 'q8_0']) {
-      const model = embedModel(type);
-      const { text } = buildPrompt(model, EMBED_TOKENS - 1, 0); // EMBED_TOKENS − 2 word pieces, then [CLS] and [SEP]
+    for (const sh of EMBED_SHAPES) for (const type of ['f16', 'q8_0']) {
+      const model = embedModel(sh, type);
+      const nTexts = Math.max(EMBED_PER_PASS, Math.round(opts.embedTexts / (sh.textsDivisor || 1)));
+      // bert: EMBED_TOKENS − 2 word pieces, then [CLS] and [SEP]; gemma: BOS, then EMBED_TOKENS − 1 pieces
+      const { text } = sh.bos ? buildPrompt(model, EMBED_TOKENS, 1) : buildPrompt(model, EMBED_TOKENS - 1, 0);
       const textsFile = path.join(dir, 'texts.bin');
-      fs.writeFileSync(textsFile, Array.from({ length: opts.embedTexts }, () => text).join('\0'));
+      fs.writeFileSync(textsFile, Array.from({ length: nTexts }, () => text).join('\0'));
       for (const threads of threadCounts) {
         const best = {};
         for (const kind of ['llama.cpp', 'wasm', 'wasm-relaxed', 'native']) {
@@ -211,15 +223,15 @@ async function embedBench(opts, threadCounts) {
             const busy = await waitForIdle(opts.idleWait);
             if (busy !== null && busy >= 0.15) busyRuns++;
             const run = embedRun(kind, model, textsFile, threads, opts);
-            if (run.tokens !== opts.embedTexts * EMBED_TOKENS) throw new Error(`${kind}: ${run.tokens} tokens, not ${opts.embedTexts} × ${EMBED_TOKENS}`);
+            if (run.tokens !== nTexts * EMBED_TOKENS) throw new Error(`${kind}: ${run.tokens} tokens, not ${nTexts} × ${EMBED_TOKENS}`);
             variant ||= run.variant;
             runs.push(run.textsPerSecond);
-            process.stderr.write(`bench: embed bge-small ${type} ${kind} t${threads} #${i + 1}: ${fmt(run.textsPerSecond)} texts/s\n`);
+            process.stderr.write(`bench: embed ${sh.name} ${type} ${kind} t${threads} #${i + 1}: ${fmt(run.textsPerSecond)} texts/s\n`);
           }
           best[kind] = summarize(runs, opts.stat);
         }
         for (const kind of ['llama.cpp', 'wasm', 'wasm-relaxed', 'native'])
-          rows.push([`bge-small ${type.toUpperCase()}`, String(threads), { 'llama.cpp': 'llama.cpp (native, C harness)', wasm: 'wick wasm (Node)', 'wasm-relaxed': 'wick wasm relaxed SIMD (Node)', native: 'wick native' }[kind],
+          rows.push([`${sh.name} ${type.toUpperCase()}`, String(threads), { 'llama.cpp': 'llama.cpp (native, C harness)', wasm: 'wick wasm (Node)', 'wasm-relaxed': 'wick wasm relaxed SIMD (Node)', native: 'wick native' }[kind],
             fmt(best[kind]), fmt(best[kind] * EMBED_TOKENS, 0), kind === 'llama.cpp' ? '—' : `${fmt((100 * best[kind]) / best['llama.cpp'], 0)}%`]);
       }
     }
@@ -227,11 +239,11 @@ async function embedBench(opts, threadCounts) {
     fs.rmSync(dir, { recursive: true, force: true });
   }
   const table = markdownTable(['model', 'threads', 'engine', 'texts/s', 'tokens/s', 'of llama.cpp'], rows);
-  return `Embedding ${opts.embedTexts} chunks of ${EMBED_TOKENS} tokens ([CLS] … [SEP]), ${EMBED_PER_PASS} per evaluation, mean pooling, ` +
-    `on \`wick synth --arch bert --shape bge-small\` files (bert, 384 wide, 12 layers, 12 heads, FFN 1536, bge's WordPiece vocabulary), ${opts.stat} of ${opts.repeat} runs:\n\n${table}\n\n` +
+  return `Embedding chunks of ${EMBED_TOKENS} tokens (special tokens included), ${EMBED_PER_PASS} per evaluation, mean pooling, ` +
+    `${opts.stat} of ${opts.repeat} runs, on \`wick synth\` files: ${EMBED_SHAPES.map((sh) => `${sh.name} (\`--arch ${sh.arch} --shape ${sh.shape}\`: ${sh.about}; ${Math.max(EMBED_PER_PASS, Math.round(opts.embedTexts / (sh.textsDivisor || 1)))} texts)`).join(', ')}:\n\n${table}\n\n` +
     `CPU flags: ${simdFlags()}. llama.cpp: node-llama-cpp 3.21.1's prebuilt libllama (ggml CPU variant ${variant || 'unknown'}), embedding mode, flash attention off, ` +
     'timed in C by bench/bench_embed_llama.c around llama_decode and the reading of the pooled vectors (best of the passes after a warm-up); ' +
-    'wick: the time of wick_embed as `wick embed` reports it. No EmbeddingGemma-shaped file: the gemma-embedding architecture has not landed yet.' +
+    'wick: the time of wick_embed as `wick embed` reports it.' +
     (busyRuns ? ` ${busyRuns} run(s) started while other work kept the CPU busy: those figures are low.` : '');
 }
 
