@@ -246,7 +246,7 @@ void ctx_release(struct wick_ctx *c) {
                     c->rope_cos, c->rope_sin, c->att, c->qbuf[0], c->qbuf[1], c->qbuf[2], c->logits,
                     c->kv_slots, c->kv_off, c->rstate, c->rs_off, c->proj, c->mix, c->mix2,
                     c->rs_snap[0], c->rs_snap[1], c->ext_ops, c->ple, c->ple_row, c->ple_gate,
-                    c->alt, c->laurel, c->alt_coef, c->ple_raw};
+                    c->alt, c->laurel, c->alt_coef, c->ple_raw, c->wconv};
     _Static_assert(STATE_SNAPSHOTS == 2, "ctx_release frees each snapshot");
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     memset(c, 0, sizeof *c);

@@ -39,6 +39,8 @@ struct wick_ctx {
     float *x, *xb, *xb2, *q, *k, *v, *hb, *hb2; /* q and xb2 are [n_batch][q_dim], x and xb [n_batch][dim] */
     float *rope_cos, *rope_sin;   /* [2][n_batch][rope_dim/2]: the full layers' base, then the sliding layers' */
     float *att;                   /* per thread: attention's scratch (attention.h, attention_scratch_floats) */
+    float *wconv;                 /* per thread: F16/BF16 weight rows as floats in prefill (matmul.c), grown on use */
+    size_t wconv_floats;
     void *qbuf[ACT_SLOTS];
     size_t qbuf_bytes;
     float *logits;                /* [n_logit_rows][n_vocab] */

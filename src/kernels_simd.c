@@ -1166,29 +1166,10 @@ void quant_q8_K_r32_from_float_simd(const float *src, void *dst, int64_t n) { qu
 #endif
 
 /* ---- the rest: one row kernel per output ----
- * The float types and the activation formats as weights (Q8_1, Q8_K) have no tile kernel of
- * their own: each output of their tile is one call of the row kernel below, which sums in its
- * own order (float rows in four accumulators of four lanes), so these agree with vec_dot_ref
- * within float rounding rather than bit for bit. Their vec_dot, the 1×1 tile, is this kernel. */
-
-static float row_dot_f32(int n, const void *w, const void *a)
-{
-    const float *x = w, *y = a;
-    v128_t acc0 = wasm_f32x4_splat(0.0f), acc1 = acc0, acc2 = acc0, acc3 = acc0;
-    int i = 0;
-    for (; i + 16 <= n; i += 16) {
-        acc0 = wasm_f32x4_add(acc0, wasm_f32x4_mul(wasm_v128_load(x + i), wasm_v128_load(y + i)));
-        acc1 = wasm_f32x4_add(acc1, wasm_f32x4_mul(wasm_v128_load(x + i + 4), wasm_v128_load(y + i + 4)));
-        acc2 = wasm_f32x4_add(acc2, wasm_f32x4_mul(wasm_v128_load(x + i + 8), wasm_v128_load(y + i + 8)));
-        acc3 = wasm_f32x4_add(acc3, wasm_f32x4_mul(wasm_v128_load(x + i + 12), wasm_v128_load(y + i + 12)));
-    }
-    for (; i + 4 <= n; i += 4)
-        acc0 = wasm_f32x4_add(acc0, wasm_f32x4_mul(wasm_v128_load(x + i), wasm_v128_load(y + i)));
-    float sum = hsum_f32x4(wasm_f32x4_add(wasm_f32x4_add(acc0, acc1), wasm_f32x4_add(acc2, acc3)));
-    for (; i < n; i++)
-        sum += x[i] * y[i];
-    return sum;
-}
+ * The activation formats as weights (Q8_1, Q8_K) have no tile kernel of their own: each output
+ * of their tile is one call of the row kernel below, which sums in its own order, so these (and
+ * the float types' tile, gemm_float) agree with vec_dot_ref within float rounding rather than
+ * bit for bit. Their vec_dot, the 1×1 tile, is this kernel. */
 
 /* four halves in the low 16 bits of 32-bit lanes → four floats; the vector form of
  * quant_f16_to_f32_inline (exact, subnormals, Inf and NaN included, no subnormal arithmetic) */
@@ -1203,48 +1184,94 @@ static inline v128_t f16x4_to_f32x4(v128_t h)
     return wasm_v128_or(value, sign);
 }
 
-static float row_dot_f16(int n, const void *w, const void *a)
+/* ---- the float types: one tile kernel ----
+ * A weight row's four values at a time are loaded (F16 and BF16 converted) once per tile and
+ * multiplied with every token's activations; each output keeps one accumulator of four lanes
+ * over the row (i = 0, 4, 8, …), whose lanes are then summed as (l0 + l2) + (l1 + l3) by a
+ * transpose that does the four rows at once, and an odd tail is added element by element. Every
+ * output goes through the same operations whatever nr and nt, so the 1×1 tile is vec_dot. */
+
+enum float_kind { FLOAT_F32, FLOAT_F16, FLOAT_BF16 };
+
+/* the tile's loops over its 4 rows and NT tokens unrolled, so that the 16 accumulators live in
+ * registers (neither compiler does it unasked here) */
+#if defined(__clang__)
+#define UNROLL_TILE _Pragma("clang loop unroll(full)")
+#else
+#define UNROLL_TILE _Pragma("GCC unroll 4")
+#endif
+
+static ALWAYS_INLINE v128_t float_load4(enum float_kind k, const uint8_t *row, int i)
 {
-    const uint16_t *x = w;
-    const float *y = a;
-    v128_t acc0 = wasm_f32x4_splat(0.0f), acc1 = acc0, acc2 = acc0, acc3 = acc0;
-    int i = 0;
-    for (; i + 16 <= n; i += 16) {
-        v128_t h0 = wasm_v128_load(x + i), h1 = wasm_v128_load(x + i + 8);
-        acc0 = wasm_f32x4_add(acc0, wasm_f32x4_mul(f16x4_to_f32x4(wasm_u32x4_extend_low_u16x8(h0)), wasm_v128_load(y + i)));
-        acc1 = wasm_f32x4_add(acc1, wasm_f32x4_mul(f16x4_to_f32x4(wasm_u32x4_extend_high_u16x8(h0)), wasm_v128_load(y + i + 4)));
-        acc2 = wasm_f32x4_add(acc2, wasm_f32x4_mul(f16x4_to_f32x4(wasm_u32x4_extend_low_u16x8(h1)), wasm_v128_load(y + i + 8)));
-        acc3 = wasm_f32x4_add(acc3, wasm_f32x4_mul(f16x4_to_f32x4(wasm_u32x4_extend_high_u16x8(h1)), wasm_v128_load(y + i + 12)));
-    }
-    float sum = hsum_f32x4(wasm_f32x4_add(wasm_f32x4_add(acc0, acc1), wasm_f32x4_add(acc2, acc3)));
-    for (; i < n; i++)
-        sum += quant_f16_to_f32_inline(x[i]) * y[i];
-    return sum;
+    if (k == FLOAT_F32) return wasm_v128_load(row + (size_t)i * 4);
+    v128_t h = wasm_u32x4_load16x4(row + (size_t)i * 2);
+    return k == FLOAT_F16 ? f16x4_to_f32x4(h) : wasm_i32x4_shl(h, 16);
 }
 
-/* bf16 is the top half of a float: interleave zeros below each value */
-static float row_dot_bf16(int n, const void *w, const void *a)
+static ALWAYS_INLINE float float_load1(enum float_kind k, const uint8_t *row, int i)
 {
-    const uint16_t *x = w;
-    const float *y = a;
-    const v128_t zero = wasm_i32x4_splat(0);
-    v128_t acc0 = wasm_f32x4_splat(0.0f), acc1 = acc0, acc2 = acc0, acc3 = acc0;
-    int i = 0;
-    for (; i + 16 <= n; i += 16) {
-        v128_t h0 = wasm_v128_load(x + i), h1 = wasm_v128_load(x + i + 8);
-        v128_t f0 = wasm_i16x8_shuffle(zero, h0, 0, 8, 0, 9, 0, 10, 0, 11);
-        v128_t f1 = wasm_i16x8_shuffle(zero, h0, 0, 12, 0, 13, 0, 14, 0, 15);
-        v128_t f2 = wasm_i16x8_shuffle(zero, h1, 0, 8, 0, 9, 0, 10, 0, 11);
-        v128_t f3 = wasm_i16x8_shuffle(zero, h1, 0, 12, 0, 13, 0, 14, 0, 15);
-        acc0 = wasm_f32x4_add(acc0, wasm_f32x4_mul(f0, wasm_v128_load(y + i)));
-        acc1 = wasm_f32x4_add(acc1, wasm_f32x4_mul(f1, wasm_v128_load(y + i + 4)));
-        acc2 = wasm_f32x4_add(acc2, wasm_f32x4_mul(f2, wasm_v128_load(y + i + 8)));
-        acc3 = wasm_f32x4_add(acc3, wasm_f32x4_mul(f3, wasm_v128_load(y + i + 12)));
+    if (k == FLOAT_F32) {
+        float f;
+        memcpy(&f, row + (size_t)i * 4, 4);
+        return f;
     }
-    float sum = hsum_f32x4(wasm_f32x4_add(wasm_f32x4_add(acc0, acc1), wasm_f32x4_add(acc2, acc3)));
-    for (; i < n; i++)
-        sum += quant_bf16_to_f32(x[i]) * y[i];
-    return sum;
+    uint16_t h;
+    memcpy(&h, row + (size_t)i * 2, 2);
+    return k == FLOAT_F16 ? quant_f16_to_f32_inline(h) : quant_bf16_to_f32(h);
+}
+
+/* lane r = (a_r's lane 0 + lane 2) + (lane 1 + lane 3), for the four rows' accumulators a_0..a_3 */
+static ALWAYS_INLINE v128_t hsum4_f32(v128_t a0, v128_t a1, v128_t a2, v128_t a3)
+{
+    v128_t u = wasm_f32x4_add(wasm_i32x4_shuffle(a0, a1, 0, 4, 1, 5), wasm_i32x4_shuffle(a0, a1, 2, 6, 3, 7));
+    v128_t v = wasm_f32x4_add(wasm_i32x4_shuffle(a2, a3, 0, 4, 1, 5), wasm_i32x4_shuffle(a2, a3, 2, 6, 3, 7));
+    return wasm_f32x4_add(wasm_i32x4_shuffle(u, v, 0, 1, 4, 5), wasm_i32x4_shuffle(u, v, 2, 3, 6, 7));
+}
+
+/* tokens [0, NT) (NT ≤ 2: 8 accumulators, 4 weight vectors and 2 activations fit the 16 vector
+ * registers of x86, which wasm engines give SIMD) into sums[0 … NT) */
+static ALWAYS_INLINE void gemm_float_pass(enum float_kind k, const int NT, int n, const uint8_t *const rows[4],
+                                          const float *const y[2], v128_t sums[2])
+{
+    v128_t acc[4][2];
+    UNROLL_TILE for (int r = 0; r < 4; r++)
+        UNROLL_TILE for (int t = 0; t < NT; t++)
+            acc[r][t] = wasm_f32x4_splat(0.0f);
+    int i = 0;
+    for (; i + 4 <= n; i += 4) {
+        v128_t x[4];
+        UNROLL_TILE for (int r = 0; r < 4; r++)
+            x[r] = float_load4(k, rows[r], i);
+        UNROLL_TILE for (int t = 0; t < NT; t++) {
+            v128_t yt = wasm_v128_load(y[t] + i);
+            UNROLL_TILE for (int r = 0; r < 4; r++)
+                acc[r][t] = wasm_f32x4_add(acc[r][t], wasm_f32x4_mul(x[r], yt));
+        }
+    }
+    UNROLL_TILE for (int t = 0; t < NT; t++)
+        sums[t] = hsum4_f32(acc[0][t], acc[1][t], acc[2][t], acc[3][t]);
+    for (; i < n; i++) {
+        v128_t x = wasm_f32x4_make(float_load1(k, rows[0], i), float_load1(k, rows[1], i), float_load1(k, rows[2], i),
+                                   float_load1(k, rows[3], i));
+        for (int t = 0; t < NT; t++)
+            sums[t] = wasm_f32x4_add(sums[t], wasm_f32x4_mul(x, wasm_f32x4_splat(y[t][i])));
+    }
+}
+
+static ALWAYS_INLINE void gemm_float(enum float_kind k, const int NT, int n, const void *w, size_t w_stride, int nr,
+                                     const void *a, size_t a_stride, float *out, size_t out_stride)
+{
+    const uint8_t *rows[4];
+    tile_rows(w, w_stride, nr, rows);
+    v128_t sums[4];
+    for (int t0 = 0; t0 < NT; t0 += 2) {
+        const float *y[2];
+        for (int t = 0; t < 2 && t0 + t < NT; t++)
+            y[t] = (const float *)((const uint8_t *)a + (size_t)(t0 + t) * a_stride);
+        if (NT - t0 >= 2) gemm_float_pass(k, 2, n, rows, y, sums + t0);
+        else gemm_float_pass(k, 1, n, rows, y, sums + t0);
+    }
+    store_tile(sums, NT, nr, out, out_stride);
 }
 
 /* four fp16 values as four floats */
@@ -1329,8 +1356,8 @@ GEMV8_BY_DOT(quant_gemv8_q6_K_r, quant_vec_dot_q6_K_r_ref)
 GEMM_ENTRY(quant_gemm_q4_K_r, gemm_by_row_dot, quant_vec_dot_q4_K_r_ref)
 GEMV8_BY_DOT(quant_gemv8_q4_K_r, quant_vec_dot_q4_K_r_ref)
 #endif
-GEMM_ENTRY(quant_gemm_f32, gemm_by_row_dot, row_dot_f32)
-GEMM_ENTRY(quant_gemm_f16, gemm_by_row_dot, row_dot_f16)
-GEMM_ENTRY(quant_gemm_bf16, gemm_by_row_dot, row_dot_bf16)
+GEMM_ENTRY(quant_gemm_f32, gemm_float, FLOAT_F32)
+GEMM_ENTRY(quant_gemm_f16, gemm_float, FLOAT_F16)
+GEMM_ENTRY(quant_gemm_bf16, gemm_float, FLOAT_BF16)
 GEMM_ENTRY(quant_gemm_q8_1, gemm_by_row_dot, row_dot_q8_1)
 GEMM_ENTRY(quant_gemm_q8_K, gemm_by_row_dot, row_dot_q8_K)

@@ -10,6 +10,7 @@
 #include "matmul.h"
 #include "quant.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- activation rows in the weights' dot-product format ---- */
@@ -78,6 +79,10 @@ typedef struct {
     int out_stride;
     const float *bias; /* added per row, or NULL */
     const quant_type *qt;
+    /* F16 and BF16 in prefill: each thread's ROW_TILE × cols floats (its slice of c->wconv),
+     * where a cache tile's rows are converted once for every token of the batch; else NULL */
+    float *conv;
+    size_t conv_floats;
 } matmul_args;
 
 /* Several products over the same input in one dispatch (Q, K and V; gate and up; DeltaNet's four): one wake-up
@@ -114,20 +119,32 @@ static long matvec_rows_streams(const matmul_args *a, long r0, long r1) {
     return r0 + q * streams;
 }
 
-static void matmul_rows(const matmul_args *a, long r0, long r1) {
+static void matmul_rows(const matmul_args *a, long r0, long r1, int ith) {
     const weight *w = a->w;
     const uint8_t *wdata = w->data, *act = a->act;
     int cols = (int)w->cols;
     size_t stride = (size_t)a->out_stride;
+    /* F16 and BF16 weights: their conversion costs more than the multiply, so a cache tile's rows
+     * become floats once and F32's tile kernel takes every token of the batch over them (the
+     * conversion is exact and both types use gemm_float, so the outputs are the same bit for bit) */
+    float *conv = a->conv ? a->conv + (size_t)ith * a->conv_floats : NULL;
+    const quant_type *qt = conv ? quant_get(WICK_TYPE_F32) : a->qt;
+    size_t w_stride = conv ? (size_t)cols * sizeof(float) : w->row_bytes;
     long tiled_from = a->n_tok == 1 ? matvec_rows_streams(a, r0, r1) : r0;
     for (long rt = tiled_from; rt < r1; rt += ROW_TILE) {
         long rend = rt + ROW_TILE < r1 ? rt + ROW_TILE : r1;
+        const uint8_t *tile = wdata + (size_t)rt * w->row_bytes;
+        if (conv) {
+            for (long r = rt; r < rend; r++)
+                a->qt->to_float(wdata + (size_t)r * w->row_bytes, conv + (size_t)(r - rt) * cols, cols);
+            tile = (const uint8_t *)conv;
+        }
         for (int t = 0; t < a->n_tok; t += GEMM_MAX_TOKENS) {
             int nt = a->n_tok - t < GEMM_MAX_TOKENS ? a->n_tok - t : GEMM_MAX_TOKENS;
             for (long r = rt; r < rend; r += GEMM_MAX_ROWS) {
                 int nr = rend - r < GEMM_MAX_ROWS ? (int)(rend - r) : GEMM_MAX_ROWS;
-                a->qt->gemm(cols, wdata + (size_t)r * w->row_bytes, w->row_bytes, nr, act + (size_t)t * a->act_row_bytes,
-                            a->act_row_bytes, nt, a->out + (size_t)t * stride + (size_t)r, stride);
+                qt->gemm(cols, tile + (size_t)(r - rt) * w_stride, w_stride, nr, act + (size_t)t * a->act_row_bytes,
+                         a->act_row_bytes, nt, a->out + (size_t)t * stride + (size_t)r, stride);
             }
         }
     }
@@ -150,7 +167,7 @@ static void matmul_group_task(void *arg, int ith, int nth) {
     long r0 = 0, r1 = 0;
     for (int i = 0; i < g->n; i++) {
         thread_rows(g->m[i].w->rows, ith, nth, &r0, &r1);
-        matmul_rows(&g->m[i], r0, r1);
+        matmul_rows(&g->m[i], r0, r1, ith);
     }
     if (g->gated) /* gate and up have the same rows, so this thread owns rows [r0, r1) of both */
         for (int t = 0; t < g->m[0].n_tok; t++) {
@@ -169,8 +186,17 @@ void matmul_group(struct wick_ctx *c, act_rows *x, int n, const weight *const *w
     matmul_group_args g = {.n = n, .gated = gated, .act = act};
     for (int i = 0; i < n; i++) {
         const quant_type *qt = quant_get(ws[i]->type);
-        g.m[i] = (matmul_args){ws[i], NULL, 0, x->n_tok, outs[i], strides[i], biases ? biases[i] : NULL, qt};
+        g.m[i] = (matmul_args){ws[i], NULL, 0, x->n_tok, outs[i], strides[i], biases ? biases[i] : NULL, qt, NULL, 0};
         g.m[i].act = act_get(x, c, qt->vec_dot_type, &g.m[i].act_row_bytes);
+        if ((ws[i]->type == WICK_TYPE_F16 || ws[i]->type == WICK_TYPE_BF16) && x->n_tok > GEMM_MAX_TOKENS) {
+            /* the threads' conversion tiles, grown to the widest such matrix the first time it comes */
+            size_t floats = (size_t)ROW_TILE * (size_t)ws[i]->cols, need = floats * (size_t)pool_size(c->pool);
+            if (need > c->wconv_floats) {
+                float *grown = realloc(c->wconv, need * sizeof(float));
+                if (grown) c->wconv = grown, c->wconv_floats = need;
+            }
+            if (need <= c->wconv_floats) g.m[i].conv = c->wconv, g.m[i].conv_floats = floats;
+        }
     }
     pool_run(c->pool, matmul_group_task, &g);
 }

@@ -44,9 +44,10 @@ typedef struct {
      * per token and used for every row. Every output is computed by the same operations in the
      * same order whatever nr, nt and its place in the tile, so a product does not depend on how
      * it is split into tiles or threads. For the quantized types it equals vec_dot_ref bit for
-     * bit (integer sums per block, the float scaling in the reference's order); for F32, F16,
-     * BF16, Q8_1 and Q8_K each output is one SIMD row kernel call (kernels_simd.c), which sums
-     * in its own order, within float rounding of the reference. A larger nt is taken
+     * bit (integer sums per block, the float scaling in the reference's order); for F32, F16
+     * and BF16 each output keeps one four-lane accumulator over the row (kernels_simd.c's
+     * gemm_float), for Q8_1 and Q8_K each is one SIMD row kernel call: both sum in their own
+     * order, within float rounding of the reference. A larger nt is taken
      * GEMM_MAX_TOKENS tokens at a time. Never NULL. */
     void (*gemm)(int n, const void *w, size_t w_stride, int nr, const void *a, size_t a_stride, int nt,
                  float *out, size_t out_stride);
