@@ -538,39 +538,24 @@ class Engine {
     for (const stop of this._active?.values() || []) stop();
   }
 
-  // ---- saved sessions and shared prefixes (src/state.c) ----
+  // ---- saved sessions and shared prefixes (src/state.c; documented in wick.d.ts) ----
 
-  /** The engine's state as a blob: the token ids its cache holds, the cached keys and values in
-   *  use, a hybrid model's recurrent state, and the model file's identity. loadState(blob) in this
-   *  or a later engine of the same file (the same kvType, a contextSize at least as large) goes
-   *  on from it: the next generate or chat.completions.create whose prompt extends those tokens
-   *  evaluates only its new ones (timings.promptFromState counts the others). */
   async saveState() {
     return this._request({ type: 'saveState' });
   }
 
-  /** Loads a blob of saveState; one of another model file, KV type or size, truncated, damaged or
-   *  hostile is refused with a WickError (E_INVALID_ARG, E_FORMAT, E_UNSUPPORTED or
-   *  E_CONTEXT_FULL) and the engine stays as it was. Resolves to {tokens}: the positions loaded. */
   async loadState(blob) {
     return this._request({ type: 'loadState', blob: stateBytes(blob) });
   }
 
-  /** Registers a shared prefix (a saveState or savePrefix blob, checked as loadState checks it):
-   *  a later prompt that starts with its tokens, and shares fewer with the cache, starts from it
-   *  (unless the request says prefixStates: false / prefix_states: false). Resolves to {tokens}. */
   async addPrefix(blob) {
     return this._request({ type: 'addPrefix', blob: stateBytes(blob) });
   }
 
-  /** Forgets every shared prefix. */
   async clearPrefixes() {
     return this._request({ type: 'clearPrefixes' });
   }
 
-  /** The state after evaluating a prompt prefix: a string (tokenized with BOS, special tokens
-   *  parsed), token ids, or {system} / {messages}, rendered with the chat template as a chat's
-   *  first messages (no answer prompt). Resolves to {blob, tokens, evaluated}. */
   async savePrefix(prefix, { template } = {}) {
     let tokens;
     if (typeof prefix === 'string') tokens = await this.tokenize(prefix, { special: true });
