@@ -7,11 +7,11 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := all
 
-ENGINE_SRC := src/errmsg.c src/gguf.c src/model.c src/forward.c src/context.c src/attention.c src/matmul.c src/recurrent.c src/ple.c src/altup.c src/rope.c src/encoder.c src/rerank.c \
+ENGINE_SRC := src/errmsg.c src/gguf.c src/model.c src/forward.c src/context.c src/attention.c src/matmul.c src/recurrent.c src/ple.c src/altup.c src/rope.c src/encoder.c src/rerank.c src/state.c \
               src/pool.c src/quant.c src/quant_table.c src/kernels_simd.c \
               src/tokenizer.c src/unicode.c src/sampler.c src/grammar.c src/generate.c src/synth.c src/wick.c
 HEADERS := $(wildcard src/*.h)
-TEST_PROGRAMS := test_kernels test_sampler test_tokenizer test_dequant test_load test_context test_state test_grammar test_attention
+TEST_PROGRAMS := test_kernels test_sampler test_tokenizer test_dequant test_load test_context test_state test_session test_grammar test_attention
 
 CC ?= gcc
 CFLAGS_COMMON := -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -ffp-contract=off -Isrc
@@ -28,7 +28,7 @@ WASM_EXPORT_NAMES := malloc free wick_buffer_alloc wick_buffer_free wick_last_er
   wick_kv_trim wick_kv_shift wick_kv_bytes wick_state_bytes wick_state_snapshot wick_sample_simple wick_softmax \
   wick_gen_new wick_gen_free wick_gen_set wick_gen_set_grammar wick_grammar_check wick_gen_add_stop wick_gen_clear_stops wick_gen_set_bias \
   wick_gen_clear_bias wick_gen_start wick_gen_next wick_gen_token wick_gen_finish wick_gen_text \
-  wick_gen_probs wick_gen_shifted wick_gen_reevaluated wick_gen_n_prompt_eval \
+  wick_gen_probs wick_gen_shifted wick_gen_reevaluated wick_gen_n_prompt_eval wick_state_save wick_state_load wick_gen_state_save wick_gen_state_load wick_gen_reusable \
   wick_model_pooling wick_embed wick_rerank_tokens wick_rerank wick_ctx_new_external wick_ctx_external_ops wick_ctx_external_logits wick_model_tensors_json wick_dequantize wick_row_dot
 comma := ,
 empty :=
@@ -79,7 +79,7 @@ build/native/obj/%.o: src/%.c $(HEADERS) | build/.setup-stamp
 # side of the types (reference dots, quantizers, whole-row conversions): its hot work is a row of the
 # embedding table per token and a tile of F16 rows per batch, 25.6 KB gzip of the page at -O3 and no
 # slower measured at -Os (bge-small F16 embedding, wasm relaxed: 334 → 370 tokens/s, a shared machine).
-WASM_SIZE_OPT := gguf model tokenizer unicode synth wick altup quant
+WASM_SIZE_OPT := gguf model tokenizer unicode synth wick altup quant state
 wasm_opt = $(if $(filter $(basename $(notdir $@)),$(WASM_SIZE_OPT)),-Os)
 
 build/wasm/obj/%.o: src/%.c $(HEADERS) | build/.setup-stamp

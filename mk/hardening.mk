@@ -14,7 +14,7 @@
 SAN_CC ?= clang
 WICK_SHARED ?= ../shared
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := fuzz_gguf fuzz_llama2c fuzz_tokenizer
+FUZZ_TARGETS := fuzz_gguf fuzz_llama2c fuzz_tokenizer fuzz_state
 # a single input may take 25 s; one allocation above 2 GiB is a finding (the wasm build cannot
 # make it: the engine must refuse such a file with an error before allocating)
 FUZZ_LIMITS := -timeout=25 -rss_limit_mb=3072 -malloc_limit_mb=2048
@@ -105,6 +105,7 @@ test-asan: $(addprefix build/asan/,$(TEST_PROGRAMS)) build/asan/wick
 	run build/asan/test_tokenizer $(WICK_SHARED)/vocab $(M) $(WICK_SHARED)/reference; \
 	run build/asan/test_context $(M)/stories260K.gguf $(M)/families/mini-gemma3-f16.gguf; \
 	run build/asan/test_state $(M)/families/mini-qwen35-q8_0.gguf $(M)/families/mini-lfm2-f16.gguf; \
+	run build/asan/test_session $(M)/families/mini-llama3-f16.gguf $(M)/families/mini-gemma3-f16.gguf $(M)/families/mini-lfm2-f16.gguf $(M)/families/mini-qwen35-q8_0.gguf; \
 	run build/asan/test_load --mutate $(M)/mini/mini-q4_0.gguf 400 7; \
 	run build/asan/test_load --mutate $(M)/mini/mini-qwen2-q8_0.gguf 400 7; \
 	run build/asan/test_load --mutate $(M)/mini/mini-q4_k_m.gguf 200 11; \

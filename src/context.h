@@ -115,6 +115,16 @@ static inline void kv_store(const struct wick_ctx *c, void *base, size_t i, floa
     else ((float *)base)[i] = v;
 }
 
+/* Bytes of one cached key row (v false) or value row (v true) of layer l: what a saved state
+ * copies per position (state.c); the one place that knows a row's size in bytes. */
+static inline size_t kv_row_bytes(const struct wick_ctx *c, int l, bool v) {
+    (void)v; /* K and V are of one type (c->kv_type) */
+    return (size_t)kv_dim(model_layer_config(c->model, l)) * c->kv_elem;
+}
+/* the element types of the cached keys and values (WICK_KV_*) */
+static inline int32_t kv_type_k(const struct wick_ctx *c) { return c->kv_type; }
+static inline int32_t kv_type_v(const struct wick_ctx *c) { return c->kv_type; }
+
 /* the slot of position pos in layer l's cache (a sliding layer's ring wraps around) */
 static inline int kv_slot(const struct wick_ctx *c, int l, int pos) {
     return pos < c->kv_slots[l] ? pos : pos % c->kv_slots[l];

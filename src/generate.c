@@ -272,6 +272,38 @@ static int ensure_hist(wick_gen *g, int32_t n) {
     return 0;
 }
 
+/* The cached positions a prompt of np tokens p can go on from: the longest prefix it shares with
+ * the cache, cut back to a position the cache can return to; never the whole prompt (its last
+ * token's logits are needed). */
+static int32_t reusable_prefix(const wick_gen *g, const int32_t *p, int32_t np) {
+    int32_t common = 0, cached = wick_n_past(g->c);
+    while (common < cached && common < np - 1 && g->hist[common] == p[common]) common++;
+    return kv_cache_rewind_point(g->c, common);
+}
+
+int32_t wick_gen_reusable(const wick_gen *g, const int32_t *tokens, int32_t n) {
+    if (!g || !tokens || n < 1 || !g->hist) return 0;
+    return reusable_prefix(g, tokens, n);
+}
+
+wick_status wick_gen_state_save(wick_gen *g, void *buf, size_t cap, size_t *needed) {
+    if (!g) return api_fail(WICK_ERR_INVALID_ARG, "wick_gen_state_save: NULL generator");
+    if (!g->hist && wick_n_past(g->c) > 0)
+        return api_fail(WICK_ERR_INVALID_ARG, "the context was evaluated outside this generator: its token ids are not known here");
+    return wick_state_save(g->c, g->hist, wick_n_past(g->c), buf, cap, needed);
+}
+
+wick_status wick_gen_state_load(wick_gen *g, const void *blob, size_t len) {
+    if (!g) return api_fail(WICK_ERR_INVALID_ARG, "wick_gen_state_load: NULL generator");
+    if (ensure_hist(g, wick_n_ctx(g->c))) return api_fail(WICK_ERR_NOMEM, "out of memory");
+    int32_t n = 0;
+    wick_status s = wick_state_load(g->c, blob, len, g->hist, g->hist_cap, &n);
+    if (s != WICK_OK) return s;
+    g->pending = -1;
+    g->started = false; /* the next call is a wick_gen_start */
+    return WICK_OK;
+}
+
 wick_status wick_gen_start(wick_gen *g, const int32_t *tokens, int32_t n) {
     if (!g || (!tokens && n)) return api_fail(WICK_ERR_INVALID_ARG, "wick_gen_start: NULL argument");
     if (g->c->model->config.encoder)
@@ -312,9 +344,7 @@ wick_status wick_gen_start(wick_gen *g, const int32_t *tokens, int32_t n) {
      * back to a snapshot, taken below at the end of each prompt but its last token (a regenerated
      * answer goes on there) and at the caller's checkpoint (a new chat turn goes on there);
      * anywhere else the prompt is evaluated from 0. */
-    int32_t common = 0, cached = wick_n_past(c);
-    while (common < cached && common < np - 1 && g->hist[common] == p[common]) common++;
-    common = kv_cache_rewind_point(c, common);
+    int32_t common = reusable_prefix(g, p, np);
     if (wick_kv_trim(c, common) != WICK_OK) common = 0, wick_kv_trim(c, 0);
     wick_status s = WICK_OK;
     if (ctx_has_state(c)) {

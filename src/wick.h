@@ -144,6 +144,21 @@ size_t wick_state_bytes(const wick_ctx *c);
  * each prompt). Without a snapshot a hybrid model's cache is cut back only to 0. */
 wick_status wick_state_snapshot(wick_ctx *c);
 
+/* ---- saved sessions (state.c) ----
+ * A context's state as one blob: the token ids its cache holds, every attention layer's keys and
+ * values in use (a sliding layer's ring as it holds them), the recurrent state of a hybrid model
+ * and its snapshots, and the identity of the model file; loaded into another context of the same
+ * model (the same KV type; a window at least as long), evaluation goes on exactly as it would
+ * have in the first. The blob's layout is in src/state.c. */
+/* Writes the state of c, which holds n_tokens = wick_n_past(c) positions whose token ids are
+ * tokens, into buf (cap bytes). *needed gets the blob's size; with buf NULL or cap too small
+ * nothing is written (call again with that much room). */
+wick_status wick_state_save(wick_ctx *c, const int32_t *tokens, int32_t n_tokens, void *buf, size_t cap, size_t *needed);
+/* Replaces the state of c by the blob's and writes the token ids it holds to tokens (room for
+ * max_tokens; *n_tokens gets their count). A blob of another model file, KV type or layout, a
+ * truncated, damaged or hostile one is refused with a message, and c stays as it was. */
+wick_status wick_state_load(wick_ctx *c, const void *blob, size_t len, int32_t *tokens, int32_t max_tokens, int32_t *n_tokens);
+
 /* ---- embeddings: encoders (bert, nomic-bert, modern-bert, gemma-embedding) and decoders whose
  * file sets <arch>.pooling_type (Qwen3-Embedding) ----
  * An encoder's context (wick_ctx_new on a model whose info JSON says "encoder": true) has no
@@ -281,6 +296,16 @@ int32_t wick_gen_shifted(const wick_gen *g);   /* tokens dropped by a context sh
  * recurrent state, a sliding window's ring): the kept tokens, run through the model anew */
 int32_t wick_gen_reevaluated(const wick_gen *g);
 int32_t wick_gen_n_prompt_eval(const wick_gen *g); /* prompt tokens actually evaluated by the last start */
+
+/* The generator's context state with the token ids it holds (wick_state_save): the blob a later
+ * wick_gen_state_load (in this or another context of the model) goes on from. */
+wick_status wick_gen_state_save(wick_gen *g, void *buf, size_t cap, size_t *needed);
+/* Loads a saved state into the generator's context (wick_state_load); the next wick_gen_start
+ * reuses it as the cached prefix of its prompt (a prompt that extends the saved tokens evaluates
+ * only its new ones). Refused blobs leave the generator and its context as they were. */
+wick_status wick_gen_state_load(wick_gen *g, const void *blob, size_t len);
+/* How many of these prompt tokens wick_gen_start would take from the cache as it is now. */
+int32_t wick_gen_reusable(const wick_gen *g, const int32_t *tokens, int32_t n);
 
 /* Checks len bytes of text against a GBNF grammar (start rule root, NULL: "root") without a
  * model: *verdict = 2 when the text is a whole sentence of the language, 1 when it is only the

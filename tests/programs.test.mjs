@@ -105,6 +105,16 @@ for (const build of ['native', 'wasm']) {
     }
   });
 
+  test(`${build}: test_session (saved states: bit-identical continuation in a fresh context for attention, sliding-window and hybrid models; 300 mutated blobs refused)`, () => {
+    const files = ['mini-llama3-f16.gguf', 'mini-gemma3-f16.gguf', 'mini-gemma2-q8_0.gguf', 'mini-lfm2-f16.gguf', 'mini-qwen35-f16.gguf'];
+    const r = runProgram(build, 'test_session', [...files.map((f) => path.join(shared, 'models', 'families', f)), graniteHybridFile()]);
+    const { checks } = assertChecks(r, 'test_session', build);
+    for (const f of [...files, 'mini-granite-hybrid-q8_0.gguf']) {
+      assert.match(checks.find((c) => c.id === `session.${f}.fresh.evaluated`).detail, /^after loading: 5 of 45 prompt tokens evaluated/);
+      assert.match(checks.find((c) => c.id === `session.${f}.mutations`).detail, /^300 of 300 mutated blobs refused, 300 with a message/);
+    }
+  });
+
   test(`${build}: test_context (cached keys after a context shift equal fresh ones; gemma3's sliding-window rings; gemma4's and gemma3n's shared caches)`, () => {
     // gemma4 and gemma3n files (no such files in ../shared): their KV-shared layers through a shift;
     // gemma3n on stories260K's vocabulary (its per-layer table is 256 values per layer and token)

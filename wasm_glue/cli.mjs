@@ -53,7 +53,38 @@ function schemaToGrammar(args) {
   return { args: [...args.slice(0, i), '--grammar', grammarFile, ...args.slice(i + 2)], dir };
 }
 
+/** wick prefix -m MODEL (--system TEXT | -p TEXT) -o FILE [--ctx N] [--kv f16|f32] [--threads N]: the
+ *  saved state (src/state.c) of a prompt prefix, a system prompt rendered with the model's chat
+ *  template as a chat's first message, or a raw prompt (BOS added, special tokens parsed), for
+ *  engine.addPrefix / loadState. This CLI only: the chat template is rendered in JavaScript. */
+async function prefixCli(args) {
+  const opt = {};
+  for (let i = 0; i < args.length; i += 2) {
+    const [flag, value] = [args[i], args[i + 1]];
+    if (value === undefined) throw new Error(`${flag} needs a value`);
+    const key = { '-m': 'model', '--model': 'model', '--system': 'system', '-p': 'prompt', '--prompt': 'prompt', '-o': 'out', '--output': 'out',
+      '--ctx': 'ctx', '-c': 'ctx', '--kv': 'kv', '--threads': 'threads', '-t': 'threads', '--template': 'template' }[flag];
+    if (!key) throw new Error(`prefix: unknown option ${flag}`);
+    opt[key] = value;
+  }
+  if (!opt.model || !opt.out || (opt.system === undefined) === (opt.prompt === undefined))
+    throw new Error('usage: wick prefix -m MODEL (--system TEXT | -p TEXT) -o FILE [--ctx N] [--kv f16|f32] [--template FILE]');
+  const { Wick } = await import('./wick.mjs');
+  const engine = await Wick.load(path.resolve(opt.model), { threads: Number(opt.threads) || 1, device: 'cpu',
+    ...(opt.ctx ? { contextSize: Number(opt.ctx) } : {}), ...(opt.kv ? { kvType: opt.kv } : {}) });
+  try {
+    const template = opt.template ? fs.readFileSync(opt.template, 'utf8') : undefined;
+    const { blob, tokens } = await engine.savePrefix(opt.system !== undefined ? { system: opt.system } : opt.prompt, { template });
+    fs.writeFileSync(opt.out, blob);
+    process.stderr.write(`wick prefix: ${tokens} tokens, ${blob.length} bytes (${Math.round(blob.length / tokens)} bytes per token) → ${opt.out}\n`);
+    return 0;
+  } finally {
+    await engine.unload();
+  }
+}
+
 export async function runCli(givenArgs) {
+  if (givenArgs[0] === 'prefix') return prefixCli(givenArgs.slice(1));
   const { args, dir } = schemaToGrammar(givenArgs);
   try {
     return await runEngineCli(args);

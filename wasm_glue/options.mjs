@@ -40,7 +40,7 @@ const GENERATE_OPTIONS = {
   presencePenalty: ['presence_penalty', { min: -2, max: 2 }],
   seed: ['seed', { min: 0, max: Number.MAX_SAFE_INTEGER, integer: true }],
 };
-const OTHER_GENERATE_OPTIONS = new Set(['stop', 'signal', 'probs', 'ignoreEos', 'addBos', 'grammar', 'logitBias']);
+const OTHER_GENERATE_OPTIONS = new Set(['stop', 'signal', 'probs', 'ignoreEos', 'addBos', 'grammar', 'logitBias', 'prefixStates']);
 
 /**
  * generate()'s options checked, bad values refused with a clear WickError: `given` holds the

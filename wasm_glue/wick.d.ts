@@ -71,6 +71,8 @@ export type Build = 'mt' | 'st' | 'mt-relaxed' | 'st-relaxed';
 export type ModelSource = string | URL | Array<string | URL> | Blob | ArrayBuffer | ArrayBufferView;
 
 export interface GenerateOptions {
+  /** false: never start from a shared prefix (addPrefix); default true */
+  prefixStates?: boolean;
   /** 0 = no limit but the context */
   maxTokens?: number;
   /** 0 = greedy (default 0.8) */
@@ -124,6 +126,8 @@ export interface Timings {
   /** prompt tokens actually evaluated (the rest was reused from the cache) */
   promptEvalTokens: number;
   cachedPromptTokens: number;
+  /** of the prompt tokens reused, those a loaded state supplied (loadState, a shared prefix: addPrefix) */
+  promptFromState: number;
   generatedTokens: number;
   prefillMs: number;
   decodeMs: number;
@@ -222,6 +226,8 @@ export interface ChatCompletionRequest {
   /** a Jinja template used instead of the model's tokenizer.chat_template */
   chat_template?: string;
   chat_template_kwargs?: Record<string, unknown>;
+  /** wick's: false never starts the chat from a shared prefix (addPrefix); default true */
+  prefix_states?: boolean;
   /** constrains the reply: any JSON object, or JSON valid for the schema (see jsonSchemaToGrammar) */
   response_format?: { type: 'text' } | { type: 'json_object' } | { type: 'json_schema'; json_schema: { name?: string; schema: Record<string, unknown>; strict?: boolean } };
   /** a GBNF grammar for the reply (llama.cpp's server field); not together with response_format */
@@ -362,6 +368,21 @@ export interface Engine {
   readonly threads: number;
   /** where the forward pass runs; becomes {type: 'cpu'} after a GPU failure (E_GPU) */
   readonly device: Device;
+  /** The engine's state (src/state.c): the token ids its cache holds, the keys and values in use, a
+   *  hybrid's recurrent state, the model file's identity. Refused (E_UNSUPPORTED) on the GPU path. */
+  saveState(): Promise<Uint8Array>;
+  /** Loads a saveState blob (same model file and kvType, a contextSize at least its positions): the
+   *  next prompt that extends its tokens evaluates only its new ones. A blob of another model, truncated,
+   *  damaged or hostile is refused with a WickError (E_INVALID_ARG, E_FORMAT, E_UNSUPPORTED, E_CONTEXT_FULL)
+   *  and the engine stays as it was. */
+  loadState(blob: Uint8Array | ArrayBuffer): Promise<{ tokens: number }>;
+  /** Registers a shared prefix (checked as loadState checks it): a prompt that starts with its tokens,
+   *  and shares fewer with the cache, starts from it (timings.promptFromState). */
+  addPrefix(blob: Uint8Array | ArrayBuffer): Promise<{ tokens: number }>;
+  clearPrefixes(): Promise<true>;
+  /** The state after a prompt prefix: text (BOS added, special tokens parsed), token ids, or {system} /
+   *  {messages} rendered as a chat's first messages without the answer prompt. `wick prefix` writes one. */
+  savePrefix(prefix: string | number[] | { system: string } | { messages: ChatMessage[] }, options?: { template?: string }): Promise<{ blob: Uint8Array; tokens: number; evaluated: number }>;
   /** refused (E_UNSUPPORTED) on an embedding model */
   generate(prompt: string | number[], options?: GenerateOptions): AsyncGenerator<GenerateChunk | GenerateDone>;
   /** an encoder's embeddings, one per input (with pooling 'none', one array of per-token vectors per input); refused (E_UNSUPPORTED) on a generative model */

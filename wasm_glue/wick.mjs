@@ -430,7 +430,7 @@ class Engine {
   async *_generate(prompt, { settings, stops, probs, grammar, bias }, options) {
     const tokens = typeof prompt === 'string' ? await this.tokenize(prompt, { addBos: options.addBos !== false }) : Array.from(prompt);
     if (!tokens.length) throw invalid('the prompt has no tokens');
-    yield* this._stream({ type: 'generate', tokens, settings, stops, probs, grammar, bias }, options.signal);
+    yield* this._stream({ type: 'generate', tokens, settings, stops, probs, grammar, bias, prefixStates: options.prefixStates !== false }, options.signal);
   }
 
   async *_stream(message, signal) {
@@ -538,6 +538,41 @@ class Engine {
     for (const stop of this._active?.values() || []) stop();
   }
 
+  // ---- saved sessions and shared prefixes (src/state.c; documented in wick.d.ts) ----
+
+  async saveState() {
+    return this._request({ type: 'saveState' });
+  }
+
+  async loadState(blob) {
+    return this._request({ type: 'loadState', blob: stateBytes(blob) });
+  }
+
+  async addPrefix(blob) {
+    return this._request({ type: 'addPrefix', blob: stateBytes(blob) });
+  }
+
+  async clearPrefixes() {
+    return this._request({ type: 'clearPrefixes' });
+  }
+
+  async savePrefix(prefix, { template } = {}) {
+    let tokens;
+    if (typeof prefix === 'string') tokens = await this.tokenize(prefix, { special: true });
+    else if (Array.isArray(prefix) || ArrayBuffer.isView(prefix)) {
+      checkTokens(prefix, this.info?.n_vocab);
+      tokens = Array.from(prefix);
+    }
+    else if (prefix && (typeof prefix.system === 'string' || Array.isArray(prefix.messages))) {
+      const messages = prefix.messages ?? [{ role: 'system', content: prefix.system }];
+      const text = await this.applyChatTemplate(messages, { template, addGenerationPrompt: false });
+      const bos = this.info.specialTokens.bos;
+      tokens = await this.tokenize(text, { addBos: !(bos && text.startsWith(bos)), special: true });
+    } else throw invalid('savePrefix takes a string, token ids, {system} or {messages}');
+    if (!tokens.length) throw invalid('the prefix has no tokens');
+    return this._request({ type: 'savePrefix', tokens });
+  }
+
   /** Tests: destroys the GPU device, as a lost one (a driver reset, a removed GPU) would be. */
   _loseGpuDevice() {
     if (!this._dead) this._worker.post({ type: 'gpu-lose' });
@@ -607,7 +642,8 @@ class Engine {
       const history = await this.tokenize(await this.applyChatTemplate(request.messages, { ...renderOptions, addGenerationPrompt: false }), { addBos, special: true });
       while (checkpoint < history.length && checkpoint < tokens.length && history[checkpoint] === tokens[checkpoint]) checkpoint++;
     }
-    const stream = this._stream({ type: 'generate', tokens, settings: { ...checked.settings, checkpoint }, stops: checked.stops, probs: checked.probs, grammar: checked.grammar, bias: checked.bias }, options.signal);
+    const stream = this._stream({ type: 'generate', tokens, settings: { ...checked.settings, checkpoint }, stops: checked.stops, probs: checked.probs, grammar: checked.grammar, bias: checked.bias,
+      prefixStates: request.prefix_states !== false }, options.signal);
     const id = `chatcmpl-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
     const created = Math.floor(Date.now() / 1000);
     const model = this.info.name;
@@ -693,6 +729,14 @@ function responseGrammar(request) {
     return jsonSchemaToGrammar(schema);
   }
   throw invalid(`response_format.type must be 'text', 'json_object' or 'json_schema' (got ${JSON.stringify(rf.type)})`);
+}
+
+/** A saved state's bytes as a Uint8Array (an ArrayBuffer or any view of one). */
+function stateBytes(blob) {
+  if (blob instanceof Uint8Array) return blob;
+  if (blob instanceof ArrayBuffer) return new Uint8Array(blob);
+  if (ArrayBuffer.isView(blob)) return new Uint8Array(blob.buffer, blob.byteOffset, blob.byteLength);
+  throw invalid('a saved state is a Uint8Array or an ArrayBuffer');
 }
 
 function checkTokens(tokens, nVocab) {

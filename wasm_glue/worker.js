@@ -83,6 +83,7 @@
     init, load, generate, tokenize: (m) => tokenize(m.text, m.addBos, m.special), detokenize: (m) => detokenize(m.tokens),
     softmax: (m) => softmax(m.logits, m.temperature), embed, rerank,
     unload: () => { unloadModel(); return true; },
+    saveState, loadState, addPrefix, clearPrefixes: () => { prefixes.length = 0; return true; }, savePrefix,
   };
 
   // ---- starting the wasm module ----
@@ -175,6 +176,8 @@
     dropGpu();
     Object.assign(state, { model: 0, ctx: 0, gen: 0, buffers: [], size: 0, meta: null, gpu: null, device: null, ctxOptions: null });
     pieceCache.clear();
+    prefixes.length = 0; // states of this model's file
+    fromState = 0;
   }
 
 
@@ -251,6 +254,7 @@
       M.HEAP32[p32 + 3] = kvType === 'f32' ? 0 : 1;
       check(M._wick_ctx_new(state.model, params, out));
       state.ctx = u32At(out);
+      fromState = 0;
       if (typeof M._wick_gen_new === 'function') {
         check(M._wick_gen_new(state.ctx, out));
         state.gen = u32At(out);
@@ -513,6 +517,94 @@
     if (!state.model) throw new WorkerError('E_UNLOADED', 'no model is loaded');
   }
 
+  // ---- saved sessions (src/state.c) and shared prefixes ----
+
+  // how many of the cache's first positions came from a loaded state (timings.promptFromState),
+  // and the states a prompt that starts with their tokens goes on from (addPrefix): {tokens, blob}
+  let fromState = 0;
+  const prefixes = [];
+
+  function requireCpuGenerator() {
+    requireModel();
+    if (state.gpu) throw new WorkerError('E_UNSUPPORTED', 'saved states: the GPU path keeps its cache on the device; load the engine with device: "cpu" to save or load one');
+    if (!state.gen) throw new WorkerError('E_UNSUPPORTED', 'this model has no generation context (an encoder) and so no state to save');
+  }
+
+  function saveState() {
+    requireCpuGenerator();
+    const need = withScratch(4, (n) => { check(M._wick_gen_state_save(state.gen, 0, 0, n), 'saving the state'); return u32At(n); });
+    const buf = malloc(need);
+    try {
+      withScratch(4, (n) => check(M._wick_gen_state_save(state.gen, buf, need, n), 'saving the state'));
+      return bytesAt(buf, need);
+    } finally {
+      M._free(buf);
+    }
+  }
+
+  /** Replaces the context's state by the blob's (checked by the engine first: a refusal leaves it as it was). */
+  function loadBlob(blob) {
+    if (!(blob instanceof Uint8Array)) throw new WorkerError('E_INVALID_ARG', 'a saved state is a Uint8Array');
+    const buf = malloc(blob.length);
+    try {
+      M.HEAPU8.set(blob, buf);
+      check(M._wick_gen_state_load(state.gen, buf, blob.length), 'loading the state');
+    } finally {
+      M._free(buf);
+    }
+    return M._wick_n_past(state.ctx);
+  }
+
+  function loadState({ blob }) {
+    requireCpuGenerator();
+    fromState = loadBlob(blob);
+    return { tokens: fromState };
+  }
+
+  /** The token ids a blob holds (its header: state.c), once the engine has accepted it. */
+  function blobTokens(blob) {
+    const view = new DataView(blob.buffer, blob.byteOffset, blob.byteLength);
+    const nLayers = view.getUint32(32, true), nPast = view.getUint32(40, true), at = 80 + 12 * nLayers;
+    return Int32Array.from({ length: nPast }, (_, i) => view.getInt32(at + 4 * i, true));
+  }
+
+  /** Registers a shared prefix: checked by loading it (the context's own state is put back after). */
+  function addPrefix({ blob }) {
+    requireCpuGenerator();
+    const own = saveState();
+    try {
+      loadBlob(blob);
+    } finally {
+      loadBlob(own);
+    }
+    const tokens = blobTokens(blob);
+    if (tokens.length < 1) throw new WorkerError('E_INVALID_ARG', 'a shared prefix holds no tokens');
+    prefixes.push({ tokens, blob: blob.slice() });
+    return { tokens: tokens.length };
+  }
+
+  /** The state after evaluating these tokens (a prompt prefix to ship or to share). */
+  function savePrefix({ tokens }) {
+    requireCpuGenerator();
+    withString('checkpoint', (p) => check(M._wick_gen_set(state.gen, p, 0)));
+    withScratch(4 * Math.max(1, tokens.length), (buf) => {
+      M.HEAP32.set(tokens, buf >>> 2);
+      check(M._wick_gen_start(state.gen, buf, tokens.length), 'evaluating the prefix');
+    });
+    const blob = saveState();
+    return { blob, tokens: tokens.length, evaluated: M._wick_gen_n_prompt_eval(state.gen) };
+  }
+
+  /** Before a prompt: the longest shared prefix it starts with, loaded when it saves more than the cache does. */
+  function startFromPrefix(tokens, buf) {
+    if (!prefixes.length || state.gpu) return;
+    const reusable = M._wick_gen_reusable(state.gen, buf, tokens.length);
+    let best = null;
+    for (const p of prefixes)
+      if (p.tokens.length > reusable && p.tokens.length < tokens.length && (!best || p.tokens.length > best.tokens.length) && p.tokens.every((t, i) => t === tokens[i])) best = p;
+    if (best) fromState = loadBlob(best.blob);
+  }
+
   // ---- generation ----
 
   // A macrotask boundary between tokens, so that an 'abort' message can arrive.
@@ -525,7 +617,7 @@
         return () => new Promise((r) => { waiting.push(r); channel.port2.postMessage(0); });
       })();
 
-  async function generate({ id, tokens, settings, stops, probs: nProbs, grammar = '', bias = [] }) {
+  async function generate({ id, tokens, settings, stops, probs: nProbs, grammar = '', bias = [], prefixStates = true }) {
     requireModel();
     if (!state.gen) throw new WorkerError('E_UNSUPPORTED', 'this build of the engine has no generation API (wick_gen_*)');
     // a device lost between requests: this one runs on the CPU already
@@ -543,11 +635,15 @@
     const t0 = performance.now();
     withScratch(4 * Math.max(1, tokens.length), (buf) => {
       M.HEAP32.set(tokens, buf >>> 2);
+      if (prefixStates) startFromPrefix(tokens, buf);
       check(M._wick_gen_start(g, buf, tokens.length));
     });
     await gpuStep();
     const t1 = performance.now();
     const promptEval = M._wick_gen_n_prompt_eval(g);
+    // the positions reused that a loaded state (loadState, a shared prefix) supplied
+    fromState = Math.min(fromState, tokens.length - promptEval);
+    const promptFromState = fromState;
     let generated = 0, firstTokenAt = 0, finishReason = null, shiftedTotal = 0, reevaluatedTotal = 0;
     const scratch = malloc(8);
     try {
@@ -584,6 +680,7 @@
         promptTokens: tokens.length,
         promptEvalTokens: promptEval,
         cachedPromptTokens: tokens.length - promptEval,
+        promptFromState,
         generatedTokens: generated,
         prefillMs: t1 - t0,
         decodeMs,

@@ -1,5 +1,5 @@
 // tests/fuzz/seeds.mjs — writes the fuzzers' seed corpora from the shared test files:
-//   node tests/fuzz/seeds.mjs SHARED_DIR OUT_DIR      → OUT_DIR/fuzz_gguf, fuzz_llama2c, fuzz_tokenizer
+//   node tests/fuzz/seeds.mjs SHARED_DIR OUT_DIR      → OUT_DIR/fuzz_gguf, fuzz_llama2c, fuzz_tokenizer, fuzz_state
 // The real files are large (1–7 MB, almost all tensor data), and a fuzzer spends its mutations
 // uniformly over the bytes, so the seeds are mostly shrunken copies that keep every structure a
 // parser walks: one layer, tiny dimensions (256 where a K-quant block needs it), a short vocabulary
@@ -15,7 +15,7 @@ if (!shared || !out) throw new Error('usage: node tests/fuzz/seeds.mjs SHARED_DI
 const models = path.join(shared, 'models');
 const vocabDir = path.join(shared, 'vocab');
 const dirs = {};
-for (const t of ['fuzz_gguf', 'fuzz_llama2c', 'fuzz_tokenizer']) {
+for (const t of ['fuzz_gguf', 'fuzz_llama2c', 'fuzz_tokenizer', 'fuzz_state']) {
   dirs[t] = path.join(out, t);
   fs.mkdirSync(dirs[t], { recursive: true });
 }
@@ -189,5 +189,16 @@ for (const [name, ck] of Object.entries(ckpts)) {
 }
 save('fuzz_llama2c', 'tok-tok512', Buffer.concat([Buffer.from([2]), tok]));
 save('fuzz_llama2c', 'both-small-tok-truncated', Buffer.concat([Buffer.from([0]), u32(ckpts.small.length), ckpts.small, tok.subarray(0, 3000)]));
+
+// ---- fuzz_state: mode byte (tests/fuzz/fuzz_state.c), then edits of a real blob (length, offset/xor pairs) or a blob ----
+{
+  const edits = (len, pairs) => Buffer.concat([u32(len), ...pairs.map(([o, x]) => Buffer.concat([u32(o), Buffer.from([x])]))]);
+  for (const model of [0, 1]) {
+    save('fuzz_state', `whole-${model}`, Buffer.concat([Buffer.from([model | 2 | 4]), edits(0xffffffff, [])]));
+    save('fuzz_state', `header-${model}`, Buffer.concat([Buffer.from([model | 2 | 4]), edits(0xffffffff, [[40, 1], [60, 4], [84, 1]])]));
+    save('fuzz_state', `cut-${model}`, Buffer.concat([Buffer.from([model | 2]), edits(1000, [])]));
+  }
+  save('fuzz_state', 'raw-magic', Buffer.concat([Buffer.from([0]), Buffer.from('WICKSTAT'), Buffer.alloc(100)]));
+}
 
 for (const t of Object.keys(dirs)) console.log(`seeds: ${t}: ${fs.readdirSync(dirs[t]).length} files`);
