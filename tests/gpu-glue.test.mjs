@@ -5,9 +5,12 @@
 // middle of a generation falling back to the CPU, where the next answer is right.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { Wick } from '../wasm_glue/wick.mjs';
-import { models, loadReference, greedyText } from './helpers.mjs';
+import { models, loadReference, greedyText, runWick } from './helpers.mjs';
+import { readLlamaBundle } from '../tools/llama-bundle.mjs';
 
 process.env.VK_ICD_FILENAMES ??= '/usr/lib/chromium/vk_swiftshader_icd.json';
 const stories = path.join(models, 'stories260K.gguf');
@@ -79,6 +82,29 @@ test('a family the GPU path does not run: E_UNSUPPORTED when forced, the CPU wit
   assert.match(engine.device.reason, /lfm2.*CPU/);
   await engine.unload();
   await assert.rejects(Wick.load(stories, { device: 'tpu' }), { code: 'E_INVALID_ARG' });
+});
+
+test('an encoder (issue 28): E_UNSUPPORTED when forced, the CPU with the reason under auto, and it embeds there', { timeout: 120000 }, async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wick-gpu-encoder-'));
+  try {
+    const vocab = path.join(dir, 'vocab.gguf'), file = path.join(dir, 'bert.gguf');
+    fs.writeFileSync(vocab, readLlamaBundle(['models/ggml-vocab-bert-bge.gguf'])[0]);
+    const r = runWick('native', ['synth', '--arch', 'bert', '--shape', 'mini', '--type', 'f16', '--vocab', vocab, '-o', file]);
+    assert.equal(r.code, 0, r.stderr);
+    await assert.rejects(Wick.load(file, { threads: 1, device: 'gpu', gpuAllowSoftware: true }), (e) => e.code === 'E_UNSUPPORTED' && /encoder/.test(e.message));
+    const engine = await Wick.load(file, { threads: 1, device: 'auto', gpuAllowSoftware: true });
+    try {
+      assert.equal(engine.device.type, 'cpu');
+      assert.match(engine.device.reason, /encoder.*decoders only/);
+      const [v] = await engine.embed(['a sentence to embed']);
+      assert.equal(v.length, 256);
+      assert.ok(Math.abs(Math.hypot(...v) - 1) < 1e-5, 'a normalized vector');
+    } finally {
+      await engine.unload();
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('a GPU device lost mid-generation: E_GPU, the engine goes on on the CPU and the next answer is right', { timeout: 300000 }, async () => {
