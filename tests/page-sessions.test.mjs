@@ -6,7 +6,9 @@
 //    reply evaluates exactly what the same turn evaluates in an engine that never stopped (the
 //    API in Node, greedy: the same answers), the rest from the saved state (look inside says so).
 //    The cache panel lists the saved conversation with its state's size; removing the state
-//    there makes the next reload re-evaluate the whole history.
+//    there makes the next reload re-evaluate the whole history; Forget drops the conversation.
+//    Where OPFS cannot be written from a page (createWritable taken away, as Safari lacks it),
+//    the Cache API keeps the session and a reload goes on from it the same way.
 // 2. <wick-chat prefix-state save-session>: a state written by `wick prefix` for its system
 //    prompt makes the first reply evaluate only the visitor's message; after a reload the
 //    conversation and its state come back and the next reply evaluates only the new message.
@@ -210,6 +212,38 @@ test('the page: a reloaded conversation, offline, evaluates only the new message
     await context.setOffline(false);
     server.setDown(false);
   }
+});
+
+test('where a page cannot write OPFS files (no createWritable, as in Safari), the Cache API keeps the session', { timeout: 180000 }, async () => {
+  const site = makeSite();
+  const server = await serve(site);
+  const context = await launch();
+  await context.addInitScript(() => { delete globalThis.FileSystemFileHandle?.prototype.createWritable; });
+  const page = await openPage(context, `${server.base}/web/index.html?model=${encodeURIComponent(`${server.base}/models/mini/mini-chat-q8_0.gguf`)}`);
+  await loadModel(page);
+  const ref = await reference(await page.evaluate(() => window.wickPage.state.engine.info.contextSize), ['Hello!', 'Tell me more.']);
+  const one = await ask(page, 'Hello!');
+  assert.equal(one.text, ref[0].text);
+  const kept = await page.evaluate(async () => {
+    const cache = await caches.open('wick-sessions-v1');
+    const sizes = await Promise.all((await cache.keys()).map(async (r) => [new URL(r.url).pathname.split('.').pop(), (await (await cache.match(r)).arrayBuffer()).byteLength]));
+    const opfs = [];
+    for await (const name of (await (await navigator.storage.getDirectory()).getDirectoryHandle('wick-sessions', { create: true })).keys()) opfs.push(name);
+    return { sizes: Object.fromEntries(sizes), opfs: opfs.filter((n) => !n.startsWith('.')) };
+  });
+  assert.deepEqual(Object.keys(kept.sizes).sort(), ['json', 'state']);
+  assert.ok(kept.sizes.state > 1000, `a state of ${kept.sizes.state} bytes`);
+  assert.deepEqual(kept.opfs, [], 'nothing in OPFS');
+  await page.waitForFunction(() => /Cache API/.test(document.querySelector('#session-list .session-entry')?.title || ''), null, { timeout: 10000 });
+  await page.reload();
+  await loadModel(page);
+  assert.equal(await page.evaluate(() => document.getElementById('log').dataset.restored), '2');
+  const two = await ask(page, 'Tell me more.');
+  assert.equal(two.text, ref[1].text);
+  assert.equal(two.promptEvalTokens, ref[1].timings.promptEvalTokens);
+  assert.equal(two.promptFromState, two.promptTokens - two.promptEvalTokens);
+  assert.ok(two.promptFromState > 0);
+  assert.deepEqual(page.errors, []);
 });
 
 const SYSTEM = 'You are the guide of a small museum of maps. Answer in one short sentence, and name the room where each map is kept.';
