@@ -24,6 +24,9 @@ import { launchChromium } from './browser.mjs';
 import { Wick } from '../wasm_glue/wick.mjs';
 
 const MODEL = path.join(models, 'mini', 'mini-chat-q8_0.gguf');
+// screenshots go to $WICK_ARTIFACTS or the system's temporary folder (never committed)
+const ARTIFACTS = process.env.WICK_ARTIFACTS || path.join(os.tmpdir(), 'wick-page-artifacts');
+fs.mkdirSync(ARTIFACTS, { recursive: true });
 const temps = [];
 const cleanups = [];
 after(async () => {
@@ -185,6 +188,7 @@ test('the page: a reloaded conversation, offline, evaluates only the new message
 
     // the cache panel: remove the state (the conversation stays); the next reload reads it all again
     await page.waitForFunction(() => document.querySelector('#session-list .session-entry')?.textContent.includes('6 messages'), null, { timeout: 10000 });
+    await page.locator('section.cache').screenshot({ path: path.join(ARTIFACTS, 'page-sessions-panel.png') });
     await page.click('#session-list .session-entry .remove-state');
     await page.waitForFunction(() => document.querySelector('#session-list .session-entry')?.dataset.bytes === '0', null, { timeout: 10000 });
     assert.match(await page.textContent('#session-list'), /6 messages.*no state/s);

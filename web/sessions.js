@@ -28,10 +28,11 @@ async function nameOf(key) {
   return h.toString(16).padStart(8, '0');
 }
 
-/** OPFS, when a page can write files there. */
+/** OPFS, when a page can write files there (a browser that never answers counts as none). */
 async function opfs() {
   try {
-    const root = await navigator.storage.getDirectory();
+    const root = await Promise.race([navigator.storage.getDirectory(),
+      new Promise((_, reject) => setTimeout(() => reject(new Error('no answer')), 5000))]);
     const dir = await root.getDirectoryHandle(DIR, { create: true });
     const probe = await dir.getFileHandle('.probe', { create: true });
     if (typeof probe.createWritable !== 'function') return null;
