@@ -46,6 +46,10 @@ const state = {
   pendingCalls: [],   // the last answer's tool calls still waiting for a result: {call, card}
   prompt: '',         // the text of the last chat prompt, as the template rendered it
   last: null,         // what Regenerate repeats: {kind: 'chat'|'completion', prompt?, view}
+  modelKey: null,     // the loaded model's key for saved sessions (web/sessions.js)
+  conversation: null, // this chat's id, and the key of its saved session once written
+  sessionKey: null,
+  saving: null,       // the save in progress (the next generation waits for it)
 };
 const records = new WeakMap(); // token span → its record
 
@@ -162,7 +166,7 @@ function statsText(done, run) {
   const bits = [];
   if (t.timeToFirstTokenMs !== null) bits.push(`first token after ${formatDuration(t.timeToFirstTokenMs)}`);
   bits.push(`prefill ${formatCount(t.promptEvalTokens)} tok${t.prefillTokensPerSecond ? ` at ${formatCount(t.prefillTokensPerSecond)} tok/s` : ''}` +
-    (t.cachedPromptTokens ? ` (+${formatCount(t.cachedPromptTokens)} cached)` : ''));
+    (t.cachedPromptTokens ? ` (+${formatCount(t.cachedPromptTokens)} cached${t.promptFromState ? `, ${formatCount(t.promptFromState)} from a saved state` : ''})` : ''));
   bits.push(`decode ${formatCount(t.generatedTokens)} tok${t.decodeTokensPerSecond ? ` at ${formatCount(t.decodeTokensPerSecond)} tok/s` : ''}`);
   bits.push(`context ${formatCount(t.contextUsed)} / ${formatCount(t.contextSize)}${t.contextShiftedTokens ? ` (${formatCount(t.contextShiftedTokens)} dropped)` : ''}`);
   bits.push(`KV cache ${formatBytes((run.kvBytes * t.contextUsed) / t.contextSize)} of ${formatBytes(run.kvBytes)}`);
@@ -311,6 +315,7 @@ async function generate(view, run, open, promptTokens = null) {
   const controller = new AbortController();
   state.generating = controller;
   setState('generating');
+  await state.saving; // the last reply's state is written before the cache moves on
   lookInside.startRun({ promptTokens, contextSize: engine.info.contextSize, settings: run.settings, kvBytes: run.kvBytes });
   let done = null, error = null;
   // Tokens can come faster than the screen refreshes: they are put on the page once a frame.
@@ -354,6 +359,7 @@ async function generate(view, run, open, promptTokens = null) {
       view.stats.dataset.ttftMs = String(done.timings.timeToFirstTokenMs ?? 0);
       view.stats.dataset.promptTokens = String(done.timings.promptTokens);
       view.stats.dataset.promptEvalTokens = String(done.timings.promptEvalTokens);
+      view.stats.dataset.promptFromState = String(done.timings.promptFromState ?? 0);
     }
     view.stats.dataset.finish = done.finishReason;
     view.box.dataset.done = 'true';
@@ -451,7 +457,7 @@ async function send(text) {
     const done = await generate(view, run, chatStream);
     // a request refused before any token (a template that fails): the message is not kept
     if (done.error && !view.records.length && !answering) state.messages.pop();
-    else finishChatAnswer(view, done);
+    else { finishChatAnswer(view, done); saveConversation(); }
   } else await generate(view, run, completionStream(tokens), tokens.length);
   updateButtons();
 }
@@ -469,7 +475,7 @@ async function regenerate() {
     state.pendingCalls = [];
     showToolReply();
     const done = await generate(fresh, run, chatStream);
-    if (!done.error || fresh.records.length) finishChatAnswer(fresh, done);
+    if (!done.error || fresh.records.length) { finishChatAnswer(fresh, done); saveConversation(); }
   } else {
     let tokens;
     try {
@@ -489,6 +495,7 @@ function stop() {
 
 function newConversation() {
   stop();
+  forgetConversation();
   state.messages = [];
   state.pendingCalls = [];
   state.last = null;
@@ -702,6 +709,8 @@ async function loadChosen() {
     const info = engine.info;
     state.messages = [];
     state.pendingCalls = [];
+    state.last = null;
+    await restoreConversation(engine, chosen).catch((e) => notice('warn', `The saved conversation could not be restored: ${e.message}`));
     const params = formatParams(info.n_params);
     const name = info.name && info.name !== info.architecture ? info.name : chosen.label;
     $('model-status').textContent = `Loaded ${name} (${params ? `${params} parameters, ` : ''}${info.architecture}) in ` +
@@ -775,6 +784,7 @@ async function keepPersistently() {
 }
 
 async function refreshCache() {
+  refreshSessions();
   const list = $('cache-list');
   if (!Wick.cache.supported) { list.replaceChildren(el('li', { className: 'hint' }, 'This browser offers no Cache API: models are downloaded each time.')); return; }
   let all = [];
@@ -813,6 +823,78 @@ async function refreshCache() {
   } catch (e) {
     line.textContent = `Storage: unknown (${e.message})`;
   }
+}
+
+// ---- saved conversations (web/sessions.js, imported once a chat model loads or the cache is listed) ----
+
+let sessionsModule = null;
+const sessionsApi = () => (sessionsModule ??= import('./sessions.js'));
+const SCOPE = 'page';
+
+/** A chat model loaded: its last conversation here comes back, and the engine loads its state,
+ *  so that the next reply evaluates only the new message. */
+async function restoreConversation(engine, chosen) {
+  state.conversation = state.sessionKey = null;
+  $('log').dataset.restored = '';
+  const api = await sessionsApi();
+  state.modelKey = api.modelKeyOf(chosen.source);
+  if (!engine.info.chatTemplate) return;
+  const saved = await api.restoreSession(engine, state.modelKey, SCOPE);
+  if (!saved) return;
+  const { meta, tokens, error } = saved;
+  if (error) notice('warn', `The saved state of this conversation cannot be used (${error.code ? `${error.code}: ` : ''}${error.message}): its next reply reads the conversation again.`);
+  Object.assign(state, { conversation: meta.conversation, sessionKey: meta.key, messages: meta.messages });
+  $('system-prompt').value = meta.system || '';
+  await showSavedMessages(meta.messages);
+  Object.assign($('log').dataset, { restored: String(meta.messages.length), restoredTokens: String(tokens) });
+  $('log').append(el('p', { className: 'hint restored-note' }, tokens
+    ? `This conversation was kept on this device with the engine's state (${formatCount(tokens)} tokens): the next reply evaluates only your new message.`
+    : 'This conversation was kept on this device (without its state): the next reply reads it all again.'));
+}
+
+/** The messages of a saved conversation, as text (their tokens and candidates were not kept). */
+async function showSavedMessages(messages) {
+  const { views, waiting } = (await sessionsApi()).savedViews(messages, { el, userView, toolCallCard, answerCard, toolResultView });
+  $('log').replaceChildren(...views);
+  state.pendingCalls = waiting;
+  showToolReply();
+}
+
+/** A reply ended: the conversation and the engine's state are written (the next generation waits for it). */
+function saveConversation() {
+  const engine = state.engine;
+  if (!engine || !state.modelKey || !state.messages.length) return;
+  const conversation = { modelKey: state.modelKey, scope: SCOPE, conversation: state.conversation, model: engine.info.name,
+    messages: JSON.parse(JSON.stringify(state.messages)), system: $('system-prompt').value.trim() };
+  const saving = (async () => {
+    const api = await sessionsApi();
+    conversation.conversation = state.conversation ||= api.newConversationId();
+    const store = await api.openSessions();
+    if (!store) return;
+    const r = await api.saveConversation(store, engine, conversation);
+    if (state.engine !== engine) return;
+    state.sessionKey = r.key;
+    if (r.reason && !$('session-note')) notice('warn', `The conversation is kept, but not the engine's state (${r.reason}): after a reload its next reply reads it again.`).id = 'session-note';
+    $('log').dataset.saved = String(conversation.messages.length);
+    $('log').dataset.savedBytes = String(r.bytes);
+    refreshSessions();
+  })().catch((e) => { notice('warn', `This conversation could not be saved: ${e.message}`); })
+    .finally(() => { if (state.saving === saving) state.saving = null; });
+  state.saving = saving;
+}
+
+/** New conversation: the old one's saved session goes. */
+function forgetConversation() {
+  const key = state.sessionKey;
+  state.conversation = state.sessionKey = null;
+  if (!key) return;
+  sessionsApi().then(async (api) => { await (await api.openSessions())?.forget(key); refreshSessions(); }).catch(() => {});
+}
+
+/** The cache panel's list of saved conversations (web/sessions.js draws it). */
+async function refreshSessions() {
+  const api = await sessionsApi();
+  await api.renderSessions($('session-list'), SCOPE, (key) => { if (key === state.sessionKey) state.conversation = state.sessionKey = null; });
 }
 
 // ---- wiring ----

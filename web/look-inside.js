@@ -94,7 +94,10 @@ export class LookInside {
     const total = Math.max(1, prefillMs + decodeMs);
     const prefilling = !t && run.tFirst === null;
     const evalTokens = t ? t.promptEvalTokens : null;
-    const reused = t?.cachedPromptTokens ? ` (${formatCount(t.cachedPromptTokens)} reused from the KV cache)` : '';
+    // reused: from the cache as the last reply left it, or from a saved state loaded into it
+    // (a reloaded conversation, a site's shipped prefix: timings.promptFromState)
+    const fromState = t?.promptFromState ? `, ${formatCount(t.promptFromState)} of them from a saved state` : '';
+    const reused = t?.cachedPromptTokens ? ` (${formatCount(t.cachedPromptTokens)} reused from the KV cache${fromState})` : '';
     const prefillText = prefilling
       ? `running ${run.promptTokens === null ? 'the prompt' : `${formatCount(run.promptTokens)} prompt tokens`} through the network as one batch…`
       : `${formatCount(evalTokens ?? run.promptTokens)} prompt tokens in one batch${reused} · ${formatDuration(prefillMs)}` +
@@ -114,6 +117,8 @@ export class LookInside {
       row('Prefill', 'prefill', prefilling ? 100 : (prefillMs / total) * 100, prefillText, prefilling),
       row('Decode', 'decode', prefilling ? 0 : (decodeMs / total) * 100, decodeText, !prefilling && !t));
     this.phasesEl.dataset.phase = prefilling ? 'prefill' : t ? 'done' : 'decode';
+    this.phasesEl.dataset.promptEval = t ? String(t.promptEvalTokens) : '';
+    this.phasesEl.dataset.promptFromState = t ? String(t.promptFromState ?? 0) : '';
   }
 
   renderGauge() {

@@ -21,12 +21,19 @@
 //   tools           functions the model may call (chat mode), an OpenAI-style JSON array; or
 //                   set the `tools` property to the array
 //   tool-choice     auto (default), required, none, or the name of one function (forced)
+//   save-session    chat mode: the conversation and the engine's state are kept on this device
+//                   (OPFS, or the Cache API) when a reply ends, and a reload of the page brings
+//                   them back: the next reply evaluates only the new message. The value names the
+//                   conversation among this page's (default: one per page); see web/sessions.js
+//   prefix-state    URL of a state file written by `wick prefix -m MODEL --system "…"` (the
+//                   same model file and system attribute): loaded with engine.addPrefix, so a
+//                   visitor's first reply evaluates only their own message (timings.promptFromState)
 // A reply that calls tools shows a card per call (name and arguments) and fires wick-tool-call
 // {calls}; each call's result is then given with sendToolResult(callId, text) (or typed by the
 // user: while calls wait, a message is the next one's result), and once all are in, the model's
 // next answer follows.
 // Events (bubbling, composed): wick-ready {info}, wick-token {text}, wick-done {text, timings,
-// finishReason}, wick-tool-call {calls}, wick-error {error}. Methods: load(), send(text),
+// finishReason}, wick-tool-call {calls}, wick-saved {key, bytes, reason} (save-session), wick-error {error}. Methods: load(), send(text),
 // sendToolResult(callId, text), stop(). Properties: engine, tools, messages.
 // The wick files (wasm_glue/, build/wasm/, node_modules/@huggingface/jinja) must be on the same
 // site as this script: browsers start Web Workers only from the page's own origin.
@@ -110,6 +117,8 @@ class WickChat extends HTMLElement {
     this._pending = [];       // the last answer's tool calls still waiting for a result: {call, card}
     this._loading = null;
     this._controller = null;
+    this._saving = null;      // the save of the last reply's state (save-session)
+    this._conversation = null;
     this.ui.loadButton.addEventListener('click', () => this.load());
     this.ui.form.addEventListener('submit', (e) => { e.preventDefault(); this.send(this.ui.prompt.value); });
     this.ui.prompt.addEventListener('keydown', (e) => {
@@ -216,6 +225,7 @@ class WickChat extends HTMLElement {
       this._setStatus('starting the engine…');
       const t0 = performance.now();
       const engine = await Wick.load(url, options);
+      await this._prepare(engine);
       this.engine = engine;
       ui.loadButton.hidden = true;
       this._setStatus(`ready in ${formatDuration(performance.now() - t0)}${engine.info.fromCache ? ' (from the cache)' : ''}`);
@@ -235,8 +245,53 @@ class WickChat extends HTMLElement {
     }
   }
 
+  /** After a load: the shipped prefix (prefix-state), then this page's saved conversation (save-session). */
+  async _prepare(engine) {
+    const prefix = this.getAttribute('prefix-state');
+    if (prefix) {
+      try {
+        const r = await fetch(new URL(prefix, document.baseURI));
+        if (!r.ok) throw new Error(`HTTP ${r.status}`);
+        this.prefixTokens = (await engine.addPrefix(new Uint8Array(await r.arrayBuffer()))).tokens;
+      } catch (e) {
+        this.prefixTokens = 0;
+        this._emit('wick-error', { error: new Error(`the prefix-state file cannot be used: ${e.message}`) });
+      }
+    }
+    if (!this.hasAttribute('save-session') || !engine.info.chatTemplate || this.getAttribute('mode') === 'completion') return;
+    const saved = await (await import('./sessions.js')).restoreSession(engine, this.modelUrl, this._scope());
+    if (!saved) return;
+    if (saved.error) this._emit('wick-error', { error: saved.error });
+    this._conversation = saved.meta.conversation;
+    this.messages = saved.meta.messages;
+    this.restoredTokens = saved.tokens;
+    for (const m of this.messages) {
+      if (m.role !== 'user' && m.role !== 'assistant' && m.role !== 'tool') continue;
+      const line = document.createElement('div');
+      line.className = `msg ${m.role} restored`;
+      line.textContent = m.content || (m.tool_calls || []).map((c) => `${c.function.name}(${c.function.arguments})`).join('\n');
+      this.ui.log.append(line);
+    }
+  }
+
+  _scope() { return `wick-chat ${location.pathname} ${this.getAttribute('save-session') || ''}`; }
+
+  /** A chat reply ended (save-session): the conversation and the engine's state are written. */
+  _save(engine) {
+    if (!this.hasAttribute('save-session') || !this.messages.length) return;
+    const meta = { modelKey: this.modelUrl, scope: this._scope(), model: engine.info.name, system: this.getAttribute('system') || '',
+      messages: JSON.parse(JSON.stringify(this.messages)) };
+    this._saving = (async () => {
+      const api = await import('./sessions.js');
+      meta.conversation = this._conversation ||= api.newConversationId();
+      const store = await api.openSessions();
+      if (store) this._emit('wick-saved', await api.saveConversation(store, engine, meta));
+    })().catch((e) => this._emit('wick-error', { error: e })).finally(() => { this._saving = null; });
+  }
+
   _unload() {
     this.stop();
+    this._conversation = null;
     this._loading?.controller.abort();
     const engine = this.engine;
     this.engine = null;
@@ -310,6 +365,7 @@ class WickChat extends HTMLElement {
     let answer = '';
     try {
       const engine = await this.load();
+      await this._saving;
       const mode = this._mode();
       const settings = {
         max_tokens: Number(this.getAttribute('max-tokens')) || 200,
@@ -353,6 +409,7 @@ class WickChat extends HTMLElement {
           this._showPending();
           this._emit('wick-tool-call', { calls });
         }
+        this._save(engine);
       } else {
         const prompt = document.createElement('span');
         prompt.className = 'prompt';
@@ -371,7 +428,7 @@ class WickChat extends HTMLElement {
       const stats = document.createElement('div');
       stats.className = 'stats';
       stats.textContent = t
-        ? `${formatCount(t.generatedTokens)} tokens · first after ${formatDuration(t.timeToFirstTokenMs ?? 0)} · ${formatCount(t.decodeTokensPerSecond ?? 0)} tok/s · context ${formatCount(t.contextUsed)}/${formatCount(t.contextSize)}`
+        ? `${formatCount(t.generatedTokens)} tokens · first after ${formatDuration(t.timeToFirstTokenMs ?? 0)} · ${formatCount(t.decodeTokensPerSecond ?? 0)} tok/s · context ${formatCount(t.contextUsed)}/${formatCount(t.contextSize)}${t.promptFromState ? ` · ${formatCount(t.promptFromState)} prompt tokens from a saved state` : ''}`
         : 'stopped';
       if (t) stats.dataset.decodeTps = String(t.decodeTokensPerSecond ?? 0);
       out.append(stats);
