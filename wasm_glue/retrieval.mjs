@@ -182,23 +182,37 @@ function unit(v) {
 }
 
 /** Base64 of a Float32Array's little-endian bytes, and back (an index's vectors in JSON). */
+const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+
 export function vectorsToBase64(v) {
-  const bytes = new Uint8Array(v.length * 4);
-  const view = new DataView(bytes.buffer);
-  for (let i = 0; i < v.length; i++) view.setFloat32(4 * i, v[i], true);
+  let bytes;
+  if (LITTLE_ENDIAN) bytes = new Uint8Array(v.buffer, v.byteOffset, v.length * 4);
+  else {
+    bytes = new Uint8Array(v.length * 4);
+    const view = new DataView(bytes.buffer);
+    for (let i = 0; i < v.length; i++) view.setFloat32(4 * i, v[i], true);
+  }
+  // Node's Buffer where there is one: its atob and btoa are many times slower than a browser's
+  if (NodeBuffer) return NodeBuffer.from(bytes.buffer, bytes.byteOffset, bytes.length).toString('base64');
   let s = '';
   for (let i = 0; i < bytes.length; i += 0x8000) s += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
   return btoa(s);
 }
+const NodeBuffer = typeof process !== 'undefined' && process.versions?.node ? globalThis.Buffer : null;
 
 export function vectorsFromBase64(text, count) {
-  const s = atob(text);
-  if (s.length !== count * 4) throw new WickError('E_FORMAT', `the index's vectors hold ${s.length} bytes, not ${count} floats`);
-  const view = new DataView(new ArrayBuffer(s.length));
-  for (let i = 0; i < s.length; i++) view.setUint8(i, s.charCodeAt(i));
-  const out = new Float32Array(count);
-  for (let i = 0; i < count; i++) out[i] = view.getFloat32(4 * i, true);
-  return out;
+  if (typeof text !== 'string') throw new WickError('E_FORMAT', "the index's vectors are not a base64 string");
+  let bytes;
+  if (NodeBuffer) bytes = new Uint8Array(NodeBuffer.from(text, 'base64'));
+  else {
+    const s = atob(text);
+    bytes = new Uint8Array(s.length);
+    for (let i = 0; i < s.length; i++) bytes[i] = s.charCodeAt(i);
+  }
+  if (bytes.length !== count * 4) throw new WickError('E_FORMAT', `the index's vectors hold ${bytes.length} bytes, not ${count} floats`);
+  if (LITTLE_ENDIAN) return new Float32Array(bytes.buffer);
+  const view = new DataView(bytes.buffer);
+  return Float32Array.from({ length: count }, (_, i) => view.getFloat32(4 * i, true));
 }
 
 // ---- the index ----
