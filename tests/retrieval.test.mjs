@@ -12,7 +12,9 @@
 //  - chat.completions.create({documents}) on a random-weight qwen3 file: the chunks are in the
 //    rendered prompt (the response's wick.prompt) through the template's `documents` for Granite
 //    3.3's and 4.0's templates, and in the system message's context block for Qwen3's, which takes
-//    none; the response's wick.sources lists them (stream and not).
+//    none; the response's wick.sources lists them (stream and not);
+//  - in Chromium (a page on 127.0.0.1 importing the same modules): the same chunks, scores and
+//    rendered prompt as under Node for the same inputs.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -20,7 +22,9 @@ import os from 'node:os';
 import path from 'node:path';
 import crypto from 'node:crypto';
 import { readLlamaBundle } from '../tools/llama-bundle.mjs';
-import { runWick, models } from './helpers.mjs';
+import { runWick, models, root } from './helpers.mjs';
+import { createServer } from '../tools/serve.mjs';
+import { launchChromium } from './browser.mjs';
 import { Wick } from '../wasm_glue/wick.mjs';
 import { createIndex, loadIndex, chunkText, pageText, cosineScores } from '../wasm_glue/retrieval.mjs';
 import { DOCUMENTS_HEADER } from '../wasm_glue/chat-template.mjs';
@@ -263,4 +267,60 @@ test('chat.completions.create({documents}): the chunks in the rendered prompt, w
   assert.deepEqual(last.wick.sources, g33.wick.sources);
   await assert.rejects(chat.chat.completions.create({ ...base, documents: [{ title: 'no text' }] }), /documents\[0\] must be a string or \{text/);
   await assert.rejects(chat.chat.completions.create({ ...base, documents: 'one' }), /documents must be an array/);
+});
+
+// Runs in the page and under Node: an index of the documents, the hits of the question, and the
+// prompt a chat model gets with them (Granite 3.3's template).
+async function retrieveAndRender({ Wick, createIndex, lexicalUrl, chatUrl, documents, question, template }) {
+  const encoder = await Wick.load(lexicalUrl, { threads: 1 });
+  const chatEngine = await Wick.load(chatUrl, { threads: 1 });
+  try {
+    const index = await createIndex(encoder, { maxTokens: 48, overlap: 12, model: { sha256: 'given' } });
+    await index.add(documents);
+    const hits = await index.search(question, 3);
+    const reply = await chatEngine.chat.completions.create({ messages: [{ role: 'user', content: question }], documents: hits, max_tokens: 1, temperature: 0, chat_template: template });
+    return { hits, prompt: reply.wick.prompt, chunks: index.size };
+  } finally {
+    await encoder.unload();
+    await chatEngine.unload();
+  }
+}
+
+test('in Chromium: the same retrieved chunks, scores and rendered prompt as under Node', { timeout: 180000 }, async () => {
+  const site = fs.mkdtempSync(path.join(os.tmpdir(), 'wick-retrieval-site-'));
+  for (const d of ['wasm_glue', 'build', 'node_modules']) fs.symlinkSync(path.join(root, d), path.join(site, d));
+  fs.mkdirSync(path.join(site, 'models'));
+  fs.symlinkSync(lexicalFile, path.join(site, 'models', 'lexical.gguf'));
+  fs.symlinkSync(path.join(models, 'families', 'mini-qwen3-q8_0.gguf'), path.join(site, 'models', 'chat.gguf'));
+  fs.writeFileSync(path.join(site, 'index.html'), `<!doctype html><meta charset="utf-8"><title>wick retrieval test</title>
+<script type="module">import { Wick } from '/wasm_glue/wick.mjs'; import { createIndex } from '/wasm_glue/retrieval.mjs';
+window.Wick = Wick; window.createIndex = createIndex; window.ready = true;</script>`);
+  const server = createServer(site);
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  const base = `http://127.0.0.1:${server.address().port}`;
+  const browser = await launchChromium('retrieval');
+  try {
+    const page = await browser.newPage();
+    const errors = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(`${base}/index.html`);
+    await page.waitForFunction(() => window.ready === true);
+    const args = { documents, question: QUESTION, template: templates.granite33 };
+    const there = await page.evaluate(async ({ src, ...a }) => {
+      const run = new Function(`return (${src})`)();
+      return run({ ...a, Wick: window.Wick, createIndex: window.createIndex, lexicalUrl: '/models/lexical.gguf', chatUrl: '/models/chat.gguf' });
+    }, { src: retrieveAndRender.toString(), ...args });
+    const here = await retrieveAndRender({ ...args, Wick, createIndex, lexicalUrl: lexicalFile, chatUrl: path.join(models, 'families', 'mini-qwen3-q8_0.gguf') });
+    assert.deepEqual(errors, []);
+    assert.equal(there.chunks, here.chunks);
+    assert.deepEqual(there.hits.map((h) => [h.chunk, h.source, h.text]), here.hits.map((h) => [h.chunk, h.source, h.text]));
+    assert.ok(here.hits[0].text.includes(PLANTED));
+    for (const [i, h] of here.hits.entries()) assert.ok(Math.abs(h.score - there.hits[i].score) < 1e-4, `score ${i}: ${h.score} here, ${there.hits[i].score} there`);
+    assert.equal(there.prompt, here.prompt);
+  } finally {
+    await browser.close();
+    server.closeAllConnections?.();
+    server.close();
+    fs.rmSync(site, { recursive: true, force: true });
+  }
 });
