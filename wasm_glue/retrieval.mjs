@@ -96,16 +96,21 @@ export async function chunkText(text, countTokens, { maxTokens = DEFAULT_MAX_TOK
     for (const sentence of sentences(para)) {
       const n = await countTokens(sentence);
       if (n <= budget) { units.push({ text: sentence, tokens: n, p }); continue; }
-      // a sentence longer than a chunk: runs of words, each under the budget
-      let run = [];
-      for (const word of sentence.split(/\s+/)) {
-        const next = [...run, word];
-        if (run.length && (await countTokens(next.join(' '))) > budget) {
-          units.push({ text: run.join(' '), tokens: await countTokens(run.join(' ')), p });
-          run = [word];
-        } else run = next;
+      // a sentence longer than a chunk: runs of words under the budget, by the words' own counts
+      // (a WordPiece or BPE text's tokens are about its words' summed), each run counted again
+      // whole and shortened while it is over (a word longer than a chunk stays alone: the
+      // embedding truncates it)
+      const words = sentence.split(/\s+/);
+      const counts = [];
+      for (const w of words) counts.push(await countTokens(w));
+      for (let i = 0; i < words.length;) {
+        let j = i + 1, sum = counts[i];
+        while (j < words.length && sum + counts[j] <= budget) sum += counts[j++];
+        let n = await countTokens(words.slice(i, j).join(' '));
+        while (n > budget && j - i > 1) n = await countTokens(words.slice(i, --j).join(' '));
+        units.push({ text: words.slice(i, j).join(' '), tokens: n, p });
+        i = j;
       }
-      if (run.length) units.push({ text: run.join(' '), tokens: await countTokens(run.join(' ')), p });
     }
   }
   // greedy packing; the joined text keeps paragraph breaks as blank lines
