@@ -3,7 +3,9 @@
 // synth encoder (`wick synth --arch bert --lexical`), then <wick-chat index="site-index.json"
 // embedding-model="…"> on a page of that folder served from 127.0.0.1: a question that shares its
 // words with one page gets that page's chunk in the prompt the chat model receives (wick-done's
-// prompt) and a source link to that page under the answer.
+// prompt) and a source link to that page under the answer; and after one visit of a page with
+// service-worker and offline, the same answer and links with no network (the page, wick's files,
+// the index and both models kept).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -14,6 +16,7 @@ import { readLlamaBundle } from '../tools/llama-bundle.mjs';
 import { root, models, runWick } from './helpers.mjs';
 import { launchChromium } from './browser.mjs';
 import { readGguf, writeGguf, setKv, T } from './gguf.mjs';
+import { execFileSync } from 'node:child_process';
 
 let site, server, base, browser;
 const PAGES = {
@@ -56,6 +59,18 @@ after(async () => {
   if (site) fs.rmSync(site, { recursive: true, force: true });
 });
 
+/** Sends a question to the page's <wick-chat>: the prompt, the sources' pages and the answer's links. */
+function askChat(page, question) {
+  return page.evaluate(async (q) => {
+    const chat = document.querySelector('wick-chat');
+    const done = new Promise((resolve) => chat.addEventListener('wick-done', (e) => resolve(e.detail), { once: true }));
+    await chat.send(q);
+    const d = await done;
+    const links = [...chat.shadowRoot.querySelectorAll('.msg.assistant:last-of-type .sources a')].map((a) => ({ href: a.href, text: a.textContent }));
+    return { prompt: d.prompt, sources: d.sources.map((s) => s.source), links };
+  }, question);
+}
+
 test('<wick-chat index=…>: the right page\'s chunk reaches the prompt, and the answer links to that page', { timeout: 180000 }, async () => {
   const page = await browser.newPage();
   const errors = [];
@@ -63,14 +78,7 @@ test('<wick-chat index=…>: the right page\'s chunk reaches the prompt, and the
   try {
     await page.goto(`${base}/museum/ask.html`);
     await page.waitForFunction(() => customElements.get('wick-chat'));
-    const ask = (q) => page.evaluate(async (question) => {
-      const chat = document.querySelector('wick-chat');
-      const done = new Promise((resolve) => chat.addEventListener('wick-done', (e) => resolve(e.detail), { once: true }));
-      await chat.send(question);
-      const d = await done;
-      const links = [...chat.shadowRoot.querySelectorAll('.msg.assistant:last-of-type .sources a')].map((a) => ({ href: a.href, text: a.textContent }));
-      return { prompt: d.prompt, sources: d.sources.map((s) => s.source), links };
-    }, q);
+    const ask = (q) => askChat(page, q);
     const clocks = await ask('Which room shows moon phases and tides?');
     assert.equal(clocks.sources[0], 'guide/clocks.html');
     assert.ok(clocks.prompt.includes('The astronomical clock shows moon phases and tides.'), clocks.prompt);
@@ -82,5 +90,68 @@ test('<wick-chat index=…>: the right page\'s chunk reaches the prompt, and the
     assert.deepEqual(errors, []);
   } finally {
     await page.close();
+  }
+});
+
+test('<wick-chat index=… offline>: after one visit the same answer and links with no network', { timeout: 180000 }, async () => {
+  // a site of its own, as tests/offline.test.mjs makes one: web/ and the builds copied (the
+  // service worker keeps the files its shell list names), the museum's pages inside web/ (the
+  // service worker's scope)
+  const own = fs.mkdtempSync(path.join(os.tmpdir(), 'wick-chat-index-offline-'));
+  fs.cpSync(path.join(root, 'web'), path.join(own, 'web'), { recursive: true });
+  fs.mkdirSync(path.join(own, 'build', 'wasm'), { recursive: true });
+  for (const f of fs.readdirSync(path.join(root, 'build', 'wasm')).filter((f) => /^wick.*\.(js|wasm)$|^package\.json$/.test(f)))
+    fs.copyFileSync(path.join(root, 'build', 'wasm', f), path.join(own, 'build', 'wasm', f));
+  for (const d of ['wasm_glue', 'node_modules']) fs.symlinkSync(path.join(root, d), path.join(own, d));
+  fs.symlinkSync(path.join(site, 'models'), path.join(own, 'models'));
+  const files = JSON.parse(fs.readFileSync(path.join(root, 'build', 'wick-shell.json'), 'utf8')).files;
+  execFileSync(process.execPath, [path.join(root, 'tools', 'shell-manifest.mjs'), path.join(own, 'build', 'wick-shell.json'), ...files.map((f) => path.join(own, 'build', f))]);
+  fs.cpSync(path.join(site, 'museum'), path.join(own, 'web', 'museum'), { recursive: true });
+  fs.writeFileSync(path.join(own, 'web', 'museum', 'ask.html'), `<!doctype html><meta charset="utf-8"><title>Ask the museum</title>
+<script type="module" src="../wick-chat.js"></script>
+<wick-chat model="/models/chat.gguf" index="site-index.json" embedding-model="/models/lexical.gguf" max-tokens="2" temperature="0" top-k="2"
+  service-worker="../coi-sw.js" offline></wick-chat>`);
+  const ownServer = createServer(own, { isolate: true });
+  const handlers = ownServer.listeners('request');
+  ownServer.removeAllListeners('request');
+  let down = false, served = 0;
+  ownServer.on('request', (req, res) => {
+    if (down) { req.socket.destroy(); return; }
+    served++;
+    for (const h of handlers) h.call(ownServer, req, res);
+  });
+  await new Promise((r) => ownServer.listen(0, '127.0.0.1', r));
+  const ownBase = `http://127.0.0.1:${ownServer.address().port}`;
+  const context = await launchChromium('chat-index-offline');
+  try {
+    const page = await context.newPage();
+    const errors = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(`${ownBase}/web/museum/ask.html`);
+    await page.waitForFunction(() => customElements.get('wick-chat'));
+    const online = await askChat(page, 'Which room shows moon phases and tides?');
+    assert.equal(online.sources[0], 'guide/clocks.html');
+    assert.deepEqual(online.links[0], { href: `${ownBase}/web/museum/guide/clocks.html`, text: 'Clocks' });
+    // kept: the shell (a service worker in control), both models
+    await page.waitForFunction(async () => !!navigator.serviceWorker.controller && (await caches.keys()).some((k) => /^wick-shell-[0-9a-f]{16} /.test(k)), null, { timeout: 30000, polling: 200 });
+    await page.waitForFunction(async () => (await (await caches.open('wick-models-v1')).keys()).length >= 2, null, { timeout: 30000 });
+    // the page and the index, which the shell list does not name, kept at this first visit too
+    for (const u of [`${ownBase}/web/museum/ask.html`, `${ownBase}/web/museum/site-index.json`])
+      await page.waitForFunction(async (url) => !!(await caches.match(url)), u, { timeout: 30000, polling: 200 });
+
+    await context.setOffline(true);
+    down = true;
+    const before = served;
+    await page.reload();
+    await page.waitForFunction(() => customElements.get('wick-chat'));
+    const offline = await askChat(page, 'Which room shows moon phases and tides?');
+    assert.deepEqual(offline, online);
+    assert.equal(served, before, 'no request reached the server');
+    assert.deepEqual(errors, []);
+  } finally {
+    await context.close();
+    ownServer.closeAllConnections();
+    ownServer.close();
+    fs.rmSync(own, { recursive: true, force: true });
   }
 });

@@ -14,9 +14,9 @@
 //   autoload        load the model at once (else: on the first Send, or the Load button)
 //   service-worker  URL of coi-sw.js beside the page: registered when the page is not
 //                   cross-origin isolated, so the engine gets threads (the page reloads once)
-//   offline         with service-worker: the page, wick's files and the wasm builds are kept
-//                   at the first visit and served from the browser's cache, so the page and
-//                   a model loaded once before work with no network (a new wick version is
+//   offline         with service-worker: the page, wick's files, the wasm builds and the index
+//                   are kept at the first visit and served from the browser's cache, so the page
+//                   and a model loaded once before work with no network (a new wick version is
 //                   fetched as a whole at the next visit; see coi-sw.js)
 //   tools           functions the model may call (chat mode), an OpenAI-style JSON array; or
 //                   set the `tools` property to the array
@@ -136,8 +136,22 @@ class WickChat extends HTMLElement {
     this._describe();
     // kept at the first visit, before any load: the page must open offline next time
     const sw = this.getAttribute('service-worker');
-    if (sw && this.hasAttribute('offline')) keepOffline(new URL(sw, document.baseURI));
+    if (sw && this.hasAttribute('offline')) keepOffline(new URL(sw, document.baseURI)).then((r) => r.registered && this._keepPage());
     if (this.hasAttribute('autoload')) this.load();
+  }
+
+  /** Once the service worker controls the page: the page itself and the index fetched through it,
+   *  so that both are kept at the first visit (wick's own files are in its shell list; they are not). */
+  async _keepPage() {
+    const sw = navigator.serviceWorker;
+    await sw.ready;
+    if (!sw.controller) await new Promise((r) => sw.addEventListener('controllerchange', r, { once: true }));
+    const page = new URL(location.href);
+    page.search = '';
+    page.hash = '';
+    if (page.pathname.endsWith('/')) page.pathname += 'index.html'; // as the service worker keys a folder's page
+    const index = this.getAttribute('index');
+    await Promise.all([page.href, index && new URL(index, document.baseURI).href].filter(Boolean).map((u) => fetch(u).catch(() => {})));
   }
 
   disconnectedCallback() {
