@@ -13,6 +13,8 @@
 //    rendered prompt (the response's wick.prompt) through the template's `documents` for Granite
 //    3.3's and 4.0's templates, and in the system message's context block for Qwen3's, which takes
 //    none; the response's wick.sources lists them (stream and not);
+//  - Wick.connect: documents reach an OpenAI-compatible server as the same context block in the
+//    system message (the OpenAI API has no documents field);
 //  - in Chromium (a page on 127.0.0.1 importing the same modules): the same chunks, scores and
 //    rendered prompt as under Node for the same inputs.
 import { test, before, after } from 'node:test';
@@ -21,6 +23,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import crypto from 'node:crypto';
+import http from 'node:http';
 import { readLlamaBundle } from '../tools/llama-bundle.mjs';
 import { runWick, models, root } from './helpers.mjs';
 import { createServer } from '../tools/serve.mjs';
@@ -322,5 +325,37 @@ window.Wick = Wick; window.createIndex = createIndex; window.ready = true;</scri
     server.closeAllConnections?.();
     server.close();
     fs.rmSync(site, { recursive: true, force: true });
+  }
+});
+
+test('Wick.connect: documents go to the server as the context block in the system message', async () => {
+  const bodies = [];
+  const server = http.createServer((req, res) => {
+    let text = '';
+    req.on('data', (d) => { text += d; });
+    req.on('end', () => {
+      res.setHeader('Content-Type', 'application/json');
+      if (req.url === '/v1/models') { res.end(JSON.stringify({ data: [{ id: 'fake-model' }] })); return; }
+      bodies.push(JSON.parse(text));
+      res.end(JSON.stringify({ id: 'x', object: 'chat.completion', created: 0, model: 'fake-model',
+        choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } }));
+    });
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  try {
+    const remote = await Wick.connect(`http://127.0.0.1:${server.address().port}/v1`);
+    const docs = [{ text: PLANTED, title: 'Harbour', source: 'harbour.md' }, 'Fact two.'];
+    await remote.chat.completions.create({ messages: [{ role: 'system', content: 'You are terse.' }, { role: 'user', content: QUESTION }], documents: docs });
+    await remote.chat.completions.create({ messages: [{ role: 'user', content: QUESTION }], documents: docs });
+    assert.equal(bodies.length, 2);
+    const block = `${DOCUMENTS_HEADER}\n\n[1] Harbour (harbour.md)\n${PLANTED}\n\n[2]\nFact two.`;
+    assert.deepEqual(bodies[0].messages, [{ role: 'system', content: `You are terse.\n\n${block}` }, { role: 'user', content: QUESTION }]);
+    assert.deepEqual(bodies[1].messages, [{ role: 'system', content: block }, { role: 'user', content: QUESTION }]);
+    assert.ok(!('documents' in bodies[0]) && !('documents' in bodies[1]));
+    await assert.rejects(remote.chat.completions.create({ messages: [{ role: 'user', content: 'x' }], documents: [{}] }), /documents\[0\] must be/);
+    await remote.unload();
+  } finally {
+    server.closeAllConnections();
+    server.close();
   }
 });

@@ -261,7 +261,8 @@ export function documentsBlock(documents) {
   return [DOCUMENTS_HEADER, ...entries].join('\n\n');
 }
 
-function withDocumentsInSystem(messages, documents) {
+/** The messages with the documents' context block at the end of the system message (one added when there is none). */
+export function withDocumentsInSystem(messages, documents) {
   const block = documentsBlock(documents);
   if (messages[0].role === 'system') return [{ ...messages[0], content: `${messageText(messages[0].content)}\n\n${block}` }, ...messages.slice(1)];
   return [{ role: 'system', content: block }, ...messages];
