@@ -3,7 +3,7 @@
 //  - chunkText: paragraphs, then sentences, then runs of words, within maxTokens, with overlap;
 //    pageText: an HTML page's title and text without tags, a Markdown page's title;
 //  - `wick synth --arch bert --lexical` (src/synth.c): an encoder whose cosine similarities follow
-//    the words texts share; with it, a fact planted in one of five documents is the chunk that
+//    the words texts share (llama.cpp embeds the file as wick does); with it, a fact planted in one of five documents is the chunk that
 //    createIndex/search retrieves for a question sharing its words, a question sharing none is not
 //    near it, an index saved by toJSON and read by loadIndex gives the same results, and a reranker
 //    engine reorders the candidates as its own rerank() does;
@@ -29,6 +29,7 @@ import { runWick, models, root } from './helpers.mjs';
 import { createServer } from '../tools/serve.mjs';
 import { launchChromium } from './browser.mjs';
 import { Wick } from '../wasm_glue/wick.mjs';
+import { nativeLlama, disposeNativeLlama } from './llama-native.mjs';
 import { createIndex, loadIndex, chunkText, pageText, cosineScores } from '../wasm_glue/retrieval.mjs';
 import { DOCUMENTS_HEADER } from '../wasm_glue/chat-template.mjs';
 
@@ -71,6 +72,7 @@ before(async () => {
 after(async () => {
   await lexical?.unload();
   await chat?.unload();
+  await disposeNativeLlama();
   fs.rmSync(tmp, { recursive: true, force: true });
 });
 
@@ -111,6 +113,34 @@ test('synth --lexical: cosine similarity follows shared words; two texts without
   const r = runWick('native', ['synth', '--arch', 'nomic-bert', '--lexical', '--shape', 'mini', '--type', 'f16', '--vocab', vocab, '-o', path.join(tmp, 'x.gguf')]);
   assert.notEqual(r.code, 0);
   assert.match(r.stderr, /--lexical is for --arch bert/);
+});
+
+test('synth --lexical: llama.cpp embeds the file as wick does (the same token ids, the same pooled vectors)', async () => {
+  const llama = await nativeLlama();
+  const model = await llama.loadModel({ modelPath: lexicalFile, gpuLayers: 0 });
+  try {
+    const ctx = await model.createContext({ contextSize: 512, batchSize: 512, threads: 1, sequences: 1, flashAttention: false, _embeddings: true });
+    const texts = ['the cat sat on the mat', 'a cat sat on a mat', PLANTED, QUESTION];
+    const ref = [];
+    for (const text of texts) {
+      const ids = [model.tokens.bos, ...model.tokenize(text, false), model.tokens.sep];
+      const seq = ctx.getSequence();
+      for await (const _ of seq.evaluate(ids, { _noSampling: true })) break; // eslint-disable-line no-unused-vars
+      ref.push({ ids, vector: Array.from(ctx._ctx.getEmbedding(ids.length)) });
+      await seq.dispose();
+    }
+    await ctx.dispose();
+    const ours = await lexical.embed(texts);
+    const unit = (v) => { const n = Math.hypot(...v); return v.map((x) => x / n); };
+    for (const [i, r] of ref.entries()) {
+      assert.deepEqual(await lexical.tokenize(texts[i]), r.ids, texts[i]);
+      const a = unit(r.vector), b = Array.from(ours[i]);
+      const cos = a.reduce((t, x, j) => t + x * b[j], 0);
+      assert.ok(cos > 0.9999, `${texts[i]}: cosine ${cos} with llama.cpp's`);
+    }
+  } finally {
+    await model.dispose();
+  }
 });
 
 test('createIndex/search: the planted fact is retrieved first for a question that shares its words', async () => {
