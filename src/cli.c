@@ -21,6 +21,7 @@
  *                         gemma3n|gemma-embedding|bert|nomic-bert|modern-bert]
  *                 [--pooling none|mean|cls|last (the encoders; a decoder's --pooling makes it an embedding model)
  *                            |rank (bert: a bge-reranker; qwen3: a Qwen3-Reranker)]
+ *                 [--lexical (bert: similarities that follow the words two texts share, for retrieval tests)]
  * Results go to stdout, timings and errors to stderr; any failure exits non-zero with one line. */
 #include <errno.h>
 #include <inttypes.h>
@@ -144,7 +145,7 @@ typedef struct {
     const char *cmd, *model, *tokenizer, *prompt, *tokens, *follow, *shape, *type, *out, *vocab, *arch, *grammar, *texts, *pooling, *query;
     char **docs; /* wick rerank's documents: the arguments that are not options */
     int n_docs;
-    int n, steps, threads, ctx, batch, kv_type, no_bos, special, probs, keep, ignore_eos, truncate, normalize;
+    int n, steps, threads, ctx, batch, kv_type, no_bos, special, probs, keep, ignore_eos, truncate, normalize, lexical;
     const char *stops[16];
     int n_stops;
     /* sampler settings given on the command line, applied by name (wick_gen_set) */
@@ -183,7 +184,7 @@ static int parse_args(int argc, char **argv, options *o) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         bool takes_value = strcmp(a, "--no-bos") && strcmp(a, "--ignore-eos") && strcmp(a, "--truncate") && strcmp(a, "--special") &&
-                           strcmp(a, "--normalize");
+                           strcmp(a, "--normalize") && strcmp(a, "--lexical");
         if (!strcmp(o->cmd, "rerank") && a[0] != '-') { /* a document */
             if (!o->docs) o->docs = argv + i;
             else if (o->docs + o->n_docs != argv + i) return error_exit("rerank: the documents come together, after the options");
@@ -235,6 +236,9 @@ static int parse_args(int argc, char **argv, options *o) {
             continue;
         } else if (!strcmp(a, "--normalize")) {
             o->normalize = 1;
+            continue;
+        } else if (!strcmp(a, "--lexical")) {
+            o->lexical = 1;
             continue;
         } else if (!strcmp(a, "--no-bos")) {
             o->no_bos = 1;
@@ -739,7 +743,7 @@ int main(int argc, char **argv)
         for (int i = 0; i < o.n_set; i++)
             if (!strcmp(o.set_names[i], "seed")) seed = (unsigned long long)o.set_values[i];
         const char *vocab = o.vocab ? o.vocab : "../shared/vocab/ggml-vocab-llama-spm.gguf";
-        if (synth_write(o.arch, o.shape, o.type, o.pooling, vocab, o.out, seed, &err)) return error_exit("synth: %s", err.text);
+        if (synth_write(o.arch, o.shape, o.type, o.pooling, o.lexical, vocab, o.out, seed, &err)) return error_exit("synth: %s", err.text);
         return 0;
     }
     if (!strcmp(o.cmd, "match")) return cmd_match(&o);

@@ -278,6 +278,8 @@ typedef struct {
     int n_head_groups;
     int64_t v_row0;      /* > 0: rows from here on (a fused attn_qkv's V) have standard deviation v_std */
     float v_std;
+    const int64_t *zero_rows; /* these rows are all zeros (the lexical encoder's special tokens) */
+    int n_zero_rows;
 } synth_tensor;
 
 static bool use_more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
@@ -509,6 +511,8 @@ static int write_synth_file(const char *out_path, synth_tensor *ts, int n_t, con
         for (int64_t r = 0; r < ti->ne1; r++) {
             float rs = ti->v_row0 && r >= ti->v_row0 ? ti->v_std * 1.7320508f : scale;
             if (ti->head_rows) rs *= head_gain((int)(r / ti->head_rows), ti->n_head_groups);
+            for (int z = 0; z < ti->n_zero_rows; z++)
+                if (ti->zero_rows[z] == r) rs = 0;
             for (int64_t c = 0; c < ti->ne0; c++)
                 row[c] = ti->values ? ti->values[c]
                        : ti->norm   ? (legacy ? ti->centre : ti->centre * (1.0f + 0.5f * uniform(&state)))
@@ -551,7 +555,16 @@ static int write_synth_file(const char *out_path, synth_tensor *ts, int n_t, con
  * writes the GeGLU's gate and up rows in one ffn_up, ends with output_norm, and has no token
  * types; every third layer from the first is global, the others local within a window of
  * BERT_SWA_SMALL (ModernBERT's local_attention 128 on the larger shapes) with rope base 10000
- * against the global 160000; at least three layers, so that the alternation shows. */
+ * against the global 160000; at least three layers, so that the alternation shows.
+ * `--lexical` (bert only) makes an encoder whose similarities mean something, for retrieval tests:
+ * attention's V and output projections, the FFN's down projection, every bias and the position
+ * and token-type tables are zero, so that each layer adds nothing to the residual and a token's
+ * output is LayerNorm applied to its own random embedding (a fixed vector per token, of mean 0
+ * and unit spread; the norms' weights are 1); mean pooling then gives
+ * the average of the text's token vectors, and the cosine of two texts follows the words they
+ * share (random vectors of 384 dimensions are nearly orthogonal). The special tokens' rows
+ * ([CLS], [SEP], padding) are zero, LayerNorm keeps them zero, and so the two tokens every text
+ * has add nothing to its vector: two texts without a common word score about 0. */
 #define BERT_TOKEN_TYPES 2
 #define BERT_CTX_TRAIN 512
 #define BERT_LAYER_NORM_EPS 1e-12f
@@ -560,8 +573,8 @@ static int write_synth_file(const char *out_path, synth_tensor *ts, int n_t, con
 enum { ENC_BERT, ENC_NOMIC, ENC_MODERN };
 #define BERT_RANK_BIAS 3.0f
 
-static int synth_write_bert(const synth_shape *sh, const synth_quant *q, const char *type, int pooling, int variant, const gguf_file *vg,
-                            int64_t n_vocab, const char *out_path, unsigned long long seed, errmsg *err) {
+static int synth_write_bert(const synth_shape *sh, const synth_quant *q, const char *type, int pooling, int variant, bool lexical,
+                            const gguf_file *vg, int64_t n_vocab, const char *out_path, unsigned long long seed, errmsg *err) {
     const int dim = sh->dim, n_heads = sh->n_heads, hidden = sh->hidden;
     const int n_layers = variant == ENC_MODERN && sh->n_layers < 3 ? 3 : sh->n_layers;
     const bool bert = variant == ENC_BERT, modern = variant == ENC_MODERN;
@@ -571,6 +584,16 @@ static int synth_write_bert(const synth_shape *sh, const synth_quant *q, const c
     int cap_t = 12 + 16 * n_layers, n_t = 0;
     synth_tensor *ts = calloc((size_t)cap_t, sizeof *ts), *t;
     if (!ts) return errorf(err, WICK_ERR_NOMEM, "out of memory");
+    /* the lexical encoder (see above): what would mix tokens or add a common vector is zero */
+    const float mix = lexical ? 0.0f : 1.0f;
+    static const char *const special_keys[] = {"tokenizer.ggml.cls_token_id", "tokenizer.ggml.seperator_token_id", /* sic: llama.cpp's key */
+                                               "tokenizer.ggml.padding_token_id", "tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id"};
+    int64_t special[5];
+    int n_special = 0;
+    for (int i = 0; lexical && i < 5; i++) {
+        uint64_t id;
+        if (gguf_get_u64(vg, special_keys[i], &id) && (int64_t)id < n_vocab) special[n_special++] = (int64_t)id;
+    }
 #define TENSOR(ne0_, ne1_, ...) (t = &ts[n_t++], t->ne0 = (ne0_), t->ne1 = (ne1_), snprintf(t->name, sizeof t->name, __VA_ARGS__))
 #define MATRIX(role, i, std_, ne0_, ne1_, ...) \
     (TENSOR(ne0_, ne1_, __VA_ARGS__), t->type = matrix_type(q, role, false, ne0_, i, n_layers), t->std = (std_))
@@ -578,10 +601,11 @@ static int synth_write_bert(const synth_shape *sh, const synth_quant *q, const c
 #define VECTOR(std_, ne0_, ...) (TENSOR(ne0_, 1, __VA_ARGS__), t->type = WICK_TYPE_F32, t->std = (std_))
 #define NORM(ne0_, ...) (TENSOR(ne0_, 1, __VA_ARGS__), t->type = WICK_TYPE_F32, t->norm = true, t->centre = 1.0f)
     MATRIX(R_EMBD, 0, 1.0f, dim, n_vocab, "token_embd.weight");
-    if (!modern) TABLE(0.5f, dim, BERT_TOKEN_TYPES, "token_types.weight");
-    if (bert) TABLE(0.5f, dim, BERT_CTX_TRAIN, "position_embd.weight");
+    t->zero_rows = special, t->n_zero_rows = n_special;
+    if (!modern) TABLE(0.5f * mix, dim, BERT_TOKEN_TYPES, "token_types.weight");
+    if (bert) TABLE(0.5f * mix, dim, BERT_CTX_TRAIN, "position_embd.weight");
     NORM(dim, "token_embd_norm.weight");
-    if (!modern) VECTOR(BERT_BIAS_STD, dim, "token_embd_norm.bias");
+    if (!modern) VECTOR(BERT_BIAS_STD * mix, dim, "token_embd_norm.bias");
     for (int l = 0; !bert && l < n_layers; l++) {
         if (modern && l > 0) NORM(dim, "blk.%d.attn_norm.weight", l);
         MATRIX(R_ATTN_V, l, qk_std, dim, 3 * dim, "blk.%d.attn_qkv.weight", l);
@@ -597,21 +621,21 @@ static int synth_write_bert(const synth_shape *sh, const synth_quant *q, const c
     if (modern) NORM(dim, "output_norm.weight");
     for (int l = 0; bert && l < n_layers; l++) {
         MATRIX(R_OTHER, l, qk_std, dim, dim, "blk.%d.attn_q.weight", l);
-        VECTOR(BERT_BIAS_STD, dim, "blk.%d.attn_q.bias", l);
+        VECTOR(BERT_BIAS_STD * mix, dim, "blk.%d.attn_q.bias", l);
         MATRIX(R_OTHER, l, qk_std, dim, dim, "blk.%d.attn_k.weight", l);
-        VECTOR(BERT_BIAS_STD, dim, "blk.%d.attn_k.bias", l);
-        MATRIX(R_ATTN_V, l, 1.0f / sqrtf((float)dim), dim, dim, "blk.%d.attn_v.weight", l);
-        VECTOR(BERT_BIAS_STD, dim, "blk.%d.attn_v.bias", l);
-        MATRIX(R_OTHER, l, 1.0f / sqrtf((float)dim), dim, dim, "blk.%d.attn_output.weight", l);
-        VECTOR(BERT_BIAS_STD, dim, "blk.%d.attn_output.bias", l);
+        VECTOR(BERT_BIAS_STD * mix, dim, "blk.%d.attn_k.bias", l);
+        MATRIX(R_ATTN_V, l, mix / sqrtf((float)dim), dim, dim, "blk.%d.attn_v.weight", l);
+        VECTOR(BERT_BIAS_STD * mix, dim, "blk.%d.attn_v.bias", l);
+        MATRIX(R_OTHER, l, mix / sqrtf((float)dim), dim, dim, "blk.%d.attn_output.weight", l);
+        VECTOR(BERT_BIAS_STD * mix, dim, "blk.%d.attn_output.bias", l);
         NORM(dim, "blk.%d.attn_output_norm.weight", l);
-        VECTOR(BERT_BIAS_STD, dim, "blk.%d.attn_output_norm.bias", l);
+        VECTOR(BERT_BIAS_STD * mix, dim, "blk.%d.attn_output_norm.bias", l);
         MATRIX(R_OTHER, l, 1.0f / sqrtf((float)dim), dim, hidden, "blk.%d.ffn_up.weight", l);
-        VECTOR(BERT_BIAS_STD, hidden, "blk.%d.ffn_up.bias", l);
-        MATRIX(R_FFN_DOWN, l, 1.0f / sqrtf((float)hidden), hidden, dim, "blk.%d.ffn_down.weight", l);
-        VECTOR(BERT_BIAS_STD, dim, "blk.%d.ffn_down.bias", l);
+        VECTOR(BERT_BIAS_STD * mix, hidden, "blk.%d.ffn_up.bias", l);
+        MATRIX(R_FFN_DOWN, l, mix / sqrtf((float)hidden), hidden, dim, "blk.%d.ffn_down.weight", l);
+        VECTOR(BERT_BIAS_STD * mix, dim, "blk.%d.ffn_down.bias", l);
         NORM(dim, "blk.%d.layer_output_norm.weight", l);
-        VECTOR(BERT_BIAS_STD, dim, "blk.%d.layer_output_norm.bias", l);
+        VECTOR(BERT_BIAS_STD * mix, dim, "blk.%d.layer_output_norm.bias", l);
     }
     static const float rank_bias = BERT_RANK_BIAS;
     if (pooling == 4) { /* LLAMA_POOLING_TYPE_RANK */
@@ -625,10 +649,17 @@ static int synth_write_bert(const synth_shape *sh, const synth_quant *q, const c
 #undef TABLE
 #undef MATRIX
 #undef TENSOR
+    /* lexical: the LayerNorms' weights exactly 1, or the 25 random ones of bge-small's shape, multiplied
+     * together, would leave a few dimensions dominant and unrelated texts far from orthogonal */
+    float *ones = lexical ? malloc((size_t)dim * sizeof *ones) : NULL;
+    if (lexical && !ones) { free(ts); return errorf(err, WICK_ERR_NOMEM, "out of memory"); }
+    for (int i = 0; lexical && i < dim; i++) ones[i] = 1.0f;
+    for (int i = 0; lexical && i < n_t; i++)
+        if (ts[i].norm) ts[i].values = ones;
     meta_buf mb = {0};
     const char *a = bert ? "bert" : modern ? "modern-bert" : "nomic-bert";
     char name[96];
-    snprintf(name, sizeof name, "wick synth %s %s %s", a, sh->name, type);
+    snprintf(name, sizeof name, "wick synth %s%s %s %s", a, lexical ? " lexical" : "", sh->name, type);
     kv_str(&mb, NULL, "general.architecture", a);
     kv_str(&mb, NULL, "general.name", name);
     kv_u32(&mb, NULL, "general.file_type", q->ftype);
@@ -660,10 +691,11 @@ static int synth_write_bert(const synth_shape *sh, const synth_quant *q, const c
     int rc = mb.oom ? errorf(err, WICK_ERR_NOMEM, "out of memory") : write_synth_file(out_path, ts, n_t, &mb, seed, false, err);
     free(mb.p);
     free(ts);
+    free(ones);
     return rc;
 }
 
-int synth_write(const char *arch_name, const char *shape_name, const char *type, const char *pooling_name,
+int synth_write(const char *arch_name, const char *shape_name, const char *type, const char *pooling_name, bool lexical,
                 const char *vocab_path, const char *out_path, unsigned long long seed, errmsg *err) {
     const synth_family *fam = NULL;
     static const char *const encoders[] = {"bert", "nomic-bert", "modern-bert"};
@@ -680,6 +712,8 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
     const bool reranker = pooling_name && !bert && pooling == 4;
     if (pooling == 4 && (bert ? variant != ENC_BERT : !(arch_name && !strcmp(arch_name, "qwen3"))))
         return errorf(err, WICK_ERR_INVALID_ARG, "--pooling rank is for bert (a bge-reranker) and qwen3 (a Qwen3-Reranker)");
+    if (lexical && (variant != ENC_BERT || pooling == 4))
+        return errorf(err, WICK_ERR_INVALID_ARG, "--lexical is for --arch bert (an embedding model, not a reranker)");
 
     for (size_t i = 0; i < sizeof families / sizeof families[0]; i++)
         if (!strcmp(families[i].name, arch_name ? arch_name : "llama")) fam = &families[i];
@@ -719,7 +753,7 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
     if (!tokens) { gguf_close(&vg); free(vbuf); return errorf(err, WICK_ERR_INVALID_ARG, "%s has no tokenizer.ggml.tokens", vocab_path); }
     int64_t n_vocab = (int64_t)tokens->arr_len;
     if (bert) {
-        int rc = synth_write_bert(sh, &q, type, pooling, variant, &vg, n_vocab, out_path, seed, err);
+        int rc = synth_write_bert(sh, &q, type, pooling, variant, lexical, &vg, n_vocab, out_path, seed, err);
         gguf_close(&vg);
         free(vbuf);
         return rc;

@@ -3,6 +3,7 @@
 #ifndef WICK_SYNTH_H
 #define WICK_SYNTH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "errmsg.h"
@@ -16,8 +17,9 @@
  * as heads); a family whose layer pattern needs more layers (gemma3 6, smollm3, lfm2 and qwen35 4)
  * gets them on the mini shapes. type: "f32", "f16", "q8_0", "q4_0", "q4_k_m". The tokenizer metadata is copied from the
  * vocab-only GGUF at vocab_path (its token count is the model's vocabulary). Returns 0, or -1 with
- * a message. */
-int synth_write(const char *arch, const char *shape, const char *type, const char *pooling, const char *vocab_path,
+ * a message. lexical (bert only): an encoder whose cosine similarities follow the words two texts
+ * share (synth.c's encoder notes), for retrieval tests. */
+int synth_write(const char *arch, const char *shape, const char *type, const char *pooling, bool lexical, const char *vocab_path,
                 const char *out_path, unsigned long long seed, errmsg *err);
 
 #endif

@@ -92,7 +92,7 @@ test('the tarball holds the glue, its types, the four wasm builds, the worker an
   const files = fs.readdirSync(path.join(unpacked, 'package'), { recursive: true, withFileTypes: true })
     .filter((d) => d.isFile()).map((d) => path.relative(path.join(unpacked, 'package'), path.join(d.parentPath ?? d.path, d.name)).split(path.sep).join('/'));
   for (const f of ['package.json', 'README.md', 'LICENSE', 'dist/wick.mjs', 'dist/wick.d.ts', 'dist/worker.js', 'dist/download.js', 'dist/gguf-header.js', 'dist/constants.js', 'dist/chat-template.mjs', 'dist/tool-calls.mjs',
-    'dist/wick-chat.js', 'dist/coi.js', 'dist/coi-sw.js', 'dist/engine-worker.js', 'dist/util.js', 'dist/jinja/index.js',
+    'dist/retrieval.mjs', 'dist/retrieval.d.ts', 'dist/wick-chat.js', 'dist/coi.js', 'dist/coi-sw.js', 'dist/engine-worker.js', 'dist/util.js', 'dist/jinja/index.js',
     'dist/wasm/package.json', 'dist/wasm/wick.js', 'dist/wasm/wick.wasm', 'dist/wasm/wick-mt.js', 'dist/wasm/wick-mt.wasm', 'dist/wasm/wick-mt.worker.js',
     'dist/wasm/wick-relaxed.js', 'dist/wasm/wick-relaxed.wasm', 'dist/wasm/wick-mt-relaxed.js', 'dist/wasm/wick-mt-relaxed.wasm',
     'dist/wasm/wick-mt-relaxed.worker.js', 'dist/wick-shell.json']) {
@@ -108,6 +108,8 @@ test('the tarball holds the glue, its types, the four wasm builds, the worker an
   assert.equal(packed.private, undefined, 'publishable');
   assert.deepEqual(Object.keys(packed.exports['.']), ['types', 'import', 'default']);
   for (const target of Object.values(packed.exports['.'])) assert.ok(files.includes(target.replace(/^\.\//, '')), target);
+  // wick/retrieval: the retrieval helper and its types
+  for (const target of Object.values(packed.exports['./retrieval'])) assert.ok(files.includes(target.replace(/^\.\//, '')), target);
   assert.ok(packed.sideEffects, 'sideEffects is declared');
   for (const hook of ['preinstall', 'install', 'postinstall', 'prepare']) assert.equal(packed.scripts?.[hook], undefined, `no ${hook} script`);
 });

@@ -221,6 +221,53 @@ function pythonStringRepr(text) {
   return quote + text.replace(/[\\'"\x00-\x1f\x7f]/g, (c) => escapes[c] ?? (c === "'" || c === '"' ? c : control(c))) + quote;
 }
 
+// ---- documents (retrieval-augmented chat) ----
+//
+// A request's documents (strings, or {text, title, source}) go where the template wants them: a
+// template that reads a `documents` variable (Granite 3.3's and 4.x's, Command-R's: transformers'
+// apply_chat_template(documents=…), each a mapping with title and text) gets them there, as
+// {doc_id, title, text, source}; any other template gets them as a context block at the end of the
+// system message (a system message is added when there is none): DOCUMENTS_HEADER, then each
+// document as "[n] title (source)" on its own line and its text, separated by blank lines.
+export const DOCUMENTS_HEADER = 'Use the following documents to answer where they are relevant. Each begins with its number in brackets, then its title and source where known.';
+
+/** A request's documents checked and made uniform: [{text, title?, source?, …the caller's other fields}]. */
+export function checkDocuments(documents) {
+  if (!Array.isArray(documents)) throw invalid('documents must be an array of strings or {text, title?, source?}');
+  return documents.map((d, i) => {
+    if (typeof d === 'string') return { text: d };
+    if (d === null || typeof d !== 'object' || typeof d.text !== 'string') throw invalid(`documents[${i}] must be a string or {text, title?, source?}`);
+    for (const k of ['title', 'source'])
+      if (d[k] !== undefined && d[k] !== null && typeof d[k] !== 'string') throw invalid(`documents[${i}].${k} must be a string`);
+    return { ...d };
+  });
+}
+
+/** The documents as a template's `documents` variable sees them (Granite's doc_id, Command-R's title and text). */
+function templateDocuments(documents) {
+  return documents.map((d, i) => {
+    const out = { doc_id: String(i + 1), title: d.title ?? d.source ?? `Document ${i + 1}`, text: d.text };
+    if (d.source) out.source = d.source;
+    return out;
+  });
+}
+
+/** The context block of documents for a template that takes none (see DOCUMENTS_HEADER). */
+export function documentsBlock(documents) {
+  const entries = documents.map((d, i) => {
+    const label = [d.title, d.source && d.source !== d.title ? `(${d.source})` : ''].filter(Boolean).join(' ');
+    return `[${i + 1}]${label ? ' ' + label : ''}\n${d.text}`;
+  });
+  return [DOCUMENTS_HEADER, ...entries].join('\n\n');
+}
+
+/** The messages with the documents' context block at the end of the system message (one added when there is none). */
+export function withDocumentsInSystem(messages, documents) {
+  const block = documentsBlock(documents);
+  if (messages[0].role === 'system') return [{ ...messages[0], content: `${messageText(messages[0].content)}\n\n${block}` }, ...messages.slice(1)];
+  return [{ role: 'system', content: block }, ...messages];
+}
+
 /**
  * The prompt text of a conversation rendered with a chat template (the Jinja source), without a
  * model. Options: addGenerationPrompt (default true), bosToken and eosToken (default ''), tools
@@ -228,9 +275,32 @@ function pythonStringRepr(text) {
  * tools section gets them described in the system message, in toolFormat), toolFormat (the call
  * format, 'hermes', 'llama3', 'granite', 'xml' or 'pythonic'; default: the template's own, toolCallFormat(source); null: the
  * tools are left to the template alone), now (the Date of strftime_now and date_string; default: now),
- * extra (more template variables, e.g. {enable_thinking: false}).
+ * extra (more template variables, e.g. {enable_thinking: false}), documents (see renderPrompt).
  */
-export async function renderChatTemplate(source, messages, { addGenerationPrompt = true, bosToken = '', eosToken = '', tools, toolFormat, now, extra = {} } = {}) {
+export async function renderChatTemplate(source, messages, options = {}) {
+  return (await renderPrompt(source, messages, options)).text;
+}
+
+/**
+ * renderChatTemplate's work, and where the documents went: {text, documentsIn: 'template' (the
+ * template's documents variable) | 'system' (a context block in the system message) | null (none given)}.
+ * Option documents: strings or {text, title?, source?} (see DOCUMENTS_HEADER).
+ */
+export async function renderPrompt(source, messages, { documents, ...options } = {}) {
+  if (documents === undefined || documents === null || (Array.isArray(documents) && !documents.length))
+    return { text: await renderConversation(source, messages, options), documentsIn: null };
+  const docs = checkDocuments(documents);
+  checkMessages(messages);
+  // as with tools: a template that names `documents` and renders differently with them takes them
+  if (/\bdocuments\b/.test(source)) {
+    const extra = { ...(options.extra || {}), documents: templateDocuments(docs) };
+    const text = await renderConversation(source, messages, { ...options, extra });
+    if (text !== await renderConversation(source, messages, options)) return { text, documentsIn: 'template' };
+  }
+  return { text: await renderConversation(source, withDocumentsInSystem(messages, docs), options), documentsIn: 'system' };
+}
+
+async function renderConversation(source, messages, { addGenerationPrompt = true, bosToken = '', eosToken = '', tools, toolFormat, now, extra = {} } = {}) {
   if (typeof source !== 'string' || !source) throw invalid('the chat template must be a non-empty string');
   checkMessages(messages);
   const toolList = checkTools(tools);

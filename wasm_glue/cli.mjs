@@ -7,6 +7,10 @@
 // WICK_WASM_BUILD=st|mt forces one; WICK_WASM_RELAXED=1 takes the relaxed-SIMD build of it.
 // --json-schema FILE (this CLI only) is converted to a grammar by json-schema.mjs and given to
 // the engine as --grammar.
+// `wick index FOLDER -m EMBEDDING.gguf -o site-index.json [--max-tokens N] [--overlap N]
+// [--threads N]` (this CLI only) chunks and embeds a folder's Markdown, HTML and text pages
+// (retrieval.mjs) into one index file: the chunks, their vectors, each page's URL relative to
+// the folder and title, and the model's id and SHA-256.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -83,8 +87,76 @@ async function prefixCli(args) {
   }
 }
 
+const PAGE_FILES = /\.(md|markdown|html?|txt)$/i;
+
+/** The pages under a folder, as [relative URL with / separators], sorted. */
+function pagesUnder(folder) {
+  const out = [];
+  const walk = (rel) => {
+    for (const e of fs.readdirSync(path.join(folder, rel), { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1))) {
+      if (e.name.startsWith('.') || e.name === 'node_modules') continue;
+      const r = rel ? `${rel}/${e.name}` : e.name;
+      if (e.isDirectory()) walk(r);
+      else if (e.isFile() && PAGE_FILES.test(e.name)) out.push(r);
+    }
+  };
+  walk('');
+  return out;
+}
+
+/** `wick index`: see the head of this file. */
+async function runIndex(args) {
+  const opts = { maxTokens: undefined, overlap: undefined, threads: 1 };
+  let folder = null, model = null, out = null;
+  const int = (flag, v) => {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 0) throw new Error(`${flag} expects a whole number, got '${v}'`);
+    return n;
+  };
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i], v = args[i + 1];
+    const need = () => { if (v === undefined) throw new Error(`${a} needs a value`); i++; return v; };
+    if (a === '-m' || a === '--model') model = need();
+    else if (a === '-o' || a === '--output') out = need();
+    else if (a === '--max-tokens') opts.maxTokens = int(a, need());
+    else if (a === '--overlap') opts.overlap = int(a, need());
+    else if (a === '--threads' || a === '-t') opts.threads = int(a, need()) || 1;
+    else if (a.startsWith('-')) throw new Error(`index: unknown option ${a}`);
+    else if (folder === null) folder = a;
+    else throw new Error(`index: one folder, got '${folder}' and '${a}'`);
+  }
+  if (!folder || !model || !out) throw new Error('usage: wick index FOLDER -m EMBEDDING.gguf -o site-index.json [--max-tokens N] [--overlap N] [--threads N]');
+  if (!fs.statSync(folder, { throwIfNoEntry: false })?.isDirectory()) throw new Error(`index: ${folder} is not a folder`);
+  const pages = pagesUnder(folder);
+  if (!pages.length) throw new Error(`index: no .md, .html or .txt pages under ${folder}`);
+  const { Wick } = await import('./wick.mjs');
+  const { createIndex, pageText } = await import('./retrieval.mjs');
+  const engine = await Wick.load(model, { threads: opts.threads });
+  try {
+    const index = await createIndex(engine, { maxTokens: opts.maxTokens, overlap: opts.overlap });
+    const docs = pages.map((rel) => ({ source: rel, ...pageText(fs.readFileSync(path.join(folder, rel), 'utf8'), rel) }));
+    const tty = process.stderr.isTTY;
+    let last = 0;
+    await index.add(docs, {
+      onProgress: ({ chunks, total, chunksPerSecond }) => {
+        const now = Date.now();
+        if (chunks < total && now - last < 250) return;
+        last = now;
+        const line = `index: ${chunks}/${total} chunks, ${chunksPerSecond.toFixed(1)} chunks/s`;
+        process.stderr.write(tty ? `\r${line}${chunks === total ? '\n' : ''}` : `${line}\n`);
+      },
+    });
+    fs.writeFileSync(out, JSON.stringify(index.toJSON()));
+    process.stderr.write(`index: ${pages.length} pages, ${index.size} chunks of ${index.dim} dimensions, ${engine.info.name} → ${out}\n`);
+    return 0;
+  } finally {
+    await engine.unload();
+  }
+}
+
 export async function runCli(givenArgs) {
   if (givenArgs[0] === 'prefix') return prefixCli(givenArgs.slice(1));
+  if (givenArgs[0] === 'index') return runIndex(givenArgs.slice(1));
   const { args, dir } = schemaToGrammar(givenArgs);
   try {
     return await runEngineCli(args);

@@ -379,7 +379,9 @@ class RemoteEngine {
   async detokenize() { throw new WickError('E_UNSUPPORTED', 'a connected engine cannot detokenize: the OpenAI API has no such call'); }
 
   /** chat.completions.create: the request goes to the server as it is (plus `model`, and
-   *  repetition_penalty and repeat_penalty under both names); a stream comes back in the shape
+   *  repetition_penalty and repeat_penalty under both names; `documents`, which the OpenAI API
+   *  lacks, as the context block at the end of the system message that a loaded engine writes for
+   *  a template without documents: chat-template.mjs); a stream comes back in the shape
    *  a loaded engine streams, the last chunk with finish_reason, usage and wick's timings. */
   async _chatCompletion(req) {
     if (req === null || typeof req !== 'object') throw invalid('create() takes a request object');
@@ -393,6 +395,12 @@ class RemoteEngine {
     if (rest.n !== undefined && rest.n !== 1) throw invalid('only n = 1 is supported');
     checkSignal(signal);
     const body = { ...(this._model !== undefined ? { model: this._model } : {}), ...rest };
+    if (rest.documents !== undefined && rest.documents !== null) {
+      const { checkDocuments, withDocumentsInSystem } = await import('./chat-template.mjs');
+      const documents = checkDocuments(rest.documents);
+      delete body.documents;
+      if (documents.length) body.messages = withDocumentsInSystem(messages, documents);
+    }
     const penalty = rest.repetition_penalty ?? rest.repeat_penalty;
     if (penalty !== undefined) Object.assign(body, { repetition_penalty: penalty, repeat_penalty: penalty });
     if (body.max_tokens === null) delete body.max_tokens;

@@ -3,7 +3,8 @@
 // (max_tokens, top_k, …) are both the engine's settings and the OpenAI / llama.cpp request fields.
 
 /** An Error with a `code`: E_FETCH, E_NOT_GGUF, E_TOO_LARGE, E_UNSUPPORTED, E_ABORTED,
- *  E_INVALID_ARG, E_FORMAT, E_NOMEM, E_CONTEXT_FULL, E_NO_TEMPLATE, E_TEMPLATE, E_NO_JINJA, E_UNLOADED, E_WORKER. */
+ *  E_INVALID_ARG, E_FORMAT, E_NOMEM, E_CONTEXT_FULL, E_NO_TEMPLATE, E_TEMPLATE, E_NO_JINJA, E_UNLOADED, E_WORKER,
+ *  E_MODEL_MISMATCH (an index made with another embedding model: retrieval.mjs). */
 export class WickError extends Error {
   constructor(code, message) {
     super(message);

@@ -3,7 +3,7 @@ import type { connect } from './connect.js';
 export type { ConnectOptions, RemoteEngine, RemoteModelInfo, RemoteTimings } from './connect.js';
 
 export type WickErrorCode =
-  | 'E_FETCH' | 'E_NOT_GGUF' | 'E_TOO_LARGE' | 'E_UNSUPPORTED' | 'E_ABORTED' | 'E_INVALID_ARG' | 'E_FORMAT'
+  | 'E_FETCH' | 'E_NOT_GGUF' | 'E_TOO_LARGE' | 'E_UNSUPPORTED' | 'E_ABORTED' | 'E_INVALID_ARG' | 'E_FORMAT' | 'E_MODEL_MISMATCH'
   | 'E_NOMEM' | 'E_CONTEXT_FULL' | 'E_NO_TEMPLATE' | 'E_TEMPLATE' | 'E_NO_JINJA' | 'E_UNLOADED' | 'E_WORKER' | 'E_INTERNAL';
 
 export class WickError extends Error {
@@ -185,6 +185,8 @@ export interface ChatTemplateOptions {
   now?: Date;
   /** more template variables (chat_template_kwargs), e.g. { enable_thinking: false } */
   extra?: Record<string, unknown>;
+  /** documents, placed as ChatCompletionRequest.documents are */
+  documents?: Array<string | ChatDocument>;
 }
 
 export interface RenderChatTemplateOptions extends ChatTemplateOptions {
@@ -240,7 +242,23 @@ export interface ChatCompletionRequest {
   /** 'auto' (default), 'none' (tools neither rendered nor parsed), 'required' or a named function:
    *  the reply is grammar-constrained to one call (of that function) that always parses */
   tool_choice?: 'auto' | 'none' | 'required' | { type: 'function'; function: { name: string } };
+  /** documents to answer from (retrieved chunks: RetrievalHit is one): a template that reads
+   *  `documents` (Granite, Command-R) gets them as {doc_id, title, text, source}; any other gets a
+   *  context block at the end of the system message (README, "Documents in chat") */
+  documents?: Array<string | ChatDocument>;
   signal?: AbortSignal;
+}
+
+export interface ChatDocument { text: string; title?: string; source?: string; [field: string]: unknown }
+
+/** wick's extension on a chat completion (and on a stream's last chunk): the prompt as rendered,
+ *  its tokens, and the documents given, in order */
+export interface ChatPromptInfo {
+  prompt: string;
+  promptTokens: number;
+  /** where the documents went: the template's `documents`, the system message, or none given */
+  documentsIn: 'template' | 'system' | null;
+  sources: Array<ChatDocument & { index: number }>;
 }
 
 export interface ChatCompletionUsage { prompt_tokens: number; completion_tokens: number; total_tokens: number }
@@ -261,7 +279,7 @@ export interface ChatCompletionChunk {
    * it (its text and token ids, probs with logprobs, shifted, reevaluated) and the prompt's token
    * count; a piece held back while it may be a tool call comes with an empty delta. On the last
    * chunk: generate()'s final record (the engine's own finishReason: 'eog', 'grammar', …). */
-  wick?: (GenerateChunk & { promptTokens: number }) | GenerateDone;
+  wick?: (GenerateChunk & { promptTokens: number }) | (GenerateDone & ChatPromptInfo);
 }
 
 export interface ChatCompletion {
@@ -272,6 +290,7 @@ export interface ChatCompletion {
   choices: Array<{ index: 0; message: { role: 'assistant'; content: string | null; tool_calls?: ChatCompletionToolCall[] }; finish_reason: FinishReason; logprobs: unknown }>;
   usage: ChatCompletionUsage;
   timings: Timings | null;
+  wick: ChatPromptInfo;
 }
 
 export type Pooling = 'none' | 'mean' | 'cls' | 'last';
@@ -471,3 +490,50 @@ export declare function canUseThreads(): boolean;
 export declare function hasRelaxedSimd(): boolean;
 export declare function splitUrls(firstUrl: string): string[];
 export default Wick;
+
+// ---- retrieval (retrieval.mjs: import { createIndex, loadIndex } from 'wick/retrieval') ----
+
+/** the embedding model an index was made with */
+export interface IndexModel { id: string; dim: number; bytes?: number; sha256?: string }
+
+export interface IndexChunk { text: string; source?: string; title?: string; tokens: number }
+
+/** one search result: a chunk, its cosine similarity (or, reranked, the reranker's score and the cosine as similarity) and its number in the index */
+export interface RetrievalHit extends IndexChunk { score: number; chunk: number; similarity?: number }
+
+export interface IndexAddProgress { phase: 'embed'; chunks: number; total: number; chunksPerSecond: number }
+
+export interface CreateIndexOptions {
+  /** a chunk's tokens, [CLS] and [SEP] included (default 256, at most the model's window) */
+  maxTokens?: number;
+  /** tokens of the previous chunk's last sentences repeated at a chunk's head (default 32, or maxTokens/8 when less) */
+  overlap?: number;
+  /** chunks per embedding call (default 16) */
+  batch?: number;
+  /** what the index records of the model where the engine cannot tell (in a page: the file's SHA-256) */
+  model?: { id?: string; sha256?: string };
+}
+
+export interface IndexJSON {
+  format: 'wick-index'; version: 1;
+  model: IndexModel; dim: number; count: number;
+  chunkOptions: { maxTokens: number; overlap: number };
+  sources: Array<{ source: string; title?: string }>;
+  chunks: IndexChunk[];
+  /** base64 of count × dim little-endian float32, unit vectors */
+  vectors: string;
+}
+
+export interface RetrievalIndex {
+  readonly size: number;
+  readonly dim: number;
+  readonly model: IndexModel;
+  /** chunks texts by the model's tokens and embeds them in batches; the chunks added */
+  add(texts: string | Array<string | { text: string; source?: string; title?: string }>, options?: { onProgress?: (p: IndexAddProgress) => void; signal?: AbortSignal }): Promise<Array<IndexChunk & { chunk: number }>>;
+  /** exact cosine search over every vector; rerank: a reranker engine for the best `candidates` (default 4k) */
+  search(query: string | Float32Array | number[], k?: number, options?: { rerank?: Engine; candidates?: number }): Promise<RetrievalHit[]>;
+  searchVector(unitQuery: Float32Array, k: number): RetrievalHit[];
+  /** removes a source's chunks; how many went */
+  remove(source: string): number;
+  toJSON(): IndexJSON;
+}

@@ -592,12 +592,17 @@ class Engine {
 
   /** The prompt text of a conversation, rendered with the model's chat template (or `template`):
    *  see renderChatTemplate for the options `tools`, `now` and `extra`. */
-  async applyChatTemplate(messages, { template, addGenerationPrompt = true, tools, now, extra = {} } = {}) {
+  async applyChatTemplate(messages, options = {}) {
+    return (await this._renderPrompt(messages, options)).text;
+  }
+
+  /** applyChatTemplate's text and where the documents went ({text, documentsIn}: chat-template.mjs's renderPrompt). */
+  async _renderPrompt(messages, { template, addGenerationPrompt = true, tools, now, extra = {}, documents } = {}) {
     const source = template ?? this.info.chatTemplate;
     if (typeof source !== 'string' || !source)
       throw new WickError('E_NO_TEMPLATE', `${this.info.name} has no chat template (tokenizer.chat_template); pass chat_template with the request, or use engine.generate() for plain text`);
-    return renderChatTemplate(source, messages, {
-      addGenerationPrompt, tools, now, extra,
+    return (await chatTemplates()).renderPrompt(source, messages, {
+      addGenerationPrompt, tools, now, extra, documents,
       toolFormat: toolCallFormat(source, this.info.architecture),
       bosToken: this.info.specialTokens.bos ?? '',
       eosToken: this.info.specialTokens.eos ?? '',
@@ -606,7 +611,10 @@ class Engine {
 
   async _chatCompletion(request) {
     if (request === null || typeof request !== 'object') throw invalid('create() takes a request object');
-    (await chatTemplates()).checkMessages(request.messages);
+    const { checkMessages, checkDocuments } = await chatTemplates();
+    checkMessages(request.messages);
+    // documents (retrieval): placed by the template or in the system message (chat-template.mjs)
+    const documents = request.documents === undefined || request.documents === null ? [] : checkDocuments(request.documents);
     if (request.n !== undefined && request.n !== 1) throw invalid('only n = 1 is supported');
     const options = {
       maxTokens: request.max_completion_tokens ?? request.max_tokens ?? undefined,
@@ -629,8 +637,10 @@ class Engine {
     if (tools.grammar) options.grammar = tools.grammar;
     if (options.maxTokens === null) options.maxTokens = undefined;
     const checked = generateSettings(options);
-    const renderOptions = { template: request.chat_template, tools: tools.render, extra: request.chat_template_kwargs || {} };
-    const text = await this.applyChatTemplate(request.messages, renderOptions);
+    const renderOptions = { template: request.chat_template, tools: tools.render, extra: request.chat_template_kwargs || {}, documents };
+    const { text, documentsIn } = await this._renderPrompt(request.messages, renderOptions);
+    // wick's extension on the response: the prompt as rendered and the documents it was given
+    const extension = { prompt: text, documentsIn, sources: documents.map((d, index) => ({ index, ...d })) };
     const bos = this.info.specialTokens.bos;
     const addBos = !(bos && text.startsWith(bos));
     const tokens = await this.tokenize(text, { addBos, special: true });
@@ -676,7 +686,7 @@ class Engine {
                 }
               }
             }
-            yield { id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta: {}, finish_reason: finishReason(c.finishReason, calls), logprobs: null }], usage: usageOf(c.timings), timings: c.timings, wick: c };
+            yield { id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta: {}, finish_reason: finishReason(c.finishReason, calls), logprobs: null }], usage: usageOf(c.timings), timings: c.timings, wick: { ...c, ...extension, promptTokens: tokens.length } };
             return;
           }
           // wick's extension: the engine's own piece (generate()'s chunk) beside OpenAI's fields;
@@ -705,6 +715,7 @@ class Engine {
       choices: [{ index: 0, message, finish_reason: finishReason(final.finishReason, parsed?.calls), logprobs: request.logprobs ? { content: logprobs } : null }],
       usage: usageOf(final.timings),
       timings: final.timings,
+      wick: { ...extension, promptTokens: tokens.length },
     };
   }
 }

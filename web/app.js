@@ -1,6 +1,6 @@
 // web/app.js — the page: pick and load a model, chat or continue text with streamed tokens,
 // sampling controls, tools the model may call in a chat (a call shows as a card, the user's next
-// message is its result), stats under each answer, and the "Look inside" panel.
+// message is its result), memory notes (notes.js), stats under each answer, and the "Look inside" panel.
 // Everything the model writes is put on the page as text (textContent), never as HTML.
 import '../wasm_glue/constants.js'; // globalThis.WickConstants: the engine's defaults for the controls
 import { Wick, planToolCalls } from '../wasm_glue/wick.mjs';
@@ -20,6 +20,7 @@ const PROBS_SHOWN = 10;
 // so that moving through the list with the arrow keys does not fetch every header on the way.
 const CHOOSE_DELAY_MS = 250;
 const $ = (id) => document.getElementById(id);
+const loadNotes = async () => (state.notes ??= await import('./notes.js')); // not with the page
 
 // The sampling controls: [option, label, min, max, step, default, hint]; the defaults are the engine's
 const DEFAULTS = globalThis.WickConstants.GENERATION_DEFAULTS;
@@ -45,6 +46,7 @@ const state = {
   messages: [],       // chat history: {role, content} (and {role: 'assistant', tool_calls}, {role: 'tool', tool_call_id})
   pendingCalls: [],   // the last answer's tool calls still waiting for a result: {call, card}
   prompt: '',         // the text of the last chat prompt, as the template rendered it
+  notes: null,        // notes.js once loaded
   last: null,         // what Regenerate repeats: {kind: 'chat'|'completion', prompt?, view}
   modelKey: null,     // the loaded model's key for saved sessions (web/sessions.js)
   conversation: null, // this chat's id, and the key of its saved session once written
@@ -197,7 +199,8 @@ function refreshToolChoice(tools = []) {
 /** Reads the Tools box as the user types: a box that is right updates the choices; errors show on change. */
 function checkToolsBox(showError) {
   try {
-    refreshToolChoice(parseToolsText($('tools').value));
+    const tools = parseToolsText($('tools').value);
+    refreshToolChoice(state.notes?.withRemember(tools) ?? tools);
     showToolsError(null);
   } catch (e) {
     if (showError) showToolsError(e);
@@ -210,6 +213,7 @@ function toolsPlan(engine, formatGrammarText) {
   let tools;
   try {
     tools = parseToolsText($('tools').value);
+    tools = state.notes?.withRemember(tools) ?? tools;
   } catch (e) {
     showToolsError(e);
     throw controlError('Tools', e, 'tools');
@@ -254,13 +258,13 @@ function finishChatAnswer(view, done) {
   }
   const content = done.content.trim();
   state.messages.push({ role: 'assistant', content: content || null, tool_calls: done.calls });
-  const cards = done.calls.map(toolCallCard);
+  const cards = done.calls.map((call) => state.notes?.confirmCard(call, (m) => state.messages.push(m)) ?? toolCallCard(call));
   // the model's own text (and its tokens, for Look inside) stays, folded away under the cards
   const raw = el('details', { className: 'raw-reply' }, el('summary', {}, 'The reply as the model wrote it'));
   view.tokens.replaceWith(...(content ? [el('div', { className: 'reply-text' }, content)] : []), ...cards, raw);
   raw.append(view.tokens);
   view.box.dataset.toolCalls = String(done.calls.length);
-  state.pendingCalls = done.calls.map((call, i) => ({ call, card: cards[i] }));
+  state.pendingCalls = done.calls.map((call, i) => ({ call, card: cards[i] })).filter((p) => !p.card.dataset.note);
   showToolReply();
 }
 
@@ -282,7 +286,7 @@ const completionStream = (tokens) => (run, signal) =>
  * answer's content and tool calls.
  */
 async function* chatStream(run, signal) {
-  const system = $('system-prompt').value.trim();
+  const system = (await loadNotes()).systemWithNotes($('system-prompt').value.trim());
   const messages = system ? [{ role: 'system', content: system }, ...state.messages] : state.messages;
   const s = run.settings;
   const request = {
@@ -419,6 +423,7 @@ async function send(text) {
   if (!state.engine || state.generating) return;
   const kind = mode();
   if (!text.trim() && kind === 'chat') return;
+  if (kind === 'chat') await loadNotes();
   const run = runInfoOrNotice(kind);
   if (!run) return;
   // while the last answer's tool calls wait for results, a chat message is the next one's result
@@ -465,6 +470,7 @@ async function send(text) {
 async function regenerate() {
   const last = state.last;
   if (!last || !state.engine || state.generating) return;
+  if (last.kind === 'chat') await loadNotes();
   const run = runInfoOrNotice(last.kind);
   if (!run) return;
   const fresh = answerView(last.kind, last.prompt);
@@ -744,6 +750,7 @@ function applyMode() {
   const chat = mode() === 'chat';
   $('system-field').hidden = !chat;
   $('tools-field').hidden = !chat;
+  $('notes-field').hidden = !chat;
   document.body.dataset.mode = mode();
   showToolReply();
 }
@@ -915,6 +922,7 @@ function wire() {
   for (const r of document.querySelectorAll('input[name=mode]')) r.addEventListener('change', applyMode);
   $('tools').addEventListener('input', () => checkToolsBox(false));
   $('tools').addEventListener('change', () => checkToolsBox(true));
+  $('notes-field').addEventListener('toggle', async () => (await loadNotes()).openPanel($('notes-panel'), () => checkToolsBox(false)));
 
   // tokens: click one, or focus an answer and move with the arrow keys
   $('log').addEventListener('click', (e) => {

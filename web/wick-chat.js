@@ -14,9 +14,9 @@
 //   autoload        load the model at once (else: on the first Send, or the Load button)
 //   service-worker  URL of coi-sw.js beside the page: registered when the page is not
 //                   cross-origin isolated, so the engine gets threads (the page reloads once)
-//   offline         with service-worker: the page, wick's files and the wasm builds are kept
-//                   at the first visit and served from the browser's cache, so the page and
-//                   a model loaded once before work with no network (a new wick version is
+//   offline         with service-worker: the page, wick's files, the wasm builds and the index
+//                   are kept at the first visit and served from the browser's cache, so the page
+//                   and a model loaded once before work with no network (a new wick version is
 //                   fetched as a whole at the next visit; see coi-sw.js)
 //   tools           functions the model may call (chat mode), an OpenAI-style JSON array; or
 //                   set the `tools` property to the array
@@ -28,12 +28,21 @@
 //   prefix-state    URL of a state file written by `wick prefix -m MODEL --system "…"` (the
 //                   same model file and system attribute): loaded with engine.addPrefix, so a
 //                   visitor's first reply evaluates only their own message (timings.promptFromState)
+//   index           URL of a retrieval index (`wick index FOLDER -m EMBEDDING.gguf -o site-index.json`):
+//                   each chat message's nearest chunks are given to the model as documents, and
+//                   the answer lists them as links to their pages (the index's sources, relative
+//                   to the index's URL)
+//   embedding-model URL of the GGUF the index was made with (required with index; loaded beside
+//                   the chat model, and checked against the index's model id)
+//   top-k           chunks retrieved per message (default 4)
 // A reply that calls tools shows a card per call (name and arguments) and fires wick-tool-call
 // {calls}; each call's result is then given with sendToolResult(callId, text) (or typed by the
 // user: while calls wait, a message is the next one's result), and once all are in, the model's
 // next answer follows.
 // Events (bubbling, composed): wick-ready {info}, wick-token {text}, wick-done {text, timings,
-// finishReason}, wick-tool-call {calls}, wick-saved {key, bytes, reason} (save-session), wick-error {error}. Methods: load(), send(text),
+// finishReason, prompt (as the template rendered it), sources (with index: the chunks given,
+// each {text, source, title, score, url})}, wick-tool-call {calls}, wick-saved {key, bytes, reason} (save-session),
+// wick-error {error}. Methods: load(), send(text),
 // sendToolResult(callId, text), stop(). Properties: engine, tools, messages.
 // The wick files (wasm_glue/, build/wasm/, node_modules/@huggingface/jinja) must be on the same
 // site as this script: browsers start Web Workers only from the page's own origin.
@@ -78,7 +87,10 @@ button:disabled { opacity: 0.5; cursor: not-allowed; }
 .tool-args { margin: 0.25rem 0; font-size: 0.82rem; white-space: pre-wrap; overflow-wrap: anywhere; }
 .tool { align-self: flex-end; border: 1px dashed var(--wick-line); padding: 0.35rem 0.6rem; border-radius: 8px; max-width: 85%; }
 .tool-head { display: block; color: var(--wick-muted); font-size: 0.8rem; }
+.sources { font-size: 0.8rem; color: var(--wick-muted); white-space: normal; margin-top: 0.15rem; }
+.sources a { color: var(--wick-accent); margin-right: 0.6rem; }
 `;
+const DEFAULT_TOP_K = 4;
 
 let instances = 0;
 
@@ -119,6 +131,7 @@ class WickChat extends HTMLElement {
     this._controller = null;
     this._saving = null;      // the save of the last reply's state (save-session)
     this._conversation = null;
+    this._retrieval = null;   // with index: the promise of {index, encoder, base}
     this.ui.loadButton.addEventListener('click', () => this.load());
     this.ui.form.addEventListener('submit', (e) => { e.preventDefault(); this.send(this.ui.prompt.value); });
     this.ui.prompt.addEventListener('keydown', (e) => {
@@ -133,8 +146,22 @@ class WickChat extends HTMLElement {
     this._describe();
     // kept at the first visit, before any load: the page must open offline next time
     const sw = this.getAttribute('service-worker');
-    if (sw && this.hasAttribute('offline')) keepOffline(new URL(sw, document.baseURI));
+    if (sw && this.hasAttribute('offline')) keepOffline(new URL(sw, document.baseURI)).then((r) => r.registered && this._keepPage());
     if (this.hasAttribute('autoload')) this.load();
+  }
+
+  /** Once the service worker controls the page: the page itself and the index fetched through it,
+   *  so that both are kept at the first visit (wick's own files are in its shell list; they are not). */
+  async _keepPage() {
+    const sw = navigator.serviceWorker;
+    await sw.ready;
+    if (!sw.controller) await new Promise((r) => sw.addEventListener('controllerchange', r, { once: true }));
+    const page = new URL(location.href);
+    page.search = '';
+    page.hash = '';
+    if (page.pathname.endsWith('/')) page.pathname += 'index.html'; // as the service worker keys a folder's page
+    const index = this.getAttribute('index');
+    await Promise.all([page.href, index && new URL(index, document.baseURI).href].filter(Boolean).map((u) => fetch(u).catch(() => {})));
   }
 
   disconnectedCallback() {
@@ -289,9 +316,42 @@ class WickChat extends HTMLElement {
     })().catch((e) => this._emit('wick-error', { error: e })).finally(() => { this._saving = null; });
   }
 
+  /** With the index attribute: the embedding model loaded and the index read (once). */
+  _retriever() {
+    const at = this.getAttribute('index');
+    if (!at) return null;
+    this._retrieval ??= (async () => {
+      const modelAt = this.getAttribute('embedding-model');
+      if (!modelAt) throw new Error('the index attribute needs embedding-model: the GGUF the index was made with');
+      const base = new URL(at, document.baseURI);
+      this._setStatus('loading the site index…');
+      const [{ loadIndex }, json] = await Promise.all([import('../wasm_glue/retrieval.mjs'), fetch(base).then((r) => {
+        if (!r.ok) throw new Error(`the index ${base.href}: HTTP ${r.status}`);
+        return r.json();
+      })]);
+      const options = controlledByServiceWorker() ? { workerUrl: engineWorkerUrl() } : {};
+      const encoder = await Wick.load(new URL(modelAt, document.baseURI).href, options);
+      return { index: await loadIndex(json, { engine: encoder }), encoder, base };
+    })();
+    this._retrieval.catch(() => { this._retrieval = null; }); // a later message tries again
+    return this._retrieval;
+  }
+
+  /** The link of an index's source: its URL against the index's, http(s) only. */
+  static sourceUrl(source, base) {
+    try {
+      const u = new URL(source, base);
+      return u.protocol === 'http:' || u.protocol === 'https:' ? u.href : null;
+    } catch {
+      return null;
+    }
+  }
+
   _unload() {
     this.stop();
     this._conversation = null;
+    this._retrieval?.then((r) => r.encoder.unload(), () => {});
+    this._retrieval = null;
     this._loading?.controller.abort();
     const engine = this.engine;
     this.engine = null;
@@ -373,7 +433,7 @@ class WickChat extends HTMLElement {
         seed: this.hasAttribute('seed') ? Number(this.getAttribute('seed')) : undefined,
         signal: controller.signal,
       };
-      let out, done = null;
+      let out, done = null, sources = null, prompt = null;
       ui.prompt.value = '';
       if (mode === 'chat') {
         const tools = this.tools;
@@ -386,6 +446,13 @@ class WickChat extends HTMLElement {
         const messages = system ? [{ role: 'system', content: system }, ...this.messages] : this.messages;
         const request = { ...settings, messages, stream: true };
         if (tools) Object.assign(request, { tools, tool_choice: this._toolChoice() });
+        const retrieval = this._retriever();
+        if (retrieval && text !== null) {
+          const { index, base } = await retrieval;
+          const k = Number(this.getAttribute('top-k')) || DEFAULT_TOP_K;
+          sources = (await index.search(text, k)).map((h) => ({ ...h, url: WickChat.sourceUrl(h.source, base) }));
+          request.documents = sources.map(({ text: t, title, source }) => ({ text: t, title, source }));
+        }
         const stream = await engine.chat.completions.create(request);
         const calls = [];
         for await (const c of stream) {
@@ -398,7 +465,7 @@ class WickChat extends HTMLElement {
             slot.function.name += d.function?.name || '';
             slot.function.arguments += d.function?.arguments || '';
           }
-          if (c.choices[0].finish_reason) done = { finishReason: c.choices[0].finish_reason, timings: c.timings };
+          if (c.choices[0].finish_reason) { done = { finishReason: c.choices[0].finish_reason, timings: c.timings }; prompt = c.wick?.prompt ?? null; }
           ui.log.scrollTop = ui.log.scrollHeight;
         }
         this.messages.push(calls.length ? { role: 'assistant', content: answer || null, tool_calls: calls } : { role: 'assistant', content: answer });
@@ -432,7 +499,24 @@ class WickChat extends HTMLElement {
         : 'stopped';
       if (t) stats.dataset.decodeTps = String(t.decodeTokensPerSecond ?? 0);
       out.append(stats);
-      this._emit('wick-done', { text: answer, timings: t || null, finishReason: done?.finishReason || 'abort' });
+      if (sources?.length) {
+        // the answer's sources: one link per page (its best chunk's score as the title), as text
+        const list = document.createElement('div');
+        list.className = 'sources';
+        list.append('Sources: ');
+        const seen = new Set();
+        for (const s of sources) {
+          if (seen.has(s.source)) continue;
+          seen.add(s.source);
+          const a = document.createElement(s.url ? 'a' : 'span');
+          if (s.url) a.href = s.url;
+          a.textContent = s.title || s.source || 'document';
+          a.title = `${s.source ?? ''} · similarity ${s.score.toFixed(3)}`;
+          list.append(a);
+        }
+        out.append(list);
+      }
+      this._emit('wick-done', { text: answer, timings: t || null, finishReason: done?.finishReason || 'abort', prompt, sources });
       return answer;
     } catch (e) {
       line('error', e.message);
