@@ -20,7 +20,6 @@ const PROBS_SHOWN = 10;
 // so that moving through the list with the arrow keys does not fetch every header on the way.
 const CHOOSE_DELAY_MS = 250;
 const $ = (id) => document.getElementById(id);
-const loadNotes = async () => (state.notes ??= await import('./notes.js')); // not with the page
 
 // The sampling controls: [option, label, min, max, step, default, hint]; the defaults are the engine's
 const DEFAULTS = globalThis.WickConstants.GENERATION_DEFAULTS;
@@ -46,13 +45,23 @@ const state = {
   messages: [],       // chat history: {role, content} (and {role: 'assistant', tool_calls}, {role: 'tool', tool_call_id})
   pendingCalls: [],   // the last answer's tool calls still waiting for a result: {call, card}
   prompt: '',         // the text of the last chat prompt, as the template rendered it
-  notes: null,        // notes.js once loaded
   last: null,         // what Regenerate repeats: {kind: 'chat'|'completion', prompt?, view}
   modelKey: null,     // the loaded model's key for saved sessions (web/sessions.js)
   conversation: null, // this chat's id, and the key of its saved session once written
   sessionKey: null,
   saving: null,       // the save in progress (the next generation waits for it)
+  context: null,      // the last chat turn's assembled prompt (web/prompt-parts.js): messages, parts, tokens, budget
+  summary: null,      // {text, covers}: the model's summary of the first `covers` messages, once some were summarized
+  notes: null,        // web/notes.js's Notes, once loaded (after start)
+  retrieve: null,     // async (new message) → chunks for its prompt [{text, source, score}], or null: no retrieval
 };
+let noteTools = null; // web/notes.js, imported after the page started
+
+/** The Tools box's tools, plus the remember tool when the user lets the model propose notes. */
+function withRemember(tools) {
+  if (!state.notes?.offersRemember()) return tools;
+  return [...(tools || []).filter((t) => t.function.name !== 'remember'), noteTools.REMEMBER_TOOL];
+}
 const records = new WeakMap(); // token span → its record
 
 // ---- small UI helpers ----
@@ -199,8 +208,7 @@ function refreshToolChoice(tools = []) {
 /** Reads the Tools box as the user types: a box that is right updates the choices; errors show on change. */
 function checkToolsBox(showError) {
   try {
-    const tools = parseToolsText($('tools').value);
-    refreshToolChoice(state.notes?.withRemember(tools) ?? tools);
+    refreshToolChoice(withRemember(parseToolsText($('tools').value)));
     showToolsError(null);
   } catch (e) {
     if (showError) showToolsError(e);
@@ -212,8 +220,7 @@ function checkToolsBox(showError) {
 function toolsPlan(engine, formatGrammarText) {
   let tools;
   try {
-    tools = parseToolsText($('tools').value);
-    tools = state.notes?.withRemember(tools) ?? tools;
+    tools = withRemember(parseToolsText($('tools').value));
   } catch (e) {
     showToolsError(e);
     throw controlError('Tools', e, 'tools');
@@ -258,13 +265,22 @@ function finishChatAnswer(view, done) {
   }
   const content = done.content.trim();
   state.messages.push({ role: 'assistant', content: content || null, tool_calls: done.calls });
-  const cards = done.calls.map((call) => state.notes?.confirmCard(call, (m) => state.messages.push(m)) ?? toolCallCard(call));
+  const cards = done.calls.map(toolCallCard);
+  const asked = state.messages.at(-1);
+  // a remember call waits for the user's confirmation on its card, not for a message
+  const remember = (call) => call.function.name === 'remember' && state.notes?.offersRemember();
+  done.calls.forEach((call, i) => remember(call) && state.notes.confirmCard(cards[i], call, (result) => {
+    let at = state.messages.indexOf(asked) + 1;
+    while (state.messages[at]?.role === 'tool') at++;
+    state.messages.splice(at, 0, { role: 'tool', tool_call_id: call.id, content: result });
+    updateButtons();
+  }));
   // the model's own text (and its tokens, for Look inside) stays, folded away under the cards
   const raw = el('details', { className: 'raw-reply' }, el('summary', {}, 'The reply as the model wrote it'));
   view.tokens.replaceWith(...(content ? [el('div', { className: 'reply-text' }, content)] : []), ...cards, raw);
   raw.append(view.tokens);
   view.box.dataset.toolCalls = String(done.calls.length);
-  state.pendingCalls = done.calls.map((call, i) => ({ call, card: cards[i] })).filter((p) => !p.card.dataset.note);
+  state.pendingCalls = done.calls.map((call, i) => ({ call, card: cards[i] })).filter((p) => !remember(p.call));
   showToolReply();
 }
 
@@ -286,9 +302,20 @@ const completionStream = (tokens) => (run, signal) =>
  * answer's content and tool calls.
  */
 async function* chatStream(run, signal) {
-  const system = (await loadNotes()).systemWithNotes($('system-prompt').value.trim());
-  const messages = system ? [{ role: 'system', content: system }, ...state.messages] : state.messages;
   const s = run.settings;
+  // the whole prompt within the context: system prompt, notes, history, the new message (web/prompt-parts.js)
+  const parts = await import('./prompt-parts.js');
+  const overflow = document.querySelector('input[name=overflow]:checked')?.value || 'drop';
+  const context = await parts.assembleTurn({
+    engine: state.engine, system: $('system-prompt').value.trim(), notes: state.notes?.active() ?? [], conversation: state.messages,
+    // retrieved chunks [{text, source, score}]: state.retrieve is where retrieval plugs in (issue 29)
+    chunks: (await state.retrieve?.(state.messages.at(-1))) ?? [],
+    summary: state.summary, overflow, tools: run.tools?.list, toolChoice: run.tools?.choice, maxTokens: s.maxTokens,
+  });
+  if (context.summary?.fresh) state.summary = { text: context.summary.text, covers: context.summary.covers };
+  state.context = context;
+  parts.showParts($('prompt-parts'), context);
+  const messages = context.messages;
   const request = {
     messages, stream: true, signal, logprobs: true, top_logprobs: PROBS_SHOWN, max_tokens: s.maxTokens, seed: s.seed,
     temperature: s.temperature, top_k: s.topK, top_p: s.topP, min_p: s.minP, repeat_penalty: s.repeatPenalty,
@@ -310,6 +337,7 @@ async function* chatStream(run, signal) {
       slot.function.arguments += d.function?.arguments || '';
     }
     if (c.wick && !c.wick.done) yield c.wick;
+    if (c.choices[0].finish_reason) parts.showParts($('prompt-parts'), context, c.timings);
     if (c.choices[0].finish_reason) yield { ...c.wick, done: true, finishReason: c.wick?.finishReason ?? c.choices[0].finish_reason, timings: c.timings, content, calls };
   }
 }
@@ -423,7 +451,6 @@ async function send(text) {
   if (!state.engine || state.generating) return;
   const kind = mode();
   if (!text.trim() && kind === 'chat') return;
-  if (kind === 'chat') await loadNotes();
   const run = runInfoOrNotice(kind);
   if (!run) return;
   // while the last answer's tool calls wait for results, a chat message is the next one's result
@@ -470,7 +497,6 @@ async function send(text) {
 async function regenerate() {
   const last = state.last;
   if (!last || !state.engine || state.generating) return;
-  if (last.kind === 'chat') await loadNotes();
   const run = runInfoOrNotice(last.kind);
   if (!run) return;
   const fresh = answerView(last.kind, last.prompt);
@@ -505,6 +531,7 @@ function newConversation() {
   state.messages = [];
   state.pendingCalls = [];
   state.last = null;
+  state.summary = null;
   $('log').replaceChildren();
   showToolReply();
   updateButtons();
@@ -717,6 +744,7 @@ async function loadChosen() {
     state.pendingCalls = [];
     state.last = null;
     await restoreConversation(engine, chosen).catch((e) => notice('warn', `The saved conversation could not be restored: ${e.message}`));
+    state.summary = null;
     const params = formatParams(info.n_params);
     const name = info.name && info.name !== info.architecture ? info.name : chosen.label;
     $('model-status').textContent = `Loaded ${name} (${params ? `${params} parameters, ` : ''}${info.architecture}) in ` +
@@ -922,7 +950,6 @@ function wire() {
   for (const r of document.querySelectorAll('input[name=mode]')) r.addEventListener('change', applyMode);
   $('tools').addEventListener('input', () => checkToolsBox(false));
   $('tools').addEventListener('change', () => checkToolsBox(true));
-  $('notes-field').addEventListener('toggle', async () => (await loadNotes()).openPanel($('notes-panel'), () => checkToolsBox(false)));
 
   // tokens: click one, or focus an answer and move with the arrow keys
   $('log').addEventListener('click', (e) => {
@@ -1018,6 +1045,9 @@ async function start() {
   for (const change of ['online', 'offline']) {
     globalThis.addEventListener(change, () => { showNetwork(); if (state.source === null || change === 'online') checkSource(); });
   }
+  // memory notes: after the page is up, so that they are no part of its first download
+  noteTools = await import('./notes.js');
+  state.notes = new noteTools.Notes($('notes-box'), { onChange: () => checkToolsBox(false) });
   await refreshCache();
   if (params.get('model')) {
     document.querySelector('input[name=source][value=url]').checked = true;

@@ -1,136 +1,106 @@
-// web/notes.js — the page's memory notes (loaded by app.js when first needed, not with the page):
-// short texts the user adds, edits and deletes, kept on this device (localStorage), and put into
-// every chat's system prompt after the user's own system prompt. With "Let the model propose
-// notes", chats offer the model a `remember` tool; a call to it shows the proposed note with Save
-// and Discard, and only a note the user saves is kept (the model is told which it was).
-// Everything is put on the page as text (textContent), never as HTML.
+// web/notes.js — memory notes on the page (issue 29): saved text the user adds, edits and
+// deletes, kept in localStorage (it survives a reload), put into every conversation's system
+// prompt by wasm_glue/context-budget.mjs; and the built-in `remember` tool the page offers when
+// the user lets the model propose notes: a call shows a confirmation on its card, and only a
+// note the user confirms is saved. Loaded by app.js with import() once the page has started, so
+// that it is no part of the page's first download.
 import { el } from './util.js';
 
-const STORE_KEY = 'wick-notes';
-const OFFER_KEY = 'wick-notes-offer-remember';
-export const NOTES_HEADER = 'Notes the user saved about themselves and their wishes (memory):';
-const NOTE_MAX_CHARS = 300;
-const PROPOSED_MAX_CHARS = 120; // what the model may propose at once: a short note, and a bounded call
+const KEY = 'wick-notes';
+const SETTINGS_KEY = 'wick-notes-settings';
 
-/** The tool a chat offers the model when it may propose notes. */
+/** The remember tool: offered to the model when the user lets it propose notes. */
 export const REMEMBER_TOOL = {
   type: 'function',
   function: {
     name: 'remember',
-    description: 'Propose a short note about the user to keep for future conversations; the user confirms it before it is saved.',
-    parameters: { type: 'object', properties: { note: { type: 'string', maxLength: PROPOSED_MAX_CHARS } }, required: ['note'] },
+    description: 'Propose a short note to remember in every later conversation (the user confirms it before it is saved).',
+    parameters: { type: 'object', properties: { note: { type: 'string', description: 'the note, one sentence', maxLength: 200 } }, required: ['note'] },
   },
 };
 
-/** The saved notes: [{id, text}], oldest first. */
-export function loadNotes() {
+function read(key, fallback) {
   try {
-    const list = JSON.parse(localStorage.getItem(STORE_KEY) || '[]');
-    return Array.isArray(list) ? list.filter((n) => n && typeof n.text === 'string' && n.text.trim()) : [];
+    const v = JSON.parse(localStorage.getItem(key));
+    return v ?? fallback;
   } catch {
-    return []; // storage refused (a private window) or damaged: no notes
+    return fallback;
   }
 }
 
-function storeNotes(list) {
-  localStorage.setItem(STORE_KEY, JSON.stringify(list));
-}
+export class Notes {
+  /** box: the element the list and the editor go in; the checkboxes #notes-on and #notes-remember. */
+  constructor(box, { onChange = () => {} } = {}) {
+    this.box = box;
+    this.onChange = onChange;
+    this.notes = read(KEY, []).filter((n) => typeof n === 'string');
+    const s = read(SETTINGS_KEY, {});
+    this.onBox = document.getElementById('notes-on');
+    this.rememberBox = document.getElementById('notes-remember');
+    this.onBox.checked = s.on !== false;
+    this.rememberBox.checked = !!s.remember;
+    for (const b of [this.onBox, this.rememberBox]) b.addEventListener('change', () => { this.saveSettings(); this.render(); this.onChange(); });
+    this.render();
+  }
 
-/** Saves a new note; returns it. */
-export function addNote(text) {
-  const note = { id: `n${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`, text: text.trim().slice(0, NOTE_MAX_CHARS) };
-  if (!note.text) return null;
-  storeNotes([...loadNotes(), note]);
-  return note;
-}
+  /** The notes that go into the system prompt ([] when notes are off). */
+  active() { return this.onBox.checked ? [...this.notes] : []; }
+  /** Whether the model is offered the remember tool. */
+  offersRemember() { return this.onBox.checked && this.rememberBox.checked; }
 
-/** The system message of a chat: the user's system prompt, then the notes (or null when both are empty). */
-export function systemWithNotes(system, notes = loadNotes()) {
-  const block = notes.length ? `${NOTES_HEADER}\n${notes.map((n) => `- ${n.text}`).join('\n')}` : '';
-  return [system, block].filter(Boolean).join('\n\n') || null;
-}
+  saveSettings() { localStorage.setItem(SETTINGS_KEY, JSON.stringify({ on: this.onBox.checked, remember: this.rememberBox.checked })); }
+  save() { localStorage.setItem(KEY, JSON.stringify(this.notes)); this.render(); this.onChange(); }
 
-/** Whether chats offer the remember tool (the panel's checkbox). */
-export function offersRemember() {
-  try { return localStorage.getItem(OFFER_KEY) === '1'; } catch { return false; }
-}
+  add(text) {
+    const note = text.trim();
+    if (!note) return false;
+    this.notes.push(note);
+    this.save();
+    return true;
+  }
+  edit(i, text) {
+    const note = text.trim();
+    if (!note) this.notes.splice(i, 1);
+    else this.notes[i] = note;
+    this.save();
+  }
+  remove(i) { this.notes.splice(i, 1); this.save(); }
 
-/** A chat's tools (the Tools box's, or undefined) with the remember tool when it is offered. */
-export function withRemember(tools) {
-  if (!offersRemember() || tools?.some((t) => t.function.name === 'remember')) return tools;
-  return [...(tools || []), REMEMBER_TOOL];
-}
-
-let panel = null; // the Memory notes panel once drawn: {refresh}
-
-/** Draws the Memory notes panel into container the first time (later calls keep it). */
-export function openPanel(container, onChange) {
-  panel ??= renderNotesPanel(container, { onChange });
-  return panel;
-}
-
-/** Fills the Memory notes panel: the list (each editable and removable), a box to add one, and the checkbox. */
-export function renderNotesPanel(container, { onChange = () => {} } = {}) {
-  const list = el('ul', { className: 'notes-list', id: 'notes-list' });
-  const draw = () => {
-    const notes = loadNotes();
-    list.replaceChildren(...notes.map((n) => {
-      const text = el('textarea', { className: 'note-text', rows: 2, 'aria-label': 'Note', maxLength: NOTE_MAX_CHARS });
-      text.value = n.text;
-      text.addEventListener('change', () => {
-        const next = loadNotes().map((m) => (m.id === n.id ? { ...m, text: text.value.trim() } : m)).filter((m) => m.text);
-        storeNotes(next);
-        draw();
-        onChange();
-      });
-      const remove = el('button', { type: 'button', className: 'note-delete', 'aria-label': `Delete the note “${n.text.slice(0, 40)}”`, onclick: () => {
-        storeNotes(loadNotes().filter((m) => m.id !== n.id));
-        draw();
-        onChange();
-      } }, 'Delete');
-      return el('li', { className: 'note', 'data-note-id': n.id }, text, remove);
+  render() {
+    const list = el('ul', { className: 'notes-list', id: 'notes-list' }, ...this.notes.map((note, i) => {
+      const text = el('textarea', { className: 'note-text', rows: 2, 'aria-label': `Note ${i + 1}` });
+      text.value = note;
+      text.addEventListener('change', () => this.edit(i, text.value));
+      return el('li', { className: 'note' }, text,
+        el('button', { type: 'button', className: 'small note-delete', 'aria-label': `Delete note ${i + 1}`, onclick: () => this.remove(i) }, 'Delete'));
     }));
-    if (!notes.length) list.append(el('li', { className: 'hint' }, 'No notes yet.'));
-  };
-  const input = el('textarea', { id: 'note-new', rows: 2, maxLength: NOTE_MAX_CHARS, placeholder: 'I prefer metric units.', 'aria-label': 'A new note' });
-  const add = el('button', { type: 'button', id: 'note-add', onclick: () => {
-    if (addNote(input.value)) { input.value = ''; draw(); onChange(); }
-  } }, 'Add note');
-  const offer = el('input', { type: 'checkbox', id: 'notes-offer' });
-  offer.checked = offersRemember();
-  offer.addEventListener('change', () => { localStorage.setItem(OFFER_KEY, offer.checked ? '1' : '0'); onChange(); });
-  container.replaceChildren(
-    el('p', { className: 'hint' }, 'Kept on this device and put into every chat\'s system prompt.'),
-    list, input, add,
-    el('label', {}, offer, ' Let the model propose notes (a remember tool; you confirm each)'));
-  draw();
-  return { refresh: draw };
-}
+    if (!this.notes.length) list.append(el('li', { className: 'hint' }, 'No notes yet: a note is put into the system prompt of every conversation.'));
+    const input = el('textarea', { id: 'note-new', rows: 2, placeholder: 'A note, e.g. "I live in Lyon and prefer short answers."', 'aria-label': 'New note' });
+    const addButton = el('button', { type: 'button', className: 'small', id: 'note-add', onclick: () => { if (this.add(input.value)) input.value = ''; } }, 'Add note');
+    this.box.replaceChildren(list, el('div', { className: 'note-new' }, input, addButton));
+    this.box.hidden = !this.onBox.checked;
+  }
 
-/**
- * A remember call as a card (null for any other call): the proposed note, Save and Discard. Once
- * the user chose, reply(message) gets the call's result, the tool message saying which it was.
- */
-export function confirmCard(call, reply) {
-  if (call.function.name !== 'remember') return null;
-  let text = '';
-  try { text = String(JSON.parse(call.function.arguments).note ?? ''); } catch { text = call.function.arguments; }
-  const status = el('p', { className: 'tool-call-status' }, 'The model proposes this note. Save it?');
-  const decide = (saved) => {
-    for (const b of card.querySelectorAll('button')) b.disabled = true;
-    card.dataset.answered = 'true';
-    card.dataset.saved = String(saved);
-    const note = saved ? addNote(text) : null;
-    status.textContent = note ? 'Saved to your notes.' : 'Not saved.';
-    reply({ role: 'tool', tool_call_id: call.id, content: note ? 'The user saved the note.' : 'The user chose not to save the note.' });
-    panel?.refresh();
-  };
-  const card = el('section', { className: 'tool-call remember', 'data-name': 'remember', 'data-note': 'proposed', 'data-call-id': call.id, 'aria-label': 'The model proposes a note' },
-    el('p', { className: 'tool-call-head' }, el('span', { className: 'tool-call-label' }, 'Proposes a note')),
-    el('blockquote', { className: 'note-proposed' }, text),
-    el('p', {},
-      el('button', { type: 'button', className: 'note-save', onclick: () => decide(true) }, 'Save note'), ' ',
-      el('button', { type: 'button', className: 'note-discard', onclick: () => decide(false) }, 'Discard')),
-    status);
-  return card;
+  /**
+   * A remember call's card: the proposed note and Save / Discard; answer(result) is called once
+   * with the tool's result text, after the note was saved (or not).
+   */
+  confirmCard(card, call, answer) {
+    let note = '';
+    try { note = String(JSON.parse(call.function.arguments).note ?? ''); } catch { note = ''; }
+    card.classList.add('remember');
+    const status = card.querySelector('.tool-call-status');
+    status.textContent = note ? 'The model proposes this note. Save it?' : 'The model proposed a note without text: nothing to save.';
+    const finish = (saved, reason) => {
+      buttons.remove();
+      card.dataset.answered = 'true';
+      card.dataset.saved = String(saved);
+      status.textContent = saved ? 'Saved to your notes.' : `Not saved${reason ? ` (${reason})` : ''}.`;
+      answer(JSON.stringify(saved ? { saved: true, note } : { saved: false, reason: reason || 'the user declined' }));
+    };
+    const buttons = el('p', { className: 'remember-buttons' },
+      el('button', { type: 'button', className: 'small remember-save', disabled: !note, onclick: () => { this.add(note); finish(true); } }, 'Save note'), ' ',
+      el('button', { type: 'button', className: 'small remember-discard', onclick: () => finish(false, 'the user declined') }, 'Discard'));
+    card.append(buttons);
+  }
 }
