@@ -778,7 +778,6 @@ function applyMode() {
   const chat = mode() === 'chat';
   $('system-field').hidden = !chat;
   $('tools-field').hidden = !chat;
-  $('notes-field').hidden = !chat;
   document.body.dataset.mode = mode();
   showToolReply();
 }
