@@ -118,46 +118,15 @@ static __attribute__((noinline)) void rebias_probs(float *sc, int lo, int hi) {
     for (int j = lo; j <= hi; j++) sc[j] *= F16_REBIAS;
 }
 
-/* 32 values of a Q8_0 block (d · q) → floats, as quant_q8_0_to_float computes them */
-static inline void q8_0_block_to_f32(const block_q8_0 *b, float *dst) {
-    v128_t d = wasm_f32x4_splat(quant_f16_to_f32_inline(b->d));
-    for (int i = 0; i < QK8_0; i += 16) {
-        v128_t q = wasm_v128_load(b->qs + i), lo = wasm_i16x8_extend_low_i8x16(q), hi = wasm_i16x8_extend_high_i8x16(q);
-        wasm_v128_store(dst + i, wasm_f32x4_mul(d, wasm_f32x4_convert_i32x4(wasm_i32x4_extend_low_i16x8(lo))));
-        wasm_v128_store(dst + i + 4, wasm_f32x4_mul(d, wasm_f32x4_convert_i32x4(wasm_i32x4_extend_high_i16x8(lo))));
-        wasm_v128_store(dst + i + 8, wasm_f32x4_mul(d, wasm_f32x4_convert_i32x4(wasm_i32x4_extend_low_i16x8(hi))));
-        wasm_v128_store(dst + i + 12, wasm_f32x4_mul(d, wasm_f32x4_convert_i32x4(wasm_i32x4_extend_high_i16x8(hi))));
-    }
-}
-
-/* 32 values of a Q4_0 block (d · (q − 8), element j in the low nibble of qs[j], j + 16 in the
- * high one) → floats, as quant_q4_0_to_float computes them */
-static inline void q4_0_block_to_f32(const block_q4_0 *b, float *dst) {
-    v128_t d = wasm_f32x4_splat(quant_f16_to_f32_inline(b->d)), x = wasm_v128_load(b->qs), eight = wasm_i8x16_splat(8);
-    v128_t halves[2] = {wasm_i8x16_sub(wasm_v128_and(x, wasm_i8x16_splat(0x0f)), eight), wasm_i8x16_sub(wasm_u8x16_shr(x, 4), eight)};
-    for (int k = 0; k < 2; k++) {
-        v128_t lo = wasm_i16x8_extend_low_i8x16(halves[k]), hi = wasm_i16x8_extend_high_i8x16(halves[k]);
-        float *o = dst + 16 * k;
-        wasm_v128_store(o, wasm_f32x4_mul(d, wasm_f32x4_convert_i32x4(wasm_i32x4_extend_low_i16x8(lo))));
-        wasm_v128_store(o + 4, wasm_f32x4_mul(d, wasm_f32x4_convert_i32x4(wasm_i32x4_extend_high_i16x8(lo))));
-        wasm_v128_store(o + 8, wasm_f32x4_mul(d, wasm_f32x4_convert_i32x4(wasm_i32x4_extend_low_i16x8(hi))));
-        wasm_v128_store(o + 12, wasm_f32x4_mul(d, wasm_f32x4_convert_i32x4(wasm_i32x4_extend_high_i16x8(hi))));
-    }
-}
-
 /* n (a multiple of 8; of 32 for the block types) cached values of a KV type → floats (times
  * 2^-112 where folded: F16 only) */
-static void kv_row_to_f32(int32_t type, const void *src, float *dst, int n, int folded) {
+static __attribute__((noinline)) void kv_row_to_f32(int32_t type, const void *src, float *dst, int n, int folded) {
     if (type == WICK_KV_F32) {
         memcpy(dst, src, (size_t)n * sizeof(float));
         return;
     }
-    if (type == WICK_KV_Q8_0) {
-        for (int i = 0; i < n; i += QK8_0) q8_0_block_to_f32((const block_q8_0 *)src + i / QK8_0, dst + i);
-        return;
-    }
-    if (type == WICK_KV_Q4_0) {
-        for (int i = 0; i < n; i += QK4_0) q4_0_block_to_f32((const block_q4_0 *)src + i / QK4_0, dst + i);
+    if (kv_type_is_block(type)) { /* Q8_0, Q4_0: the quant table's conversion */
+        quant_get(kv_quant_type(type))->to_float(src, dst, n);
         return;
     }
     const uint16_t *h = src;
@@ -306,12 +275,12 @@ static inline __attribute__((always_inline)) int attend_f16_run(const attn_args 
     return 1;
 }
 
-/* The scores of token t's `heads` queries q (consecutive rows of head_dim) against the block-type
+/* The dot products of token t's `heads` queries q (consecutive rows of head_dim) with the block-type
  * keys (Q8_0 or Q4_0) of the positions it sees, into scores[g * n_ctx + j]: as llama.cpp's
  * flash attention does, each query is rounded to Q8_0 once (into qq, scratch of heads · head_dim
  * / 32 blocks) and multiplied with the cached blocks in integers, by the key type's tile kernel
  * (quant.h): up to GEMM_MAX_ROWS consecutive slots as weight rows, the heads as its tokens. */
-static void block_keys_scores(const attn_args *a, int t, size_t k_off, int heads, const float *q, float *scores, void *qq) {
+static __attribute__((noinline)) void block_keys_dots(const attn_args *a, int t, size_t k_off, int heads, const float *q, float *scores, void *qq) {
     struct wick_ctx *c = a->c;
     const model_config *mc = model_layer_config(c->model, a->layer);
     int layer = a->layer, hd = mc->head_dim, pos = a->pos0 + t, lo = att_first(c, layer, pos), hi = att_last(a, pos);
@@ -325,8 +294,6 @@ static void block_keys_scores(const attn_args *a, int t, size_t k_off, int heads
         if (run > n_slots - slot) run = n_slots - slot; /* a ring's rows wrap back to slot 0 */
         const uint8_t *k = (const uint8_t *)kv_at(c, c->k_cache, layer, j) + k_off;
         kt->gemm(hd, k, k_row, run, qq, q_row, heads, scores + j, (size_t)c->n_ctx);
-        for (int g = 0; g < heads; g++)
-            for (int r = 0; r < run; r++) scores[(size_t)g * c->n_ctx + j + r] = att_score(mc, scores[(size_t)g * c->n_ctx + j + r]);
         j += run;
         slot += run;
         if (slot == n_slots) slot = 0;
@@ -351,21 +318,20 @@ static void attend_heads(const attn_args *a, int t, int kvh, int h0, int heads, 
     if (folded) q = row + MAX_HEAD_DIM;
     float max[ATT_HEADS_MAX];
     for (int g = 0; g < heads; g++) max[g] = -INFINITY;
-    if (kv_type_is_block(c->kv_type)) {
-        block_keys_scores(a, t, k_off, heads, q, scores, row + MAX_HEAD_DIM);
-        for (int g = 0; g < heads; g++)
-            for (int j = lo; j <= hi; j++)
-                if (scores[(size_t)g * c->n_ctx + j] > max[g]) max[g] = scores[(size_t)g * c->n_ctx + j];
-    } else {
+    /* q·k of every position, then the scores made of them */
+    if (kv_type_is_block(c->kv_type))
+        block_keys_dots(a, t, k_off, heads, q, scores, row + MAX_HEAD_DIM);
+    else
         for (int j = lo; j <= hi; j++) {
             kv_row_to_f32(c->kv_type, (const uint8_t *)kv_at(c, c->k_cache, layer, j) + k_off, row, hd, folded);
-            for (int g = 0; g < heads; g++) {
-                float s = att_score(mc, dot_f32(q + (size_t)g * hd, row, hd));
-                scores[(size_t)g * c->n_ctx + j] = s;
-                if (s > max[g]) max[g] = s;
-            }
+            for (int g = 0; g < heads; g++) scores[(size_t)g * c->n_ctx + j] = dot_f32(q + (size_t)g * hd, row, hd);
         }
-    }
+    for (int g = 0; g < heads; g++)
+        for (int j = lo; j <= hi; j++) {
+            float s = att_score(mc, scores[(size_t)g * c->n_ctx + j]);
+            scores[(size_t)g * c->n_ctx + j] = s;
+            if (s > max[g]) max[g] = s;
+        }
     for (int g = 0; g < heads; g++) {
         softmax_scores(scores + (size_t)g * c->n_ctx, lo, hi, max[g]);
         if (folded) rebias_probs(scores + (size_t)g * c->n_ctx, lo, hi);
@@ -432,7 +398,7 @@ void attention(struct wick_ctx *c, int layer, int pos0, int n_tok, bool causal) 
 
 /* The reference: one head and one token at a time, every score computed again in each of three
  * passes (the largest score; Σ e^(s − max); Σ e^(s − max)·v, divided by that sum), each cached
- * value read through kv_values_load, the sums in double. Against block-type keys the query is
+ * value converted to a float (kv_row_to_f32), the sums in double. Against block-type keys the query is
  * first rounded to Q8_0 (quant_q8_0_from_float_ref), as the fast path and llama.cpp do. */
 void attention_ref(const struct wick_ctx *c, int layer, int pos0, int n_tok, bool causal, float *out) {
     const model_config *mc = model_layer_config(c->model, layer);
@@ -455,8 +421,8 @@ void attention_ref(const struct wick_ctx *c, int layer, int pos0, int n_tok, boo
             for (int pass = 0; pass < 3; pass++)
                 for (int j = lo; j <= hi; j++) {
                     const uint8_t *k = kv_at(c, c->k_cache, layer, j), *v = kv_at(c, c->v_cache, layer, j);
-                    kv_values_load(c->kv_type, k + kv_type_bytes(c->kv_type, head_off), kr, (size_t)hd);
-                    kv_values_load(c->kv_type_v, v + kv_type_bytes(c->kv_type_v, head_off), vr, (size_t)hd);
+                    kv_row_to_f32(c->kv_type, k + kv_type_bytes(c->kv_type, head_off), kr, hd, 0);
+                    kv_row_to_f32(c->kv_type_v, v + kv_type_bytes(c->kv_type_v, head_off), vr, hd, 0);
                     double dot = 0;
                     for (int i = 0; i < hd; i++) dot += (double)q[i] * kr[i];
                     double s = att_score(mc, (float)dot);

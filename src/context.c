@@ -26,36 +26,34 @@ void kv_values_load(int32_t type, const void *src, float *dst, size_t n) {
 }
 
 void kv_values_store(int32_t type, const float *src, void *dst, size_t n) {
-    switch (type) {
-    case WICK_KV_F32: memcpy(dst, src, n * sizeof(float)); break;
-    case WICK_KV_F16:
-        for (size_t i = 0; i < n; i++) ((uint16_t *)dst)[i] = quant_f32_to_f16(src[i]);
-        break;
-    case WICK_KV_Q8_0: quant_q8_0_from_float_simd(src, dst, (int64_t)n); break; /* = quantize_row_q8_0_ref */
-    default: quant_q4_0_from_float(src, dst, (int64_t)n); break;                /* = quantize_row_q4_0_ref */
-    }
+    /* the quant table's: Q8_0 and Q4_0 as quantize_row_q8_0_ref / quantize_row_q4_0_ref */
+    if (type == WICK_KV_F32) memcpy(dst, src, n * sizeof(float));
+    else quant_get(kv_quant_type(type))->from_float(src, dst, (int64_t)n);
 }
 
 void kv_row_store(const struct wick_ctx *c, void *cache, int l, int pos, const float *src) {
     kv_values_store(kv_cache_type(c, cache), src, kv_at(c, cache, l, pos), (size_t)kv_dim(model_layer_config(c->model, l)));
 }
 
-void kv_row_load(const struct wick_ctx *c, const void *cache, int l, int pos, float *dst) {
-    kv_values_load(kv_cache_type(c, cache), kv_at(c, (void *)cache, l, pos), dst, (size_t)kv_dim(model_layer_config(c->model, l)));
-}
+/* a few hundred bytes of the page's download for a loop that runs once per cached row */
+#ifdef __clang__
+#define NO_VECTORIZE _Pragma("clang loop vectorize(disable) interleave(disable) unroll(disable)")
+#else
+#define NO_VECTORIZE
+#endif
 
-void kv_hadamard(float *x, size_t n_values, int n) {
+__attribute__((noinline)) void kv_hadamard(float *x, size_t n_values, int n) {
     const float scale = 1.0f / sqrtf((float)n);
     for (size_t b = 0; b + (size_t)n <= n_values; b += (size_t)n) {
         float *v = x + b;
         for (int len = 1; len < n; len <<= 1) /* H_2n = [[H_n, H_n], [H_n, −H_n]]: butterflies */
             for (int i = 0; i < n; i += 2 * len)
-                for (int j = i; j < i + len; j++) {
+                NO_VECTORIZE for (int j = i; j < i + len; j++) {
                     float a = v[j], d = v[j + len];
                     v[j] = a + d;
                     v[j + len] = a - d;
                 }
-        for (int i = 0; i < n; i++) v[i] *= scale;
+        NO_VECTORIZE for (int i = 0; i < n; i++) v[i] *= scale;
     }
 }
 
@@ -71,12 +69,11 @@ static void kv_rotations(struct wick_ctx *c) {
     }
     c->k_rot = c->v_rot = 0;
     if (hd_all <= 0 || hd_all % 64) return;
-    if (kv_type_is_block(c->kv_type))
-        for (c->k_rot = 64; hd_all % (2 * c->k_rot) == 0;) c->k_rot *= 2;
+    if (kv_type_is_block(c->kv_type)) c->k_rot = hd_all & -hd_all; /* its largest power-of-two divisor */
     if (kv_type_is_block(c->kv_type_v)) c->v_rot = 64;
 }
 
-static const char *const kv_type_names[WICK_KV_TYPE_COUNT] = {"f32", "f16", "q8_0", "q4_0"};
+
 
 static int recurrent_state_init(struct wick_ctx *c, errmsg *err);
 
@@ -116,10 +113,9 @@ int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_para
     c->n_batch = p->n_batch > 0 ? p->n_batch : 256;
     if (c->n_batch > c->n_ctx) c->n_batch = c->n_ctx;
     int32_t kv_type = p->kv_type_k ? p->kv_type_k : p->kv_type, kv_type_v = p->kv_type_v ? p->kv_type_v : p->kv_type;
-    if (p->kv_type < 0 || p->kv_type >= WICK_KV_TYPE_COUNT || kv_type < 0 || kv_type >= WICK_KV_TYPE_COUNT || kv_type_v < 0 ||
-        kv_type_v >= WICK_KV_TYPE_COUNT)
-        return errorf(err, WICK_ERR_INVALID_ARG, "KV cache type %d unknown (0 = f32, 1 = f16, 2 = q8_0, 3 = q4_0)",
-                      p->kv_type < 0 || p->kv_type >= WICK_KV_TYPE_COUNT ? p->kv_type : kv_type < 0 || kv_type >= WICK_KV_TYPE_COUNT ? kv_type : kv_type_v);
+    int32_t bad = (uint32_t)p->kv_type >= WICK_KV_TYPE_COUNT ? p->kv_type : (uint32_t)kv_type >= WICK_KV_TYPE_COUNT ? kv_type : kv_type_v;
+    if ((uint32_t)bad >= WICK_KV_TYPE_COUNT)
+        return errorf(err, WICK_ERR_INVALID_ARG, "KV cache type %d unknown (0 = f32, 1 = f16, 2 = q8_0, 3 = q4_0)", bad);
     if (mc->encoder) {
         /* An encoder (encoder.c): the window is its longest sequence, at most the positions it
          * has embeddings for; a batch packs several sequences (ENCODER_BATCH_DEFAULT tokens
@@ -136,8 +132,7 @@ int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_para
     for (int l = 0; l < mc->n_layers && (kv_type_is_block(kv_type) || kv_type_is_block(kv_type_v)); l++) {
         int hd = model_layer_config(m, l)->head_dim;
         if (hd % QK8_0)
-            return errorf(err, WICK_ERR_INVALID_ARG, "a %s KV cache needs head dimensions that are multiples of %d (layer %d has %d): "
-                          "use f16", kv_type_names[kv_type_is_block(kv_type) ? kv_type : kv_type_v], QK8_0, l, hd);
+            return errorf(err, WICK_ERR_INVALID_ARG, "a q8_0/q4_0 KV cache needs head sizes that are multiples of 32 (layer %d: %d)", l, hd);
     }
     int n_threads = p->n_threads > 0 ? p->n_threads : 1;
     if (p->n_ctx < 0 || c->n_ctx > (1 << 22)) return errorf(err, WICK_ERR_INVALID_ARG, "context size %d out of range (1 to %d)", p->n_ctx, 1 << 22);

@@ -113,12 +113,9 @@ static inline int kv_dim(const model_config *c) { return c->n_kv_heads * c->head
 /* Bytes of n cached values of a KV type (n a multiple of 32 for the block types: Q8_0 and Q4_0
  * blocks of quant.h, 34 and 18 bytes per 32 values). */
 static inline size_t kv_type_bytes(int32_t type, size_t n) {
-    switch (type) {
-    case WICK_KV_F32: return n * sizeof(float);
-    case WICK_KV_F16: return n * sizeof(uint16_t);
-    case WICK_KV_Q8_0: return n / QK8_0 * sizeof(block_q8_0);
-    default: return n / QK4_0 * sizeof(block_q4_0);
-    }
+    /* bytes per 32 values: F32, F16, Q8_0 (a block), Q4_0 (a block); in 64 bits, where n · 128 may not fit */
+    static const uint8_t per_32[WICK_KV_TYPE_COUNT] = {128, 64, sizeof(block_q8_0), sizeof(block_q4_0)};
+    return (size_t)((uint64_t)n * per_32[type] >> 5);
 }
 
 /* whether a KV type stores blocks (Q8_0, Q4_0) rather than one float per value */
@@ -177,9 +174,9 @@ void kv_values_load(int32_t type, const void *src, float *dst, size_t n);
 /* n floats → values of a KV type at dst: the block types rounded as llama.cpp's quantize_row_q8_0 /
  * quantize_row_q4_0 (ggml-quants.c) round a cache row */
 void kv_values_store(int32_t type, const float *src, void *dst, size_t n);
-/* layer l's row of position pos in a cache (c->k_cache or c->v_cache), kv_dim values: written from
- * src (quantized for the block types) or read into dst */
+/* layer l's row of position pos in a cache (c->k_cache or c->v_cache), kv_dim values, written from
+ * src (quantized for the block types); read back with kv_values_load(kv_cache_type(c, cache),
+ * kv_at(c, cache, l, pos), …) */
 void kv_row_store(const struct wick_ctx *c, void *cache, int l, int pos, const float *src);
-void kv_row_load(const struct wick_ctx *c, const void *cache, int l, int pos, float *dst);
 
 #endif

@@ -239,4 +239,33 @@ test('KV bytes at a 4096-token context: q8_0 at most 54% and q4_0 at most 29% of
   assert.equal(JSON.parse(r.stdout).kv_bytes, f16 / 2 / 64 * 34 + f16 / 2 * 2);
 });
 
+test('Wick.load: kvType q8_0 / q4_0 and kvTypeK / kvTypeV reach the worker\'s context (kvBytes); the GPU path refuses them; bad types and head sizes are refused', async () => {
+  const { Wick } = await import('../wasm_glue/wick.mjs');
+  const file = fileOf('mini/mini-f16');
+  const f16 = 2 * 4096 * 2 * 128 * 2;  // 2 layers, K and V, 4 KV heads x 32, 2 bytes
+  const cases = [
+    [{ kvType: 'q8_0' }, f16 / 64 * 34, 'q8_0', 'q8_0'],
+    [{ kvType: 'q4_0' }, f16 / 64 * 18, 'q4_0', 'q4_0'],
+    [{ kvTypeK: 'q4_0', kvTypeV: 'f32' }, f16 / 2 / 64 * 18 + f16, 'q4_0', 'f32'],
+    [{ kvType: 'q8_0', kvTypeV: 'f16' }, f16 / 2 / 64 * 34 + f16 / 2, 'q8_0', 'f16'],
+  ];
+  for (const [options, bytes, k, v] of cases) {
+    const engine = await Wick.load(file, { threads: 1, contextSize: 4096, device: 'auto', ...options });
+    try {
+      assert.equal(engine.info.kvBytes, bytes, JSON.stringify(options));
+      assert.equal(engine.info.kvTypeK, k);
+      assert.equal(engine.info.kvTypeV, v);
+      // device 'auto' stays on the CPU and says why
+      assert.equal(engine.device.type, 'cpu');
+      assert.match(engine.device.reason, /KV cache runs on the CPU only/);
+    } finally {
+      await engine.unload();
+    }
+  }
+  await assert.rejects(Wick.load(file, { threads: 1, device: 'gpu', kvType: 'q4_0' }), (e) => e.code === 'E_UNSUPPORTED' && /q4_0 KV cache runs on the CPU only/.test(e.message));
+  await assert.rejects(Wick.load(file, { threads: 1, kvTypeV: 'q5_0' }), { code: 'E_INVALID_ARG' });
+  // stories260K's heads are 8 wide: no whole blocks of 32
+  await assert.rejects(Wick.load(path.join(models, 'stories260K.gguf'), { threads: 1, kvType: 'q8_0' }), /multiples of 32/);
+});
+
 test('the measured agreement (diagnostics)', (t) => { t.diagnostic(JSON.stringify(results, null, 1)); });

@@ -26,7 +26,7 @@
 static float cached_key(const wick_ctx *c, int pos, int i) {
     float row[1024];
     if (kv_dim(model_layer_config(c->model, 0)) > 1024) return NAN;
-    kv_row_load(c, c->k_cache, 0, pos, row);
+    kv_values_load(kv_cache_type(c, c->k_cache), kv_at(c, c->k_cache, 0, pos), row, (size_t)kv_dim(model_layer_config(c->model, 0)));
     return row[i];
 }
 

@@ -282,20 +282,18 @@
     return Math.min(4096, Math.max(2048, hp?.contextTrain || 0));
   }
 
-  /** Bytes per cached value of each KV cache type: Q8_0 keeps 34 bytes per 32 values, Q4_0 18 (src/wick.h). */
+  /** Bytes per cached value of each KV type (src/wick.h) */
   const KV_VALUE_BYTES = { f32: 4, f16: 2, q8_0: 34 / 32, q4_0: 18 / 32 };
 
   /**
    * Bytes of the KV cache (keys and values of every layer and position), as wick_kv_bytes counts
    * them: a sliding-window layer holds window − 1 + nBatch positions when that is fewer, a
-   * recurrent layer (lfm2, qwen35) none. kvType: the keys' type, kvTypeV the values' (the same
-   * unless given): 'f32' | 'f16' | 'q8_0' | 'q4_0'.
+   * recurrent layer (lfm2, qwen35) none. kvType: the keys' type, kvTypeV the values'.
    */
   function kvCacheBytes(hp, nCtx, kvType = 'f16', nBatch = 256, kvTypeV = kvType) {
     if (!hp) return 0;
     const k = KV_VALUE_BYTES[kvType] ?? 2, v = KV_VALUE_BYTES[kvTypeV] ?? 2;
     const batch = Math.min(nBatch, nCtx), ring = hp.window > 0 ? hp.window - 1 + batch : nCtx;
-    // a layer's values are its keys' and its values' (as many of each)
     if (hp.caches) return hp.caches.reduce((sum, c) => sum + (c.sliding ? Math.min(ring, nCtx) : nCtx) * c.values, 0) * (k + v) / 2;
     const attention = hp.layers - (hp.recurrentLayers || 0);
     const positions = (attention - (hp.slidingLayers || 0)) * nCtx + (hp.slidingLayers || 0) * Math.min(ring, nCtx);
@@ -337,5 +335,5 @@
     return `${v.toFixed(v < 10 ? 2 : 1)} ${units[u]}`;
   }
 
-  root.WickGguf = { TYPE, NeedMoreBytes, isGguf, parseHeader, rowTables, ROW_TABLES, hyperparameters, unsupportedReason, tooLargeMessage, modelLabel, ARCHITECTURES, defaultContext, kvCacheBytes, KV_VALUE_BYTES, checkFits, formatBytes, WASM_MEMORY_LIMIT, ENGINE_RESERVE };
+  root.WickGguf = { TYPE, NeedMoreBytes, isGguf, parseHeader, rowTables, ROW_TABLES, hyperparameters, unsupportedReason, tooLargeMessage, modelLabel, ARCHITECTURES, defaultContext, kvCacheBytes, checkFits, formatBytes, WASM_MEMORY_LIMIT, ENGINE_RESERVE };
 })(typeof self !== 'undefined' ? self : globalThis);

@@ -26,7 +26,7 @@ const nodeModule = (name) => import(/* @vite-ignore */ /* webpackIgnore: true */
 const nodeOs = isNode ? await nodeModule('os') : null;
 const PUSH_CHUNK = 16 << 20;         // an ArrayBuffer source is sent to the worker in pieces this big
 const MAX_THREADS = 8;
-const KV_TYPES = ['f16', 'f32', 'q8_0', 'q4_0'];  // the KV cache's types (src/wick.h, WICK_KV_*)
+const KV_TYPES = ['f16', 'f32', 'q8_0', 'q4_0'];
 const START_TIMEOUT_MS = 60000;
 const SPLIT_NAME = /-(\d{5})-of-(\d{5})\.gguf$/;
 
@@ -765,9 +765,7 @@ async function inspect(url, { contextSize = 0, kvType = 'f16', kvTypeK, kvTypeV,
  * source: a URL (split models: the first part's URL, or an array of the parts' URLs), a
  *   File/Blob, or an ArrayBuffer/typed array; under Node also a file path.
  * options: threads (default: about the physical cores), contextSize (0: the model's, clamped to
- *   2048…4096), kvType ('f16' | 'f32' | 'q8_0' | 'q4_0': the KV cache's keys and values; q8_0 and
- *   q4_0 keep 34 and 18 bytes per 32 values, CPU only), kvTypeK / kvTypeV (the keys' or the values'
- *   own type, as llama.cpp's -ctk / -ctv; default kvType), onProgress({progress (0 → 1 over the whole load, never
+ *   2048…4096), kvType / kvTypeK / kvTypeV (wick.d.ts), onProgress({progress (0 → 1 over the whole load, never
  *   decreasing), phase: 'download'|'store'|'load', loaded, total (bytes within the phase), cached, resumed}),
  *   signal (AbortSignal), cache (false: neither read nor keep a download in the Cache API),
  *   multiThreaded (false: the single-threaded build even where threads are possible),
@@ -780,7 +778,7 @@ async function load(source, options = {}) {
   const threadsAsked = options.threads === undefined ? defaultThreads() : checkNumber('threads', options.threads, { min: 1, max: 64, integer: true });
   if (options.contextSize !== undefined && options.contextSize !== 0) checkNumber('contextSize', options.contextSize, { min: 1, max: 1 << 22, integer: true });
   for (const key of ['kvType', 'kvTypeK', 'kvTypeV'])
-    if (options[key] !== undefined && !KV_TYPES.includes(options[key])) throw invalid(`${key} must be ${KV_TYPES.map((t) => `'${t}'`).join(', ')} (got ${JSON.stringify(options[key])})`);
+    if (options[key] !== undefined && !KV_TYPES.includes(options[key])) throw invalid(`${key} must be one of ${KV_TYPES.join(', ')} (got ${JSON.stringify(options[key])})`);
   if (options.onProgress !== undefined && typeof options.onProgress !== 'function') throw invalid('onProgress must be a function');
   if (options.device !== undefined && !['auto', 'gpu', 'cpu'].includes(options.device)) throw invalid(`device must be 'auto', 'gpu' or 'cpu' (got ${JSON.stringify(options.device)})`);
   checkSignal(options.signal);

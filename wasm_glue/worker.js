@@ -243,15 +243,14 @@
   /** The CPU context and generator (a load on the CPU path, or the fallback from the GPU). */
   function cpuContext() {
     const { contextSize, kvType, kvTypeV } = state.ctxOptions;
-    // wick_ctx_params: n_ctx, n_batch, n_threads, kv_type, kv_type_k, kv_type_v (int32 each; src/wick.h)
     withScratch(24, (params) => withScratch(4, (out) => {
       M._wick_ctx_default_params(params);
       const p32 = params >>> 2;
       if (contextSize) M.HEAP32[p32] = contextSize;
       M.HEAP32[p32 + 2] = buildInfo.threads;
-      // WICK_KV_*; the override fields read 0 as "kv_type", so F32 keys or values under another type take kv_type f32
-      const code = { f32: 0, f16: 1, q8_0: 2, q4_0: 3 }, k = code[kvType || 'f16'], v = code[kvTypeV || kvType || 'f16'];
-      const both = k === 0 || v === 0 ? 0 : k;
+      // wick_ctx_params' kv_type, kv_type_k, kv_type_v (src/wick.h: 0 there is "as kv_type")
+      const code = ['f32', 'f16', 'q8_0', 'q4_0'], k = code.indexOf(kvType || 'f16'), v = code.indexOf(kvTypeV || kvType || 'f16');
+      const both = k && v && k;
       M.HEAP32[p32 + 3] = both;
       M.HEAP32[p32 + 4] = k === both ? 0 : k;
       M.HEAP32[p32 + 5] = v === both ? 0 : v;
@@ -282,9 +281,9 @@
       if (forced) throw new WorkerError(code, `the GPU path is not available: ${reason}`);
       return { reason };
     };
-    // the GPU path keeps its cache in F32 (gpu/backend.mjs): a quantized one is the CPU's alone
+    // the GPU path's cache is F32 (gpu/backend.mjs)
     for (const t of [kvType, kvTypeV])
-      if (t === 'q8_0' || t === 'q4_0') return refuse(`a ${t} KV cache runs on the CPU only (the GPU path keeps its cache in f32)`, 'E_UNSUPPORTED');
+      if (t === 'q8_0' || t === 'q4_0') return refuse(`a ${t} KV cache runs on the CPU only`, 'E_UNSUPPORTED');
     if (typeof M._wick_ctx_new_external !== 'function') return refuse('this build of the engine has no external context (wick_ctx_new_external)');
     if (!gpuUrl) return refuse('the host named no GPU module');
     let gpu;
