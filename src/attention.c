@@ -4,7 +4,9 @@
  * last position when not), p = softmax(s), out = Σ_j p_j · v_j, into c->xb2.
  * The fast paths share the conversion of each cached key and value between several query heads
  * (grouped-query) or several tokens (prefill with one head per item), and fold the F16 cache's
- * rebias into the query; attention_ref is the plain scalar form the tests compare them against.
+ * rebias into the query. Against a Q8_0 or Q4_0 key cache each query is rounded to Q8_0 once and
+ * scored with the quant table's integer tile kernels; Q8_0 / Q4_0 values are converted a row at a
+ * time. attention_ref is the plain scalar form the tests compare them against.
  * Work items are spread over the pool's threads, each output computed by one thread in a fixed
  * order, so a token's numbers do not depend on the thread count or the batch it is in. */
 #include "attention.h"
@@ -116,10 +118,15 @@ static __attribute__((noinline)) void rebias_probs(float *sc, int lo, int hi) {
     for (int j = lo; j <= hi; j++) sc[j] *= F16_REBIAS;
 }
 
-/* n (a multiple of 8) cached values → floats (times 2^-112 where folded: F16 only) */
-static void kv_row_to_f32(const struct wick_ctx *c, const void *src, float *dst, int n, int folded) {
-    if (c->kv_type == WICK_KV_F32) {
+/* n (a multiple of 8; of 32 for the block types) cached values of a KV type → floats (times
+ * 2^-112 where folded: F16 only) */
+static __attribute__((noinline)) void kv_row_to_f32(int32_t type, const void *src, float *dst, int n, int folded) {
+    if (type == WICK_KV_F32) {
         memcpy(dst, src, (size_t)n * sizeof(float));
+        return;
+    }
+    if (kv_type_is_block(type)) { /* Q8_0, Q4_0: the quant table's conversion */
+        quant_get(kv_quant_type(type))->to_float(src, dst, n);
         return;
     }
     const uint16_t *h = src;
@@ -159,6 +166,9 @@ typedef struct {
     bool causal;
     int heads;
 } attn_args;
+
+/* the F16 fast paths (and the folded query) take keys and values both in F16 */
+static inline int kv_both_f16(const struct wick_ctx *c) { return c->kv_type == WICK_KV_F16 && c->kv_type_v == WICK_KV_F16; }
 
 static inline int att_last(const attn_args *a, int pos) { return att_hi(a->c, a->layer, pos, a->causal, a->pos0 + a->n_tok - 1); }
 
@@ -265,6 +275,31 @@ static inline __attribute__((always_inline)) int attend_f16_run(const attn_args 
     return 1;
 }
 
+/* The dot products of token t's `heads` queries q (consecutive rows of head_dim) with the block-type
+ * keys (Q8_0 or Q4_0) of the positions it sees, into scores[g * n_ctx + j]: as llama.cpp's
+ * flash attention does, each query is rounded to Q8_0 once (into qq, scratch of heads · head_dim
+ * / 32 blocks) and multiplied with the cached blocks in integers, by the key type's tile kernel
+ * (quant.h): up to GEMM_MAX_ROWS consecutive slots as weight rows, the heads as its tokens. */
+static __attribute__((noinline)) void block_keys_dots(const attn_args *a, int t, size_t k_off, int heads, const float *q, float *scores, void *qq) {
+    struct wick_ctx *c = a->c;
+    const model_config *mc = model_layer_config(c->model, a->layer);
+    int layer = a->layer, hd = mc->head_dim, pos = a->pos0 + t, lo = att_first(c, layer, pos), hi = att_last(a, pos);
+    const quant_type *kt = quant_get(kv_quant_type(c->kv_type));
+    size_t q_row = (size_t)hd / QK8_0 * sizeof(block_q8_0), k_row = kv_row_bytes(c, c->k_cache, layer);
+    for (int g = 0; g < heads; g++) quant_q8_0_from_float_simd(q + (size_t)g * hd, (uint8_t *)qq + (size_t)g * q_row, hd);
+    int n_slots = c->kv_slots[layer];
+    for (int j = lo, slot = kv_slot(c, layer, lo); j <= hi;) {
+        int run = hi - j + 1;
+        if (run > GEMM_MAX_ROWS) run = GEMM_MAX_ROWS;
+        if (run > n_slots - slot) run = n_slots - slot; /* a ring's rows wrap back to slot 0 */
+        const uint8_t *k = (const uint8_t *)kv_at(c, c->k_cache, layer, j) + k_off;
+        kt->gemm(hd, k, k_row, run, qq, q_row, heads, scores + j, (size_t)c->n_ctx);
+        j += run;
+        slot += run;
+        if (slot == n_slots) slot = 0;
+    }
+}
+
 /* Token t's query heads h0 … h0 + heads − 1, all of KV head kvh: each cached key and value
  * converted to floats once for all of them (grouped-query models share a KV head between up to
  * ATT_HEADS_MAX heads at once). For each head: scores against every cached position the token
@@ -277,27 +312,33 @@ static void attend_heads(const attn_args *a, int t, int kvh, int h0, int heads, 
     int lo = att_first(c, layer, pos), hi = att_last(a, pos);
     const float *q = c->q + (size_t)t * mc->q_dim + (size_t)h0 * hd;
     float *out = c->xb2 + (size_t)t * mc->q_dim + (size_t)h0 * hd;
-    size_t head_off = (size_t)kvh * hd * c->kv_elem;
-    /* the heads' queries are consecutive: folded all at once (F16 cache) */
-    int folded = c->kv_type == WICK_KV_F16 && fold_query(q, row + MAX_HEAD_DIM, heads * hd);
+    size_t k_off = kv_type_bytes(c->kv_type, (size_t)kvh * hd), v_off = kv_type_bytes(c->kv_type_v, (size_t)kvh * hd);
+    /* the heads' queries are consecutive: folded all at once (an F16 cache) */
+    int folded = kv_both_f16(c) && fold_query(q, row + MAX_HEAD_DIM, heads * hd);
     if (folded) q = row + MAX_HEAD_DIM;
     float max[ATT_HEADS_MAX];
     for (int g = 0; g < heads; g++) max[g] = -INFINITY;
-    for (int j = lo; j <= hi; j++) {
-        kv_row_to_f32(c, (const uint8_t *)kv_at(c, c->k_cache, layer, j) + head_off, row, hd, folded);
-        for (int g = 0; g < heads; g++) {
-            float s = att_score(mc, dot_f32(q + (size_t)g * hd, row, hd));
+    /* q·k of every position, then the scores made of them */
+    if (kv_type_is_block(c->kv_type))
+        block_keys_dots(a, t, k_off, heads, q, scores, row + MAX_HEAD_DIM);
+    else
+        for (int j = lo; j <= hi; j++) {
+            kv_row_to_f32(c->kv_type, (const uint8_t *)kv_at(c, c->k_cache, layer, j) + k_off, row, hd, folded);
+            for (int g = 0; g < heads; g++) scores[(size_t)g * c->n_ctx + j] = dot_f32(q + (size_t)g * hd, row, hd);
+        }
+    for (int g = 0; g < heads; g++)
+        for (int j = lo; j <= hi; j++) {
+            float s = att_score(mc, scores[(size_t)g * c->n_ctx + j]);
             scores[(size_t)g * c->n_ctx + j] = s;
             if (s > max[g]) max[g] = s;
         }
-    }
     for (int g = 0; g < heads; g++) {
         softmax_scores(scores + (size_t)g * c->n_ctx, lo, hi, max[g]);
         if (folded) rebias_probs(scores + (size_t)g * c->n_ctx, lo, hi);
     }
     memset(out, 0, (size_t)heads * hd * sizeof(float));
     for (int j = lo; j <= hi; j++) {
-        kv_row_to_f32(c, (const uint8_t *)kv_at(c, c->v_cache, layer, j) + head_off, row, hd, folded);
+        kv_row_to_f32(c->kv_type_v, (const uint8_t *)kv_at(c, c->v_cache, layer, j) + v_off, row, hd, folded);
         for (int g = 0; g < heads; g++)
             axpy_f32(out + (size_t)g * hd, scores[(size_t)g * c->n_ctx + j], row, hd);
     }
@@ -333,7 +374,7 @@ static void attention_task(void *arg, int ith, int nth) {
         int t = (int)(item / ((long)mc->n_kv_heads * runs)), rest = (int)(item % ((long)mc->n_kv_heads * runs));
         int kvh = rest / runs, h0 = kvh * group + (rest % runs) * heads;
         /* one head: nothing to share, each value converted as used */
-        if (heads == 1 && c->kv_type == WICK_KV_F16 && attend_f16_run(a, h0, t, 1, scores, 1))
+        if (heads == 1 && kv_both_f16(c) && attend_f16_run(a, h0, t, 1, scores, 1))
             continue;
         attend_heads(a, t, kvh, h0, heads, scores);
     }
@@ -351,34 +392,44 @@ static int attention_heads_per_item(const struct wick_ctx *c, int layer, int n_t
 
 void attention(struct wick_ctx *c, int layer, int pos0, int n_tok, bool causal) {
     attn_args a = {c, layer, pos0, n_tok, causal, attention_heads_per_item(c, layer, n_tok)};
-    if (n_tok > 1 && a.heads == 1 && c->kv_type == WICK_KV_F16) pool_run(c->pool, attention_runs_task, &a);
+    if (n_tok > 1 && a.heads == 1 && kv_both_f16(c)) pool_run(c->pool, attention_runs_task, &a);
     else pool_run(c->pool, attention_task, &a);
 }
 
 /* The reference: one head and one token at a time, every score computed again in each of three
  * passes (the largest score; Σ e^(s − max); Σ e^(s − max)·v, divided by that sum), each cached
- * value read through kv_load, the sums in double. */
+ * value converted to a float (kv_row_to_f32), the sums in double. Against block-type keys the query is
+ * first rounded to Q8_0 (quant_q8_0_from_float_ref), as the fast path and llama.cpp do. */
 void attention_ref(const struct wick_ctx *c, int layer, int pos0, int n_tok, bool causal, float *out) {
     const model_config *mc = model_layer_config(c->model, layer);
     int hd = mc->head_dim, group = mc->n_heads / mc->n_kv_heads;
     double acc[MAX_HEAD_DIM];
+    float qr[MAX_HEAD_DIM], kr[MAX_HEAD_DIM], vr[MAX_HEAD_DIM];
+    block_q8_0 qq[MAX_HEAD_DIM / QK8_0];
     for (int t = 0; t < n_tok; t++)
         for (int h = 0; h < mc->n_heads; h++) {
             int pos = pos0 + t, lo = att_first(c, layer, pos), hi = att_hi(c, layer, pos, causal, pos0 + n_tok - 1);
             size_t head_off = (size_t)(h / group) * hd;
             const float *q = c->q + (size_t)t * mc->q_dim + (size_t)h * hd;
+            if (kv_type_is_block(c->kv_type)) {
+                quant_q8_0_from_float_ref(q, qq, hd);
+                quant_q8_0_to_float(qq, qr, hd);
+                q = qr;
+            }
             double max = -INFINITY, sum = 0;
             for (int i = 0; i < hd; i++) acc[i] = 0;
             for (int pass = 0; pass < 3; pass++)
                 for (int j = lo; j <= hi; j++) {
-                    const void *k = kv_at(c, c->k_cache, layer, j), *v = kv_at(c, c->v_cache, layer, j);
+                    const uint8_t *k = kv_at(c, c->k_cache, layer, j), *v = kv_at(c, c->v_cache, layer, j);
+                    kv_row_to_f32(c->kv_type, k + kv_type_bytes(c->kv_type, head_off), kr, hd, 0);
+                    kv_row_to_f32(c->kv_type_v, v + kv_type_bytes(c->kv_type_v, head_off), vr, hd, 0);
                     double dot = 0;
-                    for (int i = 0; i < hd; i++) dot += (double)q[i] * kv_load(c, k, head_off + (size_t)i);
+                    for (int i = 0; i < hd; i++) dot += (double)q[i] * kr[i];
                     double s = att_score(mc, (float)dot);
                     if (pass == 0) max = s > max ? s : max;
                     else if (pass == 1) sum += exp(s - max);
                     else
-                        for (int i = 0; i < hd; i++) acc[i] += exp(s - max) * kv_load(c, v, head_off + (size_t)i);
+                        for (int i = 0; i < hd; i++) acc[i] += exp(s - max) * vr[i];
                 }
             float *o = out + (size_t)t * mc->q_dim + (size_t)h * hd;
             for (int i = 0; i < hd; i++) o[i] = (float)(acc[i] / sum);

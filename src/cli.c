@@ -3,7 +3,7 @@
  *   wick generate -m MODEL [-z TOKENIZER.bin] -p PROMPT -n N [--temp T] [--seed S] [--threads N] [--ctx N]
  *                 [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R] [--repeat-last-n N]
  *                 [--frequency-penalty F] [--presence-penalty P] [--stop TEXT]... [--keep N]
- *                 [--ignore-eos] [--truncate] [--probs K] [--kv f16|f32] [--grammar FILE.gbnf]
+ *                 [--ignore-eos] [--truncate] [--probs K] [--kv f16|f32|q8_0|q4_0] [--kv-k T] [--kv-v T] [--grammar FILE.gbnf]
  *                 (wasm_glue/cli.mjs also takes --json-schema FILE.json, converted to a grammar in JS)
  *   wick logits   -m MODEL --tokens 1,403,407 [--steps K] [--follow IDS]
  *   wick tokenize -m MODEL -p TEXT [--no-bos] [--special]
@@ -145,7 +145,7 @@ typedef struct {
     const char *cmd, *model, *tokenizer, *prompt, *tokens, *follow, *shape, *type, *out, *vocab, *arch, *grammar, *texts, *pooling, *query;
     char **docs; /* wick rerank's documents: the arguments that are not options */
     int n_docs;
-    int n, steps, threads, ctx, batch, kv_type, no_bos, special, probs, keep, ignore_eos, truncate, normalize, lexical;
+    int n, steps, threads, ctx, batch, kv_type, kv_type_k, kv_type_v, no_bos, special, probs, keep, ignore_eos, truncate, normalize, lexical;
     const char *stops[16];
     int n_stops;
     /* sampler settings given on the command line, applied by name (wick_gen_set) */
@@ -176,6 +176,7 @@ static int parse_args(int argc, char **argv, options *o) {
     o->n = 256;
     o->threads = 1;
     o->kv_type = WICK_KV_F16;
+    o->kv_type_k = o->kv_type_v = -1; /* as --kv */
     if (argc < 2)
         return error_exit("usage: wick generate|logits|tokenize|detokenize|info -m MODEL …, or wick synth --shape S --type T "
                           "-o FILE [--arch llama|llama3|qwen3|gemma2|gemma3|phi3|smollm3|granite|olmo2|lfm2|qwen35|granite-hybrid|mistral3|gemma4|gemma3n] (see README)");
@@ -214,10 +215,14 @@ static int parse_args(int argc, char **argv, options *o) {
         else if (!strcmp(a, "--threads") || !strcmp(a, "-t")) { if (parse_int(a, v, 1, 256, &o->threads)) return 1; }
         else if (!strcmp(a, "--ctx") || !strcmp(a, "-c")) { if (parse_int(a, v, 1, 1 << 22, &o->ctx)) return 1; }
         else if (!strcmp(a, "--batch") || !strcmp(a, "-b")) { if (parse_int(a, v, 1, 1 << 22, &o->batch)) return 1; }
-        else if (!strcmp(a, "--kv")) {
-            if (!strcmp(v, "f16")) o->kv_type = WICK_KV_F16;
-            else if (!strcmp(v, "f32")) o->kv_type = WICK_KV_F32;
-            else return error_exit("--kv expects f16 or f32, got '%s'", v);
+        else if (!strcmp(a, "--kv") || !strcmp(a, "--kv-k") || !strcmp(a, "--kv-v")) {
+            /* --kv both, --kv-k / --kv-v the keys' or the values' own type (llama.cpp's -ctk / -ctv) */
+            static const char *const names[WICK_KV_TYPE_COUNT] = {"f32", "f16", "q8_0", "q4_0"};
+            int t = -1;
+            for (int i = 0; i < WICK_KV_TYPE_COUNT; i++)
+                if (!strcmp(v, names[i])) t = i;
+            if (t < 0) return error_exit("%s expects f16, f32, q8_0 or q4_0, got '%s'", a, v);
+            *(a[4] == '\0' ? &o->kv_type : a[5] == 'k' ? &o->kv_type_k : &o->kv_type_v) = t;
         } else if (!strcmp(a, "--probs")) {
             if (parse_int(a, v, 0, 64, &o->probs)) return 1;
         } else if (!strcmp(a, "--keep")) {
@@ -319,6 +324,11 @@ static int new_context(const options *o, wick_model *m, wick_ctx **c) {
     p.n_ctx = o->ctx;
     p.n_threads = o->threads;
     p.kv_type = o->kv_type;
+    /* the context reads 0 as "kv_type": F32 keys or values under another type take kv_type f32 */
+    int k = o->kv_type_k >= 0 ? o->kv_type_k : o->kv_type, v = o->kv_type_v >= 0 ? o->kv_type_v : o->kv_type;
+    if (k == WICK_KV_F32 || v == WICK_KV_F32) p.kv_type = WICK_KV_F32;
+    p.kv_type_k = k == p.kv_type ? 0 : k;
+    p.kv_type_v = v == p.kv_type ? 0 : v;
     if (wick_ctx_new(m, &p, c) != WICK_OK) return error_exit("%s", wick_last_error());
     return 0;
 }
@@ -713,12 +723,26 @@ static int cmd_detokenize(const options *o, wick_model *m) {
     return 0;
 }
 
-static int cmd_info(wick_model *m) {
+/* The model's description; with --ctx N, also the bytes of the KV cache of a context of N tokens
+ * with the --kv types ("kv_bytes", as wick_kv_bytes counts them: the fit check's figure). */
+static int cmd_info(const options *o, wick_model *m) {
     size_t need = 0;
     wick_model_info_json(m, NULL, 0, &need);
     char *s = malloc(need);
     if (!s || wick_model_info_json(m, s, need, NULL) != WICK_OK) return error_exit("%s", wick_last_error());
-    outf(1, "%s\n", s);
+    wick_model_info info;
+    if (o->ctx > 0 && wick_model_get_info(m, &info) == WICK_OK && info.has_weights) {
+        wick_ctx *c;
+        if (new_context(o, m, &c)) {
+            free(s);
+            return 1;
+        }
+        s[strlen(s) - 1] = '\0'; /* the closing brace, put back after the new field */
+        outf(1, "%s,\"kv_bytes\":%zu}\n", s, wick_kv_bytes(c));
+        wick_ctx_free(c);
+    } else {
+        outf(1, "%s\n", s);
+    }
     free(s);
     return 0;
 }
@@ -759,7 +783,7 @@ int main(int argc, char **argv)
     else if (!strcmp(o.cmd, "detokenize")) rc = cmd_detokenize(&o, m);
     else if (!strcmp(o.cmd, "embed")) rc = cmd_embed(&o, m);
     else if (!strcmp(o.cmd, "rerank")) rc = cmd_rerank(&o, m);
-    else rc = cmd_info(m);
+    else rc = cmd_info(&o, m);
     wick_model_free(m);
     return rc;
 }

@@ -8,6 +8,7 @@
 #include "errmsg.h"
 #include "rope.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,7 +17,63 @@ void wick_ctx_default_params(wick_ctx_params *p) {
     p->n_batch = 0;
     p->n_threads = 0;
     p->kv_type = WICK_KV_F16;
+    p->kv_type_k = p->kv_type_v = 0; /* as kv_type */
 }
+
+void kv_values_load(int32_t type, const void *src, float *dst, size_t n) {
+    if (type == WICK_KV_F32) memcpy(dst, src, n * sizeof(float));
+    else quant_get(kv_quant_type(type))->to_float(src, dst, (int64_t)n);
+}
+
+void kv_values_store(int32_t type, const float *src, void *dst, size_t n) {
+    /* the quant table's: Q8_0 and Q4_0 as quantize_row_q8_0_ref / quantize_row_q4_0_ref */
+    if (type == WICK_KV_F32) memcpy(dst, src, n * sizeof(float));
+    else quant_get(kv_quant_type(type))->from_float(src, dst, (int64_t)n);
+}
+
+void kv_row_store(const struct wick_ctx *c, void *cache, int l, int pos, const float *src) {
+    kv_values_store(kv_cache_type(c, cache), src, kv_at(c, cache, l, pos), (size_t)kv_dim(model_layer_config(c->model, l)));
+}
+
+/* a few hundred bytes of the page's download for a loop that runs once per cached row */
+#ifdef __clang__
+#define NO_VECTORIZE _Pragma("clang loop vectorize(disable) interleave(disable) unroll(disable)")
+#else
+#define NO_VECTORIZE
+#endif
+
+__attribute__((noinline)) void kv_hadamard(float *x, size_t n_values, int n) {
+    const float scale = 1.0f / sqrtf((float)n);
+    for (size_t b = 0; b + (size_t)n <= n_values; b += (size_t)n) {
+        float *v = x + b;
+        for (int len = 1; len < n; len <<= 1) /* H_2n = [[H_n, H_n], [H_n, −H_n]]: butterflies */
+            for (int i = 0; i < n; i += 2 * len)
+                NO_VECTORIZE for (int j = i; j < i + len; j++) {
+                    float a = v[j], d = v[j + len];
+                    v[j] = a + d;
+                    v[j + len] = a - d;
+                }
+        NO_VECTORIZE for (int i = 0; i < n; i++) v[i] *= scale;
+    }
+}
+
+/* The Hadamard rotations a context takes (kv_hadamard), as llama.cpp's llama_kv_cache decides
+ * them: keys, when they are a block type and every layer with a cache has the same head size, a
+ * multiple of 64: in blocks of its largest power-of-two divisor; values likewise, in blocks of 64. */
+static void kv_rotations(struct wick_ctx *c) {
+    int hd_all = 0;
+    for (int l = 0; l < c->model->config.n_layers; l++) {
+        if (!c->kv_slots[l]) continue;
+        int hd = model_layer_config(c->model, l)->head_dim;
+        hd_all = hd_all == 0 ? hd : hd_all == hd ? hd_all : -1;
+    }
+    c->k_rot = c->v_rot = 0;
+    if (hd_all <= 0 || hd_all % 64) return;
+    if (kv_type_is_block(c->kv_type)) c->k_rot = hd_all & -hd_all; /* its largest power-of-two divisor */
+    if (kv_type_is_block(c->kv_type_v)) c->v_rot = 64;
+}
+
+
 
 static int recurrent_state_init(struct wick_ctx *c, errmsg *err);
 
@@ -55,7 +112,10 @@ int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_para
     c->n_ctx = p->n_ctx > 0 ? p->n_ctx : def_ctx;
     c->n_batch = p->n_batch > 0 ? p->n_batch : 256;
     if (c->n_batch > c->n_ctx) c->n_batch = c->n_ctx;
-    int32_t kv_type = p->kv_type;
+    int32_t kv_type = p->kv_type_k ? p->kv_type_k : p->kv_type, kv_type_v = p->kv_type_v ? p->kv_type_v : p->kv_type;
+    int32_t bad = (uint32_t)p->kv_type >= WICK_KV_TYPE_COUNT ? p->kv_type : (uint32_t)kv_type >= WICK_KV_TYPE_COUNT ? kv_type : kv_type_v;
+    if ((uint32_t)bad >= WICK_KV_TYPE_COUNT)
+        return errorf(err, WICK_ERR_INVALID_ARG, "KV cache type %d unknown (0 = f32, 1 = f16, 2 = q8_0, 3 = q4_0)", bad);
     if (mc->encoder) {
         /* An encoder (encoder.c): the window is its longest sequence, at most the positions it
          * has embeddings for; a batch packs several sequences (ENCODER_BATCH_DEFAULT tokens
@@ -66,16 +126,20 @@ int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_para
             return errorf(err, WICK_ERR_INVALID_ARG, "context size %d: the encoder has positions for %d tokens", c->n_ctx, mc->n_ctx_train);
         c->n_batch = p->n_batch > 0 ? p->n_batch : ENCODER_BATCH_DEFAULT;
         if (c->n_batch < c->n_ctx) c->n_batch = c->n_ctx;
-        kv_type = WICK_KV_F32;
+        kv_type = kv_type_v = WICK_KV_F32;
+    }
+    /* a block type's blocks of 32 lie along each head's part of a row: whole blocks per head */
+    for (int l = 0; l < mc->n_layers && (kv_type_is_block(kv_type) || kv_type_is_block(kv_type_v)); l++) {
+        int hd = model_layer_config(m, l)->head_dim;
+        if (hd % QK8_0)
+            return errorf(err, WICK_ERR_INVALID_ARG, "a q8_0/q4_0 KV cache needs head sizes that are multiples of 32 (layer %d: %d)", l, hd);
     }
     int n_threads = p->n_threads > 0 ? p->n_threads : 1;
     if (p->n_ctx < 0 || c->n_ctx > (1 << 22)) return errorf(err, WICK_ERR_INVALID_ARG, "context size %d out of range (1 to %d)", p->n_ctx, 1 << 22);
     if (p->n_batch < 0 || p->n_batch > (1 << 22) || p->n_threads < 0 || n_threads > 256)
         return errorf(err, WICK_ERR_INVALID_ARG, "batch size %d or thread count %d out of range", p->n_batch, p->n_threads);
-    if (p->kv_type != WICK_KV_F16 && p->kv_type != WICK_KV_F32)
-        return errorf(err, WICK_ERR_INVALID_ARG, "KV cache type %d unknown (0 = f32, 1 = f16)", p->kv_type);
     c->kv_type = kv_type;
-    c->kv_elem = kv_type == WICK_KV_F16 ? 2 : 4;
+    c->kv_type_v = kv_type_v;
     /* phi3 rotates with its long-context factors when the context exceeds the original one
      * (llama.cpp's get_rope_factors); Llama 3's rope_freqs apply always */
     c->rope_factors = m->rope_freqs;
@@ -97,16 +161,20 @@ int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_para
         c->kv_off[l] = (size_t)elems;
         elems += (uint64_t)c->kv_slots[l] * (uint64_t)kv_dim(model_layer_config(m, l));
     }
-    /* KV cache size checked in 64 bits before allocating: it is the one large allocation here */
-    uint64_t kv_bytes = elems * c->kv_elem;
-    if (kv_bytes > (uint64_t)1 << 31 || kv_bytes > SIZE_MAX / 2) {
+    /* KV cache size checked in 64 bits before allocating: it is the one large allocation here
+     * (elems is a multiple of 32 where a block type is asked for: every kv_dim is) */
+    uint64_t k_bytes = elems * kv_type_bytes(kv_type, 64) / 64, v_bytes = elems * kv_type_bytes(kv_type_v, 64) / 64;
+    uint64_t kv_bytes = k_bytes + v_bytes;
+    if (k_bytes > (uint64_t)1 << 31 || v_bytes > (uint64_t)1 << 31 || kv_bytes > SIZE_MAX / 2) {
         ctx_release(c);
-        return errorf(err, WICK_ERR_NOMEM, "a KV cache for %d tokens needs 2 x %llu MiB: too large for this build; ask for a smaller context",
+        return errorf(err, WICK_ERR_NOMEM, "a KV cache for %d tokens needs %llu MiB: too large for this build; ask for a smaller context",
                     p->n_ctx > 0 ? p->n_ctx : c->n_ctx, (unsigned long long)(kv_bytes >> 20));
     }
-    c->kv_cache_bytes = (size_t)kv_bytes;
-    c->k_cache = malloc(kv_bytes ? (size_t)kv_bytes : 1); /* 0 when every layer is recurrent */
-    c->v_cache = malloc(kv_bytes ? (size_t)kv_bytes : 1);
+    kv_rotations(c);
+    c->kv_bytes_k = (size_t)k_bytes;
+    c->kv_bytes_v = (size_t)v_bytes;
+    c->k_cache = malloc(k_bytes ? (size_t)k_bytes : 1); /* 0 when every layer is recurrent */
+    c->v_cache = malloc(v_bytes ? (size_t)v_bytes : 1);
 
     size_t B = (size_t)c->n_batch, dim = (size_t)mc->dim, hid = (size_t)mc->hidden_dim, kvd = (size_t)kv_dim(mc);
     if ((size_t)m->dense_2.rows > hid) hid = (size_t)m->dense_2.rows; /* dense_2's output rows take hb (encoder.c) */
@@ -158,7 +226,7 @@ int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_para
     if (!c->k_cache || !c->v_cache || !c->x || !c->xb || !c->xb2 || !c->q || !c->k || !c->v || !c->hb ||
         !c->hb2 || !c->rope_cos || !c->rope_sin || !c->att || !c->qbuf[0] || !c->qbuf[1] || !c->qbuf[2]) {
         ctx_release(c);
-        return errorf(err, WICK_ERR_NOMEM, "out of memory allocating a context of %d tokens (KV cache 2 x %llu MiB)",
+        return errorf(err, WICK_ERR_NOMEM, "out of memory allocating a context of %d tokens (KV cache %llu MiB)",
                     p->n_ctx > 0 ? p->n_ctx : 0, (unsigned long long)(kv_bytes >> 20));
     }
     c->pool = pool_new(n_threads);
@@ -328,14 +396,18 @@ int kv_cache_trim(struct wick_ctx *c, int32_t n, errmsg *err) {
     return 0;
 }
 
-/* Re-rotates one cached key row of layer l (its kv_dim values) by the angles of cs/sn. */
+/* Re-rotates one cached key row of layer l (its kv_dim values) by the angles of cs/sn: read as
+ * floats, rotated, stored again in the cache's type (a block type requantized, as llama.cpp's
+ * K-shift dequantizes, rotates and quantizes its cache rows again). */
 static void rotate_cached_key(struct wick_ctx *c, int l, const void *src, void *dst, const float *cs, const float *sn) {
     const model_config *mc = model_layer_config(c->model, l);
-    int kvd = kv_dim(mc);
+    size_t kvd = (size_t)kv_dim(mc);
     float *tmp = c->k; /* scratch of at least kv_dim floats */
-    for (int i = 0; i < kvd; i++) tmp[i] = kv_load(c, src, (size_t)i);
+    kv_values_load(c->kv_type, src, tmp, kvd);
+    if (c->k_rot) kv_hadamard(tmp, kvd, c->k_rot); /* rotated back (H·H = I), rotated by rope, forward again */
     rope_apply(tmp, mc->n_kv_heads, mc, cs, sn);
-    for (int i = 0; i < kvd; i++) kv_store(c, dst, (size_t)i, tmp[i]);
+    if (c->k_rot) kv_hadamard(tmp, kvd, c->k_rot);
+    kv_values_store(c->kv_type, tmp, dst, kvd);
 }
 
 int kv_cache_shift(struct wick_ctx *c, int32_t n_keep, int32_t n_discard, errmsg *err) {
@@ -357,9 +429,8 @@ int kv_cache_shift(struct wick_ctx *c, int32_t n_keep, int32_t n_discard, errmsg
     uint8_t *ring_k = NULL, *ring_v = NULL;
     int ring_lo = c->ring ? ring_first_after_shift(c, n_keep, n_discard) : 0;
     if (c->ring) { /* rows of the widest layer */
-        size_t widest = (size_t)kv_dim(mc) * c->kv_elem;
-        ring_k = malloc((size_t)c->ring * widest);
-        ring_v = malloc((size_t)c->ring * widest);
+        ring_k = malloc((size_t)c->ring * kv_type_bytes(c->kv_type, (size_t)kv_dim(mc)));
+        ring_v = malloc((size_t)c->ring * kv_type_bytes(c->kv_type_v, (size_t)kv_dim(mc)));
         if (!ring_k || !ring_v) {
             free(ring_k);
             free(ring_v);
@@ -369,30 +440,30 @@ int kv_cache_shift(struct wick_ctx *c, int32_t n_keep, int32_t n_discard, errmsg
     for (int l = 0; l < mc->n_layers; l++) {
         const layer_weights *w = &c->model->layers[l];
         const float *lcs = w->sliding ? cs_swa : cs, *lsn = w->sliding ? sn_swa : sn;
-        size_t row_bytes = (size_t)kv_dim(model_layer_config(c->model, l)) * c->kv_elem;
         /* a layer reading another's cache follows it (a recurrent one is never reached: such a cache is not shifted) */
         if (c->kv_slots[l] == 0) continue;
+        size_t k_row = kv_row_bytes(c, c->k_cache, l), v_row = kv_row_bytes(c, c->v_cache, l);
         if (c->kv_slots[l] == c->n_ctx) { /* every position: move the rest down in place */
             for (int j = 0; j < moved; j++) {
                 int from = n_keep + n_discard + j, to = n_keep + j;
                 void *ks = kv_at(c, c->k_cache, l, from), *kd = kv_at(c, c->k_cache, l, to);
                 if (w->rotate) rotate_cached_key(c, l, ks, kd, lcs, lsn);
-                else memmove(kd, ks, row_bytes);
-                memmove(kv_at(c, c->v_cache, l, to), kv_at(c, c->v_cache, l, from), row_bytes);
+                else memmove(kd, ks, k_row);
+                memmove(kv_at(c, c->v_cache, l, to), kv_at(c, c->v_cache, l, from), v_row);
             }
             continue;
         }
         /* a ring: the positions it can still supply, from a copy into their new slots */
         uint8_t *kr = (uint8_t *)kv_at(c, c->k_cache, l, 0), *vr = (uint8_t *)kv_at(c, c->v_cache, l, 0);
-        memcpy(ring_k, kr, (size_t)c->ring * row_bytes);
-        memcpy(ring_v, vr, (size_t)c->ring * row_bytes);
+        memcpy(ring_k, kr, (size_t)c->ring * k_row);
+        memcpy(ring_v, vr, (size_t)c->ring * v_row);
         for (int q = ring_lo; q < n_after; q++) {
             int from = shifted_from(q, n_keep, n_discard);
-            const uint8_t *ks = ring_k + (size_t)(from % c->ring) * row_bytes;
-            uint8_t *kd = kr + (size_t)(q % c->ring) * row_bytes;
+            const uint8_t *ks = ring_k + (size_t)(from % c->ring) * k_row;
+            uint8_t *kd = kr + (size_t)(q % c->ring) * k_row;
             if (w->rotate && from != q) rotate_cached_key(c, l, ks, kd, lcs, lsn);
-            else memcpy(kd, ks, row_bytes);
-            memcpy(vr + (size_t)(q % c->ring) * row_bytes, ring_v + (size_t)(from % c->ring) * row_bytes, row_bytes);
+            else memcpy(kd, ks, k_row);
+            memcpy(vr + (size_t)(q % c->ring) * v_row, ring_v + (size_t)(from % c->ring) * v_row, v_row);
         }
     }
     free(ring_k);

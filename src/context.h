@@ -1,6 +1,7 @@
 /* context.h — the inference context: the KV cache (per layer, a sliding layer's ring), the
  * recurrent state and its snapshots, the scratch of one batch and the thread pool; how the cache
- * is laid out (kv_at), and what can be done to it (trim, shift, snapshot). */
+ * is laid out (kv_at, kv_row_bytes: rows of F32, F16, Q8_0 or Q4_0 values), and what can be done to
+ * it (trim, shift, snapshot). */
 #ifndef WICK_CONTEXT_H
 #define WICK_CONTEXT_H
 
@@ -21,14 +22,19 @@
 
 struct wick_ctx {
     const struct wick_model *model;
-    int32_t n_ctx, n_batch, kv_type, n_past;
+    int32_t n_ctx, n_batch, n_past;
+    int32_t kv_type, kv_type_v;   /* WICK_KV_* of the cached keys (k_cache) and of the values (v_cache) */
     errmsg error;                 /* the last failure of a call on this context (wick_ctx_last_error) */
-    size_t kv_elem;               /* bytes per cached element (2 or 4) */
-    void *k_cache, *v_cache;      /* per layer l: [kv_slots[l]][kv_dim] from element kv_off[l] (the layer's kv_dim) */
+    void *k_cache, *v_cache;      /* per layer l: [kv_slots[l]] rows of the layer's kv_dim values from value
+                                   * kv_off[l], each row in its cache's type (kv_at, kv_row_bytes) */
     int32_t *kv_slots;            /* positions layer l holds: n_ctx, or a ring for a sliding layer; 0 where
                                    * it keeps none (recurrent, or reading another layer's: kv_layer) */
-    size_t *kv_off;               /* where layer l's cache starts, in elements */
-    size_t kv_cache_bytes;        /* of k_cache (v_cache is as large) */
+    size_t *kv_off;               /* where layer l's cache starts, in values (a multiple of 32: whole blocks) */
+    size_t kv_bytes_k, kv_bytes_v; /* of k_cache and of v_cache */
+    /* Walsh–Hadamard rotations before a block-type cache rounds (kv_hadamard): the size of the
+     * blocks of each query and key row (k_rot) and of each value row and attention output (v_rot)
+     * rotated, or 0 for none; as llama.cpp decides them (ctx_init) */
+    int32_t k_rot, v_rot;
     /* A sliding layer's ring holds position p in slot p mod ring: its last n_swa − 1 + n_batch
      * positions, enough for a batch to see its window; swa_lo is the oldest position every ring
      * still holds (positions before it were overwritten). ring is 0 when no layer has one. */
@@ -106,6 +112,37 @@ size_t ctx_state_bytes(const struct wick_ctx *c);
 /* width of one cached key or value row: every KV head's */
 static inline int kv_dim(const model_config *c) { return c->n_kv_heads * c->head_dim; }
 
+/* Bytes of n cached values of a KV type (n a multiple of 32 for the block types: Q8_0 and Q4_0
+ * blocks of quant.h, 34 and 18 bytes per 32 values). */
+static inline size_t kv_type_bytes(int32_t type, size_t n) {
+    /* bytes per 32 values: F32, F16, Q8_0 (a block), Q4_0 (a block); in 64 bits, where n · 128 may not fit */
+    static const uint8_t per_32[WICK_KV_TYPE_COUNT] = {128, 64, sizeof(block_q8_0), sizeof(block_q4_0)};
+    return (size_t)((uint64_t)n * per_32[type] >> 5);
+}
+
+/* whether a KV type stores blocks (Q8_0, Q4_0) rather than one float per value */
+static inline int kv_type_is_block(int32_t type) { return type == WICK_KV_Q8_0 || type == WICK_KV_Q4_0; }
+
+/* the quant table's type (quant.h) of a KV type */
+static inline uint32_t kv_quant_type(int32_t type) {
+    static const uint32_t of[WICK_KV_TYPE_COUNT] = {WICK_TYPE_F32, WICK_TYPE_F16, WICK_TYPE_Q8_0, WICK_TYPE_Q4_0};
+    return of[type];
+}
+
+/* the type of a cache: c->k_cache or c->v_cache */
+static inline int32_t kv_cache_type(const struct wick_ctx *c, const void *cache) {
+    return cache == c->v_cache ? c->kv_type_v : c->kv_type;
+}
+
+/* Bytes of one cached row (one position's keys or values, every KV head) of layer l in a cache
+ * (c->k_cache or c->v_cache): what a copy of the row as raw bytes takes, whatever the type. */
+static inline size_t kv_row_bytes(const struct wick_ctx *c, const void *cache, int l) {
+    return kv_type_bytes(kv_cache_type(c, cache), (size_t)kv_dim(model_layer_config(c->model, l)));
+}
+
+/* One value of a float cache (F32 or F16) whose keys and values share a type (encoders keep
+ * both in F32; the tests): base is a row from kv_at. A block type is read a row at a time
+ * (kv_row_load). */
 static inline float kv_load(const struct wick_ctx *c, const void *base, size_t i) {
     return c->kv_type == WICK_KV_F16 ? quant_f16_to_f32(((const uint16_t *)base)[i]) : ((const float *)base)[i];
 }
@@ -115,24 +152,33 @@ static inline void kv_store(const struct wick_ctx *c, void *base, size_t i, floa
     else ((float *)base)[i] = v;
 }
 
-/* Bytes of one cached key row (v false) or value row (v true) of layer l: what a saved state
- * copies per position (state.c); the one place that knows a row's size in bytes. */
-static inline size_t kv_row_bytes(const struct wick_ctx *c, int l, bool v) {
-    (void)v; /* K and V are of one type (c->kv_type) */
-    return (size_t)kv_dim(model_layer_config(c->model, l)) * c->kv_elem;
-}
-/* the element types of the cached keys and values (WICK_KV_*) */
-static inline int32_t kv_type_k(const struct wick_ctx *c) { return c->kv_type; }
-static inline int32_t kv_type_v(const struct wick_ctx *c) { return c->kv_type; }
-
 /* the slot of position pos in layer l's cache (a sliding layer's ring wraps around) */
 static inline int kv_slot(const struct wick_ctx *c, int l, int pos) {
     return pos < c->kv_slots[l] ? pos : pos % c->kv_slots[l];
 }
 
-/* layer l, position pos in a cache */
+/* layer l, position pos in a cache (c->k_cache or c->v_cache): the start of its row */
 static inline void *kv_at(const struct wick_ctx *c, void *cache, int l, int pos) {
-    return (uint8_t *)cache + (c->kv_off[l] + (size_t)kv_slot(c, l, pos) * (size_t)kv_dim(model_layer_config(c->model, l))) * c->kv_elem;
+    size_t value = c->kv_off[l] + (size_t)kv_slot(c, l, pos) * (size_t)kv_dim(model_layer_config(c->model, l));
+    return (uint8_t *)cache + kv_type_bytes(kv_cache_type(c, cache), value);
 }
+
+/* Rotates each run of n (a power of two) of the n_values floats at x by the orthonormal
+ * Walsh–Hadamard matrix H_n (Sylvester's order, entries ±1/sqrt(n)), which is its own inverse.
+ * Rotated keys and queries have the same dot products, but a rotated row spreads an outlier
+ * over its block, so its Q8_0 / Q4_0 blocks round it with smaller steps: llama.cpp
+ * (llama-kv-cache.cpp, attn_rot_k / attn_rot_v; llama-graph.cpp, build_attn) rotates queries
+ * and keys, and values and the attention output, so for a quantized cache. */
+void kv_hadamard(float *x, size_t n_values, int n);
+
+/* n values (a multiple of 32 for the block types) of a KV type at src → floats */
+void kv_values_load(int32_t type, const void *src, float *dst, size_t n);
+/* n floats → values of a KV type at dst: the block types rounded as llama.cpp's quantize_row_q8_0 /
+ * quantize_row_q4_0 (ggml-quants.c) round a cache row */
+void kv_values_store(int32_t type, const float *src, void *dst, size_t n);
+/* layer l's row of position pos in a cache (c->k_cache or c->v_cache), kv_dim values, written from
+ * src (quantized for the block types); read back with kv_values_load(kv_cache_type(c, cache),
+ * kv_at(c, cache, l, pos), …) */
+void kv_row_store(const struct wick_ctx *c, void *cache, int l, int pos, const float *src);
 
 #endif

@@ -137,15 +137,18 @@ static void attention_block(struct wick_ctx *c, const layer_weights *w, int l, a
     }
     if (own_kv && mc->v_norm) rmsnorm_plain_rows(c->v, n_tok * mc->n_kv_heads, mc->head_dim, mc->rms_eps);
     qk_prepare(c, w, l, n_tok, pos0, own_kv);
+    /* a quantized cache's rows rotated before they are rounded (kv_hadamard), the output back after */
+    if (c->k_rot) {
+        kv_hadamard(c->q, (size_t)n_tok * qd, c->k_rot);
+        if (own_kv) kv_hadamard(c->k, (size_t)n_tok * kvd, c->k_rot);
+    }
+    if (c->v_rot && own_kv) kv_hadamard(c->v, (size_t)n_tok * kvd, c->v_rot);
     for (int t = 0; own_kv && t < n_tok; t++) {
-        const float *k = c->k + (size_t)t * kvd, *v = c->v + (size_t)t * kvd;
-        void *kc = kv_at(c, c->k_cache, l, pos0 + t), *vc = kv_at(c, c->v_cache, l, pos0 + t);
-        for (int i = 0; i < kvd; i++) {
-            kv_store(c, kc, (size_t)i, k[i]);
-            kv_store(c, vc, (size_t)i, v[i]);
-        }
+        kv_row_store(c, c->k_cache, l, pos0 + t, c->k + (size_t)t * kvd);
+        kv_row_store(c, c->v_cache, l, pos0 + t, c->v + (size_t)t * kvd);
     }
     attention(c, w->kv_layer, pos0, n_tok, c->model->config.causal);
+    if (c->v_rot) kv_hadamard(c->xb2, (size_t)n_tok * qd, c->v_rot);
     if (mc->attn_out_gate)
         for (size_t i = 0; i < (size_t)n_tok * qd; i++) c->xb2[i] *= sigmoid(c->mix2[i]);
     act_init(in, c, c->xb2, n_tok, qd);

@@ -99,7 +99,7 @@ static uint64_t blob_bytes(const struct wick_ctx *c, const int *kinds, int32_t n
     for (int l = 0; l < c->model->config.n_layers; l++) {
         if (kinds[l] == LAYER_ROWS_NONE) continue;
         uint64_t rows = (uint64_t)(n_past - (kinds[l] == LAYER_ROWS_RING ? first : 0));
-        n += rows * (kv_row_bytes(c, l, false) + kv_row_bytes(c, l, true));
+        n += rows * (kv_row_bytes(c, c->k_cache, l) + kv_row_bytes(c, c->v_cache, l));
     }
     n += rs_floats * 4 + (uint64_t)n_snap * (4 + rs_floats * 4);
     return n + CHECK_BYTES;
@@ -137,7 +137,7 @@ int state_save(const struct wick_ctx *c, const int32_t *tokens, int32_t n_tokens
     put_u32(&p, HEADER_BYTES);
     put_u64(&p, state_model_hash(m));
     put_u64(&p, total);
-    uint32_t fields[] = {(uint32_t)n_layers, (uint32_t)c->n_ctx, (uint32_t)n_past, (uint32_t)kv_type_k(c), (uint32_t)kv_type_v(c),
+    uint32_t fields[] = {(uint32_t)n_layers, (uint32_t)c->n_ctx, (uint32_t)n_past, (uint32_t)c->kv_type, (uint32_t)c->kv_type_v,
                          ctx_flags(c), (uint32_t)first, (uint32_t)c->rs_floats, (uint32_t)snapshots_to_save(c),
                          (uint32_t)m->config.n_vocab};
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) put_u32(&p, fields[i]);
@@ -146,8 +146,8 @@ int state_save(const struct wick_ctx *c, const int32_t *tokens, int32_t n_tokens
     for (int l = 0; l < n_layers; l++) {
         int kind = rows_kind(c, l); /* a layer keeping no rows: row sizes 0 */
         put_u32(&p, (uint32_t)kind);
-        put_u32(&p, kind == LAYER_ROWS_NONE ? 0 : (uint32_t)kv_row_bytes(c, l, false));
-        put_u32(&p, kind == LAYER_ROWS_NONE ? 0 : (uint32_t)kv_row_bytes(c, l, true));
+        put_u32(&p, kind == LAYER_ROWS_NONE ? 0 : (uint32_t)kv_row_bytes(c, c->k_cache, l));
+        put_u32(&p, kind == LAYER_ROWS_NONE ? 0 : (uint32_t)kv_row_bytes(c, c->v_cache, l));
     }
     put_bytes(&p, tokens, (size_t)n_past * 4);
     for (int l = 0; l < n_layers; l++) {
@@ -155,7 +155,7 @@ int state_save(const struct wick_ctx *c, const int32_t *tokens, int32_t n_tokens
         if (kind == LAYER_ROWS_NONE) continue;
         int32_t from = kind == LAYER_ROWS_RING ? first : 0;
         for (int which = 0; which < 2; which++) {
-            size_t row = kv_row_bytes(c, l, which);
+            size_t row = kv_row_bytes(c, which ? c->v_cache : c->k_cache, l);
             void *cache = which ? c->v_cache : c->k_cache;
             if (kind == LAYER_ROWS_ALL) { /* positions 0 … n_past − 1 lie in order */
                 if (n_past) put_bytes(&p, kv_at(c, cache, l, 0), (size_t)n_past * row);
@@ -176,7 +176,10 @@ int state_save(const struct wick_ctx *c, const int32_t *tokens, int32_t n_tokens
     return 0;
 }
 
-static const char *kv_type_name(uint32_t t) { return t == WICK_KV_F32 ? "f32" : t == WICK_KV_F16 ? "f16" : "unknown"; }
+static const char *kv_type_name(uint32_t t) {
+    static const char *names[WICK_KV_TYPE_COUNT] = {"f32", "f16", "q8_0", "q4_0"};
+    return t < WICK_KV_TYPE_COUNT ? names[t] : "unknown";
+}
 
 int state_load(struct wick_ctx *c, const void *blob, size_t len, int32_t *tokens, int32_t max_tokens, int32_t *n_tokens, errmsg *err) {
     const struct wick_model *m = c->model;
@@ -208,9 +211,9 @@ int state_load(struct wick_ctx *c, const void *blob, size_t len, int32_t *tokens
     if (n_layers != (uint32_t)mc->n_layers || n_vocab != (uint32_t)mc->n_vocab)
         return errorf(err, WICK_ERR_INVALID_ARG, "saved state: %u layers and %u tokens of vocabulary, this model has %d and %d", n_layers, n_vocab,
                       mc->n_layers, mc->n_vocab);
-    if (type_k != (uint32_t)kv_type_k(c) || type_v != (uint32_t)kv_type_v(c))
+    if (type_k != (uint32_t)c->kv_type || type_v != (uint32_t)c->kv_type_v)
         return errorf(err, WICK_ERR_INVALID_ARG, "saved state: its KV cache is %s/%s (K/V), this context's is %s/%s: make the context with the same kvType",
-                      kv_type_name(type_k), kv_type_name(type_v), kv_type_name((uint32_t)kv_type_k(c)), kv_type_name((uint32_t)kv_type_v(c)));
+                      kv_type_name(type_k), kv_type_name(type_v), kv_type_name((uint32_t)c->kv_type), kv_type_name((uint32_t)c->kv_type_v));
     if (flags & ~(uint32_t)FLAG_LONG_ROPE) return errorf(err, WICK_ERR_FORMAT, "saved state: unknown flags 0x%x", flags);
     if (flags != ctx_flags(c))
         return errorf(err, WICK_ERR_INVALID_ARG, "saved state: its keys were rotated with phi3's %s rope factors (a context of %u tokens), this "
@@ -242,9 +245,9 @@ int state_load(struct wick_ctx *c, const void *blob, size_t len, int32_t *tokens
                           here == LAYER_ROWS_NONE ? "keeps none" : "keeps them");
         if (kind == LAYER_ROWS_RING && !m->layers[l].sliding)
             return errorf(err, WICK_ERR_FORMAT, "saved state: layer %d is not a sliding-window layer but its rows are a ring's", l);
-        if (kind == LAYER_ROWS_NONE ? kb || vb : kb != kv_row_bytes(c, l, false) || vb != kv_row_bytes(c, l, true))
+        if (kind == LAYER_ROWS_NONE ? kb || vb : kb != kv_row_bytes(c, c->k_cache, l) || vb != kv_row_bytes(c, c->v_cache, l))
             return errorf(err, WICK_ERR_INVALID_ARG, "saved state: layer %d's K and V rows are %u and %u bytes, this context's are %zu and %zu", l, kb,
-                          vb, kv_row_bytes(c, l, false), kv_row_bytes(c, l, true));
+                          vb, kv_row_bytes(c, c->k_cache, l), kv_row_bytes(c, c->v_cache, l));
         kinds[l] = (int)kind;
         any_ring |= kind == LAYER_ROWS_RING;
     }
@@ -272,7 +275,7 @@ int state_load(struct wick_ctx *c, const void *blob, size_t len, int32_t *tokens
     const uint8_t *rows = tok + (size_t)n_past * 4, *rs = rows;
     for (int l = 0; l < mc->n_layers; l++)
         if (kinds[l] != LAYER_ROWS_NONE)
-            rs += (size_t)(n_past - (kinds[l] == LAYER_ROWS_RING ? first : 0)) * (kv_row_bytes(c, l, false) + kv_row_bytes(c, l, true));
+            rs += (size_t)(n_past - (kinds[l] == LAYER_ROWS_RING ? first : 0)) * (kv_row_bytes(c, c->k_cache, l) + kv_row_bytes(c, c->v_cache, l));
     int32_t snap_pos[STATE_SNAPSHOTS];
     const uint8_t *snaps = rs + (size_t)rs_floats * 4;
     for (uint32_t i = 0; i < n_snap; i++) {
@@ -291,7 +294,7 @@ int state_load(struct wick_ctx *c, const void *blob, size_t len, int32_t *tokens
         /* into a ring of this context: only the positions it holds, each in its slot */
         int32_t skip = c->kv_slots[l] != c->n_ctx && lo > from ? lo - from : 0;
         for (int which = 0; which < 2; which++) {
-            size_t row = kv_row_bytes(c, l, which);
+            size_t row = kv_row_bytes(c, which ? c->v_cache : c->k_cache, l);
             void *cache = which ? c->v_cache : c->k_cache;
             if (c->kv_slots[l] == c->n_ctx) {
                 memcpy(kv_at(c, cache, l, 0), rows, (size_t)n_rows * row);

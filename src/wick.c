@@ -681,7 +681,7 @@ wick_status wick_kv_shift(wick_ctx *c, int32_t n_keep, int32_t n_discard) {
 
 size_t wick_kv_bytes(const wick_ctx *c) {
     if (!c) return 0;
-    return 2 * c->kv_cache_bytes;
+    return c->kv_bytes_k + c->kv_bytes_v;
 }
 
 size_t wick_state_bytes(const wick_ctx *c) { return c ? ctx_state_bytes(c) : 0; }

@@ -100,13 +100,21 @@ wick_status wick_detokenize(const wick_model *m, const int32_t *tokens, int32_t 
 
 /* ---- contexts ---- */
 
-enum { WICK_KV_F32 = 0, WICK_KV_F16 = 1 };
+/* Types of the KV cache. The block types keep each cached row (one position's keys or values, every
+ * KV head) as blocks of 32 values in the weight formats of the same names (quant.h): Q8_0 34 bytes
+ * per 32 values, Q4_0 18, against F16's 64; they need head dimensions that are multiples of 32. */
+enum { WICK_KV_F32 = 0, WICK_KV_F16 = 1, WICK_KV_Q8_0 = 2, WICK_KV_Q4_0 = 3 };
+#define WICK_KV_TYPE_COUNT 4
 
 typedef struct {
     int32_t n_ctx;      /* context window in tokens (0: the training context clamped to 2048…4096) */
     int32_t n_batch;    /* largest batch evaluated in one pass (0: 256); longer batches are split */
     int32_t n_threads;  /* 0: 1 */
-    int32_t kv_type;    /* WICK_KV_F16 (default) or WICK_KV_F32 */
+    int32_t kv_type;    /* WICK_KV_F16 (default), WICK_KV_F32, WICK_KV_Q8_0 or WICK_KV_Q4_0: keys and values */
+    /* the keys' and the values' own types, as llama.cpp's -ctk / -ctv: 0 (what a zeroed struct
+     * holds) takes kv_type. WICK_KV_F32 is 0 too, so F32 keys under another value type are asked
+     * for as kv_type WICK_KV_F32 with kv_type_v set (and the other way round). */
+    int32_t kv_type_k, kv_type_v;
 } wick_ctx_params;
 
 void wick_ctx_default_params(wick_ctx_params *p);

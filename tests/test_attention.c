@@ -33,6 +33,7 @@ static float uniform(void) {
 
 typedef struct {
     int head_dim, group, n_kv_heads, n_tok, pos0, threads, kv_type, n_swa;
+    int kv_type_v; /* the values' own type; 0: kv_type's (as wick_ctx_params) */
     bool causal;
     float softcap, q_scale; /* q_scale: the queries' magnitude */
     /* each head's first query element 2^16 (fold_query refuses such queries: the F16 cache takes the
@@ -49,16 +50,18 @@ static double run_case(const attn_case *k, errmsg *err) {
     mc->head_dim = k->head_dim, mc->q_dim = mc->n_heads * k->head_dim, mc->dim = mc->q_dim, mc->hidden_dim = mc->q_dim;
     mc->n_vocab = 1, mc->n_ctx_train = 64, mc->rope_dim = k->head_dim;
     mc->attn_scale = 1.0f / sqrtf((float)k->head_dim), mc->attn_softcap = k->softcap, mc->n_swa = k->n_swa;
-    wick_ctx_params p = {.n_ctx = 64, .n_batch = 16, .n_threads = k->threads, .kv_type = k->kv_type};
+    wick_ctx_params p = {.n_ctx = 64, .n_batch = 16, .n_threads = k->threads, .kv_type = k->kv_type, .kv_type_v = k->kv_type_v};
     struct wick_ctx c;
     if (ctx_init(&c, &m, &p, err)) return -1;
     int kvd = kv_dim(mc), last = k->pos0 + k->n_tok - 1;
+    float krow[2 * MAX_HEAD_DIM], vrow[2 * MAX_HEAD_DIM]; /* at most 2 KV heads */
     for (int j = 0; j <= last; j++) {
-        void *kc = kv_at(&c, c.k_cache, 0, j), *vc = kv_at(&c, c.v_cache, 0, j);
         for (int i = 0; i < kvd; i++) {
-            kv_store(&c, kc, (size_t)i, k->huge_query && i % k->head_dim == 0 ? 0.0f : 2.0f * uniform());
-            kv_store(&c, vc, (size_t)i, uniform());
+            krow[i] = k->huge_query && i % k->head_dim == 0 ? 0.0f : 2.0f * uniform();
+            vrow[i] = uniform();
         }
+        kv_row_store(&c, c.k_cache, 0, j, krow);
+        kv_row_store(&c, c.v_cache, 0, j, vrow);
     }
     for (size_t i = 0; i < (size_t)k->n_tok * mc->q_dim; i++)
         c.q[i] = k->huge_query && i % (size_t)k->head_dim == 0 ? 0x1p16f : k->q_scale * uniform();
@@ -87,18 +90,27 @@ static double run_case(const attn_case *k, errmsg *err) {
     return worst;
 }
 
+/* "f16", "q8_0" …; a case of two types "q8_0-f16" (keys, values) */
+static const char *kv_names(const attn_case *k) {
+    static const char *const names[] = {"f32", "f16", "q8_0", "q4_0"};
+    static char both[16];
+    if (!k->kv_type_v || k->kv_type_v == k->kv_type) return names[k->kv_type];
+    snprintf(both, sizeof both, "%s-%s", names[k->kv_type], names[k->kv_type_v]);
+    return both;
+}
+
 static void case_check(const attn_case *k) {
     errmsg err = {0};
     char what[900];
     double e = run_case(k, &err);
     snprintf(what, sizeof what,
              "head %d, %d per KV head x %d, %d token(s) from %d, %s, %s, %d thread(s)%s%s%s: fast = ref (rel. error %.2e, bound %.0e)%s%s",
-             k->head_dim, k->group, k->n_kv_heads, k->n_tok, k->pos0, k->kv_type == WICK_KV_F16 ? "f16" : "f32",
+             k->head_dim, k->group, k->n_kv_heads, k->n_tok, k->pos0, kv_names(k),
              k->causal ? "causal" : "non-causal", k->threads, k->n_swa ? ", sliding window" : "",
              k->softcap > 0 ? ", soft cap" : "", k->huge_query ? ", unfolded" : "", e, TOL, err.text[0] ? ": " : "", err.text);
     check(e >= 0 && e <= TOL,
           check_id("attention.d%d.g%d.kv%d.%s.%s.t%d@%d%s%s%s", k->head_dim, k->group, k->n_kv_heads,
-                   k->kv_type == WICK_KV_F16 ? "f16" : "f32", k->causal ? "causal" : "noncausal", k->n_tok, k->pos0,
+                   kv_names(k), k->causal ? "causal" : "noncausal", k->n_tok, k->pos0,
                    k->n_swa ? ".swa" : "", k->softcap > 0 ? ".softcap" : "", k->huge_query ? ".unfolded" : ""),
           "%s", what);
 }
@@ -164,6 +176,30 @@ int main(void) {
             k.n_swa = 0, k.softcap = 5.0f, k.q_scale = 8;
             case_check(&k);
         }
+    /* the block types (keys rounded to Q8_0 / Q4_0, scored in integers against a Q8_0 query; values
+     * converted a row at a time), alone and beside a float type, at the head sizes that are whole
+     * blocks, decode and prefill, a sliding window's ring and a soft cap */
+    static const int block_dims[] = {32, 64, 128, 256};
+    static const int kv_pairs[][2] = {{WICK_KV_Q8_0, 0}, {WICK_KV_Q4_0, 0}, {WICK_KV_Q8_0, WICK_KV_F16},
+                                      {WICK_KV_F16, WICK_KV_Q4_0}, {WICK_KV_F32, WICK_KV_Q8_0}, {WICK_KV_Q4_0, WICK_KV_F16}};
+    n = 0;
+    for (size_t d = 0; d < sizeof block_dims / sizeof block_dims[0]; d++)
+        for (size_t kv = 0; kv < sizeof kv_pairs / sizeof kv_pairs[0]; kv++)
+            for (int group = 1; group <= 8; group *= 2, n++) {
+                attn_case k = {.head_dim = block_dims[d], .group = group, .n_kv_heads = 1 + n % 2, .n_tok = n_toks[n % 4],
+                               .pos0 = pos0s[n % 4], .threads = 1 + n / 4 % max_threads, .kv_type = kv_pairs[kv][0],
+                               .kv_type_v = kv_pairs[kv][1], .causal = n % 3 != 0, .q_scale = 1};
+                case_check(&k);
+            }
+    for (int kv = WICK_KV_Q8_0; kv <= WICK_KV_Q4_0; kv++) {
+        attn_case k = {.head_dim = 64, .group = 2, .n_kv_heads = 2, .n_tok = 13, .pos0 = 20, .threads = max_threads,
+                       .kv_type = kv, .n_swa = 8, .causal = true, .q_scale = 1};
+        case_check(&k);
+        k.n_tok = 1, k.pos0 = 40; /* decode, the ring wrapped */
+        case_check(&k);
+        k.n_swa = 0, k.softcap = 5.0f, k.q_scale = 8;
+        case_check(&k);
+    }
     /* F16, queries that cannot be folded: one head per KV head and 16 tokens try the prefill runs,
      * one token the decode run, 4 heads of a group the shared conversion */
     for (int causal = 1; causal >= 0; causal--)

@@ -22,10 +22,12 @@
 #include "quant.h"
 #include "wick.h"
 
+/* layer 0's cached key i of position pos (a ring wraps), whatever the cache's type */
 static float cached_key(const wick_ctx *c, int pos, int i) {
-    int kvd = kv_dim(model_layer_config(c->model, 0)), slots = c->kv_slots[0];
-    size_t idx = (size_t)(pos % slots) * (size_t)kvd + (size_t)i; /* layer 0 comes first; a ring wraps */
-    return c->kv_type == WICK_KV_F16 ? quant_f16_to_f32(((const uint16_t *)c->k_cache)[idx]) : ((const float *)c->k_cache)[idx];
+    float row[1024];
+    if (kv_dim(model_layer_config(c->model, 0)) > 1024) return NAN;
+    kv_values_load(kv_cache_type(c, c->k_cache), kv_at(c, c->k_cache, 0, pos), row, (size_t)kv_dim(model_layer_config(c->model, 0)));
+    return row[i];
 }
 
 /* largest |a − b| over layer-0 keys of positions [from, n), relative to the largest |b| */
@@ -220,6 +222,93 @@ static void sliding_window_cases(wick_model *m) {
     free(toks);
     free(rows_ring);
     free(after);
+}
+
+static wick_ctx *new_ctx_kv(wick_model *m, int n_ctx, int n_batch, int kv_type) {
+    wick_ctx_params p;
+    wick_ctx_default_params(&p);
+    p.n_ctx = n_ctx;
+    p.n_batch = n_batch;
+    p.kv_type = kv_type;
+    wick_ctx *c = NULL;
+    if (wick_ctx_new(m, &p, &c) != WICK_OK) check_note("context: %s", wick_last_error());
+    return c;
+}
+
+/* The block-type caches (Q8_0, Q4_0) on gemma3's sliding rings (window 32): their size; a ring
+ * that wraps gives the logits of a cache that holds everything, bit for bit (a row is rounded the
+ * same in any batch); a shift past the window leaves the window's layer-0 keys within the type's
+ * rounding of fresh ones (dequantized, re-rotated, quantized again) and far from keys left
+ * unrotated; a cut back and the same tokens again give the logits of never having cut. */
+static void block_cache_cases(wick_model *m) {
+    enum { W = 32, N = 300, CTX = 512, KEEP = 1, DROP = 150 };
+    char what[240];
+    m->config.n_swa = W;
+    int n_vocab = m->config.n_vocab, kvd = m->config.n_kv_heads * m->config.head_dim;
+    int32_t toks[N], kept[N];
+    for (int i = 0; i < N; i++) toks[i] = token_at(i);
+    int n = 0;
+    for (int i = 0; i < N; i++)
+        if (i < KEEP || i >= KEEP + DROP) kept[n++] = toks[i];
+    float *rows = malloc((size_t)N * n_vocab * sizeof(float)), *last = malloc((size_t)n_vocab * sizeof(float));
+    static const struct { int type; const char *name; size_t block; double shift_tol, unrotated_min; } types[] = {
+        {WICK_KV_Q8_0, "q8_0", 34, 2e-2, 1.0}, {WICK_KV_Q4_0, "q4_0", 18, 0.2, 1.0}};
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+        const char *tn = types[t].name;
+        wick_ctx *ring = new_ctx_kv(m, CTX, 32, types[t].type), *whole = new_ctx_kv(m, CTX, CTX, types[t].type);
+        wick_ctx *fresh = new_ctx_kv(m, CTX, 32, types[t].type), *plain = new_ctx_kv(m, CTX, 32, types[t].type);
+        if (!ring || !whole || !fresh || !plain) {
+            check(0, check_id("context.gemma3.%s.contexts", tn), "%s contexts", tn);
+            wick_ctx_free(ring), wick_ctx_free(whole), wick_ctx_free(fresh), wick_ctx_free(plain);
+            continue;
+        }
+        size_t row = 2 * (size_t)kvd / 32 * types[t].block; /* K and V */
+        check(wick_kv_bytes(ring) == (5 * (size_t)(W - 1 + 32) + CTX) * row, check_id("context.gemma3.%s.kv-bytes", tn),
+              "%s: KV cache of %zu bytes = (5 rings of %d + %d) positions x %zu bytes (blocks of 32 values)", tn, wick_kv_bytes(ring),
+              W - 1 + 32, CTX, row);
+        int ok = wick_eval(ring, toks, N, 1) == WICK_OK;
+        if (ok) memcpy(rows, wick_get_logits(ring, 0), (size_t)N * n_vocab * sizeof(float));
+        ok = ok && wick_eval(whole, toks, N, 1) == WICK_OK;
+        int differ = -1;
+        for (int i = 0; ok && i < N && differ < 0; i++)
+            if (memcmp(rows + (size_t)i * n_vocab, wick_get_logits(whole, i), (size_t)n_vocab * sizeof(float))) differ = i;
+        check(ok && differ < 0, check_id("context.gemma3.%s.ring-logits", tn),
+              "%s: %d tokens through rings of 63 give the whole cache's logits bit for bit (first difference: %d)", tn, N, differ);
+        /* cut back 20 (within the rings' reach) and evaluate the same 20 again: the same last logits */
+        ok = ok && wick_kv_trim(ring, N - 20) == WICK_OK && wick_eval(ring, toks + N - 20, 20, 0) == WICK_OK;
+        check(ok && !memcmp(wick_get_logits(ring, -1), rows + (size_t)(N - 1) * n_vocab, (size_t)n_vocab * sizeof(float)),
+              check_id("context.gemma3.%s.trim", tn), "%s: cut back by 20 and the same tokens again: the same logits bit for bit", tn);
+        /* shift past the window: keys re-rotated against fresh ones, and against keys left where they were */
+        ok = ok && wick_eval(plain, toks, N, 0) == WICK_OK && wick_kv_shift(ring, KEEP, DROP) == WICK_OK && wick_eval(fresh, kept, n, 0) == WICK_OK;
+        double d = ok ? key_difference(ring, fresh, n - (W - 1), n) : 1;
+        double unrotated = 0; /* the unshifted context's keys of the same tokens, at their old positions */
+        for (int p = n - (W - 1); ok && p < n; p++)
+            for (int i = 0; i < kvd; i++) {
+                double x = cached_key(plain, p + DROP, i), y = cached_key(fresh, p, i);
+                if (fabs(x - y) > unrotated) unrotated = fabs(x - y);
+            }
+        double scale = 0;
+        for (int p = n - (W - 1); ok && p < n; p++)
+            for (int i = 0; i < kvd; i++) scale = fmax(scale, fabs(cached_key(fresh, p, i)));
+        unrotated /= scale > 0 ? scale : 1;
+        snprintf(what, sizeof what, "%s: after a shift of %d the window's layer-0 keys are within %.2e of fresh ones (bound %.0e; left unrotated: %.2e, "
+                 "at least %.1f)", tn, DROP, d, types[t].shift_tol, unrotated, types[t].unrotated_min);
+        check(ok && d <= types[t].shift_tol && unrotated >= types[t].unrotated_min, check_id("context.gemma3.%s.shift-keys", tn), "%s", what);
+        int32_t next = 42;
+        ok = ok && wick_eval(ring, &next, 1, 0) == WICK_OK;
+        if (ok) memcpy(last, wick_get_logits(ring, -1), (size_t)n_vocab * sizeof(float));
+        int finite = ok;
+        for (int i = 0; finite && i < n_vocab; i++) finite = isfinite(last[i]);
+        check(finite, check_id("context.gemma3.%s.after-shift", tn), "%s: the shifted context evaluates on to finite logits", tn);
+        wick_ctx_free(ring), wick_ctx_free(whole), wick_ctx_free(fresh), wick_ctx_free(plain);
+    }
+    free(rows);
+    free(last);
+}
+
+static void gemma3_cases(wick_model *m) {
+    block_cache_cases(m);
+    sliding_window_cases(m);
 }
 
 /* gemma4 and gemma3n: the KV-shared layers keep no cache and read their source layer's, which a
@@ -444,7 +533,7 @@ int main(int argc, char **argv) {
     status_cases(m);
     wick_model_free(m);
     free(buf);
-    if (argc > 2) family_cases(argv[2], "gemma3", sliding_window_cases);
+    if (argc > 2) family_cases(argv[2], "gemma3", gemma3_cases);
     if (argc > 3) family_cases(argv[3], "gemma4", shared_kv_cases);
     if (argc > 4) family_cases(argv[4], "gemma3n", shared_kv_cases);
     return check_summary();

@@ -9,6 +9,7 @@
 //                        [--prompt-tokens 87] [--gen 32] [--repeat 3] [--ctx 2048]
 //                        [--stat best|median] [--idle-wait 30] [--no-native] [--no-grammar] [--no-gpu] [--record]
 //                        [--no-embed] [--embed-only] [--embed-texts 16]
+//                        [--no-kv] [--kv-only] [--kv-models …] [--kv-prompt-tokens 512] [--kv-threads 1]
 //
 // Each run is `wasm_glue/cli.mjs generate -m MODEL -p PROMPT -n GEN --temp 0 --ignore-eos
 // --threads T --ctx C` (and build/native/wick with the same flags); the figures come from the
@@ -32,6 +33,11 @@
 // Q8_0 (EMBED_SHAPES below), --embed-texts texts (half as many of EmbeddingGemma's) in passes of 8, with `wick embed` (wasm, wasm relaxed SIMD, native) against native llama.cpp's
 // embedding mode on the same file, timed in C (bench/bench_embed_llama.c against node-llama-cpp's
 // prebuilt libllama: no JS threads, see issue 33). --embed-only runs this section alone.
+//
+// Then (unless --no-kv) the KV cache types (issue 30): for --kv-models (134m and 1b Q4_K_M) at
+// --ctx, the bytes of the cache in F16, Q8_0 and Q4_0 (`wick info --ctx N --kv T`: wick_kv_bytes,
+// the fit check's count) and decode tokens/s after a --kv-prompt-tokens prompt with each type
+// (wasm and native, --kv-threads). --kv-only runs this section alone.
 //
 // The helpers it shares with tools/bench-gpu.mjs and tools/bench-peers.mjs are in bench-common.mjs.
 import fs from 'node:fs';
@@ -83,9 +89,9 @@ export function parseRun(stderr) {
   return run;
 }
 
-function runOnce(kind, model, prompt, opts, threads, sampling = ['--temp', '0']) {
+function runOnce(kind, model, prompt, opts, threads, sampling = ['--temp', '0'], extra = []) {
   const flags = ['generate', '-m', model, '-p', prompt, '-n', String(opts.gen), ...sampling,
-    '--ignore-eos', '--threads', String(threads), '--ctx', String(opts.ctx)];
+    '--ignore-eos', '--threads', String(threads), '--ctx', String(opts.ctx), ...extra];
   let cmd, args;
   let env = process.env;
   if (kind === 'wasm' || kind === 'wasm-relaxed') {
@@ -135,7 +141,49 @@ const DEFAULTS = {
   models: 'models/synth-134m-q4_0.gguf,models/synth-134m-q8_0.gguf,models/synth-134m-q4_k_m.gguf',
   threads: '1,2', promptTokens: 87, gen: 32, repeat: 3, ctx: 2048, stat: 'best', timeout: 600, idleWait: 30,
   noNative: false, noGrammar: false, noGpu: false, record: false, noEmbed: false, embedOnly: false, embedTexts: 16,
+  noKv: false, kvOnly: false, kvModels: 'models/synth-134m-q4_k_m.gguf,models/synth-1b-q4_k_m.gguf', kvPromptTokens: 512, kvThreads: '1',
 };
+
+// ---- KV cache types ----
+
+const KV_TYPES = ['f16', 'q8_0', 'q4_0'];
+
+/** KV bytes and decode tokens/s per cache type (issue 30), as a markdown section. */
+async function kvBench(opts, kinds) {
+  const rows = [];
+  let busyRuns = 0;
+  for (const file of list(opts.kvModels)) {
+    const model = ensureModel(file);
+    const info = modelInfo(model);
+    const { text } = buildPrompt(model, opts.kvPromptTokens, info.bos >= 0 ? info.bos : 1);
+    const bytes = {};
+    for (const t of KV_TYPES) {
+      const r = spawnSync(NATIVE_WICK, ['info', '-m', model, '--ctx', String(opts.ctx), '--kv', t], { encoding: 'utf8' });
+      if (r.status !== 0) throw new Error(`wick info --kv ${t}: ${r.stderr}`);
+      bytes[t] = JSON.parse(r.stdout).kv_bytes;
+    }
+    for (const threads of list(opts.kvThreads).map(Number))
+      for (const kind of kinds) {
+        const decode = {};
+        for (const t of KV_TYPES) {
+          const runs = [];
+          for (let i = 0; i < opts.repeat; i++) {
+            const busy = await waitForIdle(opts.idleWait);
+            if (busy !== null && busy >= 0.15) busyRuns++;
+            runs.push(runOnce(kind, model, text, opts, threads, ['--temp', '0'], ['--kv', t]));
+            process.stderr.write(`bench: kv ${t} ${modelLabel(model)} ${kind} t${threads} #${i + 1}: decode ${fmt(runs.at(-1).decode)} tok/s\n`);
+          }
+          decode[t] = summarize(runs.map((r) => r.decode), opts.stat);
+        }
+        rows.push([modelLabel(model), String(threads), { wasm: 'wasm (Node)', 'wasm-relaxed': 'wasm relaxed SIMD (Node)', native: 'native' }[kind],
+          ...KV_TYPES.map((t) => `${fmt(bytes[t] / MiB, 1)} (${fmt(100 * bytes[t] / bytes.f16, 0)}%)`), ...KV_TYPES.map((t) => fmt(decode[t]))]);
+      }
+  }
+  const table = markdownTable(['model', 'threads', 'build', ...KV_TYPES.map((t) => `KV MiB ${t}`), ...KV_TYPES.map((t) => `decode tok/s ${t}`)], rows);
+  return `KV cache types (\`--kv f16|q8_0|q4_0\`): the cache's bytes at a ${opts.ctx}-token context (wick_kv_bytes, as the fit check ` +
+    `counts them) and decode tokens/s after a ${opts.kvPromptTokens}-token prompt, ${opts.gen} greedy tokens, ${opts.stat} of ${opts.repeat}:\n\n${table}` +
+    (busyRuns ? `\n\n${busyRuns} run(s) started while other work kept the CPU busy: those figures are low.` : '');
+}
 
 // ---- embeddings ----
 
@@ -304,6 +352,12 @@ async function main(argv) {
   if (!['best', 'median'].includes(opts.stat)) throw new Error('--stat is best or median');
   if (!fs.existsSync(NATIVE_WICK)) throw new Error(`${NATIVE_WICK} is missing: run make`);
   const threadCounts = list(opts.threads).map(Number);
+  if (opts.kvOnly) {
+    const section = await kvBench(opts, opts.noNative ? ['wasm'] : ['wasm', 'native']);
+    process.stdout.write(`${section}\n`);
+    if (opts.record) appendBenchmarks('npm run bench', `npm run bench -- ${argv.filter((a) => a !== '--record').join(' ')}`.trim(), section);
+    return;
+  }
   if (opts.embedOnly) {
     const section = await embedBench(opts, threadCounts);
     process.stdout.write(`${section}\n`);
@@ -364,10 +418,11 @@ async function main(argv) {
     }
   }
   const embed = opts.noEmbed ? '' : `\n\n${await embedBench(opts, threadCounts)}`;
-  process.stdout.write(`${table}\n\n${notes}${grammar}${gpu}${embed}\n`);
+  const kv = opts.noKv ? '' : `\n\n${await kvBench(opts, opts.noNative ? ['wasm'] : ['wasm', 'native'])}`;
+  process.stdout.write(`${table}\n\n${notes}${grammar}${gpu}${embed}${kv}\n`);
   if (opts.record) {
     const command = `npm run bench -- ${argv.filter((a) => a !== '--record').join(' ')}`.trim();
-    appendBenchmarks('npm run bench', command, `${table}\n\n${notes}${grammar}${gpu}${embed}`);
+    appendBenchmarks('npm run bench', command, `${table}\n\n${notes}${grammar}${gpu}${embed}${kv}`);
   }
 }
 

@@ -139,7 +139,7 @@
      */
     function checkSize(size, sink) {
       const fileBytes = sink.before + size, inside = Math.ceil(fileBytes * (1 - (sink.tablesOutside === false ? 0 : ROW_TABLE_SHARE)));
-      const fits = WickGguf.checkFits({ fileBytes: inside, contextSize: sink.contextSize, kvType: sink.kvType, threads });
+      const fits = WickGguf.checkFits({ fileBytes: inside, contextSize: sink.contextSize, kvTypeK: sink.kvType?.k, kvTypeV: sink.kvType?.v, threads });
       if (!fits.fits) throw tooLarge(fileBytes, fits.needed + fileBytes - inside, fits.available);
     }
 
@@ -340,7 +340,7 @@
       const unsupported = WickGguf.unsupportedReason(header.metadata);
       if (unsupported) throw new WorkerError('E_UNSUPPORTED', unsupported);
       sink.meta = summarize(header);
-      const fits = WickGguf.checkFits({ fileBytes: sink.total || size, metadata: header.metadata, contextSize: sink.contextSize, kvType: sink.kvType, threads,
+      const fits = WickGguf.checkFits({ fileBytes: sink.total || size, metadata: header.metadata, contextSize: sink.contextSize, kvTypeK: sink.kvType?.k, kvTypeV: sink.kvType?.v, threads,
         tables: WickGguf.rowTables(header, size), tablesOutside: sink.tablesOutside });
       if (!fits.fits) throw new WorkerError('E_TOO_LARGE', WickGguf.tooLargeMessage(header.metadata, fits));
       sink.outside.value = fits.outsideBytes > 0;

@@ -282,19 +282,22 @@
     return Math.min(4096, Math.max(2048, hp?.contextTrain || 0));
   }
 
+  /** Bytes per cached value of each KV type (src/wick.h) */
+  const KV_VALUE_BYTES = { f32: 4, f16: 2, q8_0: 34 / 32, q4_0: 18 / 32 };
+
   /**
    * Bytes of the KV cache (keys and values of every layer and position), as wick_kv_bytes counts
    * them: a sliding-window layer holds window − 1 + nBatch positions when that is fewer, a
-   * recurrent layer (lfm2, qwen35) none.
+   * recurrent layer (lfm2, qwen35) none. kvType: the keys' type, kvTypeV the values'.
    */
-  function kvCacheBytes(hp, nCtx, kvType = 'f16', nBatch = 256) {
+  function kvCacheBytes(hp, nCtx, kvType = 'f16', nBatch = 256, kvTypeV = kvType) {
     if (!hp) return 0;
-    const elem = kvType === 'f32' ? 4 : 2;
+    const k = KV_VALUE_BYTES[kvType] ?? 2, v = KV_VALUE_BYTES[kvTypeV] ?? 2;
     const batch = Math.min(nBatch, nCtx), ring = hp.window > 0 ? hp.window - 1 + batch : nCtx;
-    if (hp.caches) return hp.caches.reduce((sum, c) => sum + (c.sliding ? Math.min(ring, nCtx) : nCtx) * c.values, 0) * elem;
+    if (hp.caches) return hp.caches.reduce((sum, c) => sum + (c.sliding ? Math.min(ring, nCtx) : nCtx) * c.values, 0) * (k + v) / 2;
     const attention = hp.layers - (hp.recurrentLayers || 0);
     const positions = (attention - (hp.slidingLayers || 0)) * nCtx + (hp.slidingLayers || 0) * Math.min(ring, nCtx);
-    return positions * hp.kvHeads * (hp.keyLength + hp.valueLength) * elem;
+    return positions * hp.kvHeads * (hp.keyLength * k + hp.valueLength * v);
   }
 
   /** A rough bound of the forward pass's scratch: activations of one batch, logits, attention rows. */
@@ -311,10 +314,10 @@
    * tablesOutside is true, or when it is not false and the model would not fit with them inside
    * (the loader's choice, download.js); outsideBytes counts them, needed does not.
    */
-  function checkFits({ fileBytes, metadata = null, contextSize = 0, kvType = 'f16', threads = 1, tables = [], tablesOutside }) {
+  function checkFits({ fileBytes, metadata = null, contextSize = 0, kvType = 'f16', kvTypeK, kvTypeV, threads = 1, tables = [], tablesOutside }) {
     const hp = metadata ? hyperparameters(metadata) : null;
     const nCtx = contextSize > 0 ? contextSize : defaultContext(hp);
-    const kvBytes = kvCacheBytes(hp, nCtx, kvType);
+    const kvBytes = kvCacheBytes(hp, nCtx, kvTypeK || kvType, 256, kvTypeV || kvType);
     const rest = kvBytes + (hp?.stateBytes || 0) + scratchBytes(hp, nCtx, 256, threads);
     const available = WASM_MEMORY_LIMIT - ENGINE_RESERVE;
     const tableBytes = tables.reduce((a, t) => a + t.bytes, 0);

@@ -31,12 +31,20 @@ export interface LoadProgress {
   resumed: number;
 }
 
+/** A KV cache type: 'q8_0' and 'q4_0' store each cached row as blocks of 32 values (the weight formats of the same names) */
+export type KvType = 'f16' | 'f32' | 'q8_0' | 'q4_0';
+
 export interface LoadOptions {
   /** compute threads (default: half the logical cores, 1…8); 1 in the single-threaded build */
   threads?: number;
   /** context window in tokens (default: the model's, clamped to 2048…4096) */
   contextSize?: number;
-  kvType?: 'f16' | 'f32';
+  /** the KV cache's keys and values (default 'f16'): 'q8_0' keeps 34 bytes per 32 values (53% of f16), 'q4_0' 18 (28%), on the CPU path only (a GPU load refuses them: device 'auto' stays on the CPU, 'gpu' fails) */
+  kvType?: KvType;
+  /** the keys' own type, as llama.cpp's -ctk (default kvType) */
+  kvTypeK?: KvType;
+  /** the values' own type, as llama.cpp's -ctv (default kvType) */
+  kvTypeV?: KvType;
   /** tables read one row per token (gemma4's per_layer_token_embd) kept outside wasm memory: true always, false never, unset when the file would not fit with them inside */
   tablesOutside?: boolean;
   onProgress?: (p: LoadProgress) => void;
@@ -369,7 +377,9 @@ export interface ModelInfo {
   kvBytes: number;
   /** Bytes of the recurrent state of a hybrid model (lfm2, qwen35), its two snapshots included; 0 otherwise. Fixed at load, whatever the number of tokens. */
   stateBytes: number;
-  kvType: 'f16' | 'f32';
+  kvType: KvType;
+  kvTypeK: KvType;
+  kvTypeV: KvType;
   build: Build;
   multiThreaded: boolean;
   relaxedSimd: boolean;
@@ -445,7 +455,7 @@ export declare const Wick: {
   load(source: ModelSource, options?: LoadOptions): Promise<Engine>;
   /** an engine with the same generate / chat.completions API on an OpenAI-compatible server */
   connect: typeof connect;
-  inspect(url: string | URL, options?: { contextSize?: number; kvType?: 'f16' | 'f32'; tablesOutside?: boolean }): Promise<InspectResult>;
+  inspect(url: string | URL, options?: { contextSize?: number; kvType?: KvType; kvTypeK?: KvType; kvTypeV?: KvType; tablesOutside?: boolean }): Promise<InspectResult>;
   cache: {
     readonly supported: boolean;
     /** the files kept whole; with {partial: true} also the downloads that stopped part way */

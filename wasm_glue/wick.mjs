@@ -26,6 +26,7 @@ const nodeModule = (name) => import(/* @vite-ignore */ /* webpackIgnore: true */
 const nodeOs = isNode ? await nodeModule('os') : null;
 const PUSH_CHUNK = 16 << 20;         // an ArrayBuffer source is sent to the worker in pieces this big
 const MAX_THREADS = 8;
+const KV_TYPES = ['f16', 'f32', 'q8_0', 'q4_0'];
 const START_TIMEOUT_MS = 60000;
 const SPLIT_NAME = /-(\d{5})-of-(\d{5})\.gguf$/;
 
@@ -325,7 +326,8 @@ class Engine {
       type: 'load',
       source: { kind: described.kind, items: described.items, sizes: described.sizes },
       contextSize: options.contextSize || 0,
-      kvType: options.kvType || 'f16',
+      kvType: this._kvTypeK,
+      kvTypeV: this._kvTypeV,
       tablesOutside: options.tablesOutside,
       device: options.device || 'cpu',
       gpuAllowSoftware: options.gpuAllowSoftware === true,
@@ -371,6 +373,8 @@ class Engine {
       kvBytes: r.kvBytes,
       stateBytes: r.stateBytes,
       kvType: this._kvType,
+      kvTypeK: this._kvTypeK,
+      kvTypeV: this._kvTypeV,
       build: r.build,
       multiThreaded: r.build.startsWith('mt'),
       relaxedSimd: r.build.endsWith('-relaxed'),
@@ -780,7 +784,7 @@ const cache = {
  * Range requests), and whether it fits: {url, bytes, metadata, fits: {fits, needed, available, kvBytes, reason}}
  * (reason: why a load would refuse it, naming the model, where it would).
  */
-async function inspect(url, { contextSize = 0, kvType = 'f16', tablesOutside } = {}) {
+async function inspect(url, { contextSize = 0, kvType = 'f16', kvTypeK, kvTypeV, tablesOutside } = {}) {
   const abs = absoluteUrl(String(url));
   const hit = await WickDownload.keptFile(abs);
   let bytes = hit ? Number(hit.headers.get('X-Wick-Bytes')) : null;
@@ -798,7 +802,7 @@ async function inspect(url, { contextSize = 0, kvType = 'f16', tablesOutside } =
       const header = WickGguf.parseHeader(head, { tensors: true });
       // the row tables a load keeps outside wasm memory when the file would not fit with them (or when asked)
       const tables = WickGguf.rowTables(header, bytes);
-      const fits = WickGguf.checkFits({ fileBytes: bytes, metadata: header.metadata, contextSize, kvType, tables, tablesOutside });
+      const fits = WickGguf.checkFits({ fileBytes: bytes, metadata: header.metadata, contextSize, kvType, kvTypeK, kvTypeV, tables, tablesOutside });
       // what the load would refuse it for, by name (a mixture of experts, an architecture not run yet, too large)
       const unsupported = WickGguf.unsupportedReason(header.metadata);
       if (unsupported || !fits.fits) fits.reason = unsupported || WickGguf.tooLargeMessage(header.metadata, fits);
@@ -816,7 +820,7 @@ async function inspect(url, { contextSize = 0, kvType = 'f16', tablesOutside } =
  * source: a URL (split models: the first part's URL, or an array of the parts' URLs), a
  *   File/Blob, or an ArrayBuffer/typed array; under Node also a file path.
  * options: threads (default: about the physical cores), contextSize (0: the model's, clamped to
- *   2048…4096), kvType ('f16' | 'f32'), onProgress({progress (0 → 1 over the whole load, never
+ *   2048…4096), kvType / kvTypeK / kvTypeV (wick.d.ts), onProgress({progress (0 → 1 over the whole load, never
  *   decreasing), phase: 'download'|'store'|'load', loaded, total (bytes within the phase), cached, resumed}),
  *   signal (AbortSignal), cache (false: neither read nor keep a download in the Cache API),
  *   multiThreaded (false: the single-threaded build even where threads are possible),
@@ -828,7 +832,8 @@ async function load(source, options = {}) {
   if (options === null || typeof options !== 'object') throw invalid('options must be an object');
   const threadsAsked = options.threads === undefined ? defaultThreads() : checkNumber('threads', options.threads, { min: 1, max: 64, integer: true });
   if (options.contextSize !== undefined && options.contextSize !== 0) checkNumber('contextSize', options.contextSize, { min: 1, max: 1 << 22, integer: true });
-  if (options.kvType !== undefined && options.kvType !== 'f16' && options.kvType !== 'f32') throw invalid(`kvType must be 'f16' or 'f32' (got ${JSON.stringify(options.kvType)})`);
+  for (const key of ['kvType', 'kvTypeK', 'kvTypeV'])
+    if (options[key] !== undefined && !KV_TYPES.includes(options[key])) throw invalid(`${key} must be one of ${KV_TYPES.join(', ')} (got ${JSON.stringify(options[key])})`);
   if (options.onProgress !== undefined && typeof options.onProgress !== 'function') throw invalid('onProgress must be a function');
   if (options.device !== undefined && !['auto', 'gpu', 'cpu'].includes(options.device)) throw invalid(`device must be 'auto', 'gpu' or 'cpu' (got ${JSON.stringify(options.device)})`);
   checkSignal(options.signal);
@@ -843,6 +848,8 @@ async function load(source, options = {}) {
   engine._downloadUrl = files.download;
   engine._gpuUrl = options.gpuModuleUrl ? await resourceUrl(options.gpuModuleUrl, false) : files.gpu;
   engine._kvType = options.kvType || 'f16';
+  engine._kvTypeK = options.kvTypeK || engine._kvType;
+  engine._kvTypeV = options.kvTypeV || engine._kvType;
   try {
     await engine._start({ threads: mt ? threadsAsked : 1, build: (mt ? 'mt' : 'st') + (relaxed ? '-relaxed' : '') });
     await engine._load(source, options);

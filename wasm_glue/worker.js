@@ -182,14 +182,14 @@
 
 
   async function load(msg) {
-    const { id, source, contextSize, kvType } = msg;
+    const { id, source, contextSize, kvType, kvTypeV } = msg;
     if (!M) throw new WorkerError('E_INTERNAL', 'the worker was not initialised');
     unloadModel();
     if (source.items.length > 1 && typeof M._wick_model_load_gguf_parts !== 'function')
       throw new WorkerError('E_UNSUPPORTED', `a model split into ${source.items.length} files needs wick_model_load_gguf_parts, which this build of the engine does not export`);
     const parts = [];
     try {
-      const { meta, progress } = await loader.readParts(id, source, contextSize, kvType, parts, msg.tablesOutside);
+      const { meta, progress } = await loader.readParts(id, source, contextSize, { k: kvType, v: kvTypeV }, parts, msg.tablesOutside);
       state.meta = meta || headerOf(parts[0]);
       const size = parts.reduce((a, p) => a + p.size, 0);
       post({ id, type: 'progress', phase: 'load', loaded: 0, total: size, progress: progress.load(0) });
@@ -219,7 +219,7 @@
         state.buffers = parts;
         state.size = size;
 
-        state.ctxOptions = { contextSize, kvType };
+        state.ctxOptions = { contextSize, kvType, kvTypeV };
         const gpu = msg.device && msg.device !== 'cpu' ? await openGpu(msg) : null;
         if (gpu?.forward) {
           state.gpu = gpu;
@@ -245,13 +245,18 @@
 
   /** The CPU context and generator (a load on the CPU path, or the fallback from the GPU). */
   function cpuContext() {
-    const { contextSize, kvType } = state.ctxOptions;
-    withScratch(16, (params) => withScratch(4, (out) => {
+    const { contextSize, kvType, kvTypeV } = state.ctxOptions;
+    withScratch(24, (params) => withScratch(4, (out) => {
       M._wick_ctx_default_params(params);
       const p32 = params >>> 2;
       if (contextSize) M.HEAP32[p32] = contextSize;
       M.HEAP32[p32 + 2] = buildInfo.threads;
-      M.HEAP32[p32 + 3] = kvType === 'f32' ? 0 : 1;
+      // wick_ctx_params' kv_type, kv_type_k, kv_type_v (src/wick.h: 0 there is "as kv_type")
+      const code = ['f32', 'f16', 'q8_0', 'q4_0'], k = code.indexOf(kvType || 'f16'), v = code.indexOf(kvTypeV || kvType || 'f16');
+      const both = k && v && k;
+      M.HEAP32[p32 + 3] = both;
+      M.HEAP32[p32 + 4] = k === both ? 0 : k;
+      M.HEAP32[p32 + 5] = v === both ? 0 : v;
       check(M._wick_ctx_new(state.model, params, out));
       state.ctx = u32At(out);
       fromState = 0;
@@ -274,12 +279,15 @@
    * the CPU path is taken instead (device 'auto'). With device 'gpu' a reason is an E_GPU error
    * (E_UNSUPPORTED for a family the GPU path does not run).
    */
-  async function openGpu({ device, gpuAllowSoftware, contextSize, gpuMaxBatch }) {
+  async function openGpu({ device, gpuAllowSoftware, contextSize, gpuMaxBatch, kvType, kvTypeV }) {
     const forced = device === 'gpu';
     const refuse = (reason, code = 'E_GPU') => {
       if (forced) throw new WorkerError(code, `the GPU path is not available: ${reason}`);
       return { reason };
     };
+    // the GPU path's cache is F32 (gpu/backend.mjs)
+    for (const t of [kvType, kvTypeV])
+      if (t === 'q8_0' || t === 'q4_0') return refuse(`a ${t} KV cache runs on the CPU only`, 'E_UNSUPPORTED');
     if (typeof M._wick_ctx_new_external !== 'function') return refuse('this build of the engine has no external context (wick_ctx_new_external)');
     if (!gpuUrl) return refuse('the host named no GPU module');
     let gpu;
