@@ -57,6 +57,27 @@ function mutate(blob, r) {
   }
 }
 
+for (const [kvTypeK, kvTypeV] of [['q8_0', 'q8_0'], ['q4_0', 'f16']]) {
+  test(`a quantized KV cache (keys ${kvTypeK}, values ${kvTypeV}): its state goes on in another engine bit for bit; an engine of another KV type refuses it`, async () => {
+    const file = path.join(families, 'mini-gemma3-f16.gguf'), options = { kvTypeK, kvTypeV };
+    const a = await load(file, options);
+    const vocab = a.info.n_vocab;
+    const prompt = ids(34, 104729, 17, vocab), next = ids(5, 7919, 5, vocab);
+    const answer = await run(a, prompt, 7);
+    const blob = await a.saveState();
+    const conversation = [...prompt, ...answer.tokens.slice(0, 6), ...next];
+    const ref = await run(a, conversation, 8);
+    const b = await load(file, options);
+    assert.deepEqual(await b.loadState(blob), { tokens: 40 });
+    const got = await run(b, conversation, 8);
+    assert.equal(got.timings.promptEvalTokens, 5);
+    assert.deepEqual(got.tokens, ref.tokens);
+    assert.deepEqual(got.probs, ref.probs, 'the same probabilities at every step, bit for bit');
+    const f16 = await load(file);
+    await assert.rejects(f16.loadState(blob), (e) => e instanceof WickError && /q8_0|q4_0/.test(e.message));
+  });
+}
+
 for (const file of FILES) {
   test(`${file}: a state saved after a 40-token conversation goes on in another engine bit for bit, and hostile blobs are refused`, async () => {
     const a = await load(path.join(families, file));
