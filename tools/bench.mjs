@@ -10,6 +10,7 @@
 //                        [--stat best|median] [--idle-wait 30] [--no-native] [--no-grammar] [--no-gpu] [--record]
 //                        [--no-embed] [--embed-only] [--embed-texts 16]
 //                        [--no-kv] [--kv-only] [--kv-models …] [--kv-prompt-tokens 512] [--kv-threads 1]
+//                        [--no-state] [--state-only] [--state-tokens 1000] [--state-threads 2]
 //
 // Each run is `wasm_glue/cli.mjs generate -m MODEL -p PROMPT -n GEN --temp 0 --ignore-eos
 // --threads T --ctx C` (and build/native/wick with the same flags); the figures come from the
@@ -38,6 +39,13 @@
 // --ctx, the bytes of the cache in F16, Q8_0 and Q4_0 (`wick info --ctx N --kv T`: wick_kv_bytes,
 // the fit check's count) and decode tokens/s after a --kv-prompt-tokens prompt with each type
 // (wasm and native, --kv-threads). --kv-only runs this section alone.
+//
+// Then (unless --no-state) saved sessions (issue 30): on the --kv-models at --ctx, a conversation
+// of --state-tokens tokens is evaluated and its state saved (engine.saveState, wasm under Node,
+// --state-threads); then, as a reload would, a fresh engine answers its next 8-token message with
+// and without loadState of that blob: the time to the first token of each (loadState's own time
+// counted in the first), the tokens each evaluated, and the state's size. --state-only runs this
+// section alone.
 //
 // The helpers it shares with tools/bench-gpu.mjs and tools/bench-peers.mjs are in bench-common.mjs.
 import fs from 'node:fs';
@@ -142,6 +150,7 @@ const DEFAULTS = {
   threads: '1,2', promptTokens: 87, gen: 32, repeat: 3, ctx: 2048, stat: 'best', timeout: 600, idleWait: 30,
   noNative: false, noGrammar: false, noGpu: false, record: false, noEmbed: false, embedOnly: false, embedTexts: 16,
   noKv: false, kvOnly: false, kvModels: 'models/synth-134m-q4_k_m.gguf,models/synth-1b-q4_k_m.gguf', kvPromptTokens: 512, kvThreads: '1',
+  noState: false, stateOnly: false, stateTokens: 1000, stateThreads: '2',
 };
 
 // ---- KV cache types ----
@@ -182,6 +191,67 @@ async function kvBench(opts, kinds) {
   const table = markdownTable(['model', 'threads', 'build', ...KV_TYPES.map((t) => `KV MiB ${t}`), ...KV_TYPES.map((t) => `decode tok/s ${t}`)], rows);
   return `KV cache types (\`--kv f16|q8_0|q4_0\`): the cache's bytes at a ${opts.ctx}-token context (wick_kv_bytes, as the fit check ` +
     `counts them) and decode tokens/s after a ${opts.kvPromptTokens}-token prompt, ${opts.gen} greedy tokens, ${opts.stat} of ${opts.repeat}:\n\n${table}` +
+    (busyRuns ? `\n\n${busyRuns} run(s) started while other work kept the CPU busy: those figures are low.` : '');
+}
+
+// ---- saved sessions ----
+
+/** The first token of a generation from a fresh engine: its time (after loadState, when a blob is
+ *  given, which the time includes) and the tokens it evaluated. */
+async function firstToken(Wick, model, opts, threads, tokens, blob) {
+  const engine = await Wick.load(model, { threads, contextSize: opts.ctx, device: 'cpu' });
+  try {
+    const t0 = performance.now();
+    if (blob) await engine.loadState(blob);
+    let first = null, timings = null;
+    for await (const c of engine.generate(tokens, { temperature: 0, maxTokens: 1, ignoreEos: true })) {
+      if (c.done) timings = c.timings;
+      else first ??= performance.now();
+    }
+    return { ms: (first ?? performance.now()) - t0, evaluated: timings.promptEvalTokens, fromState: timings.promptFromState ?? 0 };
+  } finally {
+    await engine.unload();
+  }
+}
+
+/** Time to the first token of a reloaded conversation, with and without its saved state (issue 30). */
+async function stateBench(opts) {
+  const { Wick } = await import('../wasm_glue/wick.mjs');
+  const rows = [];
+  let busyRuns = 0;
+  for (const file of list(opts.kvModels)) {
+    const model = ensureModel(file);
+    const info = modelInfo(model);
+    const { ids } = buildPrompt(model, opts.stateTokens, info.bos >= 0 ? info.bos : 1);
+    const next = buildPrompt(model, 9, info.bos >= 0 ? info.bos : 1).ids.slice(1); // an 8-token message
+    for (const threads of list(opts.stateThreads).map(Number)) {
+      const engine = await Wick.load(model, { threads, contextSize: opts.ctx, device: 'cpu' });
+      let blob;
+      try {
+        for await (const c of engine.generate(ids, { temperature: 0, maxTokens: 1, ignoreEos: true })) void c;
+        blob = await engine.saveState();
+      } finally {
+        await engine.unload();
+      }
+      const conversation = [...ids, ...next];
+      const cold = [], warm = [];
+      for (let i = 0; i < opts.repeat; i++) {
+        for (const [runs, b] of [[cold, null], [warm, blob]]) {
+          const busy = await waitForIdle(opts.idleWait);
+          if (busy !== null && busy >= 0.15) busyRuns++;
+          runs.push(await firstToken(Wick, model, opts, threads, conversation, b));
+          process.stderr.write(`bench: state ${modelLabel(model)} t${threads} ${b ? 'with' : 'without'} #${i + 1}: first token after ${fmt(runs.at(-1).ms, 0)} ms, ${runs.at(-1).evaluated} evaluated\n`);
+        }
+      }
+      const c = summarize(cold.map((r) => r.ms), opts.stat), w = summarize(warm.map((r) => r.ms), opts.stat);
+      rows.push([modelLabel(model), String(threads), String(conversation.length), `${fmt(blob.length / MiB, 1)} MiB (${fmt(blob.length / ids.length, 0)} B/token)`,
+        `${fmt(c, 0)} ms (${cold[0].evaluated} evaluated)`, `${fmt(w, 0)} ms (${warm[0].evaluated} evaluated, ${warm[0].fromState} from the state)`, `${fmt(c / w, 1)}×`]);
+    }
+  }
+  const table = markdownTable(['model', 'threads', 'prompt tokens', 'saved state', 'first token, no state', 'first token, state loaded', 'speed-up'], rows);
+  return `Saved sessions: a ${opts.stateTokens}-token conversation's state (engine.saveState, F16 cache, ${opts.ctx}-token context), then a fresh ` +
+    `engine (wasm under Node, as after a reload) answers its next 8-token message; the time to its first token with loadState ` +
+    `of the blob (its time included) and without, ${opts.stat} of ${opts.repeat}:\n\n${table}` +
     (busyRuns ? `\n\n${busyRuns} run(s) started while other work kept the CPU busy: those figures are low.` : '');
 }
 
@@ -358,6 +428,12 @@ async function main(argv) {
     if (opts.record) appendBenchmarks('npm run bench', `npm run bench -- ${argv.filter((a) => a !== '--record').join(' ')}`.trim(), section);
     return;
   }
+  if (opts.stateOnly) {
+    const section = await stateBench(opts);
+    process.stdout.write(`${section}\n`);
+    if (opts.record) appendBenchmarks('npm run bench', `npm run bench -- ${argv.filter((a) => a !== '--record').join(' ')}`.trim(), section);
+    return;
+  }
   if (opts.embedOnly) {
     const section = await embedBench(opts, threadCounts);
     process.stdout.write(`${section}\n`);
@@ -419,10 +495,11 @@ async function main(argv) {
   }
   const embed = opts.noEmbed ? '' : `\n\n${await embedBench(opts, threadCounts)}`;
   const kv = opts.noKv ? '' : `\n\n${await kvBench(opts, opts.noNative ? ['wasm'] : ['wasm', 'native'])}`;
-  process.stdout.write(`${table}\n\n${notes}${grammar}${gpu}${embed}${kv}\n`);
+  const saved = opts.noState ? '' : `\n\n${await stateBench(opts)}`;
+  process.stdout.write(`${table}\n\n${notes}${grammar}${gpu}${embed}${kv}${saved}\n`);
   if (opts.record) {
     const command = `npm run bench -- ${argv.filter((a) => a !== '--record').join(' ')}`.trim();
-    appendBenchmarks('npm run bench', command, `${table}\n\n${notes}${grammar}${gpu}${embed}${kv}`);
+    appendBenchmarks('npm run bench', command, `${table}\n\n${notes}${grammar}${gpu}${embed}${kv}${saved}`);
   }
 }
 
