@@ -149,6 +149,7 @@ function timingsOf(server, usage, clock, contextSize) {
     decodeTokensPerSecond: server?.predicted_per_second ?? (generated > 1 && decodeMs > 0 ? ((generated - 1) * 1000) / decodeMs : null),
     contextShiftedTokens: null,
     contextReevaluatedTokens: null,
+    promptFromState: null, // a server's saved states are its own: none reported
     contextUsed: null,
     contextSize: contextSize ?? null,
   };
