@@ -172,8 +172,7 @@ test('documents: a Markdown file and a PDF embedded with a progress bar; the pla
     await page.waitForSelector('#emb-memory');
     assert.match(await page.textContent('#emb-memory'), /^Needs about /);
     assert.ok(Number(await page.getAttribute('#emb-memory', 'data-needed')) > 0);
-    await page.focus('#emb-load');
-    await page.keyboard.press('Enter');
+    await page.click('#emb-load');
     await page.waitForFunction(() => document.getElementById('emb-status').dataset.loaded !== undefined, null, { timeout: 30000 })
       .catch(async (e) => { throw new Error(`${e.message}: ${await page.textContent('#emb-status')} ${await page.textContent('#emb-progress-text')}`); });
     assert.ok(await page.getAttribute('#emb-status', 'data-loaded'), await page.textContent('#emb-status'));

@@ -105,7 +105,13 @@ export class Documents {
 
   wire() {
     for (const r of document.querySelectorAll('input[name=emb-source]')) r.addEventListener('change', () => { this.showFields(); this.check(); });
-    $('emb-url').addEventListener('change', () => this.check());
+    // (a click on Load fires the field's change first: the same URL is not looked at again, so
+    // that the panel does not move under the pointer between the press and the release)
+    $('emb-url').addEventListener('change', () => {
+      const url = $('emb-url').value.trim();
+      if (this.chosen?.kind === 'url' && url && this.chosen.source === new URL(url, location.href).href) return;
+      this.check();
+    });
     $('emb-file').addEventListener('change', () => this.check());
     $('emb-form').addEventListener('submit', (e) => { e.preventDefault(); this.load(); });
     $('emb-load').addEventListener('click', () => this.load());
