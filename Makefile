@@ -148,7 +148,8 @@ GPU_FILES := $(wildcard wasm_glue/gpu/*.mjs wasm_glue/gpu/*.wgsl)
 # The app shell that web/coi-sw.js keeps for offline use: the page's files, the glue, both wasm
 # builds and the chat-template renderer, with a version that changes with any of them.
 SHELL_FILES := $(filter-out web/coi-sw.js,$(wildcard web/*.html web/*.js web/*.css web/*.webmanifest web/icons/*.png)) \
-  $(filter-out wasm_glue/cli.mjs,$(wildcard wasm_glue/*.mjs wasm_glue/*.js)) $(GPU_FILES) $(wildcard node_modules/@huggingface/jinja/dist/index.js)
+  $(filter-out wasm_glue/cli.mjs,$(wildcard wasm_glue/*.mjs wasm_glue/*.js)) $(GPU_FILES) $(wildcard node_modules/@huggingface/jinja/dist/index.js) \
+  $(wildcard node_modules/pdfjs-dist/build/pdf.min.mjs node_modules/pdfjs-dist/build/pdf.worker.min.mjs)
 SHELL_BUILDS := $(foreach b,wick wick-relaxed,build/wasm/$(b).js build/wasm/$(b).wasm) \
   $(foreach b,wick-mt wick-mt-relaxed,build/wasm/$(b).js build/wasm/$(b).wasm build/wasm/$(b).worker.js)
 build/wick-shell.json: tools/shell-manifest.mjs $(SHELL_FILES) build/wasm/wick.js build/wasm/wick-mt.js build/wasm/wick-relaxed.js build/wasm/wick-mt-relaxed.js

@@ -54,6 +54,8 @@ const state = {
   summary: null,      // {text, covers}: the model's summary of the first `covers` messages, once some were summarized
   notes: null,        // web/notes.js's Notes, once loaded (after start)
   retrieve: null,     // async (new message) → chunks for its prompt [{text, source, score}], or null: no retrieval
+  sourcesView: null,  // (the chunks a prompt kept) → the answer's list of sources (web/documents.js), or null
+  documents: null,    // web/documents.js's Documents, once loaded (after start)
 };
 let noteTools = null; // web/notes.js, imported after the page started
 
@@ -314,6 +316,7 @@ async function* chatStream(run, signal) {
   });
   if (context.summary?.fresh) state.summary = { text: context.summary.text, covers: context.summary.covers };
   state.context = context;
+  run.sources = context.chunks ?? [];
   parts.showParts($('prompt-parts'), context);
   const messages = context.messages;
   const request = {
@@ -394,6 +397,9 @@ async function generate(view, run, open, promptTokens = null) {
       view.stats.dataset.promptFromState = String(done.timings.promptFromState ?? 0);
     }
     view.stats.dataset.finish = done.finishReason;
+    // the retrieved chunks the prompt kept: the answer's sources, each opening on its text
+    const sources = run.sources?.length ? state.sourcesView?.(run.sources) : null;
+    if (sources) view.stats.before(sources);
     view.box.dataset.done = 'true';
     setState('ready');
   }
@@ -670,6 +676,13 @@ async function checkSource() {
     chosen.bytes = head.bytes;
     chosen.metadata = head.metadata;
     chosen.check = memoryCheck({ bytes: head.bytes, metadata: head.metadata, tables: head.tables, contextSize, threads }, state.features);
+    const embedder = state.documents?.embedderBytes() || 0;
+    if (embedder && chosen.check.level !== 'error') {
+      const both = chosen.check.needed + embedder;
+      chosen.check = { ...chosen.check, message: `${chosen.check.message} With the embedding model loaded (about ${formatBytes(embedder)}), both take about ${formatBytes(both)}.` };
+      const device = state.features?.deviceMemoryGiB;
+      if (device && both > device * 2 ** 29 && chosen.check.level === 'ok') chosen.check.level = 'warn';
+    }
     if (chosen.check.level !== 'error' && kind !== 'file') {
       const room = await storageRoom(chosen.source, head.bytes);
       if (check !== state.checks) return null;
@@ -1045,6 +1058,9 @@ async function start() {
     globalThis.addEventListener(change, () => { showNetwork(); if (state.source === null || change === 'online') checkSource(); });
   }
   // memory notes: after the page is up, so that they are no part of its first download
+  // documents (the embedding model, the files, retrieval per message): the same, from web/documents.js
+  const docs = await import('./documents.js');
+  state.documents = new docs.Documents({ state, notice, features: () => state.features, onCacheChange: () => refreshCache() });
   noteTools = await import('./notes.js');
   state.notes = new noteTools.Notes($('notes-box'), { onChange: () => checkToolsBox(false) });
   await refreshCache();
