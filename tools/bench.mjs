@@ -243,7 +243,8 @@ async function stateBench(opts) {
           process.stderr.write(`bench: state ${modelLabel(model)} t${threads} ${b ? 'with' : 'without'} #${i + 1}: first token after ${fmt(runs.at(-1).ms, 0)} ms, ${runs.at(-1).evaluated} evaluated\n`);
         }
       }
-      const c = summarize(cold.map((r) => r.ms), opts.stat), w = summarize(warm.map((r) => r.ms), opts.stat);
+      // times: the best is the shortest (summarize's best is the largest, for rates)
+      const c = -summarize(cold.map((r) => -r.ms), opts.stat), w = -summarize(warm.map((r) => -r.ms), opts.stat);
       rows.push([modelLabel(model), String(threads), String(conversation.length), `${fmt(blob.length / MiB, 1)} MiB (${fmt(blob.length / ids.length, 0)} B/token)`,
         `${fmt(c, 0)} ms (${cold[0].evaluated} evaluated)`, `${fmt(w, 0)} ms (${warm[0].evaluated} evaluated, ${warm[0].fromState} from the state)`, `${fmt(c / w, 1)}×`]);
     }
