@@ -9,6 +9,16 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 
+/** Sets a range, number or text control of a page (playwright) as a user would, with the events the page listens to. */
+export async function setControl(page, id, value) {
+  await page.evaluate(([id, value]) => {
+    const input = document.getElementById(id);
+    input.value = String(value);
+    input.dispatchEvent(new Event('input', { bubbles: true }));
+    input.dispatchEvent(new Event('change', { bubbles: true }));
+  }, [id, value]);
+}
+
 export const CHROMIUM = '/usr/bin/chromium';
 /** headless, no sandbox (containers), and nothing that would reach past 127.0.0.1 */
 export const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-quic', '--no-first-run', '--disable-background-networking',

@@ -16,7 +16,7 @@ import path from 'node:path';
 import { createServer } from '../tools/serve.mjs';
 import { readLlamaBundle } from '../tools/llama-bundle.mjs';
 import { root, models, runWick } from './helpers.mjs';
-import { launchChromium } from './browser.mjs';
+import { launchChromium, setControl } from './browser.mjs';
 import { readGguf, writeGguf, setKv, T } from './gguf.mjs';
 
 const MODEL = 'mini-qwen3-chat.gguf';
@@ -97,15 +97,6 @@ after(async () => {
   if (server) { server.closeAllConnections(); server.close(); }
   if (site) fs.rmSync(site, { recursive: true, force: true });
 });
-
-async function setControl(page, id, value) {
-  await page.evaluate(([id, value]) => {
-    const input = document.getElementById(id);
-    input.value = String(value);
-    input.dispatchEvent(new Event('input', { bubbles: true }));
-    input.dispatchEvent(new Event('change', { bubbles: true }));
-  }, [id, value]);
-}
 
 /** The page up with its documents read from IndexedDB (and, when some are kept, their embedding model loaded again). */
 async function ready(page, documents) {

@@ -15,7 +15,7 @@ import path from 'node:path';
 import { createServer } from '../tools/serve.mjs';
 import { readLlamaBundle } from '../tools/llama-bundle.mjs';
 import { root, models } from './helpers.mjs';
-import { launchChromium } from './browser.mjs';
+import { launchChromium, setControl } from './browser.mjs';
 import { readGguf, writeGguf, setKv, T } from './gguf.mjs';
 
 const MODEL = 'mini-qwen3-chat.gguf';
@@ -49,15 +49,6 @@ async function openPage() {
   await page.goto(`${base}/web/?autoload=0`);
   await page.waitForFunction(() => document.body.dataset.state === 'idle' && window.wickPage?.state.notes);
   return page;
-}
-
-async function setControl(page, id, value) {
-  await page.evaluate(([id, value]) => {
-    const input = document.getElementById(id);
-    input.value = String(value);
-    input.dispatchEvent(new Event('input', { bubbles: true }));
-    input.dispatchEvent(new Event('change', { bubbles: true }));
-  }, [id, value]);
 }
 
 /** Loads the chat model by URL (optionally with a context size); greedy, a few tokens per answer. */

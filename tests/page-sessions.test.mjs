@@ -20,7 +20,7 @@ import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { createServer } from '../tools/serve.mjs';
 import { root, models, runWick } from './helpers.mjs';
-import { launchChromium } from './browser.mjs';
+import { launchChromium, setControl } from './browser.mjs';
 import { Wick } from '../wasm_glue/wick.mjs';
 
 const MODEL = path.join(models, 'mini', 'mini-chat-q8_0.gguf');
@@ -81,15 +81,6 @@ async function openPage(context, url) {
   if (process.env.WICK_DEBUG) page.on('console', (m) => console.log('console:', m.type(), m.text()));
   await page.goto(url);
   return page;
-}
-
-async function setControl(page, id, value) {
-  await page.evaluate(([id, value]) => {
-    const input = document.getElementById(id);
-    input.value = String(value);
-    input.dispatchEvent(new Event('input', { bubbles: true }));
-    input.dispatchEvent(new Event('change', { bubbles: true }));
-  }, [id, value]);
 }
 
 /** Loads the model the URL field holds (the page was opened with ?model=), greedy and short. */

@@ -21,7 +21,7 @@ import { createServer } from '../tools/serve.mjs';
 import { readLlamaBundle } from '../tools/llama-bundle.mjs';
 import { root, models, runWick } from './helpers.mjs';
 import { WEATHER } from './tool-fixtures.mjs';
-import { launchChromium } from './browser.mjs';
+import { launchChromium, setControl } from './browser.mjs';
 import { readGguf, writeGguf, setKv, T } from './gguf.mjs';
 import { Wick } from '../wasm_glue/wick.mjs';
 
@@ -85,16 +85,6 @@ async function openPage(context = browser, base = isolated.base, file = '', view
 
 async function ready(page) {
   await page.waitForSelector('body[data-state=ready]', { timeout: 30000 });
-}
-
-/** Sets a range or number control as a user would, with the events the page listens to. */
-async function setControl(page, id, value) {
-  await page.evaluate(([id, value]) => {
-    const input = document.getElementById(id);
-    input.value = String(value);
-    input.dispatchEvent(new Event('input', { bubbles: true }));
-    input.dispatchEvent(new Event('change', { bubbles: true }));
-  }, [id, value]);
 }
 
 /** Sends a prompt with the keyboard and waits for the answer; returns its text (without the prompt) and stats. */
