@@ -8,7 +8,7 @@
 //   node tools/bench.mjs [--models models/synth-134m-q4_0.gguf,…] [--threads 1,2]
 //                        [--prompt-tokens 87] [--gen 32] [--repeat 3] [--ctx 2048]
 //                        [--stat best|median] [--idle-wait 30] [--no-native] [--no-grammar] [--no-gpu] [--record]
-//                        [--no-embed] [--embed-only] [--embed-texts 16]
+//                        [--no-embed] [--embed-only] [--embed-texts 16] [--embed-shapes bge-small,EmbeddingGemma] [--embed-types f16,q8_0]
 //                        [--no-kv] [--kv-only] [--kv-models …] [--kv-prompt-tokens 512] [--kv-threads 1]
 //                        [--no-state] [--state-only] [--state-tokens 1000] [--state-threads 2]
 //
@@ -148,7 +148,7 @@ async function cliChild(args) {
 const DEFAULTS = {
   models: 'models/synth-134m-q4_0.gguf,models/synth-134m-q8_0.gguf,models/synth-134m-q4_k_m.gguf',
   threads: '1,2', promptTokens: 87, gen: 32, repeat: 3, ctx: 2048, stat: 'best', timeout: 600, idleWait: 30,
-  noNative: false, noGrammar: false, noGpu: false, record: false, noEmbed: false, embedOnly: false, embedTexts: 16,
+  noNative: false, noGrammar: false, noGpu: false, record: false, noEmbed: false, embedOnly: false, embedTexts: 16, embedShapes: 'bge-small,EmbeddingGemma', embedTypes: 'f16,q8_0',
   noKv: false, kvOnly: false, kvModels: 'models/synth-134m-q4_k_m.gguf,models/synth-1b-q4_k_m.gguf', kvPromptTokens: 512, kvThreads: '1',
   noState: false, stateOnly: false, stateTokens: 1000, stateThreads: '2',
 };
@@ -325,8 +325,10 @@ async function embedBench(opts, threadCounts) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wick-bench-embed-'));
   const rows = [];
   let variant = null, busyRuns = 0;
+  const shapes = list(opts.embedShapes).map((name) => EMBED_SHAPES.find((sh) => sh.name === name) || (() => { throw new Error(`--embed-shapes: no shape ${name}`); })());
+
   try {
-    for (const sh of EMBED_SHAPES) for (const type of ['f16', 'q8_0']) {
+    for (const sh of shapes) for (const type of list(opts.embedTypes)) {
       const model = embedModel(sh, type);
       const nTexts = Math.max(EMBED_PER_PASS, Math.round(opts.embedTexts / (sh.textsDivisor || 1)));
       // bert: EMBED_TOKENS − 2 word pieces, then [CLS] and [SEP]; gemma: BOS, then EMBED_TOKENS − 1 pieces
@@ -359,7 +361,7 @@ async function embedBench(opts, threadCounts) {
   }
   const table = markdownTable(['model', 'threads', 'engine', 'texts/s', 'tokens/s', 'of llama.cpp'], rows);
   return `Embedding chunks of ${EMBED_TOKENS} tokens (special tokens included), ${EMBED_PER_PASS} per evaluation, mean pooling, ` +
-    `${opts.stat} of ${opts.repeat} runs, on \`wick synth\` files: ${EMBED_SHAPES.map((sh) => `${sh.name} (\`--arch ${sh.arch} --shape ${sh.shape}\`: ${sh.about}; ${Math.max(EMBED_PER_PASS, Math.round(opts.embedTexts / (sh.textsDivisor || 1)))} texts)`).join(', ')}:\n\n${table}\n\n` +
+    `${opts.stat} of ${opts.repeat} runs, on \`wick synth\` files: ${shapes.map((sh) => `${sh.name} (\`--arch ${sh.arch} --shape ${sh.shape}\`: ${sh.about}; ${Math.max(EMBED_PER_PASS, Math.round(opts.embedTexts / (sh.textsDivisor || 1)))} texts)`).join(', ')}:\n\n${table}\n\n` +
     `CPU flags: ${simdFlags()}. llama.cpp: node-llama-cpp 3.21.1's prebuilt libllama (ggml CPU variant ${variant || 'unknown'}), embedding mode, flash attention off, ` +
     'timed in C by bench/bench_embed_llama.c around llama_decode and the reading of the pooled vectors (best of the passes after a warm-up); ' +
     'wick: the time of wick_embed as `wick embed` reports it.' +
