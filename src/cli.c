@@ -333,6 +333,17 @@ static int new_context(const options *o, wick_model *m, wick_ctx **c) {
     return 0;
 }
 
+/* embed and rerank: the window, threads and batch asked for, and the engine's default cache type */
+static int new_encoder_context(const options *o, wick_model *m, wick_ctx **c) {
+    wick_ctx_params p;
+    wick_ctx_default_params(&p);
+    p.n_ctx = o->ctx;
+    p.n_threads = o->threads;
+    p.n_batch = o->batch;
+    if (wick_ctx_new(m, &p, c) != WICK_OK) return error_exit("%s", wick_last_error());
+    return 0;
+}
+
 static int tokenize_prompt(wick_model *m, const char *text, bool bos, bool special, int32_t **ids, int32_t *n) {
     size_t len = strlen(text);
     int32_t need = 0;
@@ -500,13 +511,8 @@ static int cmd_embed(const options *o, wick_model *m) {
         if (read_file(o->texts, &file, &len)) return 1;
         texts = (const char *)file;
     }
-    wick_ctx_params p;
-    wick_ctx_default_params(&p);
-    p.n_ctx = o->ctx;
-    p.n_threads = o->threads;
-    p.n_batch = o->batch;
     wick_ctx *c;
-    if (wick_ctx_new(m, &p, &c) != WICK_OK) return error_exit("%s", wick_last_error());
+    if (new_encoder_context(o, m, &c)) return 1;
     int32_t n_ctx = wick_n_ctx(c), n_seq = 0, total = 0, *ids = NULL, *lens = NULL, *truncated = NULL;
     int rc = 0;
     for (size_t start = 0; start <= len && rc == 0;) {
@@ -577,13 +583,8 @@ static int cmd_rerank(const options *o, wick_model *m) {
     size_t flen = 0;
     uint8_t *file = NULL;
     if (o->texts && read_file(o->texts, &file, &flen)) return 1;
-    wick_ctx_params p;
-    wick_ctx_default_params(&p);
-    p.n_ctx = o->ctx;
-    p.n_threads = o->threads;
-    p.n_batch = o->batch;
     wick_ctx *c;
-    if (wick_ctx_new(m, &p, &c) != WICK_OK) return error_exit("%s", wick_last_error());
+    if (new_encoder_context(o, m, &c)) return 1;
     int32_t n_ctx = wick_n_ctx(c), n_seq = 0, total = 0, *ids = NULL, *lens = NULL;
     int rc = 0;
     for (size_t start = 0, d = 0; rc == 0 && (o->texts ? start <= flen : d < (size_t)o->n_docs); d++) {

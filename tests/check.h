@@ -23,6 +23,7 @@
 #ifndef WICK_TESTS_CHECK_H
 #define WICK_TESTS_CHECK_H
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -182,6 +183,18 @@ static inline void *check_read(const char *id, const char *path, size_t *size) {
 }
 
 /* The summary line; the exit status for main: 1 when a check failed or none ran. */
+/* largest |a − b| over a row, relative to the standard deviation of b (1e-30 under the root keeps
+ * a row of no spread from dividing by zero) */
+static inline double check_row_difference(const float *a, const float *b, int n) {
+    double mean = 0, var = 0, worst = 0;
+    for (int i = 0; i < n; i++) mean += b[i];
+    mean /= n;
+    for (int i = 0; i < n; i++) var += (b[i] - mean) * (b[i] - mean);
+    for (int i = 0; i < n; i++)
+        if (fabs((double)a[i] - b[i]) > worst) worst = fabs((double)a[i] - b[i]);
+    return worst / sqrt(var / n + 1e-30);
+}
+
 static inline int check_summary(void) {
     printf("summary\t%d passed\t%d failed\n", check_n_passed, check_n_failed);
     fflush(stdout);

@@ -63,16 +63,6 @@ static int run_on(wick_gen *g, wick_ctx *c, const int32_t *tokens, int n, int n_
     return 0;
 }
 
-static double worst_relative(const float *a, const float *b, int n) {
-    double mean = 0, var = 0, worst = 0;
-    for (int i = 0; i < n; i++) mean += b[i];
-    mean /= n;
-    for (int i = 0; i < n; i++) var += (b[i] - mean) * (b[i] - mean);
-    for (int i = 0; i < n; i++)
-        if (fabs((double)a[i] - b[i]) > worst) worst = fabs((double)a[i] - b[i]);
-    return worst / sqrt(var / n + 1e-30);
-}
-
 static uint64_t rng_state;
 static uint32_t rnd(void) {
     rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
@@ -203,7 +193,7 @@ static void session_cases(const wick_model *m, const wick_model *other, const ch
     wick_ctx *d = new_ctx(m, 192, 5);
     wick_gen *gd = NULL;
     ok = d && wick_gen_new(d, &gd) == WICK_OK && wick_gen_state_load(gd, blob, len) == WICK_OK && run_on(gd, d, conv, n_all, V, &got) == 0;
-    double diff = ok ? worst_relative(got.logits, ref.logits, V) : INFINITY;
+    double diff = ok ? check_row_difference(got.logits, ref.logits, V) : INFINITY;
     check(ok && got.evaluated == N_NEXT && diff < 1e-4 && !memcmp(got.cont, ref.cont, (size_t)got.n_cont * 4) && got.n_cont == ref.n_cont,
           check_id("session.%s.other-shape", name), "a context of 192 tokens in batches of 5: %d evaluated, logits within %.2g of the first's, "
           "the same greedy tokens (%s)", got.evaluated, diff, ok ? "loaded" : wick_last_error());

@@ -27,17 +27,6 @@ static wick_ctx *new_ctx(const wick_model *m, int n_ctx, int threads) {
     return c;
 }
 
-/* largest |a − b| over the row, relative to the standard deviation of b */
-static double row_difference(const float *a, const float *b, int n) {
-    double mean = 0, var = 0, worst = 0;
-    for (int i = 0; i < n; i++) mean += b[i];
-    mean /= n;
-    for (int i = 0; i < n; i++) var += (b[i] - mean) * (b[i] - mean);
-    for (int i = 0; i < n; i++)
-        if (fabs((double)a[i] - b[i]) > worst) worst = fabs((double)a[i] - b[i]);
-    return worst / sqrt(var / n);
-}
-
 /* the logits of the last of these tokens, evaluated afresh in a new context */
 static double against_fresh(const wick_model *m, const float *logits, const int32_t *toks, int n, int n_ctx) {
     wick_ctx *f = new_ctx(m, n_ctx, 1);
@@ -46,7 +35,7 @@ static double against_fresh(const wick_model *m, const float *logits, const int3
         wick_ctx_free(f);
         return INFINITY;
     }
-    double d = row_difference(logits, wick_get_logits(f, -1), m->config.n_vocab);
+    double d = check_row_difference(logits, wick_get_logits(f, -1), m->config.n_vocab);
     wick_ctx_free(f);
     return d;
 }
