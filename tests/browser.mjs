@@ -60,6 +60,7 @@ export async function launchBrowser(options = {}) {
 // ---- Firefox and WebKitGTK ----
 // Both give the same small driver for one tab, so that one set of checks runs in each (see
 // tests/engine-checks.mjs): { engine, version, htmlPrelude, startMayStall, goto(url), reload(),
+// freshTab() (where startMayStall: the same address in a new tab),
 // evaluate(fn, arg), waitFor(fn, arg, timeoutMs), consoleErrors(), close() }. htmlPrelude: what a
 // page must carry first in its <head> for consoleErrors to see its errors; startMayStall: whether
 // the automation itself now and then stalls a worker's start (tests/engine-checks.mjs). evaluate runs
@@ -141,13 +142,16 @@ export async function launchFirefox(name) {
     fs.rmSync(profile, { recursive: true, force: true });
     throw e;
   }
-  const page = (await browser.pages())[0] ?? await browser.newPage();
   let errors = [];
-  page.on('console', (m) => {
-    if (process.env.WICK_DEBUG) console.log('console:', m.type(), m.text());
-    if (m.type() === 'error') errors.push(m.text());
-  });
-  page.on('pageerror', (e) => errors.push(e.message));
+  const watch = (tab) => {
+    tab.on('console', (m) => {
+      if (process.env.WICK_DEBUG) console.log('console:', m.type(), m.text());
+      if (m.type() === 'error') errors.push(m.text());
+    });
+    tab.on('pageerror', (e) => errors.push(e.message));
+    return tab;
+  };
+  let page = watch((await browser.pages())[0] ?? await browser.newPage());
   const navigation = { waitUntil: 'load', timeout: WAIT_MS };
   return {
     engine: 'firefox',
@@ -157,6 +161,13 @@ export async function launchFirefox(name) {
     startMayStall: true,
     async goto(url) { await page.goto(url, navigation); },
     async reload() { await page.reload(navigation); },
+    // a new tab in place of the current one, at the same address (a stalled start's retry)
+    async freshTab() {
+      const url = page.url(), old = page;
+      page = watch(await browser.newPage());
+      await old.close();
+      await page.goto(url, navigation);
+    },
     evaluate: (fn, arg) => page.evaluate(fn, arg),
     waitFor: (fn, arg, timeoutMs = WAIT_MS) => pollUntil(() => page.evaluate(fn, arg), timeoutMs, fn.toString()),
     consoleErrors() { const e = errors; errors = []; return e; },
