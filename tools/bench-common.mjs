@@ -143,7 +143,19 @@ export function machineInfo() {
     if (m) cpu = m[1].trim();
   } catch { /* not Linux: keep os.cpus() */ }
   const nproc = spawnSync('nproc', { encoding: 'utf8' }).stdout?.trim() || String(os.cpus().length);
-  return `${cpu}, nproc ${nproc}, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, ${os.type()} ${os.release()}, Node ${process.version}`;
+  return `${cpu}, nproc ${nproc}, SIMD flags ${simdFlags()}, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, ${os.type()} ${os.release()}, Node ${process.version}`;
+}
+
+/** The CPU's SIMD flags that decide which ggml variant native llama.cpp runs and how fast wick's
+ *  kernels are against it (issue 33: every BENCHMARKS.md entry names them). */
+export function simdFlags() {
+  const wanted = ['sse4_1', 'sse4_2', 'avx', 'avx2', 'fma', 'f16c', 'bmi2', 'avx512f', 'avx512bw', 'avx512vl', 'avx512_vnni', 'avx_vnni'];
+  try {
+    const have = new Set((/^flags\s*:\s*(.+)$/m.exec(fs.readFileSync('/proc/cpuinfo', 'utf8'))?.[1] || '').split(/\s+/));
+    return wanted.filter((f) => have.has(f)).join(' ') || 'none of SSE4.1-AVX-512';
+  } catch {
+    return 'unknown (no /proc/cpuinfo)';
+  }
 }
 
 function cpuTimes() {

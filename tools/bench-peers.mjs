@@ -6,8 +6,10 @@
 //           single-threaded build for 1 thread, the pthreads build otherwise; `wick-relaxed`
 //           the same with the relaxed-SIMD twin of the build (what Chromium users get);
 //   wllama  @wllama/wllama 3.13.0 in the same browser, with the wasm file of its npm package;
-//   native  llama.cpp through node-llama-cpp 3.21.1 in Node (its prebuilt linux-x64 CPU binary
-//           from npm; never built or downloaded), the ceiling.
+//   native  llama.cpp timed in C (bench/bench_decode_llama.c, built by make over node-llama-cpp
+//           3.21.1's prebuilt linux-x64 libllama: no JS threads, issue 33), the ceiling; a figure
+//           below the same engine's at fewer threads (oversubscribed threads) is reported in the
+//           notes and left out of the table.
 // Prefill tokens/s = prompt tokens / time to evaluate the prompt as one batch (and pick the first
 // token); decode tokens/s = single-token evaluations / their time (greedy, EOS ignored). Every
 // engine runs once to warm up, then --repeat times; the table shows the best (or median) run.
@@ -21,6 +23,7 @@
 // Everything is served from 127.0.0.1 by tools/serve.mjs (COOP/COEP: the page is cross-origin
 // isolated, so both wasm engines may start threads). Before each engine's runs it waits (up to
 // --idle-wait seconds) for the machine to be quiet. --record appends the run to BENCHMARKS.md.
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -28,7 +31,7 @@ import '../wasm_glue/gguf-header.js'; // globalThis.WickGguf: the header parser 
 import { createServer } from './serve.mjs';
 import {
   ROOT, parseArgs, list, ensureModel, modelInfo, modelLabel, buildPrompt, summarize, fmt,
-  markdownTable, appendBenchmarks, waitForIdle,
+  markdownTable, appendBenchmarks, waitForIdle, machineInfo,
 } from './bench-common.mjs';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -129,84 +132,61 @@ function partialUtf8Tokens(modelPath) {
 
 // ---- native llama.cpp ----
 
-let llamaPromise = null;
-const llamaLog = [];  // llama.cpp's log lines (info and up): its perf counters are read from them
+const LLAMA_BINS = path.join(ROOT, 'node_modules', '@node-llama-cpp', 'linux-x64', 'bins', 'linux-x64');
+const NATIVE_HARNESS = path.join(ROOT, 'build', 'native', 'bench_decode_llama');
+const HARNESS_RUN = /^run \d+: prefill (\d+) tokens in ([\d.]+) ms, decode (\d+) steps in ([\d.]+) ms$/gm;
 
-function getNativeLlama() {
-  // gpu: false and build: 'never' — the prebuilt CPU binary of @node-llama-cpp/linux-x64 or an error,
-  // never a download of llama.cpp sources or a compilation
-  llamaPromise ??= import('node-llama-cpp').then(({ getLlama, LlamaLogLevel }) => getLlama({
-    gpu: false, build: 'never', usePrebuiltBinaries: true, skipDownload: true, progressLogs: false,
-    logLevel: LlamaLogLevel.info, logger: (level, message) => { llamaLog.push(message); if (llamaLog.length > 1000) llamaLog.splice(0, 500); },
-  }));
-  return llamaPromise;
-}
-
-/** llama_perf_context_print's "eval time = X ms / N runs" (decode) after printTimings(), and its
- * "prompt eval time = X ms / N tokens" (prefill) as {promptMs, promptTokens}. */
-async function llamaPerfDecode(context) {
-  llamaLog.length = 0;
-  await context.printTimings();
-  const m = llamaLog.map((l) => /\beval time =\s*([\d.]+) ms \/\s*(\d+) runs/.exec(l)).find((x) => x && !/prompt/.test(x.input));
-  const p = llamaLog.map((l) => /prompt eval time =\s*([\d.]+) ms \/\s*(\d+) tokens/.exec(l)).find(Boolean);
-  return m ? { ms: Number(m[1]), runs: Number(m[2]), promptMs: p ? Number(p[1]) : NaN, promptTokens: p ? Number(p[2]) : NaN } : null;
-}
-
+/** Native llama.cpp timed in C (bench/bench_decode_llama.c over node-llama-cpp's prebuilt
+ *  libllama): the same token ids, one warm-up run, then cfg.repeat runs; no JS threads. */
 async function benchNative(modelPath, cfg) {
-  const llama = await getNativeLlama();
-  const model = await llama.loadModel({ modelPath, gpuLayers: 0 });
-  let context;
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wick-bench-native-'));
   try {
-    context = await model.createContext({
-      contextSize: cfg.nCtx, batchSize: cfg.nBatch, threads: cfg.threads, sequences: 1,
-      batching: { dispatchSchedule: 'nextTick' },  // no wait for the next event-loop cycle per evaluation
-      performanceTracking: true,                   // llama.cpp's own perf counters, reported in the notes
-    });
-    const own = model.tokenize(cfg.promptText, false);
-    const sameTokens = own.length === cfg.promptIds.length - 1 && own.every((t, i) => t === cfg.promptIds[i + 1]);
-    const sequence = context.getSequence();
-    // Warm-up: greedy generation through node-llama-cpp's own sampler. Its generator evaluates the
-    // prompt and yields the first token, then evaluates each token it yielded before the next.
-    await sequence.clearHistory();
-    const greedy = [];
-    const it = sequence.evaluate(cfg.promptIds, { temperature: 0 })[Symbol.asyncIterator]();
-    greedy.push((await it.next()).value);
-    const s0 = performance.now();
-    for (let i = 0; i < cfg.gen; i++) greedy.push((await it.next()).value);
-    const sampledDecode = (cfg.gen / (performance.now() - s0)) * 1000;
-    await it.return?.();
-    await llamaPerfDecode(context).catch(() => null);  // printing resets the counters: start the timed runs from zero
-    // Timed runs: a greedy generation, as a real decode is, so that every step computes its logits
-    // (llama.cpp skips the output head of a step that asks for none, which is what
-    // evaluateWithoutGeneratingNewTokens does: that figure, too fast, is kept in the notes). The
-    // generator's sampling costs node-llama-cpp several ms of JS per token, more than the model on
-    // small files, so the clock is llama.cpp's own: its perf counters time the prompt's batch and
-    // each single-token evaluation inside llama_decode, output head included, JS left out.
-    const runs = [];
-    const withoutHead = [];
-    for (let r = 0; r < cfg.repeat; r++) {
-      await sequence.clearHistory();
-      const gen = sequence.evaluate(cfg.promptIds, { temperature: 0 })[Symbol.asyncIterator]();
-      for (let i = 0; i <= cfg.gen; i++) await gen.next();
-      await gen.return?.();
-      const perf = await llamaPerfDecode(context).catch(() => null);
-      if (!perf || perf.promptTokens !== cfg.promptIds.length) throw new Error(`llama.cpp's perf counters did not report the prompt's ${cfg.promptIds.length} tokens`);
-      runs.push({ prefillMs: perf.promptMs, decodeMs: perf.ms, promptTokens: perf.promptTokens, decodeSteps: perf.runs });
-      // the same steps without logits (evaluateWithoutGeneratingNewTokens), by the same clock
-      await sequence.clearHistory();
-      await sequence.evaluateWithoutGeneratingNewTokens(cfg.promptIds);
-      for (let i = 0; i < cfg.gen; i++) await sequence.evaluateWithoutGeneratingNewTokens([greedy[i]]);
-      const bare = await llamaPerfDecode(context).catch(() => null);
-      if (bare?.runs === cfg.gen) withoutHead.push((bare.runs / bare.ms) * 1000);
-    }
-    return {
-      engine: `llama.cpp (${llama.buildType}, ${llama.gpu || 'cpu'})`, runs, sameTokens, sampledDecode, tokens: greedy,
-      withoutHead: withoutHead.length ? Math.max(...withoutHead) : NaN,
-    };
+    const ids = path.join(dir, 'ids.txt');
+    fs.writeFileSync(ids, cfg.promptIds.join(' '));
+    const r = await run(NATIVE_HARNESS, [LLAMA_BINS, modelPath, ids, cfg.threads, cfg.gen, cfg.repeat, cfg.nCtx, cfg.nBatch].map(String));
+    if (r.code !== 0) throw new Error(`bench_decode_llama exited with ${r.code}: ${r.stderr.slice(-1500)}`);
+    const runs = [...r.stdout.matchAll(HARNESS_RUN)].map((m) => ({
+      promptTokens: Number(m[1]), prefillMs: Number(m[2]), decodeSteps: Number(m[3]), decodeMs: Number(m[4]) }));
+    if (runs.length !== cfg.repeat) throw new Error(`bench_decode_llama printed ${runs.length} runs, not ${cfg.repeat}:\n${r.stdout.slice(-1500)}`);
+    const tokens = (/^tokens:(.*)$/m.exec(r.stdout)?.[1] || '').trim().split(/\s+/).map(Number);
+    const variant = /loaded CPU backend from \S*libggml-cpu-([\w-]+)\.so/.exec(r.stderr)?.[1] || 'unknown';
+    return { engine: `llama.cpp (bench_decode_llama, ggml CPU variant ${variant})`, runs, tokens, variant };
   } finally {
-    await context?.dispose();
-    await model.dispose();
+    fs.rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** Runs a program to its end without blocking the event loop: {code, stdout, stderr}. */
+function run(cmd, args) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '', stderr = '';
+    child.stdout.on('data', (d) => { stdout += d; });
+    child.stderr.on('data', (d) => { stderr += d; });
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/**
+ * The figures of an engine that got slower with more threads: each (thread count, kind) whose
+ * rate is below the same engine's rate at fewer threads on the same file. On a machine with as
+ * many cores as threads that means the threads were oversubscribed (other work, or the
+ * engine's own helper threads), not the engine's speed: such a figure is reported in the notes
+ * and left out of the table.
+ */
+function oversubscribed(byThreads, engine) {
+  const found = [];
+  for (const kind of ['prefill', 'decode']) {
+    let best = null;
+    for (const { threads, r } of [...byThreads].sort((a, b) => a.threads - b.threads)) {
+      const v = r[engine]?.[kind];
+      if (!Number.isFinite(v)) continue;
+      if (best && v < best.v) found.push({ threads, kind, v, fewer: best });
+      else best = { threads, v };
+    }
+  }
+  return found;
 }
 
 // ---- main ----
@@ -231,15 +211,18 @@ async function main(argv) {
       if (!fs.existsSync(path.join(ROOT, 'build', 'wasm', f))) throw new Error(`build/wasm/${f} is missing: run make`);
   }
 
+  if (engines.includes('native')) {
+    const built = spawnSync('make', ['-s', 'build/native/bench_decode_llama'], { cwd: ROOT, encoding: 'utf8' });
+    if (built.status !== 0) throw new Error(`make build/native/bench_decode_llama: ${built.stderr}`);
+  }
   const server = createServer(ROOT);
   await new Promise((r) => server.listen(0, '127.0.0.1', r));
   const base = `http://127.0.0.1:${server.address().port}`;
   const browser = engines.some((e) => e !== 'native') ? await startBrowser() : null;
   const rows = [];
   const notes = [];
-  const sampled = [];  // native decode tok/s through node-llama-cpp's sampler (the warm-up run)
   const agreement = []; // greedy tokens wick and llama.cpp agree on, from the first
-  const internal = [];  // native decode tok/s by llama.cpp's own perf counters
+  let variant = null;   // the ggml CPU variant native llama.cpp loaded
   const perParam = [];  // wick's speed × weights multiplied per token, per model and thread count, to compare families
   const started = Date.now();
   try {
@@ -248,6 +231,7 @@ async function main(argv) {
       const info = modelInfo(model);
       const { text, ids } = buildPrompt(model, opts.promptTokens, info.bos >= 0 ? info.bos : 1);
       const label = modelLabel(model);
+      const byThreads = [];  // {threads, r}: this file's rates per thread count, for the oversubscription check
       for (const threads of threadCounts) {
         const cfg = {
           modelUrl: `/${path.relative(ROOT, model).split(path.sep).join('/')}`, threads, nCtx: opts.ctx, nBatch: opts.batch,
@@ -268,16 +252,12 @@ async function main(argv) {
               if (ban.length && threads === threadCounts[0]) notes.push(`${label}: wllama's runs ban the ${ban.length} tokens that are not whole UTF-8 by themselves (its createCompletion fails on such text; a step costs the same whichever token it picks)`);
               result.wllama = await benchInBrowser(browser, base, 'benchWllama', { ...cfg, ban }, opts.timeout);
             }
-            else result.native = await withTimeout(benchNative(model, cfg), opts.timeout, 'node-llama-cpp');
+            else result.native = await withTimeout(benchNative(model, cfg), opts.timeout, 'bench_decode_llama');
             const r = result[engine];
             const bad = r.runs.find((x) => x.promptTokens !== ids.length);
             if (bad) notes.push(`${label}, ${threads} thread(s): ${engine} evaluated a prompt of ${bad.promptTokens} tokens, not ${ids.length}`);
-            if (r.sameTokens === false) notes.push(`${label}: llama.cpp tokenizes the prompt differently from wick (the ids given were wick's)`);
             if (engine === 'wllama' && threads > 1 && !r.multithread) notes.push(`${label}: wllama did not start threads`);
-            if (engine === 'native') {
-              sampled.push(`${label} t${threads} ${fmt(r.sampledDecode)}`);
-              internal.push(`${label} t${threads} ${fmt(r.withoutHead)}`);
-            }
+            if (engine === 'native') variant ||= r.variant;
             const { prefill, decode } = rates(r, opts.stat);
             log(`${label} t${threads} ${engine}: prefill ${fmt(prefill)} tok/s, decode ${fmt(decode)} tok/s (${((Date.now() - t0) / 1000).toFixed(0)} s)`);
           } catch (e) {
@@ -295,7 +275,17 @@ async function main(argv) {
           while (k < Math.min(wickTokens.length, nativeTokens.length) && wickTokens[k] === nativeTokens[k]) k++;
           agreement.push(`${label} t${threads} ${k}/${Math.min(wickTokens.length, nativeTokens.length)}`);
         }
-        const r = Object.fromEntries(engines.map((e) => [e, result[e] ? rates(result[e], opts.stat) : { prefill: NaN, decode: NaN }]));
+        byThreads.push({ threads, r: Object.fromEntries(engines.map((e) => [e, result[e] ? rates(result[e], opts.stat) : { prefill: NaN, decode: NaN }])) });
+      }
+      // a figure below the same engine's at fewer threads is oversubscription, not speed: reported, not recorded
+      for (const engine of engines) {
+        for (const o of oversubscribed(byThreads, engine)) {
+          notes.push(`${label}: ${engine}'s ${o.kind} at ${o.threads} threads read ${fmt(o.v)} tok/s, below its ${fmt(o.fewer.v)} at ${o.fewer.threads} ` +
+            `(oversubscribed threads on ${os.cpus().length} CPUs): left out of the table`);
+          byThreads.find((b) => b.threads === o.threads).r[engine][o.kind] = NaN;
+        }
+      }
+      for (const { threads, r } of byThreads) {
         const get = (e, k) => r[e]?.[k] ?? NaN;
         // the weights each token multiplies: all but the embedding table, which a tied model
         // multiplies again as its output head
@@ -335,10 +325,11 @@ async function main(argv) {
     '- wllama: @wllama/wllama 3.13.0 in the same browser with the package\'s own esm/wasm/wllama.wasm, createCompletion ' +
       '(temperature 0, ignore_eos, cache_prompt false); figures from llama-server\'s timings (prompt_ms; predicted_ms ' +
       'over predicted_n − 1 single-token evaluations).',
-    '- native: llama.cpp through node-llama-cpp 3.21.1 (prebuilt linux-x64 CPU binary, gpu: false, build: never) in Node: ' +
-      'after a warm-up, greedy generations (temperature 0) from the same token ids, timed by llama.cpp\'s own perf counters ' +
-      '(llama_perf_context: the prompt as one batch, each step with its logits, inside llama_decode; node-llama-cpp\'s JS ' +
-      'sampler, several ms per token, left out).',
+    `- native: llama.cpp timed in C by bench/bench_decode_llama.c (no JS, no JS threads) over node-llama-cpp 3.21.1's prebuilt ` +
+      `linux-x64 libllama (ggml CPU variant ${variant || 'unknown'}; never built or downloaded): after a warm-up run, greedy ` +
+      'generations from the same token ids, the prompt as one llama_decode with its last logits, then one llama_decode per step ' +
+      'with its logits and argmax, timed around those calls.',
+    `- CPU: ${machineInfo()}.`,
   ];
   // a family's cost per parameter against the plain llama file of the same type and thread count
   const relative = [];
@@ -350,8 +341,6 @@ async function main(argv) {
   }
   if (relative.length) notes.push(`wick's speed per parameter (tok/s × the weights a token multiplies: all but the embedding table, which a tied model multiplies again as its output) against the llama file of the same type (${(perParam.find((x) => x.llama)?.params / 1e6).toFixed(0)}M), 1.00× = as fast: ${relative.join('; ')}`);
   if (agreement.length) notes.push(`greedy tokens on which wick and llama.cpp agree, from the first: ${agreement.join(', ')}`);
-  if (internal.length) notes.push(`native decode when no step asks for logits (evaluateWithoutGeneratingNewTokens: llama.cpp then skips the output head; best run, its own perf counters; tok/s): ${internal.join(', ')}`);
-  if (sampled.length) notes.push(`native decode through node-llama-cpp's generator and sampler (one warm-up run, tok/s): ${sampled.join(', ')}`);
   const body = `${table}\n\n${method.join('\n')}${notes.length ? `\n\nNotes:\n${notes.map((n) => `- ${n}`).join('\n')}` : ''}`;
   process.stdout.write(`${body}\n`);
   if (opts.record) {
@@ -361,7 +350,7 @@ async function main(argv) {
 }
 
 main(process.argv.slice(2)).then(
-  () => process.exit(0),  // node-llama-cpp keeps native handles open
+  () => process.exit(0),
   (e) => {
     process.stderr.write(`bench:peers: ${e.stack || e.message || e}\n`);
     process.exit(1);

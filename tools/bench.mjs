@@ -57,7 +57,7 @@ import '../wasm_glue/gguf-header.js';
 import { readLlamaBundle } from './llama-bundle.mjs';
 import {
   ROOT, NATIVE_WICK, parseArgs, list, ensureModel, modelLabel, modelInfo, buildPrompt,
-  waitForIdle, summarize, fmt, markdownTable, appendBenchmarks,
+  waitForIdle, summarize, fmt, markdownTable, appendBenchmarks, simdFlags,
 } from './bench-common.mjs';
 
 const WASM_CLI = path.join(ROOT, 'wasm_glue', 'cli.mjs');
@@ -305,17 +305,6 @@ function embedRun(kind, model, textsFile, threads, opts) {
   if (!m) throw new Error(`${kind}: no embed timing line:\n${(r.stdout + r.stderr).slice(-1500)}`);
   const variant = /loaded CPU backend from \S*libggml-cpu-([\w-]+)\.so/.exec(r.stderr)?.[1];
   return { texts: Number(m[1]), tokens: Number(m[2]), seconds: Number(m[3]), textsPerSecond: Number(m[1]) / Number(m[3]), variant };
-}
-
-/** The SIMD flags of the CPU that decide which ggml variant native llama.cpp runs (issue 33). */
-function simdFlags() {
-  const wanted = ['sse4_1', 'sse4_2', 'avx', 'avx2', 'fma', 'f16c', 'bmi2', 'avx512f', 'avx512bw', 'avx512vl', 'avx512_vnni', 'avx_vnni'];
-  try {
-    const have = new Set((/^flags\s*:\s*(.+)$/m.exec(fs.readFileSync('/proc/cpuinfo', 'utf8'))?.[1] || '').split(/\s+/));
-    return wanted.filter((f) => have.has(f)).join(' ');
-  } catch {
-    return 'unknown';
-  }
 }
 
 /** The embedding section: a table of texts/s per file, thread count and engine, with wick's share of llama.cpp's. */
