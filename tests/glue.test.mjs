@@ -92,6 +92,20 @@ test('greedy generation streams the reference text of stories260K', { timeout: 6
   assert.ok(final.timings.prefillTokensPerSecond > 0);
   assert.ok(final.timings.timeToFirstTokenMs >= 0);
   for (const c of chunks) assert.ok(Array.isArray(c.tokens));
+  // the load's warm-up evaluation ran (issue 33) and left nothing behind: the text above is the reference's
+  assert.ok(engine.info.warmUpMs > 0, `warm-up: ${engine.info.warmUpMs} ms`);
+  assert.equal(final.timings.cachedPromptTokens, 0, 'the prompt was evaluated from an empty cache');
+});
+
+test('warmUp: false loads with no warm-up evaluation and gives the same greedy text', { timeout: 60000 }, async () => {
+  const cold = await Wick.load(storiesPath, { threads: 1, warmUp: false });
+  try {
+    assert.equal(cold.info.warmUpMs, 0);
+    const { text } = await collect(cold.generate('Once upon a time', { maxTokens: 240, temperature: 0 }));
+    assert.equal(text, stories.greedy_text);
+  } finally {
+    await cold.unload();
+  }
 });
 
 test('probabilities of the top candidates come with each token when asked', { timeout: 60000 }, async () => {

@@ -47,6 +47,8 @@ export interface LoadOptions {
   kvTypeV?: KvType;
   /** tables read one row per token (gemma4's per_layer_token_embd) kept outside wasm memory: true always, false never, unset when the file would not fit with them inside */
   tablesOutside?: boolean;
+  /** false: no warm-up evaluation before load resolves (default true: a 16-token batch and 2 steps on the CPU path, so that the browser has optimized the kernels before the first prompt; info.warmUpMs says what it cost) */
+  warmUp?: boolean;
   onProgress?: (p: LoadProgress) => void;
   signal?: AbortSignal;
   /** false: neither read nor keep the download in the Cache API (default true) */
@@ -385,6 +387,8 @@ export interface ModelInfo {
   relaxedSimd: boolean;
   threads: number;
   wasmMemoryBytes: number;
+  /** ms the warm-up evaluation of the load took (0: none: warmUp false, an encoder, the GPU path) */
+  warmUpMs: number;
   [key: string]: unknown;
 }
 

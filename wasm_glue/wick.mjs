@@ -331,6 +331,7 @@ class Engine {
       tablesOutside: options.tablesOutside,
       device: options.device || 'cpu',
       gpuAllowSoftware: options.gpuAllowSoftware === true,
+      warmUp: options.warmUp !== false,
     }, { onProgress: report });
     const onAbort = () => this._abort(request.id);
     options.signal?.addEventListener('abort', onAbort);
@@ -380,6 +381,7 @@ class Engine {
       relaxedSimd: r.build.endsWith('-relaxed'),
       threads: r.threads,
       wasmMemoryBytes: r.heapBytes,
+      warmUpMs: r.warmUpMs,
     };
     this._setDevice(r.device);
   }
