@@ -30,7 +30,9 @@ before(async () => {
   parts.forEach((b, i) => fs.writeFileSync(path.join(site, `mini-0000${i + 1}-of-0000${PARTS}.gguf`), b));
   fs.writeFileSync(path.join(site, 'index.html'), `<!doctype html><meta charset="utf-8"><title>wick progress</title>
 <script type="module">import { Wick } from '/wasm_glue/wick.mjs'; window.Wick = Wick; window.ready = true;</script>`);
-  server = createServer(site, { isolate: true });
+  // the model files at 20 MB/s (about 0.35 s for the 7 MB file): a download on an idle machine
+  // lasts several of the engine's 50 ms progress intervals, so that several events can come
+  server = createServer(site, { isolate: true, throttle: (rel) => (rel.endsWith('.gguf') ? 20e6 : 0) });
   await new Promise((r) => server.listen(0, '127.0.0.1', r));
   base = `http://127.0.0.1:${server.address().port}`;
   browser = await launchChromium('progress');

@@ -11,6 +11,7 @@
 //                        [--no-embed] [--embed-only] [--embed-texts 16] [--embed-shapes bge-small,EmbeddingGemma] [--embed-types f16,q8_0]
 //                        [--no-kv] [--kv-only] [--kv-models …] [--kv-prompt-tokens 512] [--kv-threads 1]
 //                        [--no-state] [--state-only] [--state-tokens 1000] [--state-threads 2]
+//                        [--no-long] [--long-only] [--long-models …] [--long-contexts 64,512,2048] [--long-threads 1] [--long-kv f16,q8_0]
 //
 // Each run is `wasm_glue/cli.mjs generate -m MODEL -p PROMPT -n GEN --temp 0 --ignore-eos
 // --threads T --ctx C` (and build/native/wick with the same flags); the figures come from the
@@ -46,6 +47,9 @@
 // and without loadState of that blob: the time to the first token of each (loadState's own time
 // counted in the first), the tokens each evaluated, and the state's size. --state-only runs this
 // section alone.
+//
+// Last (unless --no-long) long contexts (issue 33): decode tokens/s when the steps end at each of
+// --long-contexts, against the shortest, per build and KV type. --long-only runs this section alone.
 //
 // The helpers it shares with tools/bench-gpu.mjs and tools/bench-peers.mjs are in bench-common.mjs.
 import fs from 'node:fs';
@@ -151,6 +155,7 @@ const DEFAULTS = {
   noNative: false, noGrammar: false, noGpu: false, record: false, noEmbed: false, embedOnly: false, embedTexts: 16, embedShapes: 'bge-small,EmbeddingGemma', embedTypes: 'f16,q8_0',
   noKv: false, kvOnly: false, kvModels: 'models/synth-134m-q4_k_m.gguf,models/synth-1b-q4_k_m.gguf', kvPromptTokens: 512, kvThreads: '1',
   noState: false, stateOnly: false, stateTokens: 1000, stateThreads: '2',
+  noLong: false, longOnly: false, longModels: 'models/synth-134m-q4_k_m.gguf', longContexts: '64,512,2048', longThreads: '1', longKv: 'f16,q8_0',
 };
 
 // ---- KV cache types ----
@@ -192,6 +197,45 @@ async function kvBench(opts, kinds) {
   return `KV cache types (\`--kv f16|q8_0|q4_0\`): the cache's bytes at a ${opts.ctx}-token context (wick_kv_bytes, as the fit check ` +
     `counts them) and decode tokens/s after a ${opts.kvPromptTokens}-token prompt, ${opts.gen} greedy tokens, ${opts.stat} of ${opts.repeat}:\n\n${table}` +
     (busyRuns ? `\n\n${busyRuns} run(s) started while other work kept the CPU busy: those figures are low.` : '');
+}
+
+// ---- long contexts ----
+
+/**
+ * Decode tokens/s at each of --long-contexts (issue 33: at 2,048 tokens decode should keep at
+ * least 60% of its speed at 64): a prompt of (context − gen) tokens, then gen greedy steps, so
+ * that the steps attend over the last gen positions up to that context; per build, KV type and
+ * thread count, with each figure's share of the same row's shortest context.
+ */
+async function longBench(opts, kinds) {
+  const contexts = list(opts.longContexts).map(Number);
+  const rows = [];
+  let busyRuns = 0;
+  for (const file of list(opts.longModels)) {
+    const model = ensureModel(file);
+    const info = modelInfo(model);
+    for (const threads of list(opts.longThreads).map(Number))
+      for (const kv of list(opts.longKv))
+        for (const kind of kinds) {
+          const decode = contexts.map((n) => {
+            const { text } = buildPrompt(model, Math.max(1, n - opts.gen), info.bos >= 0 ? info.bos : 1);
+            const runs = [];
+            for (let i = 0; i < opts.repeat; i++) {
+              runs.push(runOnce(kind, model, text, { ...opts, ctx: Math.max(n, opts.ctx) }, threads, ['--temp', '0'], ['--kv', kv]));
+              process.stderr.write(`bench: long ${modelLabel(model)} ${kind} ${kv} t${threads} context ${n} #${i + 1}: decode ${fmt(runs.at(-1).decode)} tok/s\n`);
+            }
+            return summarize(runs.map((r) => r.decode), opts.stat);
+          });
+          rows.push([modelLabel(model), String(threads), { wasm: 'wasm (Node)', 'wasm-relaxed': 'wasm relaxed SIMD (Node)', native: 'native' }[kind], kv,
+            ...decode.map((d) => `${fmt(d)} (${fmt(100 * d / decode[0], 0)}%)`)]);
+        }
+    const busy = await waitForIdle(0);
+    if (busy !== null && busy >= 0.15) busyRuns++;
+  }
+  const table = markdownTable(['model', 'threads', 'build', 'KV', ...contexts.map((n) => `decode tok/s at ${n}`)], rows);
+  return `Long contexts: decode tokens/s when the ${opts.gen} greedy steps end at each context (a prompt of context − ${opts.gen} tokens first), ` +
+    `${opts.stat} of ${opts.repeat}, and each figure's share of the row's ${contexts[0]}-token one:\n\n${table}` +
+    (busyRuns ? '\n\nThe machine was busy while it ran: ratios within a row count, absolute figures are low.' : '');
 }
 
 // ---- saved sessions ----
@@ -420,6 +464,12 @@ async function main(argv) {
     if (opts.record) appendBenchmarks('npm run bench', `npm run bench -- ${argv.filter((a) => a !== '--record').join(' ')}`.trim(), section);
     return;
   }
+  if (opts.longOnly) {
+    const section = await longBench(opts, opts.noNative ? ['wasm', 'wasm-relaxed'] : ['wasm', 'wasm-relaxed', 'native']);
+    process.stdout.write(`${section}\n`);
+    if (opts.record) appendBenchmarks('npm run bench', `npm run bench -- ${argv.filter((a) => a !== '--record').join(' ')}`.trim(), section);
+    return;
+  }
   if (opts.stateOnly) {
     const section = await stateBench(opts);
     process.stdout.write(`${section}\n`);
@@ -488,10 +538,11 @@ async function main(argv) {
   const embed = opts.noEmbed ? '' : `\n\n${await embedBench(opts, threadCounts)}`;
   const kv = opts.noKv ? '' : `\n\n${await kvBench(opts, opts.noNative ? ['wasm'] : ['wasm', 'native'])}`;
   const saved = opts.noState ? '' : `\n\n${await stateBench(opts)}`;
-  process.stdout.write(`${table}\n\n${notes}${grammar}${gpu}${embed}${kv}${saved}\n`);
+  const long = opts.noLong ? '' : `\n\n${await longBench(opts, opts.noNative ? ['wasm', 'wasm-relaxed'] : ['wasm', 'wasm-relaxed', 'native'])}`;
+  process.stdout.write(`${table}\n\n${notes}${grammar}${gpu}${embed}${kv}${saved}${long}\n`);
   if (opts.record) {
     const command = `npm run bench -- ${argv.filter((a) => a !== '--record').join(' ')}`.trim();
-    appendBenchmarks('npm run bench', command, `${table}\n\n${notes}${grammar}${gpu}${embed}${kv}${saved}`);
+    appendBenchmarks('npm run bench', command, `${table}\n\n${notes}${grammar}${gpu}${embed}${kv}${saved}${long}`);
   }
 }
 
