@@ -164,7 +164,8 @@ function remember(map, entry) {
 }
 
 function fileStore(file) {
-  const fsp = () => import(/* @vite-ignore */ /* webpackIgnore: true */ 'node:fs/promises');
+  // not a literal name: a bundler building for the browser neither fails on it nor stubs it (as wick.mjs's nodeModule)
+  const fsp = (name = 'fs/promises') => import(/* @vite-ignore */ /* webpackIgnore: true */ `node:${name}`);
   const read = async () => {
     try {
       const j = JSON.parse(await (await fsp()).readFile(file, 'utf8'));
