@@ -6,6 +6,7 @@
 // into one evaluation's logits; cpuDelayMs makes the CPU slow in the check, since on SwiftShader
 // the GPU path is far slower than the CPU and would otherwise never be chosen on speed.
 import { test } from 'node:test';
+import { spawnSync } from 'node:child_process';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -201,6 +202,30 @@ test('a NaN in the logits mid-generation ends that answer with E_GPU; the next a
     const r = await collect(engine.generate('Once upon a time', { temperature: 0, maxTokens: 240 }));
     assert.equal(r.text, ref.greedy_text);
   });
+});
+
+test('the relaxed-SIMD build: the check\'s CPU context rewrites Q4_K weights in place, and the GPU path it then takes still embeds right', { timeout: 300000 }, () => {
+  // a child Node with relaxed SIMD (the host then loads the mt-relaxed build): the same greedy
+  // tokens from device 'gpu' (no CPU context ever) and from auto after a check (CPU made slow)
+  const script = `
+    import { Wick } from ${JSON.stringify(new URL('../wasm_glue/wick.mjs', import.meta.url).href)};
+    const run = async (opts) => {
+      const e = await Wick.load(${JSON.stringify(path.join(models, 'mini', 'mini-q4_k_m.gguf'))}, { threads: 1, contextSize: 256, gpuAllowSoftware: true, ...opts });
+      const tokens = [];
+      for await (const c of e.generate('Once upon a time', { temperature: 0, maxTokens: 12, ignoreEos: true })) if (!c.done) tokens.push(...c.tokens);
+      const r = { build: e.info.build, type: e.device.type, verify: e.device.verify || null, tokens };
+      await e.unload();
+      return r;
+    };
+    console.log(JSON.stringify([await run({ device: 'gpu' }), await run({ device: 'auto', gpuTestHooks: ${JSON.stringify(SLOW_CPU)} })]));`;
+  const r = spawnSync(process.execPath, ['--experimental-wasm-relaxed-simd', '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 240000, env: process.env });
+  assert.equal(r.status, 0, r.stderr);
+  const [gpu, auto] = JSON.parse(r.stdout.trim().split('\n').pop());
+  assert.equal(gpu.build, 'mt-relaxed');
+  assert.equal(auto.type, 'gpu', auto.verify?.reason);
+  assert.equal(auto.verify.correct, true);
+  assert.equal(gpu.tokens.length, 12);
+  assert.deepEqual(auto.tokens, gpu.tokens);
 });
 
 test('gpuVerify, gpuVerdictFile and gpuTestHooks are checked', async () => {

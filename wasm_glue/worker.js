@@ -382,6 +382,9 @@
     const cpuWait = hooks.cpuDelayMs > 0 ? (tokens) => new Promise((r) => setTimeout(r, tokens * hooks.cpuDelayMs)) : null;
     const cpu = {}, gpuSpeed = {};
     const cctx = newCpuCtx(n + steps + 8);
+    // the CPU context may have rewritten the weights into its kernels' layout (the relaxed
+    // builds' Q4_K/Q6_K, wick.h): the GPU reads its embedding rows from wasm memory by type
+    forward.t.tok_embd = modelTensors().tok_embd;
     try {
       const evalCpu = (tokens, all) => withScratch(4 * tokens.length, (buf) => {
         M.HEAP32.set(tokens, buf >>> 2);
@@ -418,9 +421,6 @@
     } finally {
       M._wick_ctx_free(cctx);
     }
-    // the CPU context may have rewritten the weights into its kernels' layout (the relaxed
-    // builds' Q4_K/Q6_K, wick.h): the GPU's embedding rows are read from wasm memory by type
-    forward.t.tok_embd = modelTensors().tok_embd;
     const speed = (s) => ({ prefillTps: (n * 1000) / Math.max(s.prefillMs, 1e-3), decodeTps: (steps * 1000) / Math.max(s.decodeMs, 1e-3), prefillMs: s.prefillMs, decodeMs: s.decodeMs, promptTokens: n, decodeSteps: steps });
     const comparison = V.compareLogits(cpuRows, gpuRows, V.toleranceForTypes(V.matrixTypes(tensors)));
     return V.verdict(comparison, speed(cpu), speed(gpuSpeed), adapter);
