@@ -23,8 +23,11 @@
  * evaluations come out as a list of operations that gpu/backend.mjs carries out on the GPU,
  * and the logits it reads back go into the context, where the C sampler draws from them. So
  * sampling, grammar and stop strings are the same code on both paths. A GPU failure during a
- * request (a lost device, an out-of-memory) makes the worker fall back to the CPU: the request
- * ends with E_GPU, and the next one runs on a fresh CPU context. */
+ * request (a lost device, an out-of-memory, a NaN or an infinity in a logits row) makes the
+ * worker fall back to the CPU: the request ends with E_GPU, and the next one runs on a fresh CPU
+ * context. Under device 'auto' the GPU path is first checked against the CPU, for the same logits
+ * and more speed (gpuVerdict; the comparison is gpu/verify.mjs), unless the host sent a verdict
+ * kept for this adapter and model. */
 'use strict';
 (function () {
   const isNode = typeof importScripts !== 'function';
