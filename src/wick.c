@@ -18,6 +18,7 @@
 #include "model.h"
 #include "quant.h"
 #include "sampler.h"
+#include "state.h"
 #include "tokenizer.h"
 
 /* A failure of a call on context c: kept in c (wick_ctx_last_error) and as the last error. */
@@ -379,6 +380,8 @@ wick_status wick_model_tensors_json(const wick_model *m, char *buf, size_t buf_l
     emit(&o, "\"steps\":[");
     for (int i = 0; i < n_steps && i < 64; i++) emit(&o, "%s\"%s\"", i ? "," : "", steps[i]);
     emit(&o, "],");
+    /* the saved states' model hash (state.c): a backend keeps what it learnt about a model by it */
+    emit(&o, "\"model_hash\":\"%016llx\",", (unsigned long long)state_model_hash(m));
     emit_weight(&o, "tok_embd", &m->tok_embd);
     emit(&o, ",");
     emit_weight(&o, "output", &m->output);

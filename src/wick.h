@@ -231,7 +231,8 @@ float *wick_ctx_external_logits(wick_ctx *c, int32_t n_rows);
 /* ---- what an outside backend needs of a model ----
  * JSON of the forward pass's inputs: the config switches (model.h) and, for every weight matrix
  * and vector, its address in this process's memory, element type, rows and columns (a wasm
- * build's addresses are offsets in its linear memory). Writes at most buf_len bytes
+ * build's addresses are offsets in its linear memory), and "model_hash" (16 hex digits: the
+ * hash a saved state names its model by). Writes at most buf_len bytes
  * (NUL-terminated); *needed gets the full length. */
 wick_status wick_model_tensors_json(const wick_model *m, char *buf, size_t buf_len, size_t *needed);
 /* dst[0..n) = the n elements of type `type` at src (n a multiple of the block size). */

@@ -3,7 +3,7 @@
 // logits of every mini/families file the GPU path runs against llama.cpp's references (the
 // backend module and the wasm engine on the page itself), stories260K's greedy text through
 // Wick.load({device: 'gpu'}) in the engine's Web Worker (and after a device lost mid-generation,
-// on the CPU), and the page: Auto takes the CPU on a
+// on the CPU), Auto's check of the GPU path with its verdict kept in IndexedDB, and the page: Auto takes the CPU on a
 // software adapter and says why; choosing GPU runs there and says on which adapter.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -154,6 +154,33 @@ test("Chromium: Wick.load({device: 'gpu'}) runs stories260K in the worker on the
     assert.equal(r.again, greedy);
     assert.equal(r.autoDevice.type, 'cpu');
     assert.match(r.autoDevice.reason, /software/);
+  } finally {
+    await page.close();
+  }
+});
+
+test("Chromium: Auto (software adapter allowed) checks the GPU path against the CPU in the worker; the verdict is kept in IndexedDB across page loads", { timeout: 300000 }, async () => {
+  const page = await testPage();
+  try {
+    const loadAuto = () => page.evaluate(async () => {
+      const engine = await window.Wick.load('/models/stories260K.gguf', { device: 'auto', gpuAllowSoftware: true, threads: 1, contextSize: 256 });
+      const d = engine.device;
+      await engine.unload();
+      return d;
+    });
+    const first = await loadAuto();
+    assert.equal(first.verify.correct, true, first.reason);
+    assert.equal(first.verify.reused, false);
+    assert.equal(first.type, first.verify.faster ? 'gpu' : 'cpu');
+    assert.match(first.verify.key.agent, /Chrom/);
+    // a new page load: the module's memory is gone, the verdict comes from IndexedDB
+    await page.reload();
+    await page.waitForFunction(() => window.ready === true);
+    const second = await loadAuto();
+    assert.equal(second.verify.reused, true);
+    assert.equal(second.verify.checkMs, 0);
+    assert.deepEqual(second.verify.key, first.verify.key);
+    assert.equal(second.type, first.type);
   } finally {
     await page.close();
   }

@@ -63,18 +63,88 @@ export interface LoadOptions {
   /** URL of worker.js (default: beside wick.mjs) */
   workerUrl?: string | URL;
   /** where the forward pass runs: 'cpu' (default), 'gpu' (WebGPU; an error when it cannot), or
-   * 'auto' (the GPU when a hardware adapter exists and the family runs there, else the CPU) */
+   * 'auto' (the GPU when a hardware adapter exists, the family runs there, and the GPU path passes
+   * its check on this device: the same logits as the CPU path and faster; else the CPU) */
   device?: 'auto' | 'gpu' | 'cpu';
   /** true: a software WebGPU adapter (SwiftShader, lavapipe) counts as a GPU (default false) */
   gpuAllowSoftware?: boolean;
+  /** device 'auto''s check of the GPU path (engine.device.verify): 'once' (default: a verdict kept
+   * for this adapter, browser, wick version and model file is reused), 'always' (checked at every
+   * load), 'never' (no check: a hardware adapter is taken). device 'gpu' never checks */
+  gpuVerify?: 'always' | 'once' | 'never';
+  /** under Node: a JSON file where the verdicts are kept across processes (default: this process's
+   * memory only; in a browser they are kept in IndexedDB, database "wick-gpu-verdicts") */
+  gpuVerdictFile?: string;
+  /** FOR TESTS ONLY: a GPU made slow or faulty on purpose (tests/gpu-verify.test.mjs) */
+  gpuTestHooks?: GpuTestHooks;
   /** URL of the WebGPU backend module (default: gpu/backend.mjs beside wick.mjs) */
   gpuModuleUrl?: string | URL;
 }
 
-/** Where an engine's forward pass runs. */
+/** Where an engine's forward pass runs; `verify` is device 'auto''s check of the GPU path (absent
+ * when no check was asked for or the GPU was refused before it: no adapter, a software one, a
+ * family the GPU path does not run). */
 export type Device =
-  | { type: 'gpu'; /** the adapter's description */ adapter: string; software: boolean; /** tensors converted to F32 at load */ converted: string[] }
-  | { type: 'cpu'; /** why not the GPU ('asked for' when device was 'cpu') */ reason: string };
+  | { type: 'gpu'; /** the adapter's description */ adapter: string; software: boolean; /** tensors converted to F32 at load */ converted: string[]; verify?: GpuVerdict }
+  | { type: 'cpu'; /** why not the GPU ('asked for' when device was 'cpu'; a failed or slower check names its figures) */ reason: string; verify?: GpuVerdict };
+
+/** Speeds of one path in the GPU check. */
+export interface GpuCheckSpeed {
+  prefillTps: number;
+  decodeTps: number;
+  prefillMs: number;
+  decodeMs: number;
+  promptTokens: number;
+  decodeSteps: number;
+}
+
+/** The GPU check's verdict: a fixed prompt of 16 tokens, then 4 greedy decode steps on the CPU and
+ * the GPU, every logits row compared (RMS(gpu − cpu) / std(cpu) within `tolerance`: 0.2% for
+ * F32/F16 weights, 1% BF16, 5% quantized; the argmax wherever the CPU row's top-2 gap exceeds 10% of
+ * its std) and both runs timed. The GPU is chosen when correct and faster at decode and prefill. */
+export interface GpuVerdict {
+  correct: boolean;
+  faster: boolean;
+  chosen: boolean;
+  /** why the CPU was kept (null when the GPU was chosen) */
+  reason: string | null;
+  rows: number;
+  /** rows whose CPU argmax was clear, and those where the GPU's agreed */
+  argmaxChecked: number;
+  argmaxAgree: number;
+  /** the largest relative RMS of a row (null: a row had NaN or Inf), and which row */
+  relRms: number | null;
+  worstRow: number;
+  tolerance: number;
+  /** the first rows that failed, in words */
+  problems: string[];
+  cpu: GpuCheckSpeed;
+  gpu: GpuCheckSpeed;
+  /** both paths' speeds in words */
+  speeds: string;
+  /** what the verdict is kept by: adapter, agent (navigator.userAgent or `node <version>`), wick
+   * (version), shaders (a digest of the WGSL), model (the model file's hash, as a saved state
+   * names it), build, threads, hooks (test hooks, when any) */
+  key: { adapter: string; agent: string; wick: string; shaders: string; model: string; build: Build; threads: number; hooks?: string };
+  /** true: a verdict kept from an earlier load was used (no check ran) */
+  reused: boolean;
+  /** milliseconds this load spent on the check (0 when reused) */
+  checkMs: number;
+  /** when the check ran (ISO 8601) */
+  checkedAt: string;
+}
+
+/** FOR TESTS ONLY (load option gpuTestHooks): a simulated slow or faulty GPU. */
+export interface GpuTestHooks {
+  /** milliseconds waited after each GPU queue submission (a slow GPU) */
+  submitDelayMs?: number;
+  /** milliseconds waited per token the CPU evaluates in the GPU check (a slow CPU) */
+  cpuDelayMs?: number;
+  /** 'matmul-scale': layer 0's FFN down projection adds 1.25 × its product (a faulty GPU; families without post norms) */
+  perturb?: 'matmul-scale';
+  /** the n-th GPU evaluation since load (from 1; the check's count too) returns a NaN logit */
+  nanAtStep?: number;
+}
 
 export type Build = 'mt' | 'st' | 'mt-relaxed' | 'st-relaxed';
 

@@ -38,6 +38,8 @@ const chatTemplates = () => import('./chat-template.mjs');
 // loaded on first use, not with the page: a server connection (Wick.connect) and the embeddings' options
 const connectModule = () => import('./connect.mjs');
 const embeddingsModule = () => import('./embeddings.mjs');
+// the GPU check's verdicts (device 'auto'), kept so that a check is paid once
+const verifyModule = () => import('./gpu/verify.mjs');
 
 /** The prompt text of a conversation rendered with a chat template, without a model (chat-template.mjs). */
 export async function renderChatTemplate(source, messages, options) {
@@ -318,6 +320,9 @@ class Engine {
 
   async _load(source, options) {
     const described = await describeSource(source, options.cache !== false);
+    // device 'auto' proves the GPU path before taking it (worker.js gpuVerdict): the verdicts kept so far go with the load
+    const gpuVerify = options.gpuVerify || 'once';
+    const verdicts = options.device === 'auto' && gpuVerify !== 'never' ? (await verifyModule()).verdictStore({ file: options.gpuVerdictFile }) : null;
     const onProgress = options.onProgress;
     const report = (m) => {
       try { onProgress?.({ progress: m.progress, phase: m.phase, loaded: m.loaded, total: m.total, cached: !!m.cached, resumed: m.resumed || 0 }); } catch (e) { console.error(e); }
@@ -332,6 +337,9 @@ class Engine {
       device: options.device || 'cpu',
       gpuAllowSoftware: options.gpuAllowSoftware === true,
       warmUp: options.warmUp !== false,
+      gpuVerify,
+      gpuVerdicts: verdicts && gpuVerify === 'once' ? await verdicts.list() : [],
+      gpuTestHooks: options.gpuTestHooks || null,
     }, { onProgress: report });
     const onAbort = () => this._abort(request.id);
     options.signal?.addEventListener('abort', onAbort);
@@ -340,6 +348,12 @@ class Engine {
     try {
       if (described.kind === 'push') this._pushBytes(request.id, described.bytes);
       const info = await request;
+      const verify = info.device?.verify;
+      if (verify?.fresh) {
+        delete verify.fresh;
+        const { key, reused, checkMs, checkedAt, ...verdict } = verify;
+        await verdicts?.put({ key, verdict, at: checkedAt }).catch(() => {});
+      }
       this._label = described.label;
       this._setInfo(info);
     } finally {
@@ -390,7 +404,8 @@ class Engine {
     /** Where the forward pass runs: {type: 'gpu', adapter, software, converted} (the adapter's
      * description; tensors of types the shaders do not read, converted to F32 at load) or
      * {type: 'cpu', reason} (why not the GPU: asked for, no adapter, a software adapter, a
-     * family the GPU path does not run, a GPU failure) */
+     * family the GPU path does not run, the GPU check failed or was slower, a GPU failure); under
+     * device 'auto' also `verify`, the GPU check's verdict (wick.d.ts GpuVerdict) */
     this.device = d || { type: 'cpu', reason: 'asked for' };
   }
 
@@ -838,6 +853,9 @@ async function load(source, options = {}) {
     if (options[key] !== undefined && !KV_TYPES.includes(options[key])) throw invalid(`${key} must be one of ${KV_TYPES.join(', ')} (got ${JSON.stringify(options[key])})`);
   if (options.onProgress !== undefined && typeof options.onProgress !== 'function') throw invalid('onProgress must be a function');
   if (options.device !== undefined && !['auto', 'gpu', 'cpu'].includes(options.device)) throw invalid(`device must be 'auto', 'gpu' or 'cpu' (got ${JSON.stringify(options.device)})`);
+  if (options.gpuVerify !== undefined && !['always', 'once', 'never'].includes(options.gpuVerify)) throw invalid(`gpuVerify must be 'always', 'once' or 'never' (got ${JSON.stringify(options.gpuVerify)})`);
+  if (options.gpuVerdictFile !== undefined && (typeof options.gpuVerdictFile !== 'string' || !isNode)) throw invalid('gpuVerdictFile is a file path, under Node');
+  checkGpuTestHooks(options.gpuTestHooks);
   checkSignal(options.signal);
   const mt = options.multiThreaded !== false && canUseThreads();
   const relaxed = options.relaxedSimd !== false && hasRelaxedSimd();
@@ -859,6 +877,19 @@ async function load(source, options = {}) {
   } catch (e) {
     await engine.unload().catch(() => {});
     throw e instanceof WickError ? e : new WickError('E_WORKER', e.message || String(e));
+  }
+}
+
+// load option gpuTestHooks, for tests only: a GPU made slow or faulty on purpose (gpu/backend.mjs
+// GpuForward.create's testHooks) and a CPU made slow in the GPU check (worker.js checkGpu)
+const GPU_TEST_HOOKS = { submitDelayMs: 'number', cpuDelayMs: 'number', nanAtStep: 'number', perturb: ['matmul-scale'] };
+function checkGpuTestHooks(hooks) {
+  if (hooks === undefined || hooks === null) return;
+  if (typeof hooks !== 'object') throw invalid('gpuTestHooks must be an object (tests only)');
+  for (const [k, v] of Object.entries(hooks)) {
+    const kind = GPU_TEST_HOOKS[k];
+    if (!kind) throw invalid(`gpuTestHooks: unknown hook ${k} (known: ${Object.keys(GPU_TEST_HOOKS).join(', ')})`);
+    if (Array.isArray(kind) ? !kind.includes(v) : !(typeof v === 'number' && v >= 0 && Number.isFinite(v))) throw invalid(`gpuTestHooks.${k}: ${JSON.stringify(v)} is not ${Array.isArray(kind) ? kind.join(' or ') : 'a number ≥ 0'}`);
   }
 }
 

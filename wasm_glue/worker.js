@@ -23,8 +23,11 @@
  * evaluations come out as a list of operations that gpu/backend.mjs carries out on the GPU,
  * and the logits it reads back go into the context, where the C sampler draws from them. So
  * sampling, grammar and stop strings are the same code on both paths. A GPU failure during a
- * request (a lost device, an out-of-memory) makes the worker fall back to the CPU: the request
- * ends with E_GPU, and the next one runs on a fresh CPU context. */
+ * request (a lost device, an out-of-memory, a NaN or an infinity in a logits row) makes the
+ * worker fall back to the CPU: the request ends with E_GPU, and the next one runs on a fresh CPU
+ * context. Under device 'auto' the GPU path is first checked against the CPU, for the same logits
+ * and more speed (gpuVerdict; the comparison is gpu/verify.mjs), unless the host sent a verdict
+ * kept for this adapter and model. */
 'use strict';
 (function () {
   const isNode = typeof importScripts !== 'function';
@@ -226,12 +229,12 @@
         if (gpu?.forward) {
           state.gpu = gpu;
           state.ctx = gpu.ctx;
-          state.device = { type: 'gpu', adapter: gpu.description, software: gpu.software, converted: gpu.forward.converted };
+          state.device = { type: 'gpu', adapter: gpu.description, software: gpu.software, converted: gpu.forward.converted, ...(gpu.verify ? { verify: gpu.verify } : {}) };
           check(M._wick_gen_new(state.ctx, out));
           state.gen = u32At(out);
         } else {
           cpuContext();
-          state.device = { type: 'cpu', reason: gpu?.reason || (msg.device === 'cpu' ? 'asked for' : 'no GPU path in this engine') };
+          state.device = { type: 'cpu', reason: gpu?.reason || (msg.device === 'cpu' ? 'asked for' : 'no GPU path in this engine'), ...(gpu?.verify ? { verify: gpu.verify } : {}) };
           state.warmUpMs = msg.warmUp === false ? 0 : warmUp();
         }
       } finally {
@@ -248,8 +251,18 @@
 
   /** The CPU context and generator (a load on the CPU path, or the fallback from the GPU). */
   function cpuContext() {
-    const { contextSize, kvType, kvTypeV } = state.ctxOptions;
-    withScratch(24, (params) => withScratch(4, (out) => {
+    state.ctx = newCpuCtx(state.ctxOptions.contextSize);
+    fromState = 0;
+    if (typeof M._wick_gen_new === 'function') withScratch(4, (out) => {
+      check(M._wick_gen_new(state.ctx, out));
+      state.gen = u32At(out);
+    });
+  }
+
+  /** A CPU context of contextSize positions (0: the model's) with the load's KV types. */
+  function newCpuCtx(contextSize) {
+    const { kvType, kvTypeV } = state.ctxOptions;
+    return withScratch(24, (params) => withScratch(4, (out) => {
       M._wick_ctx_default_params(params);
       const p32 = params >>> 2;
       if (contextSize) M.HEAP32[p32] = contextSize;
@@ -261,12 +274,7 @@
       M.HEAP32[p32 + 4] = k === both ? 0 : k;
       M.HEAP32[p32 + 5] = v === both ? 0 : v;
       check(M._wick_ctx_new(state.model, params, out));
-      state.ctx = u32At(out);
-      fromState = 0;
-      if (typeof M._wick_gen_new === 'function') {
-        check(M._wick_gen_new(state.ctx, out));
-        state.gen = u32At(out);
-      }
+      return u32At(out);
     }));
   }
 
@@ -309,11 +317,13 @@
   }
 
   /**
-   * The GPU path for the loaded model: {forward, ctx, description, software}, or {reason} why
-   * the CPU path is taken instead (device 'auto'). With device 'gpu' a reason is an E_GPU error
-   * (E_UNSUPPORTED for a family the GPU path does not run).
+   * The GPU path for the loaded model: {forward, ctx, description, software, verify?}, or
+   * {reason, verify?} why the CPU path is taken instead (device 'auto'). With device 'gpu' a
+   * reason is an E_GPU error (E_UNSUPPORTED for a family the GPU path does not run). Under
+   * 'auto' the GPU path must first pass the check (gpuVerdict): verify is its verdict.
    */
-  async function openGpu({ device, gpuAllowSoftware, contextSize, gpuMaxBatch, kvType, kvTypeV }) {
+  async function openGpu(msg) {
+    const { device, gpuAllowSoftware, contextSize, gpuMaxBatch, kvType, kvTypeV } = msg;
     const forced = device === 'gpu';
     const refuse = (reason, code = 'E_GPU') => {
       if (forced) throw new WorkerError(code, `the GPU path is not available: ${reason}`);
@@ -353,7 +363,17 @@
         dequantize,
         maxBatch: gpuMaxBatch || 32,
         software: found.software,
+        testHooks: msg.gpuTestHooks || null,
       });
+      if (device === 'auto' && msg.gpuVerify !== 'never') {
+        const verify = await gpuVerdict(gpu, forward, tensors, found.description, msg);
+        if (!verify.chosen) {
+          M._wick_ctx_free(ctx);
+          try { forward.destroy(); forward.device.destroy(); } catch { /* nothing more to free */ }
+          return { reason: verify.reason, verify };
+        }
+        return { forward, ctx, description: found.description, software: found.software, verify };
+      }
       return { forward, ctx, description: found.description, software: found.software };
     } catch (e) {
       if (ctx) M._wick_ctx_free(ctx);
@@ -361,6 +381,92 @@
       if (e.code === 'E_GPU' || e.code === 'E_UNSUPPORTED') return refuse(e.message, e.code);
       throw e;
     }
+  }
+
+  /**
+   * Device 'auto': the verdict on the GPU path for this model on this adapter (gpu/verify.mjs):
+   * the one the host kept for the same key (gpuVerify 'once', the default), else a fresh check's,
+   * marked `fresh` for the host to keep. checkMs is this load's time spent checking (0: reused).
+   */
+  async function gpuVerdict(gpu, forward, tensors, adapter, msg) {
+    const V = gpu.verify;
+    const key = V.verdictKey({
+      adapter, modelHash: tensors.model_hash, build: buildInfo.build, threads: buildInfo.threads,
+      shaders: V.digest(Object.values(await gpu.shaderSources())),
+      hooks: msg.gpuTestHooks ? JSON.stringify(msg.gpuTestHooks) : undefined,
+    });
+    if (msg.gpuVerify !== 'always') {
+      const kept = (msg.gpuVerdicts || []).find((e) => e && e.key && V.keyString(e.key) === V.keyString(key));
+      if (kept) return { ...kept.verdict, key, reused: true, checkMs: 0, checkedAt: kept.at };
+    }
+    const t0 = performance.now();
+    const result = await checkGpu(V, forward, tensors, adapter, msg.gpuTestHooks || {});
+    return { ...result, key, reused: false, checkMs: performance.now() - t0, checkedAt: new Date().toISOString(), fresh: true };
+  }
+
+  /** The check itself: the fixed prompt and the decode steps on a CPU context and on the GPU,
+   * the same tokens fed to both (each step's the CPU's greedy choice), compared and timed. */
+  async function checkGpu(V, forward, tensors, adapter, hooks) {
+    const steps = V.VERIFY_DECODE_STEPS;
+    let prompt = tokenize(V.VERIFY_TEXT, true, false);
+    while (prompt.length < V.VERIFY_PROMPT_TOKENS) prompt = prompt.concat(prompt.slice(1));
+    prompt = prompt.slice(0, Math.max(1, Math.min(V.VERIFY_PROMPT_TOKENS, forward.nCtx - steps - 1)));
+    const n = prompt.length, nVocab = tensors.config.n_vocab;
+    const cpuRows = [], gpuRows = [];
+    const row = (ptr) => M.HEAPF32.slice(ptr >>> 2, (ptr >>> 2) + nVocab);
+    // hooks.cpuDelayMs (tests only): a wait per token the CPU evaluates, a slow CPU, so that a
+    // correct GPU also wins on speed
+    const cpuWait = hooks.cpuDelayMs > 0 ? (tokens) => new Promise((r) => setTimeout(r, tokens * hooks.cpuDelayMs)) : null;
+    const cpu = {}, gpuSpeed = {};
+    const cctx = newCpuCtx(n + steps + 8);
+    // the CPU context may have rewritten the weights into its kernels' layout (the relaxed
+    // builds' Q4_K/Q6_K, wick.h): the GPU reads its embedding rows from wasm memory by type
+    forward.t.tok_embd = modelTensors().tok_embd;
+    try {
+      const evalCpu = (tokens, all) => withScratch(4 * tokens.length, (buf) => {
+        M.HEAP32.set(tokens, buf >>> 2);
+        const st = M._wick_eval(cctx, buf, tokens.length, all ? 1 : 0);
+        if (st !== 0) throw new WorkerError(WickConstants.STATUS_CODES[st] || 'E_INTERNAL', `the GPU check's CPU run: ${M.UTF8ToString(M._wick_ctx_last_error(cctx))}`);
+      });
+      // a warm-up token on each path (first-use costs: pipelines, caches), then the timed runs
+      evalCpu([prompt[0]], false);
+      check(M._wick_kv_trim(cctx, 0));
+      let t = performance.now();
+      evalCpu(prompt, true);
+      if (cpuWait) await cpuWait(n);
+      cpu.prefillMs = performance.now() - t;
+      for (let i = 0; i < n; i++) cpuRows.push(row(M._wick_get_logits(cctx, i)));
+      const fed = [];
+      t = performance.now();
+      for (let k = 0; k < steps; k++) {
+        const tok = argmaxOf(cpuRows[cpuRows.length - 1]);
+        fed.push(tok);
+        evalCpu([tok], false);
+        if (cpuWait) await cpuWait(1);
+        cpuRows.push(row(M._wick_get_logits(cctx, -1)));
+      }
+      cpu.decodeMs = performance.now() - t;
+
+      await forward.eval([prompt[0]], 0, false);
+      t = performance.now();
+      const all = await forward.eval(prompt, 0, true);
+      gpuSpeed.prefillMs = performance.now() - t;
+      for (let i = 0; i < n; i++) gpuRows.push(all.subarray(i * nVocab, (i + 1) * nVocab));
+      t = performance.now();
+      for (let k = 0; k < steps; k++) gpuRows.push(await forward.eval([fed[k]], n + k, false));
+      gpuSpeed.decodeMs = performance.now() - t;
+    } finally {
+      M._wick_ctx_free(cctx);
+    }
+    const speed = (s) => ({ prefillTps: (n * 1000) / Math.max(s.prefillMs, 1e-3), decodeTps: (steps * 1000) / Math.max(s.decodeMs, 1e-3), prefillMs: s.prefillMs, decodeMs: s.decodeMs, promptTokens: n, decodeSteps: steps });
+    const comparison = V.compareLogits(cpuRows, gpuRows, V.toleranceForTypes(V.matrixTypes(tensors)));
+    return V.verdict(comparison, speed(cpu), speed(gpuSpeed), adapter);
+  }
+
+  function argmaxOf(row) {
+    let best = 0;
+    for (let i = 1; i < row.length; i++) if (row[i] > row[best]) best = i;
+    return best;
   }
 
   function modelTensors() {
@@ -391,10 +497,11 @@
       rows = all ? count : 1;
       i += 4 + count;
     }
-    if (!logits) return;
+    if (!logits) return null;
     const dst = M._wick_ctx_external_logits(ctx, rows) >>> 0;
     if (!dst) throw new WorkerError('E_NOMEM', 'out of memory for the logits');
     M.HEAPF32.set(logits, dst >>> 2);
+    return logits;
   }
 
   /** After a GPU failure: the GPU path is dropped and the conversation goes on on the CPU. */
@@ -742,7 +849,10 @@
   async function gpuStep() {
     if (!state.gpu) return;
     try {
-      await runGpuOps();
+      const logits = await runGpuOps();
+      // a NaN or an infinity: this GPU computes wrong here, and its path ends as a lost device's does
+      if (logits) for (let i = 0; i < logits.length; i++)
+        if (!Number.isFinite(logits[i])) throw new WorkerError('E_GPU', `the GPU returned a logit of ${logits[i]} (token ${i % state.gpu.forward.c.n_vocab})`);
     } catch (e) {
       if (e.code === 'E_GPU') throw fallBackToCpu(e);
       throw e;

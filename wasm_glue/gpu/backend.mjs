@@ -17,6 +17,9 @@ const SHADER_FILES = ['matmul', 'dequant', 'norm', 'rope', 'attention', 'element
 if (!globalThis.WickConstants) await import('../constants.js');
 const { TENSOR_TYPES } = globalThis.WickConstants;
 
+// the check device 'auto' runs before it takes the GPU (the worker reaches it through this module)
+export * as verify from './verify.mjs';
+
 // GGUF type ids the shaders read directly, each with its name, which names its unit function (dequant.wgsl)
 export const GPU_TYPES = new Map([0, 1, 2, 8, 12, 13, 14].map((type) => [type, TENSOR_TYPES[type].name]));
 
@@ -104,6 +107,9 @@ async function shaders() {
   return shaderTexts;
 }
 
+/** Every shader's WGSL ({name: text}): what a verdict of the GPU check depends on. */
+export const shaderSources = () => shaders();
+
 /** The WGSL of the matrix product for GGUF type `type` (one of GPU_TYPES). */
 export async function matmulSource(type) {
   const s = await shaders();
@@ -162,10 +168,16 @@ function bufferFrom(device, bytes, usage, label) {
  *   heap()      the current wasm memory (Uint8Array; it changes when memory grows)
  *   dequantize(type, ptr, n) → Float32Array: the engine's wick_dequantize
  *   nCtx        positions of the KV cache
+ *   testHooks   for tests only (the load option gpuTestHooks): a GPU made slow or faulty on purpose,
+ *               {submitDelayMs: a wait after each queue submission, perturb: 'matmul-scale' (layer
+ *               0's FFN down projection adds 1.25 × its product to the residual: llama-style
+ *               families, without post norms), nanAtStep: n (the n-th evaluate() since create,
+ *               counting from 1, returns a NaN logit)}
  */
 export class GpuForward {
-  static async create(device, { tensors, heap, dequantize, nCtx, maxBatch = 32, maxBinding, software = false }) {
+  static async create(device, { tensors, heap, dequantize, nCtx, maxBatch = 32, maxBinding, software = false, testHooks = null }) {
     const f = new GpuForward(device, tensors, nCtx, maxBatch, maxBinding);
+    f.hooks = testHooks || {};
     // matmul.wgsl: a workgroup per row on a GPU, an invocation per row on a software adapter
     f.matmulEntry = software ? 'main' : 'main_wg';
     f.dequantize = dequantize;
@@ -195,6 +207,8 @@ export class GpuForward {
     this.weightBytes = 0;     // bytes of weights on the GPU
     this.buffers = [];
     this.stats = { submissions: 0, dispatches: 0, weightBytesRead: 0, readbackBytes: 0, tokens: 0 };
+    this.hooks = {};          // create()'s testHooks
+    this.evaluations = 0;     // evaluate() calls (testHooks.nanAtStep counts them)
     device.lost.then((info) => {
       this.lostReason = info.message || info.reason || 'lost';
     });
@@ -368,7 +382,10 @@ export class GpuForward {
     const op = (pipe, entries, groups, extra = {}) => ops.push({ pipe, entries, groups, ...extra });
     const P = (size, off) => ({ kind: 'params', off, size });
 
+    // testHooks.perturb: one matrix product made wrong on purpose (a faulty GPU, for tests)
+    const perturbed = this.hooks.perturb === 'matmul-scale' ? this.layers[0]?.w_down : null;
     const mm = (w, X, Y, xStride, yStride, { bias = -1, acc = false, scale = 1, head = false } = {}) => {
+      if (w === perturbed && acc) scale *= 1.25;
       for (const ch of w.chunks) {
         const flags = (bias >= 0 ? 1 : 0) | (acc ? 2 : 0) | (head ? 4 : 0);
         const off = uniform(u32f32([[ch.rows, 'u'], [w.cols, 'u'], [w.rowBytes, 'u'], [ch.row0, 'u'], [xStride, 'u'], [yStride, 'u'], [flags, 'u'], [scale, 'f'], [Math.max(0, bias), 'u'], [0, 'u'], [0, 'u'], [0, 'u']]));
@@ -562,6 +579,7 @@ export class GpuForward {
         }
         d.queue.submit([enc.finish()]);
         this.stats.submissions++;
+        if (this.hooks.submitDelayMs > 0) await new Promise((r) => setTimeout(r, this.hooks.submitDelayMs));
         if (nOut) {
           await this.readback.mapAsync(GPUMapMode.READ, 0, nOut * V * 4).catch((e) => {
             this.#checkLost();
@@ -579,6 +597,7 @@ export class GpuForward {
       done += nt;
     }
     this.stats.tokens += n;
+    if (++this.evaluations === this.hooks.nanAtStep) out[out.length - 1] = NaN;
     return out;
   }
 
