@@ -3,7 +3,9 @@
 // shapes and the family switches). The weights are uploaded once and stay in their GGUF block
 // formats (F32, F16, Q4_0, Q8_0, Q4_K, Q5_K, Q6_K), dequantized inside the shaders (the .wgsl
 // files beside this one); other types are converted to F32 once at load (`converted` says which).
-// The KV cache stays on the GPU; each batch is one queue submission, and only the logits rows
+// The KV cache stays on the GPU, and so does the hybrids' recurrent state (lfm2's short
+// convolution, qwen35's gated DeltaNet: recurrent.wgsl), trimmed and snapshotted as the external
+// context asks (trim, snapshot); each batch is one queue submission, and only the logits rows
 // asked for are read back. Sampling, grammar and stop strings stay in C: the worker drives an
 // external context (src/wick.h, wick_ctx_new_external) whose evaluations this backend carries out.
 // Numbers: activations, KV cache and accumulation in f32 (no shader-f16 needed); they differ
@@ -691,7 +693,8 @@ export class GpuForward {
    * later positions are forgotten. */
   trim(n) {
     this.#checkLost();
-    if (!(Number.isInteger(n) && n >= 0 && n <= this.nPast)) throw new GpuError(`cannot keep ${n} positions of ${this.nPast}`, 'E_INVALID_ARG');
+    if (!(Number.isInteger(n) && n >= 0)) throw new GpuError(`cannot keep ${n} positions`, 'E_INVALID_ARG');
+    if (this.recurrent && n > this.nPast) throw new GpuError(`cannot keep ${n} positions of the recurrent state's ${this.nPast}`, 'E_INVALID_ARG');
     if (this.recurrent && n !== this.nPast) {
       const slot = this.snapPos.indexOf(n);
       if (n === 0) this.#clearState();
