@@ -88,6 +88,8 @@ int ctx_init_external(struct wick_ctx *c, const struct wick_model *m, int32_t n_
     c->n_batch = c->n_ctx;
     c->external = true;
     for (int i = 0; i < STATE_SNAPSHOTS; i++) c->rs_snap_pos[i] = -1;
+    /* a hybrid's recurrent state lives on the backend; its size here makes ctx_has_state true */
+    for (int l = 0; l < mc->n_layers; l++) c->rs_floats += model_layer_state_floats(m, l);
     return 0;
 }
 
@@ -303,7 +305,16 @@ void kv_state_snapshot(struct wick_ctx *c) {
         for (int i = 1; i < STATE_SNAPSHOTS; i++)
             if (c->rs_snap_used[i] < c->rs_snap_used[slot]) slot = i;
     }
-    memcpy(c->rs_snap[slot], c->rstate, c->rs_floats * sizeof(float));
+    if (c->external) {
+        /* the backend copies its state into that slot; a snapshot it was not told of is none */
+        int32_t op[2] = {WICK_OP_SNAPSHOT, slot};
+        if (ctx_external_push(c, op, 2)) {
+            c->rs_snap_pos[slot] = -1;
+            return;
+        }
+    } else {
+        memcpy(c->rs_snap[slot], c->rstate, c->rs_floats * sizeof(float));
+    }
     c->rs_snap_pos[slot] = c->n_past;
     c->rs_snap_used[slot] = ++c->rs_clock;
 }
@@ -384,7 +395,7 @@ int kv_cache_trim(struct wick_ctx *c, int32_t n, errmsg *err) {
         return errorf(err, WICK_ERR_INVALID_ARG, "cannot cut the cache back to %d positions: the sliding-window layers no longer hold "
                       "the window before it (evaluate from 0)", n);
     }
-    if (ctx_has_state(c) && n != c->n_past) {
+    if (ctx_has_state(c) && n != c->n_past && !c->external) { /* an external backend's: WICK_OP_TRIM says it */
         int i = n == 0 ? -1 : state_snapshot_at(c, n);
         if (i >= 0) memcpy(c->rstate, c->rs_snap[i], c->rs_floats * sizeof(float));
         else memset(c->rstate, 0, c->rs_floats * sizeof(float));

@@ -74,7 +74,10 @@ struct wick_ctx {
     float *alt, *laurel, *alt_coef;
     uint8_t *ple_raw;
     /* an external context (wick_ctx_new_external): no cache or scratch here, the operations
-     * wick_eval and wick_kv_trim asked for, waiting for wick_ctx_external_ops */
+     * wick_eval, wick_kv_trim and kv_state_snapshot asked for, waiting for wick_ctx_external_ops.
+     * A hybrid model's state is the outside backend's: rs_floats counts it (so that trims and
+     * shifts obey the same rules), rstate and the snapshots stay NULL, the snapshot positions
+     * are kept here. */
     bool external;
     int32_t *ext_ops, ext_len, ext_cap;
 };
@@ -86,6 +89,8 @@ struct wick_ctx {
 int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_params *p, errmsg *err);
 /* An external context (wick.h, wick_ctx_new_external): the window and the logits only. */
 int ctx_init_external(struct wick_ctx *c, const struct wick_model *m, int32_t n_ctx, errmsg *err);
+/* Appends n int32s to an external context's operations (wick.c); -1 when out of memory. */
+int ctx_external_push(struct wick_ctx *c, const int32_t *v, int32_t n);
 void ctx_release(struct wick_ctx *c);
 int kv_cache_shift(struct wick_ctx *c, int32_t n_keep, int32_t n_discard, errmsg *err);
 /* Whether the cache can drop positions n_keep … n_keep + n_discard − 1 and go on: false when a
@@ -102,7 +107,8 @@ int32_t kv_cache_rewind_point(const struct wick_ctx *c, int32_t n);
 /* Whether the model has recurrent layers (their state cannot be shifted or cut back freely). */
 bool ctx_has_state(const struct wick_ctx *c);
 /* Keeps a copy of the recurrent state at the current position (n_past), replacing the oldest
- * snapshot; a no-op without recurrent layers. */
+ * snapshot; a no-op without recurrent layers. An external context asks its backend to keep it
+ * (WICK_OP_SNAPSHOT). */
 void kv_state_snapshot(struct wick_ctx *c);
 /* Bytes of the recurrent state, its snapshots included (0 without recurrent layers). */
 size_t ctx_state_bytes(const struct wick_ctx *c);

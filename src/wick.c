@@ -366,14 +366,15 @@ wick_status wick_model_tensors_json(const wick_model *m, char *buf, size_t buf_l
          "\"n_ctx_orig\":%d,\"rms_eps\":%.9g,\"act\":\"%s\",\"qk_norm\":\"%s\",\"embd_scale\":%.9g,"
          "\"residual_scale\":%.9g,\"attn_scale\":%.9g,\"attn_softcap\":%.9g,\"final_softcap\":%.9g,"
          "\"logit_scale\":%.9g,\"n_swa\":%d,\"attn_out_gate\":%s,\"n_recurrent\":%d,\"layer_shapes\":%s,\"rope_yarn\":%s,"
-         "\"attn_temp_scale\":%.9g},",
+         "\"attn_temp_scale\":%.9g,\"conv_kernel\":%d,\"ssm_state\":%d,\"ssm_k_heads\":%d,\"ssm_v_heads\":%d,\"ssm_inner\":%d},",
          c->arch, c->dim, c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim, c->hidden_dim, c->n_vocab, c->q_dim,
          c->rope_dim, c->rope_neox ? "true" : "false", c->rope_base, c->rope_base_swa, c->rope_scale, c->rope_scale_swa,
          c->rope_attn_factor, c->n_ctx_orig, c->rms_eps, c->act == ACT_GELU_TANH ? "gelu_tanh" : "silu",
          c->qk_norm == QK_NORM_PER_HEAD ? "per_head" : c->qk_norm == QK_NORM_FULL ? "full" : "none", c->embd_scale,
          c->residual_scale, c->attn_scale, c->attn_softcap, c->final_softcap, c->logit_scale, c->n_swa,
          c->attn_out_gate ? "true" : "false", c->n_recurrent, m->layer_c ? "true" : "false",
-         c->rope_yarn ? "true" : "false", c->attn_temp_scale);
+         c->rope_yarn ? "true" : "false", c->attn_temp_scale, c->conv_kernel, c->ssm_state, c->ssm_k_heads, c->ssm_v_heads,
+         c->ssm_inner);
     /* the steps beyond llama's, for a backend to check against what it implements */
     const char *steps[64];
     int n_steps = model_steps(m, steps, 64);
@@ -397,7 +398,8 @@ wick_status wick_model_tensors_json(const wick_model *m, char *buf, size_t buf_l
     int64_t qn = c->qk_norm == QK_NORM_FULL ? c->q_dim : c->head_dim, kn = c->qk_norm == QK_NORM_FULL ? kvd : c->head_dim;
     for (int l = 0; l < c->n_layers; l++) {
         const layer_weights *w = &m->layers[l];
-        static const char *const kinds[] = {"attention", "shortconv", "deltanet"};
+        static const char *const kinds[] = {"attention", "shortconv", "deltanet", "mamba2"};
+        _Static_assert(LAYER_MAMBA2 == 3, "a name for every layer kind");
         emit(&o, "%s{\"kind\":\"%s\",\"sliding\":%s,\"rotate\":%s,", l ? "," : "", kinds[w->kind],
              w->sliding ? "true" : "false", w->rotate ? "true" : "false");
         emit_vector(&o, "attn_norm", w->attn_norm, c->dim);
@@ -416,6 +418,24 @@ wick_status wick_model_tensors_json(const wick_model *m, char *buf, size_t buf_l
         for (size_t i = 0; i < sizeof vs / sizeof vs[0]; i++) {
             emit(&o, ",");
             emit_vector(&o, vs[i].name, vs[i].v, vs[i].n);
+        }
+        /* a recurrent layer's mixer: lfm2's short convolution, qwen35's gated DeltaNet (model.h) */
+        if (w->kind == LAYER_SHORTCONV || w->kind == LAYER_DELTANET) {
+            int64_t ch = model_conv_channels(c, w->kind);
+            const struct { const char *name; const weight *w; } rw[] = {
+                {"sc_in", &w->sc_in}, {"sc_out", &w->sc_out}, {"dn_qkv", &w->dn_qkv}, {"dn_gate", &w->dn_gate},
+                {"dn_alpha", &w->dn_alpha}, {"dn_beta", &w->dn_beta}, {"dn_out", &w->dn_out}};
+            for (size_t i = 0; i < sizeof rw / sizeof rw[0]; i++) {
+                emit(&o, ",");
+                emit_weight(&o, rw[i].name, rw[i].w);
+            }
+            const struct { const char *name; const float *v; int64_t n; } rv[] = {
+                {"conv_w", w->conv_w, ch * c->conv_kernel}, {"dn_dt", w->dn_dt, c->ssm_v_heads},
+                {"dn_a", w->dn_a, c->ssm_v_heads}, {"dn_norm", w->dn_norm, c->ssm_state}};
+            for (size_t i = 0; i < sizeof rv / sizeof rv[0]; i++) {
+                emit(&o, ",");
+                emit_vector(&o, rv[i].name, rv[i].v, rv[i].n);
+            }
         }
         emit(&o, "}");
     }
@@ -511,8 +531,7 @@ void wick_ctx_free(wick_ctx *c) {
     free(c);
 }
 
-/* appends n int32s to an external context's operations */
-static int ext_push(wick_ctx *c, const int32_t *v, int32_t n) {
+int ctx_external_push(wick_ctx *c, const int32_t *v, int32_t n) {
     if (c->ext_len > INT32_MAX - n) return -1;
     if (c->ext_len + n > c->ext_cap) {
         int32_t cap = c->ext_cap ? c->ext_cap : 64;
@@ -535,7 +554,7 @@ static wick_status eval_external(wick_ctx *c, const int32_t *tokens, int32_t n, 
             return ctx_fail(c, WICK_ERR_INVALID_ARG, "token id %d out of range (vocabulary of %d)", tokens[i], c->model->config.n_vocab);
     int32_t head[4] = {WICK_OP_EVAL, c->n_past, n, all_logits != 0};
     int32_t len = c->ext_len;
-    if (ext_push(c, head, 4) || ext_push(c, tokens, n)) {
+    if (ctx_external_push(c, head, 4) || ctx_external_push(c, tokens, n)) {
         c->ext_len = len;
         return ctx_fail(c, WICK_ERR_NOMEM, "out of memory");
     }
@@ -671,7 +690,7 @@ wick_status wick_kv_trim(wick_ctx *c, int32_t n_keep) {
     if (kv_cache_trim(c, n_keep, &c->error)) return api_status(&c->error);
     if (c->external) {
         int32_t op[2] = {WICK_OP_TRIM, n_keep};
-        if (ext_push(c, op, 2)) return ctx_fail(c, WICK_ERR_NOMEM, "out of memory");
+        if (ctx_external_push(c, op, 2)) return ctx_fail(c, WICK_ERR_NOMEM, "out of memory");
     }
     return ctx_ok(c);
 }

@@ -217,13 +217,18 @@ wick_status wick_rerank(wick_ctx *c, const int32_t *tokens, const int32_t *lens,
  * so that the logits the next call samples from are the ones the caller computes in between;
  * the cache never shifts (a full context evaluates the kept tokens again). So sampling, grammar
  * and stop strings stay here while the forward pass can be asynchronous (WebGPU's readback is). */
-enum { WICK_OP_EVAL = 1, WICK_OP_TRIM = 2 };
+enum { WICK_OP_EVAL = 1, WICK_OP_TRIM = 2, WICK_OP_SNAPSHOT = 3 };
 /* Refused on a model whose weights a CPU context has rewritten (above): the outside pass reads
  * the file's layout. */
 wick_status wick_ctx_new_external(const wick_model *m, int32_t n_ctx, wick_ctx **out);
 /* The operations since the last call, as int32s: WICK_OP_EVAL, first position, n, all_logits, then
- * the n token ids; WICK_OP_TRIM, positions kept. Returns their count and empties the list; *ops
- * stays valid until the next call on the context. */
+ * the n token ids; WICK_OP_TRIM, positions kept; WICK_OP_SNAPSHOT, slot (0 or 1). Returns their
+ * count and empties the list; *ops stays valid until the next call on the context.
+ * A hybrid model's recurrent state (lfm2, qwen35) is the backend's and follows the CPU
+ * context's rules: all zero at position 0; WICK_OP_SNAPSHOT keeps a copy of it, as it is after
+ * the evaluations before, in that slot (replacing the slot's earlier copy); WICK_OP_TRIM to a
+ * shorter length zeroes it (0) or restores the slot taken at that position: the context refuses
+ * a trim to anywhere else, so no other occurs. A trim to the current length changes nothing. */
 int32_t wick_ctx_external_ops(wick_ctx *c, const int32_t **ops);
 /* Room for n_rows rows of logits, which wick_get_logits then returns (NULL: out of memory). */
 float *wick_ctx_external_logits(wick_ctx *c, int32_t n_rows);

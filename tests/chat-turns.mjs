@@ -8,12 +8,14 @@ import assert from 'node:assert/strict';
 import { Wick } from '../wasm_glue/wick.mjs';
 
 /** The check on `file` with the chat `template`; `arch` is what the load info must name, and
- * `stateBytes` (where given) the recurrent state and its snapshots. */
-export async function chatTurnsAnswerAsFresh(file, template, { arch, stateBytes } = {}) {
-  const e = await Wick.load(file, { threads: 1, contextSize: 512 });
+ * `stateBytes` (where given) the recurrent state and its snapshots; `engineOptions` are the load
+ * options of the engine under test (device: 'gpu': the GPU path's answers against the CPU's). */
+export async function chatTurnsAnswerAsFresh(file, template, { arch, stateBytes, engineOptions = {} } = {}) {
+  const e = await Wick.load(file, { threads: 1, contextSize: 512, ...engineOptions });
   const fresh = await Wick.load(file, { threads: 1, contextSize: 512 });
   try {
     assert.equal(e.info.architecture, arch);
+    if (engineOptions.device) assert.equal(e.device.type, engineOptions.device);
     if (stateBytes !== undefined) assert.equal(e.info.stateBytes, stateBytes, 'the state and its two snapshots');
     const ask = (engine, messages, extra = {}) =>
       engine.chat.completions.create({ messages, max_tokens: 6, temperature: 0, chat_template: template, ...extra });

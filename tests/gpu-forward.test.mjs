@@ -2,7 +2,9 @@
 // under Node, against llama.cpp's logits in ../shared/reference: every mini and families model
 // whose family the GPU path runs (the prompt as one batch, every row; then the greedy tokens one
 // at a time), with ../shared/README.md's tolerances; and stories260K's 240 greedy tokens exactly.
-// The hybrid families (recurrent layers: lfm2, qwen35) are refused with a reason: the CPU runs them.
+// The hybrids (lfm2's short convolution, qwen35's gated DeltaNet: recurrent.wgsl) keep their state
+// on the GPU: it goes on from one evaluation to the next, is restored from a snapshot by a trim to
+// that position, and starts again at position 0, as the CPU context's does.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -25,19 +27,10 @@ const files = [
   ...fs.readdirSync(path.join(models, 'mini')).filter((n) => n.endsWith('.gguf')).map((n) => path.join(models, 'mini', n)),
   ...fs.readdirSync(path.join(models, 'families')).filter((n) => n.endsWith('.gguf')).map((n) => path.join(models, 'families', n)),
 ];
-const HYBRID = /lfm2|qwen35/;
-
 for (const file of files) {
   const name = path.basename(file, '.gguf');
   const refFile = `${name}.json`;
   if (!fs.existsSync(path.join(models, '..', 'reference', refFile))) continue; // mini-chat: no reference (tested by the chat suites)
-  if (HYBRID.test(name)) {
-    test(`GPU path refuses ${name} with a reason (recurrent layers run on the CPU)`, () => {
-      const { tensors } = loadModel(M, file);
-      assert.match(backend.GpuForward.unsupported(tensors), /runs on the CPU only/);
-    });
-    continue;
-  }
   test(`GPU logits of ${name} match llama.cpp's`, { timeout: 300000 }, async () => {
     const ref = loadReference(refFile);
     const { f } = await forwardOf(file);
@@ -100,3 +93,46 @@ test('stories260K: the 240 greedy tokens on the GPU path are the published ones'
     f.destroy();
   }
 });
+
+// the hybrids' state across calls, as the external context drives it (src/wick.h WICK_OP_TRIM and
+// WICK_OP_SNAPSHOT): a prompt cut into batches (of 5 here, the evaluation's own chunks) equals the
+// prompt at once; a trim to a snapshot gives the same logits again; a trim to 0 and a new
+// evaluation from 0 start afresh; a trim anywhere else, or an evaluation that skips positions, is refused
+for (const name of ['mini-lfm2-f16', 'mini-qwen35-q8_0']) {
+  test(`${name}: the recurrent state on the GPU goes on, is restored from a snapshot and starts again at 0`, { timeout: 300000 }, async () => {
+    const ref = loadReference(`${name}.json`);
+    const { tensors } = loadModel(M, path.join(models, 'families', `${name}.gguf`));
+    const f = await backend.GpuForward.create(device, { tensors, heap, dequantize, nCtx: 64, maxBatch: 5, software: true });
+    try {
+      assert.equal(f.recurrent, true);
+      assert.ok(f.stateBytes > 0);
+      const tol = toleranceFor(name), n = ref.prompt_tokens.length, V = ref.n_vocab, cut = 7;
+      const rowsOf = (logits) => Array.from({ length: logits.length / V }, (_, i) => logits.subarray(i * V, (i + 1) * V));
+      // the prompt in two evaluations, a snapshot between them
+      const head = rowsOf(await f.eval(ref.prompt_tokens.slice(0, cut), 0, true));
+      f.snapshot(1);
+      const tail = rowsOf(await f.eval(ref.prompt_tokens.slice(cut), cut, true));
+      const problems = compareRows([...head, ...tail], ref.prompt_logits, tol, 'prompt in two');
+      const step = await f.eval([ref.greedy_tokens[0]], n, false);
+      problems.push(...compareRows([step], ref.greedy_step_logits.slice(1, 2), tol, 'greedy step'));
+      // back to the snapshot: the same tail again, bit for bit
+      f.trim(cut);
+      assert.equal(f.nPast, cut);
+      const again = rowsOf(await f.eval(ref.prompt_tokens.slice(cut), cut, true));
+      assert.deepEqual(again.map((r) => Array.from(r)), tail.map((r) => Array.from(r)), 'the tail after a trim to its snapshot');
+      // the snapshot (at 7) survives a trim to 10, whose own position has none: refused
+      assert.throws(() => f.trim(10), (e) => e.code === 'E_INVALID_ARG' && /no snapshot/.test(e.message));
+      await assert.rejects(f.eval([ref.greedy_tokens[0]], n + 3, false), (e) => e.code === 'E_INVALID_ARG' && /recurrent state holds/.test(e.message));
+      // a trim to 0, then the whole prompt: the reference's rows
+      f.trim(0);
+      problems.push(...compareRows(rowsOf(await f.eval(ref.prompt_tokens, 0, true)), ref.prompt_logits, tol, 'after a trim to 0'));
+      assert.deepEqual(f.snapPos, [-1, -1], 'the snapshots of later positions are forgotten');
+      // an evaluation from 0 without a trim starts afresh too (a new conversation)
+      await f.eval([ref.greedy_tokens[0]], n, false);
+      problems.push(...compareRows([(await f.eval(ref.prompt_tokens, 0, false))], [ref.prompt_logits[n - 1]], tol, 'from 0 again'));
+      assert.deepEqual(problems, []);
+    } finally {
+      f.destroy();
+    }
+  });
+}

@@ -1,16 +1,19 @@
 // tests/gpu-glue.test.mjs — the WebGPU path through the public API under Node (Wick.load with
 // `device`, the worker driving an external context, SwiftShader through the npm package webgpu):
 // stories260K's greedy text and mini logits-driven generation as on the CPU, `auto` refusing the
-// software adapter with a reason, a family the GPU path does not run, and a device lost in the
-// middle of a generation falling back to the CPU, where the next answer is right.
+// software adapter with a reason, the hybrids' chat turns over their recurrent state on the GPU
+// (snapshots and trims through the external context) answering as the CPU does, a family the GPU
+// path does not run, and a device lost in the middle of a generation falling back to the CPU,
+// where the next answer is right.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Wick } from '../wasm_glue/wick.mjs';
-import { models, loadReference, greedyText, runWick } from './helpers.mjs';
+import { models, loadReference, greedyText, runWick, shared } from './helpers.mjs';
 import { readLlamaBundle } from '../tools/llama-bundle.mjs';
+import { chatTurnsAnswerAsFresh } from './chat-turns.mjs';
 
 process.env.VK_ICD_FILENAMES ??= '/usr/lib/chromium/vk_swiftshader_icd.json';
 const stories = path.join(models, 'stories260K.gguf');
@@ -74,13 +77,34 @@ test("device auto on SwiftShader takes the CPU and says why", { timeout: 120000 
   await cpu.unload();
 });
 
+// the hybrids on the GPU (recurrent.wgsl, the state in GPU buffers): a chat of four turns resumes
+// from the state's snapshots (WICK_OP_SNAPSHOT, WICK_OP_TRIM), regenerates from the snapshot before
+// the answer, survives an abort, and answers as a CPU engine given the whole conversation does
+const hybridTemplates = { lfm2: 'LFM2.5-Instruct.jinja', qwen35: 'Qwen3.5-4B.jinja' };
+for (const [arch, template] of Object.entries(hybridTemplates)) {
+  test(`device gpu: ${arch}'s chat turns over the recurrent state on the GPU answer as the CPU does`, { timeout: 600000 }, async () => {
+    const [text] = readLlamaBundle([`models/templates/${template}`]);
+    await chatTurnsAnswerAsFresh(path.join(models, 'families', `mini-${arch}-f16.gguf`), text.toString('utf8'),
+      { arch, engineOptions: { device: 'gpu', gpuAllowSoftware: true } });
+  });
+}
+
 test('a family the GPU path does not run: E_UNSUPPORTED when forced, the CPU with a reason under auto', { timeout: 120000 }, async () => {
-  const file = path.join(models, 'families', 'mini-lfm2-q8_0.gguf');
-  await assert.rejects(Wick.load(file, { threads: 1, device: 'gpu', gpuAllowSoftware: true }), (e) => e.code === 'E_UNSUPPORTED' && /lfm2/.test(e.message));
-  const engine = await Wick.load(file, { threads: 1, device: 'auto', gpuAllowSoftware: true });
-  assert.equal(engine.device.type, 'cpu');
-  assert.match(engine.device.reason, /lfm2.*CPU/);
-  await engine.unload();
+  // granitehybrid's Mamba-2 layers run on the CPU only (a synth file: none in ../shared)
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wick-gpu-mamba2-'));
+  try {
+    const file = path.join(dir, 'granite-hybrid.gguf');
+    const r = runWick('native', ['synth', '--arch', 'granite-hybrid', '--shape', 'mini', '--type', 'q8_0', '-o', file,
+      '--vocab', path.join(shared, 'vocab', 'ggml-vocab-llama-spm.gguf')]);
+    assert.equal(r.code, 0, r.stderr);
+    await assert.rejects(Wick.load(file, { threads: 1, device: 'gpu', gpuAllowSoftware: true }), (e) => e.code === 'E_UNSUPPORTED' && /granitehybrid.*mamba2/.test(e.message));
+    const engine = await Wick.load(file, { threads: 1, device: 'auto', gpuAllowSoftware: true });
+    assert.equal(engine.device.type, 'cpu');
+    assert.match(engine.device.reason, /granitehybrid family runs on the CPU only.*mamba2/);
+    await engine.unload();
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
   await assert.rejects(Wick.load(stories, { device: 'tpu' }), { code: 'E_INVALID_ARG' });
 });
 

@@ -21,11 +21,9 @@ after(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
 // the families the GPU path runs (gpu-forward.test.mjs compares each with llama.cpp) and, for the
 // others, exactly the steps it lacks
-const TAKEN = ['llama', 'llama3', 'qwen3', 'gemma2', 'gemma3', 'phi3', 'smollm3', 'granite', 'olmo2'];
+const TAKEN = ['llama', 'llama3', 'qwen3', 'gemma2', 'gemma3', 'phi3', 'smollm3', 'granite', 'olmo2', 'lfm2', 'qwen35'];
 const REFUSED = {
   'granite-hybrid': ['mamba2'],
-  lfm2: ['shortconv'],
-  qwen35: ['attn_out_gate', 'deltanet'],
   mistral3: ['rope_yarn', 'attn_temp_scale'],
   gemma4: ['rope_freqs_full_layers', 'layer_shapes', 'kv_shared_layers', 'v_norm', 'per_layer_embeddings', 'layer_output_scale'],
   gemma3n: ['layer_shapes', 'kv_shared_layers', 'v_norm', 'per_layer_embeddings', 'altup', 'laurel', 'activation_sparsity'],

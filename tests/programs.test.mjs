@@ -115,7 +115,7 @@ for (const build of ['native', 'wasm']) {
     }
   });
 
-  test(`${build}: test_context (cached keys after a context shift equal fresh ones; gemma3's sliding-window rings; gemma4's and gemma3n's shared caches)`, () => {
+  test(`${build}: test_context (cached keys after a context shift equal fresh ones; gemma3's sliding-window rings; gemma4's and gemma3n's shared caches; lfm2's external context)`, () => {
     // gemma4 and gemma3n files (no such files in ../shared): their KV-shared layers through a shift;
     // gemma3n on stories260K's vocabulary (its per-layer table is 256 values per layer and token)
     const synthFile = (arch, vocab) => {
@@ -129,12 +129,14 @@ for (const build of ['native', 'wasm']) {
     const gemma4 = synthFile('gemma4', path.join(shared, 'vocab', 'ggml-vocab-llama-spm.gguf'));
     const gemma3n = synthFile('gemma3n', path.join(shared, 'models', 'stories260K.gguf'));
     const r = runProgram(build, 'test_context', [path.join(shared, 'models', 'stories260K.gguf'),
-      path.join(shared, 'models', 'families', 'mini-gemma3-f16.gguf'), gemma4, gemma3n]);
+      path.join(shared, 'models', 'families', 'mini-gemma3-f16.gguf'), gemma4, gemma3n, path.join(shared, 'models', 'families', 'mini-lfm2-f16.gguf')]);
     // every part ran (the list): the shifts, the external context (the WebGPU path's), the status
     // codes, gemma3's rings (their memory, their logits, the shift past the window), gemma4's shared
-    // caches and gemma3n's (layers 20 to 24 read the caches of 18 and 19)
+    // caches and gemma3n's (layers 20 to 24 read the caches of 18 and 19), and a hybrid's external
+    // context (the GPU path's: its snapshots and trims)
     const { checks } = assertChecks(r, 'test_context', build);
     assert.match(checks.find((c) => c.id === 'context.gemma4.kv-bytes').detail, /none for its 3 KV-shared layers/);
     assert.match(checks.find((c) => c.id === 'context.gemma3n.kv-bytes').detail, /none for its 5 KV-shared layers/);
+    assert.match(checks.find((c) => c.id === 'context.lfm2.external.resume').detail, /trims back to the snapshot at 7 and evaluates 3 of 10/);
   });
 }

@@ -359,7 +359,10 @@ static void shared_kv_cases(wick_model *m) {
 }
 
 /* Carries out an external context's operations on a CPU context (the role the WebGPU backend
- * plays in the glue) and hands the logits over. Returns the tokens evaluated. */
+ * plays in the glue) and hands the logits over: trims (a hybrid's state restored from its
+ * snapshot), snapshots (into the slot named, which must be the one the CPU context picks) and
+ * evaluations. Returns the tokens evaluated, -1 on a failure. saw_trim: set by a trim to a
+ * shorter length, to 2 when that is neither 0 nor the current length. */
 static int run_external_ops(wick_ctx *ext, wick_ctx *backend, int *saw_trim) {
     const int32_t *ops;
     int32_t n = wick_ctx_external_ops(ext, &ops), evaluated = 0;
@@ -367,7 +370,15 @@ static int run_external_ops(wick_ctx *ext, wick_ctx *backend, int *saw_trim) {
     int32_t rows = 0;
     for (int32_t i = 0; i < n;) {
         if (ops[i] == WICK_OP_TRIM) {
-            if (saw_trim) *saw_trim = 1;
+            int32_t keep = ops[i + 1], was = wick_n_past(backend);
+            if (wick_kv_trim(backend, keep) != WICK_OK) return -1;
+            if (saw_trim && keep < was && *saw_trim < 2) *saw_trim = keep > 0 ? 2 : 1;
+            i += 2;
+            continue;
+        }
+        if (ops[i] == WICK_OP_SNAPSHOT) {
+            int32_t slot = ops[i + 1];
+            if (slot < 0 || slot > 1 || wick_state_snapshot(backend) != WICK_OK || backend->rs_snap_pos[slot] != wick_n_past(backend)) return -1;
             i += 2;
             continue;
         }
@@ -441,6 +452,64 @@ static void external_case(wick_model *m) {
     wick_gen_free(g);
     wick_ctx_free(ext);
     wick_ctx_free(backend);
+}
+
+/* A hybrid's external context (lfm2: the WebGPU path keeps its recurrent state): the same trim
+ * rules as a CPU context's, snapshots asked of the backend (WICK_OP_SNAPSHOT), and a second prompt
+ * that shares the first's tokens but its last resuming from the snapshot there (a trim to it)
+ * and answering as a fresh CPU generator given that prompt. */
+static void external_hybrid_case(wick_model *m) {
+    int32_t turn1[] = {1, 403, 407, 261, 378, 290, 311, 333}, turn2[] = {1, 403, 407, 261, 378, 290, 311, 290, 261, 407};
+    int n1 = (int)(sizeof turn1 / sizeof turn1[0]);
+    wick_ctx *ext = NULL, *backend = new_ctx(m, 128, 0), *cpu = new_ctx(m, 128, 0);
+    int ok = wick_ctx_new_external(m, 128, &ext) == WICK_OK && backend && cpu;
+    check(ok && wick_state_bytes(ext) == wick_state_bytes(cpu) && wick_state_bytes(ext) > 0, "context.lfm2.external.state-bytes",
+          "the external context counts the recurrent state the backend keeps (%zu bytes, a CPU context's %zu)", ok ? wick_state_bytes(ext) : 0,
+          ok ? wick_state_bytes(cpu) : 0);
+    if (!ok) {
+        wick_ctx_free(ext), wick_ctx_free(backend), wick_ctx_free(cpu);
+        return;
+    }
+    /* turn 1: a checkpoint after 5 tokens, so snapshots at 5 and at n1 − 1 */
+    wick_gen *g;
+    wick_gen_new(ext, &g);
+    wick_gen_set(g, "temperature", 0);
+    wick_gen_set(g, "max_tokens", 6);
+    wick_gen_set(g, "checkpoint", 5);
+    int n_all = (int)(sizeof turn2 / sizeof turn2[0]), trimmed = 0, steps = 0;
+    const int32_t *all = turn2;
+    ok = wick_gen_start(g, turn1, n1) == WICK_OK && run_external_ops(ext, backend, NULL) == n1;
+    while (ok && !wick_gen_finish(g) && wick_gen_next(g) == WICK_OK) {
+        steps++;
+        if (run_external_ops(ext, backend, NULL) < 0) ok = 0;
+    }
+    check(ok && steps == 6, "context.lfm2.external.turn1", "turn 1 through the external context, snapshots carried out (%d steps)", steps);
+    check(wick_kv_trim(ext, 3) != WICK_OK && wick_kv_shift(ext, 1, 2) != WICK_OK, "context.lfm2.external.refused",
+          "a trim to a position without a snapshot, and a shift, are refused as on a CPU context");
+    /* turn 2: turn 1's prompt but its last token, then others: back to the snapshot there */
+    ok = ok && wick_gen_start(g, all, n_all) == WICK_OK && run_external_ops(ext, backend, &trimmed) > 0;
+    int32_t got[8], ref[8];
+    int n_got = 0, n_ref = 0;
+    int resumed = wick_gen_n_prompt_eval(g);
+    while (ok && !wick_gen_finish(g) && wick_gen_next(g) == WICK_OK) {
+        if (wick_gen_token(g) >= 0 && !wick_gen_finish(g) && n_got < 8) got[n_got++] = wick_gen_token(g);
+        if (run_external_ops(ext, backend, &trimmed) < 0) ok = 0;
+    }
+    wick_gen_free(g);
+    wick_gen_new(cpu, &g);
+    wick_gen_set(g, "temperature", 0);
+    wick_gen_set(g, "max_tokens", 6);
+    int ok_ref = wick_gen_start(g, all, n_all) == WICK_OK;
+    while (ok_ref && !wick_gen_finish(g) && wick_gen_next(g) == WICK_OK)
+        if (wick_gen_token(g) >= 0 && !wick_gen_finish(g) && n_ref < 8) ref[n_ref++] = wick_gen_token(g);
+    wick_gen_free(g);
+    check(ok && trimmed == 2 && resumed == n_all - (n1 - 1), "context.lfm2.external.resume",
+          "turn 2 trims back to the snapshot at %d and evaluates %d of %d prompt tokens", n1 - 1, resumed, n_all);
+    check(ok && ok_ref && n_got >= 5 && n_got == n_ref && !memcmp(got, ref, (size_t)n_got * sizeof *got), "context.lfm2.external.greedy",
+          "turn 2's greedy tokens through the external context equal a fresh CPU generator's (%d and %d tokens)", n_got, n_ref);
+    wick_ctx_free(ext);
+    wick_ctx_free(backend);
+    wick_ctx_free(cpu);
 }
 
 /* One failure: the call returned want, and the last error (and the context's own, when given)
@@ -536,5 +605,6 @@ int main(int argc, char **argv) {
     if (argc > 2) family_cases(argv[2], "gemma3", gemma3_cases);
     if (argc > 3) family_cases(argv[3], "gemma4", shared_kv_cases);
     if (argc > 4) family_cases(argv[4], "gemma3n", shared_kv_cases);
+    if (argc > 5) family_cases(argv[5], "lfm2", external_hybrid_case);
     return check_summary();
 }

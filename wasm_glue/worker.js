@@ -491,7 +491,9 @@
     const ops = M.HEAP32.slice(ptr >>> 2, (ptr >>> 2) + n);
     let logits = null, rows = 0;
     for (let i = 0; i < ops.length; ) {
-      if (ops[i] === 2) { i += 2; continue; } // trim: the next evaluation says its positions
+      // trim (a hybrid's recurrent state zeroed or restored) and snapshot (WICK_OP_TRIM, _SNAPSHOT: src/wick.h)
+      if (ops[i] === 2) { forward.trim(ops[i + 1]); i += 2; continue; }
+      if (ops[i] === 3) { forward.snapshot(ops[i + 1]); i += 2; continue; }
       const pos = ops[i + 1], count = ops[i + 2], all = ops[i + 3] === 1;
       logits = await forward.eval(Array.from(ops.subarray(i + 4, i + 4 + count)), pos, all);
       rows = all ? count : 1;

@@ -3,13 +3,15 @@
 // shapes and the family switches). The weights are uploaded once and stay in their GGUF block
 // formats (F32, F16, Q4_0, Q8_0, Q4_K, Q5_K, Q6_K), dequantized inside the shaders (the .wgsl
 // files beside this one); other types are converted to F32 once at load (`converted` says which).
-// The KV cache stays on the GPU; each batch is one queue submission, and only the logits rows
+// The KV cache stays on the GPU, and so does the hybrids' recurrent state (lfm2's short
+// convolution, qwen35's gated DeltaNet: recurrent.wgsl), trimmed and snapshotted as the external
+// context asks (trim, snapshot); each batch is one queue submission, and only the logits rows
 // asked for are read back. Sampling, grammar and stop strings stay in C: the worker drives an
 // external context (src/wick.h, wick_ctx_new_external) whose evaluations this backend carries out.
 // Numbers: activations, KV cache and accumulation in f32 (no shader-f16 needed); they differ
 // from the CPU path's (8-bit activation blocks, F16 cache) in the low bits.
 
-const SHADER_FILES = ['matmul', 'dequant', 'norm', 'rope', 'attention', 'elementwise'];
+const SHADER_FILES = ['matmul', 'dequant', 'norm', 'rope', 'attention', 'elementwise', 'recurrent'];
 
 // The tensor types' names and block sizes (constants.js). In the engine's worker the script is
 // already loaded, from the URL the host named (a bundler may have moved it); imported from beside
@@ -36,7 +38,13 @@ export const GPU_STEPS = new Set([
   'qk_norm_per_head', 'qk_norm_full', 'attn_bias', 'attn_post_norm', 'ffn_post_norm', 'no_pre_norm',
   'unrotated_layers', 'embd_scale', 'residual_scale', 'attn_scale', 'attn_softcap', 'final_softcap',
   'logit_scale', 'sliding_window', 'rope_base_swa', 'fused_qkv', 'fused_gate_up', 'tied_output',
+  // the hybrids (recurrent.wgsl): lfm2's short convolution, qwen35's gated DeltaNet and its attention's output gate
+  'shortconv', 'deltanet', 'attn_out_gate',
 ]);
+// the recurrent state's snapshots a context keeps (src/context.h STATE_SNAPSHOTS): WICK_OP_SNAPSHOT names one
+const STATE_SNAPSHOTS = 2;
+// the matrices of a layer, by the names of wick_model_tensors_json: attention's, the FFN's, the recurrent mixers'
+const LAYER_MATRICES = ['wq', 'wk', 'wv', 'wo', 'w_gate', 'w_up', 'w_down', 'sc_in', 'sc_out', 'dn_qkv', 'dn_gate', 'dn_alpha', 'dn_beta', 'dn_out'];
 const UNIFORM_SLOT = 256;         // minUniformBufferOffsetAlignment's default
 // software rasterizers that expose WebGPU adapters: real, but slower than wick's own CPU path
 const SOFTWARE_ADAPTER = /swiftshader|lavapipe|llvmpipe|softpipe|software|basic render/i;
@@ -203,6 +211,11 @@ export class GpuForward {
     // the FFN's hidden rows padded to whole 32-element units (the padding stays zero)
     this.hidStride = align(c.hidden_dim, 32);
     this.lostReason = null;
+    // a hybrid's recurrent state follows the positions evaluated: nPast, and the positions its
+    // snapshots hold (-1: none), as the external context's (src/context.c kv_cache_trim)
+    this.recurrent = c.n_recurrent > 0;
+    this.nPast = 0;
+    this.snapPos = new Array(STATE_SNAPSHOTS).fill(-1);
     this.converted = [];      // names of the tensors converted to F32 at load
     this.weightBytes = 0;     // bytes of weights on the GPU
     this.buffers = [];
@@ -222,6 +235,8 @@ export class GpuForward {
     if (c.head_dim > MAX_HEAD_DIM) return `head dimension ${c.head_dim} is above the GPU path's ${MAX_HEAD_DIM}`;
     if (c.n_heads % c.n_kv_heads) return `${c.n_heads} heads do not group over ${c.n_kv_heads} KV heads`;
     if (c.dim % 32 || c.q_dim % 32) return `widths ${c.dim} and ${c.q_dim} are not multiples of 32`;
+    const kinds = new Set((tensors.layers || []).map((l) => l.kind));
+    if (kinds.has('deltanet') && (c.ssm_v_heads * c.ssm_state) % 32) return `DeltaNet's value width ${c.ssm_v_heads * c.ssm_state} is not a multiple of 32`;
     return null;
   }
 
@@ -279,6 +294,35 @@ export class GpuForward {
     return { type, cols, rows: w.rows, rowBytes, chunks };
   }
 
+  /** The hybrids' buffers: the mixers' scratch rows (sized as src/context.c recurrent_state_init
+   * sizes them) and each recurrent layer's state (the convolution's previous inputs; DeltaNet's
+   * S×S matrix per value head), zero at position 0, with a copy per snapshot slot. */
+  #recurrentBuffers(f) {
+    const c = this.c, B = this.B, nv = c.ssm_v_heads, Sd = c.ssm_state, vd = nv * Sd;
+    let projW = c.attn_out_gate ? 2 * c.q_dim : 0, mixW = 0, mix2W = 0;
+    this.state = this.layers.map((l, i) => {
+      const kind = l.L.kind;
+      if (kind === 'attention') return null;
+      const channels = kind === 'shortconv' ? c.dim : (2 * c.ssm_k_heads + nv) * Sd;
+      const sizes = [(c.conv_kernel - 1) * channels];
+      if (kind === 'shortconv') {
+        projW = Math.max(projW, 3 * c.dim);          // B | C | x
+        mixW = Math.max(mixW, c.dim);
+      } else {
+        projW = Math.max(projW, channels + vd + 2 * nv); // q k v | z | α | β
+        mixW = Math.max(mixW, channels);
+        mix2W = Math.max(mix2W, vd);
+        sizes.push(nv * Sd * Sd);
+      }
+      const make = (what) => sizes.map((n, k) => f(n, `${k ? 'delta rule' : 'conv'} state ${i}${what}`));
+      return { channels, bufs: make(''), snaps: Array.from({ length: STATE_SNAPSHOTS }, (_, slot) => make(` snapshot ${slot}`)) };
+    });
+    this.stateBytes = this.state.reduce((a, st) => a + (st ? st.bufs.reduce((b, buf) => b + buf.size, 0) : 0), 0);
+    if (projW) this.proj = f(B * projW, 'mixer projections');
+    if (mixW) this.mix = f(B * mixW, 'convolution output');
+    if (mix2W) this.mix2 = f(B * mix2W, 'delta rule output');
+  }
+
   async #build(heap, dequantize) {
     const d = this.device, c = this.c, t = this.t, B = this.B;
     const S = GPUBufferUsage.STORAGE, CD = GPUBufferUsage.COPY_DST, CS = GPUBufferUsage.COPY_SRC;
@@ -301,6 +345,7 @@ export class GpuForward {
         attn_norm: addVec(L.attn_norm), bq: addVec(L.bq), bk: addVec(L.bk), bv: addVec(L.bv),
         q_norm: addVec(L.attn_q_norm), k_norm: addVec(L.attn_k_norm), attn_post: addVec(L.attn_post_norm),
         ffn_norm: addVec(L.ffn_norm), ffn_post: addVec(L.ffn_post_norm),
+        conv_w: addVec(L.conv_w), dn_dt: addVec(L.dn_dt), dn_a: addVec(L.dn_a), dn_norm: addVec(L.dn_norm),
       }));
       const outNorm = addVec(t.output_norm);
       const vecData = new Float32Array(Math.max(1, nVec));
@@ -316,7 +361,7 @@ export class GpuForward {
         return uploaded.get(key);
       };
       for (const [i, l] of layers.entries())
-        for (const n of ['wq', 'wk', 'wv', 'wo', 'w_gate', 'w_up', 'w_down']) l[n] = weight(`blk.${i}.${n}`, l.L[n]);
+        for (const n of LAYER_MATRICES) if (l.L[n]) l[n] = weight(`blk.${i}.${n}`, l.L[n]);
       this.output = weight('output', t.output);
       this.layers = layers;
       this.outNorm = outNorm;
@@ -338,15 +383,17 @@ export class GpuForward {
       this.logits = f(this.logitRows * c.n_vocab, 'logits');
       this.readback = this.#buffer(4 * this.logitRows * c.n_vocab, GPUBufferUsage.MAP_READ | CD, 'readback');
       this.rope = f(2 * 2 * B * Math.max(1, this.half), 'rope tables');
-      this.kc = layers.map((_, i) => f(this.nCtx * kvd, `k cache ${i}`));
-      this.vc = layers.map((_, i) => f(this.nCtx * kvd, `v cache ${i}`));
+      const attention = (l) => l.L.kind === 'attention';
+      this.kc = layers.map((l, i) => (attention(l) ? f(this.nCtx * kvd, `k cache ${i}`) : null));
+      this.vc = layers.map((l, i) => (attention(l) ? f(this.nCtx * kvd, `v cache ${i}`) : null));
+      this.#recurrentBuffers(f);
       this.step = this.#buffer(16, GPUBufferUsage.UNIFORM | CD, 'step');
     });
-    this.kvBytes = 2 * this.nCtx * this.kvDim * 4 * this.layers.length;
+    this.kvBytes = 2 * this.nCtx * this.kvDim * 4 * this.kc.filter((b) => b).length;
 
     // pipelines
     const s = await shaders();
-    const types = new Set([...this.layers.flatMap((l) => ['wq', 'wk', 'wv', 'wo', 'w_gate', 'w_up', 'w_down'].map((n) => l[n].type)), this.output.type]);
+    const types = new Set([...this.layers.flatMap((l) => LAYER_MATRICES.filter((n) => l[n]).map((n) => l[n].type)), this.output.type]);
     this.pipes = { matmul: new Map() };
     for (const ty of types) this.pipes.matmul.set(ty, await makePipeline(d, await matmulSource(ty), this.matmulEntry, `matmul ${GPU_TYPES.get(ty)}`));
     this.pipes.norm = await makePipeline(d, s.norm, 'main', 'norm');
@@ -356,6 +403,8 @@ export class GpuForward {
     this.pipes.glu = await makePipeline(d, s.elementwise, 'glu', 'glu');
     this.pipes.residual = await makePipeline(d, s.elementwise, 'residual', 'residual');
     this.pipes.logits = await makePipeline(d, s.elementwise, 'logits', 'logits');
+    if (this.recurrent || c.attn_out_gate)
+      for (const e of ['conv', 'l2norm', 'deltanet', 'gated_norm', 'split_q', 'out_gate']) this.pipes[e] = await makePipeline(d, s.recurrent, e, e);
     await checked(d, 'building the dispatch plan', () => this.#plan());
   }
 
@@ -384,11 +433,12 @@ export class GpuForward {
 
     // testHooks.perturb: one matrix product made wrong on purpose (a faulty GPU, for tests)
     const perturbed = this.hooks.perturb === 'matmul-scale' ? this.layers[0]?.w_down : null;
-    const mm = (w, X, Y, xStride, yStride, { bias = -1, acc = false, scale = 1, head = false } = {}) => {
+    // `at`: where the product's rows start in each Y row (a part of the rows of several products)
+    const mm = (w, X, Y, xStride, yStride, { bias = -1, acc = false, scale = 1, head = false, at = 0 } = {}) => {
       if (w === perturbed && acc) scale *= 1.25;
       for (const ch of w.chunks) {
         const flags = (bias >= 0 ? 1 : 0) | (acc ? 2 : 0) | (head ? 4 : 0);
-        const off = uniform(u32f32([[ch.rows, 'u'], [w.cols, 'u'], [w.rowBytes, 'u'], [ch.row0, 'u'], [xStride, 'u'], [yStride, 'u'], [flags, 'u'], [scale, 'f'], [Math.max(0, bias), 'u'], [0, 'u'], [0, 'u'], [0, 'u']]));
+        const off = uniform(u32f32([[ch.rows, 'u'], [w.cols, 'u'], [w.rowBytes, 'u'], [at + ch.row0, 'u'], [xStride, 'u'], [yStride, 'u'], [flags, 'u'], [scale, 'f'], [Math.max(0, bias), 'u'], [0, 'u'], [0, 'u'], [0, 'u']]));
         op(this.pipes.matmul.get(w.type), [ch.buffer, X, Y, P(48, off), 'step', this.vectors],
           this.matmulEntry === 'main'
             ? (n, nOut) => [Math.ceil(ch.rows / WG), 1, Math.ceil((head ? nOut : n) / TOKEN_TILE)]
@@ -417,14 +467,49 @@ export class GpuForward {
     };
 
     const dim = c.dim, qd = c.q_dim, kvd = this.kvDim, hid = this.hidStride;
-    this.layers.forEach((l, i) => {
+    // recurrent.wgsl's steps: fields of its Params by name, one invocation per `count` items
+    const rec = (pipe, entries, fields, count) => {
+      const f = { n: 0, taps: 0, in_stride: 0, out_stride: 0, mode: 0, w_off: 0, w_off2: 0, in_off: 0, k_heads: 0, size: 0, eps: 0, mix_stride: 0, ...fields };
+      const off = uniform(u32f32(Object.entries(f).map(([k, v]) => [v, k === 'eps' ? 'f' : 'u'])));
+      const e = [null, null, null, null, P(48, off), 'step', null];
+      for (const [b, buf] of Object.entries(entries)) e[b] = buf;
+      op(this.pipes[pipe], e, (nt) => {
+        const g = Math.ceil(count(nt) / WG);
+        return [Math.min(g, GROUPS_PER_Y), Math.ceil(g / GROUPS_PER_Y), 1];
+      });
+    };
+    const nv = c.ssm_v_heads, nk = c.ssm_k_heads, Sd = c.ssm_state, vd = nv * Sd;
+    // lfm2: B | C | x = in_proj(xn); y = C ⊙ conv(B ⊙ x) (recurrent.c shortconv_block)
+    const shortconv = (l, i, input) => {
+      mm(l.sc_in, input, this.proj, dim, 3 * dim);
+      rec('conv', { 0: this.proj, 1: this.mix, 2: this.state[i].bufs[0], 3: this.vectors }, { n: dim, taps: c.conv_kernel, in_stride: 3 * dim, out_stride: dim, mode: 0, w_off: l.conv_w }, () => dim);
+      this.#blockOut(mm, norm, elementwise, l.sc_out, this.mix, dim, l.attn_post);
+    };
+    // qwen35: q k v | z | α | β = projections of xn; q k v through the convolution and SiLU; q, k
+    // L2-normed; the delta rule; each head's output normed and gated (recurrent.c deltanet_block)
+    const deltanet = (l, i, input) => {
+      const ch = this.state[i].channels, Pw = ch + vd + 2 * nv;
+      mm(l.dn_qkv, input, this.proj, dim, Pw);
+      mm(l.dn_gate, input, this.proj, dim, Pw, { at: ch });
+      mm(l.dn_alpha, input, this.proj, dim, Pw, { at: ch + vd });
+      mm(l.dn_beta, input, this.proj, dim, Pw, { at: ch + vd + nv });
+      rec('conv', { 0: this.proj, 1: this.mix, 2: this.state[i].bufs[0], 3: this.vectors }, { n: ch, taps: c.conv_kernel, in_stride: Pw, out_stride: ch, mode: 1, w_off: l.conv_w }, () => ch);
+      rec('l2norm', { 1: this.mix }, { n: 2 * nk, out_stride: ch, size: Sd, eps: c.rms_eps }, (nt) => nt * 2 * nk);
+      rec('deltanet', { 0: this.proj, 1: this.mix2, 2: this.state[i].bufs[1], 3: this.vectors, 6: this.mix },
+        { n: nv, in_stride: Pw, out_stride: vd, w_off: l.dn_dt, w_off2: l.dn_a, in_off: ch + vd, k_heads: nk, size: Sd, mix_stride: ch }, () => vd);
+      rec('gated_norm', { 0: this.proj, 1: this.mix2, 3: this.vectors }, { n: nv, in_stride: Pw, out_stride: vd, w_off: l.dn_norm, in_off: ch, size: Sd, eps: c.rms_eps }, (nt) => nt * nv);
+      this.#blockOut(mm, norm, elementwise, l.dn_out, this.mix2, vd, l.attn_post);
+    };
+
+    // softmax(q·Kᵀ)·V with the cache; qwen35's attn_q holds each head's query then its output gate
+    const attention = (l, i, input) => {
       const L = l.L;
-      let input = this.x;
-      if (l.attn_norm >= 0) {
-        norm(this.x, this.xn, l.attn_norm, dim, 1, dim);
-        input = this.xn;
+      if (c.attn_out_gate) {
+        mm(l.wq, input, this.proj, dim, 2 * qd);
+        rec('split_q', { 0: this.proj, 1: this.q }, { n: qd, size: c.head_dim }, (nt) => nt * qd);
+      } else {
+        mm(l.wq, input, this.q, dim, qd, { bias: l.bq });
       }
-      mm(l.wq, input, this.q, dim, qd, { bias: l.bq });
       mm(l.wk, input, this.k, dim, kvd, { bias: l.bk });
       mm(l.wv, input, this.v, dim, kvd, { bias: l.bv });
       if (c.qk_norm === 'per_head') {
@@ -441,7 +526,20 @@ export class GpuForward {
       ops.push({ copyKV: i });
       const aOff = uniform(u32f32([[c.n_heads, 'u'], [c.n_kv_heads, 'u'], [c.head_dim, 'u'], [qd, 'u'], [kvd, 'u'], [L.sliding ? c.n_swa : 0, 'u'], [c.attn_scale, 'f'], [c.attn_softcap, 'f']]));
       op(this.pipes.attention, [this.q, this.kc[i], this.vc[i], this.att, P(32, aOff), 'step'], (nt) => [nt * c.n_heads, 1, 1]);
+      if (c.attn_out_gate) rec('out_gate', { 0: this.proj, 1: this.att }, { n: qd, size: c.head_dim }, (nt) => nt * qd);
       this.#blockOut(mm, norm, elementwise, l.wo, this.att, qd, l.attn_post);
+    };
+
+    this.layers.forEach((l, i) => {
+      const L = l.L;
+      let input = this.x;
+      if (l.attn_norm >= 0) {
+        norm(this.x, this.xn, l.attn_norm, dim, 1, dim);
+        input = this.xn;
+      }
+      if (L.kind === 'shortconv') shortconv(l, i, input);
+      else if (L.kind === 'deltanet') deltanet(l, i, input);
+      else attention(l, i, input);
       let fIn = this.x;
       if (l.ffn_norm >= 0) {
         norm(this.x, this.xn, l.ffn_norm, dim, 1, dim);
@@ -556,6 +654,13 @@ export class GpuForward {
     this.#checkLost();
     const c = this.c, d = this.device, B = this.B, V = c.n_vocab;
     if (pos0 + n > this.nCtx) throw new GpuError(`${n} tokens do not fit in the context: ${pos0} of ${this.nCtx} positions used`, 'E_CONTEXT_FULL');
+    // the KV cache takes any position (later ones are overwritten); a recurrent state goes on
+    // from where it is, or starts again from position 0
+    if (this.recurrent && pos0 !== this.nPast) {
+      if (pos0 !== 0)
+        throw new GpuError(`the recurrent state holds ${this.nPast} positions: evaluating from ${pos0} needs a trim to a snapshot taken there`, 'E_INVALID_ARG');
+      this.#clearState();
+    }
     const rows = allLogits ? n : 1;
     const out = new Float32Array(rows * V);
     let outRow = 0;
@@ -595,10 +700,58 @@ export class GpuForward {
         first += nOut;
       } while (wantRows && first < nt);
       done += nt;
+      this.nPast = pos0 + done;
     }
     this.stats.tokens += n;
     if (++this.evaluations === this.hooks.nanAtStep) out[out.length - 1] = NaN;
     return out;
+  }
+
+  /** WICK_OP_TRIM (src/wick.h): the first n positions kept. A recurrent state is zeroed (n = 0)
+   * or restored from the snapshot taken at n (the context allows no other trim); snapshots of
+   * later positions are forgotten. */
+  trim(n) {
+    this.#checkLost();
+    if (!(Number.isInteger(n) && n >= 0)) throw new GpuError(`cannot keep ${n} positions`, 'E_INVALID_ARG');
+    if (this.recurrent && n > this.nPast) throw new GpuError(`cannot keep ${n} positions of the recurrent state's ${this.nPast}`, 'E_INVALID_ARG');
+    if (this.recurrent && n !== this.nPast) {
+      const slot = this.snapPos.indexOf(n);
+      if (n === 0) this.#clearState();
+      else if (slot >= 0) this.#copyState(slot, false);
+      else throw new GpuError(`cannot cut the recurrent state back to ${n} positions: no snapshot was taken there`, 'E_INVALID_ARG');
+    }
+    this.snapPos = this.snapPos.map((p) => (p > n ? -1 : p));
+    this.nPast = n;
+  }
+
+  /** WICK_OP_SNAPSHOT: a copy of the recurrent state as it is now, in slot `slot`. */
+  snapshot(slot) {
+    this.#checkLost();
+    if (!(Number.isInteger(slot) && slot >= 0 && slot < STATE_SNAPSHOTS)) throw new GpuError(`no snapshot slot ${slot}`, 'E_INVALID_ARG');
+    if (!this.recurrent) return;
+    this.#copyState(slot, true);
+    this.snapPos[slot] = this.nPast;
+  }
+
+  /** Every recurrent layer's state into snapshot slot `slot` (save) or back from it, queued after
+   * the evaluations submitted before. */
+  #copyState(slot, save) {
+    const enc = this.device.createCommandEncoder();
+    for (const st of this.state) {
+      if (!st) continue;
+      st.bufs.forEach((b, k) => {
+        const snap = st.snaps[slot][k];
+        if (save) enc.copyBufferToBuffer(b, 0, snap, 0, b.size);
+        else enc.copyBufferToBuffer(snap, 0, b, 0, b.size);
+      });
+    }
+    this.device.queue.submit([enc.finish()]);
+  }
+
+  #clearState() {
+    const enc = this.device.createCommandEncoder();
+    for (const st of this.state) if (st) for (const b of st.bufs) enc.clearBuffer(b);
+    this.device.queue.submit([enc.finish()]);
   }
 
   /** Records ops into one compute pass (the KV copies between passes). */
@@ -636,7 +789,7 @@ export class GpuForward {
       weightBytes: this.weightBytes,
       weightBytesReadPerToken: weightBytesRead,
       dispatchesPerToken: dispatches,
-      copiesPerToken: 2 * this.layers.length + 1,
+      copiesPerToken: 2 * this.kc.filter((b) => b).length + 1,
       submissionsPerToken: 1,
       readbackBytesPerToken: 4 * this.c.n_vocab,
       buffers: this.buffers.length,
