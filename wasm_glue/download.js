@@ -366,10 +366,11 @@
       if (unsupported) throw new WorkerError('E_UNSUPPORTED', unsupported);
       sink.meta = summarize(header);
       // the GPU path: the weight matrices stay outside wasm memory when the model can run there
-      const weights = sink.gpu && sink.gpu.accepts(header, size) ? WickGguf.gpuWeights(header, size) : [];
+      // (checkFits sees them either way, to say when a model needs a GPU)
+      const all = WickGguf.gpuWeights(header, size), weights = sink.gpu && sink.gpu.accepts(header, size) ? all : [];
       const tables = WickGguf.rowTables(header, size);
       const fits = WickGguf.checkFits({ fileBytes: sink.total || size, metadata: header.metadata, contextSize: sink.contextSize, kvTypeK: sink.kvType?.k, kvTypeV: sink.kvType?.v, threads,
-        tables, tablesOutside: sink.tablesOutside, weights, weightsOutside: weights.length > 0, maxHeapBytes: sink.maxHeapBytes });
+        tables, tablesOutside: sink.tablesOutside, weights: all, weightsOutside: weights.length > 0, maxHeapBytes: sink.maxHeapBytes });
       if (!fits.fits) throw new WorkerError('E_TOO_LARGE', WickGguf.tooLargeMessage(header.metadata, { ...fits, gpuReason: fits.needsGpu ? sink.gpuReason : null }));
       sink.outside.weights = weights.length > 0;
       sink.outside.value = fits.outsideBytes - weights.reduce((a, t) => a + t.bytes, 0) > 0;

@@ -203,9 +203,9 @@
       post({ id, type: 'progress', phase: 'load', loaded: 0, total: size, progress: progress.load(0) });
 
       state.model = parseModel(parts);
-      state.buffers = parts;
+      state.buffers = parts.splice(0); // the model's now: freed by unloadModel (or replaced by reloadWhole)
       state.size = size;
-      Object.assign(state, { source, tablesOutside: msg.tablesOutside, maxHeapBytes: msg.maxHeapBytes || 0, weightsOutside: weightsOutside(parts) });
+      Object.assign(state, { source, tablesOutside: msg.tablesOutside, maxHeapBytes: msg.maxHeapBytes || 0, weightsOutside: weightsOutside(state.buffers) });
       state.ctxOptions = { contextSize, kvType, kvTypeV };
       const gpu = probe?.adapter ? await openGpu(msg, probe) : probe;
       if (gpu?.forward) {
