@@ -22,7 +22,7 @@ NATIVE_LIBS := -lm -pthread
 
 EMCC := NODE_PATH=/usr/share/nodejs emcc
 WASM_CFLAGS := $(CFLAGS_COMMON) -O3 -msimd128
-WASM_EXPORT_NAMES := malloc free wick_buffer_alloc wick_buffer_free wick_last_error wick_model_load_gguf wick_model_load_gguf_parts wick_model_load_gguf_sparse wick_model_load_llama2c \
+WASM_EXPORT_NAMES := malloc free wick_buffer_alloc wick_buffer_free wick_last_error wick_model_load_gguf wick_model_load_gguf_parts wick_model_load_gguf_sparse wick_model_load_gguf_external wick_model_load_llama2c \
   wick_model_free wick_model_get_info wick_model_info_json wick_tokenize wick_detokenize wick_token_to_piece wick_token_is_eog \
   wick_ctx_default_params wick_ctx_new wick_ctx_free wick_ctx_last_error wick_eval wick_get_logits wick_n_past wick_n_ctx \
   wick_kv_trim wick_kv_shift wick_kv_bytes wick_state_bytes wick_state_snapshot wick_sample_simple wick_softmax \

@@ -18,6 +18,13 @@
 #define MAX_VOCAB (1 << 22)
 #define MAX_CTX (1 << 24)
 
+/* The part of the file that holds tensor t (0: the first). */
+static int32_t tensor_part(const struct wick_model *m, const gguf_tensor *t) {
+    for (int i = 0; i < m->n_shards; i++)
+        if (t >= m->shards[i].tensors && t < m->shards[i].tensors + m->shards[i].n_tensors) return i + 1;
+    return 0;
+}
+
 static const float *own_f32(struct wick_model *m, const gguf_tensor *t, int64_t n) {
     float *v = malloc((size_t)n * sizeof(float));
     void **list = realloc(m->owned, (size_t)(m->n_owned + 1) * sizeof *list);
@@ -41,6 +48,8 @@ static int bind_floats(struct wick_model *m, const char *name, int64_t n0, int64
         return errorf(err, WICK_ERR_FORMAT, "tensor %s: shape [%lld, %lld] where [%lld, %lld] was expected", name,
                       (long long)t->ne[0], (long long)t->ne[1], (long long)n0, (long long)n1);
     }
+    if (t->outside)
+        return errorf(err, WICK_ERR_INVALID_ARG, "tensor %s was left out of the buffers, but the engine reads it at load", name);
     if (t->type == WICK_TYPE_F32 && ((uintptr_t)t->data & 3) == 0) {
         *out = t->data;
         return 0;
@@ -70,12 +79,18 @@ static int bind_stack(struct wick_model *m, const char *name, int64_t rows, int6
     const quant_type *qt = quant_get(t->type);
     if (!qt->vec_dot || !qt->to_float)
         return errorf(err, WICK_ERR_UNSUPPORTED, "tensor %s: type %s is not supported for weights", name, qt->name);
+    /* a weight left out for an external context stands for its tensor by the directory entry's
+     * address: distinct per tensor and never read as weights (a per-layer table keeps NULL) */
+    bool away = t->outside && m->external_only && !gguf_str_eq(t->name, "per_layer_token_embd.weight");
     for (int64_t i = 0; i < n; i++) {
         w[i].type = t->type;
         w[i].rows = rows;
         w[i].cols = cols;
         w[i].row_bytes = quant_row_size(t->type, cols);
-        w[i].data = (const uint8_t *)t->data + (size_t)i * (size_t)rows * w[i].row_bytes;
+        w[i].outside = away;
+        w[i].part = tensor_part(m, t);
+        w[i].offset = t->file_offset + (uint64_t)i * (uint64_t)rows * w[i].row_bytes;
+        w[i].data = away ? (const void *)t : (const uint8_t *)t->data + (size_t)i * (size_t)rows * w[i].row_bytes;
     }
     return 0;
 }
@@ -893,7 +908,8 @@ static int read_gguf_config(struct wick_model *m, errmsg *err) {
 /* A weight that is rows [r0, r0 + rows) of a bound matrix (one part of a fused tensor). */
 static weight weight_rows(const weight *w, int64_t r0, int64_t rows) {
     weight part = *w;
-    part.data = (const uint8_t *)w->data + (size_t)r0 * w->row_bytes;
+    if (!w->outside) part.data = (const uint8_t *)w->data + (size_t)r0 * w->row_bytes;
+    part.offset = w->offset + (uint64_t)r0 * w->row_bytes;
     part.rows = rows;
     return part;
 }
@@ -1248,6 +1264,9 @@ static int place_outside_tables(struct wick_model *m, errmsg *err) {
         for (uint64_t i = 0; i < g->n_tensors; i++) {
             const gguf_tensor *t = &g->tensors[i];
             if (!t->outside) continue;
+            m->n_outside++;
+            /* an external context's model: the binders refuse a tensor they read at load */
+            if (m->external_only && !gguf_str_eq(t->name, "per_layer_token_embd.weight")) continue;
             if (!gguf_str_eq(t->name, "per_layer_token_embd.weight") || !m->config.n_ple)
                 return errorf(err, WICK_ERR_INVALID_ARG, "tensor %.*s was left out of the buffers: only per_layer_token_embd.weight, "
                               "read one row per token, may be", (int)(t->name.len < 80 ? t->name.len : 80), t->name.ptr);
@@ -1267,10 +1286,24 @@ int model_read_rows(const struct wick_model *m, const weight *w, const row_place
     return 0;
 }
 
+static int load_sparse(struct wick_model *m, const uint8_t *const *bufs, const size_t *sizes, int n, const uint64_t *holes, int n_holes,
+                       wick_read_fn read, void *user, bool external_only, errmsg *err);
+
 int model_load_gguf_sparse(struct wick_model *m, const uint8_t *const *bufs, const size_t *sizes, int n, const uint64_t *holes,
                            int n_holes, wick_read_fn read, void *user, errmsg *err) {
+    return load_sparse(m, bufs, sizes, n, holes, n_holes, read, user, false, err);
+}
+
+int model_load_gguf_external(struct wick_model *m, const uint8_t *const *bufs, const size_t *sizes, int n, const uint64_t *holes,
+                             int n_holes, errmsg *err) {
+    return load_sparse(m, bufs, sizes, n, holes, n_holes, NULL, NULL, true, err);
+}
+
+static int load_sparse(struct wick_model *m, const uint8_t *const *bufs, const size_t *sizes, int n, const uint64_t *holes, int n_holes,
+                       wick_read_fn read, void *user, bool external_only, errmsg *err) {
     memset(m, 0, sizeof *m);
     m->is_gguf = true;
+    m->external_only = external_only;
     m->read = read;
     m->read_user = user;
     if (n < 1 || n > 1024) return errorf(err, WICK_ERR_FORMAT, "%d parts: a model has 1 to 1024", n);
@@ -1377,7 +1410,7 @@ int model_load_llama2c(struct wick_model *m, const uint8_t *bin, size_t bin_size
                     (unsigned long long)floats * 4, bin_size - sizeof h);
     const float *p = (const float *)(bin + sizeof h);
     if (alloc_layers(m, err)) return -1;
-#define MAT(w, r, cc) ((w) = (weight){p, WICK_TYPE_F32, (int64_t)(r), (int64_t)(cc), (size_t)(cc) * 4}, p += (uint64_t)(r) * (cc))
+#define MAT(w, r, cc) ((w) = (weight){p, WICK_TYPE_F32, (int64_t)(r), (int64_t)(cc), (size_t)(cc) * 4, false, 0, 0}, p += (uint64_t)(r) * (cc))
     MAT(m->tok_embd, V, dim);
     for (uint64_t l = 0; l < L; l++) m->layers[l].attn_norm = p, p += dim;
     for (uint64_t l = 0; l < L; l++) MAT(m->layers[l].wq, dim, dim);

@@ -16,12 +16,18 @@
 #define ALTUP_MAX 8
 
 /* A weight matrix W of shape [rows][cols], row-major: row r holds the weights of output r.
- * In GGUF terms cols = ne[0], rows = ne[1]. data stays inside the file buffer. */
+ * In GGUF terms cols = ne[0], rows = ne[1]. data stays inside the file buffer. part and offset:
+ * where its first row is in the file (GGUF). outside: its bytes were left out of the buffers for
+ * an external context (wick_model_load_gguf_external); data is then a distinct address that
+ * stands for the tensor (its directory entry) and is never read as weights. */
 typedef struct {
     const void *data;
     uint32_t type;
     int64_t rows, cols;
     size_t row_bytes;
+    bool outside;
+    int32_t part;
+    uint64_t offset;
 } weight;
 
 /* A table read one row per token that was left out of the buffers (wick_model_load_gguf_sparse):
@@ -180,6 +186,8 @@ struct wick_model {
     void **owned;                     /* vectors converted to F32 at load */
     int n_owned;
     bool cpu_layout;                  /* some weights were rewritten in the CPU kernels' layout */
+    bool external_only;               /* weight matrices may be outside the buffers: only an external context runs it */
+    int n_outside;                    /* tensors whose bytes are outside the buffers (row tables and weights) */
     /* gemma4: each layer's shape (head size, KV heads, q_dim, rope_dim, FFN width) where the layers
      * differ, else NULL; c then holds the largest of each, which the scratch is sized by */
     model_config *layer_c;
@@ -218,6 +226,10 @@ int model_load_gguf(struct wick_model *m, const uint8_t *const *bufs, const size
 /* The same with holes (wick.h, wick_model_load_gguf_sparse: triples part, offset, bytes) and the reader of what is in them. */
 int model_load_gguf_sparse(struct wick_model *m, const uint8_t *const *bufs, const size_t *sizes, int n, const uint64_t *holes,
                            int n_holes, wick_read_fn read, void *user, errmsg *err);
+/* The same for a model only an external context runs (wick_model_load_gguf_external): any
+ * tensor bound as a weight matrix may lie in a hole, its bytes never read here. */
+int model_load_gguf_external(struct wick_model *m, const uint8_t *const *bufs, const size_t *sizes, int n, const uint64_t *holes,
+                             int n_holes, errmsg *err);
 /* The rows of table w (placed at p) of n tokens, one after another into dst (n × row_bytes): 0, or
  * -1 when the reader fails. Only for a table outside the buffers. */
 int model_read_rows(const struct wick_model *m, const weight *w, const row_place *p, const int32_t *rows, int n, uint8_t *dst,

@@ -170,6 +170,23 @@ wick_status wick_model_load_gguf_sparse(const void *const *bufs, const size_t *s
     return api_ok();
 }
 
+wick_status wick_model_load_gguf_external(const void *const *bufs, const size_t *sizes, int32_t n, const uint64_t *holes,
+                                          int32_t n_holes, wick_model **out) {
+    if (!bufs || !sizes || !out || n < 1 || (n_holes && !holes)) return api_fail(WICK_ERR_INVALID_ARG, "wick_model_load_gguf_external: bad argument");
+    *out = NULL;
+    for (int32_t i = 0; i < n; i++)
+        if (!bufs[i]) return api_fail(WICK_ERR_INVALID_ARG, "part %d: NULL buffer", i + 1);
+    wick_model *m = malloc(sizeof *m);
+    if (!m) return api_fail(WICK_ERR_NOMEM, "out of memory");
+    errmsg err = {0};
+    if (model_load_gguf_external(m, (const uint8_t *const *)bufs, sizes, n, holes, n_holes, &err)) {
+        free(m);
+        return api_status(&err);
+    }
+    *out = m;
+    return api_ok();
+}
+
 wick_status wick_model_load_llama2c(const void *bin, size_t bin_size, const void *tok, size_t tok_size,
                                     wick_model **out) {
     if (!bin || !tok || !out) return api_fail(WICK_ERR_INVALID_ARG, "wick_model_load_llama2c: NULL argument");
@@ -336,15 +353,16 @@ wick_status wick_model_info_json(const wick_model *m, char *buf, size_t buf_len,
     return o.len < buf_len ? api_ok() : api_fail(WICK_ERR_INVALID_ARG, "buffer of %zu bytes too small for the info (%zu)", buf_len, o.len + 1);
 }
 
-/* "name":{"ptr":…,"type":…,"rows":…,"cols":…,"row_bytes":…} or null, for wick_model_tensors_json */
+/* "name":{"ptr":…,"type":…,"rows":…,"cols":…,"row_bytes":…,"part":…,"offset":…,"outside":…} or null, for
+ * wick_model_tensors_json (ptr 0 when outside: part and offset say where its bytes are in the file) */
 static void emit_weight(text_out *o, const char *name, const weight *w) {
     if (!w->data) {
         emit(o, "\"%s\":null", name);
         return;
     }
-    emit(o, "\"%s\":{\"ptr\":%llu,\"type\":%u,\"rows\":%lld,\"cols\":%lld,\"row_bytes\":%llu}", name,
-         (unsigned long long)(uintptr_t)w->data, w->type, (long long)w->rows, (long long)w->cols,
-         (unsigned long long)w->row_bytes);
+    emit(o, "\"%s\":{\"ptr\":%llu,\"type\":%u,\"rows\":%lld,\"cols\":%lld,\"row_bytes\":%llu,\"part\":%d,\"offset\":%llu,\"outside\":%s}", name,
+         w->outside ? 0ull : (unsigned long long)(uintptr_t)w->data, w->type, (long long)w->rows, (long long)w->cols,
+         (unsigned long long)w->row_bytes, (int)w->part, (unsigned long long)w->offset, w->outside ? "true" : "false");
 }
 
 /* "name":{"ptr":…,"n":…} (n F32 values) or null */
@@ -506,6 +524,9 @@ int wick_token_is_eog(const wick_model *m, int32_t token) { return m && vocab_is
 wick_status wick_ctx_new(const wick_model *m, const wick_ctx_params *p, wick_ctx **out) {
     if (!m || !out) return api_fail(WICK_ERR_INVALID_ARG, "wick_ctx_new: NULL argument");
     *out = NULL;
+    if (m->external_only && m->n_outside)
+        return api_fail(WICK_ERR_INVALID_ARG, "wick_ctx_new: %d of this model's tensors were left outside the engine's memory for an "
+                                               "external (GPU) context; load the model whole for a CPU context", m->n_outside);
     wick_ctx_params defaults;
     wick_ctx_default_params(&defaults);
     wick_ctx *c = malloc(sizeof *c);

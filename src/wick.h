@@ -58,6 +58,14 @@ typedef int32_t (*wick_read_fn)(void *user, int32_t part, uint64_t offset, void 
  * (Module.wickReadRows, see src/engine_library.js). */
 wick_status wick_model_load_gguf_sparse(const void *const *bufs, const size_t *sizes, int32_t n, const uint64_t *holes, int32_t n_holes,
                                         wick_read_fn read, void *user, wick_model **out);
+/* The same for a model that only an external context (wick_ctx_new_external: the glue's GPU
+ * path) runs: any tensor bound as a weight matrix may lie in a hole, and its bytes are never
+ * read here (wick_model_tensors_json says where they are in the file; wick_ctx_new refuses the
+ * model). The tensors read at load (norms, biases, rope factors: converted to F32) must be in
+ * the buffers. The weights live once, on the device; a model that has to run on the CPU after
+ * all is loaded again whole. */
+wick_status wick_model_load_gguf_external(const void *const *bufs, const size_t *sizes, int32_t n, const uint64_t *holes,
+                                          int32_t n_holes, wick_model **out);
 /* Memory for a model file, of any size wasm32 can hold. In the wasm build one malloc above
  * 2 GiB fails (Emscripten 3.1.6's sbrk takes a signed 32-bit step), so a buffer of 1 GiB or more
  * is taken from the top of the heap in steps below that; freed, it is kept for the next large

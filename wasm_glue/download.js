@@ -97,15 +97,24 @@
      * cached, resumed} onto `parts` as it is read (the caller frees them when a later step
      * fails). Returns {meta (the first part's header summary, or null when it was not read as
      * the bytes came), progress (the load's overall measure, for the phase after)}.
+     * opts.gpu: the GPU path is taken if the model allows: accepts(header) says from the first
+     *   part's header whether its weight matrices stay outside wasm memory (gguf-header.js,
+     *   gpuWeights), their bytes held in JS until they are on the GPU (it may throw to refuse).
+     * opts.gpuReason: why there is no GPU path (said when a model does not fit without one).
+     * opts.maxHeapBytes: a cap on wasm memory below wasm32's (tests). opts.keptOnly: read only
+     *   what is kept (the Cache API's copy, a file, a Blob), never the network: a copy that is not
+     *   there is an E_FETCH error (the CPU fallback of a model whose weights were on the GPU).
      */
-    async function readParts(id, source, contextSize, kvType, parts, tablesOutside) {
+    async function readParts(id, source, contextSize, kvType, parts, tablesOutside, opts = {}) {
       const sizes = source.sizes || [];
       const total = sizes.length === source.items.length ? sizes.reduce((a, b) => a + b, 0) : 0;
       const progress = loadProgress(sizes, source.items.length);
       let before = 0, resumedBefore = 0, meta = null;
-      const outside = { value: tablesOutside === true };
+      const outside = { value: tablesOutside === true, weights: false };
+      const { gpu = null, gpuReason = null, maxHeapBytes = 0, keptOnly = false } = opts;
       for (let i = 0; i < source.items.length; i++) {
-        const sink = { id, index: i, first: i === 0, before, resumedBefore, total, contextSize, kvType, progress, storing: false, meta: null, tablesOutside, outside };
+        const sink = { id, index: i, first: i === 0, before, resumedBefore, total, contextSize, kvType, progress, storing: false, meta: null, tablesOutside, outside,
+          gpu, gpuReason, maxHeapBytes, keptOnly };
         const part = await readSource(source.kind, source.items[i], sink);
         parts.push(part);
         before += part.size;
@@ -129,7 +138,10 @@
         }
         return readStream(node.Readable.toWeb(fs.createReadStream(item, { highWaterMark: 1 << 20 })), size, sink, false);
       }
-      if (kind === 'push') return readStream(feedStream(sink.id), item.size, sink, false);
+      if (kind === 'push') {
+        if (sink.keptOnly) throw new WorkerError('E_FETCH', 'an ArrayBuffer source is not kept anywhere');
+        return readStream(feedStream(sink.id), item.size, sink, false);
+      }
       throw new WorkerError('E_INVALID_ARG', `unknown source kind ${kind}`);
     }
 
@@ -138,13 +150,15 @@
      * less the most its row tables can be of it where they may stay outside (the header decides).
      */
     function checkSize(size, sink) {
+      // on the GPU path the weights may stay outside wasm memory: the header says how much (readHeader)
+      if (sink.gpu) return;
       const fileBytes = sink.before + size, inside = Math.ceil(fileBytes * (1 - (sink.tablesOutside === false ? 0 : ROW_TABLE_SHARE)));
-      const fits = WickGguf.checkFits({ fileBytes: inside, contextSize: sink.contextSize, kvTypeK: sink.kvType?.k, kvTypeV: sink.kvType?.v, threads });
-      if (!fits.fits) throw tooLarge(fileBytes, fits.needed + fileBytes - inside, fits.available);
+      const fits = WickGguf.checkFits({ fileBytes: inside, contextSize: sink.contextSize, kvTypeK: sink.kvType?.k, kvTypeV: sink.kvType?.v, threads, maxHeapBytes: sink.maxHeapBytes });
+      if (!fits.fits) throw tooLarge(fileBytes, fits.needed + fileBytes - inside, fits.available, fits.capped, sink.gpuReason);
     }
 
-    function tooLarge(fileBytes, needed, available) {
-      return new WorkerError('E_TOO_LARGE', WickGguf.tooLargeMessage(null, { fileBytes, needed, available }));
+    function tooLarge(fileBytes, needed, available, capped, gpuReason) {
+      return new WorkerError('E_TOO_LARGE', WickGguf.tooLargeMessage(null, { fileBytes, needed, available, capped, needsGpu: !!gpuReason, gpuReason }));
     }
 
     /**
@@ -178,7 +192,8 @@
         const head = stagedBytes();
         const header = readHeader(head, size, sink);
         if (!header) return;
-        image = fileImage(size, sink.outside.value ? WickGguf.rowTables(header, size) : []);
+        image = fileImage(size, [...(sink.outside.value ? WickGguf.rowTables(header, size) : []), ...(sink.outside.weights ? WickGguf.gpuWeights(header, size) : [])]
+          .sort((a, b) => a.offset - b.offset));
         staged = [];
         image.set(head, 0);
       };
@@ -230,7 +245,9 @@
      * Where one file's bytes go: wasm memory, but for the holes (ranges {offset, bytes} in order:
      * the row tables kept outside it), which are held in JS in pieces of at most OUTSIDE_PIECE
      * bytes (V8 caps one ArrayBuffer). set/slice take file offsets; readInto(offset, dst, n)
-     * copies bytes of a hole into wasm memory (the engine's row reads, Module.wickReadRows).
+     * copies bytes of a hole into wasm memory (the engine's row reads, Module.wickReadRows);
+     * view(offset, n) is a view where the bytes lie in one place (a copy otherwise); release(h)
+     * lets hole h's bytes go (they are on the GPU); heldBytes() counts what holes still hold.
      */
     function fileImage(size, holes) {
       const outside = holes.reduce((a, h) => a + h.bytes, 0), heapBytes = size - outside;
@@ -275,6 +292,14 @@
           each(offset, n, (piece, where, off, len) => M.HEAPU8.set(piece ? piece.subarray(where, where + len) : M.HEAPU8.slice(where, where + len), dst + off));
           return true;
         },
+        view(offset, n) {
+          let found = null, parts = 0;
+          each(offset, n, (piece, where, off, len) => { parts++; found = (piece || M.HEAPU8).subarray(where, where + len); });
+          return parts === 1 ? found : this.slice(offset, offset + n);
+        },
+        holeAt(offset) { return holes.findIndex((h) => offset >= h.offset && offset < h.offset + h.bytes); },
+        release(h) { if (pieces[h]) pieces[h] = pieces[h].map(() => null); },
+        heldBytes() { return pieces.reduce((a, list) => a + list.reduce((b, p) => b + (p ? p.length : 0), 0), 0); },
         free() { M._wick_buffer_free(ptr, heapBytes); pieces.length = 0; },
       };
     }
@@ -340,10 +365,15 @@
       const unsupported = WickGguf.unsupportedReason(header.metadata);
       if (unsupported) throw new WorkerError('E_UNSUPPORTED', unsupported);
       sink.meta = summarize(header);
+      // the GPU path: the weight matrices stay outside wasm memory when the model can run there
+      // (checkFits sees them either way, to say when a model needs a GPU)
+      const all = WickGguf.gpuWeights(header, size), weights = sink.gpu && sink.gpu.accepts(header, size) ? all : [];
+      const tables = WickGguf.rowTables(header, size);
       const fits = WickGguf.checkFits({ fileBytes: sink.total || size, metadata: header.metadata, contextSize: sink.contextSize, kvTypeK: sink.kvType?.k, kvTypeV: sink.kvType?.v, threads,
-        tables: WickGguf.rowTables(header, size), tablesOutside: sink.tablesOutside });
-      if (!fits.fits) throw new WorkerError('E_TOO_LARGE', WickGguf.tooLargeMessage(header.metadata, fits));
-      sink.outside.value = fits.outsideBytes > 0;
+        tables, tablesOutside: sink.tablesOutside, weights: all, weightsOutside: weights.length > 0, maxHeapBytes: sink.maxHeapBytes });
+      if (!fits.fits) throw new WorkerError('E_TOO_LARGE', WickGguf.tooLargeMessage(header.metadata, { ...fits, gpuReason: fits.needsGpu ? sink.gpuReason : null }));
+      sink.outside.weights = weights.length > 0;
+      sink.outside.value = fits.outsideBytes - weights.reduce((a, t) => a + t.bytes, 0) > 0;
       return header;
     }
 
@@ -369,11 +399,13 @@
           try {
             return await readStream(hit.body, bytes, sink, true);
           } catch (e) {
-            if (e.code === 'E_ABORTED' || e.code === 'E_TOO_LARGE') throw e;
+            if (e.code === 'E_ABORTED' || e.code === 'E_TOO_LARGE' || sink.keptOnly) throw e;
             await cache.delete(url); // a damaged entry: fetch the file again
           }
         }
       }
+      if (sink.keptOnly)
+        throw new WorkerError('E_FETCH', `${url} is not kept (${!useCache ? 'the load said cache: false' : cache ? 'not in the Cache API' : 'no Cache API here'})`);
       // the bytes of an unfinished download of this URL, kept beside the whole files
       const stored = cache ? await PartialDownload.open(url) : null;
       sink.storing = !!cache; // the file is kept once read: the part's share of progress has a 'store' phase

@@ -141,6 +141,24 @@
     });
   }
 
+  // The weight matrices the GPU path uploads (gpu/backend.mjs: every layer's projections, the
+  // output head, and the token embeddings it reads a row of per token): on that path they may
+  // stay outside wasm memory, their bytes going from the download to the GPU.
+  const GPU_WEIGHT = /^(token_embd|output)\.weight$|^blk\.\d+\.(attn_(q|k|v|qkv|output)|ffn_(gate|up|down|gate_up))\.weight$/;
+
+  /**
+   * The GPU path's weight matrices of a file from its tensor directory, as rowTables gives the
+   * row tables: [{name, offset, bytes}] in file order, bytes running to the next tensor's data.
+   */
+  function gpuWeights(header, fileBytes) {
+    if (!header?.tensors) return [];
+    const starts = header.tensors.map((t) => t.offset).sort((a, b) => a - b);
+    return header.tensors.filter((t) => GPU_WEIGHT.test(t.name) && t.dims.length >= 2 && t.dims[1] > 1).map((t) => {
+      const next = starts.find((o) => o > t.offset);
+      return { name: t.name, offset: t.offset, bytes: (next ?? fileBytes) - t.offset };
+    }).sort((a, b) => a.offset - b.offset);
+  }
+
   /** The hyperparameters that size the KV cache, from the metadata. */
   function hyperparameters(metadata) {
     const arch = metadata['general.architecture'];
@@ -269,12 +287,14 @@
   }
 
   /** The message for a model that does not fit (checkFits's fits false), naming it: "Gemma 4 31B It (gemma4, 31B) does not fit in WebAssembly memory: …". */
-  function tooLargeMessage(metadata, { needed, available, fileBytes, outsideBytes = 0 }) {
+  function tooLargeMessage(metadata, { needed, available, fileBytes, outsideBytes = 0, capped = false, needsGpu = false, gpuReason = null }) {
     const arch = metadata && typeof metadata['general.architecture'] === 'string' ? metadata['general.architecture'] : '';
     const name = metadata && typeof metadata['general.name'] === 'string' && metadata['general.name'] ? metadata['general.name'].slice(0, 80) : '';
     const label = metadata && typeof metadata['general.size_label'] === 'string' ? metadata['general.size_label'].slice(0, 24) : '';
     const what = name ? `${name} (${[arch, label].filter(Boolean).join(', ')})` : arch ? `this ${arch} model${label ? ` (${label})` : ''}` : 'the model';
-    return `${what} does not fit in WebAssembly memory: it needs ${formatBytes(needed)} (${needed} bytes: file ${formatBytes(fileBytes)}${outsideBytes ? ` less ${formatBytes(outsideBytes)} of row tables kept outside it` : ''} plus KV cache and scratch), and wasm32 holds ${formatBytes(available)} (${available} bytes)`;
+    const holds = capped ? 'the heap cap (maxHeapBytes) leaves' : 'wasm32 holds';
+    const gpu = needsGpu ? `; it needs a GPU: on the WebGPU path the weights stay outside wasm memory${gpuReason ? `, but that path is not available here (${gpuReason})` : ''}` : '';
+    return `${what} does not fit in WebAssembly memory: it needs ${formatBytes(needed)} (${needed} bytes: file ${formatBytes(fileBytes)}${outsideBytes ? ` less ${formatBytes(outsideBytes)} kept outside it` : ''} plus KV cache and scratch), and ${holds} ${formatBytes(available)} (${available} bytes)${gpu}`;
   }
 
   /** The context the engine picks when none is asked: the training context clamped to 2048…4096 (src/forward.c). */
@@ -307,23 +327,49 @@
     return 4 * (nBatch * perToken + 2 * hp.vocab + threads * nCtx);
   }
 
+  // the GPU path's context in wasm memory: rows of logits written back (a batch of them at most)
+  // and the sampler's arrays over the vocabulary; its KV cache and activations are on the GPU
+  const GPU_LOGIT_ROWS = 40;
+
+  /** What wasm memory holds: the build's 4 GiB, or less under the test option maxHeapBytes (less a reserve in proportion). */
+  function heapLimit(maxHeapBytes) {
+    const limit = maxHeapBytes > 0 ? Math.min(WASM_MEMORY_LIMIT, maxHeapBytes) : WASM_MEMORY_LIMIT;
+    return { available: limit - Math.min(ENGINE_RESERVE, Math.floor(limit / 8)), capped: limit < WASM_MEMORY_LIMIT };
+  }
+
   /**
    * Whether a model fits in wasm32 memory. Returns {fits, needed, available, fileBytes, kvBytes,
-   * outsideBytes}. fileBytes: the model file(s); metadata may be null (only the file size is
-   * checked then). tables: its row tables (rowTables), which stay outside wasm memory when
-   * tablesOutside is true, or when it is not false and the model would not fit with them inside
-   * (the loader's choice, download.js); outsideBytes counts them, needed does not.
+   * outsideBytes, needsGpu, gpuBytes}. fileBytes: the model file(s); metadata may be null (only
+   * the file size is checked then). tables: its row tables (rowTables), which stay outside wasm
+   * memory when tablesOutside is true, or when it is not false and the model would not fit with
+   * them inside (the loader's choice, download.js); outsideBytes counts them, needed does not.
+   * weights: the GPU path's weight matrices (gpuWeights); with weightsOutside (the GPU path
+   * chosen) they stay outside too, and the KV cache and scratch are the GPU's. needsGpu: the model
+   * does not fit with its weights inside but would with them on the GPU. gpuBytes: an estimate of
+   * the GPU memory that path takes (weights, F32 KV cache, activations). maxHeapBytes: a cap below
+   * wasm32's 4 GiB (tests).
    */
-  function checkFits({ fileBytes, metadata = null, contextSize = 0, kvType = 'f16', kvTypeK, kvTypeV, threads = 1, tables = [], tablesOutside }) {
+  function checkFits({ fileBytes, metadata = null, contextSize = 0, kvType = 'f16', kvTypeK, kvTypeV, threads = 1, tables = [], tablesOutside,
+    weights = [], weightsOutside = false, maxHeapBytes = 0 }) {
     const hp = metadata ? hyperparameters(metadata) : null;
     const nCtx = contextSize > 0 ? contextSize : defaultContext(hp);
     const kvBytes = kvCacheBytes(hp, nCtx, kvTypeK || kvType, 256, kvTypeV || kvType);
     const rest = kvBytes + (hp?.stateBytes || 0) + scratchBytes(hp, nCtx, 256, threads);
-    const available = WASM_MEMORY_LIMIT - ENGINE_RESERVE;
-    const tableBytes = tables.reduce((a, t) => a + t.bytes, 0);
-    const outsideBytes = tableBytes && (tablesOutside === true || (tablesOutside !== false && fileBytes + rest > available)) ? tableBytes : 0;
-    const needed = fileBytes - outsideBytes + rest;
-    return { fits: needed <= available, needed, available, fileBytes, kvBytes, outsideBytes, contextSize: nCtx };
+    const { available, capped } = heapLimit(maxHeapBytes);
+    const tableBytes = tables.reduce((a, t) => a + t.bytes, 0), weightBytes = weights.reduce((a, t) => a + t.bytes, 0);
+    const tablesOut = (inside) => (tableBytes && (tablesOutside === true || (tablesOutside !== false && inside > available)) ? tableBytes : 0);
+    const gpuRest = 4 * (hp?.vocab || 0) * GPU_LOGIT_ROWS;
+    // the GPU path: the weights outside, and the tables too where they would not fit beside the rest
+    const gpuTables = tablesOut(fileBytes - weightBytes + gpuRest);
+    const gpuNeeded = fileBytes - weightBytes - gpuTables + gpuRest;
+    const cpuTables = tablesOut(fileBytes + rest);
+    const cpuNeeded = fileBytes - cpuTables + rest;
+    const gpu = weightsOutside && weightBytes > 0;
+    const needed = gpu ? gpuNeeded : cpuNeeded, outsideBytes = gpu ? weightBytes + gpuTables : cpuTables;
+    const gpuKv = hp ? (hp.layers - (hp.recurrentLayers || 0)) * nCtx * hp.kvHeads * (hp.keyLength + hp.valueLength) * 4 : 0;
+    const gpuBytes = weightBytes ? weightBytes + gpuKv + 4 * (hp?.vocab || 0) * 32 + (hp ? 4 * 32 * (8 * hp.embd + 3 * hp.ffn) : 0) : 0;
+    return { fits: needed <= available, needed, available, capped, fileBytes, kvBytes, outsideBytes, contextSize: nCtx,
+      needsGpu: cpuNeeded > available && weightBytes > 0 && gpuNeeded <= available, gpuBytes };
   }
 
   /** "1.2 GB" */
@@ -335,5 +381,5 @@
     return `${v.toFixed(v < 10 ? 2 : 1)} ${units[u]}`;
   }
 
-  root.WickGguf = { TYPE, NeedMoreBytes, isGguf, parseHeader, rowTables, ROW_TABLES, hyperparameters, unsupportedReason, tooLargeMessage, modelLabel, ARCHITECTURES, defaultContext, kvCacheBytes, checkFits, formatBytes, WASM_MEMORY_LIMIT, ENGINE_RESERVE };
+  root.WickGguf = { TYPE, NeedMoreBytes, isGguf, parseHeader, rowTables, ROW_TABLES, gpuWeights, heapLimit, hyperparameters, unsupportedReason, tooLargeMessage, modelLabel, ARCHITECTURES, defaultContext, kvCacheBytes, checkFits, formatBytes, WASM_MEMORY_LIMIT, ENGINE_RESERVE };
 })(typeof self !== 'undefined' ? self : globalThis);

@@ -79,6 +79,17 @@ export interface LoadOptions {
   gpuTestHooks?: GpuTestHooks;
   /** URL of the WebGPU backend module (default: gpu/backend.mjs beside wick.mjs) */
   gpuModuleUrl?: string | URL;
+  /** on the GPU path the weight matrices go from the download (or the kept copy) straight into
+   * GPU buffers and wasm memory holds only the header, the tokenizer and the small tensors
+   * (default). A fallback to the CPU (a lost device, E_GPU) then reads the file again from what
+   * is kept of it: the Cache API's copy (cache true), the file (Node), the Blob; with none
+   * (cache: false, an ArrayBuffer source) the model is unloaded and the error says to load it
+   * again. false: keep them in wasm memory as well (two copies; the fallback needs no re-read) */
+  weightsOutside?: boolean;
+  /** tests: a cap on wasm memory below wasm32's 4 GiB, checked before the download (a model that
+   * fits only with its weights on the GPU is refused there, with the sizes, when no GPU path is
+   * available) and after the load */
+  maxHeapBytes?: number;
 }
 
 /** Where an engine's forward pass runs; `verify` is device 'auto''s check of the GPU path (absent
@@ -441,8 +452,12 @@ export interface ModelInfo {
   specialTokens: { bos?: string; eos?: string; unknown?: string; padding?: string };
   chatTemplate: string | null;
   fileBytes: number;
-  /** bytes of the file kept outside wasm memory (its row tables; 0 when all of it is inside) */
+  /** bytes of the file kept outside wasm memory (its row tables, and on the GPU path its weight matrices; 0 when all of it is inside) */
   outsideBytes: number;
+  /** of those, the bytes JS still holds after the load (row tables; on the GPU path the token embeddings, whose rows each evaluation reads) */
+  jsBytes: number;
+  /** bytes of the GPU path's buffers (weights, KV cache, activations); 0 on the CPU */
+  gpuBytes: number;
   files: number;
   fromCache: boolean;
   contextSize: number;
@@ -521,7 +536,7 @@ export interface CacheEntry {
   total?: number;
 }
 
-export interface FitCheck { fits: boolean; needed: number; available: number; fileBytes: number; kvBytes: number; contextSize: number; /** of fileBytes, the row tables a load keeps outside wasm memory (not in needed) */ outsideBytes: number; /** Wick.inspect: why a load would refuse the model, naming it (too large for wasm32, a mixture of experts, an architecture not run yet) */ reason?: string }
+export interface FitCheck { fits: boolean; needed: number; available: number; fileBytes: number; kvBytes: number; contextSize: number; /** of fileBytes, the row tables (and with weightsOutside the weight matrices) a load keeps outside wasm memory (not in needed) */ outsideBytes: number; /** the model fits only on the GPU path (its weights outside wasm memory: over 4 GiB, or above maxHeapBytes) */ needsGpu: boolean; /** about the GPU memory the GPU path takes (weights, F32 KV cache, activations) */ gpuBytes: number; /** Wick.inspect: why a load would refuse the model, naming it (too large for wasm32, a mixture of experts, an architecture not run yet) */ reason?: string }
 
 export interface InspectResult { url: string; bytes: number; version: number; tensorCount: number; metadata: Record<string, unknown>; /** the tables read one row per token, which may stay outside wasm memory */ tables: { name: string; offset: number; bytes: number }[]; fits: FitCheck }
 
@@ -529,7 +544,7 @@ export declare const Wick: {
   load(source: ModelSource, options?: LoadOptions): Promise<Engine>;
   /** an engine with the same generate / chat.completions API on an OpenAI-compatible server */
   connect: typeof connect;
-  inspect(url: string | URL, options?: { contextSize?: number; kvType?: KvType; kvTypeK?: KvType; kvTypeV?: KvType; tablesOutside?: boolean }): Promise<InspectResult>;
+  inspect(url: string | URL, options?: { contextSize?: number; kvType?: KvType; kvTypeK?: KvType; kvTypeV?: KvType; tablesOutside?: boolean; weightsOutside?: boolean; maxHeapBytes?: number }): Promise<InspectResult>;
   cache: {
     readonly supported: boolean;
     /** the files kept whole; with {partial: true} also the downloads that stopped part way */

@@ -334,6 +334,8 @@ class Engine {
       kvType: this._kvTypeK,
       kvTypeV: this._kvTypeV,
       tablesOutside: options.tablesOutside,
+      weightsOutside: options.weightsOutside,
+      maxHeapBytes: options.maxHeapBytes || 0,
       device: options.device || 'cpu',
       gpuAllowSoftware: options.gpuAllowSoftware === true,
       warmUp: options.warmUp !== false,
@@ -382,6 +384,8 @@ class Engine {
       chatTemplate: typeof md['tokenizer.chat_template'] === 'string' ? md['tokenizer.chat_template'] : null,
       fileBytes: r.fileBytes,
       outsideBytes: r.outsideBytes,
+      jsBytes: r.jsBytes,
+      gpuBytes: r.gpuBytes,
       files: r.files,
       fromCache: r.cached,
       contextSize: r.contextSize,
@@ -798,10 +802,12 @@ const cache = {
 
 /**
  * The size and GGUF metadata of a model at a URL (from the cache, or the first bytes fetched with
- * Range requests), and whether it fits: {url, bytes, metadata, fits: {fits, needed, available, kvBytes, reason}}
- * (reason: why a load would refuse it, naming the model, where it would).
+ * Range requests), and whether it fits: {url, bytes, metadata, fits: {fits, needed, available, kvBytes,
+ * needsGpu, gpuBytes, reason}} (reason: why a load would refuse it, naming the model, where it
+ * would; needsGpu: it fits only on the GPU path, its weights outside wasm memory, which then needs
+ * about gpuBytes of GPU memory). With weightsOutside the figures are the GPU path's.
  */
-async function inspect(url, { contextSize = 0, kvType = 'f16', kvTypeK, kvTypeV, tablesOutside } = {}) {
+async function inspect(url, { contextSize = 0, kvType = 'f16', kvTypeK, kvTypeV, tablesOutside, weightsOutside = false, maxHeapBytes = 0 } = {}) {
   const abs = absoluteUrl(String(url));
   const hit = await WickDownload.keptFile(abs);
   let bytes = hit ? Number(hit.headers.get('X-Wick-Bytes')) : null;
@@ -819,7 +825,8 @@ async function inspect(url, { contextSize = 0, kvType = 'f16', kvTypeK, kvTypeV,
       const header = WickGguf.parseHeader(head, { tensors: true });
       // the row tables a load keeps outside wasm memory when the file would not fit with them (or when asked)
       const tables = WickGguf.rowTables(header, bytes);
-      const fits = WickGguf.checkFits({ fileBytes: bytes, metadata: header.metadata, contextSize, kvType, kvTypeK, kvTypeV, tables, tablesOutside });
+      const weights = WickGguf.gpuWeights(header, bytes);
+      const fits = WickGguf.checkFits({ fileBytes: bytes, metadata: header.metadata, contextSize, kvType, kvTypeK, kvTypeV, tables, tablesOutside, weights, weightsOutside, maxHeapBytes });
       // what the load would refuse it for, by name (a mixture of experts, an architecture not run yet, too large)
       const unsupported = WickGguf.unsupportedReason(header.metadata);
       if (unsupported || !fits.fits) fits.reason = unsupported || WickGguf.tooLargeMessage(header.metadata, fits);
@@ -843,7 +850,8 @@ async function inspect(url, { contextSize = 0, kvType = 'f16', kvTypeK, kvTypeV,
  *   multiThreaded (false: the single-threaded build even where threads are possible),
  *   relaxedSimd (false: the plain SIMD128 build even where relaxed SIMD is available),
  *   wasmBase (the URL of the folder with wick.js, wick.wasm, wick-mt.*, wick-relaxed.*,
- *   wick-mt-relaxed.*), workerUrl.
+ *   wick-mt-relaxed.*), workerUrl, device ('cpu', 'gpu', 'auto'), weightsOutside (false: on the
+ *   GPU path keep the weights in wasm memory as well), maxHeapBytes (tests: a cap on wasm memory).
  */
 async function load(source, options = {}) {
   if (options === null || typeof options !== 'object') throw invalid('options must be an object');
@@ -856,6 +864,7 @@ async function load(source, options = {}) {
   if (options.gpuVerify !== undefined && !['always', 'once', 'never'].includes(options.gpuVerify)) throw invalid(`gpuVerify must be 'always', 'once' or 'never' (got ${JSON.stringify(options.gpuVerify)})`);
   if (options.gpuVerdictFile !== undefined && (typeof options.gpuVerdictFile !== 'string' || !isNode)) throw invalid('gpuVerdictFile is a file path, under Node');
   checkGpuTestHooks(options.gpuTestHooks);
+  if (options.maxHeapBytes !== undefined && options.maxHeapBytes !== 0) checkNumber('maxHeapBytes', options.maxHeapBytes, { min: 1 << 20, max: 2 ** 32, integer: true });
   checkSignal(options.signal);
   const mt = options.multiThreaded !== false && canUseThreads();
   const relaxed = options.relaxedSimd !== false && hasRelaxedSimd();

@@ -179,7 +179,8 @@
     if (state.model) M._wick_model_free(state.model);
     for (const b of state.buffers) b.image.free();
     dropGpu();
-    Object.assign(state, { model: 0, ctx: 0, gen: 0, buffers: [], size: 0, meta: null, gpu: null, device: null, ctxOptions: null, warmUpMs: 0 });
+    Object.assign(state, { model: 0, ctx: 0, gen: 0, buffers: [], size: 0, meta: null, gpu: null, device: null, ctxOptions: null, warmUpMs: 0,
+      source: null, weightsOutside: false, maxHeapBytes: 0, headerDigest: null });
     pieceCache.clear();
     prefixes.length = 0; // states of this model's file
     fromState = 0;
@@ -192,62 +193,115 @@
     unloadModel();
     if (source.items.length > 1 && typeof M._wick_model_load_gguf_parts !== 'function')
       throw new WorkerError('E_UNSUPPORTED', `a model split into ${source.items.length} files needs wick_model_load_gguf_parts, which this build of the engine does not export`);
+    // the GPU before any byte is read: with a usable adapter the weight matrices go from the
+    // download (or the kept copy) straight to it, and only the rest of the file into wasm memory
+    const probe = msg.device && msg.device !== 'cpu' ? await probeGpu(msg) : null;
     const parts = [];
     try {
-      const { meta, progress } = await loader.readParts(id, source, contextSize, { k: kvType, v: kvTypeV }, parts, msg.tablesOutside);
+      const oneCopy = probe?.adapter && msg.weightsOutside !== false && typeof M._wick_model_load_gguf_external === 'function';
+      // under 'auto' the GPU check runs the model on the CPU as well, so its weights come into wasm
+      // memory, unless a verdict kept for this adapter and this file's header chose the GPU already
+      const mustCheck = msg.device === 'auto' && msg.gpuVerify !== 'never';
+      if (probe?.adapter && mustCheck) probe.shaders = probe.gpu.verify.digest(Object.values(await probe.gpu.shaderSources()));
+      const accepts = (header, size) => {
+        state.headerDigest = headerDigest(probe.gpu.verify, header, size);
+        if (!oneCopy) return false;
+        if (mustCheck && !(msg.keptByHeader = keptChoice(probe, msg, state.headerDigest))) return false;
+        return gpuAccepts(probe, header, size, msg);
+      };
+      const { meta, progress } = await loader.readParts(id, source, contextSize, { k: kvType, v: kvTypeV }, parts, msg.tablesOutside, {
+        gpu: probe?.adapter ? { accepts } : null,
+        gpuReason: probe ? probe.reason || null : "the load asked for device 'cpu'",
+        maxHeapBytes: msg.maxHeapBytes,
+      });
       state.meta = meta || headerOf(parts[0]);
       const size = parts.reduce((a, p) => a + p.size, 0);
       post({ id, type: 'progress', phase: 'load', loaded: 0, total: size, progress: progress.load(0) });
 
-      const out = malloc(4);
-      try {
-        const holes = parts.flatMap((p, k) => p.image.holes.map((h) => [k, h.offset, h.bytes]));
-        if (holes.length) {
-          // the row tables kept outside: the engine reads their rows through Module.wickReadRows
-          const n = parts.length;
-          withScratch(8 * n + 24 * holes.length, (arr) => {
-            parts.forEach((p, k) => { M.HEAPU32[(arr >>> 2) + k] = p.ptr; M.HEAPU32[(arr >>> 2) + n + k] = p.heapBytes; });
-            const at = (arr + 8 * n) >>> 2; // 8-aligned: malloc's alignment, 8 n bytes before
-            holes.flat().forEach((v, k) => { M.HEAPU32[at + 2 * k] = v % 2 ** 32; M.HEAPU32[at + 2 * k + 1] = Math.floor(v / 2 ** 32); });
-            check(M._wick_model_load_gguf_sparse(arr, arr + 4 * n, n, arr + 8 * n, holes.length, 0, 0, out));
-          });
-        } else if (parts.length === 1) {
-          check(M._wick_model_load_gguf(parts[0].ptr, parts[0].size, out));
-        } else {
-          const n = parts.length;
-          withScratch(8 * n, (arr) => {
-            parts.forEach((p, k) => { M.HEAPU32[(arr >>> 2) + k] = p.ptr; M.HEAPU32[(arr >>> 2) + n + k] = p.size; });
-            check(M._wick_model_load_gguf_parts(arr, arr + 4 * n, n, out));
-          });
-        }
-        state.model = u32At(out);
-        state.buffers = parts;
-        state.size = size;
-
-        state.ctxOptions = { contextSize, kvType, kvTypeV };
-        const gpu = msg.device && msg.device !== 'cpu' ? await openGpu(msg) : null;
-        if (gpu?.forward) {
-          state.gpu = gpu;
-          state.ctx = gpu.ctx;
-          state.device = { type: 'gpu', adapter: gpu.description, software: gpu.software, converted: gpu.forward.converted, ...(gpu.verify ? { verify: gpu.verify } : {}) };
-          check(M._wick_gen_new(state.ctx, out));
-          state.gen = u32At(out);
-        } else {
-          cpuContext();
-          state.device = { type: 'cpu', reason: gpu?.reason || (msg.device === 'cpu' ? 'asked for' : 'no GPU path in this engine'), ...(gpu?.verify ? { verify: gpu.verify } : {}) };
-          state.warmUpMs = msg.warmUp === false ? 0 : warmUp();
-        }
-      } finally {
-        M._free(out);
+      state.model = parseModel(parts);
+      state.buffers = parts.splice(0); // the model's now: freed by unloadModel (or replaced by reloadWhole)
+      state.size = size;
+      Object.assign(state, { source, tablesOutside: msg.tablesOutside, maxHeapBytes: msg.maxHeapBytes || 0, weightsOutside: weightsOutside(state.buffers) });
+      state.ctxOptions = { contextSize, kvType, kvTypeV };
+      const gpu = probe?.adapter ? await openGpu(msg, probe) : probe;
+      if (gpu?.forward) {
+        state.gpu = gpu;
+        state.ctx = gpu.ctx;
+        state.device = { type: 'gpu', adapter: gpu.description, software: gpu.software, converted: gpu.forward.converted, ...(gpu.verify ? { verify: gpu.verify } : {}) };
+        withScratch(4, (out) => { check(M._wick_gen_new(state.ctx, out)); state.gen = u32At(out); });
+      } else {
+        // the GPU path refused the model after its weights were left for it: the CPU reads them again
+        if (state.weightsOutside) await reloadWhole(id, `the GPU path is not taken (${gpu?.reason})`);
+        cpuContext();
+        state.device = { type: 'cpu', reason: gpu?.reason || (msg.device === 'cpu' ? 'asked for' : 'no GPU path in this engine'), ...(gpu?.verify ? { verify: gpu.verify } : {}) };
+        state.warmUpMs = msg.warmUp === false ? 0 : warmUp();
       }
+      if (state.maxHeapBytes && M.HEAPU8.length > state.maxHeapBytes)
+        throw new WorkerError('E_TOO_LARGE', `wasm memory grew to ${M.HEAPU8.length} bytes, above the load's maxHeapBytes ${state.maxHeapBytes}`);
       post({ id, type: 'progress', phase: 'load', loaded: size, total: size, progress: progress.load(1) });
-      return describe(parts);
+      return describe(state.buffers);
     } catch (e) {
       if (state.model === 0) for (const p of parts) if (!state.buffers.includes(p)) p.image.free();
+      if (!state.gpu) try { probe?.device?.destroy(); } catch { /* never opened */ }
       unloadModel();
       throw e;
     }
   }
+
+  /** Whether the parts left weight matrices out of wasm memory (not only row tables): the model is then an external context's only. */
+  function weightsOutside(parts) {
+    return parts.some((p) => p.image.holes.some((h) => !WickGguf.ROW_TABLES.includes(h.name)));
+  }
+
+  /** The engine's model of the parts read: whole, split, with row tables outside, or (weights outside) for an external context only. */
+  function parseModel(parts) {
+    return withScratch(4, (out) => {
+      const holes = parts.flatMap((p, k) => p.image.holes.map((h) => [k, h.offset, h.bytes]));
+      const n = parts.length;
+      if (holes.length) {
+        // the row tables kept outside: the engine reads their rows through Module.wickReadRows;
+        // weight matrices kept outside: never read by the engine (they go to the GPU)
+        withScratch(8 * n + 24 * holes.length, (arr) => {
+          parts.forEach((p, k) => { M.HEAPU32[(arr >>> 2) + k] = p.ptr; M.HEAPU32[(arr >>> 2) + n + k] = p.heapBytes; });
+          const at = (arr + 8 * n) >>> 2; // 8-aligned: malloc's alignment, 8 n bytes before
+          holes.flat().forEach((v, k) => { M.HEAPU32[at + 2 * k] = v % 2 ** 32; M.HEAPU32[at + 2 * k + 1] = Math.floor(v / 2 ** 32); });
+          if (weightsOutside(parts)) check(M._wick_model_load_gguf_external(arr, arr + 4 * n, n, arr + 8 * n, holes.length, out));
+          else check(M._wick_model_load_gguf_sparse(arr, arr + 4 * n, n, arr + 8 * n, holes.length, 0, 0, out));
+        });
+      } else if (n === 1) {
+        check(M._wick_model_load_gguf(parts[0].ptr, parts[0].size, out));
+      } else {
+        withScratch(8 * n, (arr) => {
+          parts.forEach((p, k) => { M.HEAPU32[(arr >>> 2) + k] = p.ptr; M.HEAPU32[(arr >>> 2) + n + k] = p.size; });
+          check(M._wick_model_load_gguf_parts(arr, arr + 4 * n, n, out));
+        });
+      }
+      return u32At(out);
+    });
+  }
+
+  /**
+   * The model read again whole into wasm memory, from what is kept of it (the Cache API's copy,
+   * the file, the Blob; never the network), for a CPU context: its weights had gone to the GPU
+   * only. Without a kept copy (cache: false, no Cache API, an ArrayBuffer source) the model is
+   * unloaded and the error says to load it again. why: what happened to the GPU path.
+   */
+  async function reloadWhole(id, why) {
+    const parts = [];
+    try {
+      await loader.readParts(id, state.source, state.ctxOptions.contextSize, { k: state.ctxOptions.kvType, v: state.ctxOptions.kvTypeV }, parts, state.tablesOutside,
+        { keptOnly: true, maxHeapBytes: state.maxHeapBytes });
+      const model = parseModel(parts);
+      M._wick_model_free(state.model);
+      for (const b of state.buffers) b.image.free();
+      Object.assign(state, { model, buffers: parts, weightsOutside: false });
+    } catch (e) {
+      for (const p of parts) p.image.free();
+      unloadModel();
+      throw new WorkerError(e.code === 'E_ABORTED' ? 'E_ABORTED' : 'E_GPU', `${why}; the weights were held on the GPU only and cannot be read again for the CPU (${e.message}): load the model again`);
+    }
+  }
+
 
   /** The CPU context and generator (a load on the CPU path, or the fallback from the GPU). */
   function cpuContext() {
@@ -316,19 +370,40 @@
     state.gpu = null;
   }
 
-  /**
-   * The GPU path for the loaded model: {forward, ctx, description, software, verify?}, or
-   * {reason, verify?} why the CPU path is taken instead (device 'auto'). With device 'gpu' a
-   * reason is an E_GPU error (E_UNSUPPORTED for a family the GPU path does not run). Under
-   * 'auto' the GPU path must first pass the check (gpuVerdict): verify is its verdict.
-   */
-  async function openGpu(msg) {
-    const { device, gpuAllowSoftware, contextSize, gpuMaxBatch, kvType, kvTypeV } = msg;
-    const forced = device === 'gpu';
-    const refuse = (reason, code = 'E_GPU') => {
-      if (forced) throw new WorkerError(code, `the GPU path is not available: ${reason}`);
+  /** A digest of what a GGUF header says (its tensors' names, types, shapes and places, its
+   *  metadata but the long arrays, the file's size): which file a kept GPU verdict was for, known
+   *  before the weights are read. Two fine-tunes of one model share it, and the verdict: the check
+   *  is of the shaders on these shapes and types, which they share. */
+  function headerDigest(V, header, size) {
+    const big = (v) => typeof v === 'bigint' ? v.toString() : v;
+    const md = Object.entries(header.metadata).filter(([, v]) => !Array.isArray(v) && !ArrayBuffer.isView(v));
+    return V.digest([String(size), JSON.stringify(md, (k, v) => big(v)), JSON.stringify(header.tensors.map((t) => [t.name, t.type, t.dims, t.offset]), (k, v) => big(v))]);
+  }
+
+  /** The kept verdict that chose the GPU path for a file with this header digest on this adapter,
+   *  browser, wick version, shaders and build (gpuVerify 'once'), or null. */
+  function keptChoice(probe, msg, digest) {
+    const V = probe.gpu.verify;
+    const now = V.keyString({ ...V.verdictKey({ adapter: probe.description, modelHash: null, build: buildInfo.build, threads: buildInfo.threads, shaders: probe.shaders,
+      hooks: msg.gpuTestHooks ? JSON.stringify(msg.gpuTestHooks) : undefined }), model: null });
+    return (msg.gpuVerdicts || []).find((e) => e?.key && e.verdict?.chosen && e.verdict.header === digest && V.keyString({ ...e.key, model: null }) === now) || null;
+  }
+
+  /** A refusal of the GPU path: under device 'gpu' an error (E_GPU, E_UNSUPPORTED for a model it does not run), under 'auto' {reason}. */
+  function gpuRefusal(device) {
+    return (reason, code = 'E_GPU') => {
+      if (device === 'gpu') throw new WorkerError(code, `the GPU path is not available: ${reason}`);
       return { reason };
     };
+  }
+
+  /**
+   * What the GPU path needs before a byte of the model is read: {gpu (the module), adapter,
+   * device, description, software}, or {reason} why the CPU path is taken instead (device
+   * 'auto'; with device 'gpu' an error).
+   */
+  async function probeGpu({ device, gpuAllowSoftware, kvType, kvTypeV }) {
+    const refuse = gpuRefusal(device);
     // the GPU path's cache is F32 (gpu/backend.mjs)
     for (const t of [kvType, kvTypeV])
       if (t === 'q8_0' || t === 'q4_0') return refuse(`a ${t} KV cache runs on the CPU only`, 'E_UNSUPPORTED');
@@ -340,45 +415,124 @@
     } catch (e) {
       return refuse(`the GPU module did not load: ${e.message}`);
     }
-    // an encoder, or a decoder whose file names a pooling (its embeddings are the CPU context's)
-    if (M._wick_model_pooling(state.model) >= 0) return refuse('an encoder (an embedding model): the GPU path runs decoders only, and embeds nothing', 'E_UNSUPPORTED');
-    const tensors = modelTensors();
-    const unsupported = gpu.GpuForward.unsupported(tensors);
-    if (unsupported) return refuse(unsupported, 'E_UNSUPPORTED');
     const found = await gpu.findAdapter();
     if (!found.adapter) return refuse(found.reason);
     if (found.software && !gpuAllowSoftware)
       return refuse(`the only WebGPU adapter is a software one (${found.description}), slower than the CPU path`);
+    let gpuDevice;
+    try {
+      gpuDevice = await gpu.openDevice(found.adapter);
+    } catch (e) {
+      return refuse(`the adapter gave no device: ${e.message}`);
+    }
+    return { gpu, adapter: found.adapter, device: gpuDevice, description: found.description, software: found.software };
+  }
+
+  /**
+   * From a model's header: whether its weight matrices may stay outside wasm memory for the GPU
+   * (a family the GPU path runs, each weight row and one layer's KV cache within the device's
+   * buffer limits, the estimated GPU memory within the device memory the browser reports). A
+   * model it refuses loads whole, and openGpu says why it stays on the CPU.
+   */
+  function gpuAccepts(probe, header, size, msg) {
+    const md = header.metadata;
+    if (probe.gpu.headerUnsupported?.(md) || Number.isFinite(md[`${md['general.architecture']}.pooling_type`])) return false;
+    const limit = Math.min(probe.device.limits.maxStorageBufferBindingSize, probe.device.limits.maxBufferSize);
+    const hp = WickGguf.hyperparameters(md);
+    if (!hp) return false;
+    const nCtx = msg.contextSize > 0 ? msg.contextSize : WickGguf.defaultContext(hp);
+    if (nCtx * hp.kvHeads * Math.max(hp.keyLength, hp.valueLength) * 4 > limit) return false;
+    const weights = WickGguf.gpuWeights(header, size);
+    if (weights.some((w) => w.bytes / Math.max(1, header.tensors.find((t) => t.offset === w.offset).dims[1]) > limit)) return false;
+    // the device memory the browser reports (navigator.deviceMemory, GiB, rounded and capped): an upper bound
+    const memory = globalThis.navigator?.deviceMemory;
+    const fits = WickGguf.checkFits({ fileBytes: size, metadata: md, contextSize: msg.contextSize, weights, weightsOutside: true });
+    if (memory > 0 && fits.gpuBytes > memory * 2 ** 30) {
+      if (msg.device === 'gpu') throw new WorkerError('E_TOO_LARGE', `the GPU path would need about ${WickGguf.formatBytes(fits.gpuBytes)} (${fits.gpuBytes} bytes) of GPU memory, and this device reports ${memory} GiB`);
+      return false;
+    }
+    return true;
+  }
+
+  /**
+   * The GPU path for the loaded model, on the device probeGpu opened: {forward, ctx, description,
+   * software}, or {reason} why the CPU path is taken instead (device 'auto'). With device 'gpu' a
+   * reason is an E_GPU error (E_UNSUPPORTED for a family the GPU path does not run). Weights left
+   * outside wasm memory are uploaded from the loader's JS pieces, which go as each is on the GPU
+   * (but the token embeddings', whose rows each evaluation reads).
+   */
+  async function openGpu(msg, probe) {
+    const { device, contextSize, gpuMaxBatch } = msg;
+    const refuse = gpuRefusal(device);
+    const fail = (reason, code) => {
+      try { probe.device.destroy(); } catch { /* lost already */ }
+      return refuse(reason, code);
+    };
+    // an encoder, or a decoder whose file names a pooling (its embeddings are the CPU context's)
+    if (M._wick_model_pooling(state.model) >= 0) return fail('an encoder (an embedding model): the GPU path runs decoders only, and embeds nothing', 'E_UNSUPPORTED');
+    const tensors = modelTensors();
+    const unsupported = probe.gpu.GpuForward.unsupported(tensors);
+    if (unsupported) return fail(unsupported, 'E_UNSUPPORTED');
+    const image = (w) => state.buffers[w.part].image;
+    const holeKey = (w) => `${w.part}:${image(w).holeAt(w.offset)}`;
+    // the weights still to upload from each hole; the embeddings' hole is kept
+    const pending = new Map();
+    for (const w of [tensors.output, ...tensors.layers.flatMap((L) => Object.values(L).filter((v) => v && typeof v === 'object' && 'row_bytes' in v))]) {
+      if (!w?.outside) continue;
+      if (!pending.has(holeKey(w))) pending.set(holeKey(w), new Set());
+      pending.get(holeKey(w)).add(`${w.offset}:${w.rows}`);
+    }
+    const keep = tensors.tok_embd?.outside ? holeKey(tensors.tok_embd) : null;
     let ctx = 0, forward = null;
     try {
       ctx = withScratch(4, (out) => {
         check(M._wick_ctx_new_external(state.model, contextSize || 0, out));
         return u32At(out);
       });
-      const gpuDevice = await gpu.openDevice(found.adapter);
-      forward = await gpu.GpuForward.create(gpuDevice, {
+      forward = await probe.gpu.GpuForward.create(probe.device, {
         tensors,
         nCtx: M._wick_n_ctx(ctx),
         heap: () => M.HEAPU8,
         dequantize,
+        bytesOf: (w, from, n) => (w.outside ? image(w).view(w.offset + from, n) : M.HEAPU8.subarray(w.ptr + from, w.ptr + from + n)),
+        rowsOf: (w, r0, n) => {
+          if (!w.outside) return dequantize(w.type, w.ptr + r0 * w.row_bytes, n * w.cols);
+          // through a scratch of these rows only: the weights stay out of wasm memory
+          return withScratch(n * w.row_bytes, (p) => {
+            M.HEAPU8.set(image(w).view(w.offset + r0 * w.row_bytes, n * w.row_bytes), p);
+            return dequantize(w.type, p, n * w.cols);
+          });
+        },
+        onUploaded: (w) => {
+          const left = w.outside && pending.get(holeKey(w));
+          if (!left) return;
+          left.delete(`${w.offset}:${w.rows}`);
+          if (!left.size && holeKey(w) !== keep) image(w).release(image(w).holeAt(w.offset));
+        },
         maxBatch: gpuMaxBatch || 32,
-        software: found.software,
+        software: probe.software,
         testHooks: msg.gpuTestHooks || null,
       });
       if (device === 'auto' && msg.gpuVerify !== 'never') {
-        const verify = await gpuVerdict(gpu, forward, tensors, found.description, msg);
+        // the weights left outside for the GPU only where a kept verdict for this adapter and this
+        // file's header chose it (load): that verdict stands, the CPU could not run the check
+        const kept = state.weightsOutside ? msg.keptByHeader : null;
+        const verify = kept ? { ...kept.verdict, key: kept.key, reused: true, byHeader: true, checkMs: 0, checkedAt: kept.at }
+          : await gpuVerdict(probe.gpu, forward, tensors, probe.description, msg);
+        verify.header = state.headerDigest;
         if (!verify.chosen) {
           M._wick_ctx_free(ctx);
-          try { forward.destroy(); forward.device.destroy(); } catch { /* nothing more to free */ }
-          return { reason: verify.reason, verify };
+          try { forward.destroy(); } catch { /* nothing more to free */ }
+          return { ...fail(verify.reason), verify };
         }
-        return { forward, ctx, description: found.description, software: found.software, verify };
+        return { forward, ctx, description: probe.description, software: probe.software, verify };
       }
-      return { forward, ctx, description: found.description, software: found.software };
+      return { forward, ctx, description: probe.description, software: probe.software };
     } catch (e) {
       if (ctx) M._wick_ctx_free(ctx);
-      try { forward?.device.destroy(); } catch { /* nothing to free */ }
-      if (e.code === 'E_GPU' || e.code === 'E_UNSUPPORTED') return refuse(e.message, e.code);
+      try { forward?.destroy(); } catch { /* nothing to free */ }
+      if (e.code === 'E_GPU' || e.code === 'E_UNSUPPORTED') return fail(e.message, e.code);
+      try { probe.device.destroy(); } catch { /* idem */ }
       throw e;
     }
   }
@@ -506,13 +660,25 @@
     return logits;
   }
 
-  /** After a GPU failure: the GPU path is dropped and the conversation goes on on the CPU. */
-  function fallBackToCpu(e) {
+  /**
+   * After a GPU failure: the GPU path is dropped and the conversation goes on on the CPU; a
+   * model whose weights were on the GPU only is read again whole from its kept copy first
+   * (reloadWhole: without one the model is unloaded, and the error says to load it again).
+   */
+  async function fallBackToCpu(e, id = 0) {
     const reason = e.message || String(e);
     if (state.gen) M._wick_gen_free(state.gen);
     if (state.ctx) M._wick_ctx_free(state.ctx);
     state.gen = state.ctx = 0;
     dropGpu();
+    if (state.weightsOutside) {
+      try {
+        await reloadWhole(id, `the GPU failed (${reason})`);
+      } catch (r) {
+        r.device = { type: 'cpu', reason: r.message };
+        return r;
+      }
+    }
     cpuContext();
     state.device = { type: 'cpu', reason: `the GPU failed (${reason}): switched to the CPU` };
     const err = new WorkerError('E_GPU', `${reason}; the engine switched to the CPU, where the next request runs`);
@@ -549,6 +715,9 @@
       header: state.meta,
       fileBytes: state.size,
       outsideBytes: parts.reduce((a, p) => a + p.image.outsideBytes, 0),
+      // of those, what JS still holds (the GPU path's token embeddings, row tables), and the GPU's buffers
+      jsBytes: parts.reduce((a, p) => a + p.image.heldBytes(), 0),
+      gpuBytes: state.gpu ? state.gpu.forward.bufferBytes() : 0,
       files: parts.length,
       cached: parts.every((p) => p.cached),
       contextSize: M._wick_n_ctx(state.ctx),
@@ -773,7 +942,10 @@
     requireModel();
     if (!state.gen) throw new WorkerError('E_UNSUPPORTED', 'this build of the engine has no generation API (wick_gen_*)');
     // a device lost between requests: this one runs on the CPU already
-    if (state.gpu && state.gpu.forward.lostReason !== null) fallBackToCpu(new Error(`the GPU device was lost: ${state.gpu.forward.lostReason}`));
+    if (state.gpu && state.gpu.forward.lostReason !== null) {
+      const e = await fallBackToCpu(new Error(`the GPU device was lost: ${state.gpu.forward.lostReason}`), id);
+      if (!state.model) throw e; // the weights could not be read again
+    }
     const g = state.gen;
     // checkpoint: where a hybrid model also keeps its recurrent state (chat requests set it; 0 = none)
     for (const [name, value] of Object.entries({ checkpoint: 0, ...settings, n_probs: nProbs || 0 }))
@@ -790,7 +962,7 @@
       if (prefixStates) startFromPrefix(tokens, buf);
       check(M._wick_gen_start(g, buf, tokens.length));
     });
-    await gpuStep();
+    await gpuStep(id);
     const t1 = performance.now();
     const promptEval = M._wick_gen_n_prompt_eval(g);
     // the positions reused that a loaded state (loadState, a shared prefix) supplied
@@ -802,7 +974,7 @@
       for (;;) {
         if (aborted.has(id)) { finishReason = 'abort'; break; }
         check(M._wick_gen_next(g));
-        await gpuStep();
+        await gpuStep(id);
         const token = M._wick_gen_token(g);
         const finish = M._wick_gen_finish(g);
         if (!firstTokenAt) firstTokenAt = performance.now();
@@ -848,7 +1020,7 @@
   }
 
   /** On the GPU path: the evaluations the generator just asked for (a GPU failure falls back). */
-  async function gpuStep() {
+  async function gpuStep(id) {
     if (!state.gpu) return;
     try {
       const logits = await runGpuOps();
@@ -856,7 +1028,7 @@
       if (logits) for (let i = 0; i < logits.length; i++)
         if (!Number.isFinite(logits[i])) throw new WorkerError('E_GPU', `the GPU returned a logit of ${logits[i]} (token ${i % state.gpu.forward.c.n_vocab})`);
     } catch (e) {
-      if (e.code === 'E_GPU') throw fallBackToCpu(e);
+      if (e.code === 'E_GPU') throw await fallBackToCpu(e, id);
       throw e;
     }
   }

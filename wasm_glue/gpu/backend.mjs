@@ -45,6 +45,16 @@ export const GPU_STEPS = new Set([
 const STATE_SNAPSHOTS = 2;
 // the matrices of a layer, by the names of wick_model_tensors_json: attention's, the FFN's, the recurrent mixers'
 const LAYER_MATRICES = ['wq', 'wk', 'wv', 'wo', 'w_gate', 'w_up', 'w_down', 'sc_in', 'sc_out', 'dn_qkv', 'dn_gate', 'dn_alpha', 'dn_beta', 'dn_out'];
+// families whose models the GPU path cannot run, known from a file's header before its weights
+// are read (the allowlist above decides once the model is parsed): encoders, Mamba-2 layers,
+// per-layer embeddings and AltUp (lfm2 and qwen35 run there: recurrent.wgsl). Their weights load into wasm memory for the CPU.
+const HEADER_CPU_ONLY = new Set(['bert', 'nomic-bert', 'modern-bert', 'gemma-embedding', 'granitehybrid', 'gemma4', 'gemma3n']);
+
+/** Why a model with this GGUF metadata stays on the CPU, from its header alone, or null (it may run here). */
+export function headerUnsupported(metadata) {
+  const arch = metadata['general.architecture'];
+  return HEADER_CPU_ONLY.has(arch) ? `the ${arch} family runs on the CPU only` : null;
+}
 const UNIFORM_SLOT = 256;         // minUniformBufferOffsetAlignment's default
 // software rasterizers that expose WebGPU adapters: real, but slower than wick's own CPU path
 const SOFTWARE_ADAPTER = /swiftshader|lavapipe|llvmpipe|softpipe|software|basic render/i;
@@ -181,15 +191,23 @@ function bufferFrom(device, bytes, usage, label) {
  *               0's FFN down projection adds 1.25 × its product to the residual: llama-style
  *               families, without post norms), nanAtStep: n (the n-th evaluate() since create,
  *               counting from 1, returns a NaN logit)}
+ * A weight left outside wasm memory (its JSON says outside, with part and offset in the file;
+ * the worker's one copy of the weights) is read through the worker's functions instead:
+ *   bytesOf(w, from, n) → Uint8Array   n bytes of weight w from byte `from` (a view where it can be)
+ *   rowsOf(w, r0, n) → Float32Array    rows r0… of w dequantized (through a small wasm scratch)
+ *   onUploaded(w)                      w is on the GPU: its bytes may go
+ * (by default both read wasm memory: heap() and dequantize).
  */
 export class GpuForward {
-  static async create(device, { tensors, heap, dequantize, nCtx, maxBatch = 32, maxBinding, software = false, testHooks = null }) {
+  static async create(device, { tensors, heap, dequantize, nCtx, maxBatch = 32, maxBinding, software = false, testHooks = null, bytesOf, rowsOf, onUploaded }) {
     const f = new GpuForward(device, tensors, nCtx, maxBatch, maxBinding);
     f.hooks = testHooks || {};
     // matmul.wgsl: a workgroup per row on a GPU, an invocation per row on a software adapter
     f.matmulEntry = software ? 'main' : 'main_wg';
-    f.dequantize = dequantize;
-    await f.#build(heap, dequantize);
+    f.bytesOf = bytesOf || ((w, from, n) => heap().subarray(w.ptr + from, w.ptr + from + n));
+    f.rowsOf = rowsOf || ((w, r0, n) => dequantize(w.type, w.ptr + r0 * w.row_bytes, n * w.cols));
+    f.onUploaded = onUploaded || (() => {});
+    await f.#build(heap);
     f.setRopeFactors(heap);
     return f;
   }
@@ -247,7 +265,7 @@ export class GpuForward {
   }
 
   /** A weight matrix on the GPU: row chunks each within the binding limit. */
-  #uploadWeight(name, w, heap, dequantize) {
+  #uploadWeight(name, w) {
     const S = GPUBufferUsage.STORAGE;
     let type = w.type, rowBytes = w.row_bytes, convert = !GPU_TYPES.has(type);
     if (convert) {
@@ -273,19 +291,19 @@ export class GpuForward {
         buffer = this.device.createBuffer({ size: rows * rowBytes, usage: S, mappedAtCreation: true, label: name });
         const out = new Float32Array(buffer.getMappedRange());
         if (cols !== w.cols) {
-          for (let r = 0; r < rows; r++) out.set(dequantize(w.type, w.ptr + (r0 + r) * w.row_bytes, w.cols), r * cols);
+          for (let r = 0; r < rows; r++) out.set(this.rowsOf(w, r0 + r, 1), r * cols);
         } else {
-          const step = Math.max(1, Math.floor((1 << 22) / w.cols)); // rows per conversion call
+          // rows per conversion call: a small scratch in wasm memory (a weight outside it is copied in a few rows at a time)
+          const step = Math.max(1, Math.floor((1 << 18) / w.cols));
           for (let r = 0; r < rows; r += step) {
             const n = Math.min(step, rows - r);
-            out.set(dequantize(w.type, w.ptr + (r0 + r) * w.row_bytes, n * w.cols), r * w.cols);
+            out.set(this.rowsOf(w, r0 + r, n), r * w.cols);
           }
         }
         buffer.unmap();
         this.buffers.push(buffer);
       } else {
-        const start = w.ptr + r0 * rowBytes;
-        buffer = bufferFrom(this.device, heap().subarray(start, start + rows * rowBytes), S, name);
+        buffer = bufferFrom(this.device, this.bytesOf(w, r0 * rowBytes, rows * rowBytes), S, name);
         this.buffers.push(buffer);
       }
       chunks.push({ buffer, row0: r0, rows, bytes: rows * rowBytes });
@@ -323,7 +341,7 @@ export class GpuForward {
     if (mix2W) this.mix2 = f(B * mix2W, 'delta rule output');
   }
 
-  async #build(heap, dequantize) {
+  async #build(heap) {
     const d = this.device, c = this.c, t = this.t, B = this.B;
     const S = GPUBufferUsage.STORAGE, CD = GPUBufferUsage.COPY_DST, CS = GPUBufferUsage.COPY_SRC;
     await checked(d, 'uploading the model', async () => {
@@ -354,10 +372,13 @@ export class GpuForward {
       this.vectors = bufferFrom(d, new Uint8Array(vecData.buffer), S, 'vectors');
       this.buffers.push(this.vectors);
 
-      const uploaded = new Map(); // by address: a tied output shares the embedding's upload
+      const uploaded = new Map(); // by place in the file: a tied output shares the embedding's upload
       const weight = (name, w) => {
-        const key = `${w.ptr}:${w.rows}`;
-        if (!uploaded.has(key)) uploaded.set(key, this.#uploadWeight(name, w, heap, dequantize));
+        const key = `${w.outside ? `${w.part}:${w.offset}` : w.ptr}:${w.rows}`;
+        if (!uploaded.has(key)) {
+          uploaded.set(key, this.#uploadWeight(name, w));
+          this.onUploaded(w);
+        }
         return uploaded.get(key);
       };
       for (const [i, l] of layers.entries())
@@ -634,7 +655,7 @@ export class GpuForward {
     const x = new Float32Array(tokens.length * c.dim);
     tokens.forEach((tok, i) => {
       if (!(tok >= 0 && tok < c.n_vocab)) throw new GpuError(`token id ${tok} out of range (vocabulary of ${c.n_vocab})`, 'E_INVALID_ARG');
-      x.set(this.dequantize(e.type, e.ptr + tok * e.row_bytes, c.dim), i * c.dim);
+      x.set(this.rowsOf(e, tok, 1), i * c.dim);
     });
     if (c.embd_scale !== 1) for (let i = 0; i < x.length; i++) x[i] *= c.embd_scale;
     return x;
@@ -795,6 +816,11 @@ export class GpuForward {
       buffers: this.buffers.length,
       largestBuffer: Math.max(...this.buffers.map((b) => b.size)),
     };
+  }
+
+  /** Bytes of every buffer this forward pass holds on the GPU (weights, KV cache, activations, uniforms). */
+  bufferBytes() {
+    return this.buffers.reduce((a, b) => a + b.size, 0);
   }
 
   destroy() {
