@@ -140,6 +140,13 @@ test('a correct GPU passes the check; it is taken when also faster, and the verd
     assert.equal(v.chosen, true);
     // a check would have waited 8 s on its slow CPU alone: this whole load took less
     assert.ok(performance.now() - t0 < SLOW_CPU_WAIT_MS, `the load took ${performance.now() - t0} ms`);
+    // the kept verdict was found from the file's header, before the weights were read: so they
+    // went to the GPU only (one copy), and the answer is the same
+    assert.equal(v.byHeader, true);
+    assert.match(v.header, /^[0-9a-f]{8}$/);
+    assert.ok(engine.info.jsBytes > 0, `the token embeddings are held in JS, the matrices on the GPU only (jsBytes ${engine.info.jsBytes})`);
+    const r = await collect(engine.generate('Once upon a time', { temperature: 0, maxTokens: 240 }));
+    assert.equal(r.text, ref.greedy_text);
   });
   // gpuVerify 'always' checks again; 'never' takes the GPU without a check, as device 'gpu' does
   await withEngine(stories, { ...auto, gpuVerify: 'always', gpuTestHooks: SLOW_CPU }, async (engine) => {
