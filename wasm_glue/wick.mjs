@@ -331,6 +331,7 @@ class Engine {
       tablesOutside: options.tablesOutside,
       device: options.device || 'cpu',
       gpuAllowSoftware: options.gpuAllowSoftware === true,
+      gpuTopK: options.gpuTopK !== false,
     }, { onProgress: report });
     const onAbort = () => this._abort(request.id);
     options.signal?.addEventListener('abort', onAbort);
@@ -836,6 +837,7 @@ async function load(source, options = {}) {
     if (options[key] !== undefined && !KV_TYPES.includes(options[key])) throw invalid(`${key} must be one of ${KV_TYPES.join(', ')} (got ${JSON.stringify(options[key])})`);
   if (options.onProgress !== undefined && typeof options.onProgress !== 'function') throw invalid('onProgress must be a function');
   if (options.device !== undefined && !['auto', 'gpu', 'cpu'].includes(options.device)) throw invalid(`device must be 'auto', 'gpu' or 'cpu' (got ${JSON.stringify(options.device)})`);
+  if (options.gpuTopK !== undefined && typeof options.gpuTopK !== 'boolean') throw invalid(`gpuTopK must be true or false (got ${JSON.stringify(options.gpuTopK)})`);
   checkSignal(options.signal);
   const mt = options.multiThreaded !== false && canUseThreads();
   const relaxed = options.relaxedSimd !== false && hasRelaxedSimd();
