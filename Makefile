@@ -29,7 +29,7 @@ WASM_EXPORT_NAMES := malloc free wick_buffer_alloc wick_buffer_free wick_last_er
   wick_gen_new wick_gen_free wick_gen_set wick_gen_set_grammar wick_grammar_check wick_gen_add_stop wick_gen_clear_stops wick_gen_set_bias \
   wick_gen_clear_bias wick_gen_start wick_gen_next wick_gen_token wick_gen_finish wick_gen_text \
   wick_gen_probs wick_gen_shifted wick_gen_reevaluated wick_gen_n_prompt_eval wick_state_save wick_state_load wick_gen_state_save wick_gen_state_load wick_gen_reusable \
-  wick_model_pooling wick_embed wick_rerank_tokens wick_rerank wick_ctx_new_external wick_ctx_external_ops wick_ctx_external_logits wick_model_tensors_json wick_dequantize wick_row_dot
+  wick_model_pooling wick_embed wick_rerank_tokens wick_rerank wick_ctx_new_external wick_ctx_external_ops wick_ctx_external_logits wick_ctx_external_top_logits wick_gen_candidates wick_model_tensors_json wick_dequantize wick_row_dot
 comma := ,
 empty :=
 space := $(empty) $(empty)

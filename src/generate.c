@@ -545,3 +545,8 @@ int32_t wick_gen_probs(const wick_gen *g, const int32_t **ids, const float **pro
 int32_t wick_gen_shifted(const wick_gen *g) { return g ? g->shifted : 0; }
 int32_t wick_gen_reevaluated(const wick_gen *g) { return g ? g->reevaluated : 0; }
 int32_t wick_gen_n_prompt_eval(const wick_gen *g) { return g ? g->n_prompt_eval : 0; }
+int32_t wick_gen_candidates(const wick_gen *g) {
+    /* a grammar may refuse every one of the best candidates and then draw from the rest */
+    if (!g || !g->started || !g->sampler || g->grammar || g->finish != WICK_FINISH_NONE) return 0;
+    return sampler_candidates_needed(g->sampler);
+}

@@ -305,6 +305,15 @@ void sampler_apply_penalties_and_bias(wick_sampler *s, float *logits) {
     for (int32_t i = 0; i < p->n_bias; i++) logits[p->bias_tokens[i]] += p->bias_values[i];
 }
 
+int32_t sampler_candidates_needed(const wick_sampler *s) {
+    const wick_sampler_params *p = &s->params;
+    bool penalize = p->repeat_penalty != 1.0f || p->frequency_penalty != 0.0f || p->presence_penalty != 0.0f;
+    if ((penalize && s->history_len > 0) || p->n_bias > 0) return 0; /* steps 1–2 reorder the row */
+    /* as sampler_sample_filtered decides greedy: 1/T overflowing counts as T = 0 */
+    if (!(p->temperature > 0.0f) || 1.0f / p->temperature == INFINITY) return 1;
+    return p->top_k > 0 && p->top_k < s->n_vocab ? p->top_k : 0;
+}
+
 /* ---- ordering ------------------------------------------------------------------------------ */
 
 /* The total order of the chain: higher logit first, equal logits by lower id. */

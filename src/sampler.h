@@ -98,6 +98,16 @@ int sampler_top(const wick_sampler *s, int32_t k, int32_t *ids, float *probs);
 /* The id the last sampler_sample returned (-1 before any draw, after reset, or if it failed). */
 int32_t sampler_last_drawn(const wick_sampler *s);
 
+/* How many of a row's highest logits (in the chain's order: logit descending, ties by lower id)
+ * the next sampler_sample depends on, for an outside backend that can send just those: with no
+ * penalty in effect (repeat, frequency or presence over a non-empty history) and no logit bias,
+ * greedy (T = 0) takes the first maximum (1), and a draw with 0 < top_k < n_vocab works on the
+ * top_k tokens step 3 keeps, to which top-p, min-p and temperature then apply (top_k). A row that
+ * holds those logits at their ids and -INFINITY everywhere else then gives the same token, the
+ * same final distribution and the same sampler_top as the whole row (the -INFINITY tokens are
+ * never candidates). 0: the chain reads the whole row (penalties, a bias, or top_k off with T > 0). */
+int32_t sampler_candidates_needed(const wick_sampler *s);
+
 /* Steps 1–2 of the chain (penalties from the current history, then the logit bias) applied in
  * place to a copy of n_vocab logits, exactly as sampler_sample applies them. */
 void sampler_apply_penalties_and_bias(wick_sampler *s, float *logits);

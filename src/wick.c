@@ -621,6 +621,21 @@ float *wick_ctx_external_logits(wick_ctx *c, int32_t n_rows) {
     return c->logits;
 }
 
+wick_status wick_ctx_external_top_logits(wick_ctx *c, int32_t k, const int32_t *ids, const float *values) {
+    if (!c || !c->external) return api_fail(WICK_ERR_INVALID_ARG, "wick_ctx_external_top_logits: not an external context");
+    int32_t n_vocab = c->model->config.n_vocab;
+    if (k < 1 || k > n_vocab || !ids || !values)
+        return ctx_fail(c, WICK_ERR_INVALID_ARG, "wick_ctx_external_top_logits: %d entries for a vocabulary of %d", k, n_vocab);
+    for (int32_t i = 0; i < k; i++)
+        if (ids[i] < 0 || ids[i] >= n_vocab)
+            return ctx_fail(c, WICK_ERR_INVALID_ARG, "wick_ctx_external_top_logits: token id %d out of range (vocabulary of %d)", ids[i], n_vocab);
+    float *row = wick_ctx_external_logits(c, 1);
+    if (!row) return ctx_fail(c, WICK_ERR_NOMEM, "out of memory");
+    for (int32_t i = 0; i < n_vocab; i++) row[i] = -INFINITY;
+    for (int32_t i = 0; i < k; i++) row[ids[i]] = values[i];
+    return ctx_ok(c);
+}
+
 int32_t wick_model_pooling(const wick_model *m) {
     return m && m->has_weights ? (int32_t)m->config.pooling : -1; /* POOL_UNSPECIFIED: -1 */
 }

@@ -240,6 +240,11 @@ wick_status wick_ctx_new_external(const wick_model *m, int32_t n_ctx, wick_ctx *
 int32_t wick_ctx_external_ops(wick_ctx *c, const int32_t **ops);
 /* Room for n_rows rows of logits, which wick_get_logits then returns (NULL: out of memory). */
 float *wick_ctx_external_logits(wick_ctx *c, int32_t n_rows);
+/* One row of logits given by its k highest entries (a backend that ranks the row itself and
+ * sends only those): the row is -INFINITY except at ids[0..k), which get values[0..k); ids must
+ * be distinct and in [0, n_vocab). For a generator whose wick_gen_candidates is between 1 and k,
+ * its next draw is the one the whole row would give (sampler.h, sampler_candidates_needed). */
+wick_status wick_ctx_external_top_logits(wick_ctx *c, int32_t k, const int32_t *ids, const float *values);
 
 /* ---- what an outside backend needs of a model ----
  * JSON of the forward pass's inputs: the config switches (model.h) and, for every weight matrix
@@ -318,6 +323,12 @@ int32_t wick_gen_shifted(const wick_gen *g);   /* tokens dropped by a context sh
  * recurrent state, a sliding window's ring): the kept tokens, run through the model anew */
 int32_t wick_gen_reevaluated(const wick_gen *g);
 int32_t wick_gen_n_prompt_eval(const wick_gen *g); /* prompt tokens actually evaluated by the last start */
+/* How many of the next row's highest logits the next wick_gen_next's draw depends on (ranked by
+ * logit, ties by lower id): 1 for greedy, top_k for a draw with 0 < top_k < n_vocab, when neither
+ * a grammar, nor a logit bias, nor a repetition, frequency or presence penalty is in effect; 0 when
+ * it needs the whole row (also before wick_gen_start and after the run finished). An outside
+ * backend may then send just those (wick_ctx_external_top_logits). */
+int32_t wick_gen_candidates(const wick_gen *g);
 
 /* The generator's context state with the token ids it holds (wick_state_save): the blob a later
  * wick_gen_state_load (in this or another context of the model) goes on from. */

@@ -8,7 +8,8 @@ import { root } from './helpers.mjs';
 
 // Chromium's SwiftShader Vulkan driver (Debian's lavapipe is refused by Dawn); set before the
 // first adapter is requested
-process.env.VK_ICD_FILENAMES ??= '/usr/lib/chromium/vk_swiftshader_icd.json';
+// WICK_GPU_REAL=1 (npm run check:gpu-real on a machine with a GPU): the system's Vulkan driver instead
+if (process.env.WICK_GPU_REAL !== '1') process.env.VK_ICD_FILENAMES ??= '/usr/lib/chromium/vk_swiftshader_icd.json';
 
 const backendUrl = new URL('../wasm_glue/gpu/backend.mjs', import.meta.url);
 export const backend = await import(backendUrl);

@@ -396,6 +396,99 @@ static int run_external_ops(wick_ctx *ext, wick_ctx *backend, int *saw_trim) {
     return evaluated;
 }
 
+/* run_external_ops, answered with the k best logits of the row only (wick_ctx_external_top_logits),
+ * ranked as the sampler ranks (logit descending, ties by lower id), as the WebGPU top-k pass does. */
+static int run_external_ops_top(wick_ctx *ext, wick_ctx *backend, int32_t k) {
+    const int32_t *ops;
+    int32_t n = wick_ctx_external_ops(ext, &ops), evaluated = 0;
+    for (int32_t i = 0; i < n;) {
+        if (ops[i] == WICK_OP_TRIM) { i += 2; continue; }
+        int32_t pos = ops[i + 1], count = ops[i + 2];
+        if (ops[i + 3] || wick_kv_trim(backend, pos) != WICK_OK || wick_eval(backend, ops + i + 4, count, 0) != WICK_OK) return -1;
+        evaluated += count;
+        i += 4 + count;
+    }
+    if (evaluated == 0) return 0;
+    const float *row = wick_get_logits(backend, 0);
+    int32_t n_vocab = backend->model->config.n_vocab, ids[64];
+    float values[64];
+    if (k < 1 || k > 64) return -1;
+    for (int32_t j = 0; j < k; j++) { /* selection: the best of what is left, k times */
+        int32_t best = -1;
+        for (int32_t t = 0; t < n_vocab; t++) {
+            int taken = 0;
+            for (int32_t q = 0; q < j; q++) taken |= ids[q] == t;
+            if (!taken && (best < 0 || row[t] > row[best])) best = t;
+        }
+        ids[j] = best;
+        values[j] = row[best];
+    }
+    return wick_ctx_external_top_logits(ext, k, ids, values) == WICK_OK ? evaluated : -1;
+}
+
+/* A run of 40 tokens through an external context with settings; each step's logits come whole
+ * (k = 0) or as the k best from run_external_ops_top. Writes the tokens; returns their count. */
+static int external_run(wick_model *m, const char *const *names, const double *values, int n_set, int32_t k, int32_t *out, int32_t *candidates) {
+    int32_t prompt[] = {1, 403, 407, 261, 378};
+    wick_ctx *ext = NULL, *backend = new_ctx(m, 128, 0);
+    wick_gen *g = NULL;
+    int n = 0, ok = wick_ctx_new_external(m, 128, &ext) == WICK_OK && wick_gen_new(ext, &g) == WICK_OK;
+    for (int i = 0; ok && i < n_set; i++) ok = wick_gen_set(g, names[i], values[i]) == WICK_OK;
+    ok = ok && wick_gen_set(g, "max_tokens", 40) == WICK_OK && wick_gen_start(g, prompt, 5) == WICK_OK;
+    *candidates = ok ? wick_gen_candidates(g) : -1;
+    ok = ok && (k ? run_external_ops_top(ext, backend, k) : run_external_ops(ext, backend, NULL)) == 5;
+    while (ok && !wick_gen_finish(g) && wick_gen_next(g) == WICK_OK) {
+        out[n++] = wick_gen_token(g);
+        if ((k ? run_external_ops_top(ext, backend, k) : run_external_ops(ext, backend, NULL)) < 0) ok = 0;
+    }
+    wick_gen_free(g);
+    wick_ctx_free(ext);
+    wick_ctx_free(backend);
+    return ok ? n : -1;
+}
+
+/* The sparse row of the WebGPU top-k readback: wick_gen_candidates says when the k best logits
+ * decide the draw, and a run fed only those gives the tokens of a run fed whole rows. */
+static void external_top_case(wick_model *m) {
+    int32_t full[40], top[40], k_full, k_top;
+    const char *greedy[] = {"temperature"};
+    const double greedy_v[] = {0};
+    int a = external_run(m, greedy, greedy_v, 1, 0, full, &k_full), b = external_run(m, greedy, greedy_v, 1, 1, top, &k_top);
+    check(k_full == 1 && a == 40 && b == 40 && !memcmp(full, top, sizeof full), "context.external.top-greedy",
+          "greedy: wick_gen_candidates %d; 40 tokens from the best logit alone equal those from whole rows", k_full);
+    const char *sampled[] = {"temperature", "top_k", "top_p", "min_p", "seed"};
+    const double sampled_v[] = {1.0, 20, 0.95, 0.05, 42};
+    a = external_run(m, sampled, sampled_v, 5, 0, full, &k_full);
+    b = external_run(m, sampled, sampled_v, 5, 20, top, &k_top);
+    int differ = 0;
+    for (int i = 1; i < 40; i++) differ |= full[i] != full[0];
+    check(k_full == 20 && a == 40 && b == 40 && differ && !memcmp(full, top, sizeof full), "context.external.top-sampled",
+          "temperature 1, top_k 20, top_p 0.95, min_p 0.05, seed 42: wick_gen_candidates %d; 40 drawn tokens from the 20 best logits equal those from whole rows", k_full);
+    /* what needs the whole row */
+    const char *pen[] = {"temperature", "repeat_penalty"}, *freq[] = {"temperature", "frequency_penalty"}, *nok[] = {"temperature", "top_k"};
+    const double pen_v[] = {0, 1.1}, freq_v[] = {0.7, 0.5}, nok_v[] = {0.7, 0};
+    int32_t k_pen, k_freq, k_nok, k_bias = -1;
+    external_run(m, pen, pen_v, 2, 0, full, &k_pen);
+    external_run(m, freq, freq_v, 2, 0, full, &k_freq);
+    external_run(m, nok, nok_v, 2, 0, full, &k_nok);
+    wick_ctx *ext = NULL;
+    wick_gen *g = NULL;
+    int32_t prompt[] = {1, 403};
+    if (wick_ctx_new_external(m, 64, &ext) == WICK_OK && wick_gen_new(ext, &g) == WICK_OK) {
+        int32_t before = wick_gen_candidates(g);
+        wick_gen_set(g, "temperature", 0);
+        wick_gen_set_bias(g, 403, -2.0f);
+        k_bias = wick_gen_start(g, prompt, 2) == WICK_OK && before == 0 ? wick_gen_candidates(g) : -1;
+        float v = 1.0f;
+        int32_t bad = 9999;
+        check(wick_ctx_external_top_logits(ext, 1, &bad, &v) == WICK_ERR_INVALID_ARG, "context.external.top-range", "an id outside the vocabulary is refused");
+    }
+    wick_gen_free(g);
+    wick_ctx_free(ext);
+    check(k_pen == 0 && k_freq == 0 && k_nok == 0 && k_bias == 0, "context.external.top-whole",
+          "the whole row with a repeat penalty (%d), a frequency penalty (%d), top_k 0 at T 0.7 (%d), a logit bias (%d)", k_pen, k_freq, k_nok, k_bias);
+}
+
 /* An external context (wick_ctx_new_external) driven by the generator: its operations carried
  * out on a CPU context give the same greedy tokens as the generator on a CPU context; a full
  * context is evaluated again (trimmed to 0, the kept tokens once more), never shifted. */
@@ -599,6 +692,7 @@ int main(int argc, char **argv) {
     shift_case(m, WICK_KV_F32, 4, 7, 1e-5);
     shift_case(m, WICK_KV_F16, 1, 29, 2e-3); /* keys re-rounded to F16 after the rotation */
     external_case(m);
+    external_top_case(m);
     status_cases(m);
     wick_model_free(m);
     free(buf);

@@ -33,7 +33,7 @@ function check(M, status) {
 
 /** The structural table (markdown) and the adapter, for the files of opts.models. */
 export async function gpuBench(opts) {
-  process.env.VK_ICD_FILENAMES ??= '/usr/lib/chromium/vk_swiftshader_icd.json';
+  if (process.env.WICK_GPU_REAL !== '1') process.env.VK_ICD_FILENAMES ??= '/usr/lib/chromium/vk_swiftshader_icd.json'; // check:gpu-real on a GPU: the system's driver
   const gpu = await import('../wasm_glue/gpu/backend.mjs');
   const found = await gpu.findAdapter();
   if (!found.adapter) throw new Error(`no WebGPU adapter: ${found.reason}`);

@@ -77,6 +77,10 @@ export interface LoadOptions {
   gpuVerdictFile?: string;
   /** FOR TESTS ONLY: a GPU made slow or faulty on purpose (tests/gpu-verify.test.mjs) */
   gpuTestHooks?: GpuTestHooks;
+  /** false: always read the whole logits row back from the GPU. By default, when the draw
+   * depends only on the k best logits (greedy, or top_k ≤ 256 without penalties, logit bias or
+   * grammar), the GPU ranks the row and only those k are read back: the same tokens, fewer bytes. */
+  gpuTopK?: boolean;
   /** URL of the WebGPU backend module (default: gpu/backend.mjs beside wick.mjs) */
   gpuModuleUrl?: string | URL;
   /** on the GPU path the weight matrices go from the download (or the kept copy) straight into
@@ -230,6 +234,11 @@ export interface Timings {
   contextReevaluatedTokens: number;
   contextUsed: number;
   contextSize: number;
+  /** The GPU path only: bytes of logits read back from the GPU for this answer. A whole row
+   * (4 × n_vocab bytes) per evaluation, or, when the draw depends only on the k best logits
+   * (greedy: k = 1; top_k = k with no repeat/frequency/presence penalty, logit bias or grammar,
+   * k ≤ 256), 8 + 8k bytes (unless the load set gpuTopK: false). */
+  gpuReadbackBytes?: number;
 }
 
 export interface GenerateDone {

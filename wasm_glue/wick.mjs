@@ -342,6 +342,7 @@ class Engine {
       gpuVerify,
       gpuVerdicts: verdicts && gpuVerify === 'once' ? await verdicts.list() : [],
       gpuTestHooks: options.gpuTestHooks || null,
+      gpuTopK: options.gpuTopK !== false,
     }, { onProgress: report });
     const onAbort = () => this._abort(request.id);
     options.signal?.addEventListener('abort', onAbort);
@@ -865,6 +866,7 @@ async function load(source, options = {}) {
   if (options.gpuVerdictFile !== undefined && (typeof options.gpuVerdictFile !== 'string' || !isNode)) throw invalid('gpuVerdictFile is a file path, under Node');
   checkGpuTestHooks(options.gpuTestHooks);
   if (options.maxHeapBytes !== undefined && options.maxHeapBytes !== 0) checkNumber('maxHeapBytes', options.maxHeapBytes, { min: 1 << 20, max: 2 ** 32, integer: true });
+  if (options.gpuTopK !== undefined && typeof options.gpuTopK !== 'boolean') throw invalid(`gpuTopK must be true or false (got ${JSON.stringify(options.gpuTopK)})`);
   checkSignal(options.signal);
   const mt = options.multiThreaded !== false && canUseThreads();
   const relaxed = options.relaxedSimd !== false && hasRelaxedSimd();

@@ -226,6 +226,7 @@
       const gpu = probe?.adapter ? await openGpu(msg, probe) : probe;
       if (gpu?.forward) {
         state.gpu = gpu;
+        gpu.topK = msg.gpuTopK !== false; // the top-k readback (runGpuOps)
         state.ctx = gpu.ctx;
         state.device = { type: 'gpu', adapter: gpu.description, software: gpu.software, converted: gpu.forward.converted, ...(gpu.verify ? { verify: gpu.verify } : {}) };
         withScratch(4, (out) => { check(M._wick_gen_new(state.ctx, out)); state.gen = u32At(out); });
@@ -638,22 +639,43 @@
     });
   }
 
-  /** Carries out the external context's queued evaluations on the GPU and hands it the logits. */
+  /**
+   * Carries out the external context's queued evaluations on the GPU and hands it the logits.
+   * When the generator's next draw depends only on the k best logits of the row
+   * (wick_gen_candidates: greedy, or top_k without penalties, logit bias or grammar) and the
+   * load did not turn it off (gpuTopK: false), the GPU ranks the row and only those k pairs are
+   * read back (wick_ctx_external_top_logits: the rest of the row is -Infinity, the draw the same).
+   */
   async function runGpuOps() {
-    const { forward, ctx } = state.gpu;
+    const { forward, ctx, topK: topKAllowed } = state.gpu;
     const [ptr, n] = withScratch(4, (p) => { const n = M._wick_ctx_external_ops(ctx, p); return [u32At(p), n]; });
     const ops = M.HEAP32.slice(ptr >>> 2, (ptr >>> 2) + n);
+    const topK = topKAllowed && state.gen && typeof M._wick_gen_candidates === 'function' ? M._wick_gen_candidates(state.gen) : 0;
+    // ops: 2 trim (n), 3 snapshot (slot), else an evaluation (pos, count, all, the tokens)
+    const width = (i) => (ops[i] === 2 || ops[i] === 3 ? 2 : 4 + ops[i + 2]);
+    let lastEval = -1;
+    for (let i = 0; i < ops.length; i += width(i)) if (ops[i] !== 2 && ops[i] !== 3) lastEval = i;
     let logits = null, rows = 0;
-    for (let i = 0; i < ops.length; ) {
+    for (let i = 0; i < ops.length; i += width(i)) {
       // trim (a hybrid's recurrent state zeroed or restored) and snapshot (WICK_OP_TRIM, _SNAPSHOT: src/wick.h)
-      if (ops[i] === 2) { forward.trim(ops[i + 1]); i += 2; continue; }
-      if (ops[i] === 3) { forward.snapshot(ops[i + 1]); i += 2; continue; }
+      if (ops[i] === 2) { forward.trim(ops[i + 1]); continue; }
+      if (ops[i] === 3) { forward.snapshot(ops[i + 1]); continue; }
       const pos = ops[i + 1], count = ops[i + 2], all = ops[i + 3] === 1;
-      logits = await forward.eval(Array.from(ops.subarray(i + 4, i + 4 + count)), pos, all);
+      // only the last evaluation's logits are sampled from: an earlier one (a full context
+      // evaluated again) reads back a single candidate
+      logits = await forward.eval(Array.from(ops.subarray(i + 4, i + 4 + count)), pos, all, all ? 0 : i !== lastEval ? 1 : topK);
       rows = all ? count : 1;
-      i += 4 + count;
     }
     if (!logits) return null;
+    if (logits.ids) {
+      const k = logits.ids.length;
+      withScratch(8 * k, (buf) => {
+        M.HEAP32.set(logits.ids, buf >>> 2);
+        M.HEAPF32.set(logits.values, (buf >>> 2) + k);
+        check(M._wick_ctx_external_top_logits(ctx, k, buf, buf + 4 * k));
+      });
+      return logits.values;
+    }
     const dst = M._wick_ctx_external_logits(ctx, rows) >>> 0;
     if (!dst) throw new WorkerError('E_NOMEM', 'out of memory for the logits');
     M.HEAPF32.set(logits, dst >>> 2);
@@ -956,6 +978,7 @@
     for (const [token, b] of bias) check(M._wick_gen_set_bias(g, token, b), `logit bias of token ${token}`);
     withString(grammar, (p) => check(M._wick_gen_set_grammar(g, p, 0)));
 
+    const readback0 = state.gpu ? state.gpu.forward.stats.readbackBytes : 0;
     const t0 = performance.now();
     withScratch(4 * Math.max(1, tokens.length), (buf) => {
       M.HEAP32.set(tokens, buf >>> 2);
@@ -1015,6 +1038,8 @@
         contextReevaluatedTokens: reevaluatedTotal,
         contextUsed: M._wick_n_past(state.ctx),
         contextSize: M._wick_n_ctx(state.ctx),
+        // the GPU path: bytes of logits read back for this answer (whole rows, or top-k pairs)
+        ...(state.gpu ? { gpuReadbackBytes: state.gpu.forward.stats.readbackBytes - readback0 } : {}),
       },
     };
   }

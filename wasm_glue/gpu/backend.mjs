@@ -6,12 +6,14 @@
 // The KV cache stays on the GPU, and so does the hybrids' recurrent state (lfm2's short
 // convolution, qwen35's gated DeltaNet: recurrent.wgsl), trimmed and snapshotted as the external
 // context asks (trim, snapshot); each batch is one queue submission, and only the logits rows
-// asked for are read back. Sampling, grammar and stop strings stay in C: the worker drives an
+// asked for are read back; when the sampler needs only the k best logits of the last row
+// (wick_gen_candidates: greedy, or top_k without penalties, bias or grammar), topk.wgsl ranks the
+// row on the GPU and only those k (id, logit) pairs are read back. Sampling, grammar and stop strings stay in C: the worker drives an
 // external context (src/wick.h, wick_ctx_new_external) whose evaluations this backend carries out.
 // Numbers: activations, KV cache and accumulation in f32 (no shader-f16 needed); they differ
 // from the CPU path's (8-bit activation blocks, F16 cache) in the low bits.
 
-const SHADER_FILES = ['matmul', 'dequant', 'norm', 'rope', 'attention', 'elementwise', 'recurrent'];
+const SHADER_FILES = ['matmul', 'dequant', 'norm', 'rope', 'attention', 'elementwise', 'recurrent', 'topk'];
 
 // The tensor types' names and block sizes (constants.js). In the engine's worker the script is
 // already loaded, from the URL the host named (a bundler may have moved it); imported from beside
@@ -30,6 +32,9 @@ const TOKEN_TILE = 8;             // tokens per matmul workgroup (matmul.wgsl TI
 const ROWS_PER_Y = 32768;         // matmul.wgsl ROWS_PER_Y
 const GROUPS_PER_Y = 32768;       // elementwise.wgsl: 32768 workgroups of 64 per y step
 const MAX_HEAD_DIM = 256;         // attention.wgsl
+const TOPK_SEGMENT = 1024;        // topk.wgsl SEG: entries one workgroup sorts
+export const TOPK_MAX = 256;      // topk.wgsl WG: the most candidates a top-k readback holds
+const TOPK_HEADER = 8;            // bytes before the pairs in the top-k readback: the row's Inf/NaN count
 // the forward pass's steps beyond plain llama's that the shaders implement, by the names the C
 // side reports for each model (model.c model_steps): an allowlist, so a step added on the C side
 // keeps its models on the CPU until the GPU path is taught it and tested against llama.cpp
@@ -127,6 +132,10 @@ async function shaders() {
 
 /** Every shader's WGSL ({name: text}): what a verdict of the GPU check depends on. */
 export const shaderSources = () => shaders();
+/** The WGSL text of one of the shader files, by name ('topk': the tests run it alone). */
+export async function readShaderText(name) {
+  return (await shaders())[name];
+}
 
 /** The WGSL of the matrix product for GGUF type `type` (one of GPU_TYPES). */
 export async function matmulSource(type) {
@@ -426,6 +435,8 @@ export class GpuForward {
     this.pipes.logits = await makePipeline(d, s.elementwise, 'logits', 'logits');
     if (this.recurrent || c.attn_out_gate)
       for (const e of ['conv', 'l2norm', 'deltanet', 'gated_norm', 'split_q', 'out_gate']) this.pipes[e] = await makePipeline(d, s.recurrent, e, e);
+    this.pipes.topk = await makePipeline(d, s.topk, 'main', 'topk');
+    await checked(d, 'the top-k buffers', () => this.#topKBuffers());
     await checked(d, 'building the dispatch plan', () => this.#plan());
   }
 
@@ -662,16 +673,19 @@ export class GpuForward {
   }
 
   /** evaluate() on token ids. */
-  eval(tokens, pos0, allLogits) {
-    return this.evaluate(this.embed(tokens), tokens.length, pos0, allLogits);
+  eval(tokens, pos0, allLogits, topK = 0) {
+    return this.evaluate(this.embed(tokens), tokens.length, pos0, allLogits, topK);
   }
 
   /**
    * Evaluates tokens at positions pos0… (their embeddings given: Float32Array, n × dim, already
    * scaled), keeping their K/V. Returns the logits of every row (allLogits) or of the last,
-   * as one Float32Array of rows × n_vocab.
+   * as one Float32Array of rows × n_vocab. With topK = k (1 ≤ k ≤ TOPK_MAX, k < n_vocab, not
+   * allLogits) only the last row's k best logits are read back: {ids: Int32Array, values:
+   * Float32Array}, best first (logit descending, ties by lower id, as the C sampler ranks);
+   * a row holding Inf or NaN is read back whole instead (a Float32Array, as without topK).
    */
-  async evaluate(embeddings, n, pos0, allLogits) {
+  async evaluate(embeddings, n, pos0, allLogits, topK = 0) {
     this.#checkLost();
     const c = this.c, d = this.device, B = this.B, V = c.n_vocab;
     if (pos0 + n > this.nCtx) throw new GpuError(`${n} tokens do not fit in the context: ${pos0} of ${this.nCtx} positions used`, 'E_CONTEXT_FULL');
@@ -683,8 +697,8 @@ export class GpuForward {
       this.#clearState();
     }
     const rows = allLogits ? n : 1;
-    const out = new Float32Array(rows * V);
-    let outRow = 0;
+    const sparse = !allLogits && Number.isInteger(topK) && topK >= 1 && topK <= TOPK_MAX && topK < V;
+    let out = null, outRow = 0, top = null;
     for (let done = 0; done < n; ) {
       const nt = Math.min(B, n - done);
       const last = done + nt === n;
@@ -701,16 +715,28 @@ export class GpuForward {
         if (layers) this.#encode(enc, this.ops.slice(0, this.layerOps), nt, nOut, pos0 + done);
         if (nOut) {
           this.#encode(enc, this.ops.slice(this.layerOps), nt, nOut, pos0 + done);
-          enc.copyBufferToBuffer(this.logits, 0, this.readback, 0, nOut * V * 4);
+          if (sparse) this.#encodeTopK(enc, topK);
+          else enc.copyBufferToBuffer(this.logits, 0, this.readback, 0, nOut * V * 4);
         }
         d.queue.submit([enc.finish()]);
         this.stats.submissions++;
         if (this.hooks.submitDelayMs > 0) await new Promise((r) => setTimeout(r, this.hooks.submitDelayMs));
-        if (nOut) {
+        if (nOut && sparse) {
+          top = await this.#readTopK(topK);
+          if (!top) {
+            // Inf or NaN in the row: the row itself, so that it is seen as it is
+            const whole = d.createCommandEncoder();
+            whole.copyBufferToBuffer(this.logits, 0, this.readback, 0, nOut * V * 4);
+            d.queue.submit([whole.finish()]);
+            this.stats.submissions++;
+          }
+        }
+        if (nOut && !top) {
           await this.readback.mapAsync(GPUMapMode.READ, 0, nOut * V * 4).catch((e) => {
             this.#checkLost();
             throw new GpuError(`reading the logits back: ${e.message}`);
           });
+          out ??= new Float32Array(rows * V);
           out.set(new Float32Array(this.readback.getMappedRange(0, nOut * V * 4)), outRow * V);
           this.readback.unmap();
           this.stats.readbackBytes += nOut * V * 4;
@@ -724,8 +750,91 @@ export class GpuForward {
       this.nPast = pos0 + done;
     }
     this.stats.tokens += n;
-    if (++this.evaluations === this.hooks.nanAtStep) out[out.length - 1] = NaN;
-    return out;
+    // testHooks.nanAtStep: this evaluation's logits made NaN (the sparse readback's too)
+    if (++this.evaluations === this.hooks.nanAtStep) {
+      if (top) top.values[top.values.length - 1] = NaN;
+      else out[out.length - 1] = NaN;
+    }
+    return top || out;
+  }
+
+  // ---- the top-k readback (topk.wgsl) ----
+
+  /** Two lists of (key, id) entries that the passes write in turn, the Inf/NaN count, the
+   * readback, each pass's uniforms; the bind groups per pass are made once. */
+  #topKBuffers() {
+    const V = this.c.n_vocab, S = GPUBufferUsage.STORAGE, CS = GPUBufferUsage.COPY_SRC, CD = GPUBufferUsage.COPY_DST;
+    const listBytes = 8 * Math.ceil(V / TOPK_SEGMENT) * TOPK_MAX;
+    this.topkLists = [this.#buffer(listBytes, S | CS, 'top-k list a'), this.#buffer(listBytes, S | CS, 'top-k list b')];
+    this.topkCount = this.#buffer(TOPK_HEADER, S | CS | CD, 'top-k Inf/NaN count');
+    this.topkReadback = this.#buffer(TOPK_HEADER + 8 * TOPK_MAX, GPUBufferUsage.MAP_READ | CD, 'top-k readback');
+    const passes = this.#topKPasses(TOPK_MAX).length; // the most passes any k takes
+    this.topkParams = this.#buffer(passes * UNIFORM_SLOT, GPUBufferUsage.UNIFORM | CD, 'top-k params');
+    this.topkGroups = Array.from({ length: passes }, (_, i) => this.device.createBindGroup({
+      layout: this.pipes.topk.getBindGroupLayout(0),
+      entries: [
+        { binding: 0, resource: { buffer: this.logits } },
+        { binding: 1, resource: { buffer: this.topkLists[(i + 1) % 2] } },
+        { binding: 2, resource: { buffer: this.topkLists[i % 2] } },
+        { binding: 3, resource: { buffer: this.topkParams, offset: i * UNIFORM_SLOT, size: 16 } },
+        { binding: 4, resource: { buffer: this.topkCount } },
+      ],
+    }));
+    this.topkParamsK = 0;
+  }
+
+  /** The passes for k: each sorts segments of its input and keeps k per segment, until one is left. */
+  #topKPasses(k) {
+    const passes = [];
+    for (let n = this.c.n_vocab; ; ) {
+      const groups = Math.ceil(n / TOPK_SEGMENT);
+      passes.push({ n, groups, fromRow: passes.length === 0 ? 1 : 0 });
+      if (groups === 1) return passes;
+      n = groups * k;
+    }
+  }
+
+  /** After the output head: the last row's k best into the top-k readback (the count first). */
+  #encodeTopK(enc, k) {
+    const passes = this.#topKPasses(k);
+    if (this.topkParamsK !== k) {
+      const words = new Uint32Array((passes.length * UNIFORM_SLOT) / 4);
+      passes.forEach((p, i) => words.set([p.n, k, p.fromRow, 0], (i * UNIFORM_SLOT) / 4));
+      this.device.queue.writeBuffer(this.topkParams, 0, words);
+      this.topkParamsK = k;
+    }
+    enc.clearBuffer(this.topkCount);
+    const pass = enc.beginComputePass();
+    pass.setPipeline(this.pipes.topk);
+    passes.forEach((p, i) => {
+      pass.setBindGroup(0, this.topkGroups[i]);
+      pass.dispatchWorkgroups(p.groups);
+      this.stats.dispatches++;
+    });
+    pass.end();
+    enc.copyBufferToBuffer(this.topkCount, 0, this.topkReadback, 0, TOPK_HEADER);
+    enc.copyBufferToBuffer(this.topkLists[(passes.length - 1) % 2], 0, this.topkReadback, TOPK_HEADER, 8 * k);
+  }
+
+  /** The k pairs read back ({ids, values}), or null when the row held Inf or NaN. */
+  async #readTopK(k) {
+    const bytes = TOPK_HEADER + 8 * k;
+    await this.topkReadback.mapAsync(GPUMapMode.READ, 0, bytes).catch((e) => {
+      this.#checkLost();
+      throw new GpuError(`reading the top-k logits back: ${e.message}`);
+    });
+    const words = new Uint32Array(this.topkReadback.getMappedRange(0, bytes).slice(0));
+    this.topkReadback.unmap();
+    this.stats.readbackBytes += bytes;
+    if (words[0] !== 0) return null;
+    const ids = new Int32Array(k), bits = new Uint32Array(k);
+    for (let i = 0; i < k; i++) {
+      const key = words[TOPK_HEADER / 4 + 2 * i], id = words[TOPK_HEADER / 4 + 2 * i + 1];
+      if (id >= this.c.n_vocab) throw new GpuError(`the top-k pass returned token id ${id} (vocabulary of ${this.c.n_vocab})`);
+      ids[i] = id;
+      bits[i] = key & 0x80000000 ? key & 0x7fffffff : ~key >>> 0; // topk.wgsl order_key, inverted
+    }
+    return { ids, values: new Float32Array(bits.buffer) };
   }
 
   /** WICK_OP_TRIM (src/wick.h): the first n positions kept. A recurrent state is zeroed (n = 0)

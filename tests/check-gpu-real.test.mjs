@@ -1,0 +1,35 @@
+// tests/check-gpu-real.test.mjs — `npm run check:gpu-real` (tools/check-gpu-real.mjs) end to end on
+// SwiftShader: refused without --allow-software when the only adapter is a software one (exit 2,
+// saying so), and with it, --quick (134m Q4_0, a 16-token prompt, 4 tokens, the gpu-kernels suite)
+// runs the suite, measures both paths and prints the table; the numbers mean nothing here.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { root } from './helpers.mjs';
+
+const script = path.join(root, 'tools', 'check-gpu-real.mjs');
+const swiftshader = { ...process.env, VK_ICD_FILENAMES: '/usr/lib/chromium/vk_swiftshader_icd.json' };
+delete swiftshader.WICK_GPU_REAL;
+
+test('check:gpu-real refuses a software adapter unless --allow-software', { timeout: 120000 }, () => {
+  const r = spawnSync(process.execPath, [script, '--quick'], { cwd: root, env: swiftshader, encoding: 'utf8' });
+  assert.equal(r.status, 2, r.stderr);
+  assert.match(r.stderr, /only WebGPU adapter is a software one \(.*swiftshader.*\).*--allow-software/i);
+  assert.equal(r.stdout, '');
+});
+
+test('check:gpu-real --quick --allow-software runs end to end on SwiftShader: a suite, both paths, one table', { timeout: 600000 }, () => {
+  const r = spawnSync(process.execPath, [script, '--quick', '--allow-software'], { cwd: root, env: swiftshader, encoding: 'utf8' });
+  assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
+  const lines = r.stdout.split('\n');
+  assert.match(lines[0], /^\| model \| MiB \| CPU prefill tok\/s \| GPU prefill tok\/s \| CPU decode tok\/s \| GPU decode tok\/s \|/);
+  const row = lines.find((l) => l.startsWith('| 134m Q4_0 |'));
+  assert.ok(row, r.stdout);
+  const cells = row.split('|').map((c) => c.trim()).filter(Boolean);
+  for (const c of cells.slice(2, 7)) assert.ok(Number(c) > 0, `a measured figure: ${row}`);
+  // greedy on both paths: the GPU reads back the best logit only (8 + 8 bytes per token)
+  assert.match(cells[7], /^16 B; greedy tokens equal \d of 4$/);
+  assert.match(r.stdout, /adapter: .*swiftshader.*a software adapter/i);
+  assert.match(r.stdout, /gpu-kernels \d+ passed, 0 failed, 0 skipped/);
+});
