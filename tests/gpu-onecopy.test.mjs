@@ -109,8 +109,9 @@ test('without a usable GPU the capped load is refused before the download, with 
   const size = fs.statSync(big).size;
   requests.length = 0;
   let seen = 0;
+  const events = [];
   // auto on SwiftShader, software not allowed: no GPU path, so the whole file would be in wasm memory
-  const e = await Wick.load(`${base}synth-134m-q4_0.gguf`, { threads: 1, device: 'auto', maxHeapBytes: CAP, cache: false, onProgress: (p) => { if (p.phase === 'download') seen = Math.max(seen, p.loaded); } })
+  const e = await Wick.load(`${base}synth-134m-q4_0.gguf`, { threads: 1, device: 'auto', maxHeapBytes: CAP, cache: false, onProgress: (p) => { events.push(p); if (p.phase === 'download') seen = Math.max(seen, p.loaded); } })
     .then(() => null, (err) => err);
   assert.ok(e, 'the load was refused');
   assert.equal(e.code, 'E_TOO_LARGE', e.message);
@@ -119,7 +120,9 @@ test('without a usable GPU the capped load is refused before the download, with 
   assert.ok(needed > size && left < CAP && left > CAP / 2, e.message);
   assert.match(e.message, /GPU/i);
   assert.match(e.message, /software/, 'the message says why there is no GPU path');
-  assert.equal(seen, 0, 'no byte of the model was read');
+  // the header decides (the row tables may stay outside wasm memory): only its first bytes are
+  // read, and a progress event may report them on a busy machine
+  assert.ok(seen <= 1 << 20 && seen < size / 16, `only the header's first bytes were read: ${JSON.stringify(events)}`);
   assert.ok(requests.every(([, sent]) => sent < size / 4), `the server sent ${requests.map((r) => r[1])} bytes of ${size}`);
   // with the weights kept in wasm memory too (weightsOutside false) the GPU load is refused alike
   const kept = await Wick.load(big, { threads: 1, device: 'gpu', gpuAllowSoftware: true, maxHeapBytes: CAP, weightsOutside: false }).then(() => null, (err) => err);

@@ -1,7 +1,7 @@
 // tests/gpu-verify.test.mjs — device 'auto' proves the GPU path before it takes it (issue 31,
 // acceptance 1), under Node on SwiftShader (gpuAllowSoftware: true makes auto consider it): the
 // check compares the GPU's logits with the CPU's and times both (wasm_glue/gpu/verify.mjs,
-// worker.js gpuVerdict). The test hooks (load option gpuTestHooks, tests only) make the GPU slow
+// gpu/verify.mjs gpuVerdict). The test hooks (load option gpuTestHooks, tests only) make the GPU slow
 // (a wait per queue submission) or faulty (a wrong scale in one matrix product), or put a NaN
 // into one evaluation's logits; cpuDelayMs makes the CPU slow in the check, since on SwiftShader
 // the GPU path is far slower than the CPU and would otherwise never be chosen on speed.

@@ -26,7 +26,7 @@
  * request (a lost device, an out-of-memory, a NaN or an infinity in a logits row) makes the
  * worker fall back to the CPU: the request ends with E_GPU, and the next one runs on a fresh CPU
  * context. Under device 'auto' the GPU path is first checked against the CPU, for the same logits
- * and more speed (gpuVerdict; the comparison is gpu/verify.mjs), unless the host sent a verdict
+ * and more speed (gpu/verify.mjs gpuVerdict), unless the host sent a verdict
  * kept for this adapter and model. */
 'use strict';
 (function () {
@@ -204,9 +204,9 @@
       const mustCheck = msg.device === 'auto' && msg.gpuVerify !== 'never';
       if (probe?.adapter && mustCheck) probe.shaders = probe.gpu.verify.digest(Object.values(await probe.gpu.shaderSources()));
       const accepts = (header, size) => {
-        state.headerDigest = headerDigest(probe.gpu.verify, header, size);
+        state.headerDigest = probe.gpu.verify.headerDigest(header, size);
         if (!oneCopy) return false;
-        if (mustCheck && !(msg.keptByHeader = keptChoice(probe, msg, state.headerDigest))) return false;
+        if (mustCheck && !(msg.keptByHeader = probe.gpu.verify.keptChoice({ adapter: probe.description, build: buildInfo.build, threads: buildInfo.threads, shaders: probe.shaders, msg, digest: state.headerDigest }))) return false;
         return gpuAccepts(probe, header, size, msg);
       };
       const { meta, progress } = await loader.readParts(id, source, contextSize, { k: kvType, v: kvTypeV }, parts, msg.tablesOutside, {
@@ -371,25 +371,6 @@
     state.gpu = null;
   }
 
-  /** A digest of what a GGUF header says (its tensors' names, types, shapes and places, its
-   *  metadata but the long arrays, the file's size): which file a kept GPU verdict was for, known
-   *  before the weights are read. Two fine-tunes of one model share it, and the verdict: the check
-   *  is of the shaders on these shapes and types, which they share. */
-  function headerDigest(V, header, size) {
-    const big = (v) => typeof v === 'bigint' ? v.toString() : v;
-    const md = Object.entries(header.metadata).filter(([, v]) => !Array.isArray(v) && !ArrayBuffer.isView(v));
-    return V.digest([String(size), JSON.stringify(md, (k, v) => big(v)), JSON.stringify(header.tensors.map((t) => [t.name, t.type, t.dims, t.offset]), (k, v) => big(v))]);
-  }
-
-  /** The kept verdict that chose the GPU path for a file with this header digest on this adapter,
-   *  browser, wick version, shaders and build (gpuVerify 'once'), or null. */
-  function keptChoice(probe, msg, digest) {
-    const V = probe.gpu.verify;
-    const now = V.keyString({ ...V.verdictKey({ adapter: probe.description, modelHash: null, build: buildInfo.build, threads: buildInfo.threads, shaders: probe.shaders,
-      hooks: msg.gpuTestHooks ? JSON.stringify(msg.gpuTestHooks) : undefined }), model: null });
-    return (msg.gpuVerdicts || []).find((e) => e?.key && e.verdict?.chosen && e.verdict.header === digest && V.keyString({ ...e.key, model: null }) === now) || null;
-  }
-
   /** A refusal of the GPU path: under device 'gpu' an error (E_GPU, E_UNSUPPORTED for a model it does not run), under 'auto' {reason}. */
   function gpuRefusal(device) {
     return (reason, code = 'E_GPU') => {
@@ -539,89 +520,32 @@
   }
 
   /**
-   * Device 'auto': the verdict on the GPU path for this model on this adapter (gpu/verify.mjs):
-   * the one the host kept for the same key (gpuVerify 'once', the default), else a fresh check's,
-   * marked `fresh` for the host to keep. checkMs is this load's time spent checking (0: reused).
+   * Device 'auto': the verdict on the GPU path for this model on this adapter (gpu/verify.mjs
+   * gpuVerdict runs the check, or reuses a verdict the host kept). The CPU side of the check is
+   * a fresh CPU context of the same model, through the interface below.
    */
-  async function gpuVerdict(gpu, forward, tensors, adapter, msg) {
-    const V = gpu.verify;
-    const key = V.verdictKey({
-      adapter, modelHash: tensors.model_hash, build: buildInfo.build, threads: buildInfo.threads,
-      shaders: V.digest(Object.values(await gpu.shaderSources())),
-      hooks: msg.gpuTestHooks ? JSON.stringify(msg.gpuTestHooks) : undefined,
-    });
-    if (msg.gpuVerify !== 'always') {
-      const kept = (msg.gpuVerdicts || []).find((e) => e && e.key && V.keyString(e.key) === V.keyString(key));
-      if (kept) return { ...kept.verdict, key, reused: true, checkMs: 0, checkedAt: kept.at };
-    }
-    const t0 = performance.now();
-    const result = await checkGpu(V, forward, tensors, adapter, msg.gpuTestHooks || {});
-    return { ...result, key, reused: false, checkMs: performance.now() - t0, checkedAt: new Date().toISOString(), fresh: true };
-  }
-
-  /** The check itself: the fixed prompt and the decode steps on a CPU context and on the GPU,
-   * the same tokens fed to both (each step's the CPU's greedy choice), compared and timed. */
-  async function checkGpu(V, forward, tensors, adapter, hooks) {
-    const steps = V.VERIFY_DECODE_STEPS;
-    let prompt = tokenize(V.VERIFY_TEXT, true, false);
-    while (prompt.length < V.VERIFY_PROMPT_TOKENS) prompt = prompt.concat(prompt.slice(1));
-    prompt = prompt.slice(0, Math.max(1, Math.min(V.VERIFY_PROMPT_TOKENS, forward.nCtx - steps - 1)));
-    const n = prompt.length, nVocab = tensors.config.n_vocab;
-    const cpuRows = [], gpuRows = [];
-    const row = (ptr) => M.HEAPF32.slice(ptr >>> 2, (ptr >>> 2) + nVocab);
-    // hooks.cpuDelayMs (tests only): a wait per token the CPU evaluates, a slow CPU, so that a
-    // correct GPU also wins on speed
-    const cpuWait = hooks.cpuDelayMs > 0 ? (tokens) => new Promise((r) => setTimeout(r, tokens * hooks.cpuDelayMs)) : null;
-    const cpu = {}, gpuSpeed = {};
-    const cctx = newCpuCtx(n + steps + 8);
-    // the CPU context may have rewritten the weights into its kernels' layout (the relaxed
-    // builds' Q4_K/Q6_K, wick.h): the GPU reads its embedding rows from wasm memory by type
-    forward.t.tok_embd = modelTensors().tok_embd;
-    try {
-      const evalCpu = (tokens, all) => withScratch(4 * tokens.length, (buf) => {
-        M.HEAP32.set(tokens, buf >>> 2);
-        const st = M._wick_eval(cctx, buf, tokens.length, all ? 1 : 0);
-        if (st !== 0) throw new WorkerError(WickConstants.STATUS_CODES[st] || 'E_INTERNAL', `the GPU check's CPU run: ${M.UTF8ToString(M._wick_ctx_last_error(cctx))}`);
-      });
-      // a warm-up token on each path (first-use costs: pipelines, caches), then the timed runs
-      evalCpu([prompt[0]], false);
-      check(M._wick_kv_trim(cctx, 0));
-      let t = performance.now();
-      evalCpu(prompt, true);
-      if (cpuWait) await cpuWait(n);
-      cpu.prefillMs = performance.now() - t;
-      for (let i = 0; i < n; i++) cpuRows.push(row(M._wick_get_logits(cctx, i)));
-      const fed = [];
-      t = performance.now();
-      for (let k = 0; k < steps; k++) {
-        const tok = argmaxOf(cpuRows[cpuRows.length - 1]);
-        fed.push(tok);
-        evalCpu([tok], false);
-        if (cpuWait) await cpuWait(1);
-        cpuRows.push(row(M._wick_get_logits(cctx, -1)));
-      }
-      cpu.decodeMs = performance.now() - t;
-
-      await forward.eval([prompt[0]], 0, false);
-      t = performance.now();
-      const all = await forward.eval(prompt, 0, true);
-      gpuSpeed.prefillMs = performance.now() - t;
-      for (let i = 0; i < n; i++) gpuRows.push(all.subarray(i * nVocab, (i + 1) * nVocab));
-      t = performance.now();
-      for (let k = 0; k < steps; k++) gpuRows.push(await forward.eval([fed[k]], n + k, false));
-      gpuSpeed.decodeMs = performance.now() - t;
-    } finally {
-      M._wick_ctx_free(cctx);
-    }
-    const speed = (s) => ({ prefillTps: (n * 1000) / Math.max(s.prefillMs, 1e-3), decodeTps: (steps * 1000) / Math.max(s.decodeMs, 1e-3), prefillMs: s.prefillMs, decodeMs: s.decodeMs, promptTokens: n, decodeSteps: steps });
-    const comparison = V.compareLogits(cpuRows, gpuRows, V.toleranceForTypes(V.matrixTypes(tensors)));
-    return V.verdict(comparison, speed(cpu), speed(gpuSpeed), adapter);
-  }
-
-  function argmaxOf(row) {
-    let best = 0;
-    for (let i = 1; i < row.length; i++) if (row[i] > row[best]) best = i;
-    return best;
+  function gpuVerdict(gpu, forward, tensors, adapter, msg) {
+    const nVocab = tensors.config.n_vocab;
+    const cpu = {
+      tokenize: (text) => tokenize(text, true, false),
+      open(nTokens) {
+        const cctx = newCpuCtx(nTokens);
+        // the CPU context may have rewritten the weights into its kernels' layout (the relaxed
+        // builds' Q4_K/Q6_K, wick.h): the GPU reads its embedding rows from wasm memory by type
+        forward.t.tok_embd = modelTensors().tok_embd;
+        return {
+          eval: (tokens, all) => withScratch(4 * tokens.length, (buf) => {
+            M.HEAP32.set(tokens, buf >>> 2);
+            const st = M._wick_eval(cctx, buf, tokens.length, all ? 1 : 0);
+            if (st !== 0) throw new WorkerError(WickConstants.STATUS_CODES[st] || 'E_INTERNAL', `the GPU check's CPU run: ${M.UTF8ToString(M._wick_ctx_last_error(cctx))}`);
+          }),
+          row: (i) => { const at = M._wick_get_logits(cctx, i) >>> 2; return M.HEAPF32.slice(at, at + nVocab); },
+          trim: () => check(M._wick_kv_trim(cctx, 0)),
+          free: () => M._wick_ctx_free(cctx),
+        };
+      },
+    };
+    return gpu.verify.gpuVerdict({ gpu, forward, tensors, adapter, msg, build: buildInfo.build, threads: buildInfo.threads, cpu });
   }
 
   function modelTensors() {

@@ -3,8 +3,9 @@
 // and on the GPU, every logits row is compared the way the project's tests compare against
 // llama.cpp (../shared/README.md: RMS(gpu − cpu) / std(cpu) within the weights' tolerance, and
 // the argmax wherever the CPU row's top-2 gap exceeds 10% of its std), and both runs are timed.
-// The worker runs the check (worker.js verifyGpu); this module holds the comparison, the verdict
-// and where verdicts are kept, so that a check is paid once per adapter, browser, wick version,
+// The check runs here (gpuVerdict), on a CPU context the worker opens for it (worker.js
+// gpuVerdict) and on the GPU forward; this module also holds the comparison, the verdict and
+// where verdicts are kept, so that a check is paid once per adapter, browser, wick version,
 // shaders and model file. Nothing here touches WebGPU.
 
 /** wick's version (package.json's; tests/gpu-verify.test.mjs holds them equal): part of a verdict's key. */
@@ -216,4 +217,99 @@ function idbStore() {
       try { await run('readwrite', (s) => s.put(entry, keyString(entry.key))); } catch { /* kept in memory only */ }
     },
   };
+}
+
+/**
+ * Device 'auto': the verdict on the GPU path for this model on this adapter: the one the host
+ * kept for the same key (gpuVerify 'once', the default), else a fresh check's, marked `fresh`
+ * for the host to keep. checkMs is this load's time spent checking (0: reused). cpu: the
+ * worker's CPU side, {tokenize(text), open(nTokens) → {eval(tokens, all), row(i), trim(), free()}}.
+ */
+export async function gpuVerdict({ gpu, forward, tensors, adapter, msg, build, threads, cpu }) {
+  const key = verdictKey({
+    adapter, modelHash: tensors.model_hash, build, threads,
+    shaders: digest(Object.values(await gpu.shaderSources())),
+    hooks: msg.gpuTestHooks ? JSON.stringify(msg.gpuTestHooks) : undefined,
+  });
+  if (msg.gpuVerify !== 'always') {
+    const kept = (msg.gpuVerdicts || []).find((e) => e && e.key && keyString(e.key) === keyString(key));
+    if (kept) return { ...kept.verdict, key, reused: true, checkMs: 0, checkedAt: kept.at };
+  }
+  const t0 = performance.now();
+  const result = await runCheck(cpu, forward, tensors, adapter, msg.gpuTestHooks || {});
+  return { ...result, key, reused: false, checkMs: performance.now() - t0, checkedAt: new Date().toISOString(), fresh: true };
+}
+
+/** The check itself: the fixed prompt and the decode steps on a CPU context and on the GPU,
+ * the same tokens fed to both (each step's the CPU's greedy choice), compared and timed. */
+async function runCheck(cpu, forward, tensors, adapter, hooks) {
+  const steps = VERIFY_DECODE_STEPS;
+  let prompt = cpu.tokenize(VERIFY_TEXT);
+  while (prompt.length < VERIFY_PROMPT_TOKENS) prompt = prompt.concat(prompt.slice(1));
+  prompt = prompt.slice(0, Math.max(1, Math.min(VERIFY_PROMPT_TOKENS, forward.nCtx - steps - 1)));
+  const n = prompt.length, nVocab = tensors.config.n_vocab;
+  const cpuRows = [], gpuRows = [];
+  // hooks.cpuDelayMs (tests only): a wait per token the CPU evaluates, a slow CPU, so that a
+  // correct GPU also wins on speed
+  const cpuWait = hooks.cpuDelayMs > 0 ? (tokens) => new Promise((r) => setTimeout(r, tokens * hooks.cpuDelayMs)) : null;
+  const cpuSpeed = {}, gpuSpeed = {};
+  const c = cpu.open(n + steps + 8);
+  try {
+    // a warm-up token on each path (first-use costs: pipelines, caches), then the timed runs
+    c.eval([prompt[0]], false);
+    c.trim();
+    let t = performance.now();
+    c.eval(prompt, true);
+    if (cpuWait) await cpuWait(n);
+    cpuSpeed.prefillMs = performance.now() - t;
+    for (let i = 0; i < n; i++) cpuRows.push(c.row(i));
+    const fed = [];
+    t = performance.now();
+    for (let k = 0; k < steps; k++) {
+      const tok = argmaxOf(cpuRows[cpuRows.length - 1]);
+      fed.push(tok);
+      c.eval([tok], false);
+      if (cpuWait) await cpuWait(1);
+      cpuRows.push(c.row(-1));
+    }
+    cpuSpeed.decodeMs = performance.now() - t;
+
+    await forward.eval([prompt[0]], 0, false);
+    t = performance.now();
+    const all = await forward.eval(prompt, 0, true);
+    gpuSpeed.prefillMs = performance.now() - t;
+    for (let i = 0; i < n; i++) gpuRows.push(all.subarray(i * nVocab, (i + 1) * nVocab));
+    t = performance.now();
+    for (let k = 0; k < steps; k++) gpuRows.push(await forward.eval([fed[k]], n + k, false));
+    gpuSpeed.decodeMs = performance.now() - t;
+  } finally {
+    c.free();
+  }
+  const speed = (s) => ({ prefillTps: (n * 1000) / Math.max(s.prefillMs, 1e-3), decodeTps: (steps * 1000) / Math.max(s.decodeMs, 1e-3), prefillMs: s.prefillMs, decodeMs: s.decodeMs, promptTokens: n, decodeSteps: steps });
+  const comparison = compareLogits(cpuRows, gpuRows, toleranceForTypes(matrixTypes(tensors)));
+  return verdict(comparison, speed(cpuSpeed), speed(gpuSpeed), adapter);
+}
+
+function argmaxOf(row) {
+  let best = 0;
+  for (let i = 1; i < row.length; i++) if (row[i] > row[best]) best = i;
+  return best;
+}
+
+/** A digest of what a GGUF header says (its tensors' names, types, shapes and places, its
+ *  metadata but the long arrays, the file's size): which file a kept GPU verdict was for, known
+ *  before the weights are read. Two fine-tunes of one model share it, and the verdict: the check
+ *  is of the shaders on these shapes and types, which they share. */
+export function headerDigest(header, size) {
+  const big = (v) => typeof v === 'bigint' ? v.toString() : v;
+  const md = Object.entries(header.metadata).filter(([, v]) => !Array.isArray(v) && !ArrayBuffer.isView(v));
+  return digest([String(size), JSON.stringify(md, (k, v) => big(v)), JSON.stringify(header.tensors.map((t) => [t.name, t.type, t.dims, t.offset]), (k, v) => big(v))]);
+}
+
+/** The kept verdict (msg.gpuVerdicts) that chose the GPU path for a file with this header
+ *  digest on this adapter, browser, wick version, shaders and build (gpuVerify 'once'), or null. */
+export function keptChoice({ adapter, build, threads, shaders, msg, digest: header }) {
+  const now = keyString({ ...verdictKey({ adapter, modelHash: null, build, threads, shaders,
+    hooks: msg.gpuTestHooks ? JSON.stringify(msg.gpuTestHooks) : undefined }), model: null });
+  return (msg.gpuVerdicts || []).find((e) => e?.key && e.verdict?.chosen && e.verdict.header === header && keyString({ ...e.key, model: null }) === now) || null;
 }
