@@ -319,6 +319,21 @@ void kv_state_snapshot(struct wick_ctx *c) {
     c->rs_snap_used[slot] = ++c->rs_clock;
 }
 
+int ctx_external_push(struct wick_ctx *c, const int32_t *v, int32_t n) {
+    if (c->ext_len > INT32_MAX - n) return -1;
+    if (c->ext_len + n > c->ext_cap) {
+        int32_t cap = c->ext_cap ? c->ext_cap : 64;
+        while (cap < c->ext_len + n) cap = cap > INT32_MAX / 2 ? INT32_MAX : cap * 2;
+        int32_t *grown = realloc(c->ext_ops, (size_t)cap * sizeof *grown);
+        if (!grown) return -1;
+        c->ext_ops = grown;
+        c->ext_cap = cap;
+    }
+    memcpy(c->ext_ops + c->ext_len, v, (size_t)n * sizeof *v);
+    c->ext_len += n;
+    return 0;
+}
+
 void ctx_release(struct wick_ctx *c) {
     if (c->pool) pool_free(c->pool);
     void *bufs[] = {c->k_cache, c->v_cache, c->x, c->xb, c->xb2, c->q, c->k, c->v, c->hb, c->hb2,

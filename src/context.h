@@ -89,7 +89,8 @@ struct wick_ctx {
 int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_params *p, errmsg *err);
 /* An external context (wick.h, wick_ctx_new_external): the window and the logits only. */
 int ctx_init_external(struct wick_ctx *c, const struct wick_model *m, int32_t n_ctx, errmsg *err);
-/* Appends n int32s to an external context's operations (wick.c); -1 when out of memory. */
+/* Appends n int32s to an external context's operations (the queue wick_ctx_external_ops hands
+ * out); -1 when out of memory. */
 int ctx_external_push(struct wick_ctx *c, const int32_t *v, int32_t n);
 void ctx_release(struct wick_ctx *c);
 int kv_cache_shift(struct wick_ctx *c, int32_t n_keep, int32_t n_discard, errmsg *err);

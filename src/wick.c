@@ -552,21 +552,6 @@ void wick_ctx_free(wick_ctx *c) {
     free(c);
 }
 
-int ctx_external_push(wick_ctx *c, const int32_t *v, int32_t n) {
-    if (c->ext_len > INT32_MAX - n) return -1;
-    if (c->ext_len + n > c->ext_cap) {
-        int32_t cap = c->ext_cap ? c->ext_cap : 64;
-        while (cap < c->ext_len + n) cap = cap > INT32_MAX / 2 ? INT32_MAX : cap * 2;
-        int32_t *grown = realloc(c->ext_ops, (size_t)cap * sizeof *grown);
-        if (!grown) return -1;
-        c->ext_ops = grown;
-        c->ext_cap = cap;
-    }
-    memcpy(c->ext_ops + c->ext_len, v, (size_t)n * sizeof *v);
-    c->ext_len += n;
-    return 0;
-}
-
 /* wick_eval on an external context: the operation is queued, the logits wait for the caller */
 static wick_status eval_external(wick_ctx *c, const int32_t *tokens, int32_t n, int all_logits) {
     if (n < 1 || !tokens) return ctx_fail(c, WICK_ERR_INVALID_ARG, "no tokens to evaluate");

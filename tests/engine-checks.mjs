@@ -69,10 +69,15 @@ async function serve(site) {
 
 // ---- run in the page (each is sent to the browser as source: no closures) ----
 
-/** 'ready', or the page's error once loading the model failed, or false while it loads. */
+/** 'ready', or the page's error once loading the model failed, or false while it loads. A page
+ *  that is ready only because the pthreads engine's start stalled and it took one thread says
+ *  so ('fell back: …'): that is the stall retryStall knows, not a load of the asked build. */
 const pageState = () => {
   const state = document.body.dataset.state;
-  if (state === 'error') return `error: ${[...document.querySelectorAll('.notice.error')].map((n) => n.textContent).join(' | ')}`;
+  const notices = (kind) => [...document.querySelectorAll(`.notice.${kind}`)].map((n) => n.textContent);
+  if (state === 'error') return `error: ${notices('error').join(' | ')}`;
+  const fellBack = notices('warn').find((t) => t.startsWith('The multi-threaded engine did not start'));
+  if (state === 'ready' && fellBack) return `fell back: ${fellBack}`;
   return state === 'ready' && 'ready';
 };
 
