@@ -66,8 +66,11 @@ async function bench(cfg) {
   const infoPtr = M._malloc(256);   // wick_model_info: char arch[32], then int32 n_vocab, …
   check(M._wick_model_get_info(model, infoPtr), 'wick_model_get_info');
   const nVocab = i32()[(infoPtr + 32) >> 2];
-  const params = M._malloc(16);      // wick_ctx_params {n_ctx, n_batch, n_threads, kv_type}
-  i32().set([cfg.nCtx, cfg.nBatch, cfg.threads, 1 /* WICK_KV_F16 */], params >> 2);
+  // wick_ctx_params {n_ctx, n_batch, n_threads, kv_type (F16 by default), kv_type_k, kv_type_v}:
+  // the engine's defaults first, so that fields it gains later are never garbage
+  const params = M._malloc(64);
+  M._wick_ctx_default_params(params);
+  i32().set([cfg.nCtx, cfg.nBatch, cfg.threads], params >> 2);
   check(M._wick_ctx_new(model, params, out), 'wick_ctx_new');
   const ctx = u32()[out >> 2];
   const t2 = performance.now();
