@@ -29,6 +29,7 @@ FILES=(
   "/usr/lib/llvm-19/bin/llvm-ar                       llvm-19        the relaxed-SIMD libraries (emar)"
   "/usr/lib/llvm-19/bin/llvm-nm                       llvm-19        the relaxed-SIMD links (emcc)"
   "/usr/lib/llvm-19/bin/llvm-objcopy                  llvm-19        the relaxed-SIMD builds' name stripping"
+  "/usr/lib/llvm-19/bin/llvm-objdump                  llvm-19        npm run insns (tools/kernel-insns.mjs), its test"
   "/usr/bin/chromium                                  chromium       the browser tests, bench:peers"
   "/usr/lib/chromium/vk_swiftshader_icd.json          chromium       the WebGPU tests under Node"
   "/usr/bin/firefox-esr                               firefox-esr    the Firefox page tests"
