@@ -224,7 +224,7 @@ build/llama-headers/llama.h: | build/.npm-stamp
 	  const paths = '$(LLAMA_HEADERS)'.split(' '); readLlamaBundle(paths).forEach((b, i) => fs.writeFileSync('build/llama-headers/' + paths[i].split('/').pop(), b));"
 
 # and its prefill and decode speed in C (tools/bench-peers.mjs's native column)
-build/native/bench_embed_llama build/native/bench_decode_llama: build/native/bench_%_llama: bench/bench_%_llama.c build/llama-headers/llama.h
+build/native/bench_embed_llama build/native/bench_decode_llama: build/native/bench_%_llama: bench/bench_%_llama.c bench/llama_bench.h build/llama-headers/llama.h
 	$(CC) -std=c11 -D_POSIX_C_SOURCE=200809L -O2 -Wall -Ibuild/llama-headers -o $@ $< \
 	  -L$(LLAMA_BINS) -l:libllama.v0.4.0.so -l:libggml.v0.4.0.so -l:libggml-base.so -Wl,-rpath,$(abspath $(LLAMA_BINS))
 

@@ -22,23 +22,7 @@
 
 #include "ggml-backend.h"
 #include "llama.h"
-
-static double now_ms(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
-}
-
-/* errors, and which CPU variant ggml loaded (zen4, haswell, …: the figures depend on it) */
-static void quiet(enum ggml_log_level level, const char *text, void *data) {
-    (void)data;
-    if (level >= GGML_LOG_LEVEL_ERROR || strstr(text, "loaded CPU backend")) fputs(text, stderr);
-}
-
-static bool no_progress(float progress, void *data) {
-    (void)progress, (void)data;
-    return true;
-}
+#include "llama_bench.h"
 
 static llama_token argmax(const float *row, int n) {
     int best = 0;

@@ -19,23 +19,7 @@
 
 #include "ggml-backend.h"
 #include "llama.h"
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-/* errors, and which CPU variant ggml loaded (zen4, haswell, …: the figures depend on it) */
-static void quiet(enum ggml_log_level level, const char *text, void *data) {
-    (void)data;
-    if (level >= GGML_LOG_LEVEL_ERROR || strstr(text, "loaded CPU backend")) fputs(text, stderr);
-}
-
-static bool no_progress(float progress, void *data) {
-    (void)progress, (void)data;
-    return true;
-}
+#include "llama_bench.h"
 
 int main(int argc, char **argv) {
     if (argc != 7) {
@@ -101,7 +85,7 @@ int main(int argc, char **argv) {
 
     double best = 0;
     for (int r = 0; r <= repeat; r++) { /* pass 0 warms up */
-        double t0 = now();
+        double t0 = now_ms();
         for (int s0 = 0; s0 < n_texts; s0 += n_seq) {
             int s1 = s0 + n_seq < n_texts ? s0 + n_seq : n_texts;
             batch.n_tokens = 0;
@@ -122,7 +106,7 @@ int main(int argc, char **argv) {
                 for (int i = 0; i < dim; i++) sink[i] += e[i];
             }
         }
-        double secs = now() - t0;
+        double secs = (now_ms() - t0) / 1e3;
         if (r > 0 && (best == 0 || secs < best)) best = secs;
     }
     printf("llama.cpp embed: %d texts, %d tokens in %.3f s (%.1f texts/s, %.1f tokens/s)\nfirst text: %d tokens (checksum %g)\n",

@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Wick } from '../wasm_glue/wick.mjs';
-import { models, loadReference, greedyText, runWick, shared } from './helpers.mjs';
+import { models, loadReference, greedyText, runWick, shared, collect } from './helpers.mjs';
 import { readLlamaBundle } from '../tools/llama-bundle.mjs';
 import { chatTurnsAnswerAsFresh } from './chat-turns.mjs';
 
@@ -21,14 +21,6 @@ const realGpu = process.env.WICK_GPU_REAL === '1';
 const stories = path.join(models, 'stories260K.gguf');
 const ref = loadReference('stories260K.json');
 
-async function collect(stream) {
-  let text = '', tokens = [], done = null;
-  for await (const c of stream) {
-    if (c.done) done = c;
-    else { text += c.text; tokens.push(...c.tokens); }
-  }
-  return { text, tokens, done };
-}
 
 test('device gpu (software adapter allowed): stories260K greedy text equals the reference, one answer after another', { timeout: 300000 }, async () => {
   const engine = await Wick.load(stories, { threads: 1, device: 'gpu', gpuAllowSoftware: true, contextSize: 512 });

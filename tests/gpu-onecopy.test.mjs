@@ -15,7 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Wick } from '../wasm_glue/wick.mjs';
 import '../wasm_glue/gguf-header.js';
-import { models, loadReference, runWick } from './helpers.mjs';
+import { models, loadReference, runWick, collect } from './helpers.mjs';
 
 process.env.VK_ICD_FILENAMES ??= '/usr/lib/chromium/vk_swiftshader_icd.json';
 const WickGguf = globalThis.WickGguf;
@@ -70,14 +70,6 @@ async function run(file, options, { maxTokens = 6, keep = false } = {}) {
   }
 }
 
-async function collect(stream) {
-  let text = '', done = null;
-  for await (const c of stream) {
-    if (c.done) done = c;
-    else text += c.text;
-  }
-  return { text, done };
-}
 
 test('134m Q4_0 on the GPU path: wasm memory below the initial memory + 10% of the weights, the same numbers as with the weights in wasm memory too, and under a 64 MiB heap cap', { timeout: 900000 }, async () => {
   const size = fs.statSync(big).size;

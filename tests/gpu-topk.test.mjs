@@ -12,22 +12,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Wick } from '../wasm_glue/wick.mjs';
-import { models, shared, loadReference, runWick } from './helpers.mjs';
+import { models, shared, loadReference, runWick, collect } from './helpers.mjs';
 import { backend, gpuDevice, loadEngine, loadModel, dequantizer } from './gpu-helpers.mjs';
 
 const stories = path.join(models, 'stories260K.gguf');
 const ref = loadReference('stories260K.json');
 const N_VOCAB = 512; // stories260K's
 
-async function collect(stream) {
-  const tokens = [];
-  let text = '', done = null;
-  for await (const c of stream) {
-    if (c.done) done = c;
-    else { text += c.text; tokens.push(...c.tokens); }
-  }
-  return { text, tokens, done };
-}
 
 // ---- the shader alone ----
 

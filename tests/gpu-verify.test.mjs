@@ -13,7 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Wick } from '../wasm_glue/wick.mjs';
 import * as verify from '../wasm_glue/gpu/verify.mjs';
-import { models, root, loadReference } from './helpers.mjs';
+import { models, root, loadReference, collect } from './helpers.mjs';
 
 process.env.VK_ICD_FILENAMES ??= '/usr/lib/chromium/vk_swiftshader_icd.json';
 const stories = path.join(models, 'stories260K.gguf');
@@ -25,14 +25,6 @@ const auto = { threads: 1, device: 'auto', gpuAllowSoftware: true, contextSize: 
 const SLOW_CPU = { cpuDelayMs: 400 };
 const SLOW_CPU_WAIT_MS = (verify.VERIFY_PROMPT_TOKENS + verify.VERIFY_DECODE_STEPS) * SLOW_CPU.cpuDelayMs;
 
-async function collect(stream) {
-  let text = '', tokens = [], done = null;
-  for await (const c of stream) {
-    if (c.done) done = c;
-    else { text += c.text; tokens.push(...c.tokens); }
-  }
-  return { text, tokens, done };
-}
 
 async function withEngine(file, options, fn) {
   const engine = await Wick.load(file, options);

@@ -101,3 +101,14 @@ export function compareRows(oursRows, refRows, tol, label) {
   });
   return problems;
 }
+
+/** A generate() stream read whole: its text, its tokens and its final chunk. */
+export async function collect(stream) {
+  const tokens = [];
+  let text = '', done = null;
+  for await (const c of stream) {
+    if (c.done) done = c;
+    else { text += c.text; tokens.push(...c.tokens); }
+  }
+  return { text, tokens, done };
+}
