@@ -37,14 +37,8 @@ int main(int argc, char **argv) {
     fclose(f);
     texts[size] = 0;
 
-    llama_log_set(quiet, NULL);
-    ggml_backend_load_all_from_path(argv[1]);
-    llama_backend_init();
-    struct llama_model_params mp = llama_model_default_params();
-    mp.n_gpu_layers = 0;
-    mp.progress_callback = no_progress;
-    struct llama_model *model = llama_model_load_from_file(argv[2], mp);
-    if (!model) { fprintf(stderr, "cannot load %s\n", argv[2]); return 1; }
+    struct llama_model *model = load_cpu_model(argv[1], argv[2]);
+    if (!model) return 1;
     const struct llama_vocab *vocab = llama_model_get_vocab(model);
 
     /* the texts' ids */
