@@ -346,10 +346,7 @@
   function warmUp() {
     if (M._wick_model_pooling(state.model) >= 0) return 0;
     const t0 = performance.now();
-    const nVocab = Math.max(1, JSON.parse(withScratch(1 << 14, (buf) => withScratch(4, (needed) => {
-      check(M._wick_model_info_json(state.model, buf, 1 << 14, needed));
-      return M.UTF8ToString(buf);
-    }))).n_vocab || 1);
+    const nVocab = Math.max(1, modelInfo().n_vocab || 1);
     const steps = [Array.from({ length: WARM_TOKENS }, (_, i) => (i * 7919 + 1) % nVocab), ...Array.from({ length: WARM_STEPS }, (_, i) => [(i * 104729 + 3) % nVocab])];
     try {
       for (const ids of steps) {
@@ -569,6 +566,7 @@
    * (wick_gen_candidates: greedy, or top_k without penalties, logit bias or grammar) and the
    * load did not turn it off (gpuTopK: false), the GPU ranks the row and only those k pairs are
    * read back (wick_ctx_external_top_logits: the rest of the row is -Infinity, the draw the same).
+   * Returns what was read: {values, ids (the top-k pairs' tokens; null for whole rows)}, or null.
    */
   async function runGpuOps() {
     const { forward, ctx, topK: topKAllowed } = state.gpu;
@@ -598,12 +596,12 @@
         M.HEAPF32.set(logits.values, (buf >>> 2) + k);
         check(M._wick_ctx_external_top_logits(ctx, k, buf, buf + 4 * k));
       });
-      return logits.values;
+      return { values: logits.values, ids: logits.ids };
     }
     const dst = M._wick_ctx_external_logits(ctx, rows) >>> 0;
     if (!dst) throw new WorkerError('E_NOMEM', 'out of memory for the logits');
     M.HEAPF32.set(logits, dst >>> 2);
-    return logits;
+    return { values: logits, ids: null };
   }
 
   /**
@@ -651,13 +649,17 @@
     return { version: header.version, tensorCount: header.tensorCount, metadata: md, specialTokens: special };
   }
 
-  function describe(parts) {
-    const json = withScratch(1 << 14, (buf) => withScratch(4, (needed) => {
+  /** The loaded model's wick_model_info_json, parsed. */
+  function modelInfo() {
+    return JSON.parse(withScratch(1 << 14, (buf) => withScratch(4, (needed) => {
       check(M._wick_model_info_json(state.model, buf, 1 << 14, needed));
       return M.UTF8ToString(buf);
-    }));
+    })));
+  }
+
+  function describe(parts) {
     return {
-      model: JSON.parse(json),
+      model: modelInfo(),
       header: state.meta,
       fileBytes: state.size,
       outsideBytes: parts.reduce((a, p) => a + p.image.outsideBytes, 0),
@@ -972,10 +974,11 @@
   async function gpuStep(id) {
     if (!state.gpu) return;
     try {
-      const logits = await runGpuOps();
+      const read = await runGpuOps();
       // a NaN or an infinity: this GPU computes wrong here, and its path ends as a lost device's does
-      if (logits) for (let i = 0; i < logits.length; i++)
-        if (!Number.isFinite(logits[i])) throw new WorkerError('E_GPU', `the GPU returned a logit of ${logits[i]} (token ${i % state.gpu.forward.c.n_vocab})`);
+      const row = read?.values || [];
+      for (let i = 0; i < row.length; i++)
+        if (!Number.isFinite(row[i])) throw new WorkerError('E_GPU', `the GPU returned a logit of ${row[i]} (token ${read.ids ? read.ids[i] : i % state.gpu.forward.c.n_vocab})`);
     } catch (e) {
       if (e.code === 'E_GPU') throw await fallBackToCpu(e, id);
       throw e;
