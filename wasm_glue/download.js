@@ -97,8 +97,8 @@
      * cached, resumed} onto `parts` as it is read (the caller frees them when a later step
      * fails). Returns {meta (the first part's header summary, or null when it was not read as
      * the bytes came), progress (the load's overall measure, for the phase after)}.
-     * opts.gpu: the GPU path is taken if the model allows: accepts(header) says from the first
-     *   part's header whether its weight matrices stay outside wasm memory (gguf-header.js,
+     * opts.gpu: the GPU path is taken if the model allows: accepts(header, size, weights (its
+     *   gpuWeights)) says from the first part's header whether its weight matrices stay outside wasm memory (gguf-header.js,
      *   gpuWeights), their bytes held in JS until they are on the GPU (it may throw to refuse).
      * opts.gpuReason: why there is no GPU path (said when a model does not fit without one).
      * opts.maxHeapBytes: a cap on wasm memory below wasm32's (tests). opts.keptOnly: read only
@@ -367,7 +367,7 @@
       sink.meta = summarize(header);
       // the GPU path: the weight matrices stay outside wasm memory when the model can run there
       // (checkFits sees them either way, to say when a model needs a GPU)
-      const all = WickGguf.gpuWeights(header, size), weights = sink.gpu && sink.gpu.accepts(header, size) ? all : [];
+      const all = WickGguf.gpuWeights(header, size), weights = sink.gpu && sink.gpu.accepts(header, size, all) ? all : [];
       const tables = WickGguf.rowTables(header, size);
       const fits = WickGguf.checkFits({ fileBytes: sink.total || size, metadata: header.metadata, contextSize: sink.contextSize, kvTypeK: sink.kvType?.k, kvTypeV: sink.kvType?.v, threads,
         tables, tablesOutside: sink.tablesOutside, weights: all, weightsOutside: weights.length > 0, maxHeapBytes: sink.maxHeapBytes });

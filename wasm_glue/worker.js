@@ -203,11 +203,11 @@
       // memory, unless a verdict kept for this adapter and this file's header chose the GPU already
       const mustCheck = msg.device === 'auto' && msg.gpuVerify !== 'never';
       if (probe?.adapter && mustCheck) probe.shaders = probe.gpu.verify.digest(Object.values(await probe.gpu.shaderSources()));
-      const accepts = (header, size) => {
+      const accepts = (header, size, weights) => {
         state.headerDigest = probe.gpu.verify.headerDigest(header, size);
         if (!oneCopy) return false;
         if (mustCheck && !(msg.keptByHeader = probe.gpu.verify.keptChoice({ adapter: probe.description, build: buildInfo.build, threads: buildInfo.threads, shaders: probe.shaders, msg, digest: state.headerDigest }))) return false;
-        return gpuAccepts(probe, header, size, msg);
+        return gpuAccepts(probe, header, size, weights, msg);
       };
       const { meta, progress } = await loader.readParts(id, source, contextSize, { k: kvType, v: kvTypeV }, parts, msg.tablesOutside, {
         gpu: probe?.adapter ? { accepts } : null,
@@ -413,7 +413,7 @@
    * buffer limits, the estimated GPU memory within the device memory the browser reports). A
    * model it refuses loads whole, and openGpu says why it stays on the CPU.
    */
-  function gpuAccepts(probe, header, size, msg) {
+  function gpuAccepts(probe, header, size, weights, msg) {
     const md = header.metadata;
     if (probe.gpu.headerUnsupported?.(md) || Number.isFinite(md[`${md['general.architecture']}.pooling_type`])) return false;
     const limit = Math.min(probe.device.limits.maxStorageBufferBindingSize, probe.device.limits.maxBufferSize);
@@ -421,7 +421,6 @@
     if (!hp) return false;
     const nCtx = msg.contextSize > 0 ? msg.contextSize : WickGguf.defaultContext(hp);
     if (nCtx * hp.kvHeads * Math.max(hp.keyLength, hp.valueLength) * 4 > limit) return false;
-    const weights = WickGguf.gpuWeights(header, size);
     if (weights.some((w) => w.bytes / Math.max(1, header.tensors.find((t) => t.offset === w.offset).dims[1]) > limit)) return false;
     // the device memory the browser reports (navigator.deviceMemory, GiB, rounded and capped): an upper bound
     const memory = globalThis.navigator?.deviceMemory;
