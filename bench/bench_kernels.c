@@ -10,7 +10,9 @@
  * batch, per-token equivalent: a batch of 4 that takes the time of one token counts 4×), and
  * tokens per second through this one matrix.
  *
- * Usage: bench_kernels [type-name ...]   (default: q4_0 q8_0 q4_K_r q6_K_r; "all" for every type) */
+ * Usage: bench_kernels [type-name ...]   (default: q4_0 q8_0 q4_K_r q6_K_r; "all" for every type)
+ *        bench_kernels --shape 768x2048 [type-name ...]   times another matrix (rows x columns):
+ *        a 134m model's are 768x768, 2048x768, 768x2048 and 32000x768. */
 #include "quant.h"
 
 #include <stdio.h>
@@ -18,8 +20,8 @@
 #include <string.h>
 #include <time.h>
 
-#define ROWS 2048
-#define COLS 5632
+static int ROWS = 2048;          /* --shape ROWSxCOLS chooses another matrix */
+static int COLS = 5632;
 #define TOKENS GEMM_MAX_TOKENS   /* the batch timed for prefill */
 #define DISTINCT_ROWS 64         /* quantized once, then copied over the matrix */
 #define VEC_DOT_ROW_TILE 16      /* rows per tile in the vec_dot loop */
@@ -161,6 +163,14 @@ int bench_main(int argc, char **argv)
         WICK_TYPE_BF16, WICK_TYPE_F32, WICK_TYPE_Q8_1, WICK_TYPE_Q8_K, WICK_TYPE_Q6_K_R, WICK_TYPE_Q4_K_R,
     };
     static const char *const default_types[] = { "q4_0", "q8_0", "q4_K_r", "q6_K_r" };
+    if (argc > 2 && strcmp(argv[1], "--shape") == 0) {
+        if (sscanf(argv[2], "%dx%d", &ROWS, &COLS) != 2 || ROWS < 64 || ROWS % 64 || COLS < 256 || COLS % 256) {
+            fprintf(stderr, "bench_kernels: --shape %s: want ROWSxCOLS, rows a multiple of 64, columns of 256\n", argv[2]);
+            return 2;
+        }
+        argc -= 2;
+        argv += 2;
+    }
     printf("matrix kernels, %d x %d weights, one thread; xN: speed-up over the line it replaces\n"
            "(vec_dot, gemm's 1x1 tile, over the scalar reference; gemm over the vec_dot loop for the same tokens)\n", ROWS, COLS);
     int all = argc > 1 && strcmp(argv[1], "all") == 0;
