@@ -7,7 +7,9 @@
 // with a sentence planted in the PDF retrieves that chunk first, the prompt the chat model
 // receives (the rendered prompt the page keeps) contains it, and the answer lists it as its
 // first source, its text opening from there; after a reload, and then with no network at all,
-// the documents are still there and the same question retrieves the same chunks.
+// the documents are still there and the same question retrieves the same chunks. Acceptance 5:
+// the same texts, chunk size, k and question through wasm_glue/retrieval.mjs under Node give the
+// same chunks and scores, and chat.completions.create({documents}) is given the page's chunks.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -18,6 +20,8 @@ import { readLlamaBundle } from '../tools/llama-bundle.mjs';
 import { root, models, runWick } from './helpers.mjs';
 import { launchChromium, setControl } from './browser.mjs';
 import { readGguf, writeGguf, setKv, T } from './gguf.mjs';
+import { Wick } from '../wasm_glue/wick.mjs';
+import { createIndex } from '../wasm_glue/retrieval.mjs';
 
 const MODEL = 'mini-qwen3-chat.gguf';
 const PLANTED = 'The lighthouse keeper Marguerite painted the northern tower violet in 1887.';
@@ -140,6 +144,7 @@ async function ask(page) {
     const first = msg.querySelector('.sources details.source');
     return {
       prompt: window.wickPage.state.prompt,
+      chunks: window.wickPage.state.context.chunks.map((c) => ({ text: c.text, source: c.source, score: c.score })),
       chunksPart: document.querySelector('#parts-list [data-kind=chunks]')?.textContent ?? '',
       firstOpen: first.open, firstText: first.querySelector('.source-text').textContent,
       sources: [...msg.querySelectorAll('.sources details.source')].map((d) => ({ source: d.dataset.source, part: d.dataset.part, score: d.dataset.score, text: d.querySelector('.source-text').textContent })),
@@ -199,7 +204,8 @@ test('documents: a Markdown file and a PDF embedded with a progress bar; the pla
       open.onsuccess = () => {
         const r = open.result.transaction('documents').objectStore('documents').getAll();
         r.onsuccess = () => resolve(r.result.map((d) => ({ name: d.name, sha256: d.sha256, model: d.model, chunks: d.chunks.length,
-          vectors: d.vectors.length, isFloat32: d.vectors instanceof Float32Array, text: d.chunks.map((c) => c.text).join(' ') })));
+          vectors: d.vectors.length, isFloat32: d.vectors instanceof Float32Array, text: d.chunks.map((c) => c.text).join(' '),
+          chunkTokens: d.chunkTokens, chunkTexts: d.chunks.map((c) => c.text) })));
       };
     }));
     assert.equal(stored.length, 2);
@@ -222,6 +228,40 @@ test('documents: a Markdown file and a PDF embedded with a progress bar; the pla
     assert.ok(first.prompt.indexOf(PLANTED) < first.prompt.indexOf(QUESTION), 'the chunk comes in the system message, before the question');
     assert.match(first.chunksPart, /^Retrieved chunks \(harbour\.pdf \d\.\d\d, /);
     assert.deepEqual(page.errors, []);
+
+    // acceptance 5: the same inputs under Node give the same chunks. The page's own reading of the
+    // two files (fileText: pageText for the Markdown, pdfjs-dist for the PDF; the page keeps only
+    // the chunks, not the whole text) goes through wasm_glue/retrieval.mjs's createIndex/add/search
+    // with the same embedding file, chunk size, k and question: the same chunks as IndexedDB holds,
+    // and the same hits in the same order (text, source, score within 1e-6) as the page retrieved.
+    // Those hits, as chat.completions.create({documents}) under Node, are the chunks the page put in
+    // its prompt; only the layout differs by design: the page's prompt has them in the system
+    // message's context block (wasm_glue/context-budget.mjs, budgeted with the other parts), the
+    // library where the template takes documents, else in the same kind of block.
+    const read = await page.evaluate(async (files) => {
+      const { fileText } = await import('/web/documents.js');
+      const bytes = (b64) => Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+      return Promise.all(files.map(async ([name, b64]) => ({ name, ...(await fileText(name, bytes(b64))) })));
+    }, [['things.md', Buffer.from(MARKDOWN).toString('base64')], ['harbour.pdf', makePdf(PDF_LINES).toString('base64')]]);
+    const embedder = await Wick.load(path.join(site, 'emb', 'lexical.gguf'), { threads: 1 });
+    const chat = await Wick.load(path.join(site, 'chat-models', MODEL), { threads: 1 });
+    try {
+      const index = await createIndex(embedder, { maxTokens: stored[0].chunkTokens });
+      for (const f of read) {
+        const from = index.size;
+        await index.add([{ text: f.text, source: f.name, title: f.title }]);
+        assert.deepEqual(index.chunks.slice(from, index.size).map((c) => c.text), stored.find((d) => d.name === f.name).chunkTexts, `${f.name}'s chunks`);
+      }
+      const hits = await index.search(QUESTION, 3);
+      assert.deepEqual(hits.map((h) => [h.text, h.source]), first.chunks.map((c) => [c.text, c.source]));
+      hits.forEach((h, i) => assert.ok(Math.abs(h.score - first.chunks[i].score) < 1e-6, `score ${i}: ${h.score} under Node, ${first.chunks[i].score} on the page`));
+      const reply = await chat.chat.completions.create({ messages: [{ role: 'user', content: QUESTION }], documents: hits, max_tokens: 1, temperature: 0 });
+      assert.deepEqual(reply.wick.sources.map((s) => s.text), first.chunks.map((c) => c.text));
+      for (const c of first.chunks) assert.ok(reply.wick.prompt.includes(c.text) && first.prompt.includes(c.text), c.text);
+    } finally {
+      await embedder.unload();
+      await chat.unload();
+    }
 
     // a reload: the documents come back from IndexedDB, the embedding model loads again, the same chunks
     await page.waitForFunction(async () => !!navigator.serviceWorker.controller &&
