@@ -24,6 +24,7 @@ import { Wick } from '../wasm_glue/wick.mjs';
 import { createIndex } from '../wasm_glue/retrieval.mjs';
 
 const MODEL = 'mini-qwen3-chat.gguf';
+const GRANITE = 'mini-qwen3-granite-template.gguf'; // the same weights with Granite 3.3's template, which takes documents
 const PLANTED = 'The lighthouse keeper Marguerite painted the northern tower violet in 1887.';
 const QUESTION = 'Who painted the northern tower violet?';
 const MARKDOWN = `# Everyday things
@@ -73,10 +74,13 @@ before(async () => {
   site = fs.mkdtempSync(path.join(os.tmpdir(), 'wick-docs-site-'));
   for (const d of ['web', 'wasm_glue', 'build', 'node_modules']) fs.symlinkSync(path.join(root, d), path.join(site, d));
   fs.symlinkSync(models, path.join(site, 'models'));
-  const [template, vocab] = readLlamaBundle(['models/templates/Qwen-Qwen3-0.6B.jinja', 'models/ggml-vocab-bert-bge.gguf']);
+  const [template, vocab, granite] = readLlamaBundle(['models/templates/Qwen-Qwen3-0.6B.jinja', 'models/ggml-vocab-bert-bge.gguf',
+    'models/templates/ibm-granite-granite-3.3-2B-Instruct.jinja']);
   fs.mkdirSync(path.join(site, 'chat-models'));
-  fs.writeFileSync(path.join(site, 'chat-models', MODEL),
-    writeGguf(setKv(readGguf(path.join(models, 'families', 'mini-qwen3-q8_0.gguf')), 'tokenizer.chat_template', T.STRING, template.toString('utf8'))));
+  for (const [name, t] of [[MODEL, template], [GRANITE, granite]]) {
+    fs.writeFileSync(path.join(site, 'chat-models', name),
+      writeGguf(setKv(readGguf(path.join(models, 'families', 'mini-qwen3-q8_0.gguf')), 'tokenizer.chat_template', T.STRING, t.toString('utf8'))));
+  }
   fs.mkdirSync(path.join(site, 'emb'));
   fs.writeFileSync(path.join(site, 'emb', 'vocab.gguf'), vocab);
   const r = runWick('native', ['synth', '--arch', 'bert', '--shape', 'mini', '--type', 'f16', '--vocab', path.join(site, 'emb', 'vocab.gguf'),
@@ -112,12 +116,12 @@ async function ready(page, documents) {
   }
 }
 
-async function loadChat(page) {
+async function loadChat(page, model = MODEL) {
   await page.fill('#ctx-size', '1024');
   await page.check('input[name=source][value=url]');
-  await page.fill('#model-url', `${base}/chat-models/${MODEL}`);
+  await page.fill('#model-url', `${base}/chat-models/${model}`);
   await page.dispatchEvent('#model-url', 'change');
-  await page.waitForFunction((n) => document.querySelector('#model-check').textContent.includes(n) && document.querySelector('#model-check .memory'), MODEL);
+  await page.waitForFunction((n) => document.querySelector('#model-check').textContent.includes(n) && document.querySelector('#model-check .memory'), model);
   const check = await page.textContent('#model-check .memory');
   assert.match(check, /Needs about .* With the embedding model loaded \(about .+\), both take about /, check);
   await page.press('#model-url', 'Enter');
@@ -262,6 +266,26 @@ test('documents: a Markdown file and a PDF embedded with a progress bar; the pla
       await embedder.unload();
       await chat.unload();
     }
+
+    // a template that takes documents (Granite 3.3's): the chunks go there, as chat.completions.create
+    // would put them, not in the system message's block; the look-inside parts still add up to the prompt
+    await loadChat(page, GRANITE);
+    const granite = await ask(page);
+    assert.deepEqual(granite.chunks.map((c) => c.text), first.chunks.map((c) => c.text));
+    assert.ok(granite.prompt.includes(`<|start_of_role|>document {"document_id": "1"}<|end_of_role|>\n${granite.chunks[0].text}<|end_of_text|>`), granite.prompt);
+    assert.ok(!granite.prompt.includes('Retrieved documents (cite them as [n])'), granite.prompt);
+    assert.match(granite.chunksPart, /^Retrieved chunks \(harbour\.pdf .*\) as the template's documents/);
+    const parts = await page.evaluate(async () => {
+      const list = document.getElementById('parts-list');
+      const { state } = window.wickPage;
+      return { total: Number(list.dataset.tokens), chunks: Number(list.querySelector('[data-kind=chunks]').dataset.tokens),
+        sum: [...list.querySelectorAll('li')].reduce((a, li) => a + Number(li.dataset.tokens), 0),
+        rendered: (await state.engine.tokenize(state.prompt, { special: true })).length };
+    });
+    assert.equal(parts.sum, parts.total, JSON.stringify(parts));
+    assert.equal(parts.total, parts.rendered, JSON.stringify(parts));
+    assert.ok(parts.chunks > 0, JSON.stringify(parts));
+    assert.deepEqual(page.errors, []);
 
     // a reload: the documents come back from IndexedDB, the embedding model loads again, the same chunks
     await page.waitForFunction(async () => !!navigator.serviceWorker.controller &&
