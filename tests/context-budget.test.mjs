@@ -18,9 +18,9 @@ const RESERVE = 32;
 const BUDGET = CONTEXT - RESERVE;
 const REMEMBER = { type: 'function', function: { name: 'remember', description: 'Save a note', parameters: { type: 'object', properties: { note: { type: 'string' } }, required: ['note'] } } };
 
-let engine, template;
+let engine, template, granite;
 before(async () => {
-  template = readLlamaBundle(['models/templates/Qwen-Qwen3-0.6B.jinja'])[0].toString('utf8');
+  [template, granite] = readLlamaBundle(['models/templates/Qwen-Qwen3-0.6B.jinja', 'models/templates/ibm-granite-granite-3.3-2B-Instruct.jinja']).map((b) => b.toString('utf8'));
   engine = await Wick.load(path.join(models, 'families', 'mini-qwen3-q8_0.gguf'), { threads: 1, contextSize: CONTEXT });
 });
 after(async () => { await engine?.unload(); });
@@ -75,6 +75,29 @@ test('tools are a part of their own when the counter renders them, and the sum s
   const rendered = await engine.applyChatTemplate(r.messages, { template, tools });
   assert.ok(rendered.includes('"name": "remember"'), rendered);
   assert.equal(r.tokens, (await engine.tokenize(rendered, { addBos: true, special: true })).length);
+});
+
+test("chunksIn 'template': the chunks as Granite 3.3's documents, none in the system message; the parts still add up", async () => {
+  const countTokens = engineTokenCounter(engine, { template: granite });
+  // (Granite's default system message and documents turns are long in this byte-level vocabulary: counted only)
+  const options = { system: SYSTEM, notes: NOTES, chunks: CHUNKS, history: conversation(1), message: 'Tea?', countTokens, chunksIn: 'template' };
+  const r = await assembleContext({ ...options, budget: 2000 });
+  assert.deepEqual(r.parts.map((p) => p.kind), ['system', 'notes', 'chunks', 'history', 'history', 'message']);
+  assert.ok(r.parts.every((p) => p.tokens > 0 && p.cut === null), JSON.stringify(r.parts));
+  assert.equal(r.parts[2].in, 'template');
+  assert.deepEqual(r.documents.map((c) => c.source), ['weather.md', 'lyon.md', 'trains.md']);
+  assert.equal(r.messages[0].content, `${SYSTEM}\n\n${notesBlock(NOTES)}`);
+  assert.equal(sum(r.parts), r.tokens);
+  const rendered = await engine.applyChatTemplate(r.messages, { template: granite, documents: r.documents });
+  assert.ok(rendered.includes(`<|start_of_role|>document {"document_id": "1"}<|end_of_role|>\n${CHUNKS[1].text}<|end_of_text|>`), rendered);
+  assert.equal(r.tokens, (await engine.tokenize(rendered, { addBos: true, special: true })).length);
+  const without = await countTokens(r.messages);
+  assert.equal(r.parts[2].tokens, r.tokens - without, "the chunks' part is what the documents add to the prompt");
+  // short of room: the lowest-scoring chunk goes first, as in the system message
+  const tight = await assembleContext({ ...options, budget: r.tokens - 1 });
+  assert.deepEqual(tight.documents.map((c) => c.source), ['weather.md', 'lyon.md']);
+  assert.equal(sum(tight.parts), tight.tokens);
+  assert.ok(tight.tokens <= r.tokens - 1);
 });
 
 test('too many chunks for a short prompt: the lowest-scoring ones go, the best stay', async () => {

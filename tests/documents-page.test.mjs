@@ -7,7 +7,9 @@
 // with a sentence planted in the PDF retrieves that chunk first, the prompt the chat model
 // receives (the rendered prompt the page keeps) contains it, and the answer lists it as its
 // first source, its text opening from there; after a reload, and then with no network at all,
-// the documents are still there and the same question retrieves the same chunks.
+// the documents are still there and the same question retrieves the same chunks. Acceptance 5:
+// the same texts, chunk size, k and question through wasm_glue/retrieval.mjs under Node give the
+// same chunks and scores, and chat.completions.create({documents}) is given the page's chunks.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -18,8 +20,11 @@ import { readLlamaBundle } from '../tools/llama-bundle.mjs';
 import { root, models, runWick } from './helpers.mjs';
 import { launchChromium, setControl } from './browser.mjs';
 import { readGguf, writeGguf, setKv, T } from './gguf.mjs';
+import { Wick } from '../wasm_glue/wick.mjs';
+import { createIndex } from '../wasm_glue/retrieval.mjs';
 
 const MODEL = 'mini-qwen3-chat.gguf';
+const GRANITE = 'mini-qwen3-granite-template.gguf'; // the same weights with Granite 3.3's template, which takes documents
 const PLANTED = 'The lighthouse keeper Marguerite painted the northern tower violet in 1887.';
 const QUESTION = 'Who painted the northern tower violet?';
 const MARKDOWN = `# Everyday things
@@ -69,10 +74,13 @@ before(async () => {
   site = fs.mkdtempSync(path.join(os.tmpdir(), 'wick-docs-site-'));
   for (const d of ['web', 'wasm_glue', 'build', 'node_modules']) fs.symlinkSync(path.join(root, d), path.join(site, d));
   fs.symlinkSync(models, path.join(site, 'models'));
-  const [template, vocab] = readLlamaBundle(['models/templates/Qwen-Qwen3-0.6B.jinja', 'models/ggml-vocab-bert-bge.gguf']);
+  const [template, vocab, granite] = readLlamaBundle(['models/templates/Qwen-Qwen3-0.6B.jinja', 'models/ggml-vocab-bert-bge.gguf',
+    'models/templates/ibm-granite-granite-3.3-2B-Instruct.jinja']);
   fs.mkdirSync(path.join(site, 'chat-models'));
-  fs.writeFileSync(path.join(site, 'chat-models', MODEL),
-    writeGguf(setKv(readGguf(path.join(models, 'families', 'mini-qwen3-q8_0.gguf')), 'tokenizer.chat_template', T.STRING, template.toString('utf8'))));
+  for (const [name, t] of [[MODEL, template], [GRANITE, granite]]) {
+    fs.writeFileSync(path.join(site, 'chat-models', name),
+      writeGguf(setKv(readGguf(path.join(models, 'families', 'mini-qwen3-q8_0.gguf')), 'tokenizer.chat_template', T.STRING, t.toString('utf8'))));
+  }
   fs.mkdirSync(path.join(site, 'emb'));
   fs.writeFileSync(path.join(site, 'emb', 'vocab.gguf'), vocab);
   const r = runWick('native', ['synth', '--arch', 'bert', '--shape', 'mini', '--type', 'f16', '--vocab', path.join(site, 'emb', 'vocab.gguf'),
@@ -108,12 +116,12 @@ async function ready(page, documents) {
   }
 }
 
-async function loadChat(page) {
+async function loadChat(page, model = MODEL) {
   await page.fill('#ctx-size', '1024');
   await page.check('input[name=source][value=url]');
-  await page.fill('#model-url', `${base}/chat-models/${MODEL}`);
+  await page.fill('#model-url', `${base}/chat-models/${model}`);
   await page.dispatchEvent('#model-url', 'change');
-  await page.waitForFunction((n) => document.querySelector('#model-check').textContent.includes(n) && document.querySelector('#model-check .memory'), MODEL);
+  await page.waitForFunction((n) => document.querySelector('#model-check').textContent.includes(n) && document.querySelector('#model-check .memory'), model);
   const check = await page.textContent('#model-check .memory');
   assert.match(check, /Needs about .* With the embedding model loaded \(about .+\), both take about /, check);
   await page.press('#model-url', 'Enter');
@@ -140,6 +148,7 @@ async function ask(page) {
     const first = msg.querySelector('.sources details.source');
     return {
       prompt: window.wickPage.state.prompt,
+      chunks: window.wickPage.state.context.chunks.map((c) => ({ text: c.text, source: c.source, score: c.score })),
       chunksPart: document.querySelector('#parts-list [data-kind=chunks]')?.textContent ?? '',
       firstOpen: first.open, firstText: first.querySelector('.source-text').textContent,
       sources: [...msg.querySelectorAll('.sources details.source')].map((d) => ({ source: d.dataset.source, part: d.dataset.part, score: d.dataset.score, text: d.querySelector('.source-text').textContent })),
@@ -199,7 +208,8 @@ test('documents: a Markdown file and a PDF embedded with a progress bar; the pla
       open.onsuccess = () => {
         const r = open.result.transaction('documents').objectStore('documents').getAll();
         r.onsuccess = () => resolve(r.result.map((d) => ({ name: d.name, sha256: d.sha256, model: d.model, chunks: d.chunks.length,
-          vectors: d.vectors.length, isFloat32: d.vectors instanceof Float32Array, text: d.chunks.map((c) => c.text).join(' ') })));
+          vectors: d.vectors.length, isFloat32: d.vectors instanceof Float32Array, text: d.chunks.map((c) => c.text).join(' '),
+          chunkTokens: d.chunkTokens, chunkTexts: d.chunks.map((c) => c.text) })));
       };
     }));
     assert.equal(stored.length, 2);
@@ -221,6 +231,60 @@ test('documents: a Markdown file and a PDF embedded with a progress bar; the pla
     assert.ok(first.prompt.includes(PLANTED), first.prompt);
     assert.ok(first.prompt.indexOf(PLANTED) < first.prompt.indexOf(QUESTION), 'the chunk comes in the system message, before the question');
     assert.match(first.chunksPart, /^Retrieved chunks \(harbour\.pdf \d\.\d\d, /);
+    assert.deepEqual(page.errors, []);
+
+    // acceptance 5: the same inputs under Node give the same chunks. The page's own reading of the
+    // two files (fileText: pageText for the Markdown, pdfjs-dist for the PDF; the page keeps only
+    // the chunks, not the whole text) goes through wasm_glue/retrieval.mjs's createIndex/add/search
+    // with the same embedding file, chunk size, k and question: the same chunks as IndexedDB holds,
+    // and the same hits in the same order (text, source, score within 1e-6) as the page retrieved.
+    // Those hits, as chat.completions.create({documents}) under Node, are the chunks the page put in
+    // its prompt; only the layout differs by design: the page's prompt has them in the system
+    // message's context block (wasm_glue/context-budget.mjs, budgeted with the other parts), the
+    // library where the template takes documents, else in the same kind of block.
+    const read = await page.evaluate(async (files) => {
+      const { fileText } = await import('/web/documents.js');
+      const bytes = (b64) => Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+      return Promise.all(files.map(async ([name, b64]) => ({ name, ...(await fileText(name, bytes(b64))) })));
+    }, [['things.md', Buffer.from(MARKDOWN).toString('base64')], ['harbour.pdf', makePdf(PDF_LINES).toString('base64')]]);
+    const embedder = await Wick.load(path.join(site, 'emb', 'lexical.gguf'), { threads: 1 });
+    const chat = await Wick.load(path.join(site, 'chat-models', MODEL), { threads: 1 });
+    try {
+      const index = await createIndex(embedder, { maxTokens: stored[0].chunkTokens });
+      for (const f of read) {
+        const from = index.size;
+        await index.add([{ text: f.text, source: f.name, title: f.title }]);
+        assert.deepEqual(index.chunks.slice(from, index.size).map((c) => c.text), stored.find((d) => d.name === f.name).chunkTexts, `${f.name}'s chunks`);
+      }
+      const hits = await index.search(QUESTION, 3);
+      assert.deepEqual(hits.map((h) => [h.text, h.source]), first.chunks.map((c) => [c.text, c.source]));
+      hits.forEach((h, i) => assert.ok(Math.abs(h.score - first.chunks[i].score) < 1e-6, `score ${i}: ${h.score} under Node, ${first.chunks[i].score} on the page`));
+      const reply = await chat.chat.completions.create({ messages: [{ role: 'user', content: QUESTION }], documents: hits, max_tokens: 1, temperature: 0 });
+      assert.deepEqual(reply.wick.sources.map((s) => s.text), first.chunks.map((c) => c.text));
+      for (const c of first.chunks) assert.ok(reply.wick.prompt.includes(c.text) && first.prompt.includes(c.text), c.text);
+    } finally {
+      await embedder.unload();
+      await chat.unload();
+    }
+
+    // a template that takes documents (Granite 3.3's): the chunks go there, as chat.completions.create
+    // would put them, not in the system message's block; the look-inside parts still add up to the prompt
+    await loadChat(page, GRANITE);
+    const granite = await ask(page);
+    assert.deepEqual(granite.chunks.map((c) => c.text), first.chunks.map((c) => c.text));
+    assert.ok(granite.prompt.includes(`<|start_of_role|>document {"document_id": "1"}<|end_of_role|>\n${granite.chunks[0].text}<|end_of_text|>`), granite.prompt);
+    assert.ok(!granite.prompt.includes('Retrieved documents (cite them as [n])'), granite.prompt);
+    assert.match(granite.chunksPart, /^Retrieved chunks \(harbour\.pdf .*\) as the template's documents/);
+    const parts = await page.evaluate(async () => {
+      const list = document.getElementById('parts-list');
+      const { state } = window.wickPage;
+      return { total: Number(list.dataset.tokens), chunks: Number(list.querySelector('[data-kind=chunks]').dataset.tokens),
+        sum: [...list.querySelectorAll('li')].reduce((a, li) => a + Number(li.dataset.tokens), 0),
+        rendered: (await state.engine.tokenize(state.prompt, { special: true })).length };
+    });
+    assert.equal(parts.sum, parts.total, JSON.stringify(parts));
+    assert.equal(parts.total, parts.rendered, JSON.stringify(parts));
+    assert.ok(parts.chunks > 0, JSON.stringify(parts));
     assert.deepEqual(page.errors, []);
 
     // a reload: the documents come back from IndexedDB, the embedding model loads again, the same chunks

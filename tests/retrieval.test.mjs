@@ -11,7 +11,7 @@
 //    search returns the right page for a question, with titles, URLs and the model's SHA-256;
 //  - chat.completions.create({documents}) on a random-weight qwen3 file: the chunks are in the
 //    rendered prompt (the response's wick.prompt) through the template's `documents` for Granite
-//    3.3's and 4.0's templates, and in the system message's context block for Qwen3's, which takes
+//    3.3's and 4.0's templates and Command R7B's, and in the system message's context block for Qwen3's, which takes
 //    none; the response's wick.sources lists them (stream and not);
 //  - Wick.connect: documents reach an OpenAI-compatible server as the same context block in the
 //    system message (the OpenAI API has no documents field);
@@ -62,10 +62,11 @@ function synth(out, extra) {
 }
 
 before(async () => {
-  const [bytes, granite33, granite40, qwen3] = readLlamaBundle(['models/ggml-vocab-bert-bge.gguf',
-    'models/templates/ibm-granite-granite-3.3-2B-Instruct.jinja', 'models/templates/ibm-granite-granite-4.0.jinja', 'models/templates/Qwen-Qwen3-0.6B.jinja']);
+  const [bytes, granite33, granite40, qwen3, commandR7b] = readLlamaBundle(['models/ggml-vocab-bert-bge.gguf',
+    'models/templates/ibm-granite-granite-3.3-2B-Instruct.jinja', 'models/templates/ibm-granite-granite-4.0.jinja', 'models/templates/Qwen-Qwen3-0.6B.jinja',
+    'models/templates/CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja']);
   fs.writeFileSync(vocab, bytes);
-  Object.assign(templates, { granite33: granite33.toString('utf8'), granite40: granite40.toString('utf8'), qwen3: qwen3.toString('utf8') });
+  Object.assign(templates, { granite33: granite33.toString('utf8'), granite40: granite40.toString('utf8'), qwen3: qwen3.toString('utf8'), commandR7b: commandR7b.toString('utf8') });
   synth(lexicalFile, ['--lexical']);
   lexical = await Wick.load(lexicalFile, { threads: 1 });
 });
@@ -277,6 +278,14 @@ test('chat.completions.create({documents}): the chunks in the rendered prompt, w
   const g40 = await chat.chat.completions.create({ ...base, chat_template: templates.granite40 });
   assert.equal(g40.wick.documentsIn, 'template');
   assert.ok(g40.wick.prompt.includes('<documents>') && g40.wick.prompt.includes(JSON.stringify(PLANTED).slice(1, -1)), g40.wick.prompt);
+  // Command R7B: after the user's turn, as the result of its direct-injected-document tool, each
+  // document as JSON (tojson) under its index (rendered only: its preamble alone outgrows this
+  // model's 4096-token context)
+  const cr = await chat.applyChatTemplate(messages, { template: templates.commandR7b, documents: hits });
+  const injected = cr.indexOf('"tool_name": "direct-injected-document"');
+  assert.ok(injected > cr.indexOf(`<|USER_TOKEN|>${QUESTION}<|END_OF_TURN_TOKEN|>`) && cr.indexOf('<|USER_TOKEN|>') > 0, cr);
+  assert.ok(cr.indexOf(PLANTED, injected) > injected && cr.includes('<|START_TOOL_RESULT|>'), cr);
+  assert.ok(!cr.includes(DOCUMENTS_HEADER));
 
   // Qwen3: no documents in its template: the context block at the end of the system message
   const q3 = await chat.chat.completions.create({ ...base, chat_template: templates.qwen3 });

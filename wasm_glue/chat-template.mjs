@@ -177,8 +177,10 @@ const CALL_PROBE = 'wick_probe_function';
 // original SmolLM3 template prints its xml_tools so. @huggingface/jinja has no such filter: its
 // Interpreter, extended here, gets it. And a string filter of an undefined value is the filter of
 // '' in Python's Jinja (Undefined prints as ''), where @huggingface/jinja throws: Gemma 4's
-// template writes `value['type'] | upper` of a parameter that has no type. The rest of its
-// filters are untouched.
+// template writes `value['type'] | upper` of a parameter that has no type. A for loop over an
+// undefined variable runs no times (its else block, if any), as in Python's Jinja, where
+// @huggingface/jinja throws: Command R7B's writes `for tool in tools` when it has documents and
+// no tools. The rest of its filters and statements are untouched.
 const interpreters = new WeakMap(); // jinja module → its Interpreter with that filter
 const STRING_FILTERS = new Set(['upper', 'lower', 'title', 'capitalize', 'trim']); // each gives '' of Undefined in Python's Jinja
 
@@ -193,6 +195,11 @@ function interpreterOf(module) {
         if (filter.type === 'Identifier' && STRING_FILTERS.has(filter.value) && operand.type === 'UndefinedValue')
           return new StringValue('');
         return super.applyFilter(operand, filter, environment);
+      }
+      evaluateFor(node, environment) {
+        if (node.iterable.type === 'Identifier' && this.evaluate(node.iterable, environment).type === 'UndefinedValue')
+          return super.evaluateFor({ ...node, iterable: { type: 'ArrayLiteral', value: [] } }, environment);
+        return super.evaluateFor(node, environment);
       }
     };
     interpreters.set(module, Extended);

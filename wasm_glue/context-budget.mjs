@@ -19,8 +19,11 @@
 //   Summary of the earlier conversation (by the model; it replaces N messages):
 //   <summary>
 //
-// (templates that take `documents`, such as Granite's or Command-R's, are the retrieval
-// module's business: pass formatChunks: () => '' and hand the chunks to the template instead.)
+// A template that takes `documents` (Granite's, Command-R's: where chat-template.mjs's renderPrompt
+// puts them, the library's one decision) gets the chunks there instead, with chunksIn: 'template':
+// no block in the system message, the prompt's counts made with the chunks as the counter's
+// `documents`, the chunks' part their cost in the whole prompt (the template may put them
+// anywhere), and the result's `documents` to pass with the request.
 //
 // Token counts are the engine's own: every part's count is the difference between the token
 // counts of the prompt rendered up to the end of that part and up to the end of the one before
@@ -56,14 +59,15 @@ export function summaryBlock(text, covers) {
 /**
  * A token counter over an engine: async (messages, {addGenerationPrompt, withTools}) → the number
  * of tokens the engine's chat.completions.create would prefill for them (the same template,
- * tools as planToolCalls renders them, the same BOS rule and special-token parsing).
+ * tools as planToolCalls renders them, the same BOS rule and special-token parsing); option
+ * documents: the request's documents, placed as chat.completions.create places them.
  */
 export function engineTokenCounter(engine, { tools, tool_choice, template, extra } = {}) {
   const source = template ?? engine.info.chatTemplate;
   const render = tools ? planToolCalls({ tools, tool_choice }, source, engine.info.architecture).render : undefined;
   const bos = engine.info.specialTokens?.bos;
-  return async (messages, { addGenerationPrompt = true, withTools = true } = {}) => {
-    const text = await engine.applyChatTemplate(messages, { template, addGenerationPrompt, tools: withTools ? render : undefined, extra });
+  return async (messages, { addGenerationPrompt = true, withTools = true, documents } = {}) => {
+    const text = await engine.applyChatTemplate(messages, { template, addGenerationPrompt, tools: withTools ? render : undefined, extra, documents });
     const addBos = !(bos && text.startsWith(bos));
     return (await engine.tokenize(text, { addBos, special: true })).length;
   };
@@ -88,8 +92,10 @@ function exchanges(history) {
  *   reply's reserve), hasTools (the counter renders tools: their definitions are a part),
  *   overflow ('drop' | 'summarize'), summarize (async ({summary, turns, maxTokens}) → text),
  *   budgets ({chunks: most tokens the chunks may take, summary: the summary's maxTokens}),
- *   formatNotes, formatChunks, formatSummary (the blocks above by default).
- * Returns {messages, parts, tokens, budget, chunks (kept), summary ({text, covers} or null),
+ *   formatNotes, formatChunks, formatSummary (the blocks above by default), chunksIn ('system',
+ *   the default: the chunks' block in the system message; 'template': as the template's documents).
+ * Returns {messages, parts, tokens, budget, chunks (kept), documents (with chunksIn 'template':
+ * the kept chunks, for the request's documents), summary ({text, covers} or null),
  * droppedChunks, droppedMessages}; parts: [{kind, tokens, cut, reason, …}] in prompt order, the
  * cut ones with 0 tokens; their tokens add up to `tokens`, the rendered prompt's length.
  */
@@ -97,8 +103,10 @@ export async function assembleContext(options) {
   const {
     system = '', notes = [], chunks = [], history = [], countTokens, budget, hasTools = false,
     overflow = 'drop', summarize, budgets = {},
-    formatNotes = notesBlock, formatChunks = chunksBlock, formatSummary = summaryBlock,
+    formatNotes = notesBlock, formatSummary = summaryBlock, chunksIn = 'system',
   } = options;
+  const inTemplate = chunksIn === 'template';
+  const formatChunks = inTemplate ? () => '' : options.formatChunks ?? chunksBlock;
   if (typeof countTokens !== 'function') throw new TypeError('assembleContext: countTokens must be a function');
   if (!(budget > 0)) throw new ContextBudgetError(`no room for a prompt: the budget is ${budget} tokens`, { budget });
   if (overflow === 'summarize' && typeof summarize !== 'function') throw new TypeError("assembleContext: overflow 'summarize' needs a summarize callback");
@@ -130,7 +138,14 @@ export async function assembleContext(options) {
     return text ? [{ role: 'system', content: text }] : [];
   };
   const build = (state) => [...systemMessages(3, state), ...history.slice(state.from), message];
-  const total = (state) => count(build(state), { addGenerationPrompt: true, withTools: true });
+  // the counts from the chunks' part on, with the chunks as the template's documents where it takes them
+  const withChunks = (opts, state) => (inTemplate && state.chunks.length ? { ...opts, documents: state.chunks } : opts);
+  const total = (state) => count(build(state), withChunks({ addGenerationPrompt: true, withTools: true }, state));
+  // what the chunks add: their block in the system message, or (the template's documents, which
+  // it may place anywhere) the whole prompt with them less the whole prompt without
+  const chunksCost = async (state) => (inTemplate
+    ? (await total(state)) - (await count(build(state), { addGenerationPrompt: true, withTools: true }))
+    : (await count(systemMessages(2, state), { addGenerationPrompt: false, withTools: false })) - (await count(systemMessages(1, state), { addGenerationPrompt: false, withTools: false })));
 
   // chunks by score, best first (the block lists them so); cut from the end
   const state = { chunks: [...chunks].sort((a, b) => (b.score ?? 0) - (a.score ?? 0)), from: 0, summary };
@@ -151,9 +166,7 @@ export async function assembleContext(options) {
   // the chunks' own budget, then the whole: lowest score first
   if (budgets.chunks !== undefined) {
     while (state.chunks.length) {
-      const withChunks = await count(systemMessages(2, state), { addGenerationPrompt: false, withTools: false });
-      const without = await count(systemMessages(1, state), { addGenerationPrompt: false, withTools: false });
-      if (withChunks - without <= budgets.chunks) break;
+      if (await chunksCost(state) <= budgets.chunks) break;
       droppedChunks.push(state.chunks.pop());
       chunkReasons.push(`over the chunks' budget of ${budgets.chunks} tokens`);
     }
@@ -192,8 +205,11 @@ export async function assembleContext(options) {
   // the parts, each the difference of two counts along the prompt
   const parts = [];
   let at = 0;
-  const add = async (part, messages, opts) => {
-    const end = await count(messages, opts);
+  // as the template's documents, the chunks' part is their cost in the whole prompt, and every
+  // later part is counted without them plus that cost, so that the parts still end at `tokens`
+  const documentsCost = inTemplate && state.chunks.length ? await chunksCost(state) : 0;
+  const add = async (part, messages, opts, offset = 0) => {
+    const end = (await count(messages, opts)) + offset;
     parts.push({ ...part, tokens: end - at, start: at });
     at = end;
   };
@@ -202,14 +218,14 @@ export async function assembleContext(options) {
   await add({ kind: 'system', cut: null }, systemMessages(0, state), sys);
   if (hasTools) await add({ kind: 'tools', cut: null }, systemMessages(0, state), sysT);
   await add({ kind: 'notes', cut: null, count: notes.length }, systemMessages(1, state), sysT);
-  await add({ kind: 'chunks', cut: null, count: state.chunks.length, chunks: state.chunks.map(({ source, score }) => ({ source, score })) }, systemMessages(2, state), sysT);
+  await add({ kind: 'chunks', cut: null, count: state.chunks.length, chunks: state.chunks.map(({ source, score }) => ({ source, score })), in: chunksIn }, systemMessages(2, state), sysT, documentsCost);
   for (const [i, c] of droppedChunks.entries())
     parts.push({ kind: 'chunks', tokens: 0, start: at, cut: 'dropped', count: 1, chunks: [{ source: c.source, score: c.score }], reason: chunkReasons[i] });
   if (state.summary) {
     const made = state.summary !== prior;
     await add({ kind: 'summary', cut: null, covers: state.summary.covers,
       reason: made ? `${state.from} older message${state.from === 1 ? '' : 's'} summarized by the model: the prompt did not fit in ${budget} tokens` : 'an earlier summary of older turns' },
-    systemMessages(3, state), sysT);
+    systemMessages(3, state), sysT, documentsCost);
   } else if (prior) {
     parts.push({ kind: 'summary', tokens: 0, start: at, cut: 'dropped', covers: prior.covers, reason: summaryReason });
   } else if (summaryReason) {
@@ -222,13 +238,13 @@ export async function assembleContext(options) {
   }
   const head = systemMessages(3, state);
   for (let i = state.from; i < history.length; i++)
-    await add({ kind: 'history', cut: null, role: history[i].role, index: i }, [...head, ...history.slice(state.from, i + 1)], sysT);
-  await add({ kind: 'message', cut: null, role: message.role }, build(state), { addGenerationPrompt: true, withTools: true });
+    await add({ kind: 'history', cut: null, role: history[i].role, index: i }, [...head, ...history.slice(state.from, i + 1)], sysT, documentsCost);
+  await add({ kind: 'message', cut: null, role: message.role }, build(state), { addGenerationPrompt: true, withTools: true }, documentsCost);
   if (at !== tokens) throw new Error(`context-budget: parts end at ${at}, the prompt has ${tokens} tokens`);
 
   return {
     messages: build(state), parts, tokens, budget,
-    chunks: state.chunks, droppedChunks, droppedMessages: state.from,
+    chunks: state.chunks, documents: inTemplate && state.chunks.length ? state.chunks : undefined, droppedChunks, droppedMessages: state.from,
     summary: state.summary ? { text: state.summary.text, covers: state.summary.covers, fresh: state.summary !== prior } : null,
   };
 }

@@ -324,9 +324,10 @@ async function* chatStream(run, signal) {
     temperature: s.temperature, top_k: s.topK, top_p: s.topP, min_p: s.minP, repeat_penalty: s.repeatPenalty,
   };
   if (run.grammar) request.grammar = run.grammar;
+  if (context.documents) request.documents = context.documents;
   if (run.tools) Object.assign(request, { tools: run.tools.list, tool_choice: run.tools.choice });
   // the prompt text this request renders, for a reader of the page (window.wickPage.state.prompt)
-  state.prompt = await state.engine.applyChatTemplate(messages, { tools: run.tools?.choice === 'none' ? undefined : run.tools?.list });
+  state.prompt = await state.engine.applyChatTemplate(messages, { tools: run.tools?.choice === 'none' ? undefined : run.tools?.list, documents: context.documents });
   let content = '';
   const calls = [];
   for await (const c of await state.engine.chat.completions.create(request)) {

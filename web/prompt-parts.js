@@ -2,8 +2,11 @@
 // wasm_glue/context-budget.mjs (the system prompt, memory notes, retrieved chunks, a summary of
 // older turns, the history, the new message) within the context minus the reply's reserve, and
 // shown in the look-inside panel as its parts with their token counts, which of them the engine
-// took from its prefix cache, and what was cut or summarized and why. Imported with import() on
-// the first chat turn: no part of the page's first download.
+// took from its prefix cache, and what was cut or summarized and why. The chunks go where
+// chat.completions.create({documents}) would put them: as the template's documents when it takes
+// them (Granite's, Command-R's: chat-template.mjs's renderPrompt decides), else as the context
+// block in the system message. Imported with import() on the first chat turn: no part of the
+// page's first download.
 import { assembleContext, engineTokenCounter } from '../wasm_glue/context-budget.mjs';
 import { el, formatCount } from './util.js';
 
@@ -17,7 +20,8 @@ export function replyReserve(contextSize, maxTokens) {
 /**
  * The messages of the next request. conversation: the page's whole history, its last message the
  * new one; summary: {text, covers} from an earlier turn (covers: how many of the first messages
- * it replaces); chunks: retrieved chunks [{text, source, score}] (the retrieval module's, [] for now).
+ * it replaces); chunks: retrieved chunks [{text, source, score}] (web/documents.js's retrieval).
+ * The result's documents (assembleContext's) go with the request where the template takes them.
  */
 export async function assembleTurn({ engine, system, notes, conversation, summary, chunks = [], overflow, tools, toolChoice, maxTokens }) {
   const covers = summary?.covers ?? 0;
@@ -27,6 +31,12 @@ export async function assembleTurn({ engine, system, notes, conversation, summar
   const countTokens = engineTokenCounter(engine, { tools: render, tool_choice: toolChoice });
   const contextSize = engine.info.contextSize;
   const budget = contextSize - replyReserve(contextSize, maxTokens);
+  // where the library would put documents: asked of its own renderer with the first chunk
+  let chunksIn = 'system';
+  if (chunks.length && engine.info.chatTemplate) {
+    const { renderPrompt } = await import('../wasm_glue/chat-template.mjs');
+    ({ documentsIn: chunksIn } = await renderPrompt(engine.info.chatTemplate, [{ role: 'user', content: '?' }], { documents: chunks.slice(0, 1) }));
+  }
   const summarize = async ({ summary: earlier, turns, maxTokens: most }) => {
     let transcript = turns.map((m) => `${m.role}: ${m.content ?? JSON.stringify(m.tool_calls ?? '')}`).join('\n');
     const ask = () => [{ role: 'user', content: `${earlier ? `An earlier summary: ${earlier}\n\n` : ''}Summarize this conversation in a few sentences, keeping names, facts and decisions:\n\n${transcript}` }];
@@ -37,7 +47,7 @@ export async function assembleTurn({ engine, system, notes, conversation, summar
     return r.choices[0].message.content ?? '';
   };
   const result = await assembleContext({
-    system, notes, chunks, history, message, countTokens, budget, hasTools: !!render,
+    system, notes, chunks, chunksIn, history, message, countTokens, budget, hasTools: !!render,
     summary: covers ? summary : null, overflow, summarize, budgets: { summary: Math.max(16, Math.min(128, Math.floor(budget / 8))) },
   });
   result.contextSize = contextSize;
@@ -54,6 +64,7 @@ export function showParts(box, result, timings = null) {
     if (p.kind === 'history' && p.role && !p.cut) what += ` (${p.role})`;
     if (p.kind === 'notes' && p.count) what += ` (${p.count})`;
     if (p.kind === 'chunks' && p.count) what += ` (${p.chunks.map((c) => `${c.source ?? '?'}${typeof c.score === 'number' ? ` ${c.score.toFixed(2)}` : ''}`).join(', ')})`;
+    if (p.kind === 'chunks' && p.count && p.in === 'template') what += ' as the template\'s documents';
     if (p.cut && p.kind === 'history') what = `${p.count} older message${p.count === 1 ? '' : 's'}`;
     let cache = '';
     if (cached !== null && p.tokens > 0 && !p.cut) {
