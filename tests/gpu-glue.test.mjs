@@ -3,14 +3,15 @@
 // stories260K's greedy text and mini logits-driven generation as on the CPU, `auto` refusing the
 // software adapter with a reason, the hybrids' chat turns over their recurrent state on the GPU
 // (snapshots and trims through the external context) answering as the CPU does, a family the GPU
-// path does not run, and a device lost in the middle of a generation falling back to the CPU,
-// where the next answer is right.
+// path does not run, a device lost in the middle of a generation falling back to the CPU,
+// where the next answer is right, and saved states refused with the reason (the page keeps the
+// conversation without one).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Wick } from '../wasm_glue/wick.mjs';
+import { Wick, WickError } from '../wasm_glue/wick.mjs';
 import { models, loadReference, greedyText, runWick, shared, collect } from './helpers.mjs';
 import { readLlamaBundle } from '../tools/llama-bundle.mjs';
 import { chatTurnsAnswerAsFresh } from './chat-turns.mjs';
@@ -143,6 +144,45 @@ test('a GPU device lost mid-generation: E_GPU, the engine goes on on the CPU and
     assert.match(engine.device.reason, /GPU failed/);
     const r = await collect(engine.generate('Once upon a time', { temperature: 0, maxTokens: 240 }));
     assert.equal(r.text, ref.greedy_text);
+  } finally {
+    await engine.unload();
+  }
+});
+
+// issue 30: the GPU path keeps its KV cache on the device and saves no state; saveState and
+// loadState refuse with the reason (the page keeps the conversation without a state and says so,
+// web/sessions.js saveConversation), and the engine goes on generating
+test('device gpu: saveState and loadState refuse with E_UNSUPPORTED and the reason; the engine still generates', { timeout: 300000 }, async () => {
+  const blob = await (async () => {
+    const cpu = await Wick.load(stories, { threads: 1, contextSize: 256 });
+    try {
+      await collect(cpu.generate('Once upon a time', { temperature: 0, maxTokens: 4 }));
+      return await cpu.saveState();
+    } finally {
+      await cpu.unload();
+    }
+  })();
+  const engine = await Wick.load(stories, { threads: 1, device: 'gpu', gpuAllowSoftware: true, contextSize: 256 });
+  try {
+    assert.equal(engine.device.type, 'gpu');
+    await collect(engine.generate('Once upon a time', { temperature: 0, maxTokens: 8 }));
+    const refusal = (e) => e instanceof WickError && e.code === 'E_UNSUPPORTED' && /GPU path keeps its cache on the device/.test(e.message) && /device: "cpu"/.test(e.message);
+    await assert.rejects(engine.saveState(), refusal);
+    await assert.rejects(engine.loadState(blob), refusal);
+    await assert.rejects(engine.addPrefix(blob), refusal);
+    // what the page does with it: the conversation without a state, the reason given
+    const { saveConversation } = await import('../web/sessions.js');
+    const saved = new Map();
+    const store = { save: async (key, meta, state) => { saved.set(key, { meta, state }); } };
+    const r = await saveConversation(store, engine, { modelKey: 'stories', scope: 'test', conversation: 'c1', model: 'stories260K', messages: [{ role: 'user', content: 'Hi' }] });
+    assert.equal(r.bytes, 0);
+    assert.match(r.reason, /GPU path keeps its cache on the device/);
+    assert.equal(saved.get(r.key).state, null);
+    assert.deepEqual(saved.get(r.key).meta.messages, [{ role: 'user', content: 'Hi' }]);
+    // the engine still generates, on the GPU, the reference text
+    assert.equal(engine.device.type, 'gpu');
+    const after = await collect(engine.generate('Once upon a time', { temperature: 0, maxTokens: 40 }));
+    assert.equal(after.text, greedyText(40));
   } finally {
     await engine.unload();
   }

@@ -1,7 +1,7 @@
 // tests/kvquant.test.mjs — the quantized KV cache (kvType q8_0 / q4_0) against llama.cpp itself:
 //  - for each family in ../shared (the mini models of its README), llama.cpp (node-llama-cpp's
 //    prebuilt libllama, run here at test time) evaluates the reference prompt as one batch and 8
-//    greedy steps with its cache in Q8_0 and in Q4_0 (type_k = type_v; flash attention on, which
+//    greedy steps with its cache in F16, F32, Q8_0 and Q4_0 (every kvType wick offers; type_k = type_v; flash attention on, which
 //    llama.cpp needs for a quantized V; its Hadamard rotations of a quantized cache included), and
 //    both wick builds with the same cache type land within llama.cpp's own deviation for that
 //    cache type: the shared tolerance for quantized arithmetic (../shared/README.md: 5%), or twice
@@ -12,7 +12,8 @@
 //    the F16 file and on the same weights in F32 differ by 0.07% with an F16 cache, 0.3% with Q8_0
 //    and up to 1.6% with Q4_0 (mini), and wick's by as much;
 //  - a knock-out: on the same files Q4_0's logits lie farther from F16's than Q8_0's do, and each
-//    moves them at all (the cache type is really in effect);
+//    moves them at all (the cache type is really in effect); llama.cpp's Q4_0 rows differ from
+//    its F16 rows (its quantized cache was in effect too);
 //  - the KV bytes of a 4096-token context: at most 54% (Q8_0) and 29% (Q4_0) of F16's;
 //  - the sliding-window rings, the shift and the trim under both types, native and wasm, 1 and 2
 //    threads (test_context's kvquant checks run the C side; here the CLI's logits agree across
@@ -29,6 +30,8 @@ import { readGguf, writeGguf } from './gguf.mjs';
 
 const builds = ['native', 'wasm'];
 const kvTypes = ['q8_0', 'q4_0'];
+// every cache type wick offers is compared with llama.cpp's cache in the same type
+const comparedKvTypes = ['f16', 'f32', ...kvTypes];
 const steps = 8;  // greedy steps after the prompt (the first is the last prompt row)
 // the quantized cache is quantized arithmetic: the shared tolerance of the quantized types
 const tol = 0.05;
@@ -160,7 +163,7 @@ const rowsOf = (r) => [...r.promptRows ?? r.prompt, ...r.stepRows ?? r.step];
 const pct = (x) => `${(x * 100).toFixed(3)}%`;
 
 for (const [family, rel] of families)
-  for (const kvType of kvTypes)
+  for (const kvType of comparedKvTypes)
     test(`${family}: both builds' logits with a ${kvType} cache are within llama.cpp's own deviation of its logits with its ${kvType} cache`, async () => {
       const ref = await llamaCppRows(rel, kvType);
       // rows of a real spread that differ from position to position (a comparison of misaligned rows fails)
@@ -196,6 +199,20 @@ test('the quantized caches move the logits from F16\'s, Q4_0 farther than Q8_0 (
     if (!(d8 > 1e-4)) problems.push(`${family}: q8_0 leaves the logits where f16 has them (${d8})`);
     if (!(d4 > d8)) problems.push(`${family}: q4_0 (${d4}) is not farther from f16 than q8_0 (${d8})`);
   }));
+  assert.deepEqual(problems, []);
+});
+
+// the same knock-out on llama.cpp's side: its rows with a Q4_0 cache are not its F16 rows (its
+// quantized cache was in effect, so that the comparisons above compare quantized caches)
+test('llama.cpp\'s own rows with a q4_0 cache differ from its rows with an f16 cache (each family)', async () => {
+  const problems = [];
+  for (const [family, rel] of families) {
+    const f16 = await llamaCppRows(rel, 'f16');
+    const q4 = await llamaCppRows(rel, 'q4_0');
+    const d4 = Math.max(...q4.promptRows.map((row, i) => relRms(row, f16.promptRows[i])));
+    results[`llama.cpp knock-out ${family}`] = `q4_0 ${pct(d4)} from f16`;
+    if (!(d4 > 1e-3)) problems.push(`${family}: llama.cpp's q4_0 rows are its f16 rows (${d4})`);
+  }
   assert.deepEqual(problems, []);
 });
 

@@ -9,6 +9,7 @@
 //    there makes the next reload re-evaluate the whole history; Forget drops the conversation.
 //    Where OPFS cannot be written from a page (createWritable taken away, as Safari lacks it),
 //    the Cache API keeps the session and a reload goes on from it the same way.
+//    After a reload, a New chat with the same (long) system prompt starts from the saved state.
 // 2. <wick-chat prefix-state save-session>: a state written by `wick prefix` for its system
 //    prompt makes the first reply evaluate only the visitor's message; after a reload the
 //    conversation and its state come back and the next reply evaluates only the new message.
@@ -297,5 +298,52 @@ document.addEventListener('wick-error', (e) => window.errors.push(e.detail.error
   process.stdout.write(`# <wick-chat>: prefix of ${prefixTokens} tokens (${fs.statSync(out).size} bytes); first reply ${first.timings.promptEvalTokens} of ${first.timings.promptTokens} evaluated; ` +
     `after a reload ${second.timings.promptEvalTokens} of ${second.timings.promptTokens}, ${second.timings.promptFromState} from the saved state\n`);
   assert.deepEqual(await page.evaluate(() => window.errors), []);
+  assert.deepEqual(page.errors, []);
+});
+
+// acceptance 5 on the page: a system prompt of over 200 tokens, a reply, a reload, a New chat
+// with the same system prompt: its first reply starts from the saved state (web/sessions.js makes
+// the restored conversation's system prompt a shared prefix, engine.addPrefix) and evaluates only
+// its own tokens beyond the system prompt, even when the cache holds another text by then
+const LONG_SYSTEM = `${SYSTEM} ${Array.from({ length: 4 }, (_, i) => `Room ${i + 1} keeps the maps of the ${['north', 'south', 'east', 'west'][i % 4]} coast drawn in the ${1500 + 25 * i}s, on paper and on vellum.`).join(' ')}`;
+
+test('the page: a New chat after a reload with the same long system prompt starts from the saved state (a shared prefix)', { timeout: 240000 }, async () => {
+  const site = makeSite();
+  const server = await serve(site);
+  const context = await launch();
+  const page = await openPage(context, `${server.base}/web/index.html?model=${encodeURIComponent(`${server.base}/models/mini/mini-chat-q8_0.gguf`)}`);
+  await loadModel(page);
+  const contextSize = await page.evaluate(() => window.wickPage.state.engine.info.contextSize);
+  const systemTokens = (await page.evaluate((s) => window.wickPage.state.engine.tokenize(s), LONG_SYSTEM)).length;
+  assert.ok(systemTokens >= 200, `a system prompt of ${systemTokens} tokens`);
+  const [ref] = await reference(contextSize, ['Where is the oldest map?'], LONG_SYSTEM);
+  await page.fill('#system-prompt', LONG_SYSTEM);
+  const one = await ask(page, 'Which room has the vellum maps?');
+  assert.equal(one.promptEvalTokens, one.promptTokens, 'the first conversation reads its system prompt');
+
+  await page.reload();
+  await loadModel(page);
+  assert.equal(await page.evaluate(() => document.getElementById('log').dataset.restored), '2');
+  assert.equal(await page.inputValue('#system-prompt'), LONG_SYSTEM);
+  await page.click('#new-conversation');
+  assert.equal(await page.locator('#log .msg').count(), 0);
+  // the cache now holds another text (a completion, as the Complete mode leaves one): the restored
+  // conversation's rows are gone, and only the shared prefix can give the system prompt back
+  const other = await page.evaluate(async () => {
+    let done = null;
+    for await (const c of window.wickPage.state.engine.generate('Once upon a time', { temperature: 0, maxTokens: 2 })) if (c.done) done = c;
+    return done.timings;
+  });
+  assert.ok(other.cachedPromptTokens <= 1, `the completion reused ${other.cachedPromptTokens} cached tokens (at most the BOS)`);
+  const fresh = await ask(page, 'Where is the oldest map?');
+  assert.equal(fresh.text, ref.text, 'the same reply as a fresh engine that read it all');
+  assert.equal(fresh.promptTokens, ref.timings.promptTokens);
+  assert.equal(ref.timings.promptEvalTokens, ref.timings.promptTokens, 'a fresh engine evaluates the whole prompt');
+  assert.ok(fresh.promptFromState >= systemTokens, `${fresh.promptFromState} prompt tokens from the saved state, the system prompt has ${systemTokens}`);
+  assert.equal(fresh.promptEvalTokens, fresh.promptTokens - fresh.promptFromState);
+  assert.ok(fresh.promptEvalTokens < 40, `only the new chat's own tokens: ${fresh.promptEvalTokens} of ${fresh.promptTokens}`);
+  assert.equal(fresh.phasesFromState, fresh.promptFromState);
+  assert.match(fresh.stats, new RegExp(`prefill ${fresh.promptEvalTokens} tok.*${fresh.promptFromState} from a saved state`));
+  process.stdout.write(`# the page, a New chat after a reload: ${fresh.promptEvalTokens} of ${fresh.promptTokens} prompt tokens evaluated, ${fresh.promptFromState} from the saved state (system prompt ${systemTokens})\n`);
   assert.deepEqual(page.errors, []);
 });

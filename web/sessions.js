@@ -3,7 +3,8 @@
 // rows in use, src/state.c) are written to the origin's private file system (OPFS), or to the
 // Cache API where OPFS cannot be written from a page (Safari has no createWritable there). A
 // reload reads the messages back and loads the state, so the next reply evaluates only the new
-// message. Both are local: this works offline. Imported lazily (import()), so that the page's
+// message. Both are local: this works offline. The restored conversation's system prompt becomes a
+// shared prefix (engine.addPrefix), so a new chat with the same system prompt starts from it too. Imported lazily (import()), so that the page's
 // first download does not carry it (tests/weight.test.mjs).
 //
 // A session is keyed by the model (its URL, or a local file's name and size: the state's own
@@ -177,16 +178,36 @@ export async function saveConversation(store, engine, { modelKey, scope, convers
 }
 
 /** After a load: the newest conversation of this model in this scope, its state loaded into the
- *  engine: {meta, tokens (the state's, 0 without one), error (why the state was refused)}, or null. */
+ *  engine, and its system prompt's state given to the engine as a shared prefix (a new chat with
+ *  the same system prompt starts from it): {meta, tokens (the state's, 0 without one), prefixTokens
+ *  (the shared prefix's, 0 without one), error (why the state was refused)}, or null. */
 export async function restoreSession(engine, modelKey, scope) {
   const store = await openSessions();
   const saved = store && await latestSession(store, modelKey, scope);
   if (!saved?.meta.messages?.length) return null;
-  let tokens = 0, error = null;
+  let tokens = 0, prefixTokens = 0, error = null;
   if (saved.blob) {
     try { tokens = (await engine.loadState(saved.blob)).tokens; } catch (e) { error = e; }
   }
-  return { meta: saved.meta, tokens, error };
+  if (tokens && saved.meta.system) prefixTokens = await shareSystemPrompt(engine, saved.meta.system, saved.blob);
+  return { meta: saved.meta, tokens, prefixTokens, error };
+}
+
+/** The state of a system prompt as a shared prefix (engine.addPrefix): the cache holds the loaded
+ *  conversation, which starts with it, so savePrefix evaluates at most its last token; the
+ *  conversation's state is put back after. Returns the prefix's tokens (0 where it could not be
+ *  made: the conversation goes on as loaded all the same). A prefix only matches a prompt that
+ *  starts with all of its tokens, so the conversation's own state would not serve a new chat. */
+async function shareSystemPrompt(engine, system, blob) {
+  let tokens = 0;
+  try {
+    const prefix = await engine.savePrefix({ system });
+    tokens = (await engine.addPrefix(prefix.blob)).tokens;
+  } catch {
+    // no shared prefix: a new chat reads its system prompt again
+  }
+  await engine.loadState(blob);
+  return tokens;
 }
 
 /** The cache panel's list of saved conversations: each one's model, messages and state size, a
