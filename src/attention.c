@@ -125,7 +125,21 @@ static __attribute__((noinline)) void kv_row_to_f32(int32_t type, const void *sr
         memcpy(dst, src, (size_t)n * sizeof(float));
         return;
     }
-    if (kv_type_is_block(type)) { /* Q8_0, Q4_0: the quant table's conversion */
+    if (type == WICK_KV_Q8_0) { /* the table's d · q products, here in SIMD: quant.c is compiled for size in the wasm builds */
+        const block_q8_0 *b = src;
+        for (int k = 0; k < n / QK8_0; k++, b++, dst += QK8_0) {
+            v128_t d = wasm_f32x4_splat(quant_f16_to_f32_inline(b->d));
+            for (int i = 0; i < QK8_0; i += 16) {
+                v128_t q = wasm_v128_load(b->qs + i), lo = wasm_i16x8_extend_low_i8x16(q), hi = wasm_i16x8_extend_high_i8x16(q);
+                wasm_v128_store(dst + i, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(wasm_i32x4_extend_low_i16x8(lo)), d));
+                wasm_v128_store(dst + i + 4, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(wasm_i32x4_extend_high_i16x8(lo)), d));
+                wasm_v128_store(dst + i + 8, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(wasm_i32x4_extend_low_i16x8(hi)), d));
+                wasm_v128_store(dst + i + 12, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(wasm_i32x4_extend_high_i16x8(hi)), d));
+            }
+        }
+        return;
+    }
+    if (kv_type_is_block(type)) { /* Q4_0: the quant table's conversion */
         quant_get(kv_quant_type(type))->to_float(src, dst, n);
         return;
     }
@@ -300,6 +314,37 @@ static __attribute__((noinline)) void block_keys_dots(const attn_args *a, int t,
     }
 }
 
+/* out[0 .. hd) = Σ p[j] · v_j over positions lo … hi of a Q8_0 value cache, for one query head:
+ * a block of 32 dimensions at a time summed in registers, each value d · q as kv_row_to_f32
+ * converts it and added in attend_heads' order, so the sums are its sums bit for bit, without
+ * the row of floats written and read again per position. */
+static __attribute__((noinline)) void q8_0_values(const attn_args *a, size_t v_off, int lo, int hi, const float *p, float *out, int hd) {
+    const struct wick_ctx *c = a->c;
+    /* positions lo … hi from their slots: a sliding layer's ring wraps back to slot 0 */
+    const uint8_t *base = (const uint8_t *)kv_at(c, c->v_cache, a->layer, 0) + v_off;
+    size_t row = kv_row_bytes(c, c->v_cache, a->layer);
+    int n_slots = c->kv_slots[a->layer], slot0 = kv_slot(c, a->layer, lo);
+    for (int blk = 0; blk < hd / QK8_0; blk++) {
+        v128_t acc[8];
+        for (int r = 0; r < 8; r++) acc[r] = wasm_f32x4_splat(0);
+        const uint8_t *vj = base + (size_t)slot0 * row;
+        for (int j = lo, slot = slot0; j <= hi; j++) {
+            const block_q8_0 *b = (const block_q8_0 *)vj + blk;
+            if (++slot == n_slots) slot = 0, vj = base;
+            else vj += row;
+            v128_t d = wasm_f32x4_splat(quant_f16_to_f32_inline(b->d)), pj = wasm_f32x4_splat(p[j]);
+            for (int i = 0; i < 2; i++) {
+                v128_t q = wasm_v128_load(b->qs + 16 * i), l = wasm_i16x8_extend_low_i8x16(q), h = wasm_i16x8_extend_high_i8x16(q);
+                v128_t v[4] = { wasm_i32x4_extend_low_i16x8(l), wasm_i32x4_extend_high_i16x8(l), wasm_i32x4_extend_low_i16x8(h),
+                                wasm_i32x4_extend_high_i16x8(h) };
+                for (int k = 0; k < 4; k++)
+                    acc[4 * i + k] = wasm_f32x4_add(acc[4 * i + k], wasm_f32x4_mul(pj, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(v[k]), d)));
+            }
+        }
+        for (int r = 0; r < 8; r++) wasm_v128_store(out + QK8_0 * blk + 4 * r, acc[r]);
+    }
+}
+
 /* Token t's query heads h0 … h0 + heads − 1, all of KV head kvh: each cached key and value
  * converted to floats once for all of them (grouped-query models share a KV head between up to
  * ATT_HEADS_MAX heads at once). For each head: scores against every cached position the token
@@ -335,6 +380,10 @@ static void attend_heads(const attn_args *a, int t, int kvh, int h0, int heads, 
     for (int g = 0; g < heads; g++) {
         softmax_scores(scores + (size_t)g * c->n_ctx, lo, hi, max[g]);
         if (folded) rebias_probs(scores + (size_t)g * c->n_ctx, lo, hi);
+    }
+    if (heads == 1 && c->kv_type_v == WICK_KV_Q8_0) {
+        q8_0_values(a, v_off, lo, hi, scores, out, hd);
+        return;
     }
     memset(out, 0, (size_t)heads * hd * sizeof(float));
     for (int j = lo; j <= hi; j++) {

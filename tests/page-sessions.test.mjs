@@ -345,5 +345,25 @@ test('the page: a New chat after a reload with the same long system prompt start
   assert.equal(fresh.phasesFromState, fresh.promptFromState);
   assert.match(fresh.stats, new RegExp(`prefill ${fresh.promptEvalTokens} tok.*${fresh.promptFromState} from a saved state`));
   process.stdout.write(`# the page, a New chat after a reload: ${fresh.promptEvalTokens} of ${fresh.promptTokens} prompt tokens evaluated, ${fresh.promptFromState} from the saved state (system prompt ${systemTokens})\n`);
+
+  // nothing lost: the New chat kept the first conversation; the cache panel lists both, and
+  // opens the first again with its state: its next reply evaluates only the new message, and
+  // answers as an engine that read the first conversation's two turns from the start
+  await page.waitForFunction(() => document.getElementById('session-list').dataset.count === '2', null, { timeout: 10000 });
+  const entries = await page.$$eval('#session-list .session-entry', (lis) => lis.map((li) => ({ text: li.textContent, current: li.dataset.current, open: !!li.querySelector('.open-session') })));
+  assert.deepEqual(entries.map((e) => [e.current, e.open]), [['true', false], ['false', true]], JSON.stringify(entries));
+  assert.match(entries[1].text, /2 messages.*Which room has the vellum maps/s);
+  await page.click('#session-list .session-entry .open-session');
+  await page.waitForFunction(() => document.getElementById('log').dataset.restored === '2', null, { timeout: 30000 });
+  assert.equal(await page.locator('#log .msg').count(), 2);
+  assert.match(await page.textContent('#log'), /Which room has the vellum maps/);
+  const [, refAgain] = await reference(contextSize, ['Which room has the vellum maps?', 'Where is the oldest map?'], LONG_SYSTEM);
+  const again = await ask(page, 'Where is the oldest map?');
+  assert.equal(again.text, refAgain.text, 'the reopened conversation answers as an engine that never stopped');
+  assert.equal(again.promptTokens, refAgain.timings.promptTokens);
+  assert.equal(again.promptEvalTokens, refAgain.timings.promptEvalTokens, 'only the new message is evaluated, as in an engine that never stopped');
+  assert.equal(again.promptEvalTokens, again.promptTokens - again.promptFromState);
+  await page.waitForFunction(() => document.getElementById('session-list').dataset.count === '2', null, { timeout: 10000 });
+  process.stdout.write(`# the page, the first conversation opened again from the cache panel: ${again.promptEvalTokens} of ${again.promptTokens} prompt tokens evaluated, ${again.promptFromState} from its saved state\n`);
   assert.deepEqual(page.errors, []);
 });

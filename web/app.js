@@ -534,7 +534,7 @@ function stop() {
 
 function newConversation() {
   stop();
-  forgetConversation();
+  leaveConversation();
   state.messages = [];
   state.pendingCalls = [];
   state.last = null;
@@ -888,8 +888,11 @@ async function restoreConversation(engine, chosen) {
   state.modelKey = api.modelKeyOf(chosen.source);
   if (!engine.info.chatTemplate) return;
   const saved = await api.restoreSession(engine, state.modelKey, SCOPE);
-  if (!saved) return;
-  const { meta, tokens, error } = saved;
+  if (saved) await showRestored(saved);
+}
+
+/** A restored conversation on screen: its messages, its system prompt, and what the next reply evaluates. */
+async function showRestored({ meta, tokens, error }) {
   if (error) notice('warn', `The saved state of this conversation cannot be used (${error.code ? `${error.code}: ` : ''}${error.message}): its next reply reads the conversation again.`);
   Object.assign(state, { conversation: meta.conversation, sessionKey: meta.key, messages: meta.messages });
   $('system-prompt').value = meta.system || '';
@@ -931,18 +934,40 @@ function saveConversation() {
   state.saving = saving;
 }
 
-/** New conversation: the old one's saved session goes. */
-function forgetConversation() {
-  const key = state.sessionKey;
+/** New conversation: the old one stays saved, listed in the cache panel, which opens it again. */
+function leaveConversation() {
   state.conversation = state.sessionKey = null;
-  if (!key) return;
-  sessionsApi().then(async (api) => { await (await api.openSessions())?.forget(key); refreshSessions(); }).catch(() => {});
+  refreshSessions().catch(() => {});
+}
+
+/** The cache panel's Open: a saved conversation of the loaded model comes back (the one on screen
+ *  is kept as its last reply left it), and the engine loads its state, so that the next reply
+ *  evaluates only the new message. */
+async function openConversation(key) {
+  const engine = state.engine;
+  if (!engine || state.generating || key === state.sessionKey) return;
+  await state.saving;
+  stop();
+  Object.assign(state, { conversation: null, sessionKey: null, messages: [], pendingCalls: [], last: null, summary: null });
+  $('log').replaceChildren();
+  $('log').dataset.restored = '';
+  try {
+    const saved = await (await sessionsApi()).restoreSession(engine, state.modelKey, SCOPE, key);
+    if (saved && state.engine === engine) await showRestored(saved);
+    else if (!saved) notice('warn', 'That conversation is no longer saved on this device.');
+  } catch (e) {
+    notice('warn', `The saved conversation could not be opened: ${e.message}`);
+  }
+  showToolReply();
+  updateButtons();
+  refreshSessions().catch(() => {});
 }
 
 /** The cache panel's list of saved conversations (web/sessions.js draws it). */
 async function refreshSessions() {
   const api = await sessionsApi();
-  await api.renderSessions($('session-list'), SCOPE, (key) => { if (key === state.sessionKey) state.conversation = state.sessionKey = null; });
+  await api.renderSessions($('session-list'), SCOPE, (key) => { if (key === state.sessionKey) state.conversation = state.sessionKey = null; },
+    state.engine?.info.chatTemplate && state.modelKey ? { modelKey: state.modelKey, current: state.sessionKey, onOpen: openConversation } : null);
 }
 
 // ---- wiring ----

@@ -177,13 +177,14 @@ export async function saveConversation(store, engine, { modelKey, scope, convers
   return { key, bytes: blob ? blob.length : 0, reason };
 }
 
-/** After a load: the newest conversation of this model in this scope, its state loaded into the
+/** After a load: the newest conversation of this model in this scope (or the one of `key`: the
+ *  cache panel's Open), its state loaded into the
  *  engine, and its system prompt's state given to the engine as a shared prefix (a new chat with
  *  the same system prompt starts from it): {meta, tokens (the state's, 0 without one), prefixTokens
  *  (the shared prefix's, 0 without one), error (why the state was refused)}, or null. */
-export async function restoreSession(engine, modelKey, scope) {
+export async function restoreSession(engine, modelKey, scope, key = null) {
   const store = await openSessions();
-  const saved = store && await latestSession(store, modelKey, scope);
+  const saved = store && (key ? await store.load(key) : await latestSession(store, modelKey, scope));
   if (!saved?.meta.messages?.length) return null;
   let tokens = 0, prefixTokens = 0, error = null;
   if (saved.blob) {
@@ -211,8 +212,10 @@ async function shareSystemPrompt(engine, system, blob) {
 }
 
 /** The cache panel's list of saved conversations: each one's model, messages and state size, a
- *  button that removes the state (the conversation stays) and one that forgets it (onForget(key)). */
-export async function renderSessions(list, scope, onForget) {
+ *  button that removes the state (the conversation stays) and one that forgets it (onForget(key));
+ *  where `open` is given ({modelKey, current, onOpen(key)}: the loaded model, the conversation on
+ *  screen), the other conversations of that model in this scope have an Open button (onOpen(key)). */
+export async function renderSessions(list, scope, onForget, open = null) {
   let store, sessions;
   try {
     store = await openSessions();
@@ -223,14 +226,18 @@ export async function renderSessions(list, scope, onForget) {
   }
   if (!store) { list.replaceChildren(el('li', { className: 'hint' }, 'This browser offers no storage for conversations.')); return; }
   const where = store.kind === 'opfs' ? 'the origin private file system' : 'the Cache API';
-  const again = () => renderSessions(list, scope, onForget);
+  const again = () => renderSessions(list, scope, onForget, open);
   list.replaceChildren(...sessions.map((s) => {
     const key = String(s.meta.modelKey);
     let model = s.meta.model || key;
     try { model = key.startsWith('file:') ? key.split(':')[1] : decodeURIComponent(new URL(key).pathname.split('/').pop()); } catch { /* the name the engine gave */ }
     const n = s.meta.messages?.length || 0;
-    return el('li', { className: 'cache-entry session-entry', title: `${key} (${where})`, 'data-bytes': String(s.bytes) },
-      el('span', { className: 'cache-name' }, `${model}${s.meta.scope === scope ? '' : ' (<wick-chat>)'}: ${n} message${n === 1 ? '' : 's'}`),
+    const first = s.meta.messages?.find((m) => m.role === 'user' && typeof m.content === 'string')?.content || '';
+    const opens = open && s.meta.scope === scope && key === open.modelKey && s.key !== open.current;
+    return el('li', { className: 'cache-entry session-entry', title: `${key} (${where})`, 'data-bytes': String(s.bytes), 'data-current': String(!!open && s.key === open.current) },
+      el('span', { className: 'cache-name' }, `${model}${s.meta.scope === scope ? '' : ' (<wick-chat>)'}: ${n} message${n === 1 ? '' : 's'}${first ? ` (“${first.length > 40 ? `${first.slice(0, 40)}…` : first}”)` : ''}`),
+      opens ? el('button', { type: 'button', className: 'small open-session', 'aria-label': `Open the conversation with ${model} again`,
+        onclick: () => open.onOpen(s.key) }, 'Open') : null,
       el('span', { className: 'cache-size' }, s.bytes ? `state ${formatBytes(s.bytes)}` : 'no state: its next reply reads it again'),
       s.bytes ? el('button', { type: 'button', className: 'small remove-state', 'aria-label': `Remove the saved state of the conversation with ${model}`,
         onclick: async () => { await store.removeState(s.key); again(); } }, 'Remove state') : null,
