@@ -4,9 +4,11 @@
 //    greedy steps with its cache in F16, F32, Q8_0 and Q4_0 (every kvType wick offers; type_k = type_v; flash attention on, which
 //    llama.cpp needs for a quantized V; its Hadamard rotations of a quantized cache included), and
 //    both wick builds with the same cache type land within llama.cpp's own deviation for that
-//    cache type: the shared tolerance for quantized arithmetic (../shared/README.md: 5%), or twice
-//    the distance llama.cpp's own logits move when every weight moves by one F16 rounding step
-//    where that is more. A cache rounded to 4 bits turns differences of the order of float
+//    cache type: the shared tolerance for quantized arithmetic (../shared/README.md: 5%), or the
+//    distance llama.cpp's own logits move when every weight moves by one F16 rounding step where
+//    that is more (with a Q4_0 cache it is on llama3, gemma2, gemma3, phi3, smollm3 and granite:
+//    5.2–12%; wick's distance to llama.cpp is 0.000% on all of them but gemma2 and gemma3, whose
+//    attention soft-cap and sliding rings round differently: 5.8% and 4.6%). A cache rounded to 4 bits turns differences of the order of float
 //    rounding in a key or value into whole steps of a block (an element that lay near the middle
 //    of two steps goes the other way), and the layers after carry them on: llama.cpp's logits on
 //    the F16 file and on the same weights in F32 differ by 0.07% with an F16 cache, 0.3% with Q8_0
@@ -172,7 +174,7 @@ for (const [family, rel] of families)
       // llama.cpp's own deviation: its rows for the same tokens with every weight moved by an F16 rounding step
       const moved = await llamaCppRows(rel, kvType, { file: perturbedFileOf(rel), follow: ref.greedy });
       const own = Math.max(...rowsOf(moved).map((row, j) => relRms(row, rowsOf(ref)[j])));
-      const bound = Math.max(tol, 2 * own);
+      const bound = Math.max(tol, own);
       const runs = await Promise.all(builds.map((b) => wickRows(b, rel, kvType, ref.greedy)));
       for (const [i, build] of builds.entries()) {
         const errs = rowsOf(runs[i]).map((row, j) => relRms(row, rowsOf(ref)[j]));
