@@ -156,8 +156,17 @@ build/wick-shell.json: tools/shell-manifest.mjs $(SHELL_FILES) build/wasm/wick.j
 	node tools/shell-manifest.mjs $@ $(SHELL_FILES) $(SHELL_BUILDS)
 
 # ---- tests ----
+# node-llama-cpp's prebuilt llama.cpp is the tests' reference. On a Xeon with AMX its loader picks the
+# sapphirerapids CPU variant, whose AMX buffer type takes F16 and Q8_0 weights into a matmul of its own
+# (ggml/src/ggml-cpu/amx/mmq.cpp in this bundle) that offsets a 2-D weight by the activation's batch
+# index: a weight times 3-D activations (gemma3n's AltUp streams) reads past the weight. A CI run on an
+# Intel Xeon failed exactly there (gemma3n logits 78-98% of a row's stddev from wick's, which the AVX-512
+# path matches) and on the Q8_0 bert reranker. Without that file the loader takes zen4 (the same AVX-512
+# set without AMX): one reference on every x86 machine here (tests/llama-native.mjs checks it is gone).
+LLAMA_AMX_VARIANT := node_modules/@node-llama-cpp/linux-x64/bins/linux-x64/libggml-cpu-sapphirerapids.so
 build/.npm-stamp: package.json package-lock.json | build/.setup-stamp
 	npm ci --no-audit --no-fund
+	rm -f $(LLAMA_AMX_VARIANT)
 	@touch $@
 
 test: all build/.npm-stamp
