@@ -7,8 +7,12 @@
 //    cache type: the shared tolerance for quantized arithmetic (../shared/README.md: 5%), or the
 //    distance llama.cpp's own logits move when every weight moves by one F16 rounding step where
 //    that is more (with a Q4_0 cache it is on llama3, gemma2, gemma3, phi3, smollm3 and granite:
-//    5.2–12%; wick's distance to llama.cpp is 0.000% on all of them but gemma2 and gemma3, whose
-//    attention soft-cap and sliding rings round differently: 5.8% and 4.6%). A cache rounded to 4 bits turns differences of the order of float
+//    5.2–12%). Measured 2026-12-03 (AMD EPYC, llama.cpp's zen4 variant), worst row of wick against
+//    llama.cpp with a Q4_0 cache: llama3 4.60%, phi3 6.33% (llama.cpp's own 7.33%), smollm3 7.58%
+//    (12.22%), gemma3 8.34% (9.69%), gemma2 11.28% (12.02%); the other seven families within 5%.
+//    Matching llama.cpp closer would mean its order of every float sum (its flash attention's
+//    online softmax, its Hadamard rotation as an F32 matrix product, its SIMD dot products), which
+//    differs between its own CPU variants. A cache rounded to 4 bits turns differences of the order of float
 //    rounding in a key or value into whole steps of a block (an element that lay near the middle
 //    of two steps goes the other way), and the layers after carry them on: llama.cpp's logits on
 //    the F16 file and on the same weights in F32 differ by 0.07% with an F16 cache, 0.3% with Q8_0
