@@ -158,6 +158,6 @@ void sparse_gate(struct wick_ctx *c, float k, int n_tok, int hid) {
         float mean = (float)sum / (float)hid;
         for (int i = 0; i < hid; i++) ss += (double)((g[i] - mean) * (g[i] - mean));
         float cutoff = mean + sqrtf((float)ss * (1.0f / (float)(hid - 1))) * k;
-        for (int i = 0; i < hid; i++) g[i] = gelu_tanh(g[i] > cutoff ? g[i] - cutoff : 0.0f) * up[i];
+        for (int i = 0; i < hid; i++) g[i] = gelu_f16(g[i] > cutoff ? g[i] - cutoff : 0.0f) * up[i];
     }
 }

@@ -77,6 +77,19 @@ static void kv_rotations(struct wick_ctx *c) {
 
 static int recurrent_state_init(struct wick_ctx *c, errmsg *err);
 
+/* whether a file of the model holds a matrix in F16 or BF16: its products take activations rounded
+ * to those values (matmul.c act_get, WICK_TYPE_F32_H / F32_BH), in a buffer of their own */
+static bool model_has_float16_matrices(const struct wick_model *m) {
+    if (!m->is_gguf) return false;
+    for (int f = -1; f < m->n_shards; f++) {
+        const gguf_file *g = f < 0 ? &m->gguf : &m->shards[f];
+        for (uint64_t i = 0; i < g->n_tensors; i++)
+            if (g->tensors[i].n_dims >= 2 && (g->tensors[i].type == WICK_TYPE_F16 || g->tensors[i].type == WICK_TYPE_BF16))
+                return true;
+    }
+    return false;
+}
+
 int ctx_init_external(struct wick_ctx *c, const struct wick_model *m, int32_t n_ctx, errmsg *err) {
     memset(c, 0, sizeof *c);
     if (!m->has_weights) return errorf(err, WICK_ERR_INVALID_ARG, "the model has no weights (vocab-only file)");
@@ -225,6 +238,13 @@ int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_para
     }
     c->qbuf_bytes = B * (widest * ACT_BYTES_PER_ELEM_NUM / ACT_BYTES_PER_ELEM_DEN + 64);
     for (int i = 0; i < ACT_SLOTS; i++) c->qbuf[i] = malloc(c->qbuf_bytes);
+    if (model_has_float16_matrices(m)) {
+        c->xr = malloc(B * widest * sizeof(float));
+        if (!c->xr) {
+            ctx_release(c);
+            return errorf(err, WICK_ERR_NOMEM, "out of memory allocating the F16-rounded activations of a batch of %d", c->n_batch);
+        }
+    }
     if (!c->k_cache || !c->v_cache || !c->x || !c->xb || !c->xb2 || !c->q || !c->k || !c->v || !c->hb ||
         !c->hb2 || !c->rope_cos || !c->rope_sin || !c->att || !c->qbuf[0] || !c->qbuf[1] || !c->qbuf[2]) {
         ctx_release(c);
@@ -340,7 +360,7 @@ void ctx_release(struct wick_ctx *c) {
                     c->rope_cos, c->rope_sin, c->att, c->qbuf[0], c->qbuf[1], c->qbuf[2], c->logits,
                     c->kv_slots, c->kv_off, c->rstate, c->rs_off, c->proj, c->mix, c->mix2,
                     c->rs_snap[0], c->rs_snap[1], c->ext_ops, c->ple, c->ple_row, c->ple_gate,
-                    c->alt, c->laurel, c->alt_coef, c->ple_raw, c->wconv};
+                    c->alt, c->laurel, c->alt_coef, c->ple_raw, c->wconv, c->xr};
     _Static_assert(STATE_SNAPSHOTS == 2, "ctx_release frees each snapshot");
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     memset(c, 0, sizeof *c);

@@ -48,6 +48,7 @@ struct wick_ctx {
     float *wconv;                 /* per thread: F16/BF16 weight rows as floats in prefill (matmul.c), grown on use */
     size_t wconv_floats;
     void *qbuf[ACT_SLOTS];
+    float *xr;                    /* a batch of activation rows rounded for F16/BF16 weights (matmul.c), or NULL: no such weights */
     size_t qbuf_bytes;
     float *logits;                /* [n_logit_rows][n_vocab] */
     int32_t n_logit_rows, logits_cap_rows;

@@ -58,16 +58,6 @@ static void layernorm_rows(float *x, const float *w, const float *b, int n_tok, 
     }
 }
 
-/* GELU as llama.cpp's CPU backend computes it (ggml-cpu/vec.h, GGML_GELU_FP16): the input rounded
- * to F16 and looked up in a table of F16 results, 0 below −10 and the identity above 10; so the
- * same roundings here, on the tanh form */
-static float gelu_f16(float x) {
-    if (x <= -10.0f) return 0.0f;
-    if (x >= 10.0f) return x;
-    float h = quant_f16_to_f32(quant_f32_to_f16(x));
-    return quant_f16_to_f32(quant_f32_to_f16(gelu_tanh(h)));
-}
-
 static void add_rows(float *x, const float *y, size_t n) {
     for (size_t i = 0; i < n; i++) x[i] = y[i] + x[i];
 }

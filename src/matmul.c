@@ -1,5 +1,6 @@
 /* matmul.c — the matrix products of the layers. An activation row is converted once to the
- * 8-bit block format its weight's dot product takes (Q8_0, Q8_1 or Q8_K, act_get), then each
+ * 8-bit block format its weight's dot product takes (Q8_0, Q8_1 or Q8_K, act_get), or rounded to
+ * F16 or BF16 values for the weights of those types, then each
  * product out[t][r] = Σ_c W[r][c]·x[t][c] runs as the type's gemm tiles over a cache tile of
  * weight rows for every token of the batch (prefill), or as several far-apart row streams of
  * its gemv (decode, bound by memory). The rows of every matrix are split between the pool's
@@ -16,19 +17,26 @@
 /* ---- activation rows in the weights' dot-product format ---- */
 
 typedef struct {
-    act_rows *a;
-    int slot;
+    const act_rows *a;
+    void *dst;          /* row t at dst + t · row_bytes */
+    size_t row_bytes;
     const quant_type *qt;
 } quantize_args;
 
 static void quantize_task(void *arg, int ith, int nth) {
     quantize_args *qa = arg;
-    act_rows *a = qa->a;
+    const act_rows *a = qa->a;
     long t0, t1;
     pool_split(a->n_tok, ith, nth, &t0, &t1);
     for (long t = t0; t < t1; t++)
-        qa->qt->from_float(a->x + (size_t)t * (size_t)a->cols,
-                           (uint8_t *)a->q[qa->slot] + (size_t)t * a->q_row_bytes[qa->slot], a->cols);
+        qa->qt->from_float(a->x + (size_t)t * (size_t)a->cols, (uint8_t *)qa->dst + (size_t)t * qa->row_bytes, a->cols);
+}
+
+/* the rows converted by the type's from_float into dst, by the pool's threads in prefill */
+static void convert_rows(struct wick_ctx *c, const act_rows *a, const quant_type *qt, void *dst, size_t row_bytes) {
+    quantize_args qa = {a, dst, row_bytes, qt};
+    if (a->n_tok > 1) pool_run(c->pool, quantize_task, &qa);
+    else quantize_task(&qa, 0, 1);
 }
 
 void act_init(act_rows *a, struct wick_ctx *c, const float *x, int n_tok, int cols) {
@@ -45,6 +53,18 @@ static const void *act_get(act_rows *a, struct wick_ctx *c, uint32_t t, size_t *
         *row_bytes = (size_t)a->cols * sizeof(float);
         return a->x;
     }
+    if (t == WICK_TYPE_F32_H || t == WICK_TYPE_F32_BH) {
+        /* F16 or BF16 weights: the rows rounded to their values once, in the context's buffer
+         * (ctx_init makes it for a model with such matrices). One rounding at a time: a file
+         * mixing F16 and BF16 matrices over one input gives the second its plain F32 rows. */
+        *row_bytes = (size_t)a->cols * sizeof(float);
+        if (!c->xr || (a->xr_ready && a->xr_type != t)) return a->x;
+        if (!a->xr_ready) {
+            convert_rows(c, a, quant_get(t), c->xr, *row_bytes);
+            a->xr_ready = true, a->xr_type = t;
+        }
+        return c->xr;
+    }
     int s = 0;
     for (; s < ACT_SLOTS && a->ready[s]; s++)
         if (a->q_type[s] == t) {
@@ -55,9 +75,7 @@ static const void *act_get(act_rows *a, struct wick_ctx *c, uint32_t t, size_t *
     const quant_type *qt = quant_get(t);
     a->q_type[s] = t;
     a->q_row_bytes[s] = quant_row_size(t, a->cols);
-    quantize_args qa = {a, s, qt};
-    if (a->n_tok > 1) pool_run(c->pool, quantize_task, &qa);
-    else quantize_task(&qa, 0, 1);
+    convert_rows(c, a, qt, a->q[s], a->q_row_bytes[s]);
     a->ready[s] = true;
     *row_bytes = a->q_row_bytes[s];
     return a->q[s];
@@ -174,7 +192,7 @@ static void matmul_group_task(void *arg, int ith, int nth) {
             float *gate = g->m[0].out + (size_t)t * (size_t)g->m[0].out_stride;
             const float *up = g->m[1].out + (size_t)t * (size_t)g->m[1].out_stride;
             if (g->act == ACT_GELU_TANH)
-                for (long r = r0; r < r1; r++) gate[r] = gelu_tanh(gate[r]) * up[r];
+                for (long r = r0; r < r1; r++) gate[r] = gelu_f16(gate[r]) * up[r];
             else
                 for (long r = r0; r < r1; r++) gate[r] = silu(gate[r]) * up[r];
         }

@@ -21,6 +21,8 @@ typedef struct {
     bool ready[ACT_SLOTS];
     void *q[ACT_SLOTS];
     size_t q_row_bytes[ACT_SLOTS];
+    bool xr_ready;    /* the rows rounded to F16 or BF16 values (xr_type) are in the context's xr */
+    uint32_t xr_type;
 } act_rows;
 
 /* Bytes per element, rounded up, of the largest activation block format (Q8_K: 292 bytes per 256):

@@ -51,7 +51,7 @@ void ple_block(struct wick_ctx *c, const layer_weights *w, int l, int n_tok, con
     for (int t = 0; t < n_tok; t++) {
         float *g = c->ple_gate + (size_t)t * n;
         const float *inp = c->ple + ((size_t)t * mc->n_layers + (size_t)l) * n;
-        for (int i = 0; i < n; i++) g[i] = gelu_tanh(g[i]) * inp[i];
+        for (int i = 0; i < n; i++) g[i] = gelu_f16(g[i]) * inp[i];
     }
     act_init(&rows, c, c->ple_gate, n_tok, n);
     matmul(c, &w->ple_proj, &rows, c->xb, dim, NULL);

@@ -98,6 +98,20 @@ static int8_t round_q8(float x) { return x > -127.5f && x < 127.5f ? (int8_t)rou
 void quant_f32_to_float(const void *src, float *dst, int64_t n) { memcpy(dst, src, (size_t)n * 4); }
 void quant_f32_from_float(const float *src, void *dst, int64_t n) { memcpy(dst, src, (size_t)n * 4); }
 
+void quant_f32_round_f16(const float *src, void *dst, int64_t n)
+{
+    float *out = dst;
+    for (int64_t i = 0; i < n; i++)
+        out[i] = quant_round_f16(src[i]);
+}
+
+void quant_f32_round_bf16(const float *src, void *dst, int64_t n)
+{
+    float *out = dst;
+    for (int64_t i = 0; i < n; i++)
+        out[i] = quant_bf16_to_f32(quant_f32_to_bf16(src[i]));
+}
+
 void quant_f16_to_float(const void *src, float *dst, int64_t n)
 {
     const uint16_t *h = src;

@@ -49,9 +49,9 @@ TILE_DOT(quant_gemm_q6_K_r) TILE_DOT(quant_gemm_q4_K_r)
 static const quant_type quant_types[WICK_TYPE_COUNT] = {
     TYPE_ROW(F32, "f32", 1, 4, F32, quant_f32_to_float, quant_f32_from_float,
              quant_vec_dot_f32_ref, quant_gemm_f32, NULL),
-    TYPE_ROW(F16, "f16", 1, 2, F32, quant_f16_to_float, quant_f16_from_float,
+    TYPE_ROW(F16, "f16", 1, 2, F32_H, quant_f16_to_float, quant_f16_from_float,
              quant_vec_dot_f16_ref, quant_gemm_f16, NULL),
-    TYPE_ROW(BF16, "bf16", 1, 2, F32, quant_bf16_to_float, quant_bf16_from_float,
+    TYPE_ROW(BF16, "bf16", 1, 2, F32_BH, quant_bf16_to_float, quant_bf16_from_float,
              quant_vec_dot_bf16_ref, quant_gemm_bf16, NULL),
     TYPE_ROW(Q4_0, "q4_0", QK4_0, sizeof(block_q4_0), Q8_0, quant_q4_0_to_float, quant_q4_0_from_float,
              quant_vec_dot_q4_0_ref, quant_gemm_q4_0, quant_gemv8_q4_0),
@@ -85,6 +85,8 @@ static const quant_type quant_types[WICK_TYPE_COUNT] = {
     TYPE_ROW(Q4_K_R, "q4_K_r", QK_K, sizeof(block_q4_K), Q8_K_R32, quant_q4_K_r_to_float, quant_q4_K_r_from_float,
              quant_vec_dot_q4_K_r_ref, quant_gemm_q4_K_r, quant_gemv8_q4_K_r),
     ACTIVATION_ROW(Q8_K_R32, "q8_K_r32", QK_K, sizeof(block_q8_K), quant_q8_K_r32_to_float, quant_q8_K_r32_from_float_simd),
+    ACTIVATION_ROW(F32_H, "f32_h", 1, 4, quant_f32_to_float, quant_f32_round_f16),
+    ACTIVATION_ROW(F32_BH, "f32_bh", 1, 4, quant_f32_to_float, quant_f32_round_bf16),
 };
 
 const quant_type *quant_get(uint32_t type)

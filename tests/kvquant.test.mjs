@@ -3,20 +3,19 @@
 //    prebuilt libllama, run here at test time) evaluates the reference prompt as one batch and 8
 //    greedy steps with its cache in F16, F32, Q8_0 and Q4_0 (every kvType wick offers; type_k = type_v; flash attention on, which
 //    llama.cpp needs for a quantized V; its Hadamard rotations of a quantized cache included), and
-//    both wick builds with the same cache type land within llama.cpp's own deviation for that
-//    cache type: the shared tolerance for quantized arithmetic (../shared/README.md: 5%), or the
-//    distance llama.cpp's own logits move when every weight moves by one F16 rounding step where
-//    that is more (with a Q4_0 cache it is on llama3, gemma2, gemma3, phi3, smollm3 and granite:
-//    5.2–12%). Measured 2026-12-03 (AMD EPYC, llama.cpp's zen4 variant), worst row of wick against
-//    llama.cpp with a Q4_0 cache: llama3 4.60%, phi3 6.33% (llama.cpp's own 7.33%), smollm3 7.58%
-//    (12.22%), gemma3 8.34% (9.69%), gemma2 11.28% (12.02%); the other seven families within 5%.
-//    Matching llama.cpp closer would mean its order of every float sum (its flash attention's
-//    online softmax, its Hadamard rotation as an F32 matrix product, its SIMD dot products), which
-//    differs between its own CPU variants. A cache rounded to 4 bits turns differences of the order of float
-//    rounding in a key or value into whole steps of a block (an element that lay near the middle
-//    of two steps goes the other way), and the layers after carry them on: llama.cpp's logits on
-//    the F16 file and on the same weights in F32 differ by 0.07% with an F16 cache, 0.3% with Q8_0
-//    and up to 1.6% with Q4_0 (mini), and wick's by as much;
+//    both wick builds with the same cache type land within the shared tolerance for quantized
+//    arithmetic (../shared/README.md: 5%) of llama.cpp's logits. llama.cpp's own deviation (its
+//    logits when every weight moves by one F16 rounding step) is measured beside it and reported:
+//    with a Q4_0 cache it is 5.2–12% on llama3, gemma2, gemma3, phi3, smollm3 and granite, so a
+//    cache rounded to 4 bits turns differences of the order of an F16 rounding in a key or value
+//    into whole steps of a block (an element that lay near the middle of two steps goes the other
+//    way), and the layers after carry them on. wick lands within 5% because it rounds where
+//    llama.cpp's CPU backend rounds: the activations of F16/BF16 weights to those types
+//    (matmul.c, WICK_TYPE_F32_H) and GELU's input and output to F16 (elementwise.h gelu_f16).
+//    Without those roundings the worst Q4_0 rows were 4.6–11.3% (llama3, phi3, smollm3, gemma3,
+//    gemma2); with them (2026-12-03, AMD EPYC, llama.cpp's zen4 variant): smollm3 4.15%, gemma3
+//    3.77%, gemma2 1.81%, every other family below 0.7%. llama.cpp's own CPU variants differ from
+//    one another by up to 2.4% here (haswell, sse42 against zen4; icelake equals zen4);
 //  - a knock-out: on the same files Q4_0's logits lie farther from F16's than Q8_0's do, and each
 //    moves them at all (the cache type is really in effect); llama.cpp's Q4_0 rows differ from
 //    its F16 rows (its quantized cache was in effect too);
@@ -170,15 +169,16 @@ const pct = (x) => `${(x * 100).toFixed(3)}%`;
 
 for (const [family, rel] of families)
   for (const kvType of comparedKvTypes)
-    test(`${family}: both builds' logits with a ${kvType} cache are within llama.cpp's own deviation of its logits with its ${kvType} cache`, async () => {
+    test(`${family}: both builds' logits with a ${kvType} cache are within ${tol * 100}% of llama.cpp's with its ${kvType} cache`, async () => {
       const ref = await llamaCppRows(rel, kvType);
       // rows of a real spread that differ from position to position (a comparison of misaligned rows fails)
       for (let i = 1; i < ref.promptRows.length; i++)
         assert.ok(relRms(ref.promptRows[i - 1], ref.promptRows[i]) > 0.3, `llama.cpp's prompt rows ${i - 1} and ${i} nearly equal`);
-      // llama.cpp's own deviation: its rows for the same tokens with every weight moved by an F16 rounding step
+      // llama.cpp's own deviation (reported, and for the argmax check): its rows for the same tokens
+      // with every weight moved by an F16 rounding step
       const moved = await llamaCppRows(rel, kvType, { file: perturbedFileOf(rel), follow: ref.greedy });
       const own = Math.max(...rowsOf(moved).map((row, j) => relRms(row, rowsOf(ref)[j])));
-      const bound = Math.max(tol, own);
+      const bound = tol;
       const runs = await Promise.all(builds.map((b) => wickRows(b, rel, kvType, ref.greedy)));
       for (const [i, build] of builds.entries()) {
         const errs = rowsOf(runs[i]).map((row, j) => relRms(row, rowsOf(ref)[j]));

@@ -388,7 +388,7 @@ static void test_table(void)
           "quant_row_size refuses partial blocks, negative lengths and unknown types");
     check(quant_get(WICK_TYPE_Q4_0)->vec_dot_type == WICK_TYPE_Q8_0 && quant_get(WICK_TYPE_Q4_1)->vec_dot_type == WICK_TYPE_Q8_1
           && quant_get(WICK_TYPE_Q5_1)->vec_dot_type == WICK_TYPE_Q8_1 && quant_get(WICK_TYPE_IQ4_NL)->vec_dot_type == WICK_TYPE_Q8_0
-          && quant_get(WICK_TYPE_Q6_K)->vec_dot_type == WICK_TYPE_Q8_K && quant_get(WICK_TYPE_F16)->vec_dot_type == WICK_TYPE_F32,
+          && quant_get(WICK_TYPE_Q6_K)->vec_dot_type == WICK_TYPE_Q8_K && quant_get(WICK_TYPE_F16)->vec_dot_type == WICK_TYPE_F32_H && quant_get(WICK_TYPE_BF16)->vec_dot_type == WICK_TYPE_F32_BH,
           "kernels.table.activation-types", "activation formats as llama.cpp's CPU backend");
 }
 
@@ -468,6 +468,16 @@ static void test_f16(void)
             bad_round++;
     }
     check(bad_round == 0, "kernels.convert.f16.rounding", "f32_to_f16 rounds 200000 random floats to nearest, ties to even (%d wrong)", bad_round);
+
+    /* quant_round_f16 (the in-place rounding of F16-weight activations and of GELU) is the round trip
+     * through the half, bit for bit, on floats of every exponent: one in 251 of all 2^32 bit patterns */
+    int bad_inplace = 0;
+    for (uint64_t u = 0; u < 0x100000000ull; u += 251) {
+        float f = float_of((uint32_t)u), r = quant_round_f16(f), t = quant_f16_to_f32(quant_f32_to_f16(f));
+        if (isnan(f) ? !isnan(r) : bits_of(r) != bits_of(t))
+            bad_inplace++;
+    }
+    check(bad_inplace == 0, "kernels.convert.f16.round-in-place", "quant_round_f16 equals the round trip through a half (%d of 17.1M differ)", bad_inplace);
 }
 
 static void test_bf16(void)
