@@ -43,7 +43,7 @@
 
 /* LayerNorm of n_tok rows of n, in place: (x − mean) / √(variance + eps) ⊙ w + b (b NULL: none), the sums in
  * double and the scale in float, as ggml's norm then mul and add compute it */
-static void layernorm_rows(float *x, const float *w, const float *b, int n_tok, int n, float eps) {
+void layernorm_rows(float *x, const float *w, const float *b, int n_tok, int n, float eps) {
     for (int t = 0; t < n_tok; t++) {
         float *r = x + (size_t)t * n;
         double sum = 0, sum2 = 0;
@@ -61,7 +61,7 @@ static void layernorm_rows(float *x, const float *w, const float *b, int n_tok, 
 /* GELU as llama.cpp's CPU backend computes it (ggml-cpu/vec.h, GGML_GELU_FP16): the input rounded
  * to F16 and looked up in a table of F16 results, 0 below −10 and the identity above 10; so the
  * same roundings here, on the tanh form */
-static float gelu_f16(float x) {
+float gelu_f16(float x) {
     if (x <= -10.0f) return 0.0f;
     if (x >= 10.0f) return x;
     float h = quant_f16_to_f32(quant_f32_to_f16(x));

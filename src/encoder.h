@@ -16,4 +16,11 @@
 int encoder_eval(struct wick_ctx *c, const int32_t *tokens, const int32_t *lens, int32_t n_seq, pooling_kind pooling,
                  float *out, errmsg *err);
 
+/* The steps encoder.c shares with the vision tower (vision.c):
+ * LayerNorm of n_tok rows of n, in place: (x − mean) / √(variance + eps) ⊙ w + b (b NULL: none),
+ * as ggml's norm, mul and add compute it; */
+void layernorm_rows(float *x, const float *w, const float *b, int n_tok, int n, float eps);
+/* GELU in its tanh form as llama.cpp's CPU backend computes it: through a table of F16 values. */
+float gelu_f16(float x);
+
 #endif
