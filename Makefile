@@ -260,3 +260,5 @@ clean:
 -include mk/hardening.mk
 # ---- llama.cpp's llama-server, built once from node-llama-cpp's bundled source (Wick.connect's tests) ----
 -include mk/llama-server.mk
+# ---- llama.cpp's mtmd (image encoders) as the vision tests' reference, on the libraries of that build ----
+-include mk/mtmd-ref.mk
