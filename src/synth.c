@@ -725,6 +725,7 @@ static int synth_write_bert(const synth_shape *sh, const synth_quant *q, const c
 #define MMPROJ_MERGE 2
 #define MMPROJ_TEXT 96
 #define MMPROJ_LONGEST 128
+#define MMPROJ_BIAS_STD 0.2f
 
 int synth_write_mmproj(const char *projector, const char *type, const char *out_path, unsigned long long seed, errmsg *err) {
     if (!projector || strcmp(projector, "idefics3"))
@@ -743,31 +744,30 @@ int synth_write_mmproj(const char *projector, const char *type, const char *out_
 #define TENSOR(type_, std_, ne0_, ne1_, ...) \
     (t = &ts[n_t++], t->type = (type_), t->std = (std_), t->ne0 = (ne0_), t->ne1 = (ne1_), snprintf(t->name, sizeof t->name, __VA_ARGS__))
 #define NORM(ne0_, ...) (TENSOR(WICK_TYPE_F32, 0, ne0_, 1, __VA_ARGS__), t->norm = true, t->centre = 1.0f)
+#define BIAS(ne0_, ...) TENSOR(WICK_TYPE_F32, MMPROJ_BIAS_STD, ne0_, 1, __VA_ARGS__)
     TENSOR(mtype == WICK_TYPE_F32 ? WICK_TYPE_F32 : WICK_TYPE_F16, 1.0f / sqrtf(3.0f * P * P), P, (int64_t)P * 3 * dim, "v.patch_embd.weight");
     t->ne4[0] = P, t->ne4[1] = P, t->ne4[2] = 3, t->ne4[3] = dim;
-    TENSOR(WICK_TYPE_F32, 0.2f, dim, 1, "v.patch_embd.bias");
+    BIAS(dim, "v.patch_embd.bias");
     TENSOR(WICK_TYPE_F32, 0.5f, dim, n_patches, "v.position_embd.weight");
+    static const char *const attn[] = {"attn_q", "attn_k", "attn_v", "attn_out"};
     for (int l = 0; l < MMPROJ_LAYERS; l++) {
-        TENSOR(mtype, qk_std, dim, dim, "v.blk.%d.attn_q.weight", l);
-        TENSOR(WICK_TYPE_F32, 0.2f, dim, 1, "v.blk.%d.attn_q.bias", l);
-        TENSOR(mtype, qk_std, dim, dim, "v.blk.%d.attn_k.weight", l);
-        TENSOR(WICK_TYPE_F32, 0.2f, dim, 1, "v.blk.%d.attn_k.bias", l);
-        TENSOR(mtype, 1.0f / sqrtf((float)dim), dim, dim, "v.blk.%d.attn_v.weight", l);
-        TENSOR(WICK_TYPE_F32, 0.2f, dim, 1, "v.blk.%d.attn_v.bias", l);
-        TENSOR(mtype, 1.0f / sqrtf((float)dim), dim, dim, "v.blk.%d.attn_out.weight", l);
-        TENSOR(WICK_TYPE_F32, 0.2f, dim, 1, "v.blk.%d.attn_out.bias", l);
+        for (int i = 0; i < 4; i++) {
+            TENSOR(mtype, i < 2 ? qk_std : 1.0f / sqrtf((float)dim), dim, dim, "v.blk.%d.%s.weight", l, attn[i]);
+            BIAS(dim, "v.blk.%d.%s.bias", l, attn[i]);
+        }
         NORM(dim, "v.blk.%d.ln1.weight", l);
-        TENSOR(WICK_TYPE_F32, 0.2f, dim, 1, "v.blk.%d.ln1.bias", l);
+        BIAS(dim, "v.blk.%d.ln1.bias", l);
         TENSOR(mtype, 1.0f / sqrtf((float)dim), dim, ff, "v.blk.%d.ffn_up.weight", l);
-        TENSOR(WICK_TYPE_F32, 0.2f, ff, 1, "v.blk.%d.ffn_up.bias", l);
+        BIAS(ff, "v.blk.%d.ffn_up.bias", l);
         TENSOR(mtype, 1.0f / sqrtf((float)ff), ff, dim, "v.blk.%d.ffn_down.weight", l);
-        TENSOR(WICK_TYPE_F32, 0.2f, dim, 1, "v.blk.%d.ffn_down.bias", l);
+        BIAS(dim, "v.blk.%d.ffn_down.bias", l);
         NORM(dim, "v.blk.%d.ln2.weight", l);
-        TENSOR(WICK_TYPE_F32, 0.2f, dim, 1, "v.blk.%d.ln2.bias", l);
+        BIAS(dim, "v.blk.%d.ln2.bias", l);
     }
     NORM(dim, "v.post_ln.weight");
-    TENSOR(WICK_TYPE_F32, 0.2f, dim, 1, "v.post_ln.bias");
+    BIAS(dim, "v.post_ln.bias");
     TENSOR(mtype, 1.0f / sqrtf((float)merged), merged, MMPROJ_TEXT, "mm.model.fc.weight");
+#undef BIAS
 #undef NORM
 #undef TENSOR
     static const float mean[3] = {0.48145466f, 0.4578275f, 0.40821073f}, std[3] = {0.26862954f, 0.26130258f, 0.27577711f};
