@@ -5,9 +5,12 @@
 //    llama.cpp loads; the same bytes every time;
 //  - a fixed 50 × 37 test image with gradients (a PPM written here), which llama.cpp resizes three
 //    times (to the longest side, to whole tiles, to the overview): the tensor wick feeds its encoder
-//    equals llama.cpp's preprocessed overview within 1/255 of the pixel range per value;
+//    equals llama.cpp's preprocessed overview within 1/255 of the pixel range per value; so do a
+//    tall, a wide and a tiny image's, also through the file without its longest side (where
+//    llama.cpp resizes once, bicubic);
 //  - the embeddings: the same number of positions and width, cosine per position ≥ 0.9999 (f16)
-//    and ≥ 0.999 (q8_0), native and wasm, 1 and 2 threads, 1 and 2 threads bit-identical;
+//    and ≥ 0.999 (q8_0), native and wasm, 1 and 2 threads; 1 and 2 threads, native and wasm
+//    bit-identical;
 //  - knock-out: the pixel shuffle's order matters to llama.cpp's own output (the file with the
 //    projection's input columns permuted as a transposed shuffle would read them moves it far
 //    beyond the tolerance), so the comparison tells the right order from the other;
@@ -62,24 +65,25 @@ before(() => {
 });
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
-/** llama.cpp's embeddings and preprocessed overview of the test image through file */
+/** llama.cpp's embeddings and preprocessed overview of an image (the test image unless given) through file */
 const refs = new Map();
-function reference(file) {
-  if (!refs.has(file)) {
+function reference(file, img = image) {
+  const tag = `${path.basename(file)}.${path.basename(img)}`;
+  if (!refs.has(tag)) {
     assert.ok(fs.existsSync(mtmdRef), `${mtmdRef} is missing: make mtmd-ref`);
-    const out = path.join(tmp, `${path.basename(file)}.ref.f32`), input = path.join(tmp, `${path.basename(file)}.ref-in.f32`);
-    const r = spawnSync(mtmdRef, [file, image, out, input], { encoding: 'utf8', timeout: 60000 });
+    const out = path.join(tmp, `${tag}.ref.f32`), input = path.join(tmp, `${tag}.ref-in.f32`);
+    const r = spawnSync(mtmdRef, [file, img, out, input], { encoding: 'utf8', timeout: 60000 });
     assert.equal(r.status, 0, r.stderr);
-    refs.set(file, { ...JSON.parse(r.stdout), embd: floats(out), input: floats(input) });
+    refs.set(tag, { ...JSON.parse(r.stdout), embd: floats(out), input: floats(input) });
   }
-  return refs.get(file);
+  return refs.get(tag);
 }
 
 /** wick's, through the native or the wasm CLI on threads threads */
-function ours(build, file, threads) {
-  const tag = `${path.basename(file)}.${build}.${threads}`;
+function ours(build, file, threads, img = image) {
+  const tag = `${path.basename(file)}.${path.basename(img)}.${build}.${threads}`;
   const out = path.join(tmp, `${tag}.f32`), input = path.join(tmp, `${tag}.in.f32`);
-  const r = runWick(build, ['vision', '-m', file, '--image', image, '--threads', String(threads), '-o', out, '--dump-input', input]);
+  const r = runWick(build, ['vision', '-m', file, '--image', img, '--threads', String(threads), '-o', out, '--dump-input', input]);
   assert.equal(r.code, 0, r.stderr);
   return { ...JSON.parse(r.stdout), embd: floats(out), input: floats(input) };
 }
@@ -104,17 +108,37 @@ test('wick synth --mmproj idefics3 writes the same bytes every time', () => {
   assert.ok(fs.readFileSync(again).equals(fs.readFileSync(files.f16)));
 });
 
+/** the largest difference of two preprocessed inputs, in units of the pixel range (1 = 255 levels) */
+function inputDifference(a, ref) {
+  assert.equal(a.input.length, ref.input.length);
+  const plane = ref.input.length / 3;
+  let worst = 0;
+  for (let i = 0; i < ref.input.length; i++) worst = Math.max(worst, Math.abs(a.input[i] - ref.input[i]) * imageStd[Math.floor(i / plane)]);
+  return worst;
+}
+
 test("preprocessing: wick's input tensor equals llama.cpp's resized, normalized overview within 1/255", () => {
   const ref = reference(files.f16);
   assert.equal(ref.image_size, 64);
   for (const build of ['native', 'wasm']) {
-    const a = ours(build, files.f16, 1);
-    assert.equal(a.input.length, ref.input.length);
-    const plane = ref.input.length / 3;
-    let worst = 0;
-    for (let i = 0; i < ref.input.length; i++)
-      worst = Math.max(worst, Math.abs(a.input[i] - ref.input[i]) * imageStd[Math.floor(i / plane)]);
+    const worst = inputDifference(ours(build, files.f16, 1), ref);
     assert.ok(worst <= 1 / 255, `${build}: largest difference ${(worst * 255).toFixed(3)}/255 of the pixel range`);
+    process.stdout.write(`# preprocessing ${build}: largest difference from llama.cpp's ${(worst * 255).toFixed(4)}/255 of the pixel range\n`);
+  }
+});
+
+test('preprocessing: tall, wide and tiny images, with and without the file\'s longest side, within 1/255', () => {
+  // without clip.vision.preproc_image_size (older conversions) llama.cpp resizes once, bicubic
+  const g = readGguf(files.f16);
+  const oneStep = path.join(tmp, 'mmproj-no-longest-edge.gguf');
+  fs.writeFileSync(oneStep, writeGguf({ ...g, kv: g.kv.filter((e) => e.key !== 'clip.vision.preproc_image_size') }));
+  for (const [w, h] of [[23, 71], [97, 20], [5, 3]]) {
+    const img = path.join(tmp, `image-${w}x${h}.ppm`);
+    fs.writeFileSync(img, ppm(w, h));
+    for (const file of [files.f16, oneStep]) {
+      const worst = inputDifference(ours('native', file, 1, img), reference(file, img));
+      assert.ok(worst <= 1 / 255, `${w}×${h} ${path.basename(file)}: largest difference ${(worst * 255).toFixed(3)}/255`);
+    }
   }
 });
 
@@ -122,11 +146,16 @@ for (const [type, bound] of [['f16', 0.9999], ['q8_0', 0.999]]) {
   test(`embeddings (${type}): cosine ≥ ${bound} per position against llama.cpp, native and wasm, 1 and 2 threads`, () => {
     const ref = reference(files[type]);
     assert.equal(ref.positions, 16);
+    const bytes = (r) => Buffer.from(r.embd.buffer, r.embd.byteOffset, r.embd.byteLength);
+    let native = null;
     for (const build of ['native', 'wasm']) {
       const one = ours(build, files[type], 1), two = ours(build, files[type], 2);
       const worst = worstCosine(one, ref);
       assert.ok(worst >= bound, `${build} ${type}: lowest cosine ${worst.toFixed(6)} < ${bound}`);
-      assert.ok(Buffer.from(one.embd.buffer).equals(Buffer.from(two.embd.buffer)), `${build} ${type}: 1 and 2 threads differ`);
+      assert.ok(bytes(one).equals(bytes(two)), `${build} ${type}: 1 and 2 threads differ`);
+      if (native) assert.ok(bytes(native).equals(bytes(one)), `${type}: native and wasm differ`);
+      native ??= one;
+      process.stdout.write(`# ${type} ${build}: lowest cosine per position ${worst.toFixed(7)} (bound ${bound})\n`);
     }
   });
 }
@@ -150,6 +179,7 @@ test("knock-out: the pixel shuffle's order moves llama.cpp's own output beyond t
   fs.writeFileSync(swapped, writeGguf(g));
   const worst = worstCosine(reference(swapped), reference(files.f16));
   assert.ok(worst < 0.99, `the transposed shuffle still gives cosine ${worst.toFixed(6)}`);
+  process.stdout.write(`# knock-out: llama.cpp with the shuffle's order transposed, lowest cosine per position ${worst.toFixed(4)}\n`);
 });
 
 test('hostile input: refused with a message, no crash', () => {
