@@ -20,8 +20,9 @@ typedef struct {
 
 typedef struct {
     /* the tower as the engine's model: config (dim, heads, layers, hidden_dim) and each layer's
-     * attention and MLP weights with their biases (wq, bq, …, w_up, ffn_up_b, w_down, ffn_down_b);
-     * its gguf holds the file, its owned list the tensors converted to F32 */
+     * attention and MLP weights with their biases (wq, bq, …, w_up, ffn_up_b, w_down, ffn_down_b),
+     * embd_norm / embd_norm_b the pre_ln where the file has one; its gguf holds the file, its
+     * owned list the tensors converted to F32 */
     struct wick_model tower;
     vision_projector projector;
     int32_t image_size, patch_size;  /* the encoder's input is image_size², in patches of patch_size² */
