@@ -105,7 +105,7 @@ static int read_config(vision_model *v, errmsg *err) {
         key_int(g, "clip.vision.image_size", 1, 8192, false, &v->image_size, err) ||
         key_int(g, "clip.vision.patch_size", 1, 1024, false, &v->patch_size, err) ||
         key_int(g, "clip.vision.projector.scale_factor", 2, 64, false, &v->n_merge, err) ||
-        key_int(g, "clip.vision.preproc_image_size", 1, 1 << 16, true, &v->longest_edge, err))
+        key_int(g, "clip.vision.preproc_image_size", 1, 8192, true, &v->longest_edge, err))
         return -1;
     double eps;
     if (!gguf_get_f64(g, "clip.vision.attention.layer_norm_epsilon", &eps))
@@ -142,7 +142,10 @@ static int read_config(vision_model *v, errmsg *err) {
     int64_t widest = v->n_ff, patch_cols = 3LL * v->patch_size * v->patch_size, merged = (int64_t)dim * v->n_merge * v->n_merge;
     if (patch_cols > widest) widest = patch_cols;
     if (merged > widest) widest = merged;
-    if (widest > 1 << 20) return errorf(err, WICK_ERR_UNSUPPORTED, "mmproj: rows of %lld values are too wide", (long long)widest);
+    /* the context's scratch holds n_patches rows of the widest: kept under 2^28 floats (1 GiB), so
+     * that no size of it wraps around wasm32's 32-bit size_t */
+    if (widest * v->n_patches > 1 << 28)
+        return errorf(err, WICK_ERR_UNSUPPORTED, "mmproj: %d patches of rows of %lld values are too large", v->n_patches, (long long)widest);
     mc->hidden_dim = (int32_t)widest;
     mc->n_ctx_train = v->n_patches;
     mc->rms_eps = (float)eps;
@@ -379,6 +382,7 @@ static void resample_pass(const uint8_t *src, int w, int h, bool horizontal, con
 /* src (w × h) resized to nw × nh into a new buffer (*out, to free): x first, then y, each only
  * where its size changes (img_tool::resize: an unchanged size is a copy) */
 static int resize_rgb(const uint8_t *src, int w, int h, int nw, int nh, resample_filter f, uint8_t **out, errmsg *err) {
+    /* every size below VISION_MAX_SIDE + image_size (≤ 16384 + 8192): no product of two wraps 32 bits */
     uint8_t *mid = NULL, *dst = malloc((size_t)nw * nh * 3);
     resample_axis ax = {0}, ay = {0};
     int rc = 0;
