@@ -9,7 +9,7 @@ SHELL := /bin/bash
 
 ENGINE_SRC := src/errmsg.c src/gguf.c src/model.c src/forward.c src/context.c src/attention.c src/matmul.c src/recurrent.c src/ple.c src/altup.c src/rope.c src/encoder.c src/rerank.c src/state.c \
               src/pool.c src/quant.c src/quant_table.c src/kernels_simd.c \
-              src/tokenizer.c src/unicode.c src/sampler.c src/grammar.c src/generate.c src/synth.c src/wick.c
+              src/tokenizer.c src/unicode.c src/sampler.c src/grammar.c src/generate.c src/synth.c src/vision.c src/wick.c
 HEADERS := $(wildcard src/*.h)
 TEST_PROGRAMS := test_kernels test_sampler test_tokenizer test_dequant test_load test_context test_state test_session test_grammar test_attention
 
@@ -35,15 +35,19 @@ empty :=
 space := $(empty) $(empty)
 WASM_EXPORTS := $(subst $(space),$(comma),$(addprefix _,$(strip $(WASM_EXPORT_NAMES))))
 # The page's builds (build/wasm/wick*.js) hold the engine and its C API only; the Node CLI's
-# (build/wasm/wick-cli*.js, wasm_glue/cli.mjs) add the CLI and synth, which no page runs.
+# (build/wasm/wick-cli*.js, wasm_glue/cli.mjs) add the CLI, synth and vision (mmproj image encoders,
+# which the page does not use yet: kept out of what it downloads until it does).
 WASM_LDFLAGS := -sMODULARIZE -sEXPORT_NAME=createWick -sALLOW_MEMORY_GROWTH -sMAXIMUM_MEMORY=4GB \
   -sINITIAL_MEMORY=32MB -sTOTAL_STACK=1MB -sEXPORTED_FUNCTIONS=$(WASM_EXPORTS) --js-library src/engine_library.js \
   -sEXPORTED_RUNTIME_METHODS=ccall,cwrap,UTF8ToString,stringToUTF8,lengthBytesUTF8 \
   -sFILESYSTEM=0 -sENVIRONMENT=web,worker,node
 WASM_CLI_LDFLAGS := $(subst -sEXPORTED_FUNCTIONS=,-sEXPORTED_FUNCTIONS=_wick_cli_main$(comma),$(WASM_LDFLAGS)) \
   --js-library src/cli_library.js
-# the engine's objects in the wasm libraries: all but synth (the CLI builds link its object)
-WASM_ENGINE_NAMES = $(filter-out synth,$(ENGINE_NAMES))
+# the engine's objects in the wasm libraries: all but the CLI's own (the CLI builds link their objects)
+WASM_CLI_ONLY := synth vision
+WASM_ENGINE_NAMES = $(filter-out $(WASM_CLI_ONLY),$(ENGINE_NAMES))
+# those objects in one build's object folder: $(call wasm_cli_objs,obj-mt)
+wasm_cli_objs = $(addprefix build/wasm/$(1)/,$(addsuffix .o,$(WASM_CLI_ONLY)))
 # those objects in one build's object folder: $(call wasm_objs,obj-mt)
 wasm_objs = $(addprefix build/wasm/$(1)/,$(addsuffix .o,$(WASM_ENGINE_NAMES)))
 # pthread pool: as many workers as the page or CLI asks for (Module.wickThreads), made before main work starts
@@ -133,11 +137,11 @@ build/wasm/wick.js: $(call wasm_objs,obj) src/engine_library.js
 build/wasm/wick-mt.js: $(call wasm_objs,obj-mt) src/engine_library.js
 	$(EMCC) $(WASM_CFLAGS) $(WASM_MT_FLAGS) -o $@ $(filter %.o,$^) $(WASM_LDFLAGS)
 
-build/wasm/wick-cli.js: src/cli.c src/cli_library.js src/engine_library.js build/wasm/obj/synth.o $(WASM_LIB) $(HEADERS)
-	$(EMCC) $(WASM_CFLAGS) -DWICK_NO_THREADS -o $@ src/cli.c build/wasm/obj/synth.o $(call WHOLE,$(WASM_LIB)) $(WASM_CLI_LDFLAGS)
+build/wasm/wick-cli.js: src/cli.c src/cli_library.js src/engine_library.js $(call wasm_cli_objs,obj) $(WASM_LIB) $(HEADERS)
+	$(EMCC) $(WASM_CFLAGS) -DWICK_NO_THREADS -o $@ src/cli.c $(call wasm_cli_objs,obj) $(call WHOLE,$(WASM_LIB)) $(WASM_CLI_LDFLAGS)
 
-build/wasm/wick-cli-mt.js: src/cli.c src/cli_library.js src/engine_library.js build/wasm/obj-mt/synth.o $(WASM_MT_LIB) $(HEADERS)
-	$(EMCC) $(WASM_CFLAGS) $(WASM_MT_FLAGS) -o $@ src/cli.c build/wasm/obj-mt/synth.o $(call WHOLE,$(WASM_MT_LIB)) $(WASM_CLI_LDFLAGS)
+build/wasm/wick-cli-mt.js: src/cli.c src/cli_library.js src/engine_library.js $(call wasm_cli_objs,obj-mt) $(WASM_MT_LIB) $(HEADERS)
+	$(EMCC) $(WASM_CFLAGS) $(WASM_MT_FLAGS) -o $@ src/cli.c $(call wasm_cli_objs,obj-mt) $(call WHOLE,$(WASM_MT_LIB)) $(WASM_CLI_LDFLAGS)
 
 build/wasm/test_%.js: tests/test_%.c $(WASM_LIB) $(HEADERS) src/engine_library.js
 	$(EMCC) $(WASM_CFLAGS) -DWICK_NO_THREADS -o $@ $< $(WASM_LIB) $(WASM_TEST_FLAGS)
@@ -256,3 +260,5 @@ clean:
 -include mk/hardening.mk
 # ---- llama.cpp's llama-server, built once from node-llama-cpp's bundled source (Wick.connect's tests) ----
 -include mk/llama-server.mk
+# ---- llama.cpp's mtmd (image encoders) as the vision tests' reference, on the libraries of that build ----
+-include mk/mtmd-ref.mk

@@ -129,6 +129,9 @@ test-asan: $(addprefix build/asan/,$(TEST_PROGRAMS)) build/asan/wick
 	run build/asan/wick logits -m build/asan/synth-mini-mha.gguf --tokens 1,450,4996,17354,1701,29916,432,17204,975 --steps 3 --threads 2; \
 	run build/asan/wick synth --arch qwen35 --shape mini --type q4_k_m -o build/asan/synth-qwen35.gguf --vocab $(WICK_SHARED)/vocab/ggml-vocab-llama-spm.gguf; \
 	run build/asan/wick logits -m build/asan/synth-qwen35.gguf --tokens 1,450,4996,17354,1701,29916,432,17204,975 --steps 3 --threads 2; \
+	run build/asan/wick synth --mmproj idefics3 --type q8_0 -o build/asan/mmproj-idefics3.gguf; \
+	printf 'P6\n50 37\n255\n' > build/asan/image.ppm; head -c 5550 build/asan/mmproj-idefics3.gguf >> build/asan/image.ppm; \
+	run build/asan/wick vision -m build/asan/mmproj-idefics3.gguf --image build/asan/image.ppm --threads 2 -o build/asan/vision.f32; \
 	echo "asan: all passed"
 	@# and the node suites' native tests, pointed at this build
 	WICK_NATIVE_DIR=build/asan ASAN_OPTIONS=$(ASAN_OPTIONS_RUN) UBSAN_OPTIONS=$(UBSAN_OPTIONS_RUN) \

@@ -54,13 +54,13 @@ build/wasm/wick-mt-relaxed.js: $(call wasm_objs,obj-mt-rx) src/engine_library.js
 	$(RELAXED_MINIFY_JS)
 
 # the Node CLI's relaxed builds (WICK_WASM_RELAXED=1 node wasm_glue/cli.mjs): with the CLI and synth
-build/wasm/wick-cli-relaxed.js: src/cli.c src/cli_library.js src/engine_library.js build/wasm/obj-rx/synth.o $(WASM_RX_LIB) $(HEADERS)
-	$(EMCC_RELAXED) $(RELAXED_CFLAGS) -DWICK_NO_THREADS -o $@ src/cli.c build/wasm/obj-rx/synth.o $(call WHOLE,$(WASM_RX_LIB)) $(WASM_CLI_LDFLAGS) $(RELAXED_LINK)
+build/wasm/wick-cli-relaxed.js: src/cli.c src/cli_library.js src/engine_library.js $(call wasm_cli_objs,obj-rx) $(WASM_RX_LIB) $(HEADERS)
+	$(EMCC_RELAXED) $(RELAXED_CFLAGS) -DWICK_NO_THREADS -o $@ src/cli.c $(call wasm_cli_objs,obj-rx) $(call WHOLE,$(WASM_RX_LIB)) $(WASM_CLI_LDFLAGS) $(RELAXED_LINK)
 	$(RELAXED_STRIP_NAMES)
 	$(RELAXED_MINIFY_JS)
 
-build/wasm/wick-cli-mt-relaxed.js: src/cli.c src/cli_library.js src/engine_library.js build/wasm/obj-mt-rx/synth.o $(WASM_MT_RX_LIB) $(HEADERS)
-	$(EMCC_RELAXED) $(RELAXED_CFLAGS) $(WASM_MT_FLAGS) -o $@ src/cli.c build/wasm/obj-mt-rx/synth.o $(call WHOLE,$(WASM_MT_RX_LIB)) $(WASM_CLI_LDFLAGS) $(RELAXED_LINK)
+build/wasm/wick-cli-mt-relaxed.js: src/cli.c src/cli_library.js src/engine_library.js $(call wasm_cli_objs,obj-mt-rx) $(WASM_MT_RX_LIB) $(HEADERS)
+	$(EMCC_RELAXED) $(RELAXED_CFLAGS) $(WASM_MT_FLAGS) -o $@ src/cli.c $(call wasm_cli_objs,obj-mt-rx) $(call WHOLE,$(WASM_MT_RX_LIB)) $(WASM_CLI_LDFLAGS) $(RELAXED_LINK)
 	$(RELAXED_STRIP_NAMES)
 	$(RELAXED_MINIFY_JS)
 

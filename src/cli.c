@@ -22,6 +22,11 @@
  *                 [--pooling none|mean|cls|last (the encoders; a decoder's --pooling makes it an embedding model)
  *                            |rank (bert: a bge-reranker; qwen3: a Qwen3-Reranker)]
  *                 [--lexical (bert: similarities that follow the words two texts share, for retrieval tests)]
+ *   wick synth    --mmproj idefics3 [--type f16|f32|q8_0] -o FILE.gguf [--seed S]   a random-weight mmproj (vision) file
+ *   wick vision   -m MMPROJ.gguf --image FILE.ppm [--threads N] [-o OUT.f32] [--dump-input IN.f32]
+ *                 an image (binary PPM, P6) through the mmproj's encoder: its positions × width as raw
+ *                 little-endian float32 to OUT (and the preprocessed [3][size][size] input to IN); the
+ *                 shape and the time on stderr
  * Results go to stdout, timings and errors to stderr; any failure exits non-zero with one line. */
 #include <errno.h>
 #include <inttypes.h>
@@ -33,6 +38,7 @@
 #include <time.h>
 
 #include "synth.h"
+#include "vision.h"
 #include "wick.h"
 
 #ifndef __EMSCRIPTEN__
@@ -45,6 +51,7 @@
  * (js_write: src/cli_library.js) */
 extern void js_write(int fd, const char *p, int n);
 extern int js_read_file(const char *path, uint8_t **buf, uint32_t *len, char *why, int why_len);
+extern int js_write_file(const char *path, const uint8_t *buf, uint32_t len, char *why, int why_len);
 static void out_write(int fd, const char *p, size_t n) { js_write(fd, p, (int)n); }
 #else
 static void out_write(int fd, const char *p, size_t n) {
@@ -141,8 +148,23 @@ static int read_file(const char *path, uint8_t **out, size_t *size) {
     return 0;
 }
 
+/* Writes n bytes to a new file at path (the wasm builds: through the host, js_write_file in
+ * src/cli_library.js). */
+static int write_file(const char *path, const void *data, size_t n) {
+#ifdef __EMSCRIPTEN__
+    char why[256] = "";
+    if (js_write_file(path, data, (uint32_t)n, why, (int)sizeof why)) return error_exit("cannot write %s: %s", path, why);
+#else
+    FILE *f = fopen(path, "wb");
+    if (!f) return error_exit("cannot create %s: %s", path, strerror(errno));
+    size_t done = fwrite(data, 1, n, f);
+    if (fclose(f) != 0 || done != n) return error_exit("cannot write %s", path);
+#endif
+    return 0;
+}
+
 typedef struct {
-    const char *cmd, *model, *tokenizer, *prompt, *tokens, *follow, *shape, *type, *out, *vocab, *arch, *grammar, *texts, *pooling, *query;
+    const char *cmd, *model, *image, *dump_input, *mmproj, *tokenizer, *prompt, *tokens, *follow, *shape, *type, *out, *vocab, *arch, *grammar, *texts, *pooling, *query;
     char **docs; /* wick rerank's documents: the arguments that are not options */
     int n_docs;
     int n, steps, threads, ctx, batch, kv_type, kv_type_k, kv_type_v, no_bos, special, probs, keep, ignore_eos, truncate, normalize, lexical;
@@ -202,6 +224,9 @@ static int parse_args(int argc, char **argv, options *o) {
         else if (!strcmp(a, "--type")) o->type = v;
         else if (!strcmp(a, "-o") || !strcmp(a, "--output")) o->out = v;
         else if (!strcmp(a, "--vocab")) o->vocab = v;
+        else if (!strcmp(a, "--image")) o->image = v;
+        else if (!strcmp(a, "--dump-input")) o->dump_input = v;
+        else if (!strcmp(a, "--mmproj")) o->mmproj = v;
         else if (!strcmp(a, "--arch")) o->arch = v;
         else if (!strcmp(a, "--pooling")) o->pooling = v;
         else if (!strcmp(a, "-q") || !strcmp(a, "--query")) o->query = v;
@@ -748,6 +773,80 @@ static int cmd_info(const options *o, wick_model *m) {
     return 0;
 }
 
+/* The next token of a PPM header (netpbm's format: fields separated by whitespace, '#' comments
+ * to the end of the line): a decimal number in 1 … max, else -1 */
+static long ppm_field(const uint8_t *b, size_t n, size_t *at, long max) {
+    size_t i = *at;
+    for (;;) {
+        while (i < n && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r' || b[i] == '\v' || b[i] == '\f')) i++;
+        if (i < n && b[i] == '#')
+            while (i < n && b[i] != '\n') i++;
+        else break;
+    }
+    long v = 0;
+    size_t start = i;
+    while (i < n && b[i] >= '0' && b[i] <= '9' && i - start < 9) v = v * 10 + (b[i++] - '0');
+    if (i == start || v < 1 || v > max || (i < n && b[i] >= '0' && b[i] <= '9')) return -1;
+    *at = i;
+    return v;
+}
+
+/* A binary PPM (P6, 8-bit): its pixels, a view into buf */
+static int parse_ppm(const char *path, const uint8_t *buf, size_t size, const uint8_t **rgb, int32_t *w, int32_t *h) {
+    size_t at = 2;
+    if (size < 2 || buf[0] != 'P' || buf[1] != '6') return error_exit("%s: not a binary PPM image (P6)", path);
+    long width = ppm_field(buf, size, &at, VISION_MAX_SIDE), height = width < 0 ? -1 : ppm_field(buf, size, &at, VISION_MAX_SIDE);
+    long maxval = height < 0 ? -1 : ppm_field(buf, size, &at, 65535);
+    if (width < 0 || height < 0 || maxval < 0)
+        return error_exit("%s: the PPM header's width, height and maximum must be numbers from 1 (sides up to %d)", path, VISION_MAX_SIDE);
+    if (maxval != 255) return error_exit("%s: PPM maximum %ld: only 8-bit images (255) are read", path, maxval);
+    at++; /* the one whitespace byte after the maximum */
+    size_t need = (size_t)width * (size_t)height * 3;
+    if (at > size || size - at < need)
+        return error_exit("%s: %ld × %ld pixels need %zu bytes, the file has %zu after its header", path, width, height, need,
+                          at > size ? (size_t)0 : size - at);
+    *rgb = buf + at;
+    *w = (int32_t)width;
+    *h = (int32_t)height;
+    return 0;
+}
+
+/* wick vision: the image through the mmproj's preprocessing and encoder */
+static int cmd_vision(const options *o) {
+    if (!o->image) return error_exit("vision: --image FILE.ppm is required");
+    uint8_t *mbuf, *ibuf;
+    size_t msize, isize;
+    if (read_file(o->model, &mbuf, &msize) || read_file(o->image, &ibuf, &isize)) return 1;
+    const uint8_t *rgb = NULL;
+    int32_t w = 0, h = 0;
+    if (parse_ppm(o->image, ibuf, isize, &rgb, &w, &h)) return 1;
+    vision_model v;
+    errmsg err = {0};
+    if (vision_load(&v, mbuf, msize, &err)) return error_exit("%s: %s", o->model, err.text);
+    size_t n_in = (size_t)3 * v.image_size * v.image_size, n_out = (size_t)v.n_out * v.n_embd_text;
+    float *in = malloc(n_in * sizeof *in), *out = malloc(n_out * sizeof *out);
+    int rc = 0;
+    double t0 = now_seconds(), t1 = t0, t2 = t0;
+    if (!in || !out) rc = error_exit("out of memory");
+    else if (vision_preprocess(&v, rgb, w, h, in, &err)) rc = error_exit("%s: %s", o->image, err.text);
+    if (!rc) {
+        t1 = now_seconds();
+        if (vision_encode(&v, in, o->threads, out, &err)) rc = error_exit("%s: %s", o->model, err.text);
+        t2 = now_seconds();
+    }
+    if (!rc) {
+        outf(2, "vision: %d × %d image → %d × %d input → %d positions × %d; preprocess %.1f ms, encode %.1f ms (%d threads)\n", w, h,
+             v.image_size, v.image_size, v.n_out, v.n_embd_text, (t1 - t0) * 1e3, (t2 - t1) * 1e3, o->threads);
+        outf(1, "{\"positions\":%d,\"n_embd\":%d,\"image_size\":%d}\n", v.n_out, v.n_embd_text, v.image_size);
+        if (o->dump_input) rc = write_file(o->dump_input, in, n_in * sizeof *in);
+        if (!rc && o->out) rc = write_file(o->out, out, n_out * sizeof *out);
+    }
+    free(in);
+    free(out);
+    vision_release(&v);
+    return rc;
+}
+
 #ifdef __EMSCRIPTEN__
 EMSCRIPTEN_KEEPALIVE int wick_cli_main(int argc, char **argv);
 int wick_cli_main(int argc, char **argv)
@@ -761,20 +860,26 @@ int main(int argc, char **argv)
 #ifdef __EMSCRIPTEN__
         return error_exit("synth: writes files, which the wasm builds cannot: run build/native/wick synth");
 #endif
-        if (!o.shape || !o.type || !o.out) return error_exit("synth: --shape, --type and -o are required");
         errmsg err = {0};
         /* the seed comes from --seed when given, as a generation setting */
         unsigned long long seed = 1;
         for (int i = 0; i < o.n_set; i++)
             if (!strcmp(o.set_names[i], "seed")) seed = (unsigned long long)o.set_values[i];
+        if (o.mmproj) {
+            if (!o.out) return error_exit("synth: -o is required");
+            if (synth_write_mmproj(o.mmproj, o.type ? o.type : "f16", o.out, seed, &err)) return error_exit("synth: %s", err.text);
+            return 0;
+        }
+        if (!o.shape || !o.type || !o.out) return error_exit("synth: --shape, --type and -o are required");
         const char *vocab = o.vocab ? o.vocab : "../shared/vocab/ggml-vocab-llama-spm.gguf";
         if (synth_write(o.arch, o.shape, o.type, o.pooling, o.lexical, vocab, o.out, seed, &err)) return error_exit("synth: %s", err.text);
         return 0;
     }
     if (!strcmp(o.cmd, "match")) return cmd_match(&o);
+    if (!strcmp(o.cmd, "vision")) return cmd_vision(&o);
     bool known = !strcmp(o.cmd, "generate") || !strcmp(o.cmd, "logits") || !strcmp(o.cmd, "tokenize") ||
                  !strcmp(o.cmd, "detokenize") || !strcmp(o.cmd, "info") || !strcmp(o.cmd, "embed") || !strcmp(o.cmd, "rerank");
-    if (!known) return error_exit("unknown command '%s' (generate, logits, tokenize, detokenize, info, embed, rerank, match, synth)", o.cmd);
+    if (!known) return error_exit("unknown command '%s' (generate, logits, tokenize, detokenize, info, embed, rerank, match, synth, vision)", o.cmd);
     wick_model *m;
     if (load_model(&o, &m)) return 1;
     int rc;

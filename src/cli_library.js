@@ -1,5 +1,5 @@
 // src/cli_library.js — the JS side of the CLI's input and output (linked with --js-library): its
-// files read by the host, and Node's stdout through the glue, unbuffered, so generated text streams
+// files read and written by the host, and Node's stdout through the glue, unbuffered, so generated text streams
 // as it is produced. A JS library rather
 // than EM_JS, because the relaxed-SIMD builds (mk/relaxed.mk) skip the binaryen step that reads
 // EM_JS bodies out of the module.
@@ -28,6 +28,19 @@ mergeInto(LibraryManager.library, {
     }
     HEAPU32[buf >> 2] = p;
     HEAPU32[len >> 2] = n;
+    return 0;
+  },
+  // A file the CLI writes (wick vision's -o and --dump-input): Module.wickWriteFile(path, bytes)
+  // (Node's fs in wasm_glue/cli.mjs) writes len bytes from buf. 0, or -1 with the reason in why.
+  js_write_file: function (path, buf, len, why, whyLen) {
+    try {
+      Module['wickWriteFile'](UTF8ToString(path), HEAPU8.subarray(buf, buf + len));
+    } catch (e) {
+      var text = String(e && e.message || e);
+      if (e && e.code && e.syscall) text = text.replace(/^[A-Z0-9_]+: /, '').replace(/, \w+ '.*'$/, '');
+      stringToUTF8(text, why, whyLen);
+      return -1;
+    }
     return 0;
   },
 });

@@ -43,7 +43,7 @@
 
 /* LayerNorm of n_tok rows of n, in place: (x − mean) / √(variance + eps) ⊙ w + b (b NULL: none), the sums in
  * double and the scale in float, as ggml's norm then mul and add compute it */
-static void layernorm_rows(float *x, const float *w, const float *b, int n_tok, int n, float eps) {
+void layernorm_rows(float *x, const float *w, const float *b, int n_tok, int n, float eps) {
     for (int t = 0; t < n_tok; t++) {
         float *r = x + (size_t)t * n;
         double sum = 0, sum2 = 0;

@@ -16,4 +16,9 @@
 int encoder_eval(struct wick_ctx *c, const int32_t *tokens, const int32_t *lens, int32_t n_seq, pooling_kind pooling,
                  float *out, errmsg *err);
 
+/* The step encoder.c shares with the vision tower (vision.c; GELU is elementwise.h's gelu_f16):
+ * LayerNorm of n_tok rows of n, in place: (x − mean) / √(variance + eps) ⊙ w + b (b NULL: none),
+ * as ggml's norm, mul and add compute it. */
+void layernorm_rows(float *x, const float *w, const float *b, int n_tok, int n, float eps);
+
 #endif

@@ -100,6 +100,17 @@ static int bind_matrix(struct wick_model *m, const char *name, int64_t rows, int
     return bind_stack(m, name, rows, cols, 1, optional, w, err);
 }
 
+/* the binders above, for the other readers of GGUF tensors (vision.c: an mmproj file) */
+int model_bind_floats(struct wick_model *m, const char *name, int64_t n0, int64_t n1, bool optional, const float **out,
+                      errmsg *err) {
+    return bind_floats(m, name, n0, n1, optional, out, err);
+}
+
+int model_bind_matrix(struct wick_model *m, const char *name, int64_t rows, int64_t cols, bool optional, weight *w,
+                      errmsg *err) {
+    return bind_stack(m, name, rows, cols, 1, optional, w, err);
+}
+
 static int by_data(const void *a, const void *b)
 {
     const char *x = (*(weight *const *)a)->data, *y = (*(weight *const *)b)->data;

@@ -234,6 +234,13 @@ int model_load_gguf_external(struct wick_model *m, const uint8_t *const *bufs, c
  * -1 when the reader fails. Only for a table outside the buffers. */
 int model_read_rows(const struct wick_model *m, const weight *w, const row_place *p, const int32_t *rows, int n, uint8_t *dst,
                     errmsg *err);
+/* Binds tensor name of a loaded file: a small one of n1 rows of n0 as F32 (converted and owned
+ * when stored otherwise), or a weight matrix of [rows][cols] (a view). A missing tensor is an
+ * error unless optional (then NULL / a zeroed weight); a wrong shape or type always is. */
+int model_bind_floats(struct wick_model *m, const char *name, int64_t n0, int64_t n1, bool optional, const float **out,
+                      errmsg *err);
+int model_bind_matrix(struct wick_model *m, const char *name, int64_t rows, int64_t cols, bool optional, weight *w,
+                      errmsg *err);
 /* A tensor by name, in whichever part holds it. */
 const gguf_tensor *model_find_tensor(const struct wick_model *m, const char *name);
 int model_load_llama2c(struct wick_model *m, const uint8_t *bin, size_t bin_size, const uint8_t *tok,

@@ -280,6 +280,7 @@ typedef struct {
     float v_std;
     const int64_t *zero_rows; /* these rows are all zeros (the lexical encoder's special tokens) */
     int n_zero_rows;
+    int64_t ne4[4];      /* ne4[0] > 0: a 4-D tensor of this shape in the directory (the rows stay ne0 by ne1) */
 } synth_tensor;
 
 static bool use_more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
@@ -488,6 +489,13 @@ static int write_synth_file(const char *out_path, synth_tensor *ts, int n_t, con
     for (int i = 0; i < n_t; i++) {
         put_str(f, ts[i].name);
         bool vec = ts[i].ne1 == 1;
+        if (ts[i].ne4[0] > 0) {
+            put_u32(f, 4);
+            for (int d = 0; d < 4; d++) put_u64(f, (uint64_t)ts[i].ne4[d]);
+            put_u32(f, ts[i].type);
+            put_u64(f, ts[i].offset);
+            continue;
+        }
         put_u32(f, ts[i].ne2 > 1 ? 3 : vec ? 1 : 2);
         put_u64(f, (uint64_t)ts[i].ne0);
         if (!vec) put_u64(f, (uint64_t)(ts[i].ne2 > 1 ? ts[i].ne1 / ts[i].ne2 : ts[i].ne1));
@@ -692,6 +700,101 @@ static int synth_write_bert(const synth_shape *sh, const synth_quant *q, const c
     free(mb.p);
     free(ts);
     free(ones);
+    return rc;
+}
+
+/* ---- mmproj files (vision) --------------------------------------------------------------------- */
+
+/* `wick synth --mmproj idefics3`: a SmolVLM-style mmproj (clip.cpp's keys and tensor names,
+ * conversion/smolvlm.py's layout) of a tiny shape: 64 × 64 images in 8 × 8 patches, 2 layers of
+ * width 64 with 4 heads and an MLP of 128, a pixel shuffle of 2 and a projection to 96, so that
+ * 16 positions come out. Every step counts as in the text families: the patch kernel gives the
+ * patches about unit size, position embeddings of 0.5 are added, attention scores have a standard
+ * deviation of SCORE_STD, the LayerNorms' weights are about 1 and every bias is 0.2; image_mean and
+ * image_std differ per channel (a channel order mixed up shows). The patch kernel stays F16 (F32
+ * for --type f32), since llama.cpp's convolution takes no other type; the position table, norms
+ * and biases F32; the other matrices are of --type (f32, f16 or q8_0). preproc_image_size 128
+ * (SmolVLM's longest_edge, at the same ratio of 2 tiles per side as its 1024 to 512 tiles) makes
+ * llama.cpp resize a picture in three steps before its overview, as for a real file. */
+#define MMPROJ_IMAGE 64
+#define MMPROJ_PATCH 8
+#define MMPROJ_DIM 64
+#define MMPROJ_HEADS 4
+#define MMPROJ_FF 128
+#define MMPROJ_LAYERS 2
+#define MMPROJ_MERGE 2
+#define MMPROJ_TEXT 96
+#define MMPROJ_LONGEST 128
+#define MMPROJ_BIAS_STD 0.2f
+
+int synth_write_mmproj(const char *projector, const char *type, const char *out_path, unsigned long long seed, errmsg *err) {
+    if (!projector || strcmp(projector, "idefics3"))
+        return errorf(err, WICK_ERR_INVALID_ARG, "--mmproj '%s' is not supported (supported: idefics3)", projector ? projector : "");
+    uint32_t mtype, ftype;
+    if (!strcmp(type, "f32")) mtype = WICK_TYPE_F32, ftype = FTYPE_F32;
+    else if (!strcmp(type, "f16")) mtype = WICK_TYPE_F16, ftype = FTYPE_F16;
+    else if (!strcmp(type, "q8_0")) mtype = WICK_TYPE_Q8_0, ftype = FTYPE_Q8_0;
+    else return errorf(err, WICK_ERR_INVALID_ARG, "--type '%s' for an mmproj: f32, f16 or q8_0", type);
+    const int dim = MMPROJ_DIM, ff = MMPROJ_FF, P = MMPROJ_PATCH, n_patches = (MMPROJ_IMAGE / P) * (MMPROJ_IMAGE / P);
+    const int merged = dim * MMPROJ_MERGE * MMPROJ_MERGE;
+    const float qk_std = sqrtf(SCORE_STD) / (sqrtf((float)dim) * 1.0408f); /* as the bert encoder's: inputs LayerNormed */
+    int n_t = 0;
+    synth_tensor *ts = calloc(8 + 16 * MMPROJ_LAYERS, sizeof *ts), *t;
+    if (!ts) return errorf(err, WICK_ERR_NOMEM, "out of memory");
+#define TENSOR(type_, std_, ne0_, ne1_, ...) \
+    (t = &ts[n_t++], t->type = (type_), t->std = (std_), t->ne0 = (ne0_), t->ne1 = (ne1_), snprintf(t->name, sizeof t->name, __VA_ARGS__))
+#define NORM(ne0_, ...) (TENSOR(WICK_TYPE_F32, 0, ne0_, 1, __VA_ARGS__), t->norm = true, t->centre = 1.0f)
+#define BIAS(ne0_, ...) TENSOR(WICK_TYPE_F32, MMPROJ_BIAS_STD, ne0_, 1, __VA_ARGS__)
+    TENSOR(mtype == WICK_TYPE_F32 ? WICK_TYPE_F32 : WICK_TYPE_F16, 1.0f / sqrtf(3.0f * P * P), P, (int64_t)P * 3 * dim, "v.patch_embd.weight");
+    t->ne4[0] = P, t->ne4[1] = P, t->ne4[2] = 3, t->ne4[3] = dim;
+    BIAS(dim, "v.patch_embd.bias");
+    TENSOR(WICK_TYPE_F32, 0.5f, dim, n_patches, "v.position_embd.weight");
+    static const char *const attn[] = {"attn_q", "attn_k", "attn_v", "attn_out"};
+    for (int l = 0; l < MMPROJ_LAYERS; l++) {
+        for (int i = 0; i < 4; i++) {
+            TENSOR(mtype, i < 2 ? qk_std : 1.0f / sqrtf((float)dim), dim, dim, "v.blk.%d.%s.weight", l, attn[i]);
+            BIAS(dim, "v.blk.%d.%s.bias", l, attn[i]);
+        }
+        NORM(dim, "v.blk.%d.ln1.weight", l);
+        BIAS(dim, "v.blk.%d.ln1.bias", l);
+        TENSOR(mtype, 1.0f / sqrtf((float)dim), dim, ff, "v.blk.%d.ffn_up.weight", l);
+        BIAS(ff, "v.blk.%d.ffn_up.bias", l);
+        TENSOR(mtype, 1.0f / sqrtf((float)ff), ff, dim, "v.blk.%d.ffn_down.weight", l);
+        BIAS(dim, "v.blk.%d.ffn_down.bias", l);
+        NORM(dim, "v.blk.%d.ln2.weight", l);
+        BIAS(dim, "v.blk.%d.ln2.bias", l);
+    }
+    NORM(dim, "v.post_ln.weight");
+    BIAS(dim, "v.post_ln.bias");
+    TENSOR(mtype, 1.0f / sqrtf((float)merged), merged, MMPROJ_TEXT, "mm.model.fc.weight");
+#undef BIAS
+#undef NORM
+#undef TENSOR
+    static const float mean[3] = {0.48145466f, 0.4578275f, 0.40821073f}, std[3] = {0.26862954f, 0.26130258f, 0.27577711f};
+    meta_buf mb = {0};
+    char name[64];
+    snprintf(name, sizeof name, "wick synth mmproj %s %s", projector, type);
+    kv_str(&mb, NULL, "general.architecture", "clip");
+    kv_str(&mb, NULL, "general.name", name);
+    kv_u32(&mb, NULL, "general.file_type", ftype);
+    kv_bool(&mb, NULL, "clip.has_vision_encoder", true);
+    kv_str(&mb, NULL, "clip.projector_type", projector);
+    kv_bool(&mb, NULL, "clip.use_gelu", true);
+    kv_u32(&mb, "clip.vision", "image_size", MMPROJ_IMAGE);
+    kv_u32(&mb, "clip.vision", "preproc_image_size", MMPROJ_LONGEST);
+    kv_u32(&mb, "clip.vision", "patch_size", P);
+    kv_u32(&mb, "clip.vision", "embedding_length", dim);
+    kv_u32(&mb, "clip.vision", "feed_forward_length", ff);
+    kv_u32(&mb, "clip.vision", "block_count", MMPROJ_LAYERS);
+    kv_u32(&mb, "clip.vision", "projection_dim", MMPROJ_TEXT);
+    kv_u32(&mb, "clip.vision", "attention.head_count", MMPROJ_HEADS);
+    kv_f32(&mb, "clip.vision", "attention.layer_norm_epsilon", 1e-6f);
+    kv_f32_array(&mb, "clip.vision", "image_mean", mean, 3);
+    kv_f32_array(&mb, "clip.vision", "image_std", std, 3);
+    kv_u32(&mb, "clip.vision", "projector.scale_factor", MMPROJ_MERGE);
+    int rc = mb.oom ? errorf(err, WICK_ERR_NOMEM, "out of memory") : write_synth_file(out_path, ts, n_t, &mb, seed, false, err);
+    free(mb.p);
+    free(ts);
     return rc;
 }
 

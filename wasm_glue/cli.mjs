@@ -201,6 +201,7 @@ async function runEngineCli(args) {
     wickThreads: threads,
     wickWrite: (fd, bytes) => writeAll(fd === 1 ? 1 : 2, bytes),
     wickReadFile: (p, alloc) => readInto(p, alloc, () => Module.HEAPU8),
+    wickWriteFile: (p, bytes) => fs.writeFileSync(p, bytes),
     print: (s) => writeAll(1, Buffer.from(s + '\n')),
     printErr: (s) => writeAll(2, Buffer.from(s + '\n')),
   });

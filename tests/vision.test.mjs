@@ -1,0 +1,210 @@
+// tests/vision.test.mjs — image encoders from mmproj files (src/vision.c) against llama.cpp's mtmd
+// (tests/mtmd_ref.cpp: its clip loader, idefics3 preprocessor and encoder, 1 thread, no flash
+// attention, built from the llama-server build's libraries by mk/mtmd-ref.mk):
+//  - `wick synth --mmproj idefics3` files at f16 and q8_0 (a SmolVLM-shaped tower, synth.c), which
+//    llama.cpp loads; the same bytes every time;
+//  - a fixed 50 × 37 test image with gradients (a PPM written here), which llama.cpp resizes three
+//    times (to the longest side, to whole tiles, to the overview): the tensor wick feeds its encoder
+//    equals llama.cpp's preprocessed overview within 1/255 of the pixel range per value; so do a
+//    tall, a wide and a tiny image's, also through the file without its longest side (where
+//    llama.cpp resizes once, bicubic);
+//  - the embeddings: the same number of positions and width, cosine per position ≥ 0.9999 (f16)
+//    and ≥ 0.999 (q8_0), native and wasm, 1 and 2 threads; 1 and 2 threads, native and wasm
+//    bit-identical;
+//  - knock-out: the pixel shuffle's order matters to llama.cpp's own output (the file with the
+//    projection's input columns permuted as a transposed shuffle would read them moves it far
+//    beyond the tolerance), so the comparison tells the right order from the other;
+//  - hostile input refused with a message and no crash: a truncated mmproj, an unknown projector,
+//    an image of zero size, a truncated image that declares 30000 × 30000.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { root, runWick } from './helpers.mjs';
+import { readGguf, writeGguf, setKv, T } from './gguf.mjs';
+
+const mtmdRef = path.join(root, 'build', 'mtmd_ref');
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'wick-vision-'));
+const image = path.join(tmp, 'gradients.ppm');
+const files = {};
+// the synth files' image_std (synth.c, CLIP's): 1/255 of the pixel range in normalized units per channel
+const imageStd = [0.26862954, 0.26130258, 0.27577711];
+
+const cosine = (a, b) => {
+  let d = 0, na = 0, nb = 0;
+  for (let i = 0; i < a.length; i++) { d += a[i] * b[i]; na += a[i] * a[i]; nb += b[i] * b[i]; }
+  return d / Math.sqrt(na * nb);
+};
+const floats = (file) => { const b = fs.readFileSync(file); return new Float32Array(b.buffer, b.byteOffset, b.length / 4); };
+
+/** A width × height RGB image: red along x, green along y, blue a diagonal ripple (so that each
+ * channel and direction of the resize shows). */
+function ppm(width, height, declared = null) {
+  const px = Buffer.alloc(width * height * 3);
+  for (let y = 0; y < height; y++)
+    for (let x = 0; x < width; x++) {
+      const i = (y * width + x) * 3;
+      px[i] = Math.floor((x * 255) / Math.max(1, width - 1));
+      px[i + 1] = Math.floor((y * 255) / Math.max(1, height - 1));
+      px[i + 2] = ((x * 7 + y * 13) * 5) % 256;
+    }
+  const [w, h] = declared ?? [width, height];
+  return Buffer.concat([Buffer.from(`P6\n${w} ${h}\n255\n`, 'latin1'), px]);
+}
+
+before(() => {
+  fs.writeFileSync(image, ppm(50, 37));
+  for (const type of ['f16', 'q8_0']) {
+    const file = path.join(tmp, `mmproj-idefics3-${type}.gguf`);
+    const r = runWick('native', ['synth', '--mmproj', 'idefics3', '--type', type, '-o', file]);
+    assert.equal(r.code, 0, r.stderr);
+    files[type] = file;
+  }
+});
+after(() => fs.rmSync(tmp, { recursive: true, force: true }));
+
+/** llama.cpp's embeddings and preprocessed overview of an image (the test image unless given) through file */
+const refs = new Map();
+function reference(file, img = image) {
+  const tag = `${path.basename(file)}.${path.basename(img)}`;
+  if (!refs.has(tag)) {
+    assert.ok(fs.existsSync(mtmdRef), `${mtmdRef} is missing: make mtmd-ref`);
+    const out = path.join(tmp, `${tag}.ref.f32`), input = path.join(tmp, `${tag}.ref-in.f32`);
+    const r = spawnSync(mtmdRef, [file, img, out, input], { encoding: 'utf8', timeout: 60000 });
+    assert.equal(r.status, 0, r.stderr);
+    refs.set(tag, { ...JSON.parse(r.stdout), embd: floats(out), input: floats(input) });
+  }
+  return refs.get(tag);
+}
+
+/** wick's, through the native or the wasm CLI on threads threads */
+function ours(build, file, threads, img = image) {
+  const tag = `${path.basename(file)}.${path.basename(img)}.${build}.${threads}`;
+  const out = path.join(tmp, `${tag}.f32`), input = path.join(tmp, `${tag}.in.f32`);
+  const r = runWick(build, ['vision', '-m', file, '--image', img, '--threads', String(threads), '-o', out, '--dump-input', input]);
+  assert.equal(r.code, 0, r.stderr);
+  return { ...JSON.parse(r.stdout), embd: floats(out), input: floats(input) };
+}
+
+/** the lowest cosine over the positions, after checking the shapes agree */
+function worstCosine(a, ref) {
+  assert.equal(a.positions, ref.positions, 'positions');
+  assert.equal(a.n_embd, ref.n_embd, 'width');
+  assert.equal(a.embd.length, ref.embd.length);
+  let worst = 1;
+  for (let p = 0; p < ref.positions; p++) {
+    const row = (e) => e.subarray(p * ref.n_embd, (p + 1) * ref.n_embd);
+    worst = Math.min(worst, cosine(row(a.embd), row(ref.embd)));
+  }
+  return worst;
+}
+
+test('wick synth --mmproj idefics3 writes the same bytes every time', () => {
+  const again = path.join(tmp, 'again.gguf');
+  const r = runWick('native', ['synth', '--mmproj', 'idefics3', '--type', 'f16', '-o', again]);
+  assert.equal(r.code, 0, r.stderr);
+  assert.ok(fs.readFileSync(again).equals(fs.readFileSync(files.f16)));
+});
+
+/** the largest difference of two preprocessed inputs, in units of the pixel range (1 = 255 levels) */
+function inputDifference(a, ref) {
+  assert.equal(a.input.length, ref.input.length);
+  const plane = ref.input.length / 3;
+  let worst = 0;
+  for (let i = 0; i < ref.input.length; i++) worst = Math.max(worst, Math.abs(a.input[i] - ref.input[i]) * imageStd[Math.floor(i / plane)]);
+  return worst;
+}
+
+test("preprocessing: wick's input tensor equals llama.cpp's resized, normalized overview within 1/255", () => {
+  const ref = reference(files.f16);
+  assert.equal(ref.image_size, 64);
+  for (const build of ['native', 'wasm']) {
+    const worst = inputDifference(ours(build, files.f16, 1), ref);
+    assert.ok(worst <= 1 / 255, `${build}: largest difference ${(worst * 255).toFixed(3)}/255 of the pixel range`);
+    process.stdout.write(`# preprocessing ${build}: largest difference from llama.cpp's ${(worst * 255).toFixed(4)}/255 of the pixel range\n`);
+  }
+});
+
+test('preprocessing: tall, wide and tiny images, with and without the file\'s longest side, within 1/255', () => {
+  // without clip.vision.preproc_image_size (older conversions) llama.cpp resizes once, bicubic
+  const g = readGguf(files.f16);
+  const oneStep = path.join(tmp, 'mmproj-no-longest-edge.gguf');
+  fs.writeFileSync(oneStep, writeGguf({ ...g, kv: g.kv.filter((e) => e.key !== 'clip.vision.preproc_image_size') }));
+  for (const [w, h] of [[23, 71], [97, 20], [5, 3]]) {
+    const img = path.join(tmp, `image-${w}x${h}.ppm`);
+    fs.writeFileSync(img, ppm(w, h));
+    for (const file of [files.f16, oneStep]) {
+      const worst = inputDifference(ours('native', file, 1, img), reference(file, img));
+      assert.ok(worst <= 1 / 255, `${w}×${h} ${path.basename(file)}: largest difference ${(worst * 255).toFixed(3)}/255`);
+    }
+  }
+});
+
+for (const [type, bound] of [['f16', 0.9999], ['q8_0', 0.999]]) {
+  test(`embeddings (${type}): cosine ≥ ${bound} per position against llama.cpp, native and wasm, 1 and 2 threads`, () => {
+    const ref = reference(files[type]);
+    assert.equal(ref.positions, 16);
+    const bytes = (r) => Buffer.from(r.embd.buffer, r.embd.byteOffset, r.embd.byteLength);
+    let native = null;
+    for (const build of ['native', 'wasm']) {
+      const one = ours(build, files[type], 1), two = ours(build, files[type], 2);
+      const worst = worstCosine(one, ref);
+      assert.ok(worst >= bound, `${build} ${type}: lowest cosine ${worst.toFixed(6)} < ${bound}`);
+      assert.ok(bytes(one).equals(bytes(two)), `${build} ${type}: 1 and 2 threads differ`);
+      if (native) assert.ok(bytes(native).equals(bytes(one)), `${type}: native and wasm differ`);
+      native ??= one;
+      process.stdout.write(`# ${type} ${build}: lowest cosine per position ${worst.toFixed(7)} (bound ${bound})\n`);
+    }
+  });
+}
+
+test("knock-out: the pixel shuffle's order moves llama.cpp's own output beyond the tolerance", () => {
+  // mm.model.fc's input columns come in s² blocks of dim, block dy·s + dx (s = 2, dim = 64); the
+  // file with blocks 1 and 2 swapped is the original with the shuffle's dy and dx exchanged
+  const g = readGguf(files.f16);
+  const fc = g.tensors.find((t) => t.name === 'mm.model.fc.weight');
+  assert.equal(fc.type, 1); // F16
+  const [cols, rows] = fc.ne.map(Number), dim = 64, bytes = 2;
+  const data = Buffer.from(fc.data);
+  for (let r = 0; r < rows; r++) {
+    const row = r * cols * bytes, b1 = row + dim * bytes, b2 = row + 2 * dim * bytes;
+    const one = Buffer.from(data.subarray(b1, b1 + dim * bytes));
+    data.copy(data, b1, b2, b2 + dim * bytes);
+    one.copy(data, b2);
+  }
+  fc.data = data;
+  const swapped = path.join(tmp, 'mmproj-shuffle-transposed.gguf');
+  fs.writeFileSync(swapped, writeGguf(g));
+  const worst = worstCosine(reference(swapped), reference(files.f16));
+  assert.ok(worst < 0.99, `the transposed shuffle still gives cosine ${worst.toFixed(6)}`);
+  process.stdout.write(`# knock-out: llama.cpp with the shuffle's order transposed, lowest cosine per position ${worst.toFixed(4)}\n`);
+});
+
+test('hostile input: refused with a message, no crash', () => {
+  const check = (args, pattern, what) => {
+    for (const build of ['native', 'wasm']) {
+      const r = runWick(build, args);
+      assert.equal(r.signal, null, `${build} ${what}: killed by ${r.signal}`);
+      assert.equal(r.code, 1, `${build} ${what}: exit ${r.code}\n${r.stderr}`);
+      assert.match(r.stderr, pattern, `${build} ${what}`);
+    }
+  };
+  const bytes = fs.readFileSync(files.f16);
+  const truncated = path.join(tmp, 'truncated.gguf');
+  fs.writeFileSync(truncated, bytes.subarray(0, Math.floor(bytes.length / 2)));
+  check(['vision', '-m', truncated, '--image', image], /truncated\.gguf: .*(past|end|truncated|outside)/i, 'truncated mmproj');
+
+  const unknown = path.join(tmp, 'unknown.gguf');
+  fs.writeFileSync(unknown, writeGguf(setKv(readGguf(files.f16), 'clip.projector_type', T.STRING, 'xyz')));
+  check(['vision', '-m', unknown, '--image', image], /projector 'xyz' is not supported \(supported: idefics3\)/, 'unknown projector');
+
+  const empty = path.join(tmp, 'empty.ppm');
+  fs.writeFileSync(empty, Buffer.from('P6\n0 0\n255\n', 'latin1'));
+  check(['vision', '-m', files.f16, '--image', empty], /empty\.ppm: .*width, height/, 'zero-size image');
+
+  const huge = path.join(tmp, 'huge.ppm');
+  fs.writeFileSync(huge, ppm(16, 16, [30000, 30000]));
+  check(['vision', '-m', files.f16, '--image', huge], /huge\.ppm: .*(sides up to|bytes)/, '30000 × 30000 declared');
+});
