@@ -147,6 +147,10 @@ static void attention_block(struct wick_ctx *c, const layer_weights *w, int l, a
         kv_row_store(c, c->k_cache, l, pos0 + t, c->k + (size_t)t * kvd);
         kv_row_store(c, c->v_cache, l, pos0 + t, c->v + (size_t)t * kvd);
     }
+    /* an F16 key cache is scored against the query rounded to F16: llama.cpp's K·Q product converts
+     * the query to its keys' vec_dot_type (F16), with flash attention and without */
+    if (c->kv_type == WICK_KV_F16)
+        for (size_t i = 0; i < (size_t)n_tok * qd; i++) c->q[i] = quant_round_f16(c->q[i]);
     attention(c, w->kv_layer, pos0, n_tok, c->model->config.causal);
     if (c->v_rot) kv_hadamard(c->xb2, (size_t)n_tok * qd, c->v_rot);
     if (mc->attn_out_gate)
