@@ -7,6 +7,7 @@
 #define WICK_ELEMENTWISE_H
 
 #include <math.h>
+#include <stddef.h>
 
 #include "quant.h"
 
@@ -31,6 +32,11 @@ static inline float gelu_f16(float x) {
     if (x <= -10.0f) return 0.0f;
     if (x >= 10.0f) return x;
     return quant_round_f16(gelu_tanh(quant_round_f16(x)));
+}
+
+/* x += y over n values (a residual add; the position and token-type embeddings) */
+static inline void add_rows(float *x, const float *y, size_t n) {
+    for (size_t i = 0; i < n; i++) x[i] += y[i];
 }
 
 /* out = x / √(mean(x²) + eps) ⊙ w over n values (the sum of squares in double; out may be x) */

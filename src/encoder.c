@@ -58,10 +58,6 @@ void layernorm_rows(float *x, const float *w, const float *b, int n_tok, int n, 
     }
 }
 
-static void add_rows(float *x, const float *y, size_t n) {
-    for (size_t i = 0; i < n; i++) x[i] = y[i] + x[i];
-}
-
 /* h = x, or LayerNorm(x) into c->xb where the layer has a pre-norm (modern-bert) */
 static const float *pre_norm(struct wick_ctx *c, const float *w, int n_tok) {
     const model_config *mc = &c->model->config;

@@ -46,10 +46,6 @@ static float *rope_sin_of(const struct wick_ctx *c, bool sliding) {
     return c->rope_sin + (sliding && rope_swa_own(&c->model->config) ? (size_t)c->n_batch * (size_t)rope_half_max(&c->model->config) : 0);
 }
 
-static void add_rows(float *x, const float *y, size_t n) {
-    for (size_t i = 0; i < n; i++) x[i] += y[i];
-}
-
 static void scale_rows(float *x, float s, size_t n) {
     for (size_t i = 0; i < n; i++) x[i] *= s;
 }

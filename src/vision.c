@@ -461,10 +461,6 @@ int vision_preprocess(const vision_model *v, const uint8_t *rgb, int32_t width, 
 
 /* ---- the encoder ------------------------------------------------------------------------------ */
 
-static void add_rows(float *x, const float *y, size_t n) {
-    for (size_t i = 0; i < n; i++) x[i] += y[i];
-}
-
 /* The patches of the image ([3][S][S]) flattened as the kernel's rows are (channel, y, x), one row
  * of 3·P² per patch, patches in rows top to bottom */
 static void flatten_patches(const vision_model *v, const float *pixels, float *rows) {
