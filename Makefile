@@ -9,7 +9,7 @@ SHELL := /bin/bash
 
 ENGINE_SRC := src/errmsg.c src/gguf.c src/model.c src/forward.c src/context.c src/attention.c src/matmul.c src/recurrent.c src/ple.c src/altup.c src/rope.c src/encoder.c src/rerank.c src/state.c \
               src/pool.c src/quant.c src/quant_table.c src/kernels_simd.c \
-              src/tokenizer.c src/unicode.c src/sampler.c src/grammar.c src/generate.c src/synth.c src/vision.c src/wick.c
+              src/tokenizer.c src/unicode.c src/sampler.c src/grammar.c src/generate.c src/synth.c src/vision.c src/images.c src/wick.c
 HEADERS := $(wildcard src/*.h)
 TEST_PROGRAMS := test_kernels test_sampler test_tokenizer test_dequant test_load test_context test_state test_session test_grammar test_attention
 
@@ -29,14 +29,14 @@ WASM_EXPORT_NAMES := malloc free wick_buffer_alloc wick_buffer_free wick_last_er
   wick_gen_new wick_gen_free wick_gen_set wick_gen_set_grammar wick_grammar_check wick_gen_add_stop wick_gen_clear_stops wick_gen_set_bias \
   wick_gen_clear_bias wick_gen_start wick_gen_next wick_gen_token wick_gen_finish wick_gen_text \
   wick_gen_probs wick_gen_shifted wick_gen_reevaluated wick_gen_n_prompt_eval wick_state_save wick_state_load wick_gen_state_save wick_gen_state_load wick_gen_reusable \
-  wick_model_pooling wick_embed wick_rerank_tokens wick_rerank wick_ctx_new_external wick_ctx_external_ops wick_ctx_external_logits wick_ctx_external_top_logits wick_gen_candidates wick_model_tensors_json wick_dequantize wick_row_dot
+  wick_model_pooling wick_embed wick_rerank_tokens wick_rerank wick_ctx_new_external wick_ctx_external_ops wick_ctx_external_logits wick_ctx_external_top_logits wick_gen_candidates wick_model_tensors_json wick_dequantize wick_row_dot \
+  wick_vision_load wick_vision_free wick_vision_info_json wick_vision_layout wick_vision_encode wick_ctx_set_image wick_ctx_drop_image wick_ctx_has_image
 comma := ,
 empty :=
 space := $(empty) $(empty)
 WASM_EXPORTS := $(subst $(space),$(comma),$(addprefix _,$(strip $(WASM_EXPORT_NAMES))))
-# The page's builds (build/wasm/wick*.js) hold the engine and its C API only; the Node CLI's
-# (build/wasm/wick-cli*.js, wasm_glue/cli.mjs) add the CLI, synth and vision (mmproj image encoders,
-# which the page does not use yet: kept out of what it downloads until it does).
+# The page's builds (build/wasm/wick*.js) hold the engine and its C API (image encoders included);
+# the Node CLI's (build/wasm/wick-cli*.js, wasm_glue/cli.mjs) add the CLI and synth.
 WASM_LDFLAGS := -sMODULARIZE -sEXPORT_NAME=createWick -sALLOW_MEMORY_GROWTH -sMAXIMUM_MEMORY=4GB \
   -sINITIAL_MEMORY=32MB -sTOTAL_STACK=1MB -sEXPORTED_FUNCTIONS=$(WASM_EXPORTS) --js-library src/engine_library.js \
   -sEXPORTED_RUNTIME_METHODS=ccall,cwrap,UTF8ToString,stringToUTF8,lengthBytesUTF8 \
@@ -44,7 +44,7 @@ WASM_LDFLAGS := -sMODULARIZE -sEXPORT_NAME=createWick -sALLOW_MEMORY_GROWTH -sMA
 WASM_CLI_LDFLAGS := $(subst -sEXPORTED_FUNCTIONS=,-sEXPORTED_FUNCTIONS=_wick_cli_main$(comma),$(WASM_LDFLAGS)) \
   --js-library src/cli_library.js
 # the engine's objects in the wasm libraries: all but the CLI's own (the CLI builds link their objects)
-WASM_CLI_ONLY := synth vision
+WASM_CLI_ONLY := synth
 WASM_ENGINE_NAMES = $(filter-out $(WASM_CLI_ONLY),$(ENGINE_NAMES))
 # those objects in one build's object folder: $(call wasm_cli_objs,obj-mt)
 wasm_cli_objs = $(addprefix build/wasm/$(1)/,$(addsuffix .o,$(WASM_CLI_ONLY)))

@@ -17,3 +17,14 @@ $(MTMD_REF): tests/mtmd_ref.cpp $(LLAMA_SERVER)
 	$(CXX) -std=c++17 -O2 $(MTMD_REF_INCLUDES) -o $@ $< $(MTMD_REF_LIBS) -lpthread -lm
 
 test: $(MTMD_REF)
+
+# build/mtmd_chat_ref: a prompt with a picture through llama.cpp (text model + mmproj, mtmd's
+# tokenizer and chunk evaluation): the reference of tests/vision-prompt.test.mjs
+MTMD_CHAT_REF := build/mtmd_chat_ref
+MTMD_CHAT_REF_INCLUDES := $(MTMD_REF_INCLUDES) -I$(LLAMA_SRC)/common
+
+$(MTMD_CHAT_REF): tests/mtmd_chat_ref.cpp $(LLAMA_SERVER)
+	$(CXX) -std=c++17 -O2 $(MTMD_CHAT_REF_INCLUDES) -o $@ $< $(MTMD_REF_LIBS) $(LLAMA_SERVER_DIR)/vendor/hash/libvendor-hash.a -lpthread -lm
+
+mtmd-ref: $(MTMD_CHAT_REF)
+test: $(MTMD_CHAT_REF)

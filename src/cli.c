@@ -6,6 +6,9 @@
  *                 [--ignore-eos] [--truncate] [--probs K] [--kv f16|f32|q8_0|q4_0] [--kv-k T] [--kv-v T] [--grammar FILE.gbnf]
  *                 (wasm_glue/cli.mjs also takes --json-schema FILE.json, converted to a grammar in JS)
  *   wick logits   -m MODEL --tokens 1,403,407 [--steps K] [--follow IDS]
+ *   wick logits|generate -m MODEL --mmproj MMPROJ.gguf --image FILE.ppm -p "TEXT <__media__> TEXT" …
+ *                 a prompt with a picture in the marker's place (as llama.cpp's mtmd lays it out);
+ *                 logits then prints only the last prompt row
  *   wick tokenize -m MODEL -p TEXT [--no-bos] [--special]
  *   wick detokenize -m MODEL --ids 1,403,407
  *   wick info     -m MODEL
@@ -16,7 +19,7 @@
  *                 their order with their scores, then the indices from the most relevant down
  *   wick match    --grammar FILE.gbnf (-p TEXT | --texts FILE)   one line per text: complete, prefix or no
  *                 (--texts: texts separated by NUL bytes); no model needed
- *   wick synth    --shape mini|mini-mha|134m|1b|0.8b|e2b|e4b|bge-small --type f32|f16|q8_0|q4_0|q4_k_m|q5_k_m|q6_k -o FILE.gguf [--vocab VOCAB.gguf] [--seed S]
+ *   wick synth    --shape mini|mini-mha|vl|134m|1b|0.8b|e2b|e4b|bge-small --type f32|f16|q8_0|q4_0|q4_k_m|q5_k_m|q6_k -o FILE.gguf [--vocab VOCAB.gguf] [--seed S]
  *                 [--arch llama|llama3|qwen3|gemma2|gemma3|phi3|smollm3|granite|olmo2|lfm2|qwen35|granite-hybrid|mistral3|gemma4|
  *                         gemma3n|gemma-embedding|bert|nomic-bert|modern-bert]
  *                 [--pooling none|mean|cls|last (the encoders; a decoder's --pooling makes it an embedding model)
@@ -429,31 +432,123 @@ static int parse_ids(const char *flag, const char *list, int32_t n_vocab, int32_
     return 0;
 }
 
+/* ---- a prompt with a picture: --mmproj FILE.gguf --image FILE.ppm, -p TEXT holding "<__media__>"
+ * (llama.cpp mtmd's default marker) once. As mtmd_tokenize: BOS first (as the vocabulary adds it),
+ * the text before and after the marker tokenized apart (special tokens parsed, nothing added),
+ * and in the marker's place the picture's ids (wick_vision_layout: its markers and positions);
+ * its rows are encoded into the context as slot 0 (image_encode). */
+#define MEDIA_MARKER "<__media__>"
+
+typedef struct {
+    uint8_t *mbuf, *ibuf;
+    wick_vision *v;
+    const uint8_t *rgb;
+    int32_t w, h;
+} image_input;
+
+static int parse_ppm(const char *path, const uint8_t *buf, size_t size, const uint8_t **rgb, int32_t *w, int32_t *h);
+
+/* appends ids to *out (of *len, room *cap) */
+static int append_ids(int32_t **out, int32_t *len, int32_t *cap, const int32_t *ids, int32_t n) {
+    if (*len + n > *cap) {
+        int32_t c = (*len + n) * 2 + 16;
+        int32_t *grown = realloc(*out, (size_t)c * sizeof *grown);
+        if (!grown) return error_exit("out of memory");
+        *out = grown;
+        *cap = c;
+    }
+    memcpy(*out + *len, ids, (size_t)n * sizeof *ids);
+    *len += n;
+    return 0;
+}
+
+static int append_text(wick_model *m, const char *text, size_t len, bool bos, int32_t **out, int32_t *n, int32_t *cap) {
+    int32_t need = 0;
+    if (wick_tokenize(m, text, len, bos, 1, NULL, 0, &need) != WICK_OK) return error_exit("%s", wick_last_error());
+    int32_t *ids = malloc(((size_t)need + 1) * sizeof *ids);
+    if (!ids) return error_exit("out of memory");
+    int rc = wick_tokenize(m, text, len, bos, 1, ids, need, &need) != WICK_OK ? error_exit("%s", wick_last_error())
+                                                                                : append_ids(out, n, cap, ids, need);
+    free(ids);
+    return rc;
+}
+
+static int image_prompt(const options *o, wick_model *m, image_input *im, int32_t **ids, int32_t *n) {
+    size_t msize, isize;
+    memset(im, 0, sizeof *im);
+    if (!o->image) return error_exit("--mmproj needs --image FILE.ppm");
+    if (read_file(o->mmproj, &im->mbuf, &msize) || read_file(o->image, &im->ibuf, &isize)) return 1;
+    if (parse_ppm(o->image, im->ibuf, isize, &im->rgb, &im->w, &im->h)) return 1;
+    if (wick_vision_load(im->mbuf, msize, &im->v) != WICK_OK) return error_exit("%s: %s", o->mmproj, wick_last_error());
+    const char *at = strstr(o->prompt, MEDIA_MARKER);
+    if (!at || strstr(at + 1, MEDIA_MARKER))
+        return error_exit("the prompt must hold the image marker %s once (one --image)", MEDIA_MARKER);
+    int32_t cap = 0, len = 0, *out = NULL, need = 0, n_pos = 0;
+    if (append_text(m, "", 0, !o->no_bos, &out, &len, &cap) || append_text(m, o->prompt, (size_t)(at - o->prompt), false, &out, &len, &cap))
+        return 1;
+    if (wick_vision_layout(im->v, m, im->w, im->h, 0, NULL, 0, &need, &n_pos) != WICK_OK) return error_exit("%s", wick_last_error());
+    int32_t *layout = malloc(((size_t)need + 1) * sizeof *layout);
+    if (!layout) return error_exit("out of memory");
+    if (wick_vision_layout(im->v, m, im->w, im->h, 0, layout, need, &need, &n_pos) != WICK_OK || append_ids(&out, &len, &cap, layout, need)) {
+        free(layout);
+        return error_exit("%s", wick_last_error());
+    }
+    free(layout);
+    const char *rest = at + strlen(MEDIA_MARKER);
+    if (append_text(m, rest, strlen(rest), false, &out, &len, &cap)) return 1;
+    outf(2, "image: %d × %d pixels, %d positions of %d prompt ids\n", im->w, im->h, n_pos, len);
+    *ids = out;
+    *n = len;
+    return 0;
+}
+
+/* the picture's rows into the context (slot 0) */
+static int image_encode(const options *o, const image_input *im, wick_ctx *c) {
+    double t0 = now_seconds();
+    if (wick_vision_encode(im->v, c, im->rgb, im->w, im->h, 0) != WICK_OK) return error_exit("%s: %s", o->mmproj, wick_last_error());
+    outf(2, "image: encoded in %.1f ms\n", (now_seconds() - t0) * 1e3);
+    return 0;
+}
+
+/* (the files' buffers are read_file's: freed at exit) */
+static void image_free(image_input *im) { wick_vision_free(im->v); }
+
 /* Prompt logits of the tokens as one batch, then --steps greedy steps one token at a time
  * (feeding the --follow ids instead of our own choices when given, so that a comparison with a
  * reference run stays on its path even where two logits are nearly tied). */
 static int cmd_logits(const options *o, wick_model *m) {
-    if (!o->tokens) return error_exit("logits: --tokens 1,2,3 is required");
+    bool image = o->mmproj != NULL;
+    if (!o->tokens && !image) return error_exit("logits: --tokens 1,2,3 is required (or --mmproj, --image and -p)");
+    if (image && !o->prompt) return error_exit("logits: --mmproj takes the prompt as -p TEXT");
     wick_model_info info;
     wick_model_get_info(m, &info);
     int32_t n, n_follow = 0, *ids, *follow = NULL;
-    if (parse_ids("--tokens", o->tokens, info.n_vocab, &ids, &n)) return 1;
+    image_input im = {0};
+    if (image ? image_prompt(o, m, &im, &ids, &n) : parse_ids("--tokens", o->tokens, info.n_vocab, &ids, &n)) return 1;
     if (n == 0) return error_exit("--tokens: no ids");
     if (o->follow && parse_ids("--follow", o->follow, info.n_vocab, &follow, &n_follow)) return 1;
     wick_ctx *c;
     if (new_context(o, m, &c)) return 1;
-    if (wick_eval(c, ids, n, 1) != WICK_OK) return error_exit("%s", wick_last_error());
-    outf(1, "{\"n_vocab\":%d,\"prompt_logits\":[", info.n_vocab);
-    for (int32_t i = 0; i < n; i++) {
-        if (i) out_write(1, ",", 1);
-        print_logits_row(wick_get_logits(c, i), info.n_vocab);
+    if (image && image_encode(o, &im, c)) return 1;
+    /* with a picture only the last prompt row is printed (its positions have no logits of interest) */
+    if (wick_eval(c, ids, n, !image) != WICK_OK) return error_exit("%s", wick_last_error());
+    outf(1, "{\"n_vocab\":%d,\"n_prompt\":%d,", info.n_vocab, n);
+    if (image) { /* the prompt's ids, the picture's positions negative (wick.h WICK_IMAGE_TOKEN) */
+        out_write(1, "\"prompt_ids\":[", 14);
+        for (int32_t i = 0; i < n; i++) outf(1, i ? ",%d" : "%d", ids[i]);
+        out_write(1, "],", 2);
+    }
+    out_write(1, "\"prompt_logits\":[", 17);
+    for (int32_t i = image ? n - 1 : 0; i < n; i++) {
+        if (i > (image ? n - 1 : 0)) out_write(1, ",", 1);
+        print_logits_row(wick_get_logits(c, image ? -1 : i), info.n_vocab);
     }
     out_write(1, "],\"greedy_step_logits\":[", 24);
     int32_t *greedy = malloc(((size_t)o->steps + 1) * sizeof *greedy);
     if (!greedy) return error_exit("out of memory");
     /* step k prints the logits that chose greedy token k: the last prompt row first, then the
      * row after feeding each chosen token (the layout of ../shared/reference) */
-    const float *row = wick_get_logits(c, n - 1);
+    const float *row = wick_get_logits(c, -1);
     for (int k = 0; k < o->steps; k++) {
         if (k) {
             int32_t fed = k - 1 < n_follow ? follow[k - 1] : greedy[k - 1];
@@ -471,6 +566,7 @@ static int cmd_logits(const options *o, wick_model *m) {
     free(follow);
     free(ids);
     wick_ctx_free(c);
+    if (image) image_free(&im);
     return 0;
 }
 
@@ -672,10 +768,12 @@ static void print_probs(wick_gen *g) {
 static int cmd_generate(const options *o, wick_model *m) {
     if (!o->prompt) return error_exit("generate: -p PROMPT is required");
     int32_t *ids, n;
-    if (tokenize_prompt(m, o->prompt, !o->no_bos, o->special, &ids, &n)) return 1;
+    image_input im = {0};
+    if (o->mmproj ? image_prompt(o, m, &im, &ids, &n) : tokenize_prompt(m, o->prompt, !o->no_bos, o->special, &ids, &n)) return 1;
     if (n == 0) return error_exit("generate: the prompt is empty and the model adds no BOS");
     wick_ctx *c;
     if (new_context(o, m, &c)) return 1;
+    if (o->mmproj && image_encode(o, &im, c)) return 1;
     wick_gen *g;
     if (wick_gen_new(c, &g) != WICK_OK) return error_exit("%s", wick_last_error());
     for (int i = 0; i < o->n_set; i++)
@@ -719,6 +817,7 @@ static int cmd_generate(const options *o, wick_model *m) {
     wick_gen_free(g);
     free(ids);
     wick_ctx_free(c);
+    if (o->mmproj) image_free(&im);
     return 0;
 }
 

@@ -356,6 +356,7 @@ int ctx_external_push(struct wick_ctx *c, const int32_t *v, int32_t n) {
 
 void ctx_release(struct wick_ctx *c) {
     if (c->pool) pool_free(c->pool);
+    images_release(c);
     void *bufs[] = {c->k_cache, c->v_cache, c->x, c->xb, c->xb2, c->q, c->k, c->v, c->hb, c->hb2,
                     c->rope_cos, c->rope_sin, c->att, c->qbuf[0], c->qbuf[1], c->qbuf[2], c->logits,
                     c->kv_slots, c->kv_off, c->rstate, c->rs_off, c->proj, c->mix, c->mix2,

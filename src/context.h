@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "errmsg.h"
+#include "images.h"
 #include "matmul.h"
 #include "model.h"
 #include "pool.h"
@@ -81,6 +82,9 @@ struct wick_ctx {
      * are kept here. */
     bool external;
     int32_t *ext_ops, ext_len, ext_cap;
+    /* the rows the image ids of a prompt read (wick.h WICK_IMAGE_TOKEN; images.h), one per slot given */
+    ctx_image *images;
+    int32_t n_images, cap_images;
 };
 
 /* Tokens an encoder's context evaluates in one pass unless asked (at least its window): several

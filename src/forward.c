@@ -106,7 +106,7 @@ static void qk_prepare(struct wick_ctx *c, const layer_weights *w, int l, int n_
  * gate in attn_q), normed and rotated, cached; softmax(q·Kᵀ)·V per head; out projection into c->xb.
  * gemma4: V is K's projection where the layer has no attn_v, V is RMS-normed, and a KV-shared
  * layer projects only q and attends to the cache of its kv_layer. */
-static void attention_block(struct wick_ctx *c, const layer_weights *w, int l, act_rows *in, int n_tok, int pos0) {
+static void attention_block(struct wick_ctx *c, const layer_weights *w, int l, act_rows *in, int n_tok, int pos0, bool causal) {
     const model_config *mc = model_layer_config(c->model, l);
     int dim = mc->dim, kvd = kv_dim(mc), qd = mc->q_dim;
     bool own_kv = w->kv_layer == l;
@@ -147,7 +147,7 @@ static void attention_block(struct wick_ctx *c, const layer_weights *w, int l, a
      * the query to its keys' vec_dot_type (F16), with flash attention and without */
     if (c->kv_type == WICK_KV_F16)
         for (size_t i = 0; i < (size_t)n_tok * qd; i++) c->q[i] = quant_round_f16(c->q[i]);
-    attention(c, w->kv_layer, pos0, n_tok, c->model->config.causal);
+    attention(c, w->kv_layer, pos0, n_tok, causal);
     if (c->v_rot) kv_hadamard(c->xb2, (size_t)n_tok * qd, c->v_rot);
     if (mc->attn_out_gate)
         for (size_t i = 0; i < (size_t)n_tok * qd; i++) c->xb2[i] *= sigmoid(c->mix2[i]);
@@ -158,16 +158,20 @@ static void attention_block(struct wick_ctx *c, const layer_weights *w, int l, a
 /* Runs n_tok (≤ n_batch) tokens at positions n_past…; writes logits for the rows asked
  * (none when logits_out is NULL). One layer loop for every family: the switches of
  * model_config and layer_weights say which steps a layer takes. */
-static int forward_batch(struct wick_ctx *c, const int32_t *tokens, int n_tok, bool all_logits, float *logits_out, errmsg *err) {
+static int forward_batch(struct wick_ctx *c, const int32_t *tokens, int n_tok, bool causal, bool all_logits, float *logits_out,
+                         errmsg *err) {
     const struct wick_model *m = c->model;
     const model_config *mc = &m->config;
     int dim = mc->dim;
     int pos0 = c->n_past;
     const quant_type *emb_t = quant_get(m->tok_embd.type);
-    for (int t = 0; t < n_tok; t++)
-        emb_t->to_float((const uint8_t *)m->tok_embd.data + (size_t)tokens[t] * m->tok_embd.row_bytes,
-                        c->x + (size_t)t * dim, dim);
-    if (mc->embd_scale != 1.0f) scale_rows(c->x, mc->embd_scale, (size_t)n_tok * dim);
+    /* a token's embedding row, or an image position's row as the context holds it (images.h) */
+    for (int t = 0; t < n_tok; t++) {
+        float *x = c->x + (size_t)t * dim;
+        if (tokens[t] < 0) memcpy(x, images_row(c, tokens[t]), (size_t)dim * sizeof *x);
+        else emb_t->to_float((const uint8_t *)m->tok_embd.data + (size_t)tokens[t] * m->tok_embd.row_bytes, x, dim);
+        if (mc->embd_scale != 1.0f && (tokens[t] >= 0 || !mc->embd_scale_tokens)) scale_rows(x, mc->embd_scale, (size_t)dim);
+    }
     if (mc->n_ple && ple_inputs(c, tokens, n_tok, err)) return -1;
     if (mc->n_altup) altup_init(c, n_tok);
     rope_tables(c, false, mc->rope_base, mc->rope_scale, mc->rope_attn_factor, pos0, n_tok, rope_cos_of(c, false),
@@ -191,7 +195,7 @@ static int forward_batch(struct wick_ctx *c, const int32_t *tokens, int n_tok, b
         if (w->kind == LAYER_SHORTCONV) shortconv_block(c, w, l, &in, n_tok);
         else if (w->kind == LAYER_DELTANET) deltanet_block(c, w, l, &in, n_tok);
         else if (w->kind == LAYER_MAMBA2) mamba2_block(c, w, l, &in, n_tok);
-        else attention_block(c, w, l, &in, n_tok, pos0);
+        else attention_block(c, w, l, &in, n_tok, pos0, causal);
         residual_add(c->x, c->xb, w->attn_post_norm, n_tok, mc);
         if (mc->laurel_rank) laurel_join(c, n_tok);
 
@@ -248,8 +252,9 @@ int forward_eval(struct wick_ctx *c, const int32_t *tokens, int32_t n, bool all_
     if (n > c->n_ctx - c->n_past)
         return errorf(err, WICK_ERR_INVALID_ARG, "%d tokens do not fit in the context: %d of %d positions used", n, c->n_past, c->n_ctx);
     for (int32_t i = 0; i < n; i++)
-        if (tokens[i] < 0 || tokens[i] >= mc->n_vocab)
+        if (tokens[i] >= mc->n_vocab)
             return errorf(err, WICK_ERR_INVALID_ARG, "token id %d out of range (vocabulary of %d)", tokens[i], mc->n_vocab);
+    if (images_check(c, tokens, n, err)) return -1; /* the negative ids: image positions the context holds rows for */
     if (!kv_cache_can_trim(c, c->n_past))
         return errorf(err, WICK_ERR_INVALID_ARG, "the sliding-window layers no longer hold the positions before %d (the cache was cut "
                       "back too far): evaluate from an earlier position", c->n_past);
@@ -262,9 +267,14 @@ int forward_eval(struct wick_ctx *c, const int32_t *tokens, int32_t n, bool all_
     }
     for (int32_t done = 0; done < n;) {
         int32_t chunk = n - done < c->n_batch ? n - done : c->n_batch;
+        /* a non-causal image's run of positions is a batch of its own (as llama.cpp's mtmd evaluates
+         * it, when it fits n_batch), seen whole by each of its positions; other batches stop before one */
+        int32_t run = images_noncausal_run(c, tokens + done, chunk);
+        if (!run) chunk = images_noncausal_start(c, tokens + done, chunk);
+        else chunk = run;
         /* without all_logits only the final chunk needs the output head, for its last row */
         float *out = all_logits ? c->logits + (size_t)done * mc->n_vocab : done + chunk == n ? c->logits : NULL;
-        if (forward_batch(c, tokens + done, chunk, all_logits, out, err)) return -1;
+        if (forward_batch(c, tokens + done, chunk, mc->causal && !run, all_logits, out, err)) return -1;
         done += chunk;
     }
     c->n_logit_rows = rows;
@@ -280,7 +290,7 @@ int forward_hidden(struct wick_ctx *c, const int32_t *tokens, int32_t n, float *
     if (kv_cache_trim(c, 0, err)) return -1;
     for (int32_t done = 0; done < n;) {
         int32_t chunk = n - done < c->n_batch ? n - done : c->n_batch;
-        if (forward_batch(c, tokens + done, chunk, false, NULL, err)) return -1;
+        if (forward_batch(c, tokens + done, chunk, mc->causal, false, NULL, err)) return -1;
         rmsnorm_rows(out + (size_t)done * mc->dim, c->x, m->output_norm, chunk, mc->dim, mc->rms_eps);
         done += chunk;
     }

@@ -312,8 +312,9 @@ wick_status wick_gen_start(wick_gen *g, const int32_t *tokens, int32_t n) {
     wick_ctx *c = g->c;
     int32_t n_ctx = wick_n_ctx(c), n_vocab = c->model->config.n_vocab;
     if (n < 1) return api_fail(WICK_ERR_INVALID_ARG, "the prompt is empty");
+    /* negative ids are image positions (wick.h WICK_IMAGE_TOKEN): wick_eval checks that the context holds their rows */
     for (int32_t i = 0; i < n; i++)
-        if (tokens[i] < 0 || tokens[i] >= n_vocab)
+        if (tokens[i] >= n_vocab)
             return api_fail(WICK_ERR_INVALID_ARG, "prompt token %d is out of range (vocabulary of %d)", tokens[i], n_vocab);
     int32_t bos = vocab_bos(c->model->vocab);
     int32_t keep = g->n_keep < 0 ? n : g->n_keep;

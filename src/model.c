@@ -849,7 +849,7 @@ static int read_gguf_config(struct wick_model *m, errmsg *err) {
     c->qk_norm = ai->qk_norm;
 
     /* scales: gemma's √dim embeddings, granite's four multipliers, the soft-caps */
-    if (ai->embd_scale_sqrt) c->embd_scale = sqrtf((float)c->dim);
+    if (ai->embd_scale_sqrt) c->embd_scale = sqrtf((float)c->dim), c->embd_scale_tokens = true;
     c->attn_scale = 1.0f / sqrtf((float)c->head_dim);
     if (ai->granite_scales) {
         float e, r, s, l;

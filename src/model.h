@@ -134,6 +134,8 @@ typedef struct {
     ffn_activation act;   /* gated FFN: act(gate) ⊙ up */
     qk_norm_kind qk_norm;
     float embd_scale;     /* embeddings × this (gemma: √dim; granite: embedding_scale) */
+    bool embd_scale_tokens; /* only token embeddings are scaled, not image rows (the Gemmas' √dim: llama.cpp's
+                             * gemma3.cpp scales by 1 when the batch is embeddings) */
     float residual_scale; /* each block's output × this before its residual add (granite) */
     float attn_scale;     /* attention scores q·k × this (1/√head_dim unless the family says) */
     float attn_softcap;   /* scores s → cap·tanh(s/cap) before softmax; 0 = off (gemma2) */

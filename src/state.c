@@ -270,7 +270,8 @@ int state_load(struct wick_ctx *c, const void *blob, size_t len, int32_t *tokens
     for (uint32_t i = 0; i < n_past; i++) {
         int32_t t;
         memcpy(&t, tok + (size_t)i * 4, 4);
-        if (t < 0 || t >= mc->n_vocab) return errorf(err, WICK_ERR_FORMAT, "saved state: token %u is %d, outside the vocabulary of %d", i, t, mc->n_vocab);
+        /* a negative id is an image position (wick.h WICK_IMAGE_TOKEN): its keys and values are cached like a token's */
+        if (t >= mc->n_vocab) return errorf(err, WICK_ERR_FORMAT, "saved state: token %u is %d, outside the vocabulary of %d", i, t, mc->n_vocab);
     }
     const uint8_t *rows = tok + (size_t)n_past * 4, *rs = rows;
     for (int l = 0; l < mc->n_layers; l++)

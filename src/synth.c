@@ -58,6 +58,8 @@ typedef struct {
 static const synth_shape shapes[] = {
     {"mini", 256, 2, 8, 4, 768, true, 0, 0, 0, 0},
     {"mini-mha", 256, 2, 8, 8, 768, true, 0, 0, 0, 0}, /* one query head per KV head, as 134m */
+    /* the text model of the synth mmproj files (their projection width, MMPROJ_TEXT) */
+    {"vl", 96, 2, 4, 2, 256, true, 0, 0, 0, 0},
     {"134m", 768, 12, 12, 12, 2048, false, 0, 0, 0, 0},
     {"1b", 2048, 22, 32, 4, 5632, false, 0, 0, 0, 0},
     /* Qwen3.5-0.8B's text model: 24 layers of 1024, 8 query / 2 KV heads (of 256 in qwen35),

@@ -555,9 +555,11 @@ void wick_ctx_free(wick_ctx *c) {
 /* wick_eval on an external context: the operation is queued, the logits wait for the caller */
 static wick_status eval_external(wick_ctx *c, const int32_t *tokens, int32_t n, int all_logits) {
     if (n < 1 || !tokens) return ctx_fail(c, WICK_ERR_INVALID_ARG, "no tokens to evaluate");
-    for (int32_t i = 0; i < n; i++)
-        if (tokens[i] < 0 || tokens[i] >= c->model->config.n_vocab)
+    for (int32_t i = 0; i < n; i++) {
+        if (tokens[i] < 0) return ctx_fail(c, WICK_ERR_UNSUPPORTED, "images run on the CPU: this context's forward pass is outside the engine (GPU)");
+        if (tokens[i] >= c->model->config.n_vocab)
             return ctx_fail(c, WICK_ERR_INVALID_ARG, "token id %d out of range (vocabulary of %d)", tokens[i], c->model->config.n_vocab);
+    }
     int32_t head[4] = {WICK_OP_EVAL, c->n_past, n, all_logits != 0};
     int32_t len = c->ext_len;
     if (ctx_external_push(c, head, 4) || ctx_external_push(c, tokens, n)) {

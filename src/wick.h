@@ -216,6 +216,53 @@ wick_status wick_rerank_tokens(const wick_model *m, const char *query, size_t qu
  * batching and thread count. A decoder's cache is left empty. */
 wick_status wick_rerank(wick_ctx *c, const int32_t *tokens, const int32_t *lens, int32_t n_seq, float *scores);
 
+/* ---- images: vision encoders from mmproj files (vision.c) and a picture's place in a prompt (images.c) ----
+ * An mmproj GGUF (general.architecture "clip", as llama.cpp's tools/mtmd reads it) turns a picture
+ * into rows of the text model's embedding width, which take the place of token embeddings. In the
+ * ids wick_eval, the generator and saved sessions take, position i of the picture in slot s is
+ * WICK_IMAGE_TOKEN(s, i), a negative id; its row is what wick_vision_encode (or
+ * wick_ctx_set_image) gave the context for slot s. So a picture is a run of positions like any
+ * other: a later prompt that starts with the same ids reuses its cached positions, and nothing is
+ * encoded again. The caller gives each distinct picture its own slot (the glue: one per picture's
+ * content in a conversation). Images run on CPU contexts only. */
+#define WICK_IMAGE_SLOTS 32768        /* slots 0 … 32767 */
+#define WICK_IMAGE_MAX_POSITIONS 65536 /* positions of one slot: 0 … 65535 */
+#define WICK_IMAGE_TOKEN(slot, i) ((int32_t)(-1 - (int32_t)(((uint32_t)(slot) << 16) | (uint32_t)(i))))
+/* the slot and position of an image id (tok < 0) */
+#define WICK_IMAGE_SLOT_OF(tok) ((int32_t)((uint32_t)(-1 - (tok)) >> 16))
+#define WICK_IMAGE_POS_OF(tok) ((int32_t)((uint32_t)(-1 - (tok)) & 0xffffu))
+
+typedef struct wick_vision wick_vision;
+/* Loads an mmproj file from buf, which (as a model's) must stay alive until wick_vision_free. An
+ * unknown projector is refused by name (WICK_ERR_UNSUPPORTED). */
+wick_status wick_vision_load(const void *buf, size_t size, wick_vision **out);
+void wick_vision_free(wick_vision *v);
+/* JSON: {"projector", "image_size", "patch_size", "positions" (per encoded image), "n_embd" (the
+ * text width it feeds), "layers", "dim"}; writes at most buf_len bytes (NUL-terminated), *needed
+ * gets the full length. */
+wick_status wick_vision_info_json(const wick_vision *v, char *buf, size_t buf_len, size_t *needed);
+/* The ids of one picture of width × height pixels in a prompt for text model m, as llama.cpp's mtmd
+ * lays it out for the projector: its begin and end markers, the tiles' and the overview's markers
+ * (tokens of m's vocabulary) and WICK_IMAGE_TOKEN(slot, 0 …) for the positions, in order.
+ * *n_tokens gets the count (call again with more room when larger than max_tokens); *n_positions
+ * (if not NULL) how many of them are image positions. Refused when m's embedding width is not the
+ * one the projector feeds. */
+wick_status wick_vision_layout(const wick_vision *v, const wick_model *m, int32_t width, int32_t height, int32_t slot,
+                               int32_t *tokens, int32_t max_tokens, int32_t *n_tokens, int32_t *n_positions);
+/* Encodes an RGB picture (width × height pixels of 3 bytes, rows top to bottom) on the context's
+ * threads and gives the context its rows as slot (replacing what the slot held): every image the
+ * projector makes of it, in the order wick_vision_layout places them. */
+wick_status wick_vision_encode(const wick_vision *v, wick_ctx *c, const uint8_t *rgb, int32_t width, int32_t height, int32_t slot);
+/* Gives the context n_rows rows of the text model's width for slot (copied), as wick_vision_encode
+ * does; flags WICK_IMAGE_NONCAUSAL: the slot's positions see each other both ways (Gemma 3's
+ * images, as llama.cpp evaluates them), so a run of them is evaluated as one batch. */
+enum { WICK_IMAGE_NONCAUSAL = 1 };
+wick_status wick_ctx_set_image(wick_ctx *c, int32_t slot, const float *rows, int32_t n_rows, int32_t flags);
+/* Forgets a slot's rows (-1: every slot's); cached positions stay. */
+wick_status wick_ctx_drop_image(wick_ctx *c, int32_t slot);
+/* Whether the context holds rows for the slot. */
+int wick_ctx_has_image(const wick_ctx *c, int32_t slot);
+
 /* ---- a forward pass outside the engine (the glue's WebGPU backend) ----
  * A context made by wick_ctx_new_external has no KV cache and runs no forward pass: wick_eval
  * and wick_kv_trim (also when the generator calls them) only append an operation to a list that

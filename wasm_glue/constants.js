@@ -13,6 +13,8 @@
 
   // wick_gen_finish → finishReason (WICK_FINISH_NONE = 0: still generating)
   const FINISH_REASONS = { 1: 'eog', 2: 'stop', 3: 'length', 4: 'grammar' };
+  // the mmproj projectors src/vision.c reads (an mmproj with another is refused from its header)
+  const VISION_PROJECTORS = ['idefics3'];
 
   // GGUF tensor type id (ggml's enum ggml_type) → its name and the elements of one block
   const TENSOR_TYPES = {
@@ -40,5 +42,5 @@
     for (const v of Object.values(o)) if (typeof v === 'object') deepFreeze(v);
     return Object.freeze(o);
   };
-  root.WickConstants = deepFreeze({ STATUS_CODES, FINISH_REASONS, TENSOR_TYPES, GENERATION_DEFAULTS, CACHE_NAMES });
+  root.WickConstants = deepFreeze({ STATUS_CODES, FINISH_REASONS, VISION_PROJECTORS, TENSOR_TYPES, GENERATION_DEFAULTS, CACHE_NAMES });
 })(typeof self !== 'undefined' ? self : globalThis);

@@ -111,9 +111,10 @@
       const progress = loadProgress(sizes, source.items.length);
       let before = 0, resumedBefore = 0, meta = null;
       const outside = { value: tablesOutside === true, weights: false };
-      const { gpu = null, gpuReason = null, maxHeapBytes = 0, keptOnly = false } = opts;
+      const { gpu = null, gpuReason = null, maxHeapBytes = 0, keptOnly = false, mmproj = false } = opts;
+      if (mmproj && source.items.length !== 1) throw new WorkerError('E_INVALID_ARG', 'an mmproj is one file');
       for (let i = 0; i < source.items.length; i++) {
-        const sink = { id, index: i, first: i === 0, before, resumedBefore, total, contextSize, kvType, progress, storing: false, meta: null, tablesOutside, outside,
+        const sink = { id, index: i, first: i === 0 && !mmproj, mmproj, before, resumedBefore, total, contextSize, kvType, progress, storing: false, meta: null, tablesOutside, outside,
           gpu, gpuReason, maxHeapBytes, keptOnly };
         const part = await readSource(source.kind, source.items[i], sink);
         parts.push(part);
@@ -150,8 +151,9 @@
      * less the most its row tables can be of it where they may stay outside (the header decides).
      */
     function checkSize(size, sink) {
-      // on the GPU path the weights may stay outside wasm memory: the header says how much (readHeader)
-      if (sink.gpu) return;
+      // on the GPU path the weights may stay outside wasm memory: the header says how much (readHeader);
+      // an mmproj is checked by its header (readHeader)
+      if (sink.gpu || sink.mmproj) return;
       const fileBytes = sink.before + size, inside = Math.ceil(fileBytes * (1 - (sink.tablesOutside === false ? 0 : ROW_TABLE_SHARE)));
       const fits = WickGguf.checkFits({ fileBytes: inside, contextSize: sink.contextSize, kvTypeK: sink.kvType?.k, kvTypeV: sink.kvType?.v, threads, maxHeapBytes: sink.maxHeapBytes });
       if (!fits.fits) throw tooLarge(fileBytes, fits.needed + fileBytes - inside, fits.available, fits.capped, sink.gpuReason);
@@ -360,6 +362,14 @@
       } catch (e) {
         if (e instanceof WickGguf.NeedMoreBytes && head.length < size) return null;
         throw new WorkerError('E_NOT_GGUF', `not a valid GGUF file: ${e.message}`);
+      }
+      if (sink.mmproj) {
+        // an unknown projector is refused by name from the header, before the rest arrives
+        const md = header.metadata, projector = md['clip.projector_type'] ?? md['clip.vision.projector_type'];
+        if (md['general.architecture'] !== 'clip') throw new WorkerError('E_UNSUPPORTED', `the mmproj's general.architecture is ${JSON.stringify(md['general.architecture'])}, not 'clip': not an mmproj file`);
+        if (!WickConstants.VISION_PROJECTORS.includes(projector))
+          throw new WorkerError('E_UNSUPPORTED', `mmproj: projector '${projector}' is not supported (supported: ${WickConstants.VISION_PROJECTORS.join(', ')})`);
+        return header;
       }
       if (!sink.first) return header;
       const unsupported = WickGguf.unsupportedReason(header.metadata);

@@ -15,6 +15,7 @@ import './constants.js';
 import './gguf-header.js';
 import './download.js';
 import { WickError, invalid, checkNumber, checkSignal, checkGenerateOptions } from './options.mjs';
+import { MEDIA_MARKER, hasImages, markImages, decodeImage, imageKey } from './images.mjs';
 import { jsonSchemaToGrammar, JSON_OBJECT_GRAMMAR } from './json-schema.mjs';
 import { toolCallFormat, parseToolCalls, planToolCalls, ToolCallSplitter } from './tool-calls.mjs';
 
@@ -327,8 +328,19 @@ class Engine {
     const report = (m) => {
       try { onProgress?.({ progress: m.progress, phase: m.phase, loaded: m.loaded, total: m.total, cached: !!m.cached, resumed: m.resumed || 0 }); } catch (e) { console.error(e); }
     };
+    // an mmproj (images, src/images.c) comes beside the model; images run on the CPU
+    let mmproj = null;
+    if (options.mmproj !== undefined && options.mmproj !== null) {
+      let m = options.mmproj;
+      if (m instanceof ArrayBuffer || ArrayBuffer.isView(m)) m = new Blob([m]);
+      const d = await describeSource(m, options.cache !== false);
+      if (d.items.length !== 1) throw invalid('mmproj must be one file');
+      mmproj = { kind: d.kind, items: d.items, sizes: d.sizes };
+      if (options.device && options.device !== 'cpu') throw invalid(`an mmproj runs on the CPU: load it with device 'cpu' (asked for '${options.device}')`);
+    }
     const request = this._request({
       type: 'load',
+      mmproj,
       source: { kind: described.kind, items: described.items, sizes: described.sizes },
       contextSize: options.contextSize || 0,
       kvType: this._kvTypeK,
@@ -401,6 +413,8 @@ class Engine {
       threads: r.threads,
       wasmMemoryBytes: r.heapBytes,
       warmUpMs: r.warmUpMs,
+      /** the mmproj's projector, input side, positions per encoded image and size; null without one */
+      vision: r.vision || null,
     };
     this._setDevice(r.device);
   }
@@ -635,10 +649,41 @@ class Engine {
     });
   }
 
+  /**
+   * A rendered prompt holding image markers, as token ids: the text between the markers tokenized
+   * apart (BOS first, special tokens parsed), each picture's ids (wick_vision_layout) in its
+   * marker's place, as llama.cpp's mtmd_tokenize lays it out. Also the images: {slot, width,
+   * height, positions}, in prompt order.
+   */
+  async _promptWithImages(text, urls, addBos) {
+    const pieces = text.split(MEDIA_MARKER);
+    if (pieces.length - 1 !== urls.length)
+      throw invalid(`the chat template placed ${pieces.length - 1} image markers for ${urls.length} images (does it print every part of a message?)`);
+    const tokens = [], images = [];
+    for (let i = 0; i < pieces.length; i++) {
+      tokens.push(...await this.tokenize(pieces[i], { addBos: i === 0 && addBos, special: true }));
+      if (i === urls.length) break;
+      const px = await decodeImage(urls[i]);
+      const key = await imageKey(px);
+      const r = await this._request({ type: 'image', key, width: px.width, height: px.height, rgb: px.rgb.buffer }, { transfer: [px.rgb.buffer] });
+      tokens.push(...r.tokens);
+      images.push({ slot: r.slot, width: r.width, height: r.height, positions: r.positions });
+    }
+    return { tokens, images };
+  }
+
   async _chatCompletion(request) {
     if (request === null || typeof request !== 'object') throw invalid('create() takes a request object');
     const { checkMessages, checkDocuments } = await chatTemplates();
-    checkMessages(request.messages);
+    // images: each becomes the media marker in its message's text (llama.cpp's rule), the
+    // pictures are decoded here and placed in the prompt at the markers below
+    let messages = request.messages, imageUrls = [];
+    if (hasImages(messages)) {
+      if (!this.info.vision)
+        throw new WickError('E_NO_VISION', `${this.info.name} was loaded without an mmproj, so it cannot see images: load it with Wick.load(model, { mmproj })`);
+      ({ messages, urls: imageUrls } = markImages(messages));
+    }
+    checkMessages(messages);
     // documents (retrieval): placed by the template or in the system message (chat-template.mjs)
     const documents = request.documents === undefined || request.documents === null ? [] : checkDocuments(request.documents);
     if (request.n !== undefined && request.n !== 1) throw invalid('only n = 1 is supported');
@@ -664,18 +709,19 @@ class Engine {
     if (options.maxTokens === null) options.maxTokens = undefined;
     const checked = generateSettings(options);
     const renderOptions = { template: request.chat_template, tools: tools.render, extra: request.chat_template_kwargs || {}, documents };
-    const { text, documentsIn } = await this._renderPrompt(request.messages, renderOptions);
+    const { text, documentsIn } = await this._renderPrompt(messages, renderOptions);
     // wick's extension on the response: the prompt as rendered and the documents it was given
     const extension = { prompt: text, documentsIn, sources: documents.map((d, index) => ({ index, ...d })) };
     const bos = this.info.specialTokens.bos;
     const addBos = !(bos && text.startsWith(bos));
-    const tokens = await this.tokenize(text, { addBos, special: true });
+    const { tokens, images } = imageUrls.length ? await this._promptWithImages(text, imageUrls, addBos) : { tokens: await this.tokenize(text, { addBos, special: true }), images: null };
+    if (images) extension.images = images;
     // a hybrid model's recurrent state cannot be cut back: it is also kept where the conversation
     // so far ends, before the template's answer prompt (which the next turn may render
     // differently, as Qwen3.5's drops the <think> it opened), so that the next turn goes on there
     let checkpoint = 0;
     if (this.info.stateBytes > 0) {
-      const history = await this.tokenize(await this.applyChatTemplate(request.messages, { ...renderOptions, addGenerationPrompt: false }), { addBos, special: true });
+      const history = await this.tokenize(await this.applyChatTemplate(messages, { ...renderOptions, addGenerationPrompt: false }), { addBos, special: true });
       while (checkpoint < history.length && checkpoint < tokens.length && history[checkpoint] === tokens[checkpoint]) checkpoint++;
     }
     const stream = this._stream({ type: 'generate', tokens, settings: { ...checked.settings, checkpoint }, stops: checked.stops, probs: checked.probs, grammar: checked.grammar, bias: checked.bias,
@@ -700,6 +746,7 @@ class Engine {
         const splitter = format ? new ToolCallSplitter(format, tools.render) : null;
         for await (const c of stream) {
           if (c.done) {
+            encodedImages(extension.images, c.images);
             let calls = null;
             if (splitter) {
               const end = splitter.end();
@@ -734,6 +781,7 @@ class Engine {
         if (c.probs) logprobs.push(...logprobsOf(c).content);
       }
     }
+    encodedImages(extension.images, final.images);
     const parsed = tools.format ? parseToolCalls(tools.format, content, tools.render) : null;
     const message = parsed ? { role: 'assistant', content: parsed.content || null, tool_calls: parsed.calls } : { role: 'assistant', content };
     return {
@@ -743,6 +791,16 @@ class Engine {
       timings: final.timings,
       wick: { ...extension, promptTokens: tokens.length },
     };
+  }
+}
+
+/** Fills a prompt's images (the response's wick.images) with what the engine did for each slot: encoded or not, and how long it took. */
+function encodedImages(images, done) {
+  if (!images) return;
+  for (const im of images) {
+    const e = (done || []).find((d) => d.slot === im.slot);
+    im.encoded = !!e?.encoded;
+    im.encodeMs = e?.encoded ? e.encodeMs : 0;
   }
 }
 

@@ -36,7 +36,8 @@
   let M = null;             // the Emscripten module
   let buildInfo = null;     // {build, threads}
   let loader = null;        // download.js's reader of model bytes, made at init
-  const state = { model: 0, ctx: 0, gen: 0, buffers: [], size: 0, meta: null, gpu: null, device: null, ctxOptions: null, warmUpMs: 0 };
+  const state = { model: 0, ctx: 0, gen: 0, buffers: [], size: 0, meta: null, gpu: null, device: null, ctxOptions: null, warmUpMs: 0,
+    vision: 0, visionBuffer: null, visionInfo: null, imageSlots: new Map(), imagePixels: new Map() };
   // the warm-up evaluation after a load (warmUp): a batch of this many tokens, then single steps
   const WARM_TOKENS = 16, WARM_STEPS = 2;
   let gpuUrl = null;        // gpu/backend.mjs, as the host names it
@@ -88,7 +89,7 @@
     init, load, generate, tokenize: (m) => tokenize(m.text, m.addBos, m.special), detokenize: (m) => detokenize(m.tokens),
     softmax: (m) => softmax(m.logits, m.temperature), embed, rerank,
     unload: () => { unloadModel(); return true; },
-    saveState, loadState, addPrefix, clearPrefixes: () => { prefixes.length = 0; return true; }, savePrefix,
+    saveState, loadState, addPrefix, clearPrefixes: () => { prefixes.length = 0; return true; }, savePrefix, image,
   };
 
   // ---- starting the wasm module ----
@@ -178,6 +179,11 @@
     if (state.ctx) M._wick_ctx_free(state.ctx);
     if (state.model) M._wick_model_free(state.model);
     for (const b of state.buffers) b.image.free();
+    if (state.vision) M._wick_vision_free(state.vision);
+    state.visionBuffer?.image.free();
+    Object.assign(state, { vision: 0, visionBuffer: null, visionInfo: null });
+    state.imageSlots.clear();
+    state.imagePixels.clear();
     dropGpu();
     Object.assign(state, { model: 0, ctx: 0, gen: 0, buffers: [], size: 0, meta: null, gpu: null, device: null, ctxOptions: null, warmUpMs: 0,
       source: null, weightsOutside: false, maxHeapBytes: 0, headerDigest: null });
@@ -237,6 +243,7 @@
         state.device = { type: 'cpu', reason: gpu?.reason || (msg.device === 'cpu' ? 'asked for' : 'no GPU path in this engine'), ...(gpu?.verify ? { verify: gpu.verify } : {}) };
         state.warmUpMs = msg.warmUp === false ? 0 : warmUp();
       }
+      if (msg.mmproj) await loadVision(id, msg.mmproj);
       if (state.maxHeapBytes && M.HEAPU8.length > state.maxHeapBytes)
         throw new WorkerError('E_TOO_LARGE', `wasm memory grew to ${M.HEAPU8.length} bytes, above the load's maxHeapBytes ${state.maxHeapBytes}`);
       post({ id, type: 'progress', phase: 'load', loaded: size, total: size, progress: progress.load(1) });
@@ -247,6 +254,81 @@
       unloadModel();
       throw e;
     }
+  }
+
+  // ---- images (src/images.c): the mmproj file, a picture's ids in a prompt, its encoding ----
+
+  /** The mmproj file beside the model: read as the model is (download.js: cache, progress), checked as it arrives. */
+  async function loadVision(id, source) {
+    if (state.gpu) throw new WorkerError('E_UNSUPPORTED', 'images run on the CPU: load the model with device \'cpu\' to use an mmproj');
+    if (typeof M._wick_vision_load !== 'function') throw new WorkerError('E_UNSUPPORTED', 'this build of the engine has no image encoders (wick_vision_*)');
+    const parts = [];
+    await loader.readParts(id, source, 0, null, parts, false, { mmproj: true });
+    try {
+      state.vision = withScratch(4, (out) => { check(M._wick_vision_load(parts[0].ptr, parts[0].size, out), 'mmproj'); return u32At(out); });
+    } catch (e) {
+      parts[0].image.free();
+      throw e;
+    }
+    state.visionBuffer = parts[0];
+    const info = JSON.parse(withScratch(1024, (buf) => withScratch(4, (need) => { check(M._wick_vision_info_json(state.vision, buf, 1024, need)); return M.UTF8ToString(buf); })));
+    if (info.n_embd !== modelInfo().embedding_length)
+      throw new WorkerError('E_INVALID_ARG', `the mmproj feeds embeddings of ${info.n_embd} but the model's are ${modelInfo().embedding_length}: it is not this model's projector`);
+    state.visionInfo = { projector: info.projector, imageSize: info.image_size, positionsPerImage: info.positions, mmprojBytes: parts[0].size, dim: info.n_embd };
+  }
+
+  /**
+   * A picture ({key, width, height, rgb}) for the next prompts: its slot (the same picture keeps its
+   * slot, so its cached positions are reused) and its ids in a prompt (wick_vision_layout). The
+   * pixels are kept until the slot is encoded (generate, when its positions are not cached).
+   */
+  function image({ key, width, height, rgb }) {
+    requireModel();
+    if (!state.vision) throw new WorkerError('E_NO_VISION', 'this model was loaded without an mmproj: it cannot see images');
+    let slot = state.imageSlots.get(key);
+    if (slot === undefined) {
+      slot = state.imageSlots.size;
+      if (slot >= 32768) throw new WorkerError('E_TOO_LARGE', 'more than 32768 different pictures since the load');
+      state.imageSlots.set(key, slot);
+    }
+    if (!state.imagePixels.has(slot) && !M._wick_ctx_has_image(state.ctx, slot)) state.imagePixels.set(slot, { width, height, rgb: new Uint8Array(rgb) });
+    return withScratch(8, (out) => {
+      check(M._wick_vision_layout(state.vision, state.model, width, height, slot, 0, 0, out, out + 4), 'image');
+      const n = i32At(out);
+      return withScratch(4 * n, (buf) => {
+        check(M._wick_vision_layout(state.vision, state.model, width, height, slot, buf, n, out, out + 4), 'image');
+        const tokens = Array.from(M.HEAP32.subarray(buf >>> 2, (buf >>> 2) + n));
+        return { slot, tokens, positions: i32At(out + 4), width, height };
+      });
+    });
+  }
+
+  /**
+   * Encodes the pictures of a prompt whose positions are not cached (from the first id the
+   * generator cannot reuse on): [{slot, encoded, encodeMs}] per slot in the prompt, in order.
+   */
+  function encodeImages(tokens, buf) {
+    const reused = M._wick_gen_reusable(state.gen, buf, tokens.length);
+    const seen = new Map();
+    tokens.forEach((t, i) => {
+      if (t >= 0) return;
+      const slot = (-1 - t) >>> 16;
+      if (!seen.has(slot)) seen.set(slot, { slot, first: i, encoded: false, encodeMs: 0 });
+      if (i >= reused) seen.get(slot).needed = true;
+    });
+    for (const im of seen.values()) {
+      if (!im.needed || M._wick_ctx_has_image(state.ctx, im.slot)) continue;
+      const px = state.imagePixels.get(im.slot);
+      if (!px) throw new WorkerError('E_INVALID_ARG', `image slot ${im.slot} has no picture: send it again`);
+      const t0 = performance.now();
+      withScratch(px.rgb.length, (p) => {
+        M.HEAPU8.set(px.rgb, p);
+        check(M._wick_vision_encode(state.vision, state.ctx, p, px.width, px.height, im.slot), 'image');
+      });
+      Object.assign(im, { encoded: true, encodeMs: performance.now() - t0 });
+      state.imagePixels.delete(im.slot);
+    }
+    return [...seen.values()].map(({ slot, encoded, encodeMs }) => ({ slot, encoded, encodeMs }));
   }
 
   /** Whether the parts left weight matrices out of wasm memory (not only row tables): the model is then an external context's only. */
@@ -675,6 +757,7 @@
       threads: buildInfo.threads,
       heapBytes: M.HEAPU8.length,
       warmUpMs: state.warmUpMs || 0,
+      vision: state.visionInfo,
     };
   }
 
@@ -905,9 +988,11 @@
 
     const readback0 = state.gpu ? state.gpu.forward.stats.readbackBytes : 0;
     const t0 = performance.now();
+    let images = [];
     withScratch(4 * Math.max(1, tokens.length), (buf) => {
       M.HEAP32.set(tokens, buf >>> 2);
       if (prefixStates) startFromPrefix(tokens, buf);
+      if (tokens.some((t) => t < 0)) images = encodeImages(tokens, buf);
       check(M._wick_gen_start(g, buf, tokens.length));
     });
     await gpuStep(id);
@@ -948,6 +1033,7 @@
     return {
       done: true,
       finishReason,
+      images,
       timings: {
         promptTokens: tokens.length,
         promptEvalTokens: promptEval,
