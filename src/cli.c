@@ -27,9 +27,12 @@
  *                 [--lexical (bert: similarities that follow the words two texts share, for retrieval tests)]
  *   wick synth    --mmproj idefics3 [--type f16|f32|q8_0] -o FILE.gguf [--seed S]   a random-weight mmproj (vision) file
  *   wick vision   -m MMPROJ.gguf --image FILE.ppm [--threads N] [-o OUT.f32] [--dump-input IN.f32]
- *                 an image (binary PPM, P6) through the mmproj's encoder: its positions × width as raw
- *                 little-endian float32 to OUT (and the preprocessed [3][size][size] input to IN); the
- *                 shape and the time on stderr
+ *                 a picture (binary PPM, P6) through the mmproj's preprocessing and encoder: every image
+ *                 llama.cpp makes of it (tiles row by row, then the overview, as its prompt holds them),
+ *                 their positions × width one after another as raw little-endian float32 to OUT (and
+ *                 the preprocessed inputs, [3][size][size] each, to IN); JSON of the shape on stdout
+ *                 ({"images","grid_x","grid_y","positions" (all images'),"n_embd","image_size"}),
+ *                 the time on stderr
  * Results go to stdout, timings and errors to stderr; any failure exits non-zero with one line. */
 #include <errno.h>
 #include <inttypes.h>
@@ -910,7 +913,8 @@ static int parse_ppm(const char *path, const uint8_t *buf, size_t size, const ui
     return 0;
 }
 
-/* wick vision: the image through the mmproj's preprocessing and encoder */
+/* wick vision: the picture through the mmproj's preprocessing (every image of its batch: tiles,
+ * overview) and encoder, each image's positions after the previous one's */
 static int cmd_vision(const options *o) {
     if (!o->image) return error_exit("vision: --image FILE.ppm is required");
     uint8_t *mbuf, *ibuf;
@@ -922,26 +926,31 @@ static int cmd_vision(const options *o) {
     vision_model v;
     errmsg err = {0};
     if (vision_load(&v, mbuf, msize, &err)) return error_exit("%s: %s", o->model, err.text);
-    size_t n_in = (size_t)3 * v.image_size * v.image_size, n_out = (size_t)v.n_out * v.n_embd_text;
-    float *in = malloc(n_in * sizeof *in), *out = malloc(n_out * sizeof *out);
-    int rc = 0;
+    vision_batch b;
     double t0 = now_seconds(), t1 = t0, t2 = t0;
-    if (!in || !out) rc = error_exit("out of memory");
-    else if (vision_preprocess(&v, rgb, w, h, in, &err)) rc = error_exit("%s: %s", o->image, err.text);
-    if (!rc) {
-        t1 = now_seconds();
-        if (vision_encode(&v, in, o->threads, out, &err)) rc = error_exit("%s: %s", o->model, err.text);
-        t2 = now_seconds();
+    if (vision_prepare(&v, rgb, w, h, &b, &err)) {
+        vision_release(&v);
+        return error_exit("%s: %s", o->image, err.text);
     }
+    t1 = now_seconds();
+    const size_t image = (size_t)3 * v.image_size * v.image_size, per_image = (size_t)vision_positions(&v) * v.n_embd_text;
+    float *out = malloc((size_t)b.n * per_image * sizeof *out);
+    int rc = out ? 0 : error_exit("out of memory");
+    for (int i = 0; !rc && i < b.n; i++)
+        if (vision_encode(&v, b.pixels + (size_t)i * image, o->threads, out + (size_t)i * per_image, &err))
+            rc = error_exit("%s: %s", o->model, err.text);
+    t2 = now_seconds();
     if (!rc) {
-        outf(2, "vision: %d × %d image → %d × %d input → %d positions × %d; preprocess %.1f ms, encode %.1f ms (%d threads)\n", w, h,
-             v.image_size, v.image_size, v.n_out, v.n_embd_text, (t1 - t0) * 1e3, (t2 - t1) * 1e3, o->threads);
-        outf(1, "{\"positions\":%d,\"n_embd\":%d,\"image_size\":%d}\n", v.n_out, v.n_embd_text, v.image_size);
-        if (o->dump_input) rc = write_file(o->dump_input, in, n_in * sizeof *in);
-        if (!rc && o->out) rc = write_file(o->out, out, n_out * sizeof *out);
+        outf(2, "vision: %d × %d image → %d images of %d² (%d × %d tiles) → %d positions × %d; preprocess %.1f ms, encode %.1f ms (%d threads)\n",
+             w, h, b.n, v.image_size, b.grid_x, b.grid_y, b.n * vision_positions(&v), v.n_embd_text, (t1 - t0) * 1e3, (t2 - t1) * 1e3,
+             o->threads);
+        outf(1, "{\"images\":%d,\"grid_x\":%d,\"grid_y\":%d,\"positions\":%d,\"n_embd\":%d,\"image_size\":%d}\n", b.n, b.grid_x, b.grid_y,
+             b.n * vision_positions(&v), v.n_embd_text, v.image_size);
+        if (o->dump_input) rc = write_file(o->dump_input, b.pixels, (size_t)b.n * image * sizeof *b.pixels);
+        if (!rc && o->out) rc = write_file(o->out, out, (size_t)b.n * per_image * sizeof *out);
     }
-    free(in);
     free(out);
+    vision_batch_free(&b);
     vision_release(&v);
     return rc;
 }

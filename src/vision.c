@@ -24,14 +24,17 @@
  * flash attention (tests/mtmd_ref.cpp asks for that): scores and softmax in F32, as attention.c's
  * F32 cache gives them.
  *
- * Preprocessing (vision_preprocess) makes the overview image of llama.cpp's idefics3 preprocessor
- * (tools/mtmd/mtmd-image.cpp, mtmd_image_preprocessor_idefics3): where the file has
- * clip.vision.preproc_image_size L (its converter writes the processor's longest_edge), the image
+ * Preprocessing (vision_prepare) makes every image llama.cpp's preprocessor for the projector makes
+ * of a picture (tools/mtmd/mtmd-image.cpp), in the order mtmd.cpp's add_media puts them in the
+ * prompt. idefics3 (mtmd_image_preprocessor_idefics3): where the file has
+ * clip.vision.preproc_image_size L (its converter writes the processor's longest_edge), the picture
  * is resized so that its longer side is L (the shorter one rounded down, then up to even), then to
- * whole tiles of image_size, then to image_size²; without it, resized once to image_size² with the
- * overview's default bicubic filter. Each resize is Pillow's separable resampling
- * (libImaging/Resample.c, as img_tool::resize_pillow follows it). Only that global image is made:
- * SmolVLM's tiles (the slices llama.cpp encodes beside it) are not in this step. */
+ * whole tiles of image_size (the refined picture), which is cut into tiles row by row, and resized
+ * once more to image_size² for the overview, each resize Lanczos; without it, the refined picture
+ * is the original resized to the nearest whole tiles (bicubic, letterboxed on black) and the
+ * overview the original resized to image_size² (bicubic). The tiles come first, the overview last.
+ * Each resize is Pillow's separable resampling (libImaging/Resample.c, as img_tool::resize_pillow
+ * follows it). */
 #include "vision.h"
 
 #include "attention.h"
@@ -415,47 +418,153 @@ static int resize_rgb(const uint8_t *src, int w, int h, int nw, int nh, resample
     return 0;
 }
 
-int vision_preprocess(const vision_model *v, const uint8_t *rgb, int32_t width, int32_t height, float *out, errmsg *err) {
-    if (!rgb || !out) return errorf(err, WICK_ERR_INVALID_ARG, "image: no pixels");
+/* src (w × h) resized into a tw × th canvas as img_tool::resize does with PAD_CEIL: scaled by
+ * the smaller of the two ratios (in float, as llama.cpp computes them), each side rounded up and
+ * kept within the canvas, centred (offsets rounded down) on black. An unchanged size is a copy. */
+static int resize_padded(const uint8_t *src, int w, int h, int tw, int th, resample_filter f, uint8_t **out, errmsg *err) {
+    if (tw == w && th == h) return resize_rgb(src, w, h, tw, th, f, out, err);
+    float sw = (float)tw / (float)w, sh = (float)th / (float)h, scale = sw < sh ? sw : sh;
+    int nw = (int)ceilf((float)w * scale), nh = (int)ceilf((float)h * scale);
+    if (nw > tw) nw = tw;
+    if (nh > th) nh = th;
+    if (nw < 1) nw = 1;
+    if (nh < 1) nh = 1;
+    uint8_t *inner = NULL, *canvas = calloc((size_t)tw * th, 3);
+    if (!canvas) return errorf(err, WICK_ERR_NOMEM, "out of memory resizing an image to %d × %d", tw, th);
+    if (resize_rgb(src, w, h, nw, nh, f, &inner, err)) {
+        free(canvas);
+        return -1;
+    }
+    const int ox = (tw - nw) / 2, oy = (th - nh) / 2;
+    for (int y = 0; y < nh; y++) memcpy(canvas + ((size_t)(y + oy) * tw + ox) * 3, inner + (size_t)y * nw * 3, (size_t)nw * 3);
+    free(inner);
+    *out = canvas;
+    return 0;
+}
+
+/* The S × S square of img (iw pixels wide) at (x0, y0) as the encoder's input (clip_image_f32's
+ * from_u8, then normalize): (value / 255 − mean) / std per channel, in planes [3][S][S] */
+static void normalize_square(const vision_model *v, const uint8_t *img, int iw, int x0, int y0, float *out) {
+    const int S = v->image_size;
+    for (int c = 0; c < 3; c++)
+        for (int y = 0; y < S; y++) {
+            const uint8_t *row = img + ((size_t)(y0 + y) * iw + x0) * 3 + c;
+            float *o = out + ((size_t)c * S + y) * S;
+            for (int x = 0; x < S; x++) o[x] = ((float)row[(size_t)x * 3] / 255.0f - v->mean[c]) / v->std[c];
+        }
+}
+
+/* idefics3 with the file's longest side L: the picture's size once resized so that its longer side
+ * is L (the shorter by the aspect ratio, truncated, then up to even) */
+static void idefics3_resized(const vision_model *v, int32_t width, int32_t height, int *rw, int *rh) {
+    const int L = v->longest_edge;
+    double aspect = (double)width / height;
+    if (width >= height) {
+        *rw = L;
+        *rh = (int)(L / aspect);
+        *rh += *rh % 2;
+    } else {
+        *rh = L;
+        *rw = (int)(L * aspect);
+        *rw += *rw % 2;
+    }
+}
+
+/* idefics3 without it (the generic slicing of mtmd_image_preprocessor_idefics3: calc_size_preserved_ratio
+ * aligned to S): each side rounded to the nearest multiple of S (in float), at least S */
+static int idefics3_aligned(int side, int S) {
+    int n = (int)roundf((float)side / (float)S) * S;
+    return n > S ? n : S;
+}
+
+int vision_grid(const vision_model *v, int32_t width, int32_t height, int32_t *grid_x, int32_t *grid_y, errmsg *err) {
+    *grid_x = *grid_y = 0;
     if (width < 1 || height < 1 || width > VISION_MAX_SIDE || height > VISION_MAX_SIDE)
         return errorf(err, WICK_ERR_INVALID_ARG, "image: %d × %d pixels (sides of 1 to %d are taken)", width, height, VISION_MAX_SIDE);
     const int S = v->image_size;
-    uint8_t *img = NULL;
+    int rw, rh;
+    switch (v->projector) {
+    case PROJECTOR_IDEFICS3:
+        if (v->longest_edge > 0) {
+            idefics3_resized(v, width, height, &rw, &rh);
+            if (rw < 1 || rh < 1)
+                return errorf(err, WICK_ERR_INVALID_ARG, "image: %d × %d pixels is too narrow to resize to a longest side of %d", width,
+                              height, v->longest_edge);
+        } else {
+            rw = idefics3_aligned(width, S);
+            rh = idefics3_aligned(height, S);
+        }
+        break;
+    default:
+        return 0; /* one image of S × S */
+    }
+    const int gx = (rw + S - 1) / S, gy = (rh + S - 1) / S;
+    /* the tiles and the overview, each 3·S² floats: within the batch's limit (so that no size below wraps 32 bits) */
+    if (((int64_t)gx * gy + 1) * 3 * S * S > VISION_MAX_BATCH_FLOATS)
+        return errorf(err, WICK_ERR_INVALID_ARG, "image: %d × %d pixels make %d × %d tiles of %d², more than a batch holds", width, height,
+                      gx, gy, S);
+    *grid_x = gx;
+    *grid_y = gy;
+    return 0;
+}
+
+void vision_batch_free(vision_batch *b) {
+    free(b->pixels);
+    memset(b, 0, sizeof *b);
+}
+
+/* idefics3 (mtmd_image_preprocessor_idefics3): the tiles of the refined picture row by row, then the
+ * overview (mtmd.cpp's add_media puts them so: ov_img_first is false for it). With the file's
+ * longest side: resized to it, then to whole tiles (refined), each resize Lanczos, and the
+ * overview from the refined picture; without: the refined picture from the original at the
+ * aligned size (bicubic, padded as PAD_CEIL pads: the slices' image_pad_rf), the overview from
+ * the original too (bicubic, no padding) */
+static int prepare_idefics3(const vision_model *v, const uint8_t *rgb, int32_t width, int32_t height, vision_batch *b, errmsg *err) {
+    const int S = v->image_size, gx = b->grid_x, gy = b->grid_y, rw = gx * S, rh = gy * S;
+    uint8_t *refined = NULL, *overview = NULL;
     int rc;
     if (v->longest_edge > 0) {
-        /* mtmd_image_preprocessor_idefics3: the longer side to L, the other by the aspect ratio
-         * (truncated, then up to even), then whole tiles of S, then the overview at S × S */
-        const int L = v->longest_edge;
-        double aspect = (double)width / height;
-        int rw, rh;
-        if (width >= height) {
-            rw = L;
-            rh = (int)(L / aspect);
-            rh += rh % 2;
-        } else {
-            rh = L;
-            rw = (int)(L * aspect);
-            rw += rw % 2;
-        }
-        if (rw < 1 || rh < 1)
-            return errorf(err, WICK_ERR_INVALID_ARG, "image: %d × %d pixels is too narrow to resize to a longest side of %d", width, height, L);
-        int gw = (rw + S - 1) / S * S, gh = (rh + S - 1) / S * S;
-        uint8_t *resized = NULL, *refined = NULL;
-        rc = resize_rgb(rgb, width, height, rw, rh, RESAMPLE_LANCZOS, &resized, err);
-        if (!rc) rc = resize_rgb(resized, rw, rh, gw, gh, RESAMPLE_LANCZOS, &refined, err);
-        if (!rc) rc = resize_rgb(refined, gw, gh, S, S, RESAMPLE_LANCZOS, &img, err);
+        int lw, lh;
+        uint8_t *resized = NULL;
+        idefics3_resized(v, width, height, &lw, &lh);
+        rc = resize_rgb(rgb, width, height, lw, lh, RESAMPLE_LANCZOS, &resized, err);
+        if (!rc) rc = resize_rgb(resized, lw, lh, rw, rh, RESAMPLE_LANCZOS, &refined, err);
+        if (!rc) rc = resize_rgb(refined, rw, rh, S, S, RESAMPLE_LANCZOS, &overview, err);
         free(resized);
-        free(refined);
     } else {
-        /* a file without the longest side: the overview straight from the image, with the
-         * overview's filter (clip_hparams' image_resize_algo_ov: bicubic) */
-        rc = resize_rgb(rgb, width, height, S, S, RESAMPLE_BICUBIC, &img, err);
+        rc = resize_padded(rgb, width, height, rw, rh, RESAMPLE_BICUBIC, &refined, err);
+        if (!rc) rc = resize_rgb(rgb, width, height, S, S, RESAMPLE_BICUBIC, &overview, err);
     }
-    if (rc) return -1;
-    /* clip_image_f32::from_u8 then normalize: (value / 255 − mean) / std per channel, planes out */
-    for (int c = 0; c < 3; c++)
-        for (size_t i = 0; i < (size_t)S * S; i++) out[(size_t)c * S * S + i] = ((float)img[i * 3 + c] / 255.0f - v->mean[c]) / v->std[c];
-    free(img);
+    if (!rc) {
+        const size_t image = (size_t)3 * S * S;
+        for (int ty = 0; ty < gy; ty++)
+            for (int tx = 0; tx < gx; tx++) normalize_square(v, refined, rw, tx * S, ty * S, b->pixels + (size_t)(ty * gx + tx) * image);
+        normalize_square(v, overview, S, 0, 0, b->pixels + (size_t)(b->n - 1) * image);
+    }
+    free(refined);
+    free(overview);
+    return rc;
+}
+
+int vision_prepare(const vision_model *v, const uint8_t *rgb, int32_t width, int32_t height, vision_batch *out, errmsg *err) {
+    memset(out, 0, sizeof *out);
+    if (!v->tower.has_weights) return errorf(err, WICK_ERR_INVALID_ARG, "vision: no mmproj loaded");
+    if (!rgb) return errorf(err, WICK_ERR_INVALID_ARG, "image: no pixels");
+    vision_batch b = {0};
+    if (vision_grid(v, width, height, &b.grid_x, &b.grid_y, err)) return -1;
+    b.n = b.grid_x ? b.grid_x * b.grid_y + 1 : 1;
+    const int S = v->image_size;
+    b.pixels = malloc((size_t)b.n * 3 * S * S * sizeof *b.pixels);
+    if (!b.pixels) return errorf(err, WICK_ERR_NOMEM, "out of memory for %d images of %d²", b.n, S);
+    int rc = 0;
+    switch (v->projector) {
+    case PROJECTOR_IDEFICS3: rc = prepare_idefics3(v, rgb, width, height, &b, err); break;
+    }
+    if (rc) {
+        vision_batch_free(&b);
+        return -1;
+    }
+    *out = b;
     return 0;
 }
 

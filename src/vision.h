@@ -47,12 +47,30 @@ typedef struct {
 int vision_load(vision_model *v, const uint8_t *buf, size_t size, errmsg *err);
 void vision_release(vision_model *v);
 
-/* An RGB image (width × height pixels of 3 bytes, rows top to bottom) resized as llama.cpp's
- * idefics3 preprocessor makes its overview image, then normalized with the file's mean and std:
- * out [3][image_size][image_size]. 0, or -1 with a message. */
-int vision_preprocess(const vision_model *v, const uint8_t *rgb, int32_t width, int32_t height, float *out, errmsg *err);
+/* The encoder's inputs for one picture: n images of [3][image_size][image_size] floats each, in the
+ * order llama.cpp's mtmd puts them in the prompt (idefics3, lfm2: the tiles row by row, then the
+ * overview; gemma3: the one image) */
+typedef struct {
+    int32_t n;               /* images */
+    int32_t grid_x, grid_y;  /* tiles across and down; 0, 0 where the picture is not tiled */
+    float *pixels;           /* n × 3 × image_size × image_size */
+} vision_batch;
 
-/* The preprocessed image ([3][image_size][image_size]) through the tower and the projector on
+/* The most floats a batch may hold (512 MiB): a picture whose tiles would take more is refused */
+#define VISION_MAX_BATCH_FLOATS (1 << 27)
+
+/* An RGB image (width × height pixels of 3 bytes, rows top to bottom) made into every image
+ * llama.cpp's preprocessor for the file's projector makes of it (resized, tiled, normalized with
+ * the file's mean and std), in prompt order: *out, to release with vision_batch_free. 0, or -1
+ * with a message (out is then empty). */
+int vision_prepare(const vision_model *v, const uint8_t *rgb, int32_t width, int32_t height, vision_batch *out, errmsg *err);
+void vision_batch_free(vision_batch *b);
+/* the tile grid vision_prepare would make, without making it (cheap): 0, or -1 with a message */
+int vision_grid(const vision_model *v, int32_t width, int32_t height, int32_t *grid_x, int32_t *grid_y, errmsg *err);
+/* positions vision_encode gives for one image of the batch */
+static inline int32_t vision_positions(const vision_model *v) { return v->n_out; }
+
+/* One image of a batch ([3][image_size][image_size]) through the tower and the projector on
  * n_threads threads: out [n_out][n_embd_text]. 0, or -1 with a message. */
 int vision_encode(const vision_model *v, const float *pixels, int32_t n_threads, float *out, errmsg *err);
 

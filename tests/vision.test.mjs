@@ -3,12 +3,13 @@
 // attention, built from the llama-server build's libraries by mk/mtmd-ref.mk):
 //  - `wick synth --mmproj idefics3` files at f16 and q8_0 (a SmolVLM-shaped tower, synth.c), which
 //    llama.cpp loads; the same bytes every time;
-//  - a fixed 50 × 37 test image with gradients (a PPM written here), which llama.cpp resizes three
-//    times (to the longest side, to whole tiles, to the overview): the tensor wick feeds its encoder
-//    equals llama.cpp's preprocessed overview within 1/255 of the pixel range per value; so do a
-//    tall, a wide and a tiny image's, also through the file without its longest side (where
-//    llama.cpp resizes once, bicubic);
-//  - the embeddings: the same number of positions and width, cosine per position ≥ 0.9999 (f16)
+//  - a fixed 50 × 37 test image with gradients (a PPM written here), which llama.cpp resizes to the
+//    longest side and to whole tiles (2 × 2 of them), then once more to the overview: the batch wick
+//    feeds its encoder (the tiles row by row, then the overview, as mtmd's prompt holds them) equals
+//    llama.cpp's preprocessed images within 1/255 of the pixel range per value; so do a tall, a wide,
+//    a tiny and a letterboxed image's, also through the file without its longest side (where
+//    llama.cpp resizes the original to the nearest whole tiles and to the overview, bicubic);
+//  - the embeddings of every image of the batch: the same number of positions and width, cosine per position ≥ 0.9999 (f16)
 //    and ≥ 0.999 (q8_0), native and wasm, 1 and 2 threads; 1 and 2 threads, native and wasm
 //    bit-identical;
 //  - knock-out: the pixel shuffle's order matters to llama.cpp's own output (the file with the
@@ -108,18 +109,27 @@ test('wick synth --mmproj idefics3 writes the same bytes every time', () => {
   assert.ok(fs.readFileSync(again).equals(fs.readFileSync(files.f16)));
 });
 
-/** the largest difference of two preprocessed inputs, in units of the pixel range (1 = 255 levels) */
+/** the largest difference of two preprocessed batches (each image planes [3][h][w], sizes from
+ * llama.cpp's), in units of the pixel range (1 = 255 levels) */
 function inputDifference(a, ref) {
+  assert.equal(a.images, ref.images, 'images');
+  assert.equal(a.grid_x, ref.grid_x, 'grid_x');
+  assert.equal(a.grid_y, ref.grid_y, 'grid_y');
   assert.equal(a.input.length, ref.input.length);
-  const plane = ref.input.length / 3;
-  let worst = 0;
-  for (let i = 0; i < ref.input.length; i++) worst = Math.max(worst, Math.abs(a.input[i] - ref.input[i]) * imageStd[Math.floor(i / plane)]);
+  let worst = 0, at = 0;
+  for (const [w, h] of ref.sizes) {
+    const plane = w * h;
+    for (let i = 0; i < 3 * plane; i++, at++)
+      worst = Math.max(worst, Math.abs(a.input[at] - ref.input[at]) * imageStd[Math.floor(i / plane)]);
+  }
+  assert.equal(at, ref.input.length);
   return worst;
 }
 
-test("preprocessing: wick's input tensor equals llama.cpp's resized, normalized overview within 1/255", () => {
+test("preprocessing: wick's tiles and overview equal llama.cpp's resized, normalized images within 1/255, in prompt order", () => {
   const ref = reference(files.f16);
-  assert.equal(ref.image_size, 64);
+  // 50 × 37 → 128 × 94 (longest side 128, even) → 128 × 128: 2 × 2 tiles of 64², then the overview
+  assert.deepEqual([ref.images, ref.grid_x, ref.grid_y, ref.image_size], [5, 2, 2, 64]);
   for (const build of ['native', 'wasm']) {
     const worst = inputDifference(ours(build, files.f16, 1), ref);
     assert.ok(worst <= 1 / 255, `${build}: largest difference ${(worst * 255).toFixed(3)}/255 of the pixel range`);
@@ -132,12 +142,18 @@ test('preprocessing: tall, wide and tiny images, with and without the file\'s lo
   const g = readGguf(files.f16);
   const oneStep = path.join(tmp, 'mmproj-no-longest-edge.gguf');
   fs.writeFileSync(oneStep, writeGguf({ ...g, kv: g.kv.filter((e) => e.key !== 'clip.vision.preproc_image_size') }));
-  for (const [w, h] of [[23, 71], [97, 20], [5, 3]]) {
-    const img = path.join(tmp, `image-${w}x${h}.ppm`);
+  // the grids llama.cpp makes: with the longest side (128) and without it (the nearest whole tiles
+  // of 64, the refined picture letterboxed)
+  const grids = { '23x71': [[1, 2], [1, 1]], '97x20': [[2, 1], [2, 1]], '5x3': [[2, 2], [1, 1]], '150x40': [[2, 1], [2, 1]] };
+  for (const [size, [withLongest, without]] of Object.entries(grids)) {
+    const [w, h] = size.split('x').map(Number);
+    const img = path.join(tmp, `image-${size}.ppm`);
     fs.writeFileSync(img, ppm(w, h));
-    for (const file of [files.f16, oneStep]) {
-      const worst = inputDifference(ours('native', file, 1, img), reference(file, img));
-      assert.ok(worst <= 1 / 255, `${w}×${h} ${path.basename(file)}: largest difference ${(worst * 255).toFixed(3)}/255`);
+    for (const [file, grid] of [[files.f16, withLongest], [oneStep, without]]) {
+      const ref = reference(file, img);
+      assert.deepEqual([ref.grid_x, ref.grid_y], grid, `${size} ${path.basename(file)}: llama.cpp's grid`);
+      const worst = inputDifference(ours('native', file, 1, img), ref);
+      assert.ok(worst <= 1 / 255, `${size} ${path.basename(file)}: largest difference ${(worst * 255).toFixed(3)}/255`);
     }
   }
 });
@@ -145,7 +161,7 @@ test('preprocessing: tall, wide and tiny images, with and without the file\'s lo
 for (const [type, bound] of [['f16', 0.9999], ['q8_0', 0.999]]) {
   test(`embeddings (${type}): cosine ≥ ${bound} per position against llama.cpp, native and wasm, 1 and 2 threads`, () => {
     const ref = reference(files[type]);
-    assert.equal(ref.positions, 16);
+    assert.equal(ref.positions, 5 * 16); // 4 tiles and the overview, 16 positions each
     const bytes = (r) => Buffer.from(r.embd.buffer, r.embd.byteOffset, r.embd.byteLength);
     let native = null;
     for (const build of ['native', 'wasm']) {
