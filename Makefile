@@ -266,3 +266,5 @@ clean:
 -include mk/llama-server.mk
 # ---- llama.cpp's mtmd (image encoders) as the vision tests' reference, on the libraries of that build ----
 -include mk/mtmd-ref.mk
+# ---- llama.cpp's mtmd encode time, the vision section of npm run bench ----
+-include mk/bench-mtmd.mk
