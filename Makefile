@@ -11,7 +11,7 @@ ENGINE_SRC := src/errmsg.c src/gguf.c src/model.c src/forward.c src/context.c sr
               src/pool.c src/quant.c src/quant_table.c src/kernels_simd.c \
               src/tokenizer.c src/unicode.c src/sampler.c src/grammar.c src/generate.c src/synth.c src/vision.c src/images.c src/wick.c
 HEADERS := $(wildcard src/*.h)
-TEST_PROGRAMS := test_kernels test_sampler test_tokenizer test_dequant test_load test_context test_state test_session test_grammar test_attention
+TEST_PROGRAMS := test_kernels test_sampler test_tokenizer test_dequant test_load test_context test_state test_session test_grammar test_attention test_vision
 
 CC ?= gcc
 CFLAGS_COMMON := -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -ffp-contract=off -Isrc
@@ -146,6 +146,10 @@ build/wasm/wick-cli-mt.js: src/cli.c src/cli_library.js src/engine_library.js $(
 build/wasm/test_%.js: tests/test_%.c $(WASM_LIB) $(HEADERS) src/engine_library.js
 	$(EMCC) $(WASM_CFLAGS) -DWICK_NO_THREADS -o $@ $< $(WASM_LIB) $(WASM_TEST_FLAGS)
 
+# test_vision (mmproj files as hostile input) also takes the vision objects, which the library leaves out
+build/wasm/test_vision.js: tests/test_vision.c $(call wasm_cli_objs,obj) $(WASM_LIB) $(HEADERS) src/engine_library.js
+	$(EMCC) $(WASM_CFLAGS) -DWICK_NO_THREADS -o $@ $< $(call wasm_cli_objs,obj) $(WASM_LIB) $(WASM_TEST_FLAGS)
+
 # the WebGPU backend: its module and WGSL shaders, a folder beside the glue (gpu/ in dist/ too)
 GPU_FILES := $(wildcard wasm_glue/gpu/*.mjs wasm_glue/gpu/*.wgsl)
 
@@ -262,3 +266,5 @@ clean:
 -include mk/llama-server.mk
 # ---- llama.cpp's mtmd (image encoders) as the vision tests' reference, on the libraries of that build ----
 -include mk/mtmd-ref.mk
+# ---- llama.cpp's mtmd encode time, the vision section of npm run bench ----
+-include mk/bench-mtmd.mk

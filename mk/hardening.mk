@@ -132,11 +132,14 @@ test-asan: $(addprefix build/asan/,$(TEST_PROGRAMS)) build/asan/wick
 	run build/asan/wick synth --mmproj idefics3 --type q8_0 -o build/asan/mmproj-idefics3.gguf; \
 	printf 'P6\n50 37\n255\n' > build/asan/image.ppm; head -c 5550 build/asan/mmproj-idefics3.gguf >> build/asan/image.ppm; \
 	run build/asan/wick vision -m build/asan/mmproj-idefics3.gguf --image build/asan/image.ppm --threads 2 -o build/asan/vision.f32; \
+	run build/asan/wick synth --mmproj idefics3 --type f16 -o build/asan/mmproj-idefics3-f16.gguf; \
+	run build/asan/test_vision --mutate build/asan/mmproj-idefics3.gguf 600 31 2; \
+	run build/asan/test_vision --mutate build/asan/mmproj-idefics3-f16.gguf 600 37 2; \
 	echo "asan: all passed"
 	@# and the node suites' native tests, pointed at this build
 	WICK_NATIVE_DIR=build/asan ASAN_OPTIONS=$(ASAN_OPTIONS_RUN) UBSAN_OPTIONS=$(UBSAN_OPTIONS_RUN) \
 	  $(NICE) node --test --test-concurrency=1 --test-name-pattern='^native: ' \
-	    tests/programs.test.mjs tests/hostile.test.mjs tests/engine.test.mjs tests/generation.test.mjs
+	    tests/programs.test.mjs tests/hostile.test.mjs tests/vision-hostile.test.mjs tests/engine.test.mjs tests/generation.test.mjs
 
 # ---- valgrind: the plain native build, load → generate → free, no leak and no error ----
 VALGRIND := $(NICE) valgrind -q --leak-check=full --show-leak-kinds=definite,indirect,possible \

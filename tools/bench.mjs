@@ -12,6 +12,7 @@
 //                        [--no-kv] [--kv-only] [--kv-models …] [--kv-prompt-tokens 512] [--kv-threads 1]
 //                        [--no-state] [--state-only] [--state-tokens 1000] [--state-threads 2]
 //                        [--no-long] [--long-only] [--long-models …] [--long-contexts 64,512,2048] [--long-threads 1] [--long-kv f16,q8_0]
+//                        [--no-vision] [--vision-only] [--vision-shapes SmolVLM-256M,Gemma-3] [--vision-types f16] [--vision-runs 3] [--vision-kinds native,wasm]
 //
 // Each run is `wasm_glue/cli.mjs generate -m MODEL -p PROMPT -n GEN --temp 0 --ignore-eos
 // --threads T --ctx C` (and build/native/wick with the same flags); the figures come from the
@@ -51,6 +52,12 @@
 // Last (unless --no-long) long contexts (issue 33): decode tokens/s when the steps end at each of
 // --long-contexts, against the shortest, per build and KV type. --long-only runs this section alone.
 //
+// Last (unless --no-vision) image encoders (issue 32): ms per image at the projector's native size
+// for SmolVLM-256M- and Gemma-3-shaped mmproj files, wick (native, wasm) against llama.cpp's mtmd on
+// the same file, at --threads (tools/bench-vision.mjs; a projector wick does not take yet is
+// reported missing). [--vision-shapes SmolVLM-256M,Gemma-3] [--vision-types f16] [--vision-runs 3]
+// [--vision-kinds native,wasm]; --vision-only runs this section alone.
+//
 // The helpers it shares with tools/bench-gpu.mjs and tools/bench-peers.mjs are in bench-common.mjs.
 import fs from 'node:fs';
 import os from 'node:os';
@@ -59,6 +66,7 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import '../wasm_glue/gguf-header.js';
 import { readLlamaBundle } from './llama-bundle.mjs';
+import { visionBench, VISION_DEFAULTS } from './bench-vision.mjs';
 import {
   ROOT, NATIVE_WICK, parseArgs, list, ensureModel, modelLabel, modelInfo, buildPrompt,
   waitForIdle, summarize, fmt, markdownTable, appendBenchmarks, simdFlags,
@@ -156,6 +164,7 @@ const DEFAULTS = {
   noKv: false, kvOnly: false, kvModels: 'models/synth-134m-q4_k_m.gguf,models/synth-1b-q4_k_m.gguf', kvPromptTokens: 512, kvThreads: '1',
   noState: false, stateOnly: false, stateTokens: 1000, stateThreads: '2',
   noLong: false, longOnly: false, longModels: 'models/synth-134m-q4_k_m.gguf', longContexts: '64,512,2048', longThreads: '1', longKv: 'f16,q8_0',
+  noVision: false, visionOnly: false, ...VISION_DEFAULTS,
 };
 
 // ---- KV cache types ----
@@ -476,6 +485,12 @@ async function main(argv) {
     if (opts.record) appendBenchmarks('npm run bench', `npm run bench -- ${argv.filter((a) => a !== '--record').join(' ')}`.trim(), section);
     return;
   }
+  if (opts.visionOnly) {
+    const section = await visionBench(opts, threadCounts);
+    process.stdout.write(`${section}\n`);
+    if (opts.record) appendBenchmarks('npm run bench', `npm run bench -- ${argv.filter((a) => a !== '--record').join(' ')}`.trim(), section);
+    return;
+  }
   if (opts.embedOnly) {
     const section = await embedBench(opts, threadCounts);
     process.stdout.write(`${section}\n`);
@@ -539,10 +554,11 @@ async function main(argv) {
   const kv = opts.noKv ? '' : `\n\n${await kvBench(opts, opts.noNative ? ['wasm'] : ['wasm', 'native'])}`;
   const saved = opts.noState ? '' : `\n\n${await stateBench(opts)}`;
   const long = opts.noLong ? '' : `\n\n${await longBench(opts, opts.noNative ? ['wasm', 'wasm-relaxed'] : ['wasm', 'wasm-relaxed', 'native'])}`;
-  process.stdout.write(`${table}\n\n${notes}${grammar}${gpu}${embed}${kv}${saved}${long}\n`);
+  const vision = opts.noVision ? '' : `\n\n${await visionBench(opts, threadCounts)}`;
+  process.stdout.write(`${table}\n\n${notes}${grammar}${gpu}${embed}${kv}${saved}${long}${vision}\n`);
   if (opts.record) {
     const command = `npm run bench -- ${argv.filter((a) => a !== '--record').join(' ')}`.trim();
-    appendBenchmarks('npm run bench', command, `${table}\n\n${notes}${grammar}${gpu}${embed}${kv}${saved}${long}`);
+    appendBenchmarks('npm run bench', command, `${table}\n\n${notes}${grammar}${gpu}${embed}${kv}${saved}${long}${vision}`);
   }
 }
 
