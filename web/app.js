@@ -716,7 +716,7 @@ async function checkSource() {
     const params = formatParams(Number(head.metadata['general.parameter_count']));
     box.replaceChildren(
       el('p', { className: 'model-facts' }, `${chosen.label}: ${formatBytes(head.bytes)}${params ? ` · ${params} parameters` : ''}`),
-      proj ? el('p', { className: 'model-facts mmproj-facts' }, `${chosen.mmproj.label}: ${formatBytes(proj.bytes)} · image encoder${chosen.mmproj.projector ? ` (${chosen.mmproj.projector})` : ''}`) : null,
+      ...(proj ? [el('p', { className: 'model-facts mmproj-facts' }, `${chosen.mmproj.label}: ${formatBytes(proj.bytes)} · image encoder${chosen.mmproj.projector ? ` (${chosen.mmproj.projector})` : ''}`)] : []),
       el('p', { className: 'hint' }, describeMetadata(head.metadata)),
       el('p', { className: `memory ${chosen.check.level}`, role: chosen.check.level === 'ok' ? null : 'alert' }, chosen.check.message));
     return chosen;

@@ -94,9 +94,9 @@ button:disabled { opacity: 0.5; cursor: not-allowed; }
 .tool-head { display: block; color: var(--wick-muted); font-size: 0.8rem; }
 .sources { font-size: 0.8rem; color: var(--wick-muted); white-space: normal; margin-top: 0.15rem; }
 .sources a { color: var(--wick-accent); margin-right: 0.6rem; }
-.images { display: flex; flex-wrap: wrap; gap: 0.4rem; }
+.images { display: flex; flex-wrap: wrap; gap: 0.5rem; padding-top: 0.4rem; }
 .image-thumb { position: relative; margin: 0; }
-.image-thumb img, .thumbs img { display: block; max-height: 4rem; max-width: 7rem; border-radius: 4px; border: 1px solid var(--wick-line); }
+.image-thumb img, .thumbs img { display: block; height: 3.5rem; max-width: 7rem; object-fit: cover; border-radius: 4px; border: 1px solid var(--wick-line); }
 .image-remove { position: absolute; top: -0.4rem; right: -0.4rem; min-height: 0; padding: 0 0.35rem; border-radius: 999px; background: var(--wick-bg); }
 .thumbs { display: flex; flex-wrap: wrap; gap: 0.3rem; margin-bottom: 0.25rem; }
 `;
