@@ -11,7 +11,7 @@
 //    the very bytes, then the text; the conversation shows them in the user's message; the
 //    saved conversation (web/sessions.js) holds them whole and a reload shows them again; the
 //    look-inside panel lists each image of the prompt with its positions and its encoding time,
-//    or "reused";
+//    or "reused"; a message the engine refuses before any answer gives its images back to the tray;
 //  - the same in <wick-chat>: the button, paste, drop, thumbnails and content parts;
 //  - END TO END (it needs the engine API of issue 32: Wick.load(model, {mmproj}), image content
 //    parts, wick.prompt's <__media__> and wick.images): a synth chat model and a synth idefics3
@@ -137,6 +137,8 @@ async function fakeVision(page) {
     engine.chat.completions.create = async (request) => {
       const { signal, ...recorded } = request;
       window.requests.push(JSON.parse(JSON.stringify(recorded)));
+      // a request the engine refuses before any token (window.refuseNext)
+      if (window.refuseNext) { window.refuseNext = false; throw Object.assign(new Error('refused by the test'), { code: 'E_TEST' }); }
       const stream = await create({ ...request, messages: textOnly(request.messages) });
       if (!request.stream) return stream;
       return (async function* () {
@@ -260,12 +262,22 @@ test('picked, pasted and dropped images show as thumbnails, one is removed, and 
   }
 });
 
-test('with vision, completion mode turns the image button off (images go with chat messages) and clears the tray', { timeout: 90000 }, async () => {
+test('a message refused before any answer gives its images back to the tray; completion mode turns the image button off and clears the tray', { timeout: 90000 }, async () => {
   const page = await loadByUrl(CHAT_MODEL);
   try {
     await fakeVision(page);
-    await pasteImage(page, await drawPng(page, 'red.png', '#d22', 8, 8));
+    const red = await drawPng(page, 'red.png', '#d22', 8, 8);
+    await pasteImage(page, red);
     await page.waitForSelector('#image-tray[data-count="1"]');
+    await page.evaluate(() => { window.refuseNext = true; });
+    await page.fill('#prompt', 'Hi');
+    await page.press('#prompt', 'Enter');
+    await page.waitForSelector('.msg-error');
+    assert.match(await page.textContent('.msg-error'), /E_TEST: refused by the test/);
+    assert.equal(await page.evaluate(() => window.requests.at(-1).messages.at(-1).content[0].image_url.url), red.dataUrl, 'it was sent');
+    await page.waitForSelector('#image-tray[data-count="1"]');
+    assert.equal(await page.getAttribute('#image-tray img', 'src'), red.dataUrl);
+    assert.equal(await page.evaluate(() => window.wickPage.state.messages.length), 0, 'the refused message is not kept');
     await page.check('input[name=mode][value=completion]');
     assert.equal(await page.isDisabled('#image-button'), true);
     assert.match(await page.getAttribute('#image-button', 'title'), /chat messages: choose Chat mode/);
