@@ -199,7 +199,7 @@ check-fresh: build/.setup-stamp
 # ../node_modules/@huggingface/jinja/dist/ → ./jinja/.   make dist [DIST_DIR=dir]
 DIST_DIR ?= dist
 DIST_MODULES := $(filter-out wasm_glue/cli.mjs,$(wildcard wasm_glue/*.mjs wasm_glue/*.js)) \
-  web/wick-chat.js web/sessions.js web/tool-cards.js web/coi.js web/util.js web/coi-sw.js web/engine-worker.js
+  web/wick-chat.js web/images.js web/sessions.js web/tool-cards.js web/coi.js web/util.js web/coi-sw.js web/engine-worker.js
 DIST_TYPES := $(wildcard wasm_glue/*.d.ts)
 JINJA_DIR := node_modules/@huggingface/jinja
 DIST_PATHS := -e 's|\.\./build/wick-shell\.json|./wick-shell.json|g' -e 's|\.\./build/wasm/|./wasm/|g' -e 's|\.\./wasm_glue/|./|g' -e 's|\.\./node_modules/@huggingface/jinja/dist/|./jinja/|g'

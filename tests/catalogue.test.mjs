@@ -9,7 +9,11 @@
 // second visit loads it from the cache without the network. A file the engine refuses (a Gemma 4
 // mixture of experts served under the E2B entry's path) is refused from its header, by name and
 // with the reason, and Load downloads nothing. Without `?hf=` nothing leaves for huggingface.co until a load is
-// asked. Everything is served on 127.0.0.1.
+// asked. Vision entries (issue 32) pair a model with its image encoder (mmproj), both sizes listed:
+// choosing one (a synth chat model and a synth idefics3 mmproj served under SmolVLM 256M's paths)
+// shows both files' exact sizes and counts the encoder in the memory needed, after Range requests
+// only; Load (END TO END: it needs Wick.load's mmproj option, issue 32's engine API) downloads and
+// keeps both, and the engine sees images. Everything is served on 127.0.0.1.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -17,10 +21,10 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { createServer } from '../tools/serve.mjs';
-import { root, models } from './helpers.mjs';
+import { root, models, runWick } from './helpers.mjs';
 import { readGguf, writeGguf, setKv, T } from './gguf.mjs';
 import { launchChromium } from './browser.mjs';
-import { CATALOGUE, CATALOGUE_MAX_BYTES, HF, approximateSize, catalogueUrl, hubFromParam } from '../web/catalogue.js';
+import { CATALOGUE, CATALOGUE_MAX_BYTES, HF, approximateSize, catalogueUrl, mmprojUrl, hubFromParam } from '../web/catalogue.js';
 import '../wasm_glue/gguf-header.js'; // globalThis.WickGguf: the page's own byte formatting
 
 const ARTIFACTS = process.env.WICK_ARTIFACTS || path.join(os.tmpdir(), 'wick-page-artifacts');
@@ -34,7 +38,9 @@ const NAMED = ['llama-3.2-1b-instruct', 'llama-3.2-3b-instruct', 'qwen3-0.6b', '
   'gemma-2-2b-it', 'phi-3.5-mini-instruct', 'smollm2-360m-instruct', 'smollm2-1.7b-instruct', 'smollm3-3b', 'granite-3.3-2b-instruct',
   'olmo-2-0425-1b-instruct',
   'gemma-4-e2b-it', 'gemma-3n-e2b-it', 'phi-4-mini-instruct', 'granite-4.0-h-micro', 'ministral-3-3b-instruct-2512', 'qwen3.5-0.8b',
-  'lfm2-350m', 'lfm2.5-1.2b-instruct'];
+  'lfm2-350m', 'lfm2.5-1.2b-instruct', 'smolvlm-256m-instruct', 'smolvlm-500m-instruct', 'gemma-3-4b-it'];
+// issue 32's vision models: a model and its image encoder (mmproj) each, with the projector it names
+const VISION = { 'smolvlm-256m-instruct': 'idefics3', 'smolvlm-500m-instruct': 'idefics3', 'gemma-3-4b-it': 'gemma3' };
 // Families whose parameter count is mostly a per-layer embedding table (PLE: a row of 256 values
 // per layer for each vocabulary entry, read one row per token, kept outside wasm memory by
 // issue 27): only their entries may give effectiveParams beside params.
@@ -46,7 +52,11 @@ const PER_LAYER_EMBEDDING = ['gemma4', 'gemma3n'];
 const SERVED = {
   'qwen3-0.6b': path.join(models, 'families', 'mini-qwen3-q8_0.gguf'),
   'smollm2-360m-instruct': path.join(models, 'mini', 'mini-chat-q8_0.gguf'),
+  'smolvlm-256m-instruct': path.join(models, 'mini', 'mini-chat-q8_0.gguf'),
 };
+// and an entry's image encoder (before() writes a synth idefics3 mmproj for SmolVLM 256M), on the
+// CDN as /repos/<id>--mmproj
+const SERVED_MMPROJ = {};
 const entry = (id) => CATALOGUE.find((e) => e.id === id);
 const sizeOf = (id) => fs.statSync(SERVED[id]).size;
 const formatBytes = (n) => globalThis.WickGguf.formatBytes(n);
@@ -84,16 +94,18 @@ function handler(name, respond) {
 
 /** huggingface.co's part: /<org>/<repo>/resolve/main/<file> redirects to the file's CDN address. */
 function hubRespond(req, res, url, record, send) {
-  const found = Object.keys(SERVED).find((id) => new URL(catalogueUrl(entry(id), hub.base)).pathname === url.pathname);
-  if (!found) { send(404, { 'Content-Type': 'text/plain' }, 'Entry not found'); return; }
-  send(302, { Location: `${cdn.base}/repos/${found}?expires=9999999999&signature=test` });
+  const at = (u) => u && new URL(u).pathname === url.pathname;
+  const found = Object.keys(SERVED).find((id) => at(catalogueUrl(entry(id), hub.base)));
+  const encoder = Object.keys(SERVED_MMPROJ).find((id) => at(mmprojUrl(entry(id), hub.base)));
+  if (!found && !encoder) { send(404, { 'Content-Type': 'text/plain' }, 'Entry not found'); return; }
+  send(302, { Location: `${cdn.base}/repos/${found || `${encoder}--mmproj`}?expires=9999999999&signature=test` });
 }
 
 /** The CDN's part: the bytes, whole (200) or a range (206), with CORS. */
 function cdnRespond(req, res, url, record, send) {
   const id = /^\/repos\/([\w.-]+)$/.exec(url.pathname)?.[1];
-  if (!id || !SERVED[id]) { send(404, { 'Content-Type': 'text/plain' }, 'not found'); return; }
-  const file = SERVED[id];
+  const file = id && (SERVED[id] || SERVED_MMPROJ[id.replace(/--mmproj$/, '')]);
+  if (!file) { send(404, { 'Content-Type': 'text/plain' }, 'not found'); return; }
   const size = fs.statSync(file).size;
   const headers = { 'Content-Type': 'application/octet-stream', 'Accept-Ranges': 'bytes', ETag: `"${id}-${size}"` };
   let start = 0, end = size - 1, status = 200;
@@ -134,6 +146,9 @@ before(async () => {
   setKv(g, 'gemma4.expert_count', T.U32, 128);
   SERVED['gemma-4-e2b-it'] = path.join(site, 'gemma4-moe.gguf');
   fs.writeFileSync(SERVED['gemma-4-e2b-it'], writeGguf(g));
+  SERVED_MMPROJ['smolvlm-256m-instruct'] = path.join(site, 'mmproj-idefics3.gguf');
+  const r = runWick('native', ['synth', '--mmproj', 'idefics3', '--type', 'f16', '-o', SERVED_MMPROJ['smolvlm-256m-instruct']]);
+  assert.equal(r.code, 0, r.stderr);
   fs.mkdirSync(ARTIFACTS, { recursive: true });
   page0 = await listen(createServer(site, { isolate: true }));
   hub = await listen(http.createServer(handler('hub', hubRespond)));
@@ -163,6 +178,12 @@ function requestsFor(id, from = 0) {
   return log.slice(from).filter((r) => (r.server === 'hub' && r.path === resolvePath) || (r.server === 'cdn' && r.path === `/repos/${id}`));
 }
 
+/** The requests for a served entry's image encoder (its mmproj resolve path, its bytes). */
+function mmprojRequestsFor(id, from = 0) {
+  const resolvePath = new URL(mmprojUrl(entry(id), hub.base)).pathname;
+  return log.slice(from).filter((r) => (r.server === 'hub' && r.path === resolvePath) || (r.server === 'cdn' && r.path === `/repos/${id}--mmproj`));
+}
+
 /** Waits for the model check to name a file and returns its text. */
 async function checked(page, file) {
   await page.waitForFunction((f) => {
@@ -179,7 +200,9 @@ test('the catalogue lists every family with real Hugging Face URLs, each file sm
   for (const family of FAMILIES) assert.ok(CATALOGUE.some((e) => e.family === family), `family ${family} is offered`);
   for (const e of CATALOGUE) {
     assert.match(catalogueUrl(e), /^https:\/\/huggingface\.co\/[\w.-]+\/[\w.-]+\/resolve\/main\/[\w.-]+\.gguf$/, e.id);
-    assert.ok(e.bytes > 1e8 && e.bytes < CATALOGUE_MAX_BYTES, `${e.id}: ${e.bytes} bytes`);
+    assert.ok(e.bytes > 1e8 && e.bytes + (e.mmproj?.bytes ?? 0) < CATALOGUE_MAX_BYTES, `${e.id}: ${e.bytes} bytes${e.mmproj ? ` + ${e.mmproj.bytes}` : ''}`);
+    assert.equal(!!e.mmproj, e.id in VISION, `${e.id}: an image encoder exactly for the vision entries`);
+    if (!e.mmproj) assert.equal(mmprojUrl(e), null);
     assert.ok(e.file.toLowerCase().includes(e.quant.toLowerCase()), `${e.id}: ${e.file} is ${e.quant}`);
     assert.ok(['Q4_K_M', 'Q8_0'].includes(e.quant), `${e.id}: ${e.quant}`);
     // the parameter bound is on what each token goes through: for most families that is every
@@ -196,6 +219,18 @@ test('the catalogue lists every family with real Hugging Face URLs, each file sm
     assert.ok(globalThis.WickGguf.ARCHITECTURES.includes(e.family), `${e.id}: ${e.family} is not an architecture the engine runs`);
     assert.ok(e.name && e.repo.endsWith(e.repo.split('/')[1]) && /GGUF$/i.test(e.repo), `${e.id}: ${e.repo}`);
   }
+  // each vision entry: the model and its image encoder, both files named and sized, from the same repository
+  for (const [id, projector] of Object.entries(VISION)) {
+    const e = entry(id);
+    assert.ok(e.mmproj, `${id} has an mmproj`);
+    assert.match(e.mmproj.file, /^mmproj-[\w.-]+\.gguf$/, id);
+    assert.ok(Number.isInteger(e.mmproj.bytes) && e.mmproj.bytes > 5e7 && e.mmproj.bytes < 1e9, `${id}: mmproj ${e.mmproj.bytes} bytes`);
+    assert.equal(e.mmproj.projector, projector, id);
+    assert.equal(mmprojUrl(e), `https://huggingface.co/${e.repo}/resolve/main/${e.mmproj.file}`);
+  }
+  assert.equal(catalogueUrl(entry('smolvlm-256m-instruct')), 'https://huggingface.co/ggml-org/SmolVLM-256M-Instruct-GGUF/resolve/main/SmolVLM-256M-Instruct-Q8_0.gguf');
+  assert.equal(mmprojUrl(entry('smolvlm-256m-instruct')), 'https://huggingface.co/ggml-org/SmolVLM-256M-Instruct-GGUF/resolve/main/mmproj-SmolVLM-256M-Instruct-Q8_0.gguf');
+  assert.equal(mmprojUrl(entry('gemma-3-4b-it')), 'https://huggingface.co/ggml-org/gemma-3-4b-it-GGUF/resolve/main/mmproj-model-f16.gguf');
   assert.equal(approximateSize(639_446_688), '610 MiB');
   assert.equal(approximateSize(1_055_609_536), '0.98 GiB');
   assert.equal(catalogueUrl(entry('qwen3-0.6b')), 'https://huggingface.co/Qwen/Qwen3-0.6B-GGUF/resolve/main/Qwen3-0.6B-Q8_0.gguf');
@@ -228,8 +263,10 @@ test('choosing an entry shows its size and memory after Range requests only; the
     for (const l of listed) {
       const e = entry(l.id);
       assert.equal(l.url, catalogueUrl(e, hub.base));
-      // name, approximate size, family, parameters and quantization, all in the radio's label
-      assert.ok(l.name.includes(`${e.name} ≈ about ${approximateSize(e.bytes)} ${e.family}`) && l.name.includes(e.quant), l.name);
+      // name, approximate size (a vision entry's image encoder's too), family, parameters and quantization, all in the radio's label
+      const sizes = `≈ about ${approximateSize(e.bytes)}${e.mmproj ? ` + ≈ about ${approximateSize(e.mmproj.bytes)} image encoder` : ''}`;
+      assert.ok(l.name.includes(`${e.name} ${sizes} ${e.family}`) && l.name.includes(e.quant), l.name);
+      if (e.mmproj) assert.ok(l.name.includes(`sees images (${e.mmproj.projector})`), l.name);
       assert.match(l.name, /parameters/);
     }
     assert.match(await page.textContent('#catalogue-hint'), new RegExp(`Files come from ${hub.base}`));
@@ -376,5 +413,59 @@ test('without ?hf= the entries point at huggingface.co and nothing is fetched un
     assert.deepEqual(bad.errors, []);
   } finally {
     await bad.close();
+  }
+});
+
+test('a vision entry lists its model and image encoder; choosing it shows both exact sizes and counts the encoder in the memory, after Range requests only', { timeout: 60000 }, async () => {
+  const id = 'smolvlm-256m-instruct', e = entry(id), mmprojBytes = fs.statSync(SERVED_MMPROJ[id]).size;
+  const page = await openPage(`hf=${encodeURIComponent(hub.base)}`);
+  try {
+    await page.check('input[name=source][value=catalogue]');
+    const label = `label:has(input[value="${id}"])`;
+    assert.equal(await page.textContent(`${label} .entry-size`), `≈ about ${approximateSize(e.bytes)}`);
+    assert.equal(await page.textContent(`${label} .entry-mmproj`), ` + ≈ about ${approximateSize(e.mmproj.bytes)} image encoder`);
+    assert.match(await page.textContent(`${label} .entry-facts`), /^llama · .* parameters · Q8_0 · sees images \(idefics3\)/);
+    const before = log.length;
+    await page.click(`input[name=catalogue-entry][value="${id}"]`);
+    const text = await checked(page, e.file);
+    const bytes = (n) => formatBytes(n).replace(/[.()]/g, '\\$&');
+    assert.match(text, new RegExp(`${e.file.replace(/\./g, '\\.')}: ${bytes(sizeOf(id))}`));
+    assert.match(text, new RegExp(`${e.mmproj.file.replace(/\./g, '\\.')}: ${bytes(mmprojBytes)} · image encoder \\(idefics3\\)`));
+    assert.match(text, new RegExp(`Needs about .* of memory \\(.* weights \\+ ${bytes(mmprojBytes)} image encoder \\+ .* KV cache`));
+    assert.match(await page.textContent('#catalogue-detail'), new RegExp(`${e.file.replace(/\./g, '\\.')} and ${e.mmproj.file.replace(/\./g, '\\.')} from ggml-org/SmolVLM-256M-Instruct-GGUF`));
+    for (const asked of [requestsFor(id, before), mmprojRequestsFor(id, before)]) {
+      assert.ok(asked.some((r) => r.server === 'hub' && r.status === 302) && asked.some((r) => r.server === 'cdn' && r.status === 206), JSON.stringify(asked));
+      for (const r of asked) assert.ok(r.method === 'OPTIONS' || r.method === 'HEAD' || (r.method === 'GET' && r.range), `only Range or HEAD requests: ${JSON.stringify(r)}`);
+    }
+    assert.equal(await page.textContent('#model-status'), '', 'nothing loaded');
+    assert.deepEqual(page.errors, []);
+  } finally {
+    await page.close();
+  }
+});
+
+// END TO END: depends on issue 32's engine API (Wick.load's mmproj option, engine.info.vision).
+test('END TO END (engine API): Load downloads and keeps a vision entry\'s model and image encoder, and the engine sees images', { timeout: 90000 }, async () => {
+  const id = 'smolvlm-256m-instruct', e = entry(id), mmprojBytes = fs.statSync(SERVED_MMPROJ[id]).size;
+  const page = await openPage(`hf=${encodeURIComponent(hub.base)}`);
+  try {
+    await page.check('input[name=source][value=catalogue]');
+    await page.click(`input[name=catalogue-entry][value="${id}"]`);
+    await checked(page, e.file);
+    const before = log.length;
+    await page.click('#load-button');
+    await page.waitForSelector('body[data-state=ready], body[data-state=error]', { timeout: 60000 });
+    assert.match(await page.textContent('#model-status'), /^Loaded .* · sees images \(idefics3 image encoder, /);
+    assert.equal(await page.evaluate(() => window.wickPage.state.engine.info.vision?.projector), 'idefics3');
+    const got = mmprojRequestsFor(id, before);
+    assert.ok(got.some((r) => r.server === 'cdn' && r.method === 'GET' && !r.range && r.status === 200 && r.bytes === mmprojBytes), JSON.stringify(got));
+    // both files kept: the entry is marked as working offline only now
+    await page.waitForFunction((files) => files.every((f) => [...document.querySelectorAll('.cache-entry')].some((li) => li.textContent.includes(f))), [e.file, e.mmproj.file]);
+    assert.equal(await page.getAttribute(`label:has(input[value="${id}"])`, 'data-kept'), 'true');
+    assert.equal(await page.isChecked('input[name=mode][value=chat]'), true);
+    assert.equal(await page.isDisabled('#image-button'), false);
+    assert.deepEqual(page.errors, []);
+  } finally {
+    await page.close();
   }
 });

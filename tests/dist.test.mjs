@@ -42,7 +42,7 @@ after(async () => {
 
 test('dist/ holds the glue, <wick-chat> and what they import, both builds and jinja, with no path into the repository', () => {
   const files = fs.readdirSync(path.join(site, 'wick'), { recursive: true }).map((f) => f.split(path.sep).join('/'));
-  for (const f of ['wick.mjs', 'wick.d.ts', 'worker.js', 'download.js', 'gguf-header.js', 'constants.js', 'chat-template.mjs', 'tool-calls.mjs', 'wick-chat.js', 'sessions.js', 'tool-cards.js', 'coi.js', 'util.js', 'coi-sw.js', 'engine-worker.js',
+  for (const f of ['wick.mjs', 'wick.d.ts', 'worker.js', 'download.js', 'gguf-header.js', 'constants.js', 'chat-template.mjs', 'tool-calls.mjs', 'wick-chat.js', 'images.js', 'sessions.js', 'tool-cards.js', 'coi.js', 'util.js', 'coi-sw.js', 'engine-worker.js',
     'jinja/index.js', 'wasm/wick.js', 'wasm/wick.wasm', 'wasm/wick-mt.js', 'wasm/wick-mt.wasm', 'wasm/wick-mt.worker.js']) {
     assert.ok(files.includes(f), `${f} (dist holds ${files.join(', ')})`);
   }

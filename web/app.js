@@ -8,7 +8,7 @@ import { jsonSchemaToGrammar, JSON_OBJECT_GRAMMAR } from '../wasm_glue/json-sche
 import { ensureCrossOriginIsolation, controlledByServiceWorker, engineWorkerUrl } from './coi.js';
 import { LookInside } from './look-inside.js';
 import { parseToolsText, toolCallCard, answerCard } from './tool-cards.js';
-import { CATALOGUE, HF, approximateSize, catalogueUrl, repositoryUrl, hubFromParam } from './catalogue.js';
+import { CATALOGUE, HF, approximateSize, catalogueUrl, mmprojUrl, repositoryUrl, hubFromParam } from './catalogue.js';
 import {
   el, formatBytes, formatCount, formatDuration, formatParams, detectFeatures, threadsNote, inspectFile,
   memoryCheck, describeMetadata, RateMeter, progressText,
@@ -56,8 +56,12 @@ const state = {
   retrieve: null,     // async (new message) → chunks for its prompt [{text, source, score}], or null: no retrieval
   sourcesView: null,  // (the chunks a prompt kept) → the answer's list of sources (web/documents.js), or null
   documents: null,    // web/documents.js's Documents, once loaded (after start)
+  tray: null,         // web/images.js's ImageTray: the images of the next message (once a vision model loaded)
 };
+// why the image controls are off: the loaded model has no image encoder
+const NO_VISION = 'This model cannot see images: load a vision model with its mmproj (image encoder), e.g. SmolVLM from the list';
 let noteTools = null; // web/notes.js, imported after the page started
+let imagesApi = null; // web/images.js, imported once a model with an image encoder loads
 
 /** The Tools box's tools, plus the remember tool when the user lets the model propose notes. */
 function withRemember(tools) {
@@ -155,8 +159,14 @@ function answerView(kind, promptText) {
   return { box, tokens, stats, text: '', records: [] };
 }
 
-function userView(text) {
-  return el('article', { className: 'msg user' }, el('h3', { className: 'visually-hidden' }, 'You'), el('div', { className: 'user-text' }, text));
+/** A user message: its images (content parts, web/images.js) as thumbnails, then its text. */
+function userView(content) {
+  const parts = Array.isArray(content) ? content : [{ type: 'text', text: content ?? '' }];
+  const images = parts.filter((p) => p.type === 'image_url' && /^(data:image\/|blob:)/.test(p.image_url?.url))
+    .map((p, i) => el('img', { className: 'msg-image', src: p.image_url.url, alt: `Image ${i + 1}` }));
+  return el('article', { className: 'msg user' }, el('h3', { className: 'visually-hidden' }, 'You'),
+    images.length ? el('div', { className: 'msg-images' }, images) : null,
+    el('div', { className: 'user-text' }, parts.filter((p) => p.type === 'text').map((p) => p.text).join('')));
 }
 
 function tokenSpan(record) {
@@ -327,7 +337,8 @@ async function* chatStream(run, signal) {
   if (context.documents) request.documents = context.documents;
   if (run.tools) Object.assign(request, { tools: run.tools.list, tool_choice: run.tools.choice });
   // the prompt text this request renders, for a reader of the page (window.wickPage.state.prompt)
-  state.prompt = await state.engine.applyChatTemplate(messages, { tools: run.tools?.choice === 'none' ? undefined : run.tools?.list, documents: context.documents });
+  // (replaced by the engine's own once the answer is done: it shows where each image went)
+  state.prompt = await state.engine.applyChatTemplate(messages, { tools: run.tools?.choice === 'none' ? undefined : run.tools?.list, documents: context.documents }).catch(() => '');
   let content = '';
   const calls = [];
   for await (const c of await state.engine.chat.completions.create(request)) {
@@ -341,7 +352,7 @@ async function* chatStream(run, signal) {
       slot.function.arguments += d.function?.arguments || '';
     }
     if (c.wick && !c.wick.done) yield c.wick;
-    if (c.choices[0].finish_reason) parts.showParts($('prompt-parts'), context, c.timings);
+    if (c.choices[0].finish_reason) { parts.showParts($('prompt-parts'), context, c.timings); state.prompt = c.wick?.prompt ?? state.prompt; }
     if (c.choices[0].finish_reason) yield { ...c.wick, done: true, finishReason: c.wick?.finishReason ?? c.choices[0].finish_reason, timings: c.timings, content, calls };
   }
 }
@@ -457,12 +468,13 @@ function runInfo(kind) {
 async function send(text) {
   if (!state.engine || state.generating) return;
   const kind = mode();
-  if (!text.trim() && kind === 'chat') return;
-  const run = runInfoOrNotice(kind);
-  if (!run) return;
   // while the last answer's tool calls wait for results, a chat message is the next one's result
   const answering = kind === 'chat' && state.pendingCalls.length > 0;
-  let view, tokens;
+  const withImages = kind === 'chat' && !answering && state.tray?.images.length > 0;
+  if (!text.trim() && kind === 'chat' && !withImages) return;
+  const run = runInfoOrNotice(kind);
+  if (!run) return;
+  let view, tokens, images = [];
   try {
     if (kind === 'chat') {
       if (answering) {
@@ -474,8 +486,10 @@ async function send(text) {
         showToolReply();
         if (state.pendingCalls.length) { updateButtons(); return; } // the other calls' results come first
       } else {
-        state.messages.push({ role: 'user', content: text });
-        stickToBottom(() => $('log').append(userView(text)));
+        images = withImages ? state.tray.take() : [];
+        const content = images.length ? imagesApi.userContent(text, images) : text;
+        state.messages.push({ role: 'user', content });
+        stickToBottom(() => $('log').append(userView(content)));
         $('prompt').value = '';
       }
       view = answerView('chat');
@@ -494,8 +508,8 @@ async function send(text) {
   state.last = { kind, prompt: text, view };
   if (kind === 'chat') {
     const done = await generate(view, run, chatStream);
-    // a request refused before any token (a template that fails): the message is not kept
-    if (done.error && !view.records.length && !answering) state.messages.pop();
+    // a request refused before any token (a template that fails): the message is not kept, its images go back to the tray
+    if (done.error && !view.records.length && !answering) { state.messages.pop(); state.tray?.restore(images); }
     else { finishChatAnswer(view, done); saveConversation(); }
   } else await generate(view, run, completionStream(tokens), tokens.length);
   updateButtons();
@@ -567,14 +581,17 @@ function buildCatalogue() {
   $('catalogue-list').replaceChildren(...CATALOGUE.map((entry) => {
     // a per-layer-embedding model (Gemma 4, 3n) is named by its effective size: say both
     const params = `${formatParams(entry.params)} parameters${entry.effectiveParams ? ` (${formatParams(entry.effectiveParams)} effective)` : ''}`;
-    const input = el('input', { type: 'radio', name: 'catalogue-entry', value: entry.id, 'data-family': entry.family, 'data-url': catalogueUrl(entry, state.hub) });
+    const input = el('input', { type: 'radio', name: 'catalogue-entry', value: entry.id, 'data-family': entry.family, 'data-url': catalogueUrl(entry, state.hub),
+      'data-mmproj': mmprojUrl(entry, state.hub) });
+    const about = (bytes) => [el('span', { 'aria-hidden': 'true' }, '≈ '), el('span', { className: 'visually-hidden' }, 'about '), approximateSize(bytes)];
     input.addEventListener('change', chooseEntry);
     return el('label', { className: 'entry' }, input,
       el('span', { className: 'entry-text' },
         el('span', { className: 'entry-head' },
           el('span', { className: 'entry-name' }, entry.name), ' ',
-          el('span', { className: 'entry-size' }, el('span', { 'aria-hidden': 'true' }, '≈ '), el('span', { className: 'visually-hidden' }, 'about '), approximateSize(entry.bytes))),
-        ' ', el('span', { className: 'entry-facts' }, `${entry.family} · ${params} · ${entry.quant}`,
+          el('span', { className: 'entry-size' }, about(entry.bytes)),
+          entry.mmproj ? el('span', { className: 'entry-mmproj' }, ' + ', about(entry.mmproj.bytes), ' image encoder') : null),
+        ' ', el('span', { className: 'entry-facts' }, `${entry.family} · ${params} · ${entry.quant}${entry.mmproj ? ` · sees images (${entry.mmproj.projector})` : ''}`,
           el('span', { className: 'entry-kept', hidden: true }, ' · kept on this device'))));
   }));
   if (state.hub !== HF) $('catalogue-hint').append(` Files come from ${state.hub} (set by ?hf= in the address), not from Hugging Face.`);
@@ -584,7 +601,7 @@ function buildCatalogue() {
 function chooseEntry() {
   const entry = chosenEntry();
   if (!entry) return;
-  $('catalogue-detail').replaceChildren(`${entry.file} from `,
+  $('catalogue-detail').replaceChildren(`${entry.file}${entry.mmproj ? ` and ${entry.mmproj.file}` : ''} from `,
     el('a', { href: repositoryUrl(entry, state.hub), target: '_blank', rel: 'noopener' }, entry.repo));
   clearTimeout(state.chooseTimer);
   state.chooseTimer = setTimeout(checkSource, CHOOSE_DELAY_MS);
@@ -627,7 +644,7 @@ function markKept() {
   const kept = state.kept || new Set();
   for (const input of document.querySelectorAll('input[name=catalogue-entry]')) {
     const label = input.closest('.entry');
-    const isKept = kept.has(input.dataset.url);
+    const isKept = kept.has(input.dataset.url) && (!input.dataset.mmproj || kept.has(input.dataset.mmproj));
     label.dataset.kept = String(isKept);
     label.querySelector('.entry-kept').hidden = !isKept;
   }
@@ -638,8 +655,8 @@ function markKept() {
 function offlineRefusal(chosen) {
   if (chosen.kind === 'file' || globalThis.navigator?.onLine !== false) return null;
   let url;
-  try { url = new URL(chosen.source, location.href).href; } catch { return null; }
-  if (state.kept?.has(url)) return null;
+  try { url = [chosen.source, chosen.mmproj?.source].filter(Boolean).map((u) => new URL(u, location.href).href); } catch { return null; }
+  if (url.every((u) => state.kept?.has(u))) return null;
   return `You are offline and ${chosen.label} is not kept on this device: it can be downloaded once the network is back. The models marked “kept on this device” work offline.`;
 }
 
@@ -653,15 +670,18 @@ async function checkSource() {
   else if (kind === 'catalogue') {
     const entry = chosenEntry();
     if (!entry) { box.replaceChildren(el('p', { className: 'hint' }, 'Choose a model from the list.')); state.source = null; return null; }
-    chosen = { kind, source: catalogueUrl(entry, state.hub), label: entry.file, entry };
+    chosen = { kind, source: catalogueUrl(entry, state.hub), label: entry.file, entry, mmproj: entry.mmproj && { source: mmprojUrl(entry, state.hub), label: entry.mmproj.file } };
   } else if (kind === 'url') {
     const url = $('model-url').value.trim();
     if (!url) { box.replaceChildren(el('p', { className: 'hint' }, 'Enter the URL of a .gguf file.')); state.source = null; return null; }
-    chosen = { kind, source: url, label: url.split(/[?#]/)[0].split('/').pop() || url };
+    const label = (u) => u.split(/[?#]/)[0].split('/').pop() || u;
+    const mmproj = $('mmproj-url').value.trim();
+    chosen = { kind, source: url, label: label(url), mmproj: mmproj && { source: mmproj, label: label(mmproj) } };
   } else {
     const file = state.droppedFile || $('model-file').files[0];
     if (!file) { box.replaceChildren(el('p', { className: 'hint' }, 'Choose a .gguf file.')); state.source = null; return null; }
-    chosen = { kind, source: file, label: file.name };
+    const mmproj = $('mmproj-file').files[0];
+    chosen = { kind, source: file, label: file.name, mmproj: mmproj && { source: mmproj, label: mmproj.name } };
   }
   const refusal = offlineRefusal(chosen);
   if (refusal) {
@@ -671,12 +691,15 @@ async function checkSource() {
   }
   box.replaceChildren(el('p', { className: 'hint' }, `Looking at ${chosen.label}…`));
   try {
-    const head = kind === 'file' ? await inspectFile(chosen.source) : await Wick.inspect(chosen.source);
+    const look = (source) => (kind === 'file' ? inspectFile(source) : Wick.inspect(source));
+    // the image encoder's header too: its exact size and projector
+    const [head, proj] = await Promise.all([look(chosen.source), chosen.mmproj && look(chosen.mmproj.source)]);
     if (check !== state.checks) return null; // another choice was made meanwhile
     const { contextSize, threads } = loadOptions(head.metadata);
     chosen.bytes = head.bytes;
     chosen.metadata = head.metadata;
-    chosen.check = memoryCheck({ bytes: head.bytes, metadata: head.metadata, tables: head.tables, contextSize, threads }, state.features);
+    if (proj) Object.assign(chosen.mmproj, { bytes: proj.bytes, projector: proj.metadata['clip.projector_type'] });
+    chosen.check = memoryCheck({ bytes: head.bytes, mmprojBytes: proj?.bytes, metadata: head.metadata, tables: head.tables, contextSize, threads }, state.features);
     const embedder = state.documents?.embedderBytes() || 0;
     if (embedder && chosen.check.level !== 'error') {
       const both = chosen.check.needed + embedder;
@@ -685,7 +708,7 @@ async function checkSource() {
       if (device && both > device * 2 ** 29 && chosen.check.level === 'ok') chosen.check.level = 'warn';
     }
     if (chosen.check.level !== 'error' && kind !== 'file') {
-      const room = await storageRoom(chosen.source, head.bytes);
+      const room = await storageRoom(chosen.source, head.bytes + (proj?.bytes || 0));
       if (check !== state.checks) return null;
       if (room) chosen.check = { ...chosen.check, level: 'error', message: room };
     }
@@ -693,6 +716,7 @@ async function checkSource() {
     const params = formatParams(Number(head.metadata['general.parameter_count']));
     box.replaceChildren(
       el('p', { className: 'model-facts' }, `${chosen.label}: ${formatBytes(head.bytes)}${params ? ` · ${params} parameters` : ''}`),
+      ...(proj ? [el('p', { className: 'model-facts mmproj-facts' }, `${chosen.mmproj.label}: ${formatBytes(proj.bytes)} · image encoder${chosen.mmproj.projector ? ` (${chosen.mmproj.projector})` : ''}`)] : []),
       el('p', { className: 'hint' }, describeMetadata(head.metadata)),
       el('p', { className: `memory ${chosen.check.level}`, role: chosen.check.level === 'ok' ? null : 'alert' }, chosen.check.message));
     return chosen;
@@ -727,6 +751,7 @@ async function loadChosen() {
   const t0 = performance.now();
   const previous = state.engine;
   state.engine = null;
+  applyImageControls();
   await previous?.unload().catch(() => {});
   const { contextSize, threads, device, gpuAllowSoftware } = loadOptions();
   const options = {
@@ -742,6 +767,7 @@ async function loadChosen() {
     },
   };
   if (controlledByServiceWorker()) options.workerUrl = engineWorkerUrl();
+  if (chosen.mmproj) options.mmproj = chosen.mmproj.source;
   try {
     let engine;
     try {
@@ -754,6 +780,7 @@ async function loadChosen() {
     }
     state.engine = engine;
     const info = engine.info;
+    await applyVision(info);
     state.messages = [];
     state.pendingCalls = [];
     state.last = null;
@@ -764,7 +791,8 @@ async function loadChosen() {
     $('model-status').textContent = `Loaded ${name} (${params ? `${params} parameters, ` : ''}${info.architecture}) in ` +
       `${formatDuration(performance.now() - t0)}${info.fromCache ? ' from the cache' : ''} · context ${formatCount(info.contextSize)} tokens · ` +
       `KV cache ${formatBytes(info.kvBytes)}${info.stateBytes ? ` · recurrent state ${formatBytes(info.stateBytes)}` : ''} · ${threadsText(engine)}` +
-      ` · ${engine.relaxedSimd ? 'relaxed SIMD' : 'SIMD128'} · ${deviceText(engine.device)}`;
+      ` · ${engine.relaxedSimd ? 'relaxed SIMD' : 'SIMD128'} · ${deviceText(engine.device)}` +
+      (info.vision ? ` · sees images (${info.vision.projector} image encoder, ${formatBytes(info.vision.mmprojBytes)})` : '');
     $('model-status').dataset.build = engine.build;
     $('model-status').dataset.device = engine.device.type;
     $('model-status').dataset.loaded = name;
@@ -794,6 +822,38 @@ function applyMode() {
   $('tools-field').hidden = !chat;
   document.body.dataset.mode = mode();
   showToolReply();
+  applyImageControls();
+}
+
+// ---- images (issue 32): with a model that has an image encoder, web/images.js's tray ----
+
+/** After a load: the image controls for the model (web/images.js is imported for the first vision model). */
+async function applyVision(info) {
+  if (info?.vision && !state.tray) {
+    imagesApi ??= await import('./images.js');
+    state.tray = new imagesApi.ImageTray({ tray: $('image-tray'), button: $('image-button'), input: $('image-file'),
+      onError: (message) => { $('vision-note')?.remove(); notice('warn', message).id = 'vision-note'; } });
+  }
+  applyImageControls();
+}
+
+/** The image button on in chat mode with a vision model; else off, its title saying why. */
+function applyImageControls() {
+  const reason = !state.engine?.info.vision ? NO_VISION : mode() !== 'chat' ? 'Images go with chat messages: choose Chat mode' : '';
+  if (state.tray) state.tray.setEnabled(!reason, reason);
+  else Object.assign($('image-button'), { disabled: true, title: reason });
+}
+
+/** The image files of a paste or a drop. */
+function imagesIn(transfer) {
+  return [...(transfer?.files || [])].filter((f) => /^image\//.test(f.type));
+}
+
+/** Images pasted, dropped or picked: into the tray, or a note saying why they cannot go. */
+function addImages(files) {
+  if (state.tray?.enabled) return state.tray.add(files);
+  $('vision-note')?.remove();
+  notice('warn', `${$('image-button').title}.`).id = 'vision-note';
 }
 
 function applyPlaceholder() {
@@ -982,6 +1042,12 @@ function wire() {
     if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) { e.preventDefault(); if (!$('send').disabled) send($('prompt').value); }
   });
   document.addEventListener('keydown', (e) => { if (e.key === 'Escape' && state.generating) { e.preventDefault(); stop(); } });
+  $('prompt').addEventListener('paste', (e) => {
+    const images = imagesIn(e.clipboardData);
+    if (!images.length) return;
+    if (!e.clipboardData.types.includes('text/plain')) e.preventDefault();
+    addImages(images);
+  });
   $('stop').addEventListener('click', stop);
   $('regenerate').addEventListener('click', regenerate);
   $('new-conversation').addEventListener('click', newConversation);
@@ -1009,6 +1075,8 @@ function wire() {
 
   for (const r of document.querySelectorAll('input[name=source]')) r.addEventListener('change', () => { state.droppedFile = null; showSourceFields(); checkSource(); });
   $('model-url').addEventListener('change', checkSource);
+  $('mmproj-url').addEventListener('change', checkSource);
+  $('mmproj-file').addEventListener('change', checkSource);
   $('model-file').addEventListener('change', () => { state.droppedFile = null; checkSource(); });
   $('ctx-size').addEventListener('change', () => { if (state.source) checkSource(); });
   $('model-form').addEventListener('submit', (e) => { e.preventDefault(); loadChosen(); });
@@ -1018,7 +1086,12 @@ function wire() {
   // a .gguf dropped anywhere on the page
   let depth = 0;
   const hasFiles = (e) => [...(e.dataTransfer?.types || [])].includes('Files');
-  document.addEventListener('dragenter', (e) => { if (hasFiles(e)) { depth++; $('drop-overlay').hidden = false; } });
+  document.addEventListener('dragenter', (e) => {
+    if (!hasFiles(e)) return;
+    depth++;
+    $('drop-overlay').hidden = false;
+    $('drop-text').textContent = [...e.dataTransfer.items].some((i) => /^image\//.test(i.type)) ? 'Drop the image to add it to your message' : 'Drop the .gguf file to load it';
+  });
   document.addEventListener('dragleave', () => { if (--depth <= 0) { depth = 0; $('drop-overlay').hidden = true; } });
   document.addEventListener('dragover', (e) => { if (hasFiles(e)) e.preventDefault(); });
   document.addEventListener('drop', (e) => {
@@ -1026,6 +1099,9 @@ function wire() {
     e.preventDefault();
     depth = 0;
     $('drop-overlay').hidden = true;
+    // an image goes with the next message; a .gguf is loaded
+    const images = imagesIn(e.dataTransfer);
+    if (images.length) { addImages(images); return; }
     const file = e.dataTransfer.files[0];
     if (!file) return;
     document.querySelector('input[name=source][value=file]').checked = true;
@@ -1093,6 +1169,7 @@ async function start() {
   if (params.get('model')) {
     document.querySelector('input[name=source][value=url]').checked = true;
     $('model-url').value = params.get('model');
+    $('mmproj-url').value = params.get('mmproj') || '';
     showSourceFields();
   }
   if (!state.features.simd) return;
@@ -1100,5 +1177,5 @@ async function start() {
   if (chosen && chosen.kind === 'default' && params.get('autoload') !== '0') loadChosen();
 }
 
-window.wickPage = { state, lookInside };
+window.wickPage = { state, lookInside, applyVision };
 start();

@@ -5,6 +5,7 @@
 //
 // bytes: the file's size as listed on Hugging Face when this list was written (approximate: a
 // repository may re-upload a file; the page shows the size the server reports once chosen).
+// mmproj (vision models): {file, bytes, projector}, the image encoder loaded with the model.
 // family: the file's general.architecture. params: the parameter count, embeddings included.
 // effectiveParams (per-layer-embedding models: gemma4, gemma3n): what a token goes through, as the
 // card counts it ("E2B"); the rest is a table read one row per token. Sizes "listed as" are
@@ -77,6 +78,28 @@ export const CATALOGUE = Object.freeze([
   // LFM2.5 1.2B Instruct: "Number of parameters: 1.17B" (LiquidAI's card); pinned.
   { id: 'lfm2.5-1.2b-instruct', name: 'LFM2.5 1.2B Instruct', family: 'lfm2', params: 1.17e9, quant: 'Q4_K_M',
     repo: 'LiquidAI/LFM2.5-1.2B-Instruct-GGUF', file: 'LFM2.5-1.2B-Instruct-Q4_K_M.gguf', bytes: 730_895_168 },
+  // Issue 32's vision models: a language model and its image encoder (mmproj: `mmproj.file`,
+  // `mmproj.bytes`, the projector its clip.projector_type names), loaded together (Wick.load's
+  // mmproj option); CATALOGUE_MAX_BYTES bounds the two together. params: the language model's, as
+  // Hugging Face lists the GGUF (the vision tower is in the mmproj). How the sizes were found (the
+  // search tool's pages; no Hugging Face listing with exact bytes was readable here):
+  // SmolVLM 256M and 500M: the file names are those of ggml-org's repositories (llama.cpp's own
+  // conversions); the bytes are "pinned" from a public browser demo's model list, which gives each
+  // file's and mmproj's size to the byte (a wllama page listing ggml-org/SmolVLM-*-Instruct-GGUF);
+  // the 256M mmproj agrees with the "104 MB" a copy of it is listed at
+  // (https://huggingface.co/teragron/quantest/tree/main); the 500M pair was found in that list only.
+  { id: 'smolvlm-256m-instruct', name: 'SmolVLM 256M Instruct', family: 'llama', params: 0.2e9, quant: 'Q8_0',
+    repo: 'ggml-org/SmolVLM-256M-Instruct-GGUF', file: 'SmolVLM-256M-Instruct-Q8_0.gguf', bytes: 175_054_528,
+    mmproj: { file: 'mmproj-SmolVLM-256M-Instruct-Q8_0.gguf', bytes: 103_769_856, projector: 'idefics3' } },
+  { id: 'smolvlm-500m-instruct', name: 'SmolVLM 500M Instruct', family: 'llama', params: 0.4e9, quant: 'Q8_0',
+    repo: 'ggml-org/SmolVLM-500M-Instruct-GGUF', file: 'SmolVLM-500M-Instruct-Q8_0.gguf', bytes: 436_806_912,
+    mmproj: { file: 'mmproj-SmolVLM-500M-Instruct-Q8_0.gguf', bytes: 108_783_360, projector: 'idefics3' } },
+  // Gemma 3 4B IT: listed as 2.49 GB and 851 MB at https://huggingface.co/ggml-org/gemma-3-4b-it-GGUF/tree/main;
+  // the bytes (2,489,757,856 and 851,251,328, within those) as a public project's test fixture of that
+  // listing gives them; 3.88B parameters as Hugging Face lists the GGUF (https://huggingface.co/gaianet/gemma-3-4b-it-GGUF).
+  { id: 'gemma-3-4b-it', name: 'Gemma 3 4B IT', family: 'gemma3', params: 3.88e9, quant: 'Q4_K_M',
+    repo: 'ggml-org/gemma-3-4b-it-GGUF', file: 'gemma-3-4b-it-Q4_K_M.gguf', bytes: 2_489_757_856,
+    mmproj: { file: 'mmproj-model-f16.gguf', bytes: 851_251_328, projector: 'gemma3' } },
 ].map(Object.freeze));
 
 /** A listed size, rounded as befits an approximate one: "369 MiB", "1.59 GiB" (the units the page's exact sizes use). */
@@ -88,6 +111,11 @@ export function approximateSize(bytes) {
 /** The download URL of an entry: `<hub>/<org>/<repo>/resolve/main/<file>`. */
 export function catalogueUrl(entry, hub = HF) {
   return `${hub}/${entry.repo}/resolve/main/${entry.file}`;
+}
+
+/** The download URL of an entry's image encoder (mmproj), or null for a text-only entry. */
+export function mmprojUrl(entry, hub = HF) {
+  return entry.mmproj ? `${hub}/${entry.repo}/resolve/main/${entry.mmproj.file}` : null;
 }
 
 /** The entry's repository page (its model card, licence and other quantizations). */

@@ -302,9 +302,11 @@ export class Documents {
 
   /** state.retrieve: the top-k chunks for a new user message ([] without documents or a model). */
   async retrieve(message) {
-    if (!$('docs-on').checked || !this.index?.size || message?.role !== 'user' || typeof message.content !== 'string' || !message.content.trim()) return [];
+    // a message with images (content parts) is searched by its text
+    const text = Array.isArray(message?.content) ? message.content.filter((p) => p.type === 'text').map((p) => p.text).join('\n') : message?.content;
+    if (!$('docs-on').checked || !this.index?.size || message?.role !== 'user' || typeof text !== 'string' || !text.trim()) return [];
     const t0 = performance.now();
-    const hits = await this.index.search(message.content, this.k());
+    const hits = await this.index.search(text, this.k());
     this.lastSearch = { ms: performance.now() - t0, chunks: this.index.size };
     $('doc-search').textContent = `Last search: ${formatCount(this.index.size)} chunks in ${this.lastSearch.ms.toFixed(1)} ms (the query embedded, then every vector compared).`;
     return hits.map((h) => ({ text: h.text, source: h.source, title: h.title, score: h.score, document: h.document, part: h.part, tokens: h.tokens }));

@@ -1,7 +1,8 @@
 // web/look-inside.js — the "Look inside" panel: the two phases of a generation (prefill, then
 // decode), the candidates the sampler had for a token (probabilities after temperature and
 // truncation, the drawn one highlighted), and the context window with a mark where tokens
-// were dropped. It shows the token being produced, or a token the reader picked afterwards.
+// were dropped, and each image of the prompt: the positions it took and its encoding time, or that
+// its positions were reused. It shows the token being produced, or a token the reader picked afterwards.
 import { el, formatBytes, formatCount, formatDuration, visibleToken } from './util.js';
 
 const FINISH_WORDS = { eog: 'the model ended its text', length: 'the length limit', stop: 'a stop string', abort: 'stopped by you' };
@@ -38,6 +39,7 @@ export class LookInside {
     if (!this.run) return;
     this.run.timings = done.timings;
     this.run.finish = done.finishReason;
+    this.run.images = done.images || []; // the engine's wick.images, one per image in prompt order
     if (this.run.latest && !this.pinned) this.renderCandidates(this.run.latest, false);
     this.renderPhases();
     this.renderGauge();
@@ -113,9 +115,13 @@ export class LookInside {
         el('span', { className: 'phase-name' }, name),
         el('span', { className: 'phase-track', 'aria-hidden': 'true' }, el('span', { className: 'phase-fill', style: `width:${width.toFixed(1)}%` })),
         el('span', { className: 'phase-text' }, text));
-    this.phasesEl.replaceChildren(
+    this.phasesEl.replaceChildren(...[
       row('Prefill', 'prefill', prefilling ? 100 : (prefillMs / total) * 100, prefillText, prefilling),
-      row('Decode', 'decode', prefilling ? 0 : (decodeMs / total) * 100, decodeText, !prefilling && !t));
+      row('Decode', 'decode', prefilling ? 0 : (decodeMs / total) * 100, decodeText, !prefilling && !t),
+      run.images?.length ? el('ul', { className: 'images-inside', 'aria-label': 'Images of the prompt' }, run.images.map((im, i) =>
+        el('li', { 'data-positions': String(im.positions), 'data-encoded': String(im.encoded) },
+          `Image ${i + 1} (${im.width} × ${im.height}${im.tiles > 1 ? `, ${im.tiles} tiles` : ''}): ${formatCount(im.positions)} positions · ` +
+          (im.encoded ? `encoded in ${formatDuration(im.encodeMs)}` : 'reused from the KV cache, not encoded again')))) : null].filter(Boolean));
     this.phasesEl.dataset.phase = prefilling ? 'prefill' : t ? 'done' : 'decode';
     this.phasesEl.dataset.promptEval = t ? String(t.promptEvalTokens) : '';
     this.phasesEl.dataset.promptFromState = t ? String(t.promptFromState ?? 0) : '';

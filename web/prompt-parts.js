@@ -28,7 +28,11 @@ export async function assembleTurn({ engine, system, notes, conversation, summar
   const history = conversation.slice(covers, -1);
   const message = conversation.at(-1);
   const render = tools && toolChoice !== 'none' ? tools : undefined;
-  const countTokens = engineTokenCounter(engine, { tools: render, tool_choice: toolChoice });
+  const counter = engineTokenCounter(engine, { tools: render, tool_choice: toolChoice });
+  // an image takes the encoder's positions, not its marker's tokens: each one counted as
+  // positionsPerImage (SmolVLM's tiles of a large image take more; the engine's usage says how many)
+  const perImage = engine.info.vision?.positionsPerImage || 0;
+  const countTokens = perImage ? async (messages, options) => (await counter(messages, options)) + perImage * imageCount(messages) : counter;
   const contextSize = engine.info.contextSize;
   const budget = contextSize - replyReserve(contextSize, maxTokens);
   // where the library would put documents: asked of its own renderer with the first chunk
@@ -38,7 +42,7 @@ export async function assembleTurn({ engine, system, notes, conversation, summar
     ({ documentsIn: chunksIn } = await renderPrompt(engine.info.chatTemplate, [{ role: 'user', content: '?' }], { documents: chunks.slice(0, 1) }));
   }
   const summarize = async ({ summary: earlier, turns, maxTokens: most }) => {
-    let transcript = turns.map((m) => `${m.role}: ${m.content ?? JSON.stringify(m.tool_calls ?? '')}`).join('\n');
+    let transcript = turns.map((m) => `${m.role}: ${Array.isArray(m.content) ? m.content.map((p) => (p.type === 'text' ? p.text : '[an image]')).join(' ') : m.content ?? JSON.stringify(m.tool_calls ?? '')}`).join('\n');
     const ask = () => [{ role: 'user', content: `${earlier ? `An earlier summary: ${earlier}\n\n` : ''}Summarize this conversation in a few sentences, keeping names, facts and decisions:\n\n${transcript}` }];
     // the request itself must fit in the context: the transcript loses its oldest text until it does
     const plain = engineTokenCounter(engine);
@@ -53,6 +57,11 @@ export async function assembleTurn({ engine, system, notes, conversation, summar
   result.contextSize = contextSize;
   result.reserve = contextSize - budget;
   return result;
+}
+
+/** How many images the messages' content parts hold. */
+function imageCount(messages) {
+  return messages.reduce((n, m) => n + (Array.isArray(m.content) ? m.content.filter((p) => p.type === 'image_url').length : 0), 0);
 }
 
 /** Shows a turn's parts in `box` (the look-inside panel); timings, once the answer is done, say

@@ -11,6 +11,8 @@
 // header holds the file's hash, and loadState refuses another file's) and by the conversation (a
 // scope, e.g. 'page', and an id): two files, <name>.json (the messages) and <name>.state (the
 // blob). Removing the state alone keeps the conversation: its next reply reads it all again.
+// A message's images (content parts, web/images.js) are kept in its JSON as the data: URLs it was
+// sent with, the whole image: a reopened conversation shows them and sends them again as they were.
 
 import { el, formatBytes } from './util.js';
 
@@ -232,7 +234,8 @@ export async function renderSessions(list, scope, onForget, open = null) {
     let model = s.meta.model || key;
     try { model = key.startsWith('file:') ? key.split(':')[1] : decodeURIComponent(new URL(key).pathname.split('/').pop()); } catch { /* the name the engine gave */ }
     const n = s.meta.messages?.length || 0;
-    const first = s.meta.messages?.find((m) => m.role === 'user' && typeof m.content === 'string')?.content || '';
+    const asked = s.meta.messages?.find((m) => m.role === 'user')?.content;
+    const first = Array.isArray(asked) ? asked.map((p) => (p.type === 'text' ? p.text : '[image] ')).join('') : asked || '';
     const opens = open && s.meta.scope === scope && key === open.modelKey && s.key !== open.current;
     return el('li', { className: 'cache-entry session-entry', title: `${key} (${where})`, 'data-bytes': String(s.bytes), 'data-current': String(!!open && s.key === open.current) },
       el('span', { className: 'cache-name' }, `${model}${s.meta.scope === scope ? '' : ' (<wick-chat>)'}: ${n} message${n === 1 ? '' : 's'}${first ? ` (“${first.length > 40 ? `${first.slice(0, 40)}…` : first}”)` : ''}`),

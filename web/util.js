@@ -108,12 +108,14 @@ export async function inspectFile(file) {
  * The memory check shown before a load: {fits, needed, kvBytes, contextSize, level, message}.
  * level: 'ok' | 'warn' (the device reports little memory) | 'error' (more than wasm32 can hold).
  */
-export function memoryCheck({ bytes, metadata, tables = [], contextSize = 0, kvType = 'f16', threads = 1 }, features) {
-  // the row tables a load would keep outside wasm memory (gemma4's per-layer embeddings) are not counted
-  const fit = WickGguf.checkFits({ fileBytes: bytes, metadata, contextSize, kvType, threads, tables });
+export function memoryCheck({ bytes, mmprojBytes = 0, metadata, tables = [], contextSize = 0, kvType = 'f16', threads = 1 }, features) {
+  // the row tables a load would keep outside wasm memory (gemma4's per-layer embeddings) are not counted;
+  // an image encoder (mmproj) is held beside the weights
+  const fit = WickGguf.checkFits({ fileBytes: bytes + mmprojBytes, metadata, contextSize, kvType, threads, tables });
   const unsupported = metadata && WickGguf.unsupportedReason(metadata);
   if (unsupported) return { ...fit, level: 'error', message: `wick cannot run this model: ${unsupported}.` };
-  const parts = `${formatBytes(fit.fileBytes - fit.outsideBytes)} weights${fit.outsideBytes ? ` (${formatBytes(fit.outsideBytes)} more kept outside)` : ''} + ${formatBytes(fit.kvBytes)} KV cache (${formatCount(fit.contextSize)} tokens) + scratch`;
+  const parts = `${formatBytes(fit.fileBytes - fit.outsideBytes - mmprojBytes)} weights${fit.outsideBytes ? ` (${formatBytes(fit.outsideBytes)} more kept outside)` : ''}` +
+    `${mmprojBytes ? ` + ${formatBytes(mmprojBytes)} image encoder` : ''} + ${formatBytes(fit.kvBytes)} KV cache (${formatCount(fit.contextSize)} tokens) + scratch`;
   if (!fit.fits) {
     // named, so that a file too large by design (Gemma 4 31B) says which model it is
     const name = metadata ? WickGguf.modelLabel(metadata).slice(2, -1) : '';

@@ -5,6 +5,9 @@
 //
 // Attributes:
 //   model           URL of a GGUF file (required; relative URLs resolve against the page)
+//   mmproj          URL of the model's image encoder (an mmproj GGUF): with it, chat messages can
+//                   carry images (the image button, a paste into the box, a drop onto the chat),
+//                   shown as thumbnails before sending and sent as OpenAI content parts
 //   mode            "chat" (the model's chat template) or "completion" (continue the text);
 //                   default: chat when the model has a template, else completion
 //   system          system prompt (chat mode)
@@ -40,7 +43,8 @@
 // user: while calls wait, a message is the next one's result), and once all are in, the model's
 // next answer follows.
 // Events (bubbling, composed): wick-ready {info}, wick-token {text}, wick-done {text, timings,
-// finishReason, prompt (as the template rendered it), sources (with index: the chunks given,
+// finishReason, prompt (as the template rendered it), images (the engine's wick.images: per image of
+// the prompt, its positions and whether it was encoded), sources (with index: the chunks given,
 // each {text, source, title, score, url})}, wick-tool-call {calls}, wick-saved {key, bytes, reason} (save-session),
 // wick-error {error}. Methods: load(), send(text),
 // sendToolResult(callId, text), stop(). Properties: engine, tools, messages.
@@ -50,6 +54,7 @@ import { Wick } from '../wasm_glue/wick.mjs';
 import { ensureCrossOriginIsolation, controlledByServiceWorker, engineWorkerUrl, keepOffline } from './coi.js';
 import { formatBytes, formatCount, formatDuration, detectFeatures, RateMeter, progressText } from './util.js';
 import { parseToolsText, toolCallCard, answerCard } from './tool-cards.js';
+import { ImageTray, imageFiles, userContent, contentText, contentImages, isImageUrl } from './images.js';
 
 const STYLE = `
 :host { display: block; --wick-accent: #b55d0b; --wick-bg: #fff; --wick-ink: #1d1d1f; --wick-muted: #5c5f66;
@@ -89,7 +94,13 @@ button:disabled { opacity: 0.5; cursor: not-allowed; }
 .tool-head { display: block; color: var(--wick-muted); font-size: 0.8rem; }
 .sources { font-size: 0.8rem; color: var(--wick-muted); white-space: normal; margin-top: 0.15rem; }
 .sources a { color: var(--wick-accent); margin-right: 0.6rem; }
+.images { display: flex; flex-wrap: wrap; gap: 0.5rem; padding-top: 0.4rem; }
+.image-thumb { position: relative; margin: 0; }
+.image-thumb img, .thumbs img { display: block; height: 3.5rem; max-width: 7rem; object-fit: cover; border-radius: 4px; border: 1px solid var(--wick-line); }
+.image-remove { position: absolute; top: -0.4rem; right: -0.4rem; min-height: 0; padding: 0 0.35rem; border-radius: 999px; background: var(--wick-bg); }
+.thumbs { display: flex; flex-wrap: wrap; gap: 0.3rem; margin-bottom: 0.25rem; }
 `;
+const NO_VISION = 'This model cannot see images: give <wick-chat> a vision model and its mmproj attribute (the image encoder)';
 const DEFAULT_TOP_K = 4;
 
 let instances = 0;
@@ -112,9 +123,12 @@ class WickChat extends HTMLElement {
         <button type="button" class="load">Load model</button></div>
       <progress max="1" value="0" hidden></progress>
       <div class="log" part="log" aria-live="polite" data-empty="Ask something, or start a story."></div>
+      <div class="images" role="group" aria-label="Images for the next message" hidden></div>
       <form>
         <label class="sr" for="wick-prompt-${id}">Prompt</label>
         <textarea id="wick-prompt-${id}" rows="2"></textarea>
+        <button type="button" class="image" disabled>Add image</button>
+        <input type="file" accept="image/*" multiple hidden>
         <button type="submit" class="primary send">Send</button>
         <button type="button" class="stop" disabled>Stop</button>
       </form>
@@ -122,7 +136,23 @@ class WickChat extends HTMLElement {
     root.append(style, box);
     const q = (s) => root.querySelector(s);
     this.ui = { name: q('.name'), status: q('.status'), loadButton: q('.load'), progress: q('progress'), log: q('.log'),
-      form: q('form'), prompt: q('textarea'), send: q('.send'), stop: q('.stop'), note: q('.note') };
+      form: q('form'), prompt: q('textarea'), send: q('.send'), stop: q('.stop'), note: q('.note'), image: q('.image') };
+    this.ui.image.title = NO_VISION;
+    this._tray = new ImageTray({ tray: q('.images'), button: this.ui.image, input: q('input[type=file]'), onError: (m) => this._setStatus(m) });
+    // an image pasted into the box or dropped onto the chat goes with the next message
+    this.ui.prompt.addEventListener('paste', (e) => {
+      const files = imageFiles(e.clipboardData);
+      if (!files.length) return;
+      if (!e.clipboardData.types.includes('text/plain')) e.preventDefault();
+      this._tray.add(files);
+    });
+    box.addEventListener('dragover', (e) => { if ([...(e.dataTransfer?.types || [])].includes('Files')) e.preventDefault(); });
+    box.addEventListener('drop', (e) => {
+      const files = imageFiles(e.dataTransfer);
+      if (!files.length) return;
+      e.preventDefault();
+      this._tray.add(files);
+    });
     this.engine = null;
     this.messages = [];
     this._tools = undefined;  // set by the property; else read from the attribute
@@ -249,11 +279,13 @@ class WickChat extends HTMLElement {
         },
       };
       if (controlledByServiceWorker()) options.workerUrl = engineWorkerUrl();
+      if (this.getAttribute('mmproj')) options.mmproj = new URL(this.getAttribute('mmproj'), document.baseURI).href;
       this._setStatus('starting the engine…');
       const t0 = performance.now();
       const engine = await Wick.load(url, options);
       await this._prepare(engine);
       this.engine = engine;
+      this._showImageControls();
       ui.loadButton.hidden = true;
       this._setStatus(`ready in ${formatDuration(performance.now() - t0)}${engine.info.fromCache ? ' (from the cache)' : ''}`);
       ui.note.textContent = engine.multiThreaded
@@ -296,9 +328,32 @@ class WickChat extends HTMLElement {
       if (m.role !== 'user' && m.role !== 'assistant' && m.role !== 'tool') continue;
       const line = document.createElement('div');
       line.className = `msg ${m.role} restored`;
-      line.textContent = m.content || (m.tool_calls || []).map((c) => `${c.function.name}(${c.function.arguments})`).join('\n');
+      const thumbs = WickChat.thumbnails(m.content);
+      if (thumbs) line.append(thumbs);
+      line.append(contentText(m.content) || (m.tool_calls || []).map((c) => `${c.function.name}(${c.function.arguments})`).join('\n'));
       this.ui.log.append(line);
     }
+  }
+
+  /** The image button: on for a chat with a model that has an image encoder, else off and saying why. */
+  _showImageControls() {
+    const reason = !this.engine?.info.vision ? NO_VISION : this._mode() !== 'chat' ? 'Images go with chat messages (mode="chat")' : '';
+    this._tray.setEnabled(!reason, reason);
+  }
+
+  /** A message's images as thumbnails (an element), or null without images. */
+  static thumbnails(content) {
+    const urls = contentImages(content).filter(isImageUrl);
+    if (!urls.length) return null;
+    const box = document.createElement('div');
+    box.className = 'thumbs';
+    urls.forEach((url, i) => {
+      const img = document.createElement('img');
+      img.src = url;
+      img.alt = `Image ${i + 1}`;
+      box.append(img);
+    });
+    return box;
   }
 
   _scope() { return `wick-chat ${location.pathname} ${this.getAttribute('save-session') || ''}`; }
@@ -361,6 +416,7 @@ class WickChat extends HTMLElement {
     this.ui.loadButton.hidden = false;
     this.ui.loadButton.disabled = false;
     this.ui.loadButton.textContent = 'Load model';
+    this._showImageControls();
     engine?.unload().catch(() => {});
   }
 
@@ -369,7 +425,8 @@ class WickChat extends HTMLElement {
   /** Sends a prompt (chat: a user message, or while tool calls wait, the next one's result;
    *  completion: text to continue); resolves with the answer. */
   async send(text) {
-    if (this._controller || !String(text).trim()) return null;
+    const images = this._tray.enabled && this._tray.images.length > 0;
+    if (this._controller || (!String(text ?? '').trim() && !images)) return null;
     if (this._pending.length && this._mode() === 'chat') return this.sendToolResult(this._pending[0].call.id, text);
     return this._run(text);
   }
@@ -433,13 +490,14 @@ class WickChat extends HTMLElement {
         seed: this.hasAttribute('seed') ? Number(this.getAttribute('seed')) : undefined,
         signal: controller.signal,
       };
-      let out, done = null, sources = null, prompt = null;
+      let out, done = null, sources = null, prompt = null, images = null;
       ui.prompt.value = '';
       if (mode === 'chat') {
         const tools = this.tools;
         if (text !== null) {
-          line('user', text);
-          this.messages.push({ role: 'user', content: text });
+          const content = userContent(text, this._tray.enabled ? this._tray.take() : []);
+          line('user', ...[WickChat.thumbnails(content), text].filter(Boolean));
+          this.messages.push({ role: 'user', content });
         }
         out = line('assistant');
         const system = this.getAttribute('system');
@@ -447,7 +505,7 @@ class WickChat extends HTMLElement {
         const request = { ...settings, messages, stream: true };
         if (tools) Object.assign(request, { tools, tool_choice: this._toolChoice() });
         const retrieval = this._retriever();
-        if (retrieval && text !== null) {
+        if (retrieval && text) {
           const { index, base } = await retrieval;
           const k = Number(this.getAttribute('top-k')) || DEFAULT_TOP_K;
           sources = (await index.search(text, k)).map((h) => ({ ...h, url: WickChat.sourceUrl(h.source, base) }));
@@ -465,7 +523,7 @@ class WickChat extends HTMLElement {
             slot.function.name += d.function?.name || '';
             slot.function.arguments += d.function?.arguments || '';
           }
-          if (c.choices[0].finish_reason) { done = { finishReason: c.choices[0].finish_reason, timings: c.timings }; prompt = c.wick?.prompt ?? null; }
+          if (c.choices[0].finish_reason) { done = { finishReason: c.choices[0].finish_reason, timings: c.timings }; prompt = c.wick?.prompt ?? null; images = c.wick?.images ?? null; }
           ui.log.scrollTop = ui.log.scrollHeight;
         }
         this.messages.push(calls.length ? { role: 'assistant', content: answer || null, tool_calls: calls } : { role: 'assistant', content: answer });
@@ -516,7 +574,7 @@ class WickChat extends HTMLElement {
         }
         out.append(list);
       }
-      this._emit('wick-done', { text: answer, timings: t || null, finishReason: done?.finishReason || 'abort', prompt, sources });
+      this._emit('wick-done', { text: answer, timings: t || null, finishReason: done?.finishReason || 'abort', prompt, images, sources });
       return answer;
     } catch (e) {
       line('error', e.message);
