@@ -146,10 +146,6 @@ build/wasm/wick-cli-mt.js: src/cli.c src/cli_library.js src/engine_library.js $(
 build/wasm/test_%.js: tests/test_%.c $(WASM_LIB) $(HEADERS) src/engine_library.js
 	$(EMCC) $(WASM_CFLAGS) -DWICK_NO_THREADS -o $@ $< $(WASM_LIB) $(WASM_TEST_FLAGS)
 
-# test_vision (mmproj files as hostile input) also takes the vision objects, which the library leaves out
-build/wasm/test_vision.js: tests/test_vision.c $(call wasm_cli_objs,obj) $(WASM_LIB) $(HEADERS) src/engine_library.js
-	$(EMCC) $(WASM_CFLAGS) -DWICK_NO_THREADS -o $@ $< $(call wasm_cli_objs,obj) $(WASM_LIB) $(WASM_TEST_FLAGS)
-
 # the WebGPU backend: its module and WGSL shaders, a folder beside the glue (gpu/ in dist/ too)
 GPU_FILES := $(wildcard wasm_glue/gpu/*.mjs wasm_glue/gpu/*.wgsl)
 

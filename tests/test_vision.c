@@ -52,12 +52,14 @@ static outcome try_mmproj(const uint8_t *buf, size_t size, int threads, char *re
         snprintf(report, len, "ERR\t%s", err.text);
         return err.text[0] ? OUTCOME_REFUSED : OUTCOME_SILENT;
     }
+    /* every image the preprocessor makes of the picture (tiles and overview), each encoded */
     size_t n_in = (size_t)3 * v.image_size * v.image_size, n_out = (size_t)v.n_out * v.n_embd_text;
-    float *in = malloc(n_in * sizeof *in), *out = malloc(n_out * sizeof *out);
-    int rc = !in || !out ? errorf(&err, WICK_ERR_NOMEM, "out of memory for %zu input and %zu output values", n_in, n_out) : 0;
-    if (!rc) rc = vision_preprocess(&v, image, IMAGE_W, IMAGE_H, in, &err);
-    if (!rc) rc = vision_encode(&v, in, threads, out, &err);
-    free(in);
+    vision_batch b = {0};
+    float *out = malloc(n_out * sizeof *out);
+    int rc = !out ? errorf(&err, WICK_ERR_NOMEM, "out of memory for %zu output values", n_out) : 0;
+    if (!rc) rc = vision_prepare(&v, image, IMAGE_W, IMAGE_H, &b, &err);
+    for (int32_t i = 0; !rc && i < b.n; i++) rc = vision_encode(&v, b.pixels + (size_t)i * n_in, threads, out, &err);
+    vision_batch_free(&b);
     free(out);
     vision_release(&v);
     snprintf(report, len, "OK\tencode:%s%s", rc ? "error: " : "ok", rc ? err.text : "");
