@@ -266,6 +266,7 @@ for (const build of ['native', 'wasm']) {
     fs.writeFileSync(tiny, ppm(1, 1, { header: 'P6 # a comment\n1 1\n255\n' }));
     const r = runWick(build, ['vision', '-m', files.f16, '--image', tiny]);
     assert.equal(r.code, 0, r.stderr);
-    assert.deepEqual(JSON.parse(r.stdout), { positions: 16, n_embd: 96, image_size: 64 });
+    // a 1 × 1 picture is resized to the file's longest side (128), so 2 × 2 tiles and the overview, 16 positions each
+    assert.deepEqual(JSON.parse(r.stdout), { positions: 80, n_embd: 96, image_size: 64, images: 5, grid_x: 2, grid_y: 2 });
   });
 }
