@@ -19,7 +19,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { root, shared, runWick, relRms, compareRows } from './helpers.mjs';
-import { readGguf, writeGguf, setKv, T } from './gguf.mjs';
+import { smolVocab, ppm } from './vision-fixtures.mjs';
 
 const chatRef = path.join(root, 'build', 'mtmd_chat_ref');
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'wick-vision-prompt-'));
@@ -27,33 +27,6 @@ const PROMPT = 'User:<__media__>Can you describe this image?<end_of_utterance>\n
 const TYPES = ['f16', 'q8_0'];
 const files = {};
 const images = {};
-
-/** The gpt-2 vocabulary with SmolVLM's added tokens (user-defined, as its GGUF files have them). */
-export function smolVocab(file) {
-  const g = readGguf(path.join(shared, 'vocab', 'ggml-vocab-gpt-2.gguf'));
-  const get = (k) => g.kv.find((e) => e.key === k)?.value.items;
-  const tokens = [...get('tokenizer.ggml.tokens')];
-  const types = get('tokenizer.ggml.token_type') ? [...get('tokenizer.ggml.token_type')] : tokens.map(() => 1);
-  const added = ['<fake_token_around_image>', '<global-img>', '<image>', '<end_of_utterance>'];
-  for (let r = 1; r <= 6; r++) for (let c = 1; c <= 6; c++) added.push(`<row_${r}_col_${c}>`);
-  for (const t of added) { tokens.push(t); types.push(4); }
-  setKv(g, 'tokenizer.ggml.tokens', T.ARRAY, { arrayOf: T.STRING, items: tokens });
-  setKv(g, 'tokenizer.ggml.token_type', T.ARRAY, { arrayOf: T.I32, items: types });
-  fs.writeFileSync(file, writeGguf(g));
-}
-
-/** A width × height binary PPM with gradients and a ripple; seed changes the ripple. */
-export function ppm(width, height, seed = 0) {
-  const px = Buffer.alloc(width * height * 3);
-  for (let y = 0; y < height; y++)
-    for (let x = 0; x < width; x++) {
-      const i = (y * width + x) * 3;
-      px[i] = Math.floor((x * 255) / Math.max(1, width - 1));
-      px[i + 1] = Math.floor((y * 255) / Math.max(1, height - 1));
-      px[i + 2] = ((x * (7 + seed) + y * (13 + 3 * seed)) * 5 + 90 * seed) % 256;
-    }
-  return Buffer.concat([Buffer.from(`P6\n${width} ${height}\n255\n`, 'latin1'), px]);
-}
 
 before(() => {
   const vocab = path.join(tmp, 'vocab.gguf');
