@@ -111,6 +111,9 @@ int ctx_init_external(struct wick_ctx *c, const struct wick_model *m, int32_t n_
  * cannot wrap around wasm32's 32-bit size_t. */
 #define MAX_STATE_FLOATS ((size_t)1 << 28)
 
+/* The pool the next contexts of its size take instead of starting their own (ctx_lend_pool). */
+static pool *lent_pool;
+
 int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_params *p, errmsg *err) {
     memset(c, 0, sizeof *c);
     if (!m->has_weights) return errorf(err, WICK_ERR_INVALID_ARG, "the model has no weights (vocab-only file)");
@@ -251,7 +254,8 @@ int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_para
         return errorf(err, WICK_ERR_NOMEM, "out of memory allocating a context of %d tokens (KV cache %llu MiB)",
                     p->n_ctx > 0 ? p->n_ctx : 0, (unsigned long long)(kv_bytes >> 20));
     }
-    c->pool = pool_new(n_threads);
+    c->pool_lent = lent_pool && pool_size(lent_pool) == n_threads;
+    c->pool = c->pool_lent ? lent_pool : pool_new(n_threads);
     if (!c->pool) {
         ctx_release(c);
         return errorf(err, WICK_ERR_INVALID_ARG, "cannot start %d threads (this build may be single-threaded)", n_threads);
@@ -354,8 +358,10 @@ int ctx_external_push(struct wick_ctx *c, const int32_t *v, int32_t n) {
     return 0;
 }
 
+void ctx_lend_pool(pool *p) { lent_pool = p; }
+
 void ctx_release(struct wick_ctx *c) {
-    if (c->pool) pool_free(c->pool);
+    if (c->pool && !c->pool_lent) pool_free(c->pool);
     images_release(c);
     void *bufs[] = {c->k_cache, c->v_cache, c->x, c->xb, c->xb2, c->q, c->k, c->v, c->hb, c->hb2,
                     c->rope_cos, c->rope_sin, c->att, c->qbuf[0], c->qbuf[1], c->qbuf[2], c->logits,

@@ -42,6 +42,7 @@ struct wick_ctx {
     int32_t ring, swa_lo;
     const float *rope_factors;    /* frequency divisors in effect: rope_freqs, or phi3's set for n_ctx */
     pool *pool;
+    bool pool_lent;               /* the pool is another context's (ctx_lend_pool): not freed with this one */
     /* scratch for one batch of at most n_batch tokens */
     float *x, *xb, *xb2, *q, *k, *v, *hb, *hb2; /* q and xb2 are [n_batch][q_dim], x and xb [n_batch][dim] */
     float *rope_cos, *rope_sin;   /* [2][n_batch][rope_dim/2]: the full layers' base, then the sliding layers' */
@@ -98,6 +99,10 @@ int ctx_init_external(struct wick_ctx *c, const struct wick_model *m, int32_t n_
  * out); -1 when out of memory. */
 int ctx_external_push(struct wick_ctx *c, const int32_t *v, int32_t n);
 void ctx_release(struct wick_ctx *c);
+/* Until called again with NULL, contexts made with p's thread count run on p instead of starting
+ * threads of their own (an image encoder's context on the text context's threads: a wasm build's
+ * worker pool holds only as many threads as the page asked for). */
+void ctx_lend_pool(pool *p);
 int kv_cache_shift(struct wick_ctx *c, int32_t n_keep, int32_t n_discard, errmsg *err);
 /* Whether the cache can drop positions n_keep … n_keep + n_discard − 1 and go on: false when a
  * sliding layer would need kept positions its ring no longer holds (then evaluate again). */

@@ -293,12 +293,16 @@ wick_status wick_vision_encode(const wick_vision *w, wick_ctx *c, const uint8_t 
         vision_batch_free(&b);
         return api_fail(WICK_ERR_NOMEM, "out of memory for the embeddings of %d images", b.n);
     }
-    for (int32_t i = 0; i < b.n; i++)
-        if (vision_encode(v, b.pixels + (size_t)i * in_floats, pool_size(c->pool), rows + (size_t)i * per * dim, &err)) {
-            vision_batch_free(&b);
-            free(rows);
-            return api_status(&err);
-        }
+    /* the encoder's context runs on this context's threads (no second pool) */
+    ctx_lend_pool(c->pool);
+    int rc = 0;
+    for (int32_t i = 0; i < b.n && !rc; i++) rc = vision_encode(v, b.pixels + (size_t)i * in_floats, pool_size(c->pool), rows + (size_t)i * per * dim, &err);
+    ctx_lend_pool(NULL);
+    if (rc) {
+        vision_batch_free(&b);
+        free(rows);
+        return api_status(&err);
+    }
     int32_t flags = 0;
 #ifdef VISION_HAS_GEMMA3
     if (v->projector == PROJECTOR_GEMMA3) flags |= WICK_IMAGE_NONCAUSAL;
