@@ -244,6 +244,7 @@ static int bind_gemma3(vision_model *v, errmsg *err) {
     if (t->outside || !t->data) return errorf(err, WICK_ERR_FORMAT, "tensor %s: its data is not in the file", name);
     const int64_t text = (int64_t)t->ne[0];
     const size_t es = t->type == WICK_TYPE_F32 ? 4 : 2;
+    /* text · dim · es bytes: no more than the tensor's data, which gguf_open found inside the buffer */
     uint8_t *rows = malloc((size_t)text * dim * es);
     if (!rows) return errorf(err, WICK_ERR_NOMEM, "out of memory transposing %s", name);
     const uint8_t *src = t->data;

@@ -19,8 +19,8 @@
 //    direction gemma3's pooling walks the patch grid (llama.cpp on the transposed picture through a
 //    file with its patch kernel and position table transposed);
 //  - hostile input refused with a message and no crash: a truncated mmproj, an unknown projector,
-//    a gemma3 pooling window that does not divide the grid, an image of zero size, a truncated
-//    image that declares 30000 × 30000.
+//    a gemma3 pooling window that does not divide the grid, a picture that would make more tiles
+//    than a batch holds, an image of zero size, a truncated image that declares 30000 × 30000.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -283,6 +283,12 @@ test('hostile input: refused with a message, no crash', () => {
   const window3 = path.join(tmp, 'gemma3-window3.gguf');
   fs.writeFileSync(window3, writeGguf(setKv(readGguf(files.gemma3.f16), 'clip.vision.projector.scale_factor', T.U32, 3)));
   check(['vision', '-m', window3, '--image', image], /16 patches per side do not divide by the pooling window 3/, 'gemma3 window 3');
+
+  // idefics3 with a longest side of 8192 makes 128 × 95 tiles of 64² of the 50 × 37 picture: more
+  // floats than a batch holds (VISION_MAX_BATCH_FLOATS), refused before anything is allocated
+  const longest = path.join(tmp, 'idefics3-longest-8192.gguf');
+  fs.writeFileSync(longest, writeGguf(setKv(readGguf(files.idefics3.f16), 'clip.vision.preproc_image_size', T.U32, 8192)));
+  check(['vision', '-m', longest, '--image', image], /make 128 × 95 tiles of 64², more than a batch holds/, 'too many tiles');
 
   const empty = path.join(tmp, 'empty.ppm');
   fs.writeFileSync(empty, Buffer.from('P6\n0 0\n255\n', 'latin1'));
