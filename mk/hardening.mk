@@ -135,6 +135,8 @@ test-asan: $(addprefix build/asan/,$(TEST_PROGRAMS)) build/asan/wick
 	run build/asan/wick synth --mmproj idefics3 --type f16 -o build/asan/mmproj-idefics3-f16.gguf; \
 	run build/asan/test_vision --mutate build/asan/mmproj-idefics3.gguf 600 31 2; \
 	run build/asan/test_vision --mutate build/asan/mmproj-idefics3-f16.gguf 600 37 2; \
+	run build/asan/wick synth --mmproj gemma3 --type f16 -o build/asan/mmproj-gemma3.gguf; \
+	run build/asan/wick vision -m build/asan/mmproj-gemma3.gguf --image build/asan/image.ppm --threads 2 -o build/asan/vision-gemma3.f32; \
 	echo "asan: all passed"
 	@# and the node suites' native tests, pointed at this build
 	WICK_NATIVE_DIR=build/asan ASAN_OPTIONS=$(ASAN_OPTIONS_RUN) UBSAN_OPTIONS=$(UBSAN_OPTIONS_RUN) \

@@ -25,7 +25,7 @@
  *                 [--pooling none|mean|cls|last (the encoders; a decoder's --pooling makes it an embedding model)
  *                            |rank (bert: a bge-reranker; qwen3: a Qwen3-Reranker)]
  *                 [--lexical (bert: similarities that follow the words two texts share, for retrieval tests)]
- *   wick synth    --mmproj idefics3 [--type f16|f32|q8_0] -o FILE.gguf [--seed S]   a random-weight mmproj (vision) file
+ *   wick synth    --mmproj idefics3|gemma3 [--type f16|f32|q8_0] -o FILE.gguf [--seed S]   a random-weight mmproj (vision) file
  *   wick vision   -m MMPROJ.gguf --image FILE.ppm [--threads N] [-o OUT.f32] [--dump-input IN.f32]
  *                 a picture (binary PPM, P6) through the mmproj's preprocessing and encoder: every image
  *                 llama.cpp makes of it (tiles row by row, then the overview, as its prompt holds them),

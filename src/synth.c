@@ -707,38 +707,59 @@ static int synth_write_bert(const synth_shape *sh, const synth_quant *q, const c
 
 /* ---- mmproj files (vision) --------------------------------------------------------------------- */
 
-/* `wick synth --mmproj idefics3`: a SmolVLM-style mmproj (clip.cpp's keys and tensor names,
- * conversion/smolvlm.py's layout) of a tiny shape: 64 × 64 images in 8 × 8 patches, 2 layers of
- * width 64 with 4 heads and an MLP of 128, a pixel shuffle of 2 and a projection to 96, so that
- * 16 positions come out. Every step counts as in the text families: the patch kernel gives the
- * patches about unit size, position embeddings of 0.5 are added, attention scores have a standard
- * deviation of SCORE_STD, the LayerNorms' weights are about 1 and every bias is 0.2; image_mean and
- * image_std differ per channel (a channel order mixed up shows). The patch kernel stays F16 (F32
- * for --type f32), since llama.cpp's convolution takes no other type; the position table, norms
- * and biases F32; the other matrices are of --type (f32, f16 or q8_0). preproc_image_size 128
- * (SmolVLM's longest_edge, at the same ratio of 2 tiles per side as its 1024 to 512 tiles) makes
- * llama.cpp resize a picture in three steps before its overview, as for a real file. */
+/* `wick synth --mmproj idefics3|gemma3`: an mmproj of a tiny shape with clip.cpp's keys and tensor
+ * names: 64 × 64 images, 2 layers of width 64 with 4 heads and an MLP of 128, to a text width of
+ * 96, 16 positions out.
+ *  - idefics3 (SmolVLM, conversion/smolvlm.py's layout): 8 × 8 patches, a pixel shuffle of 2 and
+ *    mm.model.fc. preproc_image_size 128 (SmolVLM's longest_edge, at the same ratio of 2 tiles per
+ *    side as its 1024 to 512 tiles) makes llama.cpp resize a picture in three steps and cut 2 × 2
+ *    tiles, as for a real file. The patch kernel stays F16 (F32 for --type f32), since llama.cpp's
+ *    convolution takes no other type.
+ *  - gemma3 (Gemma 3, conversion/gemma.py's layout): 4 × 4 patches (16 per side), pooled 4 × 4 by
+ *    clip.cpp's default window (no scale_factor key, as in every real Gemma 3 file), the RMS norm
+ *    mm.soft_emb_norm (about 1, as its converter's +1 leaves it) and mm.input_projection stored
+ *    [64 rows of 96]. As its converter forces them: the patch kernel and position table F32, the
+ *    input projection F16 (F32 for --type f32).
+ * Every step counts as in the text families: the patch kernel gives the patches about unit size,
+ * position embeddings of 0.5 are added, attention scores have a standard deviation of SCORE_STD,
+ * the LayerNorms' weights are about 1 and every bias is 0.2; image_mean and image_std differ per
+ * channel (a channel order mixed up shows). The position table, norms and biases are F32; the
+ * other matrices of --type (f32, f16 or q8_0). */
 #define MMPROJ_IMAGE 64
-#define MMPROJ_PATCH 8
 #define MMPROJ_DIM 64
 #define MMPROJ_HEADS 4
 #define MMPROJ_FF 128
 #define MMPROJ_LAYERS 2
-#define MMPROJ_MERGE 2
 #define MMPROJ_TEXT 96
-#define MMPROJ_LONGEST 128
 #define MMPROJ_BIAS_STD 0.2f
 
+/* what differs per projector: the patch side, the merge (shuffle or pooling) and whether the file says it, the longest side */
+typedef struct {
+    const char *name;
+    int patch, merge;
+    bool merge_key;
+    int longest;
+} mmproj_shape;
+
+static const mmproj_shape mmproj_shapes[] = {
+    {"idefics3", 8, 2, true, 128},
+    {"gemma3", 4, 4, false, 0},
+};
+
 int synth_write_mmproj(const char *projector, const char *type, const char *out_path, unsigned long long seed, errmsg *err) {
-    if (!projector || strcmp(projector, "idefics3"))
-        return errorf(err, WICK_ERR_INVALID_ARG, "--mmproj '%s' is not supported (supported: idefics3)", projector ? projector : "");
+    const mmproj_shape *sh = NULL;
+    for (size_t i = 0; projector && i < sizeof mmproj_shapes / sizeof mmproj_shapes[0]; i++)
+        if (!strcmp(projector, mmproj_shapes[i].name)) sh = &mmproj_shapes[i];
+    if (!sh) return errorf(err, WICK_ERR_INVALID_ARG, "--mmproj '%s' is not supported (supported: idefics3, gemma3)", projector ? projector : "");
+    const bool gemma3 = !strcmp(sh->name, "gemma3");
     uint32_t mtype, ftype;
     if (!strcmp(type, "f32")) mtype = WICK_TYPE_F32, ftype = FTYPE_F32;
     else if (!strcmp(type, "f16")) mtype = WICK_TYPE_F16, ftype = FTYPE_F16;
     else if (!strcmp(type, "q8_0")) mtype = WICK_TYPE_Q8_0, ftype = FTYPE_Q8_0;
     else return errorf(err, WICK_ERR_INVALID_ARG, "--type '%s' for an mmproj: f32, f16 or q8_0", type);
-    const int dim = MMPROJ_DIM, ff = MMPROJ_FF, P = MMPROJ_PATCH, n_patches = (MMPROJ_IMAGE / P) * (MMPROJ_IMAGE / P);
-    const int merged = dim * MMPROJ_MERGE * MMPROJ_MERGE;
+    const int dim = MMPROJ_DIM, ff = MMPROJ_FF, P = sh->patch, n_patches = (MMPROJ_IMAGE / P) * (MMPROJ_IMAGE / P);
+    const int merged = dim * sh->merge * sh->merge;
+    const uint32_t float_type = mtype == WICK_TYPE_F32 ? WICK_TYPE_F32 : WICK_TYPE_F16;
     const float qk_std = sqrtf(SCORE_STD) / (sqrtf((float)dim) * 1.0408f); /* as the bert encoder's: inputs LayerNormed */
     int n_t = 0;
     synth_tensor *ts = calloc(8 + 16 * MMPROJ_LAYERS, sizeof *ts), *t;
@@ -747,7 +768,7 @@ int synth_write_mmproj(const char *projector, const char *type, const char *out_
     (t = &ts[n_t++], t->type = (type_), t->std = (std_), t->ne0 = (ne0_), t->ne1 = (ne1_), snprintf(t->name, sizeof t->name, __VA_ARGS__))
 #define NORM(ne0_, ...) (TENSOR(WICK_TYPE_F32, 0, ne0_, 1, __VA_ARGS__), t->norm = true, t->centre = 1.0f)
 #define BIAS(ne0_, ...) TENSOR(WICK_TYPE_F32, MMPROJ_BIAS_STD, ne0_, 1, __VA_ARGS__)
-    TENSOR(mtype == WICK_TYPE_F32 ? WICK_TYPE_F32 : WICK_TYPE_F16, 1.0f / sqrtf(3.0f * P * P), P, (int64_t)P * 3 * dim, "v.patch_embd.weight");
+    TENSOR(gemma3 ? WICK_TYPE_F32 : float_type, 1.0f / sqrtf(3.0f * P * P), P, (int64_t)P * 3 * dim, "v.patch_embd.weight");
     t->ne4[0] = P, t->ne4[1] = P, t->ne4[2] = 3, t->ne4[3] = dim;
     BIAS(dim, "v.patch_embd.bias");
     TENSOR(WICK_TYPE_F32, 0.5f, dim, n_patches, "v.position_embd.weight");
@@ -768,7 +789,12 @@ int synth_write_mmproj(const char *projector, const char *type, const char *out_
     }
     NORM(dim, "v.post_ln.weight");
     BIAS(dim, "v.post_ln.bias");
-    TENSOR(mtype, 1.0f / sqrtf((float)merged), merged, MMPROJ_TEXT, "mm.model.fc.weight");
+    if (gemma3) {
+        NORM(dim, "mm.soft_emb_norm.weight");
+        TENSOR(float_type, 1.0f / sqrtf((float)dim), MMPROJ_TEXT, dim, "mm.input_projection.weight");
+    } else {
+        TENSOR(mtype, 1.0f / sqrtf((float)merged), merged, MMPROJ_TEXT, "mm.model.fc.weight");
+    }
 #undef BIAS
 #undef NORM
 #undef TENSOR
@@ -783,7 +809,7 @@ int synth_write_mmproj(const char *projector, const char *type, const char *out_
     kv_str(&mb, NULL, "clip.projector_type", projector);
     kv_bool(&mb, NULL, "clip.use_gelu", true);
     kv_u32(&mb, "clip.vision", "image_size", MMPROJ_IMAGE);
-    kv_u32(&mb, "clip.vision", "preproc_image_size", MMPROJ_LONGEST);
+    if (sh->longest) kv_u32(&mb, "clip.vision", "preproc_image_size", (uint32_t)sh->longest);
     kv_u32(&mb, "clip.vision", "patch_size", P);
     kv_u32(&mb, "clip.vision", "embedding_length", dim);
     kv_u32(&mb, "clip.vision", "feed_forward_length", ff);
@@ -793,7 +819,7 @@ int synth_write_mmproj(const char *projector, const char *type, const char *out_
     kv_f32(&mb, "clip.vision", "attention.layer_norm_epsilon", 1e-6f);
     kv_f32_array(&mb, "clip.vision", "image_mean", mean, 3);
     kv_f32_array(&mb, "clip.vision", "image_std", std, 3);
-    kv_u32(&mb, "clip.vision", "projector.scale_factor", MMPROJ_MERGE);
+    if (sh->merge_key) kv_u32(&mb, "clip.vision", "projector.scale_factor", (uint32_t)sh->merge);
     int rc = mb.oom ? errorf(err, WICK_ERR_NOMEM, "out of memory") : write_synth_file(out_path, ts, n_t, &mb, seed, false, err);
     free(mb.p);
     free(ts);

@@ -22,7 +22,7 @@
 int synth_write(const char *arch, const char *shape, const char *type, const char *pooling, bool lexical, const char *vocab_path,
                 const char *out_path, unsigned long long seed, errmsg *err);
 
-/* A random-weight mmproj (vision) file of projector ("idefics3") with its matrices of type ("f32",
+/* A random-weight mmproj (vision) file of projector ("idefics3", "gemma3") with its matrices of type ("f32",
  * "f16", "q8_0"): a tiny tower that llama.cpp's clip loader takes (synth.c's mmproj notes). */
 int synth_write_mmproj(const char *projector, const char *type, const char *out_path, unsigned long long seed, errmsg *err);
 

@@ -1,8 +1,8 @@
 /* vision.c — an image encoder from an mmproj GGUF file, as llama.cpp's tools/mtmd computes it:
  * the file read and checked as clip.cpp's clip_model_loader reads it (keys clip.* and
  * clip.vision.*, tensors v.* and mm.*: clip-impl.h's KEY_ and TN_ names), the SigLIP vision
- * transformer of clip_graph::build_vit, and the projector of models/siglip.cpp. Projector: idefics3
- * (SmolVLM). With x the image's patches (P × P pixels of 3 channels, flattened per patch):
+ * transformer of clip_graph::build_vit, and the projectors of models/siglip.cpp: idefics3 (SmolVLM)
+ * and gemma3 (Gemma 3). With x the image's patches (P × P pixels of 3 channels, flattened per patch):
  *     x = x·W_patchᵀ + b_patch + pos_embd[p]             (the patch convolution as a matrix product)
  *     x = LayerNorm(x) (pre_ln, where the file has one)
  *     for each layer:
@@ -13,9 +13,15 @@
  *         x = x + GELU(h·W_upᵀ + b_up)·W_downᵀ + b_down      GELU: ggml_gelu, the tanh form (clip.use_gelu)
  *     x = LayerNorm(x) (post_ln)
  *     idefics3: y = pixel_shuffle(x, s)·W_fcᵀ  (s = clip.vision.projector.scale_factor)
+ *     gemma3:   y = RMSNorm(avg_pool(x, k)) ⊙ w_soft_emb · W_in   (k = the scale factor, 4 where the
+ *               file has none; W_in = mm.input_projection, stored [dim][n_embd_text]: used transposed)
  * The pixel shuffle is clip_graph::build_patch_merge_permute: output position (Y, X) of the
  * (n/s)² grid gathers the s × s block of patches (Y·s + dy, X·s + dx) into one row of dim·s², the
  * patch at (dy, dx) at columns (dy·s + dx)·dim … — dy outer, dx inner, each patch's dim values in order.
+ * gemma3's pooling is ggml_pool_2d (GGML_OP_POOL_AVG, window and stride k, no padding) over the patch
+ * grid: output position (Y, X) of the (n/k)² grid is the mean of the k × k block of patches
+ * (Y·k + dy, X·k + dx), summed in float with dy outer and dx inner, then divided by k² (as
+ * ggml-cpu's ops.cpp sums it); the RMS norm's eps is the tower's layer_norm_epsilon.
  *
  * The matrix products are the engine's (matmul.c: every weight type of the quant table, its SIMD
  * kernels and threads), on a context (context.c) made for the tower as for an encoder: a window
@@ -33,6 +39,8 @@
  * once more to image_size² for the overview, each resize Lanczos; without it, the refined picture
  * is the original resized to the nearest whole tiles (bicubic, letterboxed on black) and the
  * overview the original resized to image_size² (bicubic). The tiles come first, the overview last.
+ * gemma3 (mtmd_image_preprocessor_fixed_size): one image, the picture resized bilinearly into
+ * image_size² with its aspect kept, letterboxed on black (img_tool::resize's PAD_CEIL).
  * Each resize is Pillow's separable resampling (libImaging/Resample.c, as img_tool::resize_pillow
  * follows it). */
 #include "vision.h"
@@ -88,10 +96,14 @@ static int read_config(vision_model *v, errmsg *err) {
     /* clip.projector_type, or clip.vision.projector_type in a file of several modalities */
     if (!gguf_get_str(g, "clip.projector_type", &s) && !gguf_get_str(g, "clip.vision.projector_type", &s))
         return errorf(err, WICK_ERR_FORMAT, "mmproj: key clip.projector_type is missing");
-    if (!gguf_str_eq(s, "idefics3"))
-        return errorf(err, WICK_ERR_UNSUPPORTED, "mmproj: projector '%.*s' is not supported (supported: idefics3)",
+    if (gguf_str_eq(s, "idefics3")) v->projector = PROJECTOR_IDEFICS3;
+    else if (gguf_str_eq(s, "gemma3")) v->projector = PROJECTOR_GEMMA3;
+    else
+        return errorf(err, WICK_ERR_UNSUPPORTED, "mmproj: projector '%.*s' is not supported (supported: idefics3, gemma3)",
                       (int)(s.len < 64 ? s.len : 64), s.ptr);
-    v->projector = PROJECTOR_IDEFICS3;
+    const bool idefics3 = v->projector == PROJECTOR_IDEFICS3;
+    /* gemma3: clip.cpp's default pooling window of 4 (every Gemma 3 size), the key only in test models */
+    v->n_merge = idefics3 ? 0 : 4;
     bool gelu = false, silu = false;
     gguf_get_bool(g, "clip.use_gelu", &gelu);
     gguf_get_bool(g, "clip.use_silu", &silu);
@@ -108,8 +120,8 @@ static int read_config(vision_model *v, errmsg *err) {
         key_int(g, "clip.vision.projection_dim", 1, 1 << 20, false, &proj_dim, err) ||
         key_int(g, "clip.vision.image_size", 1, 8192, false, &v->image_size, err) ||
         key_int(g, "clip.vision.patch_size", 1, 1024, false, &v->patch_size, err) ||
-        key_int(g, "clip.vision.projector.scale_factor", 2, 64, false, &v->n_merge, err) ||
-        key_int(g, "clip.vision.preproc_image_size", 1, 8192, true, &v->longest_edge, err))
+        key_int(g, "clip.vision.projector.scale_factor", idefics3 ? 2 : 1, 64, !idefics3, &v->n_merge, err) ||
+        (idefics3 && key_int(g, "clip.vision.preproc_image_size", 1, 8192, true, &v->longest_edge, err)))
         return -1;
     double eps;
     if (!gguf_get_f64(g, "clip.vision.attention.layer_norm_epsilon", &eps))
@@ -129,7 +141,8 @@ static int read_config(vision_model *v, errmsg *err) {
     v->n_side = v->image_size / v->patch_size;
     v->n_patches = v->n_side * v->n_side;
     if (v->n_side % v->n_merge)
-        return errorf(err, WICK_ERR_UNSUPPORTED, "mmproj: %d patches per side do not divide by the scale factor %d", v->n_side, v->n_merge);
+        return errorf(err, WICK_ERR_UNSUPPORTED, "mmproj: %d patches per side do not divide by the %s %d", v->n_side,
+                      idefics3 ? "scale factor" : "pooling window", v->n_merge);
     if (v->n_patches > 1 << 16) return errorf(err, WICK_ERR_UNSUPPORTED, "mmproj: %d patches per image are too many", v->n_patches);
     v->n_out = v->n_patches / (v->n_merge * v->n_merge);
 
@@ -143,7 +156,8 @@ static int read_config(vision_model *v, errmsg *err) {
     mc->q_dim = dim;
     /* hidden_dim sizes the context's scratch rows: the widest input of any product here (the MLP,
      * a flattened patch, a pixel-shuffled row) */
-    int64_t widest = v->n_ff, patch_cols = 3LL * v->patch_size * v->patch_size, merged = (int64_t)dim * v->n_merge * v->n_merge;
+    int64_t widest = v->n_ff, patch_cols = 3LL * v->patch_size * v->patch_size;
+    int64_t merged = idefics3 ? (int64_t)dim * v->n_merge * v->n_merge : dim;
     if (patch_cols > widest) widest = patch_cols;
     if (merged > widest) widest = merged;
     /* the context's scratch holds n_patches rows of the widest: kept under 2^28 floats (1 GiB), so
@@ -203,8 +217,48 @@ static int refuse_unknown(vision_model *v, errmsg *err) {
                                         "v.blk.0.attn_post_norm.weight", "v.blk.0.ffn_post_norm.weight"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (model_find_tensor(&v->tower, names[i]))
-            return errorf(err, WICK_ERR_UNSUPPORTED, "mmproj: tensor %s is not supported for idefics3", names[i]);
+            return errorf(err, WICK_ERR_UNSUPPORTED, "mmproj: tensor %s is not supported for %s", names[i],
+                          v->projector == PROJECTOR_IDEFICS3 ? "idefics3" : "gemma3");
     return 0;
+}
+
+/* gemma3: the soft-embedding norm's weight (its converter has added Gemma's 1 already) and the input
+ * projection, stored [dim rows of n_embd_text] (ne = [n_embd_text, dim]) and multiplied transposed
+ * (siglip.cpp: ggml_mul_mat(ggml_cont(ggml_transpose(W)), x)): here copied once into rows of dim,
+ * in its own type, so the product rounds the activations as llama.cpp's of the transposed copy does.
+ * Only float types: ggml makes no contiguous copy of a transposed quantized tensor (the converter
+ * keeps it F16). */
+static int bind_gemma3(vision_model *v, errmsg *err) {
+    struct wick_model *m = &v->tower;
+    const int64_t dim = m->config.dim;
+    const char *name = "mm.input_projection.weight";
+    if (model_bind_floats(m, "mm.soft_emb_norm.weight", dim, 1, false, &v->soft_emb_norm, err)) return -1;
+    const gguf_tensor *t = model_find_tensor(m, name);
+    if (!t) return errorf(err, WICK_ERR_FORMAT, "tensor %s is missing", name);
+    if (t->n_dims != 2 || t->ne[1] != (uint64_t)dim || t->ne[0] < 1 || t->ne[0] > 1 << 20)
+        return errorf(err, WICK_ERR_FORMAT, "tensor %s: shape [%llu, %llu] where [n_embd_text, %lld] was expected", name,
+                      (unsigned long long)t->ne[0], (unsigned long long)t->ne[1], (long long)dim);
+    if (t->type != WICK_TYPE_F32 && t->type != WICK_TYPE_F16 && t->type != WICK_TYPE_BF16)
+        return errorf(err, WICK_ERR_UNSUPPORTED, "tensor %s: type %s is not supported (f32, f16 or bf16: llama.cpp transposes it)", name,
+                      quant_get(t->type)->name);
+    if (t->outside || !t->data) return errorf(err, WICK_ERR_FORMAT, "tensor %s: its data is not in the file", name);
+    const int64_t text = (int64_t)t->ne[0];
+    const size_t es = t->type == WICK_TYPE_F32 ? 4 : 2;
+    /* text · dim · es bytes: no more than the tensor's data, which gguf_open found inside the buffer */
+    uint8_t *rows = malloc((size_t)text * dim * es);
+    if (!rows) return errorf(err, WICK_ERR_NOMEM, "out of memory transposing %s", name);
+    const uint8_t *src = t->data;
+    for (int64_t j = 0; j < text; j++)
+        for (int64_t i = 0; i < dim; i++) memcpy(rows + ((size_t)j * dim + i) * es, src + ((size_t)i * text + j) * es, es);
+    v->input_proj_rows = rows;
+    v->n_embd_text = (int32_t)text;
+    weight *w = &v->input_proj;
+    w->data = rows;
+    w->type = t->type;
+    w->rows = text;
+    w->cols = dim;
+    w->row_bytes = quant_row_size(t->type, dim);
+    return check_weight(w, name, err);
 }
 
 static int bind_weights(vision_model *v, errmsg *err) {
@@ -258,6 +312,7 @@ static int bind_weights(vision_model *v, errmsg *err) {
             model_bind_floats(m, downb, dim, 1, true, &w->ffn_down_b, err))
             return -1;
     }
+    if (v->projector == PROJECTOR_GEMMA3) return bind_gemma3(v, err);
     /* idefics3: one linear map from the shuffled rows to the text model's width (mm.model.fc, no bias) */
     const gguf_tensor *fc = model_find_tensor(m, "mm.model.fc.weight");
     if (!fc) return errorf(err, WICK_ERR_FORMAT, "tensor mm.model.fc.weight is missing");
@@ -282,19 +337,20 @@ int vision_load(vision_model *v, const uint8_t *buf, size_t size, errmsg *err) {
 
 void vision_release(vision_model *v) {
     free(v->norms);
+    free(v->input_proj_rows);
     model_release(&v->tower);
     memset(v, 0, sizeof *v);
 }
 
 /* ---- preprocessing: Pillow's resampling ---------------------------------------------------------- */
 
-typedef enum { RESAMPLE_BICUBIC, RESAMPLE_LANCZOS } resample_filter;
+typedef enum { RESAMPLE_BILINEAR, RESAMPLE_BICUBIC, RESAMPLE_LANCZOS } resample_filter;
 
 /* Pillow keeps the weights in fixed point with 22 fractional bits: 32 − 8 (a pixel) − 2 (headroom) */
 #define RESAMPLE_BITS 22
 
-/* the filter's value at distance x (in input pixels, scaled) and its support radius: Lanczos
- * sinc(x)·sinc(x/3) on [−3, 3); bicubic with a = −0.5 (Pillow's, not PyTorch's −0.75) on [−2, 2] */
+/* the filter's value at distance x (in input pixels, scaled): Lanczos sinc(x)·sinc(x/3) on [−3, 3);
+ * bicubic with a = −0.5 (Pillow's, not PyTorch's −0.75) on [−2, 2]; bilinear 1 − |x| on [−1, 1] */
 static double resample_weight(resample_filter f, double x) {
     const double pi = 3.141592653589793238462643383279502884;
     if (f == RESAMPLE_LANCZOS) {
@@ -303,8 +359,9 @@ static double resample_weight(resample_filter f, double x) {
         double b = y == 0.0 ? 1.0 : sin(pi * y) / (pi * y);
         return a * b;
     }
-    const double a = -0.5;
     if (x < 0.0) x = -x;
+    if (f == RESAMPLE_BILINEAR) return x < 1.0 ? 1.0 - x : 0.0;
+    const double a = -0.5;
     if (x < 1.0) return ((a + 2.0) * x - (a + 3.0)) * x * x + 1;
     if (x < 2.0) return (((x - 5) * x + 8) * x - 4) * a;
     return 0.0;
@@ -327,7 +384,7 @@ static void axis_free(resample_axis *a) {
 
 static int axis_init(resample_axis *a, int in, int out, resample_filter f) {
     double scale = (double)in / out, filterscale = scale < 1.0 ? 1.0 : scale; /* upsampling keeps the filter sharp */
-    double support = (f == RESAMPLE_LANCZOS ? 3.0 : 2.0) * filterscale;
+    double support = (f == RESAMPLE_LANCZOS ? 3.0 : f == RESAMPLE_BICUBIC ? 2.0 : 1.0) * filterscale; /* the filter's radius */
     a->ksize = (int)ceil(support) * 2 + 1;
     a->first = malloc((size_t)out * sizeof *a->first);
     a->count = malloc((size_t)out * sizeof *a->count);
@@ -559,6 +616,14 @@ int vision_prepare(const vision_model *v, const uint8_t *rgb, int32_t width, int
     int rc = 0;
     switch (v->projector) {
     case PROJECTOR_IDEFICS3: rc = prepare_idefics3(v, rgb, width, height, &b, err); break;
+    case PROJECTOR_GEMMA3: {
+        /* mtmd_image_preprocessor_fixed_size with clip.cpp's gemma3 settings: bilinear, PAD_CEIL on black */
+        uint8_t *img = NULL;
+        rc = resize_padded(rgb, width, height, S, S, RESAMPLE_BILINEAR, &img, err);
+        if (!rc) normalize_square(v, img, S, 0, 0, b.pixels);
+        free(img);
+        break;
+    }
     }
     if (rc) {
         vision_batch_free(&b);
@@ -594,6 +659,20 @@ static void pixel_shuffle(const float *x, int n_side, int dim, int s, float *out
                 for (int dx = 0; dx < s; dx++)
                     memcpy(row + (size_t)(dy * s + dx) * dim, x + ((size_t)(Y * s + dy) * n_side + (size_t)(X * s + dx)) * dim,
                            (size_t)dim * sizeof(float));
+        }
+}
+
+/* gemma3's average pooling (see the top): x [n_side²][dim] → out [(n_side/k)²][dim] */
+static void avg_pool(const float *x, int n_side, int dim, int k, float *out) {
+    const int n_out_side = n_side / k;
+    const float window = (float)(k * k);
+    for (int Y = 0; Y < n_out_side; Y++)
+        for (int X = 0; X < n_out_side; X++) {
+            float *row = out + ((size_t)Y * n_out_side + X) * dim;
+            memset(row, 0, (size_t)dim * sizeof *row);
+            for (int dy = 0; dy < k; dy++)
+                for (int dx = 0; dx < k; dx++) add_rows(row, x + ((size_t)(Y * k + dy) * n_side + (size_t)(X * k + dx)) * dim, (size_t)dim);
+            for (int d = 0; d < dim; d++) row[d] /= window;
         }
 }
 
@@ -657,10 +736,18 @@ int vision_encode(const vision_model *v, const float *pixels, int32_t n_threads,
     if (v->pos_embd) add_rows(c.x, v->pos_embd, (size_t)n * dim);
     if (v->tower.embd_norm) layernorm_rows(c.x, v->tower.embd_norm, v->tower.embd_norm_b, n, dim, v->tower.config.rms_eps);
     tower_layers(v, &c);
-    /* idefics3: the shuffled rows (into c->hb) through mm.model.fc, straight into out */
-    pixel_shuffle(c.x, v->n_side, dim, s, c.hb);
-    act_init(&in, &c, c.hb, v->n_out, dim * s * s);
-    matmul(&c, &v->fc, &in, out, v->n_embd_text, NULL);
+    if (v->projector == PROJECTOR_GEMMA3) {
+        /* gemma3: the pooled rows (into c->hb), RMS-normed, through the input projection into out */
+        avg_pool(c.x, v->n_side, dim, s, c.hb);
+        for (int p = 0; p < v->n_out; p++) rmsnorm(c.hb + (size_t)p * dim, c.hb + (size_t)p * dim, v->soft_emb_norm, dim, v->tower.config.rms_eps);
+        act_init(&in, &c, c.hb, v->n_out, dim);
+        matmul(&c, &v->input_proj, &in, out, v->n_embd_text, NULL);
+    } else {
+        /* idefics3: the shuffled rows (into c->hb) through mm.model.fc, straight into out */
+        pixel_shuffle(c.x, v->n_side, dim, s, c.hb);
+        act_init(&in, &c, c.hb, v->n_out, dim * s * s);
+        matmul(&c, &v->fc, &in, out, v->n_embd_text, NULL);
+    }
     ctx_release(&c);
     return 0;
 }

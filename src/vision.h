@@ -1,6 +1,7 @@
 /* vision.h — image encoders from mmproj GGUF files (general.architecture "clip", as llama.cpp's
  * tools/mtmd/clip.cpp reads them): the file's vision transformer and projector, and the
- * preprocessing of an RGB image into the tensor the encoder takes. Projectors: idefics3 (SmolVLM). */
+ * preprocessing of an RGB image into the tensors the encoder takes. Projectors: idefics3 (SmolVLM),
+ * gemma3 (Gemma 3's SigLIP with its average pooling, soft-embedding norm and input projection). */
 #ifndef WICK_VISION_H
 #define WICK_VISION_H
 
@@ -11,7 +12,7 @@
 #include "errmsg.h"
 #include "model.h"
 
-typedef enum { PROJECTOR_IDEFICS3 } vision_projector;
+typedef enum { PROJECTOR_IDEFICS3, PROJECTOR_GEMMA3 } vision_projector;
 
 /* A layer's two LayerNorms (ln1 before attention, ln2 before the MLP), with their biases */
 typedef struct {
@@ -28,7 +29,7 @@ typedef struct {
     int32_t image_size, patch_size;  /* the encoder's input is image_size², in patches of patch_size² */
     int32_t n_side, n_patches;       /* patches per side, and in all */
     int32_t n_ff;                    /* the MLP's width */
-    int32_t n_merge;                 /* idefics3: the pixel shuffle's scale factor */
+    int32_t n_merge;                 /* idefics3: the pixel shuffle's scale factor; gemma3: the pooling's window side */
     int32_t n_out, n_embd_text;      /* the output: n_out positions of n_embd_text */
     int32_t longest_edge;            /* clip.vision.preproc_image_size; 0 where the file has none */
     float mean[3], std[3];           /* per channel, of pixel values in [0, 1] */
@@ -37,6 +38,9 @@ typedef struct {
     vision_layer_norms *norms;       /* [n_layers] */
     const float *post_ln_w, *post_ln_b;
     weight fc;                       /* idefics3: mm.model.fc [n_embd_text][dim·n_merge²] */
+    const float *soft_emb_norm;      /* gemma3: mm.soft_emb_norm [dim] */
+    weight input_proj;               /* gemma3: mm.input_projection as [n_embd_text][dim], transposed at load into input_proj_rows */
+    void *input_proj_rows;
 } vision_model;
 
 /* The largest image side wick takes (llama.cpp's clip_image_size allows up to 46000). */

@@ -1,22 +1,26 @@
 // tests/vision.test.mjs — image encoders from mmproj files (src/vision.c) against llama.cpp's mtmd
-// (tests/mtmd_ref.cpp: its clip loader, idefics3 preprocessor and encoder, 1 thread, no flash
-// attention, built from the llama-server build's libraries by mk/mtmd-ref.mk):
-//  - `wick synth --mmproj idefics3` files at f16 and q8_0 (a SmolVLM-shaped tower, synth.c), which
-//    llama.cpp loads; the same bytes every time;
+// (tests/mtmd_ref.cpp: its clip loader, the projector's preprocessor and its encoder, 1 thread, no
+// flash attention, built from the llama-server build's libraries by mk/mtmd-ref.mk):
+//  - `wick synth --mmproj idefics3|gemma3` files at f16 and q8_0 (a SmolVLM- and a Gemma-3-shaped
+//    tower, synth.c), which llama.cpp loads; the same bytes every time;
 //  - a fixed 50 × 37 test image with gradients (a PPM written here), which llama.cpp resizes to the
 //    longest side and to whole tiles (2 × 2 of them), then once more to the overview: the batch wick
 //    feeds its encoder (the tiles row by row, then the overview, as mtmd's prompt holds them) equals
 //    llama.cpp's preprocessed images within 1/255 of the pixel range per value; so do a tall, a wide,
 //    a tiny and a letterboxed image's, also through the file without its longest side (where
 //    llama.cpp resizes the original to the nearest whole tiles and to the overview, bicubic);
-//  - the embeddings of every image of the batch: the same number of positions and width, cosine per position ≥ 0.9999 (f16)
-//    and ≥ 0.999 (q8_0), native and wasm, 1 and 2 threads; 1 and 2 threads, native and wasm
-//    bit-identical;
-//  - knock-out: the pixel shuffle's order matters to llama.cpp's own output (the file with the
+//    gemma3's one image (the picture letterboxed bilinearly into 64²) likewise for each of them;
+//  - the embeddings of every image of the batch: the same number of positions and width, cosine
+//    per position ≥ 0.9999 (f16) and ≥ 0.999 (q8_0), native and wasm, 1 and 2 threads; 1 and 2
+//    threads, native and wasm bit-identical;
+//  - knock-outs: the pixel shuffle's order matters to llama.cpp's own output (the file with the
 //    projection's input columns permuted as a transposed shuffle would read them moves it far
-//    beyond the tolerance), so the comparison tells the right order from the other;
+//    beyond the tolerance), so the comparison tells the right order from the other; so does the
+//    direction gemma3's pooling walks the patch grid (llama.cpp on the transposed picture through a
+//    file with its patch kernel and position table transposed);
 //  - hostile input refused with a message and no crash: a truncated mmproj, an unknown projector,
-//    an image of zero size, a truncated image that declares 30000 × 30000.
+//    a gemma3 pooling window that does not divide the grid, a picture that would make more tiles
+//    than a batch holds, an image of zero size, a truncated image that declares 30000 × 30000.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -55,13 +59,17 @@ function ppm(width, height, declared = null) {
   return Buffer.concat([Buffer.from(`P6\n${w} ${h}\n255\n`, 'latin1'), px]);
 }
 
+const projectors = ['idefics3', 'gemma3'];
 before(() => {
   fs.writeFileSync(image, ppm(50, 37));
-  for (const type of ['f16', 'q8_0']) {
-    const file = path.join(tmp, `mmproj-idefics3-${type}.gguf`);
-    const r = runWick('native', ['synth', '--mmproj', 'idefics3', '--type', type, '-o', file]);
-    assert.equal(r.code, 0, r.stderr);
-    files[type] = file;
+  for (const proj of projectors) {
+    files[proj] = {};
+    for (const type of ['f16', 'q8_0']) {
+      const file = path.join(tmp, `mmproj-${proj}-${type}.gguf`);
+      const r = runWick('native', ['synth', '--mmproj', proj, '--type', type, '-o', file]);
+      assert.equal(r.code, 0, r.stderr);
+      files[proj][type] = file;
+    }
   }
 });
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
@@ -102,11 +110,13 @@ function worstCosine(a, ref) {
   return worst;
 }
 
-test('wick synth --mmproj idefics3 writes the same bytes every time', () => {
-  const again = path.join(tmp, 'again.gguf');
-  const r = runWick('native', ['synth', '--mmproj', 'idefics3', '--type', 'f16', '-o', again]);
-  assert.equal(r.code, 0, r.stderr);
-  assert.ok(fs.readFileSync(again).equals(fs.readFileSync(files.f16)));
+test('wick synth --mmproj idefics3|gemma3 writes the same bytes every time', () => {
+  for (const proj of projectors) {
+    const again = path.join(tmp, `again-${proj}.gguf`);
+    const r = runWick('native', ['synth', '--mmproj', proj, '--type', 'f16', '-o', again]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.ok(fs.readFileSync(again).equals(fs.readFileSync(files[proj].f16)), proj);
+  }
 });
 
 /** the largest difference of two preprocessed batches (each image planes [3][h][w], sizes from
@@ -127,19 +137,19 @@ function inputDifference(a, ref) {
 }
 
 test("preprocessing: wick's tiles and overview equal llama.cpp's resized, normalized images within 1/255, in prompt order", () => {
-  const ref = reference(files.f16);
+  const ref = reference(files.idefics3.f16);
   // 50 × 37 → 128 × 94 (longest side 128, even) → 128 × 128: 2 × 2 tiles of 64², then the overview
   assert.deepEqual([ref.images, ref.grid_x, ref.grid_y, ref.image_size], [5, 2, 2, 64]);
   for (const build of ['native', 'wasm']) {
-    const worst = inputDifference(ours(build, files.f16, 1), ref);
+    const worst = inputDifference(ours(build, files.idefics3.f16, 1), ref);
     assert.ok(worst <= 1 / 255, `${build}: largest difference ${(worst * 255).toFixed(3)}/255 of the pixel range`);
-    process.stdout.write(`# preprocessing ${build}: largest difference from llama.cpp's ${(worst * 255).toFixed(4)}/255 of the pixel range\n`);
+    process.stdout.write(`# preprocessing idefics3 ${build}: largest difference from llama.cpp's ${(worst * 255).toFixed(4)}/255 of the pixel range\n`);
   }
 });
 
 test('preprocessing: tall, wide and tiny images, with and without the file\'s longest side, within 1/255', () => {
   // without clip.vision.preproc_image_size (older conversions) llama.cpp resizes once, bicubic
-  const g = readGguf(files.f16);
+  const g = readGguf(files.idefics3.f16);
   const oneStep = path.join(tmp, 'mmproj-no-longest-edge.gguf');
   fs.writeFileSync(oneStep, writeGguf({ ...g, kv: g.kv.filter((e) => e.key !== 'clip.vision.preproc_image_size') }));
   // the grids llama.cpp makes: with the longest side (128) and without it (the nearest whole tiles
@@ -149,7 +159,7 @@ test('preprocessing: tall, wide and tiny images, with and without the file\'s lo
     const [w, h] = size.split('x').map(Number);
     const img = path.join(tmp, `image-${size}.ppm`);
     fs.writeFileSync(img, ppm(w, h));
-    for (const [file, grid] of [[files.f16, withLongest], [oneStep, without]]) {
+    for (const [file, grid] of [[files.idefics3.f16, withLongest], [oneStep, without]]) {
       const ref = reference(file, img);
       assert.deepEqual([ref.grid_x, ref.grid_y], grid, `${size} ${path.basename(file)}: llama.cpp's grid`);
       const worst = inputDifference(ours('native', file, 1, img), ref);
@@ -158,20 +168,37 @@ test('preprocessing: tall, wide and tiny images, with and without the file\'s lo
   }
 });
 
-for (const [type, bound] of [['f16', 0.9999], ['q8_0', 0.999]]) {
-  test(`embeddings (${type}): cosine ≥ ${bound} per position against llama.cpp, native and wasm, 1 and 2 threads`, () => {
-    const ref = reference(files[type]);
-    assert.equal(ref.positions, 5 * 16); // 4 tiles and the overview, 16 positions each
+test("preprocessing (gemma3): one image, the picture letterboxed into 64² bilinearly, equal to llama.cpp's within 1/255", () => {
+  for (const [w, h] of [[50, 37], [23, 71], [97, 20], [5, 3], [64, 64]]) {
+    const img = path.join(tmp, `image-${w}x${h}.ppm`);
+    fs.writeFileSync(img, ppm(w, h));
+    const ref = reference(files.gemma3.f16, img);
+    assert.deepEqual([ref.images, ref.grid_x, ref.grid_y, ref.image_size], [1, 0, 0, 64]);
+    for (const build of w === 50 ? ['native', 'wasm'] : ['native']) {
+      const worst = inputDifference(ours(build, files.gemma3.f16, 1, img), ref);
+      assert.ok(worst <= 1 / 255, `${w}×${h} ${build}: largest difference ${(worst * 255).toFixed(3)}/255`);
+      if (w === 50) process.stdout.write(`# preprocessing gemma3 ${build}: largest difference from llama.cpp's ${(worst * 255).toFixed(4)}/255 of the pixel range\n`);
+    }
+  }
+});
+
+// positions llama.cpp gives for the test picture: idefics3 4 tiles and the overview, 16 each; gemma3 one image of 16
+const expectedPositions = { idefics3: 5 * 16, gemma3: 16 };
+for (const proj of projectors) for (const [type, bound] of [['f16', 0.9999], ['q8_0', 0.999]]) {
+  test(`embeddings (${proj} ${type}): cosine ≥ ${bound} per position against llama.cpp, native and wasm, 1 and 2 threads`, () => {
+    const files_ = files[proj];
+    const ref = reference(files_[type]);
+    assert.equal(ref.positions, expectedPositions[proj]);
     const bytes = (r) => Buffer.from(r.embd.buffer, r.embd.byteOffset, r.embd.byteLength);
     let native = null;
     for (const build of ['native', 'wasm']) {
-      const one = ours(build, files[type], 1), two = ours(build, files[type], 2);
+      const one = ours(build, files_[type], 1), two = ours(build, files_[type], 2);
       const worst = worstCosine(one, ref);
-      assert.ok(worst >= bound, `${build} ${type}: lowest cosine ${worst.toFixed(6)} < ${bound}`);
-      assert.ok(bytes(one).equals(bytes(two)), `${build} ${type}: 1 and 2 threads differ`);
-      if (native) assert.ok(bytes(native).equals(bytes(one)), `${type}: native and wasm differ`);
+      assert.ok(worst >= bound, `${proj} ${build} ${type}: lowest cosine ${worst.toFixed(6)} < ${bound}`);
+      assert.ok(bytes(one).equals(bytes(two)), `${proj} ${build} ${type}: 1 and 2 threads differ`);
+      if (native) assert.ok(bytes(native).equals(bytes(one)), `${proj} ${type}: native and wasm differ`);
       native ??= one;
-      process.stdout.write(`# ${type} ${build}: lowest cosine per position ${worst.toFixed(7)} (bound ${bound})\n`);
+      process.stdout.write(`# ${proj} ${type} ${build}: lowest cosine per position ${worst.toFixed(7)} (bound ${bound})\n`);
     }
   });
 }
@@ -179,7 +206,7 @@ for (const [type, bound] of [['f16', 0.9999], ['q8_0', 0.999]]) {
 test("knock-out: the pixel shuffle's order moves llama.cpp's own output beyond the tolerance", () => {
   // mm.model.fc's input columns come in s² blocks of dim, block dy·s + dx (s = 2, dim = 64); the
   // file with blocks 1 and 2 swapped is the original with the shuffle's dy and dx exchanged
-  const g = readGguf(files.f16);
+  const g = readGguf(files.idefics3.f16);
   const fc = g.tensors.find((t) => t.name === 'mm.model.fc.weight');
   assert.equal(fc.type, 1); // F16
   const [cols, rows] = fc.ne.map(Number), dim = 64, bytes = 2;
@@ -193,9 +220,45 @@ test("knock-out: the pixel shuffle's order moves llama.cpp's own output beyond t
   fc.data = data;
   const swapped = path.join(tmp, 'mmproj-shuffle-transposed.gguf');
   fs.writeFileSync(swapped, writeGguf(g));
-  const worst = worstCosine(reference(swapped), reference(files.f16));
+  const worst = worstCosine(reference(swapped), reference(files.idefics3.f16));
   assert.ok(worst < 0.99, `the transposed shuffle still gives cosine ${worst.toFixed(6)}`);
   process.stdout.write(`# knock-out: llama.cpp with the shuffle's order transposed, lowest cosine per position ${worst.toFixed(4)}\n`);
+});
+
+test("knock-out (gemma3): pooling the patch grid's columns instead of its rows moves llama.cpp's own output beyond the tolerance", () => {
+  // llama.cpp given the picture transposed, through a file whose patch kernel and position table are
+  // transposed too, runs its tower on the original's patch grid transposed (attention does not care
+  // where a patch sits), so its pooling reads the grid's blocks transposed: each output position
+  // (Y, X) is the original's (X, Y). So a pooling that walked the grid the wrong way round would be
+  // this far off; and the construction is checked by that transposed order matching the original.
+  const side = 64, n = 16, P = 4, dim = 64;
+  const square = path.join(tmp, 'square.ppm'), transposedImg = path.join(tmp, 'square-transposed.ppm');
+  const px = ppm(side, side), header = px.length - side * side * 3;
+  const t = Buffer.from(px);
+  for (let y = 0; y < side; y++)
+    for (let x = 0; x < side; x++) px.copy(t, header + (x * side + y) * 3, header + (y * side + x) * 3, header + (y * side + x) * 3 + 3);
+  fs.writeFileSync(square, px);
+  fs.writeFileSync(transposedImg, t);
+  const g = readGguf(files.gemma3.f16);
+  const kernel = g.tensors.find((e) => e.name === 'v.patch_embd.weight'), pos = g.tensors.find((e) => e.name === 'v.position_embd.weight');
+  assert.deepEqual([kernel.type, pos.type], [0, 0]); // F32, as gemma3's converter writes them
+  const k = new Float32Array(new Uint8Array(kernel.data).buffer), kt = new Float32Array(k.length);
+  for (let plane = 0; plane < 3 * dim; plane++)
+    for (let ky = 0; ky < P; ky++) for (let kx = 0; kx < P; kx++) kt[plane * P * P + kx * P + ky] = k[plane * P * P + ky * P + kx];
+  const e = new Float32Array(new Uint8Array(pos.data).buffer), et = new Float32Array(e.length);
+  for (let y = 0; y < n; y++) for (let x = 0; x < n; x++) et.set(e.subarray((y * n + x) * dim, (y * n + x + 1) * dim), (x * n + y) * dim);
+  kernel.data = Buffer.from(kt.buffer);
+  pos.data = Buffer.from(et.buffer);
+  const file = path.join(tmp, 'mmproj-gemma3-transposed.gguf');
+  fs.writeFileSync(file, writeGguf(g));
+  const original = reference(files.gemma3.f16, square), flipped = reference(file, transposedImg);
+  const worst = worstCosine(flipped, original);
+  assert.ok(worst < 0.99, `the transposed pooling still gives cosine ${worst.toFixed(6)}`);
+  const m = 4, back = new Float32Array(flipped.embd.length), N = original.n_embd;
+  for (let Y = 0; Y < m; Y++) for (let X = 0; X < m; X++) back.set(flipped.embd.subarray((X * m + Y) * N, (X * m + Y + 1) * N), (Y * m + X) * N);
+  const same = worstCosine({ ...flipped, embd: back }, original);
+  assert.ok(same >= 0.9999, `llama.cpp's transposed run, its positions put back, gives cosine ${same.toFixed(6)}: the construction is wrong`);
+  process.stdout.write(`# knock-out gemma3: llama.cpp pooling the transposed grid, lowest cosine per position ${worst.toFixed(4)} (${same.toFixed(7)} with its positions put back)\n`);
 });
 
 test('hostile input: refused with a message, no crash', () => {
@@ -207,20 +270,31 @@ test('hostile input: refused with a message, no crash', () => {
       assert.match(r.stderr, pattern, `${build} ${what}`);
     }
   };
-  const bytes = fs.readFileSync(files.f16);
+  const bytes = fs.readFileSync(files.idefics3.f16);
   const truncated = path.join(tmp, 'truncated.gguf');
   fs.writeFileSync(truncated, bytes.subarray(0, Math.floor(bytes.length / 2)));
   check(['vision', '-m', truncated, '--image', image], /truncated\.gguf: .*(past|end|truncated|outside)/i, 'truncated mmproj');
 
   const unknown = path.join(tmp, 'unknown.gguf');
-  fs.writeFileSync(unknown, writeGguf(setKv(readGguf(files.f16), 'clip.projector_type', T.STRING, 'xyz')));
-  check(['vision', '-m', unknown, '--image', image], /projector 'xyz' is not supported \(supported: idefics3\)/, 'unknown projector');
+  fs.writeFileSync(unknown, writeGguf(setKv(readGguf(files.idefics3.f16), 'clip.projector_type', T.STRING, 'xyz')));
+  check(['vision', '-m', unknown, '--image', image], /projector 'xyz' is not supported \(supported: idefics3, gemma3\)/, 'unknown projector');
+
+  // gemma3: a pooling window that does not divide the 16 patches per side
+  const window3 = path.join(tmp, 'gemma3-window3.gguf');
+  fs.writeFileSync(window3, writeGguf(setKv(readGguf(files.gemma3.f16), 'clip.vision.projector.scale_factor', T.U32, 3)));
+  check(['vision', '-m', window3, '--image', image], /16 patches per side do not divide by the pooling window 3/, 'gemma3 window 3');
+
+  // idefics3 with a longest side of 8192 makes 128 × 95 tiles of 64² of the 50 × 37 picture: more
+  // floats than a batch holds (VISION_MAX_BATCH_FLOATS), refused before anything is allocated
+  const longest = path.join(tmp, 'idefics3-longest-8192.gguf');
+  fs.writeFileSync(longest, writeGguf(setKv(readGguf(files.idefics3.f16), 'clip.vision.preproc_image_size', T.U32, 8192)));
+  check(['vision', '-m', longest, '--image', image], /make 128 × 95 tiles of 64², more than a batch holds/, 'too many tiles');
 
   const empty = path.join(tmp, 'empty.ppm');
   fs.writeFileSync(empty, Buffer.from('P6\n0 0\n255\n', 'latin1'));
-  check(['vision', '-m', files.f16, '--image', empty], /empty\.ppm: .*width, height/, 'zero-size image');
+  check(['vision', '-m', files.idefics3.f16, '--image', empty], /empty\.ppm: .*width, height/, 'zero-size image');
 
   const huge = path.join(tmp, 'huge.ppm');
   fs.writeFileSync(huge, ppm(16, 16, [30000, 30000]));
-  check(['vision', '-m', files.f16, '--image', huge], /huge\.ppm: .*(sides up to|bytes)/, '30000 × 30000 declared');
+  check(['vision', '-m', files.idefics3.f16, '--image', huge], /huge\.ppm: .*(sides up to|bytes)/, '30000 × 30000 declared');
 });
