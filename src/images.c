@@ -155,9 +155,7 @@ void wick_vision_free(wick_vision *w) {
 static const char *projector_name(vision_projector p) {
     switch (p) {
     case PROJECTOR_IDEFICS3: return "idefics3";
-#ifdef VISION_HAS_GEMMA3
     case PROJECTOR_GEMMA3: return "gemma3";
-#endif
     }
     return "?";
 }
@@ -246,12 +244,10 @@ static int layout(const vision_model *v, const wick_model *m, int32_t width, int
         }
         push_positions(l, slot, per);
         return 0;
-#ifdef VISION_HAS_GEMMA3
     case PROJECTOR_GEMMA3:
         if (push_text(l, m, "<start_of_image>", err)) return -1;
         push_positions(l, slot, per);
         return push_text(l, m, "<end_of_image>", err);
-#endif
     }
     return errorf(err, WICK_ERR_UNSUPPORTED, "no prompt layout for projector %s", projector_name(v->projector));
 }
@@ -304,9 +300,7 @@ wick_status wick_vision_encode(const wick_vision *w, wick_ctx *c, const uint8_t 
         return api_status(&err);
     }
     int32_t flags = 0;
-#ifdef VISION_HAS_GEMMA3
     if (v->projector == PROJECTOR_GEMMA3) flags |= WICK_IMAGE_NONCAUSAL;
-#endif
     wick_status s = wick_ctx_set_image(c, slot, rows, b.n * per, flags);
     vision_batch_free(&b);
     free(rows);

@@ -5,13 +5,14 @@ import path from 'node:path';
 import { shared } from './helpers.mjs';
 import { readGguf, writeGguf, setKv, T } from './gguf.mjs';
 
-/** The gpt-2 vocabulary with SmolVLM's added tokens (user-defined, as its GGUF files have them). */
+/** The gpt-2 vocabulary with SmolVLM's and Gemma 3's image and turn tokens added (user-defined, as SmolVLM's GGUF files have them). */
 export function smolVocab(file) {
   const g = readGguf(path.join(shared, 'vocab', 'ggml-vocab-gpt-2.gguf'));
   const get = (k) => g.kv.find((e) => e.key === k)?.value.items;
   const tokens = [...get('tokenizer.ggml.tokens')];
   const types = get('tokenizer.ggml.token_type') ? [...get('tokenizer.ggml.token_type')] : tokens.map(() => 1);
-  const added = ['<fake_token_around_image>', '<global-img>', '<image>', '<end_of_utterance>'];
+  const added = ['<fake_token_around_image>', '<global-img>', '<image>', '<end_of_utterance>',
+    '<start_of_image>', '<end_of_image>', '<start_of_turn>', '<end_of_turn>'];  // Gemma 3's
   for (let r = 1; r <= 6; r++) for (let c = 1; c <= 6; c++) added.push(`<row_${r}_col_${c}>`);
   for (const t of added) { tokens.push(t); types.push(4); }
   setKv(g, 'tokenizer.ggml.tokens', T.ARRAY, { arrayOf: T.STRING, items: tokens });
