@@ -4,7 +4,8 @@ export type { ConnectOptions, RemoteEngine, RemoteModelInfo, RemoteTimings } fro
 
 export type WickErrorCode =
   | 'E_FETCH' | 'E_NOT_GGUF' | 'E_TOO_LARGE' | 'E_UNSUPPORTED' | 'E_ABORTED' | 'E_INVALID_ARG' | 'E_FORMAT' | 'E_MODEL_MISMATCH'
-  | 'E_NOMEM' | 'E_CONTEXT_FULL' | 'E_NO_TEMPLATE' | 'E_TEMPLATE' | 'E_NO_JINJA' | 'E_UNLOADED' | 'E_WORKER' | 'E_INTERNAL';
+  | 'E_NOMEM' | 'E_CONTEXT_FULL' | 'E_NO_TEMPLATE' | 'E_TEMPLATE' | 'E_NO_JINJA' | 'E_UNLOADED' | 'E_WORKER' | 'E_INTERNAL'
+  | 'E_NO_VISION' | 'E_BAD_IMAGE';
 
 export class WickError extends Error {
   readonly code: WickErrorCode;
@@ -37,6 +38,11 @@ export type KvType = 'f16' | 'f32' | 'q8_0' | 'q4_0';
 export interface LoadOptions {
   /** compute threads (default: half the logical cores, 1…8); 1 in the single-threaded build */
   threads?: number;
+  /** the model's image encoder (an mmproj GGUF: projectors idefics3 (SmolVLM) and gemma3), a source of
+   *  the same kinds as the model's; read (and kept) as the model is, its header checked before the
+   *  rest arrives (an unknown projector is refused by name). Images run on the CPU: with an mmproj,
+   *  device must be 'cpu' (the default). info.vision describes it. */
+  mmproj?: string | URL | Blob | ArrayBuffer | ArrayBufferView;
   /** context window in tokens (default: the model's, clamped to 2048…4096) */
   contextSize?: number;
   /** the KV cache's keys and values (default 'f16'): 'q8_0' keeps 34 bytes per 32 values (53% of f16), 'q4_0' 18 (28%), on the CPU path only (a GPU load refuses them: device 'auto' stays on the CPU, 'gpu' fails) */
@@ -259,7 +265,12 @@ export interface ChatMessage {
   /** 'developer' is given to the template as 'system' unless the template names the developer role */
   role: 'system' | 'user' | 'assistant' | 'tool' | 'developer';
   /** null only on an assistant message with tool_calls */
-  content: string | Array<{ type: 'text'; text: string }> | null;
+  /** image parts need a model loaded with an mmproj (E_NO_VISION otherwise): each becomes the media
+   *  marker <__media__> in the message's text (text parts joined with newlines, none around a
+   *  marker, as llama.cpp's server joins them) and the picture's positions take the marker's place
+   *  in the prompt. url: data:, blob:, http(s): (under Node also a file path); PNG, JPEG (under Node;
+   *  every format the browser decodes on a page) and binary PPM. */
+  content: string | Array<{ type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string } }> | null;
   tool_calls?: ChatToolCall[];
   tool_call_id?: string;
   name?: string;
@@ -359,6 +370,10 @@ export interface ChatPromptInfo {
   /** where the documents went: the template's `documents`, the system message, or none given */
   documentsIn: 'template' | 'system' | null;
   sources: Array<ChatDocument & { index: number }>;
+  /** the prompt's pictures in order (when it has any): their size, the KV positions each took,
+   *  whether it was encoded for this request (false: its positions were already cached, or the same
+   *  picture was encoded earlier since the load) and how long that took */
+  images?: Array<{ slot: number; width: number; height: number; positions: number; encoded: boolean; encodeMs: number }>;
 }
 
 export interface ChatCompletionUsage { prompt_tokens: number; completion_tokens: number; total_tokens: number }
@@ -483,6 +498,10 @@ export interface ModelInfo {
   wasmMemoryBytes: number;
   /** ms the warm-up evaluation of the load took (0: none: warmUp false, an encoder, the GPU path) */
   warmUpMs: number;
+  /** the mmproj loaded beside the model (LoadOptions.mmproj), or null: its projector, input side in
+   *  pixels, positions per encoded image (a tiled picture takes several images), the text width it
+   *  feeds, and its file's size */
+  vision: { projector: string; imageSize: number; positionsPerImage: number; dim: number; mmprojBytes: number } | null;
   [key: string]: unknown;
 }
 
