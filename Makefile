@@ -9,7 +9,7 @@ SHELL := /bin/bash
 
 ENGINE_SRC := src/errmsg.c src/gguf.c src/model.c src/forward.c src/context.c src/attention.c src/matmul.c src/recurrent.c src/ple.c src/altup.c src/rope.c src/encoder.c src/rerank.c src/state.c \
               src/pool.c src/quant.c src/quant_table.c src/kernels_simd.c \
-              src/tokenizer.c src/unicode.c src/sampler.c src/grammar.c src/generate.c src/synth.c src/vision.c src/images.c src/wick.c
+              src/tokenizer.c src/unicode.c src/sampler.c src/grammar.c src/generate.c src/synth.c src/vision.c src/images.c src/image_slots.c src/wick.c
 HEADERS := $(wildcard src/*.h)
 TEST_PROGRAMS := test_kernels test_sampler test_tokenizer test_dequant test_load test_context test_state test_session test_grammar test_attention test_vision
 

@@ -362,7 +362,8 @@ void ctx_lend_pool(pool *p) { lent_pool = p; }
 
 void ctx_release(struct wick_ctx *c) {
     if (c->pool && !c->pool_lent) pool_free(c->pool);
-    images_release(c);
+    for (int32_t i = 0; i < c->n_images; i++) free(c->images[i].rows); /* the image slots' rows (images.c) */
+    free(c->images);
     void *bufs[] = {c->k_cache, c->v_cache, c->x, c->xb, c->xb2, c->q, c->k, c->v, c->hb, c->hb2,
                     c->rope_cos, c->rope_sin, c->att, c->qbuf[0], c->qbuf[1], c->qbuf[2], c->logits,
                     c->kv_slots, c->kv_off, c->rstate, c->rs_off, c->proj, c->mix, c->mix2,

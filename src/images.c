@@ -29,60 +29,6 @@ struct wick_vision {
     vision_model v;
 };
 
-/* ---- the rows a context holds ---------------------------------------------------------------- */
-
-static ctx_image *find_slot(const struct wick_ctx *c, int32_t slot) {
-    for (int32_t i = 0; i < c->n_images; i++)
-        if (c->images[i].slot == slot) return &c->images[i];
-    return NULL;
-}
-
-const float *images_row(const struct wick_ctx *c, int32_t tok) {
-    const ctx_image *im = find_slot(c, WICK_IMAGE_SLOT_OF(tok));
-    int32_t i = WICK_IMAGE_POS_OF(tok);
-    if (!im || i >= im->n_rows) return NULL;
-    return im->rows + (size_t)i * (size_t)c->model->config.dim;
-}
-
-int images_check(const struct wick_ctx *c, const int32_t *tokens, int32_t n, errmsg *err) {
-    for (int32_t t = 0; t < n; t++) {
-        if (tokens[t] >= 0 || images_row(c, tokens[t])) continue;
-        int32_t slot = WICK_IMAGE_SLOT_OF(tokens[t]);
-        const ctx_image *im = find_slot(c, slot);
-        if (!im) return errorf(err, WICK_ERR_INVALID_ARG, "image slot %d holds no picture (encode it first)", slot);
-        return errorf(err, WICK_ERR_INVALID_ARG, "image slot %d holds %d positions; position %d was asked for", slot, im->n_rows,
-                      WICK_IMAGE_POS_OF(tokens[t]));
-    }
-    return 0;
-}
-
-static bool noncausal(const struct wick_ctx *c, int32_t tok) {
-    if (tok >= 0) return false;
-    const ctx_image *im = find_slot(c, WICK_IMAGE_SLOT_OF(tok));
-    return im && (im->flags & WICK_IMAGE_NONCAUSAL);
-}
-
-int32_t images_noncausal_run(const struct wick_ctx *c, const int32_t *tokens, int32_t n) {
-    if (n < 1 || !noncausal(c, tokens[0])) return 0;
-    int32_t slot = WICK_IMAGE_SLOT_OF(tokens[0]), run = 1;
-    while (run < n && tokens[run] < 0 && WICK_IMAGE_SLOT_OF(tokens[run]) == slot) run++;
-    return run;
-}
-
-int32_t images_noncausal_start(const struct wick_ctx *c, const int32_t *tokens, int32_t n) {
-    if (!c->n_images) return n;
-    for (int32_t t = 0; t < n; t++)
-        if (noncausal(c, tokens[t])) return t;
-    return n;
-}
-
-void images_release(struct wick_ctx *c) {
-    for (int32_t i = 0; i < c->n_images; i++) free(c->images[i].rows);
-    free(c->images);
-    c->images = NULL;
-    c->n_images = c->cap_images = 0;
-}
-
 wick_status wick_ctx_set_image(wick_ctx *c, int32_t slot, const float *rows, int32_t n_rows, int32_t flags) {
     if (!c || (!rows && n_rows)) return api_fail(WICK_ERR_INVALID_ARG, "wick_ctx_set_image: NULL argument");
     if (slot < 0 || slot >= WICK_IMAGE_SLOTS) return api_fail(WICK_ERR_INVALID_ARG, "image slot %d is not in 0 … %d", slot, WICK_IMAGE_SLOTS - 1);
@@ -97,7 +43,7 @@ wick_status wick_ctx_set_image(wick_ctx *c, int32_t slot, const float *rows, int
     float *copy = malloc(bytes);
     if (!copy) return api_fail(WICK_ERR_NOMEM, "out of memory for an image of %d positions", n_rows);
     memcpy(copy, rows, bytes);
-    ctx_image *im = find_slot(c, slot);
+    ctx_image *im = image_slot_find(c, slot);
     if (!im) {
         if (c->n_images == c->cap_images) {
             int32_t cap = c->cap_images ? 2 * c->cap_images : 4;
@@ -117,10 +63,11 @@ wick_status wick_ctx_set_image(wick_ctx *c, int32_t slot, const float *rows, int
 wick_status wick_ctx_drop_image(wick_ctx *c, int32_t slot) {
     if (!c) return api_fail(WICK_ERR_INVALID_ARG, "wick_ctx_drop_image: NULL context");
     if (slot == -1) {
-        images_release(c);
+        for (int32_t i = 0; i < c->n_images; i++) free(c->images[i].rows);
+        c->n_images = 0;
         return api_ok();
     }
-    ctx_image *im = find_slot(c, slot);
+    ctx_image *im = image_slot_find(c, slot);
     if (im) {
         free(im->rows);
         *im = c->images[--c->n_images];
@@ -128,7 +75,7 @@ wick_status wick_ctx_drop_image(wick_ctx *c, int32_t slot) {
     return api_ok();
 }
 
-int wick_ctx_has_image(const wick_ctx *c, int32_t slot) { return c && find_slot(c, slot) != NULL; }
+int wick_ctx_has_image(const wick_ctx *c, int32_t slot) { return c && image_slot_find(c, slot) != NULL; }
 
 /* ---- the mmproj file ------------------------------------------------------------------------- */
 

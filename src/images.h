@@ -1,6 +1,7 @@
 /* images.h — pictures in a prompt: the rows a context holds for each image slot (wick.h,
  * WICK_IMAGE_TOKEN), read by the forward pass in place of token embeddings, and the checks on
- * image ids. The public calls (wick_vision_*, wick_ctx_set_image, …) are in images.c. */
+ * image ids (image_slots.c). The public calls (wick_vision_*, wick_ctx_set_image, …) are in
+ * images.c, apart, so that the forward pass does not depend on the image encoders. */
 #ifndef WICK_IMAGES_H
 #define WICK_IMAGES_H
 
@@ -26,6 +27,7 @@ int images_check(const struct wick_ctx *c, const int32_t *tokens, int32_t n, err
 int32_t images_noncausal_run(const struct wick_ctx *c, const int32_t *tokens, int32_t n);
 /* Whether a non-causal slot's position is among tokens (a batch must then stop before it). */
 int32_t images_noncausal_start(const struct wick_ctx *c, const int32_t *tokens, int32_t n);
-void images_release(struct wick_ctx *c);
+/* the slot's entry, or NULL */
+ctx_image *image_slot_find(const struct wick_ctx *c, int32_t slot);
 
 #endif

@@ -1,5 +1,5 @@
 // The page's weight (issue 16): what a browser downloads to show the page and start the engine,
-// compressed with gzip -9, stays under 500 KB with *both* pthreads builds counted (the plain
+// compressed with gzip -9, stays under 540 KB (500 KB before the image encoders) with *both* pthreads builds counted (the plain
 // SIMD128 one Safari gets and the relaxed-SIMD one Chromium gets), so that neither build can grow
 // at the other's expense unseen. The page's files are found by following web/index.html: its
 // scripts and stylesheets, then every static import of those modules, plus the files the page
@@ -14,7 +14,10 @@ import zlib from 'node:zlib';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..');
-const BUDGET = 500 * 1000;
+// 500 KB until issue 32 put the image encoders into the engine (src/vision.c, src/images.c: about
+// 16 KB gzip in each of the two builds counted, 33 KB in all, measured 2026-12-03): 540 KB since.
+// Loading them as a module of their own, only with an mmproj, would take the page back under 500.
+const BUDGET = 540 * 1000;
 
 const BUILDS = ['wick-mt', 'wick-mt-relaxed'].flatMap((b) => [`${b}.js`, `${b}.wasm`, `${b}.worker.js`].map((f) => `build/wasm/${f}`));
 // started by URL rather than imported: the engine's worker (web/coi.js engineWorkerUrl, which loads
@@ -46,7 +49,7 @@ function pageFiles() {
   return [...seen];
 }
 
-test('page weight: the page, its glue and both pthreads builds stay under 500 KB gzip', () => {
+test('page weight: the page, its glue and both pthreads builds stay under 540 KB gzip', () => {
   const page = pageFiles();
   for (const f of ['web/app.js', 'wasm_glue/wick.mjs', 'wasm_glue/gguf-header.js', 'web/style.css'])
     assert.ok(page.includes(f), `the walk from index.html finds ${f} (found: ${page.join(', ')})`);
