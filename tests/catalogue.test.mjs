@@ -24,6 +24,7 @@ import { createServer } from '../tools/serve.mjs';
 import { root, models, runWick } from './helpers.mjs';
 import { readGguf, writeGguf, setKv, T } from './gguf.mjs';
 import { launchChromium } from './browser.mjs';
+import { smolVocab } from './vision-fixtures.mjs';
 import { CATALOGUE, CATALOGUE_MAX_BYTES, HF, approximateSize, catalogueUrl, mmprojUrl, hubFromParam } from '../web/catalogue.js';
 import '../wasm_glue/gguf-header.js'; // globalThis.WickGguf: the page's own byte formatting
 
@@ -52,8 +53,7 @@ const PER_LAYER_EMBEDDING = ['gemma4', 'gemma3n'];
 const SERVED = {
   'qwen3-0.6b': path.join(models, 'families', 'mini-qwen3-q8_0.gguf'),
   'smollm2-360m-instruct': path.join(models, 'mini', 'mini-chat-q8_0.gguf'),
-  'smolvlm-256m-instruct': path.join(models, 'mini', 'mini-chat-q8_0.gguf'),
-};
+};  // SmolVLM 256M's: a synth text model at the synth mmproj's width, written by before()
 // and an entry's image encoder (before() writes a synth idefics3 mmproj for SmolVLM 256M), on the
 // CDN as /repos/<id>--mmproj
 const SERVED_MMPROJ = {};
@@ -147,8 +147,15 @@ before(async () => {
   SERVED['gemma-4-e2b-it'] = path.join(site, 'gemma4-moe.gguf');
   fs.writeFileSync(SERVED['gemma-4-e2b-it'], writeGguf(g));
   SERVED_MMPROJ['smolvlm-256m-instruct'] = path.join(site, 'mmproj-idefics3.gguf');
-  const r = runWick('native', ['synth', '--mmproj', 'idefics3', '--type', 'f16', '-o', SERVED_MMPROJ['smolvlm-256m-instruct']]);
+  let r = runWick('native', ['synth', '--mmproj', 'idefics3', '--type', 'f16', '-o', SERVED_MMPROJ['smolvlm-256m-instruct']]);
   assert.equal(r.code, 0, r.stderr);
+  // its text model: the mmproj's width (--shape vl), SmolVLM's image tokens, mini-chat's template
+  smolVocab(path.join(site, 'vocab-vl.gguf'));
+  r = runWick('native', ['synth', '--shape', 'vl', '--type', 'q8_0', '--vocab', path.join(site, 'vocab-vl.gguf'), '-o', path.join(site, 'vl.gguf')]);
+  assert.equal(r.code, 0, r.stderr);
+  const template = readGguf(SERVED['smollm2-360m-instruct']).kv.find((e) => e.key === 'tokenizer.chat_template').value;
+  SERVED['smolvlm-256m-instruct'] = path.join(site, 'smolvlm-vl.gguf');
+  fs.writeFileSync(SERVED['smolvlm-256m-instruct'], writeGguf(setKv(readGguf(path.join(site, 'vl.gguf')), 'tokenizer.chat_template', T.STRING, template)));
   fs.mkdirSync(ARTIFACTS, { recursive: true });
   page0 = await listen(createServer(site, { isolate: true }));
   hub = await listen(http.createServer(handler('hub', hubRespond)));

@@ -41,7 +41,7 @@ export interface LoadOptions {
   /** the model's image encoder (an mmproj GGUF: projectors idefics3 (SmolVLM) and gemma3), a source of
    *  the same kinds as the model's; read (and kept) as the model is, its header checked before the
    *  rest arrives (an unknown projector is refused by name). Images run on the CPU: with an mmproj,
-   *  device must be 'cpu' (the default). info.vision describes it. */
+   *  device 'auto' takes the CPU and 'gpu' is refused. info.vision describes it. */
   mmproj?: string | URL | Blob | ArrayBuffer | ArrayBufferView;
   /** context window in tokens (default: the model's, clamped to 2048…4096) */
   contextSize?: number;

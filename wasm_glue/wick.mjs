@@ -336,7 +336,9 @@ class Engine {
       const d = await describeSource(m, options.cache !== false);
       if (d.items.length !== 1) throw invalid('mmproj must be one file');
       mmproj = { kind: d.kind, items: d.items, sizes: d.sizes };
-      if (options.device && options.device !== 'cpu') throw invalid(`an mmproj runs on the CPU: load it with device 'cpu' (asked for '${options.device}')`);
+      // 'auto' takes the CPU; 'gpu' is refused
+      if (options.device === 'gpu') throw invalid("an mmproj runs on the CPU: load it with device 'cpu' or 'auto' (asked for 'gpu')");
+      if (options.device === 'auto') options = { ...options, device: 'cpu' };
     }
     const request = this._request({
       type: 'load',
@@ -638,6 +640,8 @@ class Engine {
 
   /** applyChatTemplate's text and where the documents went ({text, documentsIn}: chat-template.mjs's renderPrompt). */
   async _renderPrompt(messages, { template, addGenerationPrompt = true, tools, now, extra = {}, documents } = {}) {
+    // image parts render as the media marker (images.mjs), as the chat request renders them
+    if (hasImages(messages)) messages = markImages(messages).messages;
     const source = template ?? this.info.chatTemplate;
     if (typeof source !== 'string' || !source)
       throw new WickError('E_NO_TEMPLATE', `${this.info.name} has no chat template (tokenizer.chat_template); pass chat_template with the request, or use engine.generate() for plain text`);
