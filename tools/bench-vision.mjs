@@ -170,7 +170,10 @@ function wickRun(kind, file, image, threads, opts) {
   if (r.status !== 0) throw new Error(`wick ${kind} vision exited with ${r.status}: ${(r.stderr || String(r.error)).slice(-1500)}`);
   const m = ENCODE_LINE.exec(r.stderr);
   if (!m) throw new Error(`wick ${kind}: no encode line:\n${r.stderr.slice(-1500)}`);
-  return { ms: Number(m[2]), positions: JSON.parse(r.stdout).positions };
+  // a picture is several images where the projector tiles it (idefics3: tiles and the overview):
+  // the time and positions per image, as llama.cpp's clip_image_encode times one
+  const out = JSON.parse(r.stdout), images = out.images || 1;
+  return { ms: Number(m[2]) / images, positions: out.positions / images, images };
 }
 
 function llamaRuns(file, size, threads, runs, opts) {
