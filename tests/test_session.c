@@ -102,10 +102,11 @@ static size_t mutate(const uint8_t *blob, size_t len, uint8_t *out, int n_layers
         *what = "a field made wrong, resealed";
         return len;
     }
-    case 4: { /* a token id outside the vocabulary, resealed */
+    case 4: { /* a token id past the vocabulary, resealed (a negative id is an image position, wick.h
+               * WICK_IMAGE_TOKEN: cached like a token's, so a saved state may hold it) */
         uint32_t n_past = get32(out, 40);
         if (!n_past) { *what = "truncated"; return 0; }
-        put32(out, table + 4 * (rnd() % n_past), rnd() % 2 ? 0xFFFFFFFFu : 0x7FFFFFF0u);
+        put32(out, table + 4 * (rnd() % n_past), rnd() % 2 ? 0x40000000u : 0x7FFFFFF0u);
         reseal(out, len);
         *what = "a token id out of range, resealed";
         return len;
