@@ -453,6 +453,7 @@ static int parse_ppm(const char *path, const uint8_t *buf, size_t size, const ui
 
 /* appends ids to *out (of *len, room *cap) */
 static int append_ids(int32_t **out, int32_t *len, int32_t *cap, const int32_t *ids, int32_t n) {
+    if (n == 0) return 0; /* *out may still be NULL (a vocabulary that adds no BOS): no pointer arithmetic on it */
     if (*len + n > *cap) {
         int32_t c = (*len + n) * 2 + 16;
         int32_t *grown = realloc(*out, (size_t)c * sizeof *grown);

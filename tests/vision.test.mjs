@@ -22,7 +22,8 @@
 //    beyond the tolerance), so the comparison tells the right order from the other; so does the
 //    direction gemma3's pooling walks the patch grid (llama.cpp on the transposed picture through a
 //    file with its patch kernel and position table transposed); and lfm2's pixel unshuffle (mm.1's
-//    input columns and mm.input_norm permuted as a transposed unshuffle would read them);
+//    input columns and mm.input_norm permuted as a transposed unshuffle would read them) and the
+//    orientation of its position table's resize (the table transposed in the file);
 //  - hostile input refused with a message and no crash: a truncated mmproj, an unknown projector,
 //    a gemma3 pooling window that does not divide the grid, a picture that would make more tiles
 //    than a batch holds, an image of zero size, a truncated image that declares 30000 × 30000.
@@ -282,6 +283,24 @@ test("knock-out (lfm2): the pixel unshuffle's order moves llama.cpp's own output
   const worst = worstCosine(reference(swapped), reference(files.lfm2.f16));
   assert.ok(worst < 0.99, `the transposed unshuffle still gives cosine ${worst.toFixed(6)}`);
   process.stdout.write(`# knock-out lfm2: llama.cpp with the unshuffle's order transposed, lowest cosine per position ${worst.toFixed(4)}\n`);
+});
+
+test("knock-out (lfm2): the position table read transposed moves llama.cpp's own output beyond the tolerance", () => {
+  // the test picture's image is 320 × 224 (a grid of 20 × 14 patches): llama.cpp resizes the 16 × 16
+  // table to it; with the table transposed in the file, each position's embedding comes from the
+  // other axis, as a resize that mixed up width and height would give
+  const g = readGguf(files.lfm2.f16);
+  const pos = g.tensors.find((t) => t.name === 'v.position_embd.weight');
+  assert.equal(pos.type, 0); // F32
+  const n = 16, dim = 64;
+  const e = new Float32Array(new Uint8Array(pos.data).buffer), et = new Float32Array(e.length);
+  for (let y = 0; y < n; y++) for (let x = 0; x < n; x++) et.set(e.subarray((y * n + x) * dim, (y * n + x + 1) * dim), (x * n + y) * dim);
+  pos.data = Buffer.from(et.buffer);
+  const file = path.join(tmp, 'mmproj-lfm2-positions-transposed.gguf');
+  fs.writeFileSync(file, writeGguf(g));
+  const worst = worstCosine(reference(file), reference(files.lfm2.f16));
+  assert.ok(worst < 0.99, `the transposed position table still gives cosine ${worst.toFixed(6)}`);
+  process.stdout.write(`# knock-out lfm2: llama.cpp with its position table transposed, lowest cosine per position ${worst.toFixed(4)}\n`);
 });
 
 test("knock-out: the pixel shuffle's order moves llama.cpp's own output beyond the tolerance", () => {
