@@ -137,6 +137,13 @@ test-asan: $(addprefix build/asan/,$(TEST_PROGRAMS)) build/asan/wick
 	run build/asan/test_vision --mutate build/asan/mmproj-idefics3-f16.gguf 600 37 2; \
 	run build/asan/wick synth --mmproj gemma3 --type f16 -o build/asan/mmproj-gemma3.gguf; \
 	run build/asan/wick vision -m build/asan/mmproj-gemma3.gguf --image build/asan/image.ppm --threads 2 -o build/asan/vision-gemma3.f32; \
+	run build/asan/wick synth --mmproj lfm2 --type q8_0 -o build/asan/mmproj-lfm2.gguf; \
+	run build/asan/wick vision -m build/asan/mmproj-lfm2.gguf --image build/asan/image.ppm --threads 2 -o build/asan/vision-lfm2.f32; \
+	printf 'P6\n760 730\n255\n' > build/asan/image-tiled.ppm; head -c 1664400 /dev/zero | tr '\0' '\141' >> build/asan/image-tiled.ppm; \
+	run build/asan/wick vision -m build/asan/mmproj-lfm2.gguf --image build/asan/image-tiled.ppm --threads 2 -o build/asan/vision-lfm2-tiled.f32; \
+	run build/asan/test_vision --mutate build/asan/mmproj-lfm2.gguf 200 41 2; \
+	run build/asan/wick synth --shape vl --arch lfm2 --type q8_0 -o build/asan/text-vl-lfm2.gguf --vocab $(WICK_SHARED)/vocab/ggml-vocab-gpt-2.gguf; \
+	run build/asan/wick logits -m build/asan/text-vl-lfm2.gguf --mmproj build/asan/mmproj-lfm2.gguf --image build/asan/image.ppm -p "User: <__media__> What is it?" --threads 2; \
 	echo "asan: all passed"
 	@# and the node suites' native tests, pointed at this build
 	WICK_NATIVE_DIR=build/asan ASAN_OPTIONS=$(ASAN_OPTIONS_RUN) UBSAN_OPTIONS=$(UBSAN_OPTIONS_RUN) \

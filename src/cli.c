@@ -25,13 +25,13 @@
  *                 [--pooling none|mean|cls|last (the encoders; a decoder's --pooling makes it an embedding model)
  *                            |rank (bert: a bge-reranker; qwen3: a Qwen3-Reranker)]
  *                 [--lexical (bert: similarities that follow the words two texts share, for retrieval tests)]
- *   wick synth    --mmproj idefics3|gemma3 [--type f16|f32|q8_0] -o FILE.gguf [--seed S]   a random-weight mmproj (vision) file
+ *   wick synth    --mmproj idefics3|gemma3|lfm2 [--type f16|f32|q8_0] -o FILE.gguf [--seed S]   a random-weight mmproj (vision) file
  *   wick vision   -m MMPROJ.gguf --image FILE.ppm [--threads N] [-o OUT.f32] [--dump-input IN.f32]
  *                 a picture (binary PPM, P6) through the mmproj's preprocessing and encoder: every image
  *                 llama.cpp makes of it (tiles row by row, then the overview, as its prompt holds them),
  *                 their positions × width one after another as raw little-endian float32 to OUT (and
  *                 the preprocessed inputs, [3][size][size] each, to IN); JSON of the shape on stdout
- *                 ({"images","grid_x","grid_y","positions" (all images'),"n_embd","image_size"}),
+ *                 ({"images","grid_x","grid_y","positions" (all images'),"n_embd","image_size","sizes" ([w,h] per image)}),
  *                 the time on stderr
  * Results go to stdout, timings and errors to stderr; any failure exits non-zero with one line. */
 #include <errno.h>
@@ -453,6 +453,7 @@ static int parse_ppm(const char *path, const uint8_t *buf, size_t size, const ui
 
 /* appends ids to *out (of *len, room *cap) */
 static int append_ids(int32_t **out, int32_t *len, int32_t *cap, const int32_t *ids, int32_t n) {
+    if (n == 0) return 0; /* *out may still be NULL (a vocabulary that adds no BOS): no pointer arithmetic on it */
     if (*len + n > *cap) {
         int32_t c = (*len + n) * 2 + 16;
         int32_t *grown = realloc(*out, (size_t)c * sizeof *grown);
@@ -933,21 +934,24 @@ static int cmd_vision(const options *o) {
         return error_exit("%s: %s", o->image, err.text);
     }
     t1 = now_seconds();
-    const size_t image = (size_t)3 * v.image_size * v.image_size, per_image = (size_t)vision_positions(&v) * v.n_embd_text;
-    float *out = malloc((size_t)b.n * per_image * sizeof *out);
+    /* each image's positions (lfm2's differ by size), one after another */
+    size_t total = 0;
+    for (int i = 0; i < b.n; i++) total += (size_t)vision_positions_of(&v, b.nx[i], b.ny[i]);
+    float *out = malloc(total * v.n_embd_text * sizeof *out);
     int rc = out ? 0 : error_exit("out of memory");
-    for (int i = 0; !rc && i < b.n; i++)
-        if (vision_encode(&v, b.pixels + (size_t)i * image, o->threads, out + (size_t)i * per_image, &err))
+    for (size_t i = 0, at = 0; !rc && i < (size_t)b.n; at += (size_t)vision_positions_of(&v, b.nx[i], b.ny[i]), i++)
+        if (vision_encode(&v, b.pixels + vision_batch_offset(&b, (int32_t)i), b.nx[i], b.ny[i], o->threads, out + at * v.n_embd_text, &err))
             rc = error_exit("%s: %s", o->model, err.text);
     t2 = now_seconds();
     if (!rc) {
-        outf(2, "vision: %d × %d image → %d images of %d² (%d × %d tiles) → %d positions × %d; preprocess %.1f ms, encode %.1f ms (%d threads)\n",
-             w, h, b.n, v.image_size, b.grid_x, b.grid_y, b.n * vision_positions(&v), v.n_embd_text, (t1 - t0) * 1e3, (t2 - t1) * 1e3,
-             o->threads);
-        outf(1, "{\"images\":%d,\"grid_x\":%d,\"grid_y\":%d,\"positions\":%d,\"n_embd\":%d,\"image_size\":%d}\n", b.n, b.grid_x, b.grid_y,
-             b.n * vision_positions(&v), v.n_embd_text, v.image_size);
-        if (o->dump_input) rc = write_file(o->dump_input, b.pixels, (size_t)b.n * image * sizeof *b.pixels);
-        if (!rc && o->out) rc = write_file(o->out, out, (size_t)b.n * per_image * sizeof *out);
+        outf(2, "vision: %d × %d image → %d images (the last %d × %d; %d × %d tiles) → %zu positions × %d; preprocess %.1f ms, encode %.1f ms (%d threads)\n",
+             w, h, b.n, b.nx[b.n - 1], b.ny[b.n - 1], b.grid_x, b.grid_y, total, v.n_embd_text, (t1 - t0) * 1e3, (t2 - t1) * 1e3, o->threads);
+        outf(1, "{\"images\":%d,\"grid_x\":%d,\"grid_y\":%d,\"positions\":%zu,\"n_embd\":%d,\"image_size\":%d,\"sizes\":[", b.n, b.grid_x,
+             b.grid_y, total, v.n_embd_text, v.image_size);
+        for (int i = 0; i < b.n; i++) outf(1, "%s[%d,%d]", i ? "," : "", b.nx[i], b.ny[i]);
+        outf(1, "]}\n");
+        if (o->dump_input) rc = write_file(o->dump_input, b.pixels, vision_batch_offset(&b, b.n) * sizeof *b.pixels);
+        if (!rc && o->out) rc = write_file(o->out, out, total * v.n_embd_text * sizeof *out);
     }
     free(out);
     vision_batch_free(&b);

@@ -11,7 +11,12 @@
  *                "<fake_token_around_image>", "<global-img>" (each looked up whole in the
  *                vocabulary), the overview's positions, "<fake_token_around_image>";
  *   idefics3 without tiles: the positions alone;
- *   gemma3:      "<start_of_image>", the positions, "<end_of_image>" (each tokenized).
+ *   gemma3:      "<start_of_image>", the positions, "<end_of_image>" (each tokenized);
+ *   lfm2 (LFM2-VL): "<|image_start|>" (tokenized); tiled, for each row of tiles, for each tile
+ *                "<|img_row_R_col_C|>" (tokenized), the tile's positions, then the token
+ *                "<|img_thumbnail|>" (looked up whole) and the thumbnail's positions; untiled, the
+ *                image's positions alone; then "<|image_end|>" (tokenized). Its images differ in
+ *                size, so in positions (vision_positions_of).
  * A Gemma 3 picture's positions see each other both ways (mtmd_decode_use_non_causal): its slot
  * is WICK_IMAGE_NONCAUSAL, so forward.c evaluates the run as one batch without the causal mask. */
 #include "images.h"
@@ -99,21 +104,13 @@ void wick_vision_free(wick_vision *w) {
     free(w);
 }
 
-static const char *projector_name(vision_projector p) {
-    switch (p) {
-    case PROJECTOR_IDEFICS3: return "idefics3";
-    case PROJECTOR_GEMMA3: return "gemma3";
-    }
-    return "?";
-}
-
 wick_status wick_vision_info_json(const wick_vision *w, char *buf, size_t buf_len, size_t *needed) {
     if (!w || (!buf && buf_len)) return api_fail(WICK_ERR_INVALID_ARG, "wick_vision_info_json: NULL argument");
     const vision_model *v = &w->v;
     int n = snprintf(buf, buf_len,
                      "{\"projector\":\"%s\",\"image_size\":%d,\"patch_size\":%d,\"positions\":%d,\"n_embd\":%d,\"layers\":%d,\"dim\":%d,"
                      "\"longest_edge\":%d}",
-                     projector_name(v->projector), v->image_size, v->patch_size, vision_positions(v), v->n_embd_text,
+                     vision_projector_name(v->projector), v->image_size, v->patch_size, vision_positions(v), v->n_embd_text,
                      v->tower.config.n_layers, v->tower.config.dim, v->longest_edge);
     if (needed) *needed = (size_t)n + 1;
     return api_ok();
@@ -169,8 +166,9 @@ static void push_positions(id_list *l, int32_t slot, int32_t n) {
 }
 
 static int layout(const vision_model *v, const wick_model *m, int32_t width, int32_t height, int32_t slot, id_list *l, errmsg *err) {
-    int32_t gx = 0, gy = 0, per = vision_positions(v);
-    if (vision_grid(v, width, height, &gx, &gy, err)) return -1;
+    vision_plan plan;
+    if (vision_plan_picture(v, width, height, &plan, err)) return -1;
+    const int32_t gx = plan.grid_x, gy = plan.grid_y, per = vision_positions(v);
     switch (v->projector) {
     case PROJECTOR_IDEFICS3:
         if (gx > 0 && gy > 0) {
@@ -195,8 +193,20 @@ static int layout(const vision_model *v, const wick_model *m, int32_t width, int
         if (push_text(l, m, "<start_of_image>", err)) return -1;
         push_positions(l, slot, per);
         return push_text(l, m, "<end_of_image>", err);
+    case PROJECTOR_LFM2:
+        if (push_text(l, m, "<|image_start|>", err)) return -1;
+        for (int32_t y = 0; y < gy; y++)
+            for (int32_t x = 0; x < gx; x++) {
+                char marker[64];
+                snprintf(marker, sizeof marker, "<|img_row_%d_col_%d|>", y + 1, x + 1);
+                if (push_text(l, m, marker, err)) return -1;
+                push_positions(l, slot, vision_positions_of(v, plan.tile_nx, plan.tile_ny));
+            }
+        if (gx > 0 && push_piece(l, m, "<|img_thumbnail|>", err)) return -1;
+        push_positions(l, slot, vision_positions_of(v, plan.last_nx, plan.last_ny));
+        return push_text(l, m, "<|image_end|>", err);
     }
-    return errorf(err, WICK_ERR_UNSUPPORTED, "no prompt layout for projector %s", projector_name(v->projector));
+    return errorf(err, WICK_ERR_UNSUPPORTED, "no prompt layout for projector %s", vision_projector_name(v->projector));
 }
 
 static int check_pair(const vision_model *v, const wick_model *m, errmsg *err) {
@@ -229,9 +239,14 @@ wick_status wick_vision_encode(const wick_vision *w, wick_ctx *c, const uint8_t 
     if (check_pair(v, c->model, &err)) return api_status(&err);
     vision_batch b = {0};
     if (vision_prepare(v, rgb, width, height, &b, &err)) return api_status(&err);
-    int32_t per = vision_positions(v), dim = v->n_embd_text;
-    size_t in_floats = (size_t)3 * (size_t)v->image_size * (size_t)v->image_size;
-    float *rows = malloc((size_t)b.n * (size_t)per * (size_t)dim * sizeof(float));
+    int32_t dim = v->n_embd_text;
+    size_t total = 0; /* the positions of every image (each image's own: lfm2's differ) */
+    for (int32_t i = 0; i < b.n; i++) total += (size_t)vision_positions_of(v, b.nx[i], b.ny[i]);
+    if (total > WICK_IMAGE_MAX_POSITIONS) {
+        vision_batch_free(&b);
+        return api_fail(WICK_ERR_UNSUPPORTED, "a picture of %zu positions (at most %d are taken)", total, WICK_IMAGE_MAX_POSITIONS);
+    }
+    float *rows = malloc(total * (size_t)dim * sizeof(float));
     if (!rows) {
         vision_batch_free(&b);
         return api_fail(WICK_ERR_NOMEM, "out of memory for the embeddings of %d images", b.n);
@@ -239,7 +254,11 @@ wick_status wick_vision_encode(const wick_vision *w, wick_ctx *c, const uint8_t 
     /* the encoder's context runs on this context's threads (no second pool) */
     ctx_lend_pool(c->pool);
     int rc = 0;
-    for (int32_t i = 0; i < b.n && !rc; i++) rc = vision_encode(v, b.pixels + (size_t)i * in_floats, pool_size(c->pool), rows + (size_t)i * per * dim, &err);
+    size_t at = 0;
+    for (int32_t i = 0; i < b.n && !rc; i++) {
+        rc = vision_encode(v, b.pixels + vision_batch_offset(&b, i), b.nx[i], b.ny[i], pool_size(c->pool), rows + at * dim, &err);
+        at += (size_t)vision_positions_of(v, b.nx[i], b.ny[i]);
+    }
     ctx_lend_pool(NULL);
     if (rc) {
         vision_batch_free(&b);
@@ -248,7 +267,7 @@ wick_status wick_vision_encode(const wick_vision *w, wick_ctx *c, const uint8_t 
     }
     int32_t flags = 0;
     if (v->projector == PROJECTOR_GEMMA3) flags |= WICK_IMAGE_NONCAUSAL;
-    wick_status s = wick_ctx_set_image(c, slot, rows, b.n * per, flags);
+    wick_status s = wick_ctx_set_image(c, slot, rows, (int32_t)total, flags);
     vision_batch_free(&b);
     free(rows);
     return s;

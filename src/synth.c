@@ -707,9 +707,9 @@ static int synth_write_bert(const synth_shape *sh, const synth_quant *q, const c
 
 /* ---- mmproj files (vision) --------------------------------------------------------------------- */
 
-/* `wick synth --mmproj idefics3|gemma3`: an mmproj of a tiny shape with clip.cpp's keys and tensor
- * names: 64 × 64 images, 2 layers of width 64 with 4 heads and an MLP of 128, to a text width of
- * 96, 16 positions out.
+/* `wick synth --mmproj idefics3|gemma3|lfm2`: an mmproj of a tiny shape with clip.cpp's keys and tensor
+ * names: 2 layers of width 64 with 4 heads and an MLP of 128, to a text width of 96; idefics3's and
+ * gemma3's images 64 × 64, 16 positions out.
  *  - idefics3 (SmolVLM, conversion/smolvlm.py's layout): 8 × 8 patches, a pixel shuffle of 2 and
  *    mm.model.fc. preproc_image_size 128 (SmolVLM's longest_edge, at the same ratio of 2 tiles per
  *    side as its 1024 to 512 tiles) makes llama.cpp resize a picture in three steps and cut 2 × 2
@@ -720,6 +720,13 @@ static int synth_write_bert(const synth_shape *sh, const synth_quant *q, const c
  *    mm.soft_emb_norm (about 1, as its converter's +1 leaves it) and mm.input_projection stored
  *    [64 rows of 96]. As its converter forces them: the patch kernel and position table F32, the
  *    input projection F16 (F32 for --type f32).
+ *  - lfm2 (LFM2-VL, conversion/lfm2.py's layout): 16 × 16 patches as LFM2-VL's, image_size 256 as
+ *    its converter writes it (a position table of 16 × 16, which llama.cpp resizes to each image's
+ *    grid), scale factor 2, mm.input_norm and the MLP mm.1 (256 → MMPROJ_LFM2_MM) and mm.2 (→ 96).
+ *    llama.cpp fixes lfm2's budget (64 to 256 positions, so a picture becomes an image of 256² to
+ *    512² pixels) and its tiles (512²: 1024 patches, 256 positions each, for a picture above about
+ *    724² pixels): both as a real file's, and small enough at this width. The patch kernel F16
+ *    (F32 for --type f32), as idefics3's.
  * Every step counts as in the text families: the patch kernel gives the patches about unit size,
  * position embeddings of 0.5 are added, attention scores have a standard deviation of SCORE_STD,
  * the LayerNorms' weights are about 1 and every bias is 0.2; image_mean and image_std differ per
@@ -732,37 +739,39 @@ static int synth_write_bert(const synth_shape *sh, const synth_quant *q, const c
 #define MMPROJ_LAYERS 2
 #define MMPROJ_TEXT 96
 #define MMPROJ_BIAS_STD 0.2f
+#define MMPROJ_LFM2_MM 192 /* lfm2's projector MLP width: neither its input (256) nor its output (96) */
 
-/* what differs per projector: the patch side, the merge (shuffle or pooling) and whether the file says it, the longest side */
+/* what differs per projector: the image side, the patch side, the merge (shuffle or pooling) and whether the file says it, the longest side */
 typedef struct {
     const char *name;
-    int patch, merge;
+    int image, patch, merge;
     bool merge_key;
     int longest;
 } mmproj_shape;
 
 static const mmproj_shape mmproj_shapes[] = {
-    {"idefics3", 8, 2, true, 128},
-    {"gemma3", 4, 4, false, 0},
+    {"idefics3", MMPROJ_IMAGE, 8, 2, true, 128},
+    {"gemma3", MMPROJ_IMAGE, 4, 4, false, 0},
+    {"lfm2", 256, 16, 2, true, 0},
 };
 
 int synth_write_mmproj(const char *projector, const char *type, const char *out_path, unsigned long long seed, errmsg *err) {
     const mmproj_shape *sh = NULL;
     for (size_t i = 0; projector && i < sizeof mmproj_shapes / sizeof mmproj_shapes[0]; i++)
         if (!strcmp(projector, mmproj_shapes[i].name)) sh = &mmproj_shapes[i];
-    if (!sh) return errorf(err, WICK_ERR_INVALID_ARG, "--mmproj '%s' is not supported (supported: idefics3, gemma3)", projector ? projector : "");
-    const bool gemma3 = !strcmp(sh->name, "gemma3");
+    if (!sh) return errorf(err, WICK_ERR_INVALID_ARG, "--mmproj '%s' is not supported (supported: idefics3, gemma3, lfm2)", projector ? projector : "");
+    const bool gemma3 = !strcmp(sh->name, "gemma3"), lfm2 = !strcmp(sh->name, "lfm2");
     uint32_t mtype, ftype;
     if (!strcmp(type, "f32")) mtype = WICK_TYPE_F32, ftype = FTYPE_F32;
     else if (!strcmp(type, "f16")) mtype = WICK_TYPE_F16, ftype = FTYPE_F16;
     else if (!strcmp(type, "q8_0")) mtype = WICK_TYPE_Q8_0, ftype = FTYPE_Q8_0;
     else return errorf(err, WICK_ERR_INVALID_ARG, "--type '%s' for an mmproj: f32, f16 or q8_0", type);
-    const int dim = MMPROJ_DIM, ff = MMPROJ_FF, P = sh->patch, n_patches = (MMPROJ_IMAGE / P) * (MMPROJ_IMAGE / P);
+    const int dim = MMPROJ_DIM, ff = MMPROJ_FF, P = sh->patch, n_patches = (sh->image / P) * (sh->image / P);
     const int merged = dim * sh->merge * sh->merge;
     const uint32_t float_type = mtype == WICK_TYPE_F32 ? WICK_TYPE_F32 : WICK_TYPE_F16;
     const float qk_std = sqrtf(SCORE_STD) / (sqrtf((float)dim) * 1.0408f); /* as the bert encoder's: inputs LayerNormed */
     int n_t = 0;
-    synth_tensor *ts = calloc(8 + 16 * MMPROJ_LAYERS, sizeof *ts), *t;
+    synth_tensor *ts = calloc(12 + 16 * MMPROJ_LAYERS, sizeof *ts), *t;
     if (!ts) return errorf(err, WICK_ERR_NOMEM, "out of memory");
 #define TENSOR(type_, std_, ne0_, ne1_, ...) \
     (t = &ts[n_t++], t->type = (type_), t->std = (std_), t->ne0 = (ne0_), t->ne1 = (ne1_), snprintf(t->name, sizeof t->name, __VA_ARGS__))
@@ -792,6 +801,13 @@ int synth_write_mmproj(const char *projector, const char *type, const char *out_
     if (gemma3) {
         NORM(dim, "mm.soft_emb_norm.weight");
         TENSOR(float_type, 1.0f / sqrtf((float)dim), MMPROJ_TEXT, dim, "mm.input_projection.weight");
+    } else if (lfm2) {
+        NORM(merged, "mm.input_norm.weight");
+        BIAS(merged, "mm.input_norm.bias");
+        TENSOR(mtype, 1.0f / sqrtf((float)merged), merged, MMPROJ_LFM2_MM, "mm.1.weight");
+        BIAS(MMPROJ_LFM2_MM, "mm.1.bias");
+        TENSOR(mtype, 1.0f / sqrtf((float)MMPROJ_LFM2_MM), MMPROJ_LFM2_MM, MMPROJ_TEXT, "mm.2.weight");
+        BIAS(MMPROJ_TEXT, "mm.2.bias");
     } else {
         TENSOR(mtype, 1.0f / sqrtf((float)merged), merged, MMPROJ_TEXT, "mm.model.fc.weight");
     }
@@ -808,7 +824,7 @@ int synth_write_mmproj(const char *projector, const char *type, const char *out_
     kv_bool(&mb, NULL, "clip.has_vision_encoder", true);
     kv_str(&mb, NULL, "clip.projector_type", projector);
     kv_bool(&mb, NULL, "clip.use_gelu", true);
-    kv_u32(&mb, "clip.vision", "image_size", MMPROJ_IMAGE);
+    kv_u32(&mb, "clip.vision", "image_size", (uint32_t)sh->image);
     if (sh->longest) kv_u32(&mb, "clip.vision", "preproc_image_size", (uint32_t)sh->longest);
     kv_u32(&mb, "clip.vision", "patch_size", P);
     kv_u32(&mb, "clip.vision", "embedding_length", dim);

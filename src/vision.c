@@ -1,8 +1,9 @@
 /* vision.c — an image encoder from an mmproj GGUF file, as llama.cpp's tools/mtmd computes it:
  * the file read and checked as clip.cpp's clip_model_loader reads it (keys clip.* and
  * clip.vision.*, tensors v.* and mm.*: clip-impl.h's KEY_ and TN_ names), the SigLIP vision
- * transformer of clip_graph::build_vit, and the projectors of models/siglip.cpp: idefics3 (SmolVLM)
- * and gemma3 (Gemma 3). With x the image's patches (P × P pixels of 3 channels, flattened per patch):
+ * transformer of clip_graph::build_vit, and the projectors of models/siglip.cpp: idefics3 (SmolVLM),
+ * gemma3 (Gemma 3) and lfm2 (LFM2-VL). With x the image's patches (P × P pixels of 3 channels,
+ * flattened per patch):
  *     x = x·W_patchᵀ + b_patch + pos_embd[p]             (the patch convolution as a matrix product)
  *     x = LayerNorm(x) (pre_ln, where the file has one)
  *     for each layer:
@@ -15,9 +16,18 @@
  *     idefics3: y = pixel_shuffle(x, s)·W_fcᵀ  (s = clip.vision.projector.scale_factor)
  *     gemma3:   y = RMSNorm(avg_pool(x, k)) ⊙ w_soft_emb · W_in   (k = the scale factor, 4 where the
  *               file has none; W_in = mm.input_projection, stored [dim][n_embd_text]: used transposed)
+ *     lfm2:     h = LayerNorm(pixel_shuffle(x, s)) (mm.input_norm, eps 1e-5, where the file has it)
+ *               y = GELU(h·W_1ᵀ + b_1)·W_2ᵀ + b_2             (mm.1, mm.2)
+ * lfm2's images have their own sizes (a grid of gx × gy patches, not n_side²): its position table
+ * (n_side², square) is resized to the grid first, as clip_graph::resize_position_embeddings does
+ * with ggml_interpolate (bilinear with antialias: ggml-cpu's upscale, PyTorch's interpolate with
+ * antialias = True): output (x, y) is the triangle-weighted mean of the table's entries within the
+ * filter's support (1, or the shrink factor where the grid is smaller), in float, the weights
+ * normalized by their sum. Where the grid is the table's, the table as it is.
  * The pixel shuffle is clip_graph::build_patch_merge_permute: output position (Y, X) of the
- * (n/s)² grid gathers the s × s block of patches (Y·s + dy, X·s + dx) into one row of dim·s², the
- * patch at (dy, dx) at columns (dy·s + dx)·dim … — dy outer, dx inner, each patch's dim values in order.
+ * (gy/s) × (gx/s) grid gathers the s × s block of patches (Y·s + dy, X·s + dx) into one row of dim·s², the
+ * patch at (dy, dx) at columns (dy·s + dx)·dim … — dy outer, dx inner, each patch's dim values in
+ * order; positions row by row (lfm2's images are made whole blocks, so the padding it allows is never needed).
  * gemma3's pooling is ggml_pool_2d (GGML_OP_POOL_AVG, window and stride k, no padding) over the patch
  * grid: output position (Y, X) of the (n/k)² grid is the mean of the k × k block of patches
  * (Y·k + dy, X·k + dx), summed in float with dy outer and dx inner, then divided by k² (as
@@ -41,6 +51,14 @@
  * overview the original resized to image_size² (bicubic). The tiles come first, the overview last.
  * gemma3 (mtmd_image_preprocessor_fixed_size): one image, the picture resized bilinearly into
  * image_size² with its aspect kept, letterboxed on black (img_tool::resize's PAD_CEIL).
+ * lfm2 (mtmd_image_preprocessor_lfm2, from transformers' Lfm2VlImageProcessorFast): the token budget
+ * is clip.cpp's, 64 to 256 positions, as pixels (· (P·s)²); the picture's smart size
+ * (img_tool::calc_size_preserved_ratio: each side rounded to whole blocks of P·s, then scaled into
+ * the budget, floored to blocks when above it, ceiled when below) is its one image, resized to it
+ * bilinearly (no padding); unless the picture rounded to whole blocks holds more than twice the
+ * budget's pixels: then it is tiled, LFM2_TILE² per tile, the grid of 2 to 10 tiles whose aspect
+ * is nearest the picture's (find_closest_aspect_ratio), resized bilinearly to the whole grid with
+ * PAD_CEIL, the tiles row by row, then the thumbnail (the smart size) last.
  * Each resize is Pillow's separable resampling (libImaging/Resample.c, as img_tool::resize_pillow
  * follows it). */
 #include "vision.h"
@@ -58,6 +76,24 @@
 #include <string.h>
 
 /* ---- loading ---------------------------------------------------------------------------------- */
+
+/* lfm2's token budget per image: clip.cpp's set_limit_image_tokens(64, 256) for PROJECTOR_TYPE_LFM2
+ * (LFM2.5-VL's processor_config.json), whatever the file says; and mtmd_image_preprocessor_lfm2's
+ * tiling constants: 2 to 10 tiles, and tiles only for a picture of more than twice the budget */
+#define LFM2_MIN_TOKENS 64
+#define LFM2_MAX_TOKENS 256
+#define LFM2_MAX_PIXELS_TOLERANCE 2.0
+/* mm.input_norm's eps: clip.cpp's ggml_norm(…, 1e-5) (torch's nn.LayerNorm default) */
+#define LFM2_INPUT_NORM_EPS 1e-5f
+
+const char *vision_projector_name(vision_projector p) {
+    switch (p) {
+    case PROJECTOR_IDEFICS3: return "idefics3";
+    case PROJECTOR_GEMMA3: return "gemma3";
+    case PROJECTOR_LFM2: return "lfm2";
+    }
+    return "?";
+}
 
 /* An unsigned key in lo … hi; optional: absent leaves *out as it is */
 static int key_int(const gguf_file *g, const char *key, int64_t lo, int64_t hi, bool optional, int32_t *out, errmsg *err) {
@@ -98,10 +134,12 @@ static int read_config(vision_model *v, errmsg *err) {
         return errorf(err, WICK_ERR_FORMAT, "mmproj: key clip.projector_type is missing");
     if (gguf_str_eq(s, "idefics3")) v->projector = PROJECTOR_IDEFICS3;
     else if (gguf_str_eq(s, "gemma3")) v->projector = PROJECTOR_GEMMA3;
+    else if (gguf_str_eq(s, "lfm2")) v->projector = PROJECTOR_LFM2;
     else
-        return errorf(err, WICK_ERR_UNSUPPORTED, "mmproj: projector '%.*s' is not supported (supported: idefics3, gemma3)",
+        return errorf(err, WICK_ERR_UNSUPPORTED, "mmproj: projector '%.*s' is not supported (supported: idefics3, gemma3, lfm2)",
                       (int)(s.len < 64 ? s.len : 64), s.ptr);
-    const bool idefics3 = v->projector == PROJECTOR_IDEFICS3;
+    const bool idefics3 = v->projector == PROJECTOR_IDEFICS3, lfm2 = v->projector == PROJECTOR_LFM2;
+    const bool shuffles = idefics3 || lfm2; /* a pixel (un)shuffle whose factor the file must give */
     /* gemma3: clip.cpp's default pooling window of 4 (every Gemma 3 size), the key only in test models */
     v->n_merge = idefics3 ? 0 : 4;
     bool gelu = false, silu = false;
@@ -120,7 +158,7 @@ static int read_config(vision_model *v, errmsg *err) {
         key_int(g, "clip.vision.projection_dim", 1, 1 << 20, false, &proj_dim, err) ||
         key_int(g, "clip.vision.image_size", 1, 8192, false, &v->image_size, err) ||
         key_int(g, "clip.vision.patch_size", 1, 1024, false, &v->patch_size, err) ||
-        key_int(g, "clip.vision.projector.scale_factor", idefics3 ? 2 : 1, 64, !idefics3, &v->n_merge, err) ||
+        key_int(g, "clip.vision.projector.scale_factor", shuffles ? 2 : 1, 64, !shuffles, &v->n_merge, err) ||
         (idefics3 && key_int(g, "clip.vision.preproc_image_size", 1, 8192, true, &v->longest_edge, err)))
         return -1;
     double eps;
@@ -142,9 +180,26 @@ static int read_config(vision_model *v, errmsg *err) {
     v->n_patches = v->n_side * v->n_side;
     if (v->n_side % v->n_merge)
         return errorf(err, WICK_ERR_UNSUPPORTED, "mmproj: %d patches per side do not divide by the %s %d", v->n_side,
-                      idefics3 ? "scale factor" : "pooling window", v->n_merge);
+                      shuffles ? "scale factor" : "pooling window", v->n_merge);
     if (v->n_patches > 1 << 16) return errorf(err, WICK_ERR_UNSUPPORTED, "mmproj: %d patches per image are too many", v->n_patches);
     v->n_out = v->n_patches / (v->n_merge * v->n_merge);
+    v->max_patches = v->n_patches;
+    if (lfm2) {
+        /* the budget (clip.cpp: set_limit_image_tokens(64, 256) for LFM2) in pixels of (P·s)² per position */
+        const int64_t block = (int64_t)v->patch_size * v->n_merge, area = block * block;
+        if (LFM2_TILE % block)
+            return errorf(err, WICK_ERR_UNSUPPORTED, "mmproj: lfm2's tiles of %d pixels do not divide into blocks of %lld (patch %d × scale %d)",
+                          LFM2_TILE, (long long)block, v->patch_size, v->n_merge);
+        if (LFM2_MAX_TOKENS * area > 1 << 28)
+            return errorf(err, WICK_ERR_UNSUPPORTED, "mmproj: blocks of %lld pixels make lfm2's token budget too large", (long long)block);
+        v->min_pixels = (int32_t)(LFM2_MIN_TOKENS * area);
+        v->max_pixels = (int32_t)(LFM2_MAX_TOKENS * area);
+        /* one image's patches: a tile's, or the thumbnail's (up to the budget, more for a picture
+         * far from square, whose short side stays one block: 4 times the budget is taken) */
+        int64_t tile = (int64_t)(LFM2_TILE / v->patch_size) * (LFM2_TILE / v->patch_size), most = 4LL * v->max_pixels / ((int64_t)v->patch_size * v->patch_size);
+        v->max_patches = (int32_t)(tile > most ? tile : most);
+        if (v->max_patches > 1 << 16) return errorf(err, WICK_ERR_UNSUPPORTED, "mmproj: lfm2 images of %d patches are too many", v->max_patches);
+    }
 
     /* the tower as an encoder's config (context.c sizes the context by it) */
     model_config *mc = &v->tower.config;
@@ -157,15 +212,15 @@ static int read_config(vision_model *v, errmsg *err) {
     /* hidden_dim sizes the context's scratch rows: the widest input of any product here (the MLP,
      * a flattened patch, a pixel-shuffled row) */
     int64_t widest = v->n_ff, patch_cols = 3LL * v->patch_size * v->patch_size;
-    int64_t merged = idefics3 ? (int64_t)dim * v->n_merge * v->n_merge : dim;
+    int64_t merged = shuffles ? (int64_t)dim * v->n_merge * v->n_merge : dim;
     if (patch_cols > widest) widest = patch_cols;
     if (merged > widest) widest = merged;
     /* the context's scratch holds n_patches rows of the widest: kept under 2^28 floats (1 GiB), so
      * that no size of it wraps around wasm32's 32-bit size_t */
-    if (widest * v->n_patches > 1 << 28)
-        return errorf(err, WICK_ERR_UNSUPPORTED, "mmproj: %d patches of rows of %lld values are too large", v->n_patches, (long long)widest);
+    if (widest * v->max_patches > 1 << 28)
+        return errorf(err, WICK_ERR_UNSUPPORTED, "mmproj: %d patches of rows of %lld values are too large", v->max_patches, (long long)widest);
     mc->hidden_dim = (int32_t)widest;
-    mc->n_ctx_train = v->n_patches;
+    mc->n_ctx_train = v->max_patches;
     mc->rms_eps = (float)eps;
     mc->attn_scale = 1.0f / sqrtf((float)mc->head_dim); /* clip_graph's kq_scale */
     mc->encoder = mc->layernorm = true;
@@ -217,8 +272,7 @@ static int refuse_unknown(vision_model *v, errmsg *err) {
                                         "v.blk.0.attn_post_norm.weight", "v.blk.0.ffn_post_norm.weight"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (model_find_tensor(&v->tower, names[i]))
-            return errorf(err, WICK_ERR_UNSUPPORTED, "mmproj: tensor %s is not supported for %s", names[i],
-                          v->projector == PROJECTOR_IDEFICS3 ? "idefics3" : "gemma3");
+            return errorf(err, WICK_ERR_UNSUPPORTED, "mmproj: tensor %s is not supported for %s", names[i], vision_projector_name(v->projector));
     return 0;
 }
 
@@ -259,6 +313,36 @@ static int bind_gemma3(vision_model *v, errmsg *err) {
     w->cols = dim;
     w->row_bytes = quant_row_size(t->type, dim);
     return check_weight(w, name, err);
+}
+
+/* lfm2: the optional LayerNorm over the unshuffled rows (mm.input_norm, weight and bias), the MLP
+ * mm.1 (dim·s² → n_mm) and mm.2 (n_mm → n_embd_text) with their biases, as clip.cpp loads them */
+static int bind_lfm2(vision_model *v, errmsg *err) {
+    struct wick_model *m = &v->tower;
+    const int64_t merged = (int64_t)m->config.dim * v->n_merge * v->n_merge;
+    const gguf_tensor *t1 = model_find_tensor(m, "mm.1.weight"), *t2 = model_find_tensor(m, "mm.2.weight");
+    if (!t1) return errorf(err, WICK_ERR_FORMAT, "tensor mm.1.weight is missing");
+    if (!t2) return errorf(err, WICK_ERR_FORMAT, "tensor mm.2.weight is missing");
+    if (t1->ne[1] < 1 || t1->ne[1] > 1 << 18)
+        return errorf(err, WICK_ERR_FORMAT, "tensor mm.1.weight: %llu output rows", (unsigned long long)t1->ne[1]);
+    if (t2->ne[1] < 1 || t2->ne[1] > 1 << 20)
+        return errorf(err, WICK_ERR_FORMAT, "tensor mm.2.weight: %llu output rows", (unsigned long long)t2->ne[1]);
+    const int64_t n_mm = (int64_t)t1->ne[1];
+    v->n_embd_text = (int32_t)t2->ne[1];
+    if (model_bind_floats(m, "mm.input_norm.weight", merged, 1, true, &v->input_norm_w, err) ||
+        model_bind_floats(m, "mm.input_norm.bias", merged, 1, true, &v->input_norm_b, err) ||
+        bind_matrix(v, "mm.1.weight", n_mm, merged, &v->mm_1, err) || model_bind_floats(m, "mm.1.bias", n_mm, 1, false, &v->mm_1_b, err) ||
+        bind_matrix(v, "mm.2.weight", v->n_embd_text, n_mm, &v->mm_2, err) ||
+        model_bind_floats(m, "mm.2.bias", v->n_embd_text, 1, false, &v->mm_2_b, err))
+        return -1;
+    /* the MLP's hidden rows are an input of a product too: the context's scratch rows hold them */
+    model_config *mc = &m->config;
+    if (n_mm > mc->hidden_dim) {
+        if (n_mm * v->max_patches > 1 << 28)
+            return errorf(err, WICK_ERR_UNSUPPORTED, "mmproj: %d patches of rows of %lld values are too large", v->max_patches, (long long)n_mm);
+        mc->hidden_dim = (int32_t)n_mm;
+    }
+    return 0;
 }
 
 static int bind_weights(vision_model *v, errmsg *err) {
@@ -313,6 +397,7 @@ static int bind_weights(vision_model *v, errmsg *err) {
             return -1;
     }
     if (v->projector == PROJECTOR_GEMMA3) return bind_gemma3(v, err);
+    if (v->projector == PROJECTOR_LFM2) return bind_lfm2(v, err);
     /* idefics3: one linear map from the shuffled rows to the text model's width (mm.model.fc, no bias) */
     const gguf_tensor *fc = model_find_tensor(m, "mm.model.fc.weight");
     if (!fc) return errorf(err, WICK_ERR_FORMAT, "tensor mm.model.fc.weight is missing");
@@ -499,15 +584,14 @@ static int resize_padded(const uint8_t *src, int w, int h, int tw, int th, resam
     return 0;
 }
 
-/* The S × S square of img (iw pixels wide) at (x0, y0) as the encoder's input (clip_image_f32's
- * from_u8, then normalize): (value / 255 − mean) / std per channel, in planes [3][S][S] */
-static void normalize_square(const vision_model *v, const uint8_t *img, int iw, int x0, int y0, float *out) {
-    const int S = v->image_size;
+/* The nx × ny rectangle of img (iw pixels wide) at (x0, y0) as the encoder's input (clip_image_f32's
+ * from_u8, then normalize): (value / 255 − mean) / std per channel, in planes [3][ny][nx] */
+static void normalize_rect(const vision_model *v, const uint8_t *img, int iw, int x0, int y0, int nx, int ny, float *out) {
     for (int c = 0; c < 3; c++)
-        for (int y = 0; y < S; y++) {
+        for (int y = 0; y < ny; y++) {
             const uint8_t *row = img + ((size_t)(y0 + y) * iw + x0) * 3 + c;
-            float *o = out + ((size_t)c * S + y) * S;
-            for (int x = 0; x < S; x++) o[x] = ((float)row[(size_t)x * 3] / 255.0f - v->mean[c]) / v->std[c];
+            float *o = out + ((size_t)c * ny + y) * nx;
+            for (int x = 0; x < nx; x++) o[x] = ((float)row[(size_t)x * 3] / 255.0f - v->mean[c]) / v->std[c];
         }
 }
 
@@ -534,12 +618,76 @@ static int idefics3_aligned(int side, int S) {
     return n > S ? n : S;
 }
 
-int vision_grid(const vision_model *v, int32_t width, int32_t height, int32_t *grid_x, int32_t *grid_y, errmsg *err) {
-    *grid_x = *grid_y = 0;
+/* lfm2: img_tool::calc_size_preserved_ratio with the budget (min_pixels … max_pixels), aligned to
+ * blocks of f = P·s, in float as llama.cpp computes it: each side rounded to whole blocks (at least
+ * one); above the budget both scaled down by β = √(w·h / max) and floored to blocks (at least one),
+ * below it scaled up by β = √(min / (w·h)) and ceiled to blocks */
+static void lfm2_smart_size(const vision_model *v, int w, int h, int *ow, int *oh) {
+    const int f = v->patch_size * v->n_merge;
+    const float ff = (float)f;
+    int wb = (int)roundf((float)w / ff) * f, hb = (int)roundf((float)h / ff) * f;
+    if (wb < f) wb = f;
+    if (hb < f) hb = f;
+    if ((int64_t)hb * wb > v->max_pixels) {
+        const float beta = sqrtf((float)h * (float)w / (float)v->max_pixels);
+        hb = (int)floorf((float)h / beta / ff) * f;
+        wb = (int)floorf((float)w / beta / ff) * f;
+        if (hb < f) hb = f;
+        if (wb < f) wb = f;
+    } else if ((int64_t)hb * wb < v->min_pixels) {
+        const float beta = sqrtf((float)v->min_pixels / ((float)h * (float)w));
+        hb = (int)ceilf((float)h * beta / ff) * f;
+        wb = (int)ceilf((float)w * beta / ff) * f;
+    }
+    *ow = wb;
+    *oh = hb;
+}
+
+/* lfm2: whether the picture is tiled (mtmd_image_preprocessor_lfm2::should_tile): its sides rounded
+ * to whole blocks (in double, halves to even, at least one patch) hold more than twice the budget */
+static bool lfm2_should_tile(const vision_model *v, int w, int h) {
+    const int f = v->patch_size * v->n_merge;
+    int hb = (int)nearbyint((double)(float)h / f) * f, wb = (int)nearbyint((double)(float)w / f) * f;
+    if (hb < v->patch_size) hb = v->patch_size;
+    if (wb < v->patch_size) wb = v->patch_size;
+    return (double)hb * (double)wb > (double)v->max_pixels * LFM2_MAX_PIXELS_TOLERANCE;
+}
+
+/* lfm2's candidate grids (width, height): every grid of 2 to 10 tiles, in the order
+ * mtmd_image_preprocessor_lfm2::get_target_ratios leaves them, which find_closest_aspect_ratio's
+ * ties depend on. It sorts them by tile count with std::sort, which is not stable: this is the order
+ * libstdc++'s sort gives (printed by a program that builds the list the same way, g++ 12). */
+static const int8_t lfm2_grids[][2] = {{2, 1}, {1, 2}, {1, 3}, {3, 1}, {2, 2}, {4, 1}, {1, 4}, {1, 5}, {5, 1},
+                                        {3, 2}, {2, 3}, {1, 6}, {6, 1}, {1, 7}, {7, 1}, {2, 4}, {4, 2}, {1, 8},
+                                        {8, 1}, {3, 3}, {1, 9}, {9, 1}, {10, 1}, {1, 10}, {5, 2}, {2, 5}};
+
+/* lfm2: the grid whose aspect is nearest the picture's (in float); on a tie the later candidate wins
+ * where the picture's area is more than half the grid's pixels */
+static void lfm2_grid(int w, int h, int *gx, int *gy) {
+    const float aspect = (float)w / (float)h, area = (float)(w * h);
+    float best_diff = 3.402823466e38f; /* FLT_MAX: every candidate is nearer */
+    int bx = 1, by = 1;
+    for (size_t i = 0; i < sizeof lfm2_grids / sizeof lfm2_grids[0]; i++) {
+        const int rx = lfm2_grids[i][0], ry = lfm2_grids[i][1];
+        const float diff = fabsf(aspect - (float)rx / (float)ry);
+        if (diff < best_diff) {
+            best_diff = diff;
+            bx = rx, by = ry;
+        } else if (diff == best_diff && area > 0.5f * (float)(LFM2_TILE * LFM2_TILE * rx * ry)) {
+            bx = rx, by = ry;
+        }
+    }
+    *gx = bx;
+    *gy = by;
+}
+
+int vision_plan_picture(const vision_model *v, int32_t width, int32_t height, vision_plan *plan, errmsg *err) {
+    memset(plan, 0, sizeof *plan);
     if (width < 1 || height < 1 || width > VISION_MAX_SIDE || height > VISION_MAX_SIDE)
         return errorf(err, WICK_ERR_INVALID_ARG, "image: %d × %d pixels (sides of 1 to %d are taken)", width, height, VISION_MAX_SIDE);
     const int S = v->image_size;
-    int rw, rh;
+    int rw = 0, rh = 0, tile = S, gx = 0, gy = 0;
+    plan->last_nx = plan->last_ny = S;
     switch (v->projector) {
     case PROJECTOR_IDEFICS3:
         if (v->longest_edge > 0) {
@@ -551,22 +699,51 @@ int vision_grid(const vision_model *v, int32_t width, int32_t height, int32_t *g
             rw = idefics3_aligned(width, S);
             rh = idefics3_aligned(height, S);
         }
+        gx = (rw + S - 1) / S, gy = (rh + S - 1) / S;
         break;
-    default:
-        return 0; /* one image of S × S */
+    case PROJECTOR_LFM2: {
+        int ow, oh;
+        lfm2_smart_size(v, width, height, &ow, &oh);
+        /* a picture far from square can make a long thin image: within the sides and patches taken */
+        const int64_t patches = ((int64_t)ow / v->patch_size) * (oh / v->patch_size);
+        if (ow > VISION_MAX_SIDE || oh > VISION_MAX_SIDE || patches > v->max_patches)
+            return errorf(err, WICK_ERR_INVALID_ARG, "image: %d × %d pixels make an image of %d × %d, more than an image may be (%d patches)",
+                          width, height, ow, oh, v->max_patches);
+        plan->last_nx = ow, plan->last_ny = oh;
+        tile = LFM2_TILE;
+        if (lfm2_should_tile(v, width, height)) lfm2_grid(width, height, &gx, &gy);
+        break;
     }
-    const int gx = (rw + S - 1) / S, gy = (rh + S - 1) / S;
-    /* the tiles and the overview, each 3·S² floats: within the batch's limit (so that no size below wraps 32 bits) */
-    if (((int64_t)gx * gy + 1) * 3 * S * S > VISION_MAX_BATCH_FLOATS)
+    case PROJECTOR_GEMMA3: break; /* one image of S × S */
+    }
+    /* the tiles and the last image: within the batch's limit (so that no size below wraps 32 bits) */
+    const int64_t floats = ((int64_t)gx * gy * tile * tile + (int64_t)plan->last_nx * plan->last_ny) * 3;
+    if (floats > VISION_MAX_BATCH_FLOATS)
         return errorf(err, WICK_ERR_INVALID_ARG, "image: %d × %d pixels make %d × %d tiles of %d², more than a batch holds", width, height,
-                      gx, gy, S);
-    *grid_x = gx;
-    *grid_y = gy;
+                      gx, gy, tile);
+    plan->grid_x = gx;
+    plan->grid_y = gy;
+    plan->n = gx * gy + 1;
+    if (gx) plan->tile_nx = plan->tile_ny = tile;
     return 0;
+}
+
+int32_t vision_positions_of(const vision_model *v, int32_t nx, int32_t ny) {
+    if (v->projector != PROJECTOR_LFM2) return v->n_out;
+    const int32_t block = v->patch_size * v->n_merge;
+    return ((nx + block - 1) / block) * ((ny + block - 1) / block);
+}
+
+size_t vision_batch_offset(const vision_batch *b, int32_t i) {
+    size_t at = 0;
+    for (int32_t k = 0; k < i; k++) at += (size_t)3 * (size_t)b->nx[k] * (size_t)b->ny[k];
+    return at;
 }
 
 void vision_batch_free(vision_batch *b) {
     free(b->pixels);
+    free(b->nx);
+    free(b->ny);
     memset(b, 0, sizeof *b);
 }
 
@@ -595,11 +772,31 @@ static int prepare_idefics3(const vision_model *v, const uint8_t *rgb, int32_t w
     if (!rc) {
         const size_t image = (size_t)3 * S * S;
         for (int ty = 0; ty < gy; ty++)
-            for (int tx = 0; tx < gx; tx++) normalize_square(v, refined, rw, tx * S, ty * S, b->pixels + (size_t)(ty * gx + tx) * image);
-        normalize_square(v, overview, S, 0, 0, b->pixels + (size_t)(b->n - 1) * image);
+            for (int tx = 0; tx < gx; tx++) normalize_rect(v, refined, rw, tx * S, ty * S, S, S, b->pixels + (size_t)(ty * gx + tx) * image);
+        normalize_rect(v, overview, S, 0, 0, S, S, b->pixels + (size_t)(b->n - 1) * image);
     }
     free(refined);
     free(overview);
+    return rc;
+}
+
+/* lfm2 (mtmd_image_preprocessor_lfm2): untiled, the one image at the smart size (bilinear, no
+ * padding); tiled, the picture resized to the whole grid (bilinear, PAD_CEIL), its tiles row by row,
+ * then the thumbnail at the smart size (mtmd.cpp puts it last: ov_img_first is false) */
+static int prepare_lfm2(const vision_model *v, const uint8_t *rgb, int32_t width, int32_t height, vision_batch *b, errmsg *err) {
+    const int T = LFM2_TILE, gx = b->grid_x, gy = b->grid_y, ow = b->nx[b->n - 1], oh = b->ny[b->n - 1];
+    uint8_t *refined = NULL, *thumb = NULL;
+    int rc = 0;
+    if (gx) {
+        rc = resize_padded(rgb, width, height, gx * T, gy * T, RESAMPLE_BILINEAR, &refined, err);
+        for (int ty = 0; !rc && ty < gy; ty++)
+            for (int tx = 0; tx < gx; tx++)
+                normalize_rect(v, refined, gx * T, tx * T, ty * T, T, T, b->pixels + (size_t)(ty * gx + tx) * 3 * T * T);
+    }
+    if (!rc) rc = resize_rgb(rgb, width, height, ow, oh, RESAMPLE_BILINEAR, &thumb, err);
+    if (!rc) normalize_rect(v, thumb, ow, 0, 0, ow, oh, b->pixels + vision_batch_offset(b, b->n - 1));
+    free(refined);
+    free(thumb);
     return rc;
 }
 
@@ -608,19 +805,37 @@ int vision_prepare(const vision_model *v, const uint8_t *rgb, int32_t width, int
     if (!v->tower.has_weights) return errorf(err, WICK_ERR_INVALID_ARG, "vision: no mmproj loaded");
     if (!rgb) return errorf(err, WICK_ERR_INVALID_ARG, "image: no pixels");
     vision_batch b = {0};
-    if (vision_grid(v, width, height, &b.grid_x, &b.grid_y, err)) return -1;
-    b.n = b.grid_x ? b.grid_x * b.grid_y + 1 : 1;
+    vision_plan plan;
+    if (vision_plan_picture(v, width, height, &plan, err)) return -1;
+    b.n = plan.n;
+    b.grid_x = plan.grid_x;
+    b.grid_y = plan.grid_y;
+    b.nx = malloc((size_t)b.n * sizeof *b.nx);
+    b.ny = malloc((size_t)b.n * sizeof *b.ny);
+    if (!b.nx || !b.ny) {
+        vision_batch_free(&b);
+        return errorf(err, WICK_ERR_NOMEM, "out of memory for %d images", b.n);
+    }
+    for (int32_t i = 0; i < b.n; i++) {
+        b.nx[i] = i < b.n - 1 ? plan.tile_nx : plan.last_nx;
+        b.ny[i] = i < b.n - 1 ? plan.tile_ny : plan.last_ny;
+    }
     const int S = v->image_size;
-    b.pixels = malloc((size_t)b.n * 3 * S * S * sizeof *b.pixels);
-    if (!b.pixels) return errorf(err, WICK_ERR_NOMEM, "out of memory for %d images of %d²", b.n, S);
+    /* within VISION_MAX_BATCH_FLOATS (vision_plan_picture) */
+    b.pixels = malloc(vision_batch_offset(&b, b.n) * sizeof *b.pixels);
+    if (!b.pixels) {
+        vision_batch_free(&b);
+        return errorf(err, WICK_ERR_NOMEM, "out of memory for %d images", plan.n);
+    }
     int rc = 0;
     switch (v->projector) {
     case PROJECTOR_IDEFICS3: rc = prepare_idefics3(v, rgb, width, height, &b, err); break;
+    case PROJECTOR_LFM2: rc = prepare_lfm2(v, rgb, width, height, &b, err); break;
     case PROJECTOR_GEMMA3: {
         /* mtmd_image_preprocessor_fixed_size with clip.cpp's gemma3 settings: bilinear, PAD_CEIL on black */
         uint8_t *img = NULL;
         rc = resize_padded(rgb, width, height, S, S, RESAMPLE_BILINEAR, &img, err);
-        if (!rc) normalize_square(v, img, S, 0, 0, b.pixels);
+        if (!rc) normalize_rect(v, img, S, 0, 0, S, S, b.pixels);
         free(img);
         break;
     }
@@ -635,31 +850,66 @@ int vision_prepare(const vision_model *v, const uint8_t *rgb, int32_t width, int
 
 /* ---- the encoder ------------------------------------------------------------------------------ */
 
-/* The patches of the image ([3][S][S]) flattened as the kernel's rows are (channel, y, x), one row
- * of 3·P² per patch, patches in rows top to bottom */
-static void flatten_patches(const vision_model *v, const float *pixels, float *rows) {
-    const int P = v->patch_size, S = v->image_size, n = v->n_side;
-    for (int py = 0; py < n; py++)
-        for (int px = 0; px < n; px++) {
-            float *r = rows + ((size_t)py * n + px) * 3 * P * P;
+/* The patches of the image ([3][ny][nx], gx × gy patches) flattened as the kernel's rows are
+ * (channel, y, x), one row of 3·P² per patch, patches in rows top to bottom */
+static void flatten_patches(const vision_model *v, const float *pixels, int nx, int ny, float *rows) {
+    const int P = v->patch_size, gx = nx / P, gy = ny / P;
+    for (int py = 0; py < gy; py++)
+        for (int px = 0; px < gx; px++) {
+            float *r = rows + ((size_t)py * gx + px) * 3 * P * P;
             for (int c = 0; c < 3; c++)
                 for (int ky = 0; ky < P; ky++)
-                    memcpy(r + ((size_t)c * P + ky) * P, pixels + ((size_t)c * S + (size_t)py * P + ky) * S + (size_t)px * P,
+                    memcpy(r + ((size_t)c * P + ky) * P, pixels + ((size_t)c * ny + (size_t)py * P + ky) * nx + (size_t)px * P,
                            (size_t)P * sizeof(float));
         }
 }
 
-/* idefics3's pixel shuffle (see the top): x [n_side²][dim] → out [(n_side/s)²][dim·s²] */
-static void pixel_shuffle(const float *x, int n_side, int dim, int s, float *out) {
-    const int n_out_side = n_side / s;
-    for (int Y = 0; Y < n_out_side; Y++)
-        for (int X = 0; X < n_out_side; X++) {
-            float *row = out + ((size_t)Y * n_out_side + X) * dim * s * s;
+/* the pixel shuffle (see the top): x [gy][gx][dim] → out [(gy/s)·(gx/s)][dim·s²] */
+static void pixel_shuffle(const float *x, int gx, int gy, int dim, int s, float *out) {
+    const int ox = gx / s, oy = gy / s;
+    for (int Y = 0; Y < oy; Y++)
+        for (int X = 0; X < ox; X++) {
+            float *row = out + ((size_t)Y * ox + X) * dim * s * s;
             for (int dy = 0; dy < s; dy++)
                 for (int dx = 0; dx < s; dx++)
-                    memcpy(row + (size_t)(dy * s + dx) * dim, x + ((size_t)(Y * s + dy) * n_side + (size_t)(X * s + dx)) * dim,
+                    memcpy(row + (size_t)(dy * s + dx) * dim, x + ((size_t)(Y * s + dy) * gx + (size_t)(X * s + dx)) * dim,
                            (size_t)dim * sizeof(float));
         }
+}
+
+/* lfm2: the position table (side² rows of dim) resized to gx × gy (see the top), into out [gy][gx][dim]:
+ * ggml-cpu's upscale with GGML_SCALE_FLAG_ANTIALIAS, its sums in the same order (source rows outer,
+ * columns inner, weights ≤ 0 skipped) */
+static void resize_positions(const float *table, int side, int dim, int gx, int gy, float *out) {
+    const float sf0 = (float)gx / (float)side, sf1 = (float)gy / (float)side;
+    const float support0 = fmaxf(1.0f, 1.0f / sf0), invscale0 = 1.0f / support0;
+    const float support1 = fmaxf(1.0f, 1.0f / sf1), invscale1 = 1.0f / support1;
+    for (int i1 = 0; i1 < gy; i1++) {
+        const float y = ((float)i1 + 0.5f) / sf1;
+        int64_t y_min = (int64_t)(y - support1 + 0.5f), y_max = (int64_t)(y + support1 + 0.5f);
+        if (y_min < 0) y_min = 0;
+        if (y_max > side) y_max = side;
+        for (int i0 = 0; i0 < gx; i0++) {
+            const float x = ((float)i0 + 0.5f) / sf0;
+            int64_t x_min = (int64_t)(x - support0 + 0.5f), x_max = (int64_t)(x + support0 + 0.5f);
+            if (x_min < 0) x_min = 0;
+            if (x_max > side) x_max = side;
+            float *o = out + ((size_t)i1 * gx + i0) * dim;
+            for (int d = 0; d < dim; d++) {
+                float val = 0.0f, total = 0.0f;
+                for (int64_t sy = y_min; sy < y_max; sy++) {
+                    const float wy = fmaxf(1.0f - fabsf(((float)sy - y + 0.5f) * invscale1), 0.0f);
+                    for (int64_t sx = x_min; sx < x_max; sx++) {
+                        const float wx = fmaxf(1.0f - fabsf(((float)sx - x + 0.5f) * invscale0), 0.0f), w = wx * wy;
+                        if (w <= 0.0f) continue;
+                        val += table[((size_t)sy * side + (size_t)sx) * dim + d] * w;
+                        total += w;
+                    }
+                }
+                o[d] = total > 0.0f ? val / total : val;
+            }
+        }
+    }
 }
 
 /* gemma3's average pooling (see the top): x [n_side²][dim] → out [(n_side/k)²][dim] */
@@ -677,9 +927,9 @@ static void avg_pool(const float *x, int n_side, int dim, int k, float *out) {
 }
 
 /* the tower's layers over c->x (n patches of dim), its final norm included */
-static void tower_layers(const vision_model *v, struct wick_ctx *c) {
+static void tower_layers(const vision_model *v, struct wick_ctx *c, int n) {
     const model_config *mc = &v->tower.config;
-    const int n = v->n_patches, dim = mc->dim, ff = v->n_ff;
+    const int dim = mc->dim, ff = v->n_ff;
     const float eps = mc->rms_eps;
     act_rows in;
     for (int l = 0; l < mc->n_layers; l++) {
@@ -718,36 +968,80 @@ static void tower_layers(const vision_model *v, struct wick_ctx *c) {
     if (v->post_ln_w) layernorm_rows(c->x, v->post_ln_w, v->post_ln_b, n, dim, eps);
 }
 
-int vision_encode(const vision_model *v, const float *pixels, int32_t n_threads, float *out, errmsg *err) {
+/* lfm2's projector over the tower's output c->x (gx × gy patches) into out: the unshuffled rows
+ * (into c->hb), their LayerNorm where the file has one, then mm.1, GELU, mm.2 */
+static int project_lfm2(const vision_model *v, struct wick_ctx *c, int gx, int gy, float *out, errmsg *err) {
+    const int dim = v->tower.config.dim, s = v->n_merge, merged = dim * s * s, n_out = (gx / s) * (gy / s);
+    const int n_mm = (int)v->mm_1.rows;
+    act_rows in;
+    pixel_shuffle(c->x, gx, gy, dim, s, c->hb);
+    if (v->input_norm_w) layernorm_rows(c->hb, v->input_norm_w, v->input_norm_b, n_out, merged, LFM2_INPUT_NORM_EPS);
+    else if (v->input_norm_b)
+        for (int p = 0; p < n_out; p++) add_rows(c->hb + (size_t)p * merged, v->input_norm_b, (size_t)merged);
+    float *hidden = malloc((size_t)n_out * n_mm * sizeof *hidden);
+    if (!hidden) return errorf(err, WICK_ERR_NOMEM, "out of memory for the projector's %d × %d values", n_out, n_mm);
+    act_init(&in, c, c->hb, n_out, merged);
+    matmul(c, &v->mm_1, &in, hidden, n_mm, v->mm_1_b);
+    for (size_t i = 0; i < (size_t)n_out * n_mm; i++) hidden[i] = gelu_f16(hidden[i]);
+    act_init(&in, c, hidden, n_out, n_mm);
+    matmul(c, &v->mm_2, &in, out, v->n_embd_text, v->mm_2_b);
+    free(hidden);
+    return 0;
+}
+
+int vision_encode(const vision_model *v, const float *pixels, int32_t nx, int32_t ny, int32_t n_threads, float *out, errmsg *err) {
     if (!v->tower.has_weights) return errorf(err, WICK_ERR_INVALID_ARG, "vision: no mmproj loaded");
     if (!pixels || !out) return errorf(err, WICK_ERR_INVALID_ARG, "vision: no image or no output");
-    const int n = v->n_patches, dim = v->tower.config.dim, s = v->n_merge;
+    const int P = v->patch_size, dim = v->tower.config.dim, s = v->n_merge;
+    const bool lfm2 = v->projector == PROJECTOR_LFM2;
+    /* lfm2's images are whole blocks of P·s of any shape within max_patches; the others' image_size² */
+    const int64_t block = lfm2 ? (int64_t)P * s : v->image_size;
+    if (nx < 1 || ny < 1 || nx % block || ny % block || (!lfm2 && (nx != v->image_size || ny != v->image_size)) ||
+        ((int64_t)nx / P) * (ny / P) > v->max_patches)
+        return errorf(err, WICK_ERR_INVALID_ARG, "vision: an image of %d × %d pixels is not one this encoder takes", nx, ny);
+    const int gx = nx / P, gy = ny / P, n = gx * gy;
     wick_ctx_params p = {0};
     p.n_ctx = p.n_batch = n;
     p.n_threads = n_threads;
     struct wick_ctx c;
     if (ctx_init(&c, &v->tower, &p, err)) return -1;
-    /* x = patches·W_patchᵀ + b_patch, + the position embeddings (then pre_ln where the file has one);
-     * the flattened patches take c->hb, as wide as the widest row (read_config) */
+    /* x = patches·W_patchᵀ + b_patch, + the position embeddings (resized to the grid where it is not
+     * the table's), then pre_ln where the file has one; the flattened patches take c->hb, as wide as
+     * the widest row (read_config) */
     act_rows in;
-    flatten_patches(v, pixels, c.hb);
+    float *resized = NULL;
+    const float *pos = v->pos_embd;
+    if (pos && (gx != v->n_side || gy != v->n_side)) {
+        resized = malloc((size_t)n * dim * sizeof *resized);
+        if (!resized) {
+            ctx_release(&c);
+            return errorf(err, WICK_ERR_NOMEM, "out of memory for %d position embeddings", n);
+        }
+        resize_positions(v->pos_embd, v->n_side, dim, gx, gy, resized);
+        pos = resized;
+    }
+    flatten_patches(v, pixels, nx, ny, c.hb);
     act_init(&in, &c, c.hb, n, (int)v->patch_embd.cols);
     matmul(&c, &v->patch_embd, &in, c.x, dim, v->patch_b);
-    if (v->pos_embd) add_rows(c.x, v->pos_embd, (size_t)n * dim);
+    if (pos) add_rows(c.x, pos, (size_t)n * dim);
+    free(resized);
     if (v->tower.embd_norm) layernorm_rows(c.x, v->tower.embd_norm, v->tower.embd_norm_b, n, dim, v->tower.config.rms_eps);
-    tower_layers(v, &c);
+    tower_layers(v, &c, n);
+    int rc = 0;
     if (v->projector == PROJECTOR_GEMMA3) {
         /* gemma3: the pooled rows (into c->hb), RMS-normed, through the input projection into out */
         avg_pool(c.x, v->n_side, dim, s, c.hb);
-        for (int p = 0; p < v->n_out; p++) rmsnorm(c.hb + (size_t)p * dim, c.hb + (size_t)p * dim, v->soft_emb_norm, dim, v->tower.config.rms_eps);
+        for (int q = 0; q < v->n_out; q++) rmsnorm(c.hb + (size_t)q * dim, c.hb + (size_t)q * dim, v->soft_emb_norm, dim, v->tower.config.rms_eps);
         act_init(&in, &c, c.hb, v->n_out, dim);
         matmul(&c, &v->input_proj, &in, out, v->n_embd_text, NULL);
+    } else if (lfm2) {
+        rc = project_lfm2(v, &c, gx, gy, out, err);
     } else {
         /* idefics3: the shuffled rows (into c->hb) through mm.model.fc, straight into out */
-        pixel_shuffle(c.x, v->n_side, dim, s, c.hb);
+        pixel_shuffle(c.x, gx, gy, dim, s, c.hb);
         act_init(&in, &c, c.hb, v->n_out, dim * s * s);
         matmul(&c, &v->fc, &in, out, v->n_embd_text, NULL);
     }
     ctx_release(&c);
-    return 0;
+    return rc;
 }

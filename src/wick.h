@@ -237,9 +237,10 @@ typedef struct wick_vision wick_vision;
  * unknown projector is refused by name (WICK_ERR_UNSUPPORTED). */
 wick_status wick_vision_load(const void *buf, size_t size, wick_vision **out);
 void wick_vision_free(wick_vision *v);
-/* JSON: {"projector", "image_size", "patch_size", "positions" (per encoded image), "n_embd" (the
- * text width it feeds), "layers", "dim"}; writes at most buf_len bytes (NUL-terminated), *needed
- * gets the full length. */
+/* JSON: {"projector", "image_size", "patch_size", "positions" (per encoded image of image_size²:
+ * lfm2's images have their own sizes, 64 to 256 positions each, so its picture's count comes from
+ * wick_vision_layout), "n_embd" (the text width it feeds), "layers", "dim"}; writes at most buf_len
+ * bytes (NUL-terminated), *needed gets the full length. */
 wick_status wick_vision_info_json(const wick_vision *v, char *buf, size_t buf_len, size_t *needed);
 /* The ids of one picture of width × height pixels in a prompt for text model m, as llama.cpp's mtmd
  * lays it out for the projector: its begin and end markers, the tiles' and the overview's markers

@@ -53,12 +53,16 @@ static outcome try_mmproj(const uint8_t *buf, size_t size, int threads, char *re
         return err.text[0] ? OUTCOME_REFUSED : OUTCOME_SILENT;
     }
     /* every image the preprocessor makes of the picture (tiles and overview), each encoded */
-    size_t n_in = (size_t)3 * v.image_size * v.image_size, n_out = (size_t)v.n_out * v.n_embd_text;
     vision_batch b = {0};
-    float *out = malloc(n_out * sizeof *out);
-    int rc = !out ? errorf(&err, WICK_ERR_NOMEM, "out of memory for %zu output values", n_out) : 0;
-    if (!rc) rc = vision_prepare(&v, image, IMAGE_W, IMAGE_H, &b, &err);
-    for (int32_t i = 0; !rc && i < b.n; i++) rc = vision_encode(&v, b.pixels + (size_t)i * n_in, threads, out, &err);
+    float *out = NULL;
+    int rc = vision_prepare(&v, image, IMAGE_W, IMAGE_H, &b, &err);
+    for (int32_t i = 0; !rc && i < b.n; i++) {
+        size_t n_out = (size_t)vision_positions_of(&v, b.nx[i], b.ny[i]) * v.n_embd_text;
+        free(out);
+        out = malloc(n_out * sizeof *out);
+        rc = !out ? errorf(&err, WICK_ERR_NOMEM, "out of memory for %zu output values", n_out)
+                  : vision_encode(&v, b.pixels + vision_batch_offset(&b, i), b.nx[i], b.ny[i], threads, out, &err);
+    }
     vision_batch_free(&b);
     free(out);
     vision_release(&v);

@@ -1,11 +1,11 @@
-// tests/vision-fixtures.mjs — what the picture-in-a-prompt tests share: a vocabulary with SmolVLM's
-// image tokens and test pictures.
+// tests/vision-fixtures.mjs — what the picture-in-a-prompt tests share: a vocabulary with SmolVLM's,
+// Gemma 3's and LFM2-VL's image tokens, and test pictures.
 import fs from 'node:fs';
 import path from 'node:path';
 import { shared } from './helpers.mjs';
 import { readGguf, writeGguf, setKv, T } from './gguf.mjs';
 
-/** The gpt-2 vocabulary with SmolVLM's and Gemma 3's image and turn tokens added (user-defined, as SmolVLM's GGUF files have them). */
+/** The gpt-2 vocabulary with SmolVLM's, Gemma 3's and LFM2-VL's image and turn tokens added (user-defined, as SmolVLM's GGUF files have them). */
 export function smolVocab(file) {
   const g = readGguf(path.join(shared, 'vocab', 'ggml-vocab-gpt-2.gguf'));
   const get = (k) => g.kv.find((e) => e.key === k)?.value.items;
@@ -14,6 +14,9 @@ export function smolVocab(file) {
   const added = ['<fake_token_around_image>', '<global-img>', '<image>', '<end_of_utterance>',
     '<start_of_image>', '<end_of_image>', '<start_of_turn>', '<end_of_turn>'];  // Gemma 3's
   for (let r = 1; r <= 6; r++) for (let c = 1; c <= 6; c++) added.push(`<row_${r}_col_${c}>`);
+  // LFM2-VL's: its image markers, a tile marker for every grid of up to 10 tiles, its turn markers
+  added.push('<|image_start|>', '<|image_end|>', '<|img_thumbnail|>', '<|im_start|>', '<|im_end|>');
+  for (let r = 1; r <= 10; r++) for (let c = 1; r * c <= 10; c++) added.push(`<|img_row_${r}_col_${c}|>`);
   for (const t of added) { tokens.push(t); types.push(4); }
   setKv(g, 'tokenizer.ggml.tokens', T.ARRAY, { arrayOf: T.STRING, items: tokens });
   setKv(g, 'tokenizer.ggml.token_type', T.ARRAY, { arrayOf: T.I32, items: types });

@@ -5,8 +5,10 @@
 //  - mmproj mutants, at least 300 per build: named ones made here from `wick synth --mmproj
 //    idefics3` files (F16 and Q8_0), one defect each — keys out of range (image size 0 or huge,
 //    a patch size that does not divide it, heads that do not divide the width, scale factor 0 …),
-//    tensors of the wrong shape or type, offsets past the end, broken headers — each with the
-//    message it must give (or "encodes"), loaded and encoded in one process by tests/test_vision.c;
+//    tensors of the wrong shape or type, offsets past the end, broken headers — and from `wick
+//    synth --mmproj lfm2` files, its projector's (mm.1, mm.2, mm.input_norm, the scale factor, blocks
+//    that do not divide its 512² tiles) — each with the message it must give (or "encodes"), loaded
+//    and encoded in one process by tests/test_vision.c;
 //    then test_vision's --mutate mode: truncations at random offsets and 1–4 bit flips in the
 //    header, key/value and tensor-information region of the F32, F16 and Q8_0 files, each refused
 //    with a message or encoded (checks vision.mutate.*);
@@ -32,6 +34,11 @@ before(() => {
   for (const type of ['f32', 'f16', 'q8_0']) {
     files[type] = path.join(dir, `mmproj-idefics3-${type}.gguf`);
     const r = runWick('native', ['synth', '--mmproj', 'idefics3', '--type', type, '-o', files[type]]);
+    assert.equal(r.code, 0, r.stderr);
+  }
+  for (const type of ['f16', 'q8_0']) {
+    files[`lfm2-${type}`] = path.join(dir, `mmproj-lfm2-${type}.gguf`);
+    const r = runWick('native', ['synth', '--mmproj', 'lfm2', '--type', type, '-o', files[`lfm2-${type}`]]);
     assert.equal(r.code, 0, r.stderr);
   }
 });
@@ -67,7 +74,7 @@ function namedMutants(type) {
   add('architecture-llama', variant((g) => setKv(g, 'general.architecture', T.STRING, 'llama')), /general.architecture is not 'clip'/);
   add('architecture-missing', variant((g) => dropKv(g, 'general.architecture')), /general.architecture is not 'clip'/);
   add('no-vision-encoder', variant((g) => setKv(g, 'clip.has_vision_encoder', T.BOOL, false)), /no vision encoder/);
-  add('projector-unknown', variant((g) => setKv(g, 'clip.projector_type', T.STRING, 'xyz')), /projector 'xyz' is not supported \(supported: idefics3\)/);
+  add('projector-unknown', variant((g) => setKv(g, 'clip.projector_type', T.STRING, 'xyz')), /projector 'xyz' is not supported \(supported: idefics3, gemma3, lfm2\)/);
   add('projector-missing', variant((g) => dropKv(g, 'clip.projector_type')), /clip.projector_type is missing/);
   add('projector-as-number', variant((g) => setKv(g, 'clip.projector_type', T.U32, 3)), /clip.projector_type is missing/);
   add('projector-under-vision-key', variant((g) => { dropKv(g, 'clip.projector_type'); setKv(g, 'clip.vision.projector_type', T.STRING, 'idefics3'); }), ENCODES);
@@ -165,9 +172,37 @@ function namedMutants(type) {
   return cases;
 }
 
+/** The named mutants of an lfm2 file (`wick synth --mmproj lfm2` of `type`): its projector's keys and tensors. */
+function lfm2Mutants(type) {
+  const base = readGguf(files[`lfm2-${type}`]);
+  const cases = [];
+  const add = (name, fn, expect) => { const g = clone(base); fn(g); cases.push({ name: `lfm2-${type}-${name}`, bytes: writeGguf(g), expect }); };
+  const drop = (...names) => (g) => { g.tensors = g.tensors.filter((t) => !names.includes(t.name)); };
+  const tensor = (g, name) => { const t = g.tensors.find((x) => x.name === name); assert.ok(t, name); return t; };
+  add('as-is', () => {}, ENCODES);
+  add('tensor-mm1-missing', drop('mm.1.weight'), /mm\.1\.weight is missing/);
+  add('tensor-mm2-missing', drop('mm.2.weight'), /mm\.2\.weight is missing/);
+  add('tensor-mm1-bias-missing', drop('mm.1.bias'), /mm\.1\.bias is missing/);
+  add('tensor-mm2-bias-short', (g) => { tensor(g, 'mm.2.bias').ne = [95n]; }, /mm\.2\.bias/);
+  // optional in clip.cpp: without its input norm the projector still runs
+  add('tensor-input_norm-missing', drop('mm.input_norm.weight', 'mm.input_norm.bias'), ENCODES);
+  add('tensor-input_norm-short', (g) => { tensor(g, 'mm.input_norm.weight').ne = [128n]; }, /mm\.input_norm\.weight/);
+  add('tensor-mm1-columns', (g) => { tensor(g, 'mm.1.weight').ne = [128n, 384n]; }, /mm\.1\.weight: shape/);
+  add('tensor-mm2-columns', (g) => { tensor(g, 'mm.2.weight').ne = [96n, 192n]; }, /mm\.2\.weight: shape/);
+  add('tensor-mm1-rows-huge', (g) => { tensor(g, 'mm.1.weight').ne = [256n, 1n << 19n]; }, /mm\.1\.weight: .*(output rows|past end)/);
+  add('tensor-position_embd-missing', drop('v.position_embd.weight'), ENCODES);
+  add('key-scale_factor-missing', (g) => dropKv(g, 'clip.vision.projector.scale_factor'), /scale_factor is missing/);
+  add('key-scale_factor=1', (g) => setKv(g, 'clip.vision.projector.scale_factor', T.U32, 1), /scale_factor = 1 is out of range/);
+  add('key-scale_factor=3', (g) => setKv(g, 'clip.vision.projector.scale_factor', T.U32, 3), /16 patches per side do not divide by the scale factor 3/);
+  // 384 / 16 = 24 patches per side divide by 3, but blocks of 48 pixels do not divide lfm2's 512² tiles
+  add('key-image_size=384-scale_factor=3', (g) => { setKv(g, 'clip.vision.image_size', T.U32, 384); setKv(g, 'clip.vision.projector.scale_factor', T.U32, 3); },
+    /tiles of 512 pixels do not divide into blocks of 48/);
+  return cases;
+}
+
 /** Writes the named mutants of every base file; returns them with their paths. */
 function writeNamed() {
-  const cases = ['f16', 'q8_0'].flatMap(namedMutants);
+  const cases = [...['f16', 'q8_0'].flatMap(namedMutants), ...['f16', 'q8_0'].flatMap(lfm2Mutants)];
   for (const c of cases) {
     c.file = path.join(dir, `${c.name}.gguf`);
     fs.writeFileSync(c.file, c.bytes);
@@ -175,8 +210,8 @@ function writeNamed() {
   return cases;
 }
 
-/** The --mutate runs: [base type, truncations and flips each, seed] — 2 × 650 variants in all */
-const MUTATE_RUNS = [['f16', 150, 7], ['q8_0', 150, 11], ['f32', 25, 13]];
+/** The --mutate runs: [base file, truncations and flips each, seed] — 2 × 365 variants in all (lfm2's too) */
+const MUTATE_RUNS = [['f16', 150, 7], ['q8_0', 150, 11], ['f32', 25, 13], ['lfm2-f16', 40, 17]];
 
 for (const build of ['native', 'wasm']) {
   test(`${build}: named mmproj mutants are refused with the message for their defect, or encode`, () => {
@@ -267,6 +302,6 @@ for (const build of ['native', 'wasm']) {
     const r = runWick(build, ['vision', '-m', files.f16, '--image', tiny]);
     assert.equal(r.code, 0, r.stderr);
     // a 1 × 1 picture is resized to the file's longest side (128), so 2 × 2 tiles and the overview, 16 positions each
-    assert.deepEqual(JSON.parse(r.stdout), { positions: 80, n_embd: 96, image_size: 64, images: 5, grid_x: 2, grid_y: 2 });
+    assert.deepEqual(JSON.parse(r.stdout), { positions: 80, n_embd: 96, image_size: 64, images: 5, grid_x: 2, grid_y: 2, sizes: Array(5).fill([64, 64]) });
   });
 }

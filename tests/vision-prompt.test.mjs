@@ -2,12 +2,16 @@
 // llama.cpp (tests/mtmd_chat_ref.cpp: the text model and its mmproj as llama-server loads them,
 // mtmd_tokenize and mtmd_helper_eval_chunks, built by mk/mtmd-ref.mk):
 //  - pairs written by `wick synth`: a text model (--shape vl, whose width is the synth mmproj's
-//    projection width) on the gpt-2 vocabulary with SmolVLM's and Gemma 3's image tokens added,
-//    and its mmproj: SmolVLM's (llama + idefics3: tiles, overview and their markers) and Gemma 3's
-//    (gemma3 + gemma3: one image between <start_of_image> and <end_of_image>, its positions seeing
-//    each other both ways, embeddings not scaled by √dim); F16 and Q8_0;
+//    projection width) on the gpt-2 vocabulary with SmolVLM's, Gemma 3's and LFM2-VL's image tokens
+//    added, and its mmproj: SmolVLM's (llama + idefics3: tiles, overview and their markers), Gemma
+//    3's (gemma3 + gemma3: one image between <start_of_image> and <end_of_image>, its positions
+//    seeing each other both ways, embeddings not scaled by √dim) and LFM2-VL's (lfm2 + lfm2: the
+//    hybrid text model; one image of the picture's own size between <|image_start|> and
+//    <|image_end|>, or for a large picture <|img_row_R_col_C|> before each 512² tile and
+//    <|img_thumbnail|> before the thumbnail); F16 and Q8_0;
 //  - the prompt's layout: wick's ids equal llama.cpp's chunks (its text ids, and a run of image
-//    positions where each image chunk is), tiles and overview included;
+//    positions where each image chunk is), tiles and overview included (lfm2: also a picture of
+//    760 × 730, which it tiles 2 × 2, each image's positions its own);
 //  - the last position's logits after the prompt within the shared tolerances (0.2% F16, 5% Q8_0
 //    of the reference row's spread, argmax where the top two are apart), native and wasm, 1 and
 //    2 threads, for three pictures of odd sizes (wide, tall, tiny); (Gemma 3's images evaluated
@@ -29,6 +33,7 @@ const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'wick-vision-prompt-'));
 const PAIRS = {
   idefics3: { arch: 'llama', prompt: 'User:<__media__>Can you describe this image?<end_of_utterance>\nAssistant:' },
   gemma3: { arch: 'gemma3', prompt: '<start_of_turn>user\n<__media__>Can you describe this image?<end_of_turn>\n<start_of_turn>model\n' },
+  lfm2: { arch: 'lfm2', prompt: '<|im_start|>user\n<__media__>Can you describe this image?<|im_end|>\n<|im_start|>assistant\n' },
 };
 const TYPES = ['f16', 'q8_0'];
 const files = {};
@@ -46,7 +51,7 @@ before(() => {
       r = runWick('native', ['synth', '--mmproj', proj, '--type', type, '-o', files[`mmproj-${proj}-${type}`]]);
       assert.equal(r.code, 0, r.stderr);
     }
-  for (const [name, w, h, seed] of [['wide', 97, 31, 0], ['tall', 23, 88, 1], ['tiny', 3, 2, 2], ['other', 97, 31, 5]]) {
+  for (const [name, w, h, seed] of [['wide', 97, 31, 0], ['tall', 23, 88, 1], ['tiny', 3, 2, 2], ['other', 97, 31, 5], ['large', 760, 730, 3]]) {
     images[name] = path.join(tmp, `${name}.ppm`);
     fs.writeFileSync(images[name], ppm(w, h, seed));
   }
@@ -81,7 +86,8 @@ const flatten = (chunks) => chunks.flatMap((c) => (c.text ? c.text : Array(c.ima
 
 for (const proj of Object.keys(PAIRS))
 test(`${proj}: the prompt is laid out as llama.cpp lays it out (markers, tiles, overview)`, () => {
-  for (const name of ['wide', 'tall', 'tiny']) {
+  // lfm2 tiles only a picture above twice its budget (512² pixels): the large one, for it alone
+  for (const name of proj === 'lfm2' ? ['wide', 'tall', 'tiny', 'large'] : ['wide', 'tall', 'tiny']) {
     const ref = reference(proj, 'f16', images[name]);
     const { ids } = ours('native', proj, 'f16', images[name], 1);
     const expect = flatten(ref.chunks);
@@ -92,6 +98,7 @@ test(`${proj}: the prompt is laid out as llama.cpp lays it out (markers, tiles, 
     assert.deepEqual(positions, positions.map((_, i) => i), `${name}: image positions out of order`);
     const chunks = ref.chunks.filter((c) => c.image).length;
     if (proj === 'idefics3') assert.ok(chunks >= 2, `${name}: llama.cpp made ${chunks} image chunks (tiles expected)`);
+    else if (name === 'large') assert.equal(chunks, 5, `${name}: llama.cpp made ${chunks} image chunks (2 × 2 tiles and the thumbnail expected)`);
     else assert.equal(chunks, 1);
   }
 });

@@ -1,8 +1,8 @@
 // tests/vision.test.mjs — image encoders from mmproj files (src/vision.c) against llama.cpp's mtmd
 // (tests/mtmd_ref.cpp: its clip loader, the projector's preprocessor and its encoder, 1 thread, no
 // flash attention, built from the llama-server build's libraries by mk/mtmd-ref.mk):
-//  - `wick synth --mmproj idefics3|gemma3` files at f16 and q8_0 (a SmolVLM- and a Gemma-3-shaped
-//    tower, synth.c), which llama.cpp loads; the same bytes every time;
+//  - `wick synth --mmproj idefics3|gemma3|lfm2` files at f16 and q8_0 (a SmolVLM-, a Gemma-3- and an
+//    LFM2-VL-shaped tower, synth.c), which llama.cpp loads; the same bytes every time;
 //  - a fixed 50 × 37 test image with gradients (a PPM written here), which llama.cpp resizes to the
 //    longest side and to whole tiles (2 × 2 of them), then once more to the overview: the batch wick
 //    feeds its encoder (the tiles row by row, then the overview, as mtmd's prompt holds them) equals
@@ -10,14 +10,20 @@
 //    a tiny and a letterboxed image's, also through the file without its longest side (where
 //    llama.cpp resizes the original to the nearest whole tiles and to the overview, bicubic);
 //    gemma3's one image (the picture letterboxed bilinearly into 64²) likewise for each of them;
+//    lfm2's images (the picture at its smart size within the token budget, each image its own
+//    size; a picture above twice the budget tiled 512² per tile, then the thumbnail) likewise, for
+//    pictures square, tall, wide, tiny, far from square, and tiled 2 × 2 and 3 × 2;
 //  - the embeddings of every image of the batch: the same number of positions and width, cosine
 //    per position ≥ 0.9999 (f16) and ≥ 0.999 (q8_0), native and wasm, 1 and 2 threads; 1 and 2
-//    threads, native and wasm bit-identical;
+//    threads, native and wasm bit-identical; lfm2 (its position table resized to each image's
+//    grid) also for a tiled picture (four tiles of 512² and a thumbnail of 512 × 480);
 //  - knock-outs: the pixel shuffle's order matters to llama.cpp's own output (the file with the
 //    projection's input columns permuted as a transposed shuffle would read them moves it far
 //    beyond the tolerance), so the comparison tells the right order from the other; so does the
 //    direction gemma3's pooling walks the patch grid (llama.cpp on the transposed picture through a
-//    file with its patch kernel and position table transposed);
+//    file with its patch kernel and position table transposed); and lfm2's pixel unshuffle (mm.1's
+//    input columns and mm.input_norm permuted as a transposed unshuffle would read them) and the
+//    orientation of its position table's resize (the table transposed in the file);
 //  - hostile input refused with a message and no crash: a truncated mmproj, an unknown projector,
 //    a gemma3 pooling window that does not divide the grid, a picture that would make more tiles
 //    than a batch holds, an image of zero size, a truncated image that declares 30000 × 30000.
@@ -59,7 +65,7 @@ function ppm(width, height, declared = null) {
   return Buffer.concat([Buffer.from(`P6\n${w} ${h}\n255\n`, 'latin1'), px]);
 }
 
-const projectors = ['idefics3', 'gemma3'];
+const projectors = ['idefics3', 'gemma3', 'lfm2'];
 before(() => {
   fs.writeFileSync(image, ppm(50, 37));
   for (const proj of projectors) {
@@ -110,7 +116,7 @@ function worstCosine(a, ref) {
   return worst;
 }
 
-test('wick synth --mmproj idefics3|gemma3 writes the same bytes every time', () => {
+test('wick synth --mmproj idefics3|gemma3|lfm2 writes the same bytes every time', () => {
   for (const proj of projectors) {
     const again = path.join(tmp, `again-${proj}.gguf`);
     const r = runWick('native', ['synth', '--mmproj', proj, '--type', 'f16', '-o', again]);
@@ -182,8 +188,35 @@ test("preprocessing (gemma3): one image, the picture letterboxed into 64² bilin
   }
 });
 
-// positions llama.cpp gives for the test picture: idefics3 4 tiles and the overview, 16 each; gemma3 one image of 16
-const expectedPositions = { idefics3: 5 * 16, gemma3: 16 };
+test("preprocessing (lfm2): each image at its own size, tiles where the picture is large, equal to llama.cpp's within 1/255", () => {
+  // [width, height] → llama.cpp's images ([w, h] each): the smart size within 256² … 512² pixels
+  // (blocks of 32), one image; above twice that (rounded to blocks), 512² tiles and the thumbnail
+  const cases = {
+    '50x37': [[320, 224]], '23x71': [[160, 480]], '97x20': [[576, 128]], '5x3': [[352, 224]], '256x256': [[256, 256]],
+    '3x400': [[32, 2976]], '640x640': [[512, 512]],
+    '760x730': [...Array(4).fill([512, 512]), [512, 480]], '1000x700': [...Array(6).fill([512, 512]), [608, 416]],
+  };
+  const grids = { '760x730': [2, 2], '1000x700': [3, 2] };
+  for (const [size, sizes] of Object.entries(cases)) {
+    const [w, h] = size.split('x').map(Number);
+    const img = path.join(tmp, `image-${size}.ppm`);
+    fs.writeFileSync(img, ppm(w, h));
+    const ref = reference(files.lfm2.f16, img);
+    assert.deepEqual(ref.sizes, sizes, `${size}: llama.cpp's images`);
+    assert.deepEqual([ref.grid_x, ref.grid_y], grids[size] ?? [0, 0], `${size}: llama.cpp's grid`);
+    for (const build of size === '50x37' || size === '760x730' ? ['native', 'wasm'] : ['native']) {
+      const mine = ours(build, files.lfm2.f16, 1, img);
+      assert.deepEqual(mine.sizes, sizes, `${size} ${build}: wick's images`);
+      const worst = inputDifference(mine, ref);
+      assert.ok(worst <= 1 / 255, `${size} ${build}: largest difference ${(worst * 255).toFixed(3)}/255`);
+      if (size === '50x37' || size === '760x730') process.stdout.write(`# preprocessing lfm2 ${size} ${build}: largest difference from llama.cpp's ${(worst * 255).toFixed(4)}/255 of the pixel range\n`);
+    }
+  }
+});
+
+// positions llama.cpp gives for the test picture: idefics3 4 tiles and the overview, 16 each; gemma3
+// one image of 16; lfm2 one image of 320 × 224 (10 × 7 blocks of 2 × 2 patches)
+const expectedPositions = { idefics3: 5 * 16, gemma3: 16, lfm2: 70 };
 for (const proj of projectors) for (const [type, bound] of [['f16', 0.9999], ['q8_0', 0.999]]) {
   test(`embeddings (${proj} ${type}): cosine ≥ ${bound} per position against llama.cpp, native and wasm, 1 and 2 threads`, () => {
     const files_ = files[proj];
@@ -202,6 +235,73 @@ for (const proj of projectors) for (const [type, bound] of [['f16', 0.9999], ['q
     }
   });
 }
+
+test('embeddings (lfm2, tiled): four 512² tiles and a 512 × 480 thumbnail, cosine per position against llama.cpp, 1 and 2 threads', () => {
+  const img = path.join(tmp, 'image-760x730.ppm');
+  fs.writeFileSync(img, ppm(760, 730));
+  for (const [type, bound] of [['f16', 0.9999], ['q8_0', 0.999]]) {
+    const ref = reference(files.lfm2[type], img);
+    assert.equal(ref.positions, 4 * 256 + 16 * 15);
+    const runs = type === 'f16' ? [['native', 1], ['native', 2], ['wasm', 2]] : [['native', 1]];
+    let first = null;
+    for (const [build, threads] of runs) {
+      const mine = ours(build, files.lfm2[type], threads, img);
+      const worst = worstCosine(mine, ref);
+      assert.ok(worst >= bound, `lfm2 tiled ${type} ${build} ${threads}t: lowest cosine ${worst.toFixed(6)} < ${bound}`);
+      if (first) assert.ok(Buffer.from(mine.embd.buffer, mine.embd.byteOffset, mine.embd.byteLength).equals(first), `lfm2 tiled ${type}: ${build} ${threads} threads differs`);
+      first ??= Buffer.from(mine.embd.buffer, mine.embd.byteOffset, mine.embd.byteLength);
+      process.stdout.write(`# lfm2 tiled ${type} ${build} ${threads}t: lowest cosine per position ${worst.toFixed(7)} (bound ${bound})\n`);
+    }
+  }
+});
+
+test("knock-out (lfm2): the pixel unshuffle's order moves llama.cpp's own output beyond the tolerance", () => {
+  // mm.1's input columns and mm.input_norm's weight and bias come in s² blocks of dim, block
+  // dy·s + dx (s = 2, dim = 64); the file with blocks 1 and 2 swapped in all three is the original
+  // with the unshuffle's dy and dx exchanged (the LayerNorm's mean and variance do not depend on
+  // the order)
+  const g = readGguf(files.lfm2.f16);
+  const dim = 64;
+  const swapBlocks = (t, bytes) => {
+    const [cols, rows] = [Number(t.ne[0]), t.ne.length > 1 ? Number(t.ne[1]) : 1];
+    const data = Buffer.from(t.data);
+    for (let r = 0; r < rows; r++) {
+      const row = r * cols * bytes, b1 = row + dim * bytes, b2 = row + 2 * dim * bytes;
+      const one = Buffer.from(data.subarray(b1, b1 + dim * bytes));
+      data.copy(data, b1, b2, b2 + dim * bytes);
+      one.copy(data, b2);
+    }
+    t.data = data;
+  };
+  const byName = (name) => g.tensors.find((t) => t.name === name);
+  assert.deepEqual([byName('mm.1.weight').type, byName('mm.input_norm.weight').type, byName('mm.input_norm.bias').type], [1, 0, 0]); // F16, F32, F32
+  swapBlocks(byName('mm.1.weight'), 2);
+  swapBlocks(byName('mm.input_norm.weight'), 4);
+  swapBlocks(byName('mm.input_norm.bias'), 4);
+  const swapped = path.join(tmp, 'mmproj-lfm2-unshuffle-transposed.gguf');
+  fs.writeFileSync(swapped, writeGguf(g));
+  const worst = worstCosine(reference(swapped), reference(files.lfm2.f16));
+  assert.ok(worst < 0.99, `the transposed unshuffle still gives cosine ${worst.toFixed(6)}`);
+  process.stdout.write(`# knock-out lfm2: llama.cpp with the unshuffle's order transposed, lowest cosine per position ${worst.toFixed(4)}\n`);
+});
+
+test("knock-out (lfm2): the position table read transposed moves llama.cpp's own output beyond the tolerance", () => {
+  // the test picture's image is 320 × 224 (a grid of 20 × 14 patches): llama.cpp resizes the 16 × 16
+  // table to it; with the table transposed in the file, each position's embedding comes from the
+  // other axis, as a resize that mixed up width and height would give
+  const g = readGguf(files.lfm2.f16);
+  const pos = g.tensors.find((t) => t.name === 'v.position_embd.weight');
+  assert.equal(pos.type, 0); // F32
+  const n = 16, dim = 64;
+  const e = new Float32Array(new Uint8Array(pos.data).buffer), et = new Float32Array(e.length);
+  for (let y = 0; y < n; y++) for (let x = 0; x < n; x++) et.set(e.subarray((y * n + x) * dim, (y * n + x + 1) * dim), (x * n + y) * dim);
+  pos.data = Buffer.from(et.buffer);
+  const file = path.join(tmp, 'mmproj-lfm2-positions-transposed.gguf');
+  fs.writeFileSync(file, writeGguf(g));
+  const worst = worstCosine(reference(file), reference(files.lfm2.f16));
+  assert.ok(worst < 0.99, `the transposed position table still gives cosine ${worst.toFixed(6)}`);
+  process.stdout.write(`# knock-out lfm2: llama.cpp with its position table transposed, lowest cosine per position ${worst.toFixed(4)}\n`);
+});
 
 test("knock-out: the pixel shuffle's order moves llama.cpp's own output beyond the tolerance", () => {
   // mm.model.fc's input columns come in s² blocks of dim, block dy·s + dx (s = 2, dim = 64); the
@@ -277,7 +377,7 @@ test('hostile input: refused with a message, no crash', () => {
 
   const unknown = path.join(tmp, 'unknown.gguf');
   fs.writeFileSync(unknown, writeGguf(setKv(readGguf(files.idefics3.f16), 'clip.projector_type', T.STRING, 'xyz')));
-  check(['vision', '-m', unknown, '--image', image], /projector 'xyz' is not supported \(supported: idefics3, gemma3\)/, 'unknown projector');
+  check(['vision', '-m', unknown, '--image', image], /projector 'xyz' is not supported \(supported: idefics3, gemma3, lfm2\)/, 'unknown projector');
 
   // gemma3: a pooling window that does not divide the 16 patches per side
   const window3 = path.join(tmp, 'gemma3-window3.gguf');
