@@ -107,6 +107,8 @@ const PLAIN = new Set([
   'arch', 'dim', 'n_layers', 'n_heads', 'n_kv_heads', 'head_dim', 'hidden_dim', 'n_vocab', 'n_ctx_train', 'q_dim',
   'rope_base', 'n_ctx_orig', 'yarn_beta_fast', 'yarn_beta_slow', 'rms_eps', 'n_recurrent', 'conv_kernel',
   'ssm_state', 'ssm_k_heads', 'ssm_v_heads', 'ssm_inner', 'rope_dim_swa', 'n_swa',
+  // how image rows are scaled (src/images.c): images run on the CPU only (an external context refuses them)
+  'embd_scale_tokens',
   // layer_weights: the llama layer's own tensors, and the tensors of steps named by their kind
   'kind', 'attn_norm', 'wq', 'wk', 'wv', 'wo', 'ffn_norm', 'w_gate', 'w_down', 'w_up',
   'sc_in', 'sc_out', 'conv_w', 'dn_qkv', 'dn_gate', 'dn_alpha', 'dn_beta', 'dn_out', 'dn_dt', 'dn_a', 'dn_norm',
