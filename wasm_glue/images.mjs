@@ -18,6 +18,9 @@ export const MEDIA_MARKER = '<__media__>';
 export const MAX_IMAGE_SIDE = 16384;
 export const MAX_IMAGE_PIXELS = 64e6;
 
+// Node's modules and the Node decoders by a computed name, so that a bundler leaves them out of a
+// page's build (as wick.mjs's nodeModule does)
+const nodeImport = (name) => import(/* @vite-ignore */ /* webpackIgnore: true */ name);
 const isNode = typeof process !== 'undefined' && !!process.versions?.node && typeof window === 'undefined' && typeof importScripts !== 'function';
 const invalid = (m) => new WickError('E_INVALID_ARG', m);
 
@@ -61,8 +64,8 @@ export function markImages(messages) {
 /** The bytes and type behind an image URL (data:, blob:, http(s):; under Node also a file path or file: URL). */
 async function fetchImage(url) {
   if (isNode && !/^(https?|data|blob):/i.test(url)) {
-    const fs = await import(/* @vite-ignore */ /* webpackIgnore: true */ 'node:fs');
-    const { fileURLToPath } = await import(/* @vite-ignore */ /* webpackIgnore: true */ 'node:url');
+    const fs = await nodeImport('node:fs');
+    const { fileURLToPath } = await nodeImport('node:url');
     try {
       return { bytes: new Uint8Array(fs.readFileSync(url.startsWith('file:') ? fileURLToPath(url) : url)), type: '' };
     } catch (e) {
@@ -124,7 +127,7 @@ function dropAlpha(data, width, height, channels) {
 
 async function decodeInNode(bytes, kind, what) {
   if (kind === 'png') {
-    const { decode } = await import(/* @vite-ignore */ /* webpackIgnore: true */ 'fast-png');
+    const { decode } = await nodeImport('fast-png');
     let png;
     try { png = decode(bytes); } catch (e) { throw new WickError('E_BAD_IMAGE', `${what}: not a readable PNG (${e.message})`); }
     checkSize(png.width, png.height, what);
@@ -137,7 +140,7 @@ async function decodeInNode(bytes, kind, what) {
     }
     return { width: png.width, height: png.height, rgb: dropAlpha(data, png.width, png.height, png.channels) };
   }
-  const jpeg = (await import(/* @vite-ignore */ /* webpackIgnore: true */ 'jpeg-js')).default;
+  const jpeg = (await nodeImport('jpeg-js')).default;
   let img;
   try { img = jpeg.decode(bytes, { useTArray: true, formatAsRGBA: false, maxResolutionInMP: MAX_IMAGE_PIXELS / 1e6 }); } catch (e) { throw new WickError('E_BAD_IMAGE', `${what}: not a readable JPEG (${e.message})`); }
   checkSize(img.width, img.height, what);
