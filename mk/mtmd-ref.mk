@@ -13,7 +13,7 @@ MTMD_REF_INCLUDES := $(addprefix -I$(LLAMA_SRC)/,tools/mtmd include ggml/include
 .PHONY: mtmd-ref
 mtmd-ref: $(MTMD_REF)
 
-$(MTMD_REF): tests/mtmd_ref.cpp $(LLAMA_SERVER)
+$(MTMD_REF): tests/mtmd_ref.cpp tests/ref_ppm.h $(LLAMA_SERVER)
 	$(CXX) -std=c++17 -O2 $(MTMD_REF_INCLUDES) -o $@ $< $(MTMD_REF_LIBS) -lpthread -lm
 
 test: $(MTMD_REF)
@@ -23,7 +23,7 @@ test: $(MTMD_REF)
 MTMD_CHAT_REF := build/mtmd_chat_ref
 MTMD_CHAT_REF_INCLUDES := $(MTMD_REF_INCLUDES) -I$(LLAMA_SRC)/common
 
-$(MTMD_CHAT_REF): tests/mtmd_chat_ref.cpp $(LLAMA_SERVER)
+$(MTMD_CHAT_REF): tests/mtmd_chat_ref.cpp tests/ref_ppm.h $(LLAMA_SERVER)
 	$(CXX) -std=c++17 -O2 $(MTMD_CHAT_REF_INCLUDES) -o $@ $< $(MTMD_REF_LIBS) $(LLAMA_SERVER_DIR)/vendor/hash/libvendor-hash.a -lpthread -lm
 
 mtmd-ref: $(MTMD_CHAT_REF)

@@ -11,6 +11,7 @@
 #include "llama.h"
 #include "mtmd.h"
 #include "mtmd-helper.h"
+#include "ref_ppm.h"
 
 #include <cctype>
 #include <cstdio>
@@ -20,33 +21,6 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-static std::vector<uint8_t> read_all(const char * path) {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) throw std::runtime_error(std::string("cannot open ") + path);
-    return std::vector<uint8_t>(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-}
-
-// P6 "W H 255" (no comments: the tests write the files), then the pixels
-static std::vector<uint8_t> read_ppm(const char * path, uint32_t & w, uint32_t & h) {
-    std::vector<uint8_t> b = read_all(path);
-    size_t at = 2;
-    auto field = [&]() {
-        while (at < b.size() && isspace(b[at])) at++;
-        size_t start = at;
-        long v = 0;
-        while (at < b.size() && isdigit(b[at]) && at - start < 9) v = v * 10 + (b[at++] - '0');
-        if (at == start) throw std::runtime_error("bad PPM header");
-        return v;
-    };
-    if (b.size() < 2 || b[0] != 'P' || b[1] != '6') throw std::runtime_error("not a P6 PPM");
-    long wl = field(), hl = field(), maxval = field();
-    at++;
-    if (wl < 1 || hl < 1 || maxval != 255 || b.size() - at < (size_t) (wl * hl * 3)) throw std::runtime_error("bad PPM");
-    w = (uint32_t) wl;
-    h = (uint32_t) hl;
-    return std::vector<uint8_t>(b.begin() + at, b.begin() + at + wl * hl * 3);
-}
 
 static void quiet(ggml_log_level level, const char * text, void *) {
     if (level == GGML_LOG_LEVEL_ERROR) fputs(text, stderr);

@@ -14,6 +14,7 @@
 #include "clip-impl.h"
 #include "clip-model.h"
 #include "mtmd-image.h"
+#include "ref_ppm.h"
 
 #include <cstdio>
 #include <cstring>
@@ -24,38 +25,19 @@
 #include <string>
 #include <vector>
 
-static std::vector<uint8_t> read_all(const char * path) {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) throw std::runtime_error(std::string("cannot open ") + path);
-    return std::vector<uint8_t>(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-}
-
 static void write_all(const char * path, const std::vector<float> & v) {
     std::ofstream f(path, std::ios::binary);
     f.write(reinterpret_cast<const char *>(v.data()), (std::streamsize) (v.size() * sizeof(float)));
     if (!f) throw std::runtime_error(std::string("cannot write ") + path);
 }
 
-// P6 with a header of "P6 W H 255" fields (the test writes no comments), then the pixels
-static clip_image_u8 read_ppm(const char * path) {
-    std::vector<uint8_t> b = read_all(path);
-    size_t at = 0;
-    auto field = [&]() {
-        while (at < b.size() && isspace(b[at])) at++;
-        size_t start = at;
-        long v = 0;
-        while (at < b.size() && isdigit(b[at]) && at - start < 9) v = v * 10 + (b[at++] - '0');
-        if (at == start) throw std::runtime_error("bad PPM header");
-        return v;
-    };
-    if (b.size() < 2 || b[0] != 'P' || b[1] != '6') throw std::runtime_error("not a P6 PPM");
-    at = 2;
-    long w = field(), h = field(), maxval = field();
-    at++;
-    if (w < 1 || h < 1 || maxval != 255 || b.size() - at < (size_t) (w * h * 3)) throw std::runtime_error("bad PPM");
+// the test's picture as llama.cpp's image type
+static clip_image_u8 read_image(const char * path) {
+    uint32_t w, h;
+    std::vector<uint8_t> rgb = read_ppm(path, w, h);
     clip_image_u8 img;
     img.set_size({(int) w, (int) h}, false);
-    img.cpy_buf(std::vector<uint8_t>(b.begin() + at, b.begin() + at + w * h * 3));
+    img.cpy_buf(rgb);
     return img;
 }
 
@@ -88,7 +70,7 @@ int main(int argc, char ** argv) {
         params.warmup = false;
         clip_ctx * ctx = clip_init(argv[1], params).ctx_v;
         if (!ctx) throw std::runtime_error("clip_init failed (no vision encoder)");
-        clip_image_u8 img = read_ppm(argv[2]);
+        clip_image_u8 img = read_image(argv[2]);
         bool ov_first;
         mtmd_image_preproc_out prep = preprocessor(ctx, ov_first)->preprocess(img);
         // prompt order, as mtmd.cpp's add_media lays a picture out: the overview (where there is one)
