@@ -12,7 +12,12 @@
  *
  * Usage: bench_kernels [type-name ...]   (default: q4_0 q8_0 q4_K_r q6_K_r; "all" for every type)
  *        bench_kernels --shape 768x2048 [type-name ...]   times another matrix (rows x columns):
- *        a 134m model's are 768x768, 2048x768, 768x2048 and 32000x768. */
+ *        a 134m model's are 768x768, 2048x768, 768x2048 and 32000x768;
+ *        bench_kernels --copies 8 [...]   keeps 8 copies of the matrix and times each pass over
+ *        the next one, so that a small matrix is read from memory, not from the L3 cache, as a
+ *        model's matrices are in decode;
+ *        bench_kernels --decode [...]   times only the one-token kernels (gemm 4x1 and gemv8).
+ * The options come first, in this order. */
 #include "quant.h"
 
 #include <stdio.h>
@@ -22,6 +27,8 @@
 
 static int ROWS = 2048;          /* --shape ROWSxCOLS chooses another matrix */
 static int COLS = 5632;
+static int COPIES = 1;           /* --copies N: passes go over N copies of the matrix in turn */
+static int DECODE_ONLY = 0;      /* --decode: only the one-token kernels */
 #define TOKENS GEMM_MAX_TOKENS   /* the batch timed for prefill */
 #define DISTINCT_ROWS 64         /* quantized once, then copied over the matrix */
 #define VEC_DOT_ROW_TILE 16      /* rows per tile in the vec_dot loop */
@@ -84,8 +91,12 @@ static double time_per_token(const matrix *m, enum method how, int rows, int nt,
 {
     double best = 1e30;
     for (int p = 0; p < passes; p++) {
+        /* the copies in turn across every timing, so that a pass reads the copy used longest ago */
+        static unsigned next_copy;
+        matrix copy = *m;
+        copy.w += (size_t)(next_copy++ % (unsigned)COPIES) * m->row_bytes * ROWS;
         double t0 = now_seconds();
-        run(m, how, rows, nt);
+        run(&copy, how, rows, nt);
         double t = now_seconds() - t0;
         if (t < best)
             best = t;
@@ -106,13 +117,13 @@ static void bench(const quant_type *t)
 {
     const quant_type *ta = quant_get(t->vec_dot_type);
     matrix m = { t, NULL, quant_row_size(t->type, COLS), NULL, quant_row_size(ta->type, COLS), NULL };
-    uint8_t *w = malloc(m.row_bytes * ROWS), *a = malloc(m.act_bytes * TOKENS);
+    uint8_t *w = malloc(m.row_bytes * ROWS * COPIES), *a = malloc(m.act_bytes * TOKENS);
     float *x = malloc(sizeof(float) * COLS * DISTINCT_ROWS);
     m.out = malloc(sizeof(float) * ROWS * TOKENS);
     for (int i = 0; i < COLS * DISTINCT_ROWS; i++)
         x[i] = 0.02f * rng_float();
     t->from_float(x, w, (int64_t)COLS * DISTINCT_ROWS);
-    for (int r = DISTINCT_ROWS; r < ROWS; r++)
+    for (int r = DISTINCT_ROWS; r < ROWS * COPIES; r++)
         memcpy(w + (size_t)r * m.row_bytes, w + (size_t)(r % DISTINCT_ROWS) * m.row_bytes, m.row_bytes);
     for (int tok = 0; tok < TOKENS; tok++) {
         for (int i = 0; i < COLS; i++)
@@ -122,22 +133,27 @@ static void bench(const quant_type *t)
     m.w = w;
     m.a = a;
 
-    printf("%s: %d x %d, %.2f MB of weights\n", t->name, ROWS, COLS, (double)m.row_bytes * ROWS / 1e6);
-    int ref_rows = ROWS / 16;   /* the scalar code is slow: time fewer rows */
-    double ref = time_per_token(&m, VEC_DOT_REF, ref_rows, 1, 3);
-    double dot1 = time_per_token(&m, VEC_DOT, ROWS, 1, 15);
-    double dotn = time_per_token(&m, VEC_DOT, ROWS, TOKENS, 8);
-    double gemm1 = time_per_token(&m, GEMM, ROWS, 1, 15);
-    double gemmn = time_per_token(&m, GEMM, ROWS, TOKENS, 8);
+    printf("%s: %d x %d, %.2f MB of weights (%d copies)\n", t->name, ROWS, COLS, (double)m.row_bytes * ROWS / 1e6, COPIES);
     char what[64];
-    report(&m, "scalar vec_dot_ref, 1 tok", ref, 0);
-    report(&m, "vec_dot (1x1), 1 token", dot1, ref);
-    snprintf(what, sizeof what, "vec_dot (1x1), %d tokens", TOKENS);
-    report(&m, what, dotn, ref);
+    double dot1 = 0, gemm1;
+    if (DECODE_ONLY) {
+        gemm1 = time_per_token(&m, GEMM, ROWS, 1, 15);
+    } else {
+        int ref_rows = ROWS / 16;   /* the scalar code is slow: time fewer rows */
+        double ref = time_per_token(&m, VEC_DOT_REF, ref_rows, 1, 3);
+        dot1 = time_per_token(&m, VEC_DOT, ROWS, 1, 15);
+        double dotn = time_per_token(&m, VEC_DOT, ROWS, TOKENS, 8);
+        gemm1 = time_per_token(&m, GEMM, ROWS, 1, 15);
+        double gemmn = time_per_token(&m, GEMM, ROWS, TOKENS, 8);
+        report(&m, "scalar vec_dot_ref, 1 tok", ref, 0);
+        report(&m, "vec_dot (1x1), 1 token", dot1, ref);
+        snprintf(what, sizeof what, "vec_dot (1x1), %d tokens", TOKENS);
+        report(&m, what, dotn, ref);
+        snprintf(what, sizeof what, "gemm %dx%d (prefill)", GEMM_MAX_ROWS, TOKENS);
+        report(&m, what, gemmn, dotn);
+    }
     snprintf(what, sizeof what, "gemm %dx1 (decode)", GEMM_MAX_ROWS);
     report(&m, what, gemm1, dot1);
-    snprintf(what, sizeof what, "gemm %dx%d (prefill)", GEMM_MAX_ROWS, TOKENS);
-    report(&m, what, gemmn, dotn);
     if (t->gemv8)
         report(&m, "gemv8 (decode, 8 streams)", time_per_token(&m, GEMV8, ROWS, 1, 15), gemm1);
     fflush(stdout);
@@ -163,6 +179,20 @@ int bench_main(int argc, char **argv)
         WICK_TYPE_BF16, WICK_TYPE_F32, WICK_TYPE_Q8_1, WICK_TYPE_Q8_K, WICK_TYPE_Q6_K_R, WICK_TYPE_Q4_K_R,
     };
     static const char *const default_types[] = { "q4_0", "q8_0", "q4_K_r", "q6_K_r" };
+    if (argc > 2 && strcmp(argv[1], "--copies") == 0) {
+        COPIES = atoi(argv[2]);
+        if (COPIES < 1 || COPIES > 256) {
+            fprintf(stderr, "bench_kernels: --copies %s: want 1 to 256\n", argv[2]);
+            return 2;
+        }
+        argc -= 2;
+        argv += 2;
+    }
+    if (argc > 1 && strcmp(argv[1], "--decode") == 0) {
+        DECODE_ONLY = 1;
+        argc--;
+        argv++;
+    }
     if (argc > 2 && strcmp(argv[1], "--shape") == 0) {
         if (sscanf(argv[2], "%dx%d", &ROWS, &COLS) != 2 || ROWS < 64 || ROWS % 64 || COLS < 256 || COLS % 256) {
             fprintf(stderr, "bench_kernels: --shape %s: want ROWSxCOLS, rows a multiple of 64, columns of 256\n", argv[2]);

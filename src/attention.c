@@ -6,7 +6,9 @@
  * (grouped-query) or several tokens (prefill with one head per item), and fold the F16 cache's
  * rebias into the query. Against a Q8_0 or Q4_0 key cache each query is rounded to Q8_0 once and
  * scored with the quant table's integer tile kernels; Q8_0 / Q4_0 values are converted a row at a
- * time. attention_ref is the plain scalar form the tests compare them against.
+ * time. Decode with a KV head per query head over an F16 or Q8_0 cache (attend_decode) reads
+ * the cache across a range of heads, position by position, touching rows ahead of use.
+ * attention_ref is the plain scalar form the tests compare them against.
  * Work items are spread over the pool's threads, each output computed by one thread in a fixed
  * order, so a token's numbers do not depend on the thread count or the batch it is in. */
 #include "attention.h"
@@ -25,9 +27,9 @@ static int att_heads_cap(const model_config *mc) {
     return group < ATT_HEADS_MAX ? group : ATT_HEADS_MAX;
 }
 
-/* a thread's attention scratch: score rows of up to 8 heads (one token, grouped-query) or of up to
- * 4 tokens (one head, prefill), then one cached row as floats */
-#define ATT_SCORE_ROWS 8
+/* a thread's attention scratch: score rows of up to 16 heads (one token: grouped-query, or a range
+ * of KV heads in decode) or of up to 4 tokens (one head, prefill), then one cached row as floats */
+#define ATT_SCORE_ROWS 16
 /* per thread: ATT_SCORE_ROWS rows of scores, one cached row as floats, and the queries of an
  * item times 2^112 (F16_REBIAS) */
 size_t attention_scratch_floats(int32_t n_ctx) {
@@ -59,7 +61,7 @@ static inline float att_score(const model_config *mc, float dot) {
  * (exp_f32x4, the sampler's: the same operations in every build and lane, so a value does not
  * depend on the lanes around it; libm's expf, one call per score, was a few percent of a long
  * context's decode), the sum in order, then each divided through */
-static void softmax_scores(float *sc, int lo, int hi, float max) {
+static __attribute__((noinline)) void softmax_scores(float *sc, int lo, int hi, float max) {
     v128_t m = wasm_f32x4_splat(max);
     int j = lo;
     for (; j + 3 <= hi; j += 4) wasm_v128_store(sc + j, exp_f32x4(wasm_f32x4_sub(wasm_v128_load(sc + j), m)));
@@ -74,6 +76,10 @@ static void softmax_scores(float *sc, int lo, int hi, float max) {
     float inv_sum = 1.0f / sum;
     for (j = lo; j <= hi; j++) sc[j] *= inv_sum;
 }
+
+/* sc[lo..hi]: q·k dots → scores (att_score) → probabilities (softmax_scores), times 2^112 where
+ * the F16 rebias is folded (rebias_probs) */
+static __attribute__((noinline)) void scores_to_probs(const model_config *mc, float *sc, int lo, int hi, int folded);
 
 /* Four F16 values in the high halves of 32-bit lanes → four F32: an arithmetic shift by 3 puts
  * the half's exponent and mantissa in a float's fields (the sign bit copied into the three bits
@@ -94,6 +100,14 @@ static inline __attribute__((always_inline)) void f16x8_to_f32(const uint16_t *h
     const v128_t zero = wasm_i32x4_splat(0), x = wasm_v128_load(h);
     *lo = f16_high_to_f32(wasm_i16x8_shuffle(zero, x, 0, 8, 1, 9, 2, 10, 3, 11), folded);
     *hi = f16_high_to_f32(wasm_i16x8_shuffle(zero, x, 4, 12, 5, 13, 6, 14, 7, 15), folded);
+}
+
+/* i32 lanes of magnitude below 2^22 → their floats, exactly: x + 1.5 · 2^23 in a float's bits is
+ * the float 1.5 · 2^23 + x, less 1.5 · 2^23. The same values as f32x4.convert_i32x4_s; LLVM folds
+ * that conversion of sign-extended bytes into one from i16, which it lowers to scalar code. */
+static inline __attribute__((always_inline)) v128_t small_int_to_f32(v128_t x) {
+    const v128_t magic = wasm_f32x4_splat(0x1.8p23f);
+    return wasm_f32x4_sub(wasm_i32x4_add(x, magic), magic);
 }
 
 /* Attention over the F16 cache moves the rebias (× 2^112) out of the conversion of every cached
@@ -118,6 +132,17 @@ static __attribute__((noinline)) void rebias_probs(float *sc, int lo, int hi) {
     for (int j = lo; j <= hi; j++) sc[j] *= F16_REBIAS;
 }
 
+static void scores_to_probs(const model_config *mc, float *sc, int lo, int hi, int folded) {
+    float max = -INFINITY;
+    for (int j = lo; j <= hi; j++) {
+        float s = att_score(mc, sc[j]);
+        sc[j] = s;
+        if (s > max) max = s;
+    }
+    softmax_scores(sc, lo, hi, max);
+    if (folded) rebias_probs(sc, lo, hi);
+}
+
 /* n (a multiple of 8; of 32 for the block types) cached values of a KV type → floats (times
  * 2^-112 where folded: F16 only) */
 static __attribute__((noinline)) void kv_row_to_f32(int32_t type, const void *src, float *dst, int n, int folded) {
@@ -125,21 +150,7 @@ static __attribute__((noinline)) void kv_row_to_f32(int32_t type, const void *sr
         memcpy(dst, src, (size_t)n * sizeof(float));
         return;
     }
-    if (type == WICK_KV_Q8_0) { /* the table's d · q products, here in SIMD: quant.c is compiled for size in the wasm builds */
-        const block_q8_0 *b = src;
-        for (int k = 0; k < n / QK8_0; k++, b++, dst += QK8_0) {
-            v128_t d = wasm_f32x4_splat(quant_f16_to_f32_inline(b->d));
-            for (int i = 0; i < QK8_0; i += 16) {
-                v128_t q = wasm_v128_load(b->qs + i), lo = wasm_i16x8_extend_low_i8x16(q), hi = wasm_i16x8_extend_high_i8x16(q);
-                wasm_v128_store(dst + i, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(wasm_i32x4_extend_low_i16x8(lo)), d));
-                wasm_v128_store(dst + i + 4, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(wasm_i32x4_extend_high_i16x8(lo)), d));
-                wasm_v128_store(dst + i + 8, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(wasm_i32x4_extend_low_i16x8(hi)), d));
-                wasm_v128_store(dst + i + 12, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(wasm_i32x4_extend_high_i16x8(hi)), d));
-            }
-        }
-        return;
-    }
-    if (kv_type_is_block(type)) { /* Q4_0: the quant table's conversion */
+    if (kv_type_is_block(type)) { /* Q8_0, Q4_0: the quant table's conversion (attention sums Q8_0 values in q8_0_values_block) */
         quant_get(kv_quant_type(type))->to_float(src, dst, n);
         return;
     }
@@ -202,12 +213,10 @@ static inline __attribute__((always_inline)) void attend_f16_body(const attn_arg
     int last = att_last(a, a->pos0 + t0 + nt - 1);
     size_t stride = (size_t)kv_dim(mc), n_ctx = (size_t)c->n_ctx;
     int lo[ATT_TOKENS], hi[ATT_TOKENS];
-    float max[ATT_TOKENS];
     for (int t = 0; t < T; t++) {
         int pos = a->pos0 + (t < nt ? t0 + t : t0);
         lo[t] = att_first(c, layer, pos);
         hi[t] = att_last(a, pos);
-        max[t] = -INFINITY;
     }
     /* positions first … last, from their slots: a sliding layer's ring wraps back to slot 0 */
     int first = lo[0], n_slots = c->kv_slots[layer], slot0 = kv_slot(c, layer, first);
@@ -227,10 +236,8 @@ static inline __attribute__((always_inline)) void attend_f16_body(const attn_arg
         for (int t = 0; t < nt; t++) {
             if (j > hi[t] || j < lo[t]) continue;
             v128_t v = wasm_f32x4_add(s0[t], s1[t]);
-            float sc = att_score(mc, (wasm_f32x4_extract_lane(v, 0) + wasm_f32x4_extract_lane(v, 1)) +
-                                         (wasm_f32x4_extract_lane(v, 2) + wasm_f32x4_extract_lane(v, 3)));
-            scores[(size_t)t * n_ctx + j] = sc;
-            if (sc > max[t]) max[t] = sc;
+            scores[(size_t)t * n_ctx + j] = (wasm_f32x4_extract_lane(v, 0) + wasm_f32x4_extract_lane(v, 1)) +
+                                            (wasm_f32x4_extract_lane(v, 2) + wasm_f32x4_extract_lane(v, 3));
         }
         if (++slot == n_slots) slot = 0, kj = kbase;
         else kj += stride;
@@ -241,8 +248,7 @@ static inline __attribute__((always_inline)) void attend_f16_body(const attn_arg
             memset(sc + first, 0, (size_t)(last + 1 - first) * sizeof(float));
             continue;
         }
-        softmax_scores(sc, lo[t], hi[t], max[t]);
-        rebias_probs(sc, lo[t], hi[t]);
+        scores_to_probs(mc, sc, lo[t], hi[t], 1);
         for (int j = first; j < lo[t]; j++) sc[j] = 0;
         for (int j = hi[t] + 1; j <= last; j++) sc[j] = 0;
     }
@@ -314,36 +320,7 @@ static __attribute__((noinline)) void block_keys_dots(const attn_args *a, int t,
     }
 }
 
-/* out[0 .. hd) = Σ p[j] · v_j over positions lo … hi of a Q8_0 value cache, for one query head:
- * a block of 32 dimensions at a time summed in registers, each value d · q as kv_row_to_f32
- * converts it and added in attend_heads' order, so the sums are its sums bit for bit, without
- * the row of floats written and read again per position. */
-static __attribute__((noinline)) void q8_0_values(const attn_args *a, size_t v_off, int lo, int hi, const float *p, float *out, int hd) {
-    const struct wick_ctx *c = a->c;
-    /* positions lo … hi from their slots: a sliding layer's ring wraps back to slot 0 */
-    const uint8_t *base = (const uint8_t *)kv_at(c, c->v_cache, a->layer, 0) + v_off;
-    size_t row = kv_row_bytes(c, c->v_cache, a->layer);
-    int n_slots = c->kv_slots[a->layer], slot0 = kv_slot(c, a->layer, lo);
-    for (int blk = 0; blk < hd / QK8_0; blk++) {
-        v128_t acc[8];
-        for (int r = 0; r < 8; r++) acc[r] = wasm_f32x4_splat(0);
-        const uint8_t *vj = base + (size_t)slot0 * row;
-        for (int j = lo, slot = slot0; j <= hi; j++) {
-            const block_q8_0 *b = (const block_q8_0 *)vj + blk;
-            if (++slot == n_slots) slot = 0, vj = base;
-            else vj += row;
-            v128_t d = wasm_f32x4_splat(quant_f16_to_f32_inline(b->d)), pj = wasm_f32x4_splat(p[j]);
-            for (int i = 0; i < 2; i++) {
-                v128_t q = wasm_v128_load(b->qs + 16 * i), l = wasm_i16x8_extend_low_i8x16(q), h = wasm_i16x8_extend_high_i8x16(q);
-                v128_t v[4] = { wasm_i32x4_extend_low_i16x8(l), wasm_i32x4_extend_high_i16x8(l), wasm_i32x4_extend_low_i16x8(h),
-                                wasm_i32x4_extend_high_i16x8(h) };
-                for (int k = 0; k < 4; k++)
-                    acc[4 * i + k] = wasm_f32x4_add(acc[4 * i + k], wasm_f32x4_mul(pj, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(v[k]), d)));
-            }
-        }
-        for (int r = 0; r < 8; r++) wasm_v128_store(out + QK8_0 * blk + 4 * r, acc[r]);
-    }
-}
+static void q8_0_values(const attn_args *a, size_t v_off, int lo, int hi, const float *p, float *out, int hd);
 
 /* Token t's query heads h0 … h0 + heads − 1, all of KV head kvh: each cached key and value
  * converted to floats once for all of them (grouped-query models share a KV head between up to
@@ -361,9 +338,7 @@ static void attend_heads(const attn_args *a, int t, int kvh, int h0, int heads, 
     /* the heads' queries are consecutive: folded all at once (an F16 cache) */
     int folded = kv_both_f16(c) && fold_query(q, row + MAX_HEAD_DIM, heads * hd);
     if (folded) q = row + MAX_HEAD_DIM;
-    float max[ATT_HEADS_MAX];
-    for (int g = 0; g < heads; g++) max[g] = -INFINITY;
-    /* q·k of every position, then the scores made of them */
+    /* q·k of every position, then the probabilities made of them */
     if (kv_type_is_block(c->kv_type))
         block_keys_dots(a, t, k_off, heads, q, scores, row + MAX_HEAD_DIM);
     else
@@ -371,18 +346,9 @@ static void attend_heads(const attn_args *a, int t, int kvh, int h0, int heads, 
             kv_row_to_f32(c->kv_type, (const uint8_t *)kv_at(c, c->k_cache, layer, j) + k_off, row, hd, folded);
             for (int g = 0; g < heads; g++) scores[(size_t)g * c->n_ctx + j] = dot_f32(q + (size_t)g * hd, row, hd);
         }
-    for (int g = 0; g < heads; g++)
-        for (int j = lo; j <= hi; j++) {
-            float s = att_score(mc, scores[(size_t)g * c->n_ctx + j]);
-            scores[(size_t)g * c->n_ctx + j] = s;
-            if (s > max[g]) max[g] = s;
-        }
-    for (int g = 0; g < heads; g++) {
-        softmax_scores(scores + (size_t)g * c->n_ctx, lo, hi, max[g]);
-        if (folded) rebias_probs(scores + (size_t)g * c->n_ctx, lo, hi);
-    }
-    if (heads == 1 && c->kv_type_v == WICK_KV_Q8_0) {
-        q8_0_values(a, v_off, lo, hi, scores, out, hd);
+    for (int g = 0; g < heads; g++) scores_to_probs(mc, scores + (size_t)g * c->n_ctx, lo, hi, folded);
+    if (c->kv_type_v == WICK_KV_Q8_0) { /* each head's sums in registers, the blocks converted as used */
+        for (int g = 0; g < heads; g++) q8_0_values(a, v_off, lo, hi, scores + (size_t)g * c->n_ctx, out + (size_t)g * hd, hd);
         return;
     }
     memset(out, 0, (size_t)heads * hd * sizeof(float));
@@ -390,6 +356,212 @@ static void attend_heads(const attn_args *a, int t, int kvh, int h0, int heads, 
         kv_row_to_f32(c->kv_type_v, (const uint8_t *)kv_at(c, c->v_cache, layer, j) + v_off, row, hd, folded);
         for (int g = 0; g < heads; g++)
             axpy_f32(out + (size_t)g * hd, scores[(size_t)g * c->n_ctx + j], row, hd);
+    }
+}
+
+/* Decode over an F16 (query folded, fold_query) or Q8_0 cache with a KV head per query head
+ * (group 1): query heads kvh0 … kvh0 + n_kv − 1 of token t, the cache read across all of them (a
+ * cached row is one position's every KV head side by side, so the range's part of it is one
+ * stretch of memory, where a pass per head steps through the whole layer's cache once per head:
+ * 8.2 against 13.0 ms for a 134m decode step's attention at 2,048 tokens, F16, wasm). Each score
+ * and each output element goes through the operations of the other paths in their order (the
+ * same sums bit for bit, so a head's result does not depend on the path, the range or the
+ * thread count):
+ *  - F16 scores four positions at a time per head, their lanes summed by two transposes
+ *    ((l0 + l1) + (l2 + l3), as attend_f16_body's extracts); Q8_0 scores by the key type's tile
+ *    kernel, as block_keys_dots;
+ *  - the outputs over blocks of ATT_DECODE_BLOCK positions, per head and 32 dimensions kept in
+ *    registers over the block (head sizes that are multiples of 32);
+ *  - before each block, a burst of loads touches the next block's rows (touch_rows). */
+#define ATT_DECODE_BLOCK 32
+
+/* four score vectors (s0 + s1 of positions a … d) → their four sums, lane r for position r */
+static inline __attribute__((always_inline)) v128_t sum4_scores(v128_t a, v128_t b, v128_t c, v128_t d) {
+    v128_t ab = wasm_f32x4_add(wasm_i32x4_shuffle(a, b, 0, 4, 2, 6), wasm_i32x4_shuffle(a, b, 1, 5, 3, 7));
+    v128_t cd = wasm_f32x4_add(wasm_i32x4_shuffle(c, d, 0, 4, 2, 6), wasm_i32x4_shuffle(c, d, 1, 5, 3, 7));
+    return wasm_f32x4_add(wasm_i32x4_shuffle(ab, cd, 0, 1, 4, 5), wasm_i32x4_shuffle(ab, cd, 2, 3, 6, 7));
+}
+
+/* o[0 .. 32) += Σ p[j] · v_j over n rows of halves from v (stride in halves), in the order of j */
+static __attribute__((noinline)) void f16_values_block(float *o, const float *p, const uint16_t *v, size_t stride, int n) {
+    enum { W = 32 };
+    v128_t acc[8];
+    for (int r = 0; r < W / 4; r++) acc[r] = wasm_v128_load(o + 4 * r);
+    for (int j = 0; j < n; j++, v += stride) {
+        v128_t pj = wasm_f32x4_splat(p[j]);
+        for (int i = 0; i < W; i += 8) {
+            v128_t lo8, hi8;
+            f16x8_to_f32(v + i, &lo8, &hi8, 1);
+            acc[i / 4] = wasm_f32x4_add(acc[i / 4], wasm_f32x4_mul(pj, lo8));
+            acc[i / 4 + 1] = wasm_f32x4_add(acc[i / 4 + 1], wasm_f32x4_mul(pj, hi8));
+        }
+    }
+    for (int r = 0; r < W / 4; r++) wasm_v128_store(o + 4 * r, acc[r]);
+}
+
+/* o[0 .. 32) += Σ p[j] · v_j over n Q8_0 blocks from b (stride in bytes), each value d · q as
+ * kv_row_to_f32 converts it and added as axpy_f32 adds it (attend_heads' sums) */
+static __attribute__((noinline)) void q8_0_values_block(float *o, const float *p, const uint8_t *b, size_t stride, int n) {
+    v128_t acc[8];
+    for (int r = 0; r < 8; r++) acc[r] = wasm_v128_load(o + 4 * r);
+    for (int j = 0; j < n; j++, b += stride) {
+        const block_q8_0 *x = (const block_q8_0 *)b;
+        v128_t d = wasm_f32x4_splat(quant_f16_to_f32_inline(x->d)), pj = wasm_f32x4_splat(p[j]);
+        for (int i = 0; i < 2; i++) {
+            v128_t q = wasm_v128_load(x->qs + 16 * i), l = wasm_i16x8_extend_low_i8x16(q), h = wasm_i16x8_extend_high_i8x16(q);
+            v128_t v[4] = {wasm_i32x4_extend_low_i16x8(l), wasm_i32x4_extend_high_i16x8(l), wasm_i32x4_extend_low_i16x8(h),
+                           wasm_i32x4_extend_high_i16x8(h)};
+            for (int k = 0; k < 4; k++)
+                acc[4 * i + k] = wasm_f32x4_add(acc[4 * i + k], wasm_f32x4_mul(pj, wasm_f32x4_mul(small_int_to_f32(v[k]), d)));
+        }
+    }
+    for (int r = 0; r < 8; r++) wasm_v128_store(o + 4 * r, acc[r]);
+}
+
+/* out[0 .. hd) = Σ p[j] · v_j over positions lo … hi of a Q8_0 value cache, for one query head
+ * (attend_heads): q8_0_values_block over each run of slots that follow one another, so the sums
+ * are kv_row_to_f32 + axpy_f32's bit for bit, without a row of floats written and read per position */
+static void q8_0_values(const attn_args *a, size_t v_off, int lo, int hi, const float *p, float *out, int hd) {
+    const struct wick_ctx *c = a->c;
+    /* positions lo … hi from their slots: a sliding layer's ring wraps back to slot 0 */
+    const uint8_t *base = (const uint8_t *)kv_at(c, c->v_cache, a->layer, 0) + v_off;
+    size_t row = kv_row_bytes(c, c->v_cache, a->layer);
+    int n_slots = c->kv_slots[a->layer];
+    memset(out, 0, (size_t)hd * sizeof(float));
+    for (int j = lo, slot = kv_slot(c, a->layer, lo); j <= hi;) {
+        int n = hi - j + 1 < n_slots - slot ? hi - j + 1 : n_slots - slot;
+        for (int b = 0; b < hd / QK8_0; b++)
+            q8_0_values_block(out + QK8_0 * b, p + j, base + (size_t)slot * row + b * sizeof(block_q8_0), row, n);
+        j += n, slot = 0;
+    }
+}
+
+/* Loads a vector from every 64 bytes of `span` bytes of the n rows at p (stride bytes apart) into
+ * *touch. WebAssembly has no prefetch instruction: a burst of loads whose results nothing waits
+ * for puts many cache misses in flight at once, where the kernels' own loads, spread through
+ * their arithmetic, would have a few; attend_decode touches the next block's rows so. */
+static __attribute__((noinline)) void touch_rows(const uint8_t *p, size_t stride, int n, size_t span, v128_t *touch) {
+    v128_t t = *touch;
+    for (int r = 0; r < n; r++, p += stride)
+        for (size_t i = 0; i + 16 <= span; i += 64) t = wasm_v128_or(t, wasm_v128_load(p + i));
+    *touch = t;
+}
+
+/* rows of the next block that the layer's cache holds after slot's block (0 past its end) */
+static inline int ahead_rows(int slot, int n_slots) {
+    int n = n_slots - slot - ATT_DECODE_BLOCK;
+    return n < 0 ? 0 : n < ATT_DECODE_BLOCK ? n : ATT_DECODE_BLOCK;
+}
+
+/* q: the range's queries, folded (F16) or as they are (Q8_0) */
+static void attend_decode(const attn_args *a, int t, int h0, int nq, const float *q, float *scores) {
+    struct wick_ctx *c = a->c;
+    const model_config *mc = model_layer_config(c->model, a->layer);
+    int layer = a->layer, hd = mc->head_dim, pos = a->pos0 + t, lo = att_first(c, layer, pos), hi = att_last(a, pos);
+    int group = mc->n_heads / mc->n_kv_heads, kvh0 = h0 / group, n_kv = (h0 + nq - 1) / group + 1 - kvh0;
+    size_t n_ctx = (size_t)c->n_ctx, stride = (size_t)kv_dim(mc);
+    float *out = c->xb2 + (size_t)t * mc->q_dim + (size_t)h0 * hd;
+    int q8 = c->kv_type == WICK_KV_Q8_0;
+    /* the range's KV heads from kvh0: query head h0 + h reads KV head (h0 + h) / group, kv(h) on */
+    size_t k_head = kv_type_bytes(c->kv_type, (size_t)hd), v_head = kv_type_bytes(c->kv_type_v, (size_t)hd);
+    size_t k_row = kv_row_bytes(c, c->k_cache, layer), v_row = kv_row_bytes(c, c->v_cache, layer);
+#define kv(h) ((size_t)((h0 + (h)) / group - kvh0))
+    const uint8_t *kbase = (const uint8_t *)kv_at(c, c->k_cache, layer, 0) + (size_t)kvh0 * k_head;
+    const uint8_t *vbase = (const uint8_t *)kv_at(c, c->v_cache, layer, 0) + (size_t)kvh0 * v_head;
+    int n_slots = c->kv_slots[layer], slot0 = kv_slot(c, layer, lo);
+    v128_t touch = wasm_i32x4_splat(0);
+    if (q8) { /* Q8_0: block_keys_dots' integer tiles, a run of GEMM_MAX_ROWS slots across the range at a time */
+        const quant_type *kt = quant_get(kv_quant_type(c->kv_type));
+        size_t q_row = (size_t)hd / QK8_0 * sizeof(block_q8_0);
+        uint8_t *qq = (uint8_t *)(scores + (size_t)ATT_SCORE_ROWS * n_ctx + MAX_HEAD_DIM);
+        for (int h = 0; h < nq; h++) quant_q8_0_from_float_simd(q + (size_t)h * hd, qq + (size_t)h * q_row, hd);
+        for (int j = lo, slot = slot0; j <= hi;) {
+            int run = hi - j + 1;
+            if (run > GEMM_MAX_ROWS) run = GEMM_MAX_ROWS;
+            if (run > n_slots - slot) run = n_slots - slot; /* a ring's rows wrap back to slot 0 */
+            const uint8_t *k = kbase + (size_t)slot * k_row;
+            if ((j - lo) % ATT_DECODE_BLOCK == 0) touch_rows(k + ATT_DECODE_BLOCK * k_row, k_row, ahead_rows(slot, n_slots), (size_t)n_kv * k_head, &touch);
+            for (int h = 0; h < nq; h++)
+                kt->gemm(hd, k + kv(h) * k_head, k_row, run, qq + (size_t)h * q_row, q_row, 1, scores + (size_t)h * n_ctx + j, n_ctx);
+            j += run, slot += run;
+            if (slot == n_slots) slot = 0;
+        }
+    }
+    /* F16 q·k: four positions at a time while four slots follow one another, else one; before each
+     * block, the next block's rows touched */
+    for (int j = lo, slot = slot0; !q8 && j <= hi;) {
+        const uint8_t *k = kbase + (size_t)slot * k_row;
+        if ((j - lo) % ATT_DECODE_BLOCK == 0) touch_rows(k + ATT_DECODE_BLOCK * k_row, k_row, ahead_rows(slot, n_slots), (size_t)n_kv * k_head, &touch);
+        if (hi - j >= 3 && n_slots - slot >= 4) {
+            for (int h = 0; h < nq; h++) {
+                const float *qh = q + (size_t)h * hd;
+                const uint16_t *kh = (const uint16_t *)(k + kv(h) * k_head);
+                v128_t s[4][2];
+                for (int r = 0; r < 4; r++) s[r][0] = s[r][1] = wasm_f32x4_splat(0);
+                for (int i = 0; i < hd; i += 8) {
+                    v128_t q0 = wasm_v128_load(qh + i), q1 = wasm_v128_load(qh + i + 4);
+                    for (int r = 0; r < 4; r++) {
+                        v128_t lo8, hi8;
+                        f16x8_to_f32(kh + (size_t)r * stride + i, &lo8, &hi8, 1);
+                        s[r][0] = wasm_f32x4_add(s[r][0], wasm_f32x4_mul(lo8, q0));
+                        s[r][1] = wasm_f32x4_add(s[r][1], wasm_f32x4_mul(hi8, q1));
+                    }
+                }
+                wasm_v128_store(scores + (size_t)h * n_ctx + j,
+                                sum4_scores(wasm_f32x4_add(s[0][0], s[0][1]), wasm_f32x4_add(s[1][0], s[1][1]),
+                                            wasm_f32x4_add(s[2][0], s[2][1]), wasm_f32x4_add(s[3][0], s[3][1])));
+            }
+            j += 4, slot += 4;
+        } else { /* the same sums through the row conversion and dot_f32 */
+            float *row = scores + (size_t)ATT_SCORE_ROWS * n_ctx;
+            for (int h = 0; h < nq; h++) {
+                kv_row_to_f32(WICK_KV_F16, k + kv(h) * k_head, row, hd, 1);
+                scores[(size_t)h * n_ctx + j] = dot_f32(q + (size_t)h * hd, row, hd);
+            }
+            j++, slot++;
+        }
+        if (slot == n_slots) slot = 0;
+    }
+    for (int h = 0; h < nq; h++) scores_to_probs(mc, scores + (size_t)h * n_ctx, lo, hi, !q8);
+    memset(out, 0, (size_t)nq * hd * sizeof(float));
+    for (int j = lo, slot = slot0; j <= hi;) {
+        int n = hi - j + 1;
+        if (n > ATT_DECODE_BLOCK) n = ATT_DECODE_BLOCK;
+        if (n > n_slots - slot) n = n_slots - slot; /* a ring's rows wrap back to slot 0 */
+        const uint8_t *v = vbase + (size_t)slot * v_row;
+        touch_rows(v + ATT_DECODE_BLOCK * v_row, v_row, ahead_rows(slot, n_slots), (size_t)n_kv * v_head, &touch);
+        for (int h = 0; h < nq; h++) {
+            const float *p = scores + (size_t)h * n_ctx + j;
+            float *o = out + (size_t)h * hd;
+            const uint8_t *vh = v + kv(h) * v_head;
+            for (int b = 0; b < hd / 32; b++)
+                if (q8) q8_0_values_block(o + 32 * b, p, vh + b * sizeof(block_q8_0), v_row, n);
+                else f16_values_block(o + 32 * b, p, (const uint16_t *)vh + 32 * b, stride, n);
+        }
+        j += n, slot += n;
+        if (slot == n_slots) slot = 0;
+    }
+#undef kv
+    wasm_v128_store(scores + (size_t)ATT_SCORE_ROWS * n_ctx, touch); /* kept: the loads stay */
+}
+
+/* Decode items of a->heads query heads (attend_decode); an F16 range whose queries cannot be
+ * folded goes a head at a time through attend_heads */
+static void attention_decode_task(void *arg, int ith, int nth) {
+    attn_args *a = arg;
+    struct wick_ctx *c = a->c;
+    const model_config *mc = model_layer_config(c->model, a->layer);
+    float *scores = c->att + (size_t)ith * attention_scratch_floats(c->n_ctx);
+    float *qf = scores + (size_t)ATT_SCORE_ROWS * c->n_ctx + MAX_HEAD_DIM;
+    for (int item = ith; item < mc->n_heads / a->heads; item += nth) {
+        int h0 = item * a->heads, group = mc->n_heads / mc->n_kv_heads;
+        const float *q = c->q + (size_t)h0 * mc->head_dim;
+        if (c->kv_type == WICK_KV_Q8_0)
+            attend_decode(a, 0, h0, a->heads, q, scores);
+        else if (fold_query(q, qf, a->heads * mc->head_dim))
+            attend_decode(a, 0, h0, a->heads, qf, scores);
+        else
+            for (int h = h0; h < h0 + a->heads; h++) attend_heads(a, 0, h / group, h, 1, scores);
     }
 }
 
@@ -422,9 +594,6 @@ static void attention_task(void *arg, int ith, int nth) {
     for (long item = ith; item < (long)a->n_tok * mc->n_kv_heads * runs; item += nth) {
         int t = (int)(item / ((long)mc->n_kv_heads * runs)), rest = (int)(item % ((long)mc->n_kv_heads * runs));
         int kvh = rest / runs, h0 = kvh * group + (rest % runs) * heads;
-        /* one head: nothing to share, each value converted as used */
-        if (heads == 1 && kv_both_f16(c) && attend_f16_run(a, h0, t, 1, scores, 1))
-            continue;
         attend_heads(a, t, kvh, h0, heads, scores);
     }
 }
@@ -439,7 +608,31 @@ static int attention_heads_per_item(const struct wick_ctx *c, int layer, int n_t
     return best;
 }
 
+/* Query heads per decode item (attend_decode), 0 where it does not take the token: the largest
+ * divisor of n_heads up to ATT_SCORE_ROWS that gives every thread as many items, or at least two
+ * each (the wider the range, the longer the stretch of each cached row read at once). A group
+ * that attention_heads_per_item keeps together (one thread: the heads of a KV head share each
+ * converted row in attend_heads) stays with attend_heads. */
+static int attention_decode_heads(const struct wick_ctx *c, int layer) {
+    const model_config *mc = model_layer_config(c->model, layer);
+    if (mc->head_dim % 32 || !(kv_both_f16(c) || (c->kv_type == WICK_KV_Q8_0 && c->kv_type_v == WICK_KV_Q8_0)) ||
+        (mc->n_heads != mc->n_kv_heads && attention_heads_per_item(c, layer, 1) > 1))
+        return 0;
+    int best = 1, threads = pool_size(c->pool);
+    for (int r = 2; r <= ATT_SCORE_ROWS && r <= mc->n_heads; r++) {
+        int items = mc->n_heads / r;
+        if (mc->n_heads % r == 0 && (items % threads == 0 || items >= 2 * threads)) best = r;
+    }
+    return best;
+}
+
 void attention(struct wick_ctx *c, int layer, int pos0, int n_tok, bool causal) {
+    int decode_heads = n_tok == 1 ? attention_decode_heads(c, layer) : 0;
+    if (decode_heads) {
+        attn_args a = {c, layer, pos0, n_tok, causal, decode_heads};
+        pool_run(c->pool, attention_decode_task, &a);
+        return;
+    }
     attn_args a = {c, layer, pos0, n_tok, causal, attention_heads_per_item(c, layer, n_tok)};
     if (n_tok > 1 && a.heads == 1 && kv_both_f16(c)) pool_run(c->pool, attention_runs_task, &a);
     else pool_run(c->pool, attention_task, &a);

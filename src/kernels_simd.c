@@ -262,6 +262,13 @@ static ALWAYS_INLINE void tile_rows(const void *w, size_t w_stride, int nr, cons
         rows[r] = (const uint8_t *)w + (r < nr ? (size_t)r * w_stride : 0);
 }
 
+/* a gemv8 kernel's eight rows */
+static ALWAYS_INLINE void gemv8_rows(const void *w, size_t w_stride, const uint8_t *rows[8])
+{
+    tile_rows(w, w_stride, 4, rows);
+    tile_rows((const uint8_t *)w + 4 * w_stride, w_stride, 4, rows + 4);
+}
+
 /* the sum of the four partial dot products of one row's unit with the activations y[0..3] */
 static ALWAYS_INLINE v128_t dot_unit(const v128_t w[4], const v128_t y[4])
 {
@@ -1032,9 +1039,114 @@ GEMV8_ENTRY(quant_gemv8_q6_K, gemv8_k, K_Q6)
 #endif
 #if WICK_RELAXED
 GEMM_ENTRY(quant_gemm_q6_K_r, gemm_k, K_Q6R)
-GEMV8_ENTRY(quant_gemv8_q6_K_r, gemv8_k, K_Q6R)
+
+/* Decode over Q6_K_R and Q4_K_R: one token against eight rows (w + r * w_stride), each output
+ * computed as gemm's one-token tile computes it (the same exact integer sums, the same float
+ * steps), but the eight rows' super-blocks are read side by side a few vectors at a time: each
+ * step takes 48 (Q6_K_R) or 32 (Q4_K_R) bytes of every row against activation vectors loaded once
+ * for all eight. gemv8_k's order, a whole super-block of one row after another (210 or 144 bytes
+ * of one stream, then the next), read these layouts from memory at half of Q8_0's bytes per
+ * second (BENCHMARKS.md, 2026-12-03): beyond the caches, the interleaved order is 2.9x faster on
+ * Q6_K_R and 1.5x on Q4_K_R (bench_kernels --copies, 32000 x 768). Each row's integer sum
+ * starts from its offset or min term, so the loops have no branch. */
+/* four rows' scale (the F16 at off in each row) times the activations' dy times their integer sums */
+static ALWAYS_INLINE v128_t scaled_sums4(const uint8_t *const rows[4], size_t off, v128_t dy, const v128_t p[4])
+{
+    return wasm_f32x4_mul(wasm_f32x4_mul(gather_half4(rows, off), dy), wasm_f32x4_convert_i32x4(sum4_lanes(p[0], p[1], p[2], p[3])));
+}
+
+void quant_gemv8_q6_K_r(int n, const void *w, size_t w_stride, const void *a, float out[8])
+{
+    const uint8_t *rows[8];
+    gemv8_rows(w, w_stride, rows);
+    const v128_t low6 = wasm_i8x16_splat(0x3f);
+    v128_t acc0 = wasm_f32x4_splat(0.0f), acc1 = acc0;
+    for (int i = 0; i < n / QK_K; i++) {
+        const block_q8_K *y = (const block_q8_K *)a + i;
+        const size_t off = (size_t)i * sizeof(block_q6_K_r);
+        /* each row's sum starts at -32 times its scales' dot with the activation sums (the
+         * stored values are q + 32) */
+        v128_t bs_lo = wasm_v128_load(y->bsums), bs_hi = wasm_v128_load(y->bsums + 8), p[8];
+        for (int r = 0; r < 8; r++) {
+            const int8_t *sc = ((const block_q6_K_r *)(rows[r] + off))->scales;
+            v128_t bsum = wasm_i32x4_add(dot_i16(load_i8x8(sc), bs_lo), dot_i16(load_i8x8(sc + 8), bs_hi));
+            p[r] = wasm_i32x4_sub(wasm_i32x4_splat(0), wasm_i32x4_shl(bsum, 5));
+        }
+        for (int g = 0; g < 4; g++) {
+            const int8_t *q8 = y->qs + 64 * g;
+            v128_t y0 = wasm_v128_load(q8), y1 = wasm_v128_load(q8 + 16), y2 = wasm_v128_load(q8 + 32), y3 = wasm_v128_load(q8 + 48);
+            for (int r = 0; r < 8; r++) {
+                const block_q6_K_r *x = (const block_q6_K_r *)(rows[r] + off);
+                const uint8_t *q = x->q + 48 * g;
+                v128_t p0 = wasm_v128_load(q), p1 = wasm_v128_load(q + 16), p2 = wasm_v128_load(q + 32);
+                v128_t d = wasm_v128_or(wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(p0, 6), wasm_i8x16_splat(0x03)),
+                                                     wasm_v128_and(wasm_u16x8_shr(p1, 4), wasm_i8x16_splat(0x0c))),
+                                        wasm_v128_and(wasm_u16x8_shr(p2, 2), wasm_i8x16_splat(0x30)));
+                v128_t ab = wasm_i16x8_add(rdot(y0, wasm_v128_and(p0, low6)), rdot(y1, wasm_v128_and(p1, low6)));
+                v128_t cd = wasm_i16x8_add(rdot(y2, wasm_v128_and(p2, low6)), rdot(y3, d));
+                v128_t sc = load_i8x8(x->scales + 8 * (g >> 1));
+                v128_t part = wasm_i32x4_add(dot_i16(ab, sc), dot_i16(cd, sc));
+                p[r] = wasm_i32x4_add(p[r], part);
+            }
+        }
+        v128_t dy = wasm_f32x4_splat(y->d);
+        acc0 = wasm_f32x4_add(acc0, scaled_sums4(rows, off + offsetof(block_q6_K_r, d), dy, p));
+        acc1 = wasm_f32x4_add(acc1, scaled_sums4(rows + 4, off + offsetof(block_q6_K_r, d), dy, p + 4));
+    }
+    wasm_v128_store(out, acc0);
+    wasm_v128_store(out + 4, acc1);
+}
+
 GEMM_ENTRY(quant_gemm_q4_K_r, gemm_k, K_Q4R)
-GEMV8_ENTRY(quant_gemv8_q4_K_r, gemv8_k, K_Q4R)
+
+/* (the Q4_K_R decode kernel: see quant_gemv8_q6_K_r; the mins go through the activation sums of
+ * each sub-block of 32, bs32, as k_block's dot_bsums does with the pairs of sums of 16) */
+void quant_gemv8_q4_K_r(int n, const void *w, size_t w_stride, const void *a, float out[8])
+{
+    const uint8_t *rows[8];
+    gemv8_rows(w, w_stride, rows);
+    const v128_t low4 = wasm_i8x16_splat(0x0f);
+    v128_t acc0 = wasm_f32x4_splat(0.0f), acc1 = acc0;
+    for (int i = 0; i < n / QK_K; i++) {
+        const block_q8_K *y = (const block_q8_K *)a + i;
+        const size_t off = (size_t)i * sizeof(block_q4_K);
+        v128_t bs_lo = wasm_v128_load(y->bsums), bs_hi = wasm_v128_load(y->bsums + 8);
+        v128_t bs32 = wasm_i16x8_add(wasm_i16x8_shuffle(bs_lo, bs_hi, 0, 2, 4, 6, 8, 10, 12, 14),
+                                     wasm_i16x8_shuffle(bs_lo, bs_hi, 1, 3, 5, 7, 9, 11, 13, 15));
+        v128_t scale[8], mins[8], sumi[8];
+        for (int r = 0; r < 8; r++) {
+            v128_t min;
+            k_scales_mins(((const block_q4_K *)(rows[r] + off))->scales, &scale[r], &min);
+            mins[r] = dot_i16(min, bs32);
+            sumi[r] = wasm_i32x4_splat(0);
+        }
+        for (int pair = 0; pair < 4; pair++) {
+            const int m = 2 * pair;
+            v128_t ylo0 = wasm_v128_load(y->qs + 16 * m), yhi0 = wasm_v128_load(y->qs + 16 * (m + 8));
+            v128_t ylo1 = wasm_v128_load(y->qs + 16 * (m + 1)), yhi1 = wasm_v128_load(y->qs + 16 * (m + 9));
+            for (int r = 0; r < 8; r++) {
+                const uint8_t *qs = ((const block_q4_K *)(rows[r] + off))->qs + 16 * m;
+                v128_t b0 = wasm_v128_load(qs), b1 = wasm_v128_load(qs + 16);
+                /* runs m, m + 8, m + 1, m + 9 in one 16-bit sum (lane k: sub-block k), at most
+                 * 4 * 2 * 128 * 15 */
+                v128_t sum = wasm_i16x8_add(wasm_i16x8_add(rdot(ylo0, wasm_v128_and(b0, low4)), rdot(yhi0, wasm_v128_and(wasm_u16x8_shr(b0, 4), low4))),
+                                            wasm_i16x8_add(rdot(ylo1, wasm_v128_and(b1, low4)), rdot(yhi1, wasm_v128_and(wasm_u16x8_shr(b1, 4), low4))));
+                v128_t part = dot_i16(sum, scale[r]);
+                sumi[r] = wasm_i32x4_add(sumi[r], part);
+            }
+        }
+        v128_t dy = wasm_f32x4_splat(y->d);
+        for (int h = 0; h < 2; h++) {
+            const uint8_t *const *rq = rows + 4 * h;
+            v128_t term = wasm_f32x4_sub(scaled_sums4(rq, off + offsetof(block_q4_K, d), dy, sumi + 4 * h),
+                                         scaled_sums4(rq, off + offsetof(block_q4_K, dmin), dy, mins + 4 * h));
+            if (h == 0) acc0 = wasm_f32x4_add(acc0, term);
+            else acc1 = wasm_f32x4_add(acc1, term);
+        }
+    }
+    wasm_v128_store(out, acc0);
+    wasm_v128_store(out + 4, acc1);
+}
 
 /* Q6_K blocks rewritten in place as Q6_K_R (quant.h), equal byte for byte to the scalar
  * quant_repack_ref. Per half of a super-block, the eight sub-blocks' stored values (one vector

@@ -39,6 +39,9 @@ typedef struct {
     /* each head's first query element 2^16 (fold_query refuses such queries: the F16 cache takes the
      * unfolded conversion), and every key's first element 0, so that the scores stay in range */
     bool huge_query;
+    /* decode only: also evaluate the token as the second of a batch of two (the prefill paths) and
+     * require the same output bit for bit (*same: 1 when equal, 0 when not) */
+    int *same;
 } attn_case;
 
 /* relative error of the case, or -1 when the context cannot be made */
@@ -54,7 +57,7 @@ static double run_case(const attn_case *k, errmsg *err) {
     struct wick_ctx c;
     if (ctx_init(&c, &m, &p, err)) return -1;
     int kvd = kv_dim(mc), last = k->pos0 + k->n_tok - 1;
-    float krow[2 * MAX_HEAD_DIM], vrow[2 * MAX_HEAD_DIM]; /* at most 2 KV heads */
+    static float krow[16 * MAX_HEAD_DIM], vrow[16 * MAX_HEAD_DIM]; /* up to 16 KV heads of 512 (or more of fewer) */
     for (int j = 0; j <= last; j++) {
         for (int i = 0; i < kvd; i++) {
             krow[i] = k->huge_query && i % k->head_dim == 0 ? 0.0f : 2.0f * uniform();
@@ -73,6 +76,23 @@ static double run_case(const attn_case *k, errmsg *err) {
     }
     attention(&c, 0, k->pos0, k->n_tok, k->causal);
     attention_ref(&c, 0, k->pos0, k->n_tok, k->causal, ref);
+    if (k->same && k->n_tok == 1 && k->pos0 > 0) {
+        /* the decode's output, then the same query as the second token of a batch */
+        float *decode = malloc((size_t)mc->q_dim * sizeof(float));
+        if (!decode) {
+            free(ref);
+            ctx_release(&c);
+            errorf(err, WICK_ERR_NOMEM, "out of memory");
+            return -1;
+        }
+        memcpy(decode, c.xb2, (size_t)mc->q_dim * sizeof(float));
+        memcpy(c.q + mc->q_dim, c.q, (size_t)mc->q_dim * sizeof(float));
+        for (int i = 0; i < mc->q_dim; i++) c.q[i] = uniform();
+        attention(&c, 0, k->pos0 - 1, 2, k->causal);
+        *k->same = memcmp(decode, c.xb2 + mc->q_dim, (size_t)mc->q_dim * sizeof(float)) == 0;
+        memcpy(c.xb2, decode, (size_t)mc->q_dim * sizeof(float));
+        free(decode);
+    }
     double worst = 0;
     for (int t = 0; t < k->n_tok; t++)
         for (int h = 0; h < mc->n_heads; h++) {
@@ -208,6 +228,31 @@ int main(void) {
                            .pos0 = 5, .threads = 1, .kv_type = WICK_KV_F16, .causal = causal, .q_scale = 1, .huge_query = true};
             case_check(&k);
         }
+    /* decode over ranges of query heads (attention.c attend_decode: the cache read across their KV
+     * heads, four positions at a time, blocks of 32 for the values; grouped-query heads there when
+     * a thread takes one head at a time, else attend_heads): 4, 6 and 12 KV heads of 1 and 3 query
+     * heads, head sizes that are and are not multiples of 32, F16 and Q8_0, a long run of positions,
+     * a sliding window's ring wrapped; each also as the second token of a batch, which must give
+     * the same output bit for bit (tests/consistency.test.mjs end to end) */
+    static const int wide_dims[] = {40, 64, 128}, wide_kv[] = {4, 6, 12};
+    n = 0;
+    for (size_t d = 0; d < sizeof wide_dims / sizeof wide_dims[0]; d++)
+        for (size_t h = 0; h < sizeof wide_kv / sizeof wide_kv[0]; h++)
+            for (int group = 1; group <= 3; group += 2)
+                for (int kv = WICK_KV_F16; kv <= WICK_KV_Q8_0; kv++, n++) {
+                    if (kv == WICK_KV_Q8_0 && wide_dims[d] % 32) continue;
+                    for (int swa = 0; swa <= 1; swa++) {
+                        int same = -1;
+                        attn_case k = {.head_dim = wide_dims[d], .group = group, .n_kv_heads = wide_kv[h], .n_tok = 1,
+                                       .pos0 = swa ? 40 : 37 + n % 4, .threads = 1 + n % max_threads, .kv_type = kv,
+                                       .n_swa = swa ? 8 : 0, .causal = true, .q_scale = 1, .same = &same};
+                        case_check(&k);
+                        check(same == 1,
+                              check_id("attention.decode-as-batch.d%d.g%d.kv%d.%s%s", k.head_dim, group, k.n_kv_heads, kv_names(&k), swa ? ".swa" : ""),
+                              "head %d, %d per KV head x %d, %s%s, decode at %d: the same output as the second token of a batch, bit for bit",
+                              k.head_dim, group, k.n_kv_heads, kv_names(&k), swa ? ", sliding window" : "", k.pos0);
+                    }
+                }
     causal_check();
     return check_summary();
 }

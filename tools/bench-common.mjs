@@ -125,9 +125,10 @@ export function buildPrompt(model, nTokens, bos = 1) {
   }
   let text = words.slice(0, lo).join(' ');
   let ids = tokenCount(model, text);
-  // pad with short words (" a" is one token in the llama vocabulary) up to the exact count
+  // pad with short words (" a" is one token in the llama vocabulary) up to the exact count: all the
+  // missing ones at once (a long context's prompt is mostly padding), checked, until it is reached
   for (let guard = 0; ids.length < want && guard < 4 * nTokens; guard++) {
-    text += ' a';
+    text += ' a'.repeat(want - ids.length);
     ids = tokenCount(model, text);
   }
   if (ids.length !== want) throw new Error(`prompt of ${ids.length + 1} tokens, wanted ${nTokens}`);

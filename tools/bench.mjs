@@ -223,11 +223,12 @@ async function longBench(opts, kinds) {
   for (const file of list(opts.longModels)) {
     const model = ensureModel(file);
     const info = modelInfo(model);
+    const prompts = contexts.map((n) => buildPrompt(model, Math.max(1, n - opts.gen), info.bos >= 0 ? info.bos : 1).text);
     for (const threads of list(opts.longThreads).map(Number))
       for (const kv of list(opts.longKv))
         for (const kind of kinds) {
-          const decode = contexts.map((n) => {
-            const { text } = buildPrompt(model, Math.max(1, n - opts.gen), info.bos >= 0 ? info.bos : 1);
+          const decode = contexts.map((n, c) => {
+            const text = prompts[c];
             const runs = [];
             for (let i = 0; i < opts.repeat; i++) {
               runs.push(runOnce(kind, model, text, { ...opts, ctx: Math.max(n, opts.ctx) }, threads, ['--temp', '0'], ['--kv', kv]));

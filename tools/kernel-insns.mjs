@@ -175,8 +175,9 @@ export function tripCount(ins, node) {
     if (!m || w[1] !== 'i32.const 1' || w[2] !== 'i32.add' || w[3] !== `local.tee ${m[1]}`) continue;
     const n = w[4].match(/^i32\.const (\d+)$/);
     if (!n || !((w[5] === 'i32.ne' && w[6] === 'br_if 0') || (w[5] === 'i32.eq' && /^br_if [1-9]/.test(w[6])))) continue;
-    // the counter starts at 0 just before the loop
-    const before = ins.slice(Math.max(0, node.start - 12), node.start).map((x) => x.text);
+    // the counter starts at 0 shortly before the loop (LLVM may put the accumulators' zeroing,
+    // one local.get / local.set pair each, between the two)
+    const before = ins.slice(Math.max(0, node.start - 48), node.start).map((x) => x.text);
     for (let k = 0; k + 1 < before.length; k++)
       if (before[k] === 'i32.const 0' && (before[k + 1] === `local.set ${m[1]}` || before[k + 1] === `local.tee ${m[1]}`)) return Number(n[1]);
   }
