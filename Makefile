@@ -30,7 +30,7 @@ WASM_EXPORT_NAMES := malloc free wick_buffer_alloc wick_buffer_free wick_last_er
   wick_gen_clear_bias wick_gen_start wick_gen_next wick_gen_token wick_gen_finish wick_gen_text \
   wick_gen_probs wick_gen_shifted wick_gen_reevaluated wick_gen_n_prompt_eval wick_state_save wick_state_load wick_gen_state_save wick_gen_state_load wick_gen_reusable \
   wick_model_pooling wick_embed wick_rerank_tokens wick_rerank wick_ctx_new_external wick_ctx_external_ops wick_ctx_external_logits wick_ctx_external_top_logits wick_gen_candidates wick_model_tensors_json wick_dequantize wick_row_dot \
-  wick_vision_load wick_vision_free wick_vision_info_json wick_vision_layout wick_vision_encode wick_ctx_set_image wick_ctx_drop_image wick_ctx_has_image
+  wick_vision_load wick_vision_free wick_vision_info_json wick_vision_layout wick_vision_encode wick_ctx_set_image wick_ctx_set_image_grid wick_ctx_drop_image wick_ctx_has_image
 comma := ,
 empty :=
 space := $(empty) $(empty)
@@ -83,7 +83,7 @@ build/native/obj/%.o: src/%.c $(HEADERS) | build/.setup-stamp
 # side of the types (reference dots, quantizers, whole-row conversions): its hot work is a row of the
 # embedding table per token and a tile of F16 rows per batch, 25.6 KB gzip of the page at -O3 and no
 # slower measured at -Os (bge-small F16 embedding, wasm relaxed: 334 → 370 tokens/s, a shared machine).
-WASM_SIZE_OPT := gguf model tokenizer unicode synth wick altup quant state encoder ple
+WASM_SIZE_OPT := gguf model tokenizer unicode synth wick altup quant state encoder ple vision images
 wasm_opt = $(if $(filter $(basename $(notdir $@)),$(WASM_SIZE_OPT)),-Os)
 
 build/wasm/obj/%.o: src/%.c $(HEADERS) | build/.setup-stamp

@@ -144,6 +144,13 @@ test-asan: $(addprefix build/asan/,$(TEST_PROGRAMS)) build/asan/wick
 	run build/asan/test_vision --mutate build/asan/mmproj-lfm2.gguf 200 41 2; \
 	run build/asan/wick synth --shape vl --arch lfm2 --type q8_0 -o build/asan/text-vl-lfm2.gguf --vocab $(WICK_SHARED)/vocab/ggml-vocab-gpt-2.gguf; \
 	run build/asan/wick logits -m build/asan/text-vl-lfm2.gguf --mmproj build/asan/mmproj-lfm2.gguf --image build/asan/image.ppm -p "User: <__media__> What is it?" --threads 2; \
+	run build/asan/wick synth --mmproj gemma4v --type q8_0 -o build/asan/mmproj-gemma4v.gguf; \
+	run build/asan/wick vision -m build/asan/mmproj-gemma4v.gguf --image build/asan/image.ppm --threads 2 -o build/asan/vision-gemma4v.f32; \
+	run build/asan/wick synth --mmproj qwen3vl --type q8_0 -o build/asan/mmproj-qwen3vl.gguf; \
+	run build/asan/wick synth --shape vl --arch qwen3vl --type q8_0 -o build/asan/text-vl-qwen3vl.gguf --vocab $(WICK_SHARED)/vocab/ggml-vocab-gpt-2.gguf; \
+	run build/asan/wick logits -m build/asan/text-vl-qwen3vl.gguf --mmproj build/asan/mmproj-qwen3vl.gguf --image build/asan/image.ppm -p "User: <__media__> What is it?" --threads 2; \
+	run build/asan/wick generate -m build/asan/text-vl-qwen3vl.gguf --mmproj build/asan/mmproj-qwen3vl.gguf --image build/asan/image.ppm -p "User: <__media__> What is it?" \
+	  -n 120 --ctx 48 --threads 2 --temp 0 --ignore-eos; \
 	echo "asan: all passed"
 	@# and the node suites' native tests, pointed at this build
 	WICK_NATIVE_DIR=build/asan ASAN_OPTIONS=$(ASAN_OPTIONS_RUN) UBSAN_OPTIONS=$(UBSAN_OPTIONS_RUN) \

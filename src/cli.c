@@ -25,7 +25,7 @@
  *                 [--pooling none|mean|cls|last (the encoders; a decoder's --pooling makes it an embedding model)
  *                            |rank (bert: a bge-reranker; qwen3: a Qwen3-Reranker)]
  *                 [--lexical (bert: similarities that follow the words two texts share, for retrieval tests)]
- *   wick synth    --mmproj idefics3|gemma3|lfm2 [--type f16|f32|q8_0] -o FILE.gguf [--seed S]   a random-weight mmproj (vision) file
+ *   wick synth    --mmproj idefics3|gemma3|lfm2|qwen2.5vl|qwen3vl|gemma4v [--type f16|f32|q8_0] -o FILE.gguf [--seed S]   a random-weight mmproj (vision) file
  *   wick vision   -m MMPROJ.gguf --image FILE.ppm [--threads N] [-o OUT.f32] [--dump-input IN.f32]
  *                 a picture (binary PPM, P6) through the mmproj's preprocessing and encoder: every image
  *                 llama.cpp makes of it (tiles row by row, then the overview, as its prompt holds them),
@@ -937,21 +937,22 @@ static int cmd_vision(const options *o) {
     /* each image's positions (lfm2's differ by size), one after another */
     size_t total = 0;
     for (int i = 0; i < b.n; i++) total += (size_t)vision_positions_of(&v, b.nx[i], b.ny[i]);
-    float *out = malloc(total * v.n_embd_text * sizeof *out);
+    const size_t width = (size_t)vision_out_width(&v); /* qwen3vl: with its deepstack rows */
+    float *out = malloc(total * width * sizeof *out);
     int rc = out ? 0 : error_exit("out of memory");
     for (size_t i = 0, at = 0; !rc && i < (size_t)b.n; at += (size_t)vision_positions_of(&v, b.nx[i], b.ny[i]), i++)
-        if (vision_encode(&v, b.pixels + vision_batch_offset(&b, (int32_t)i), b.nx[i], b.ny[i], o->threads, out + at * v.n_embd_text, &err))
+        if (vision_encode(&v, b.pixels + vision_batch_offset(&b, (int32_t)i), b.nx[i], b.ny[i], o->threads, out + at * width, &err))
             rc = error_exit("%s: %s", o->model, err.text);
     t2 = now_seconds();
     if (!rc) {
         outf(2, "vision: %d × %d image → %d images (the last %d × %d; %d × %d tiles) → %zu positions × %d; preprocess %.1f ms, encode %.1f ms (%d threads)\n",
-             w, h, b.n, b.nx[b.n - 1], b.ny[b.n - 1], b.grid_x, b.grid_y, total, v.n_embd_text, (t1 - t0) * 1e3, (t2 - t1) * 1e3, o->threads);
+             w, h, b.n, b.nx[b.n - 1], b.ny[b.n - 1], b.grid_x, b.grid_y, total, (int)width, (t1 - t0) * 1e3, (t2 - t1) * 1e3, o->threads);
         outf(1, "{\"images\":%d,\"grid_x\":%d,\"grid_y\":%d,\"positions\":%zu,\"n_embd\":%d,\"image_size\":%d,\"sizes\":[", b.n, b.grid_x,
-             b.grid_y, total, v.n_embd_text, v.image_size);
+             b.grid_y, total, (int)width, v.image_size);
         for (int i = 0; i < b.n; i++) outf(1, "%s[%d,%d]", i ? "," : "", b.nx[i], b.ny[i]);
         outf(1, "]}\n");
         if (o->dump_input) rc = write_file(o->dump_input, b.pixels, vision_batch_offset(&b, b.n) * sizeof *b.pixels);
-        if (!rc && o->out) rc = write_file(o->out, out, total * v.n_embd_text * sizeof *out);
+        if (!rc && o->out) rc = write_file(o->out, out, total * width * sizeof *out);
     }
     free(out);
     vision_batch_free(&b);

@@ -229,6 +229,14 @@ int ctx_init(struct wick_ctx *c, const struct wick_model *m, const wick_ctx_para
             return errorf(err, WICK_ERR_NOMEM, "out of memory allocating the per-layer embeddings of a batch of %d", c->n_batch);
         }
     }
+    if (mc->mrope != MROPE_NONE) {
+        c->mrope_next = malloc((size_t)c->n_ctx * sizeof *c->mrope_next);
+        c->mrope_pos = malloc(B * 4 * sizeof *c->mrope_pos);
+        if (!c->mrope_next || !c->mrope_pos) {
+            ctx_release(c);
+            return errorf(err, WICK_ERR_NOMEM, "out of memory allocating the M-RoPE positions of %d tokens", c->n_ctx);
+        }
+    }
     if (mc->n_altup) {
         size_t n = (size_t)mc->n_altup;
         c->alt = malloc(B * n * dim * sizeof(float));
@@ -368,7 +376,7 @@ void ctx_release(struct wick_ctx *c) {
                     c->rope_cos, c->rope_sin, c->att, c->qbuf[0], c->qbuf[1], c->qbuf[2], c->logits,
                     c->kv_slots, c->kv_off, c->rstate, c->rs_off, c->proj, c->mix, c->mix2,
                     c->rs_snap[0], c->rs_snap[1], c->ext_ops, c->ple, c->ple_row, c->ple_gate,
-                    c->alt, c->laurel, c->alt_coef, c->ple_raw, c->wconv, c->xr};
+                    c->alt, c->laurel, c->alt_coef, c->ple_raw, c->wconv, c->xr, c->mrope_next, c->mrope_pos};
     _Static_assert(STATE_SNAPSHOTS == 2, "ctx_release frees each snapshot");
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     memset(c, 0, sizeof *c);
@@ -478,8 +486,15 @@ int kv_cache_shift(struct wick_ctx *c, int32_t n_keep, int32_t n_discard, errmsg
      * rotation by −n_discard·θ_i (rotations compose additively), with each base's θ and no
      * magnitude factor (phi3's attn_factor is in the key already) */
     float *cs = c->rope_cos, *sn = c->rope_sin, *cs_swa = c->rope_cos + half, *sn_swa = c->rope_sin + half;
-    rope_tables(c, false, mc->rope_base, mc->rope_scale, 1.0f, -n_discard, 1, cs, sn);
-    rope_tables(c, true, mc->rope_base_swa, mc->rope_scale_swa, 1.0f, -n_discard, 1, cs_swa, sn_swa);
+    /* M-RoPE: the kept positions after the gap move down by the rope positions the dropped ones
+     * spanned (an image's are fewer than its count), each of a key's four alike */
+    int32_t shift = n_discard;
+    if (c->mrope_next) {
+        shift = c->mrope_next[n_keep + n_discard - 1] - (n_keep ? c->mrope_next[n_keep - 1] : 0);
+        for (int j = 0; j < moved; j++) c->mrope_next[n_keep + j] = c->mrope_next[n_keep + n_discard + j] - shift;
+    }
+    rope_tables(c, false, mc->rope_base, mc->rope_scale, 1.0f, -shift, 1, NULL, cs, sn);
+    rope_tables(c, true, mc->rope_base_swa, mc->rope_scale_swa, 1.0f, -shift, 1, NULL, cs_swa, sn_swa);
     uint8_t *ring_k = NULL, *ring_v = NULL;
     int ring_lo = c->ring ? ring_first_after_shift(c, n_keep, n_discard) : 0;
     if (c->ring) { /* rows of the widest layer */

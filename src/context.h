@@ -86,6 +86,10 @@ struct wick_ctx {
     /* the rows the image ids of a prompt read (wick.h WICK_IMAGE_TOKEN; images.h), one per slot given */
     ctx_image *images;
     int32_t n_images, cap_images;
+    /* M-RoPE models (model_config.mrope): the rope position the token after each cached position
+     * takes ([n_ctx]: an image's run moves it by its grid's longer side, not by its count), and a
+     * batch's four positions per token ([n_batch][4]); NULL otherwise */
+    int32_t *mrope_next, *mrope_pos;
 };
 
 /* Tokens an encoder's context evaluates in one pass unless asked (at least its window): several

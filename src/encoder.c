@@ -87,9 +87,9 @@ static void encoder_batch(struct wick_ctx *c, const int32_t *tokens, const int32
     const int half = rope_half_max(mc);
     float *cos_swa = c->rope_cos + (size_t)c->n_batch * half, *sin_swa = c->rope_sin + (size_t)c->n_batch * half;
     if (!m->pos_embd) {
-        rope_tables(c, false, mc->rope_base, mc->rope_scale, mc->rope_attn_factor, 0, longest, c->rope_cos, c->rope_sin);
+        rope_tables(c, false, mc->rope_base, mc->rope_scale, mc->rope_attn_factor, 0, longest, NULL, c->rope_cos, c->rope_sin);
         if (mc->n_swa > 0)
-            rope_tables(c, true, mc->rope_base_swa, mc->rope_scale_swa, mc->rope_attn_factor_swa, 0, longest, cos_swa, sin_swa);
+            rope_tables(c, true, mc->rope_base_swa, mc->rope_scale_swa, mc->rope_attn_factor_swa, 0, longest, NULL, cos_swa, sin_swa);
     }
     float *q_all = c->q, *out_all = c->xb2;
     act_rows in;

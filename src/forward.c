@@ -174,11 +174,17 @@ static int forward_batch(struct wick_ctx *c, const int32_t *tokens, int n_tok, b
     }
     if (mc->n_ple && ple_inputs(c, tokens, n_tok, err)) return -1;
     if (mc->n_altup) altup_init(c, n_tok);
-    rope_tables(c, false, mc->rope_base, mc->rope_scale, mc->rope_attn_factor, pos0, n_tok, rope_cos_of(c, false),
+    /* M-RoPE: each token's four positions (an image's 2-D on its grid) */
+    const int32_t *mpos = NULL;
+    if (c->mrope_pos) {
+        images_mrope_positions(c, tokens, n_tok, pos0, c->mrope_pos);
+        mpos = c->mrope_pos;
+    }
+    rope_tables(c, false, mc->rope_base, mc->rope_scale, mc->rope_attn_factor, pos0, n_tok, mpos, rope_cos_of(c, false),
                 rope_sin_of(c, false));
     if (rope_swa_own(mc))
-        rope_tables(c, true, mc->rope_base_swa, mc->rope_scale_swa, mc->rope_attn_factor_swa, pos0, n_tok, rope_cos_of(c, true),
-                    rope_sin_of(c, true));
+        rope_tables(c, true, mc->rope_base_swa, mc->rope_scale_swa, mc->rope_attn_factor_swa, pos0, n_tok, mpos,
+                    rope_cos_of(c, true), rope_sin_of(c, true));
     act_rows in;
     for (int l = 0; l < mc->n_layers; l++) {
         const layer_weights *w = &m->layers[l];
@@ -224,6 +230,9 @@ static int forward_batch(struct wick_ctx *c, const int32_t *tokens, int n_tok, b
             add_rows(c->x, c->xb, (size_t)n_tok * dim);
         }
         if (w->out_scale) scale_rows(c->x, w->out_scale[0], (size_t)n_tok * dim);
+        /* qwen3vl's deepstack: an image position's row l + 1 joins its hidden state after layer l */
+        for (int t = 0; l < mc->n_deepstack && t < n_tok; t++)
+            if (tokens[t] < 0) add_rows(c->x + (size_t)t * dim, images_row(c, tokens[t]) + (size_t)(l + 1) * dim, (size_t)dim);
     }
     if (mc->n_altup) altup_merge(c, n_tok);
     c->n_past += n_tok;

@@ -17,8 +17,15 @@
  *                "<|img_thumbnail|>" (looked up whole) and the thumbnail's positions; untiled, the
  *                image's positions alone; then "<|image_end|>" (tokenized). Its images differ in
  *                size, so in positions (vision_positions_of).
+ *   qwen2vl, qwen2.5vl, qwen3vl (Qwen-VL): "<|vision_start|>", the positions, "<|vision_end|>"
+ *                (each tokenized); the positions lie on the merged grid (vision_grid_of), which the
+ *                slot keeps (wick_ctx_set_image_grid) for the text model's 2-D M-RoPE positions.
+ *   gemma4v (Gemma 4): "<|image>", the positions (the pooled grid's, row by row), "<image|>" (each
+ *                tokenized).
  * A Gemma 3 picture's positions see each other both ways (mtmd_decode_use_non_causal): its slot
- * is WICK_IMAGE_NONCAUSAL, so forward.c evaluates the run as one batch without the causal mask. */
+ * is WICK_IMAGE_NONCAUSAL, so forward.c evaluates the run as one batch without the causal mask. So
+ * are a Gemma 4 picture's, except with the text widths 1536 and 2560 (E2B, E4B), which mtmd keeps
+ * causal. */
 #include "images.h"
 
 #include "context.h"
@@ -42,9 +49,9 @@ wick_status wick_ctx_set_image(wick_ctx *c, int32_t slot, const float *rows, int
     if (c->external) return api_fail(WICK_ERR_UNSUPPORTED, "images run on the CPU: this context's forward pass is outside the engine (GPU)");
     const model_config *mc = &c->model->config;
     if (mc->encoder) return api_fail(WICK_ERR_INVALID_ARG, "%s is an embedding model (an encoder): it takes no images", mc->arch);
-    if (mc->n_ple || mc->n_altup)
-        return api_fail(WICK_ERR_UNSUPPORTED, "images in %s's prompts (per-layer embeddings made from image rows) are not supported yet", mc->arch);
-    size_t bytes = (size_t)n_rows * (size_t)mc->dim * sizeof(float);
+    if (mc->n_altup)
+        return api_fail(WICK_ERR_UNSUPPORTED, "images in %s's prompts (AltUp streams made from image rows) are not supported yet", mc->arch);
+    size_t bytes = (size_t)n_rows * (size_t)images_row_width(c->model) * sizeof(float);
     float *copy = malloc(bytes);
     if (!copy) return api_fail(WICK_ERR_NOMEM, "out of memory for an image of %d positions", n_rows);
     memcpy(copy, rows, bytes);
@@ -61,7 +68,18 @@ wick_status wick_ctx_set_image(wick_ctx *c, int32_t slot, const float *rows, int
         im->rows = NULL;
     }
     free(im->rows);
-    *im = (ctx_image){slot, n_rows, flags, copy};
+    *im = (ctx_image){slot, n_rows, flags, 0, 0, copy};
+    return api_ok();
+}
+
+wick_status wick_ctx_set_image_grid(wick_ctx *c, int32_t slot, int32_t grid_x, int32_t grid_y) {
+    if (!c) return api_fail(WICK_ERR_INVALID_ARG, "wick_ctx_set_image_grid: NULL context");
+    ctx_image *im = image_slot_find(c, slot);
+    if (!im) return api_fail(WICK_ERR_INVALID_ARG, "image slot %d holds no picture", slot);
+    if (grid_x < 0 || grid_y < 0 || (int64_t)grid_x * grid_y != (grid_x ? im->n_rows : 0))
+        return api_fail(WICK_ERR_INVALID_ARG, "a grid of %d × %d for the %d positions of image slot %d", grid_x, grid_y, im->n_rows, slot);
+    im->grid_x = grid_x;
+    im->grid_y = grid_y;
     return api_ok();
 }
 
@@ -205,6 +223,16 @@ static int layout(const vision_model *v, const wick_model *m, int32_t width, int
         if (gx > 0 && push_piece(l, m, "<|img_thumbnail|>", err)) return -1;
         push_positions(l, slot, vision_positions_of(v, plan.last_nx, plan.last_ny));
         return push_text(l, m, "<|image_end|>", err);
+    case PROJECTOR_QWEN2VL:
+    case PROJECTOR_QWEN25VL:
+    case PROJECTOR_QWEN3VL:
+        if (push_text(l, m, "<|vision_start|>", err)) return -1;
+        push_positions(l, slot, vision_positions_of(v, plan.last_nx, plan.last_ny));
+        return push_text(l, m, "<|vision_end|>", err);
+    case PROJECTOR_GEMMA4V:
+        if (push_text(l, m, "<|image>", err)) return -1;
+        push_positions(l, slot, vision_positions_of(v, plan.last_nx, plan.last_ny));
+        return push_text(l, m, "<image|>", err);
     }
     return errorf(err, WICK_ERR_UNSUPPORTED, "no prompt layout for projector %s", vision_projector_name(v->projector));
 }
@@ -214,6 +242,9 @@ static int check_pair(const vision_model *v, const wick_model *m, errmsg *err) {
     if (v->n_embd_text != m->config.dim)
         return errorf(err, WICK_ERR_INVALID_ARG, "the mmproj feeds embeddings of %d but the text model's are %d: not its projector",
                       v->n_embd_text, m->config.dim);
+    if (v->n_deepstack != m->config.n_deepstack)
+        return errorf(err, WICK_ERR_INVALID_ARG, "the mmproj gives %d deepstack rows per position but the text model takes %d: not its projector",
+                      v->n_deepstack, m->config.n_deepstack);
     return 0;
 }
 
@@ -239,7 +270,7 @@ wick_status wick_vision_encode(const wick_vision *w, wick_ctx *c, const uint8_t 
     if (check_pair(v, c->model, &err)) return api_status(&err);
     vision_batch b = {0};
     if (vision_prepare(v, rgb, width, height, &b, &err)) return api_status(&err);
-    int32_t dim = v->n_embd_text;
+    int32_t dim = vision_out_width(v); /* qwen3vl: the main embedding and the deepstack rows, per position */
     size_t total = 0; /* the positions of every image (each image's own: lfm2's differ) */
     for (int32_t i = 0; i < b.n; i++) total += (size_t)vision_positions_of(v, b.nx[i], b.ny[i]);
     if (total > WICK_IMAGE_MAX_POSITIONS) {
@@ -265,9 +296,16 @@ wick_status wick_vision_encode(const wick_vision *w, wick_ctx *c, const uint8_t 
         free(rows);
         return api_status(&err);
     }
-    int32_t flags = 0;
-    if (v->projector == PROJECTOR_GEMMA3) flags |= WICK_IMAGE_NONCAUSAL;
+    int32_t flags = 0, gx = 0, gy = 0;
+    /* mtmd_decode_use_non_causal: gemma3 always; gemma4v but for E2B's and E4B's text widths */
+    if (v->projector == PROJECTOR_GEMMA3 || (v->projector == PROJECTOR_GEMMA4V && v->n_embd_text != 1536 && v->n_embd_text != 2560))
+        flags |= WICK_IMAGE_NONCAUSAL;
     wick_status s = wick_ctx_set_image(c, slot, rows, (int32_t)total, flags);
+    /* a Qwen picture is one image: its positions on the merged grid */
+    if (s == WICK_OK && vision_is_qwen(v) && b.n == 1) {
+        vision_grid_of(v, b.nx[0], b.ny[0], &gx, &gy);
+        s = wick_ctx_set_image_grid(c, slot, gx, gy);
+    }
     vision_batch_free(&b);
     free(rows);
     return s;

@@ -247,6 +247,8 @@ typedef struct {
     bool embedding;        /* the decoders' layer, bidirectional, embeddings only (gemma-embedding) */
     bool swa_dense_first;  /* layer il slides when il % period != 0 (llama.cpp's set_swa_pattern dense_first) */
     bool swa_symmetric;    /* sliding windows reach n_swa / 2 either side (LLAMA_SWA_TYPE_SYMMETRIC) */
+    mrope_kind mrope;      /* rope.dimension_sections required: M-RoPE (qwen2vl, qwen3vl, qwen35) */
+    bool deepstack;        /* <arch>.n_deepstack_layers read (qwen3vl) */
 } arch_info;
 
 /* Each row names only what differs from llama; a field left out is 0, false or NULL, which is
@@ -270,7 +272,11 @@ static const arch_info archs[] = {
     {.name = "lfm2", .rope_neox = true, .qk_norm = QK_NORM_PER_HEAD, .recurrent = LAYER_SHORTCONV,
      .output_norm_name = "token_embd_norm.weight"},
     {.name = "qwen35", .rope_neox = true, .qk_norm = QK_NORM_PER_HEAD, .recurrent = LAYER_DELTANET,
-     .attn_out_gate = true, .ffn_norm_name = "post_attention_norm.weight"},
+     .attn_out_gate = true, .ffn_norm_name = "post_attention_norm.weight", .mrope = MROPE_INTERLEAVED},
+    /* the Qwen-VL text models (llama.cpp's src/models/qwen2vl.cpp, qwen3vl.cpp): qwen2's and qwen3's
+     * layers with M-RoPE, qwen3vl's image rows carrying deepstack rows for its first layers */
+    {.name = "qwen2vl", .rope_neox = true, .biases = true, .mrope = MROPE_SECTIONS},
+    {.name = "qwen3vl", .rope_neox = true, .qk_norm = QK_NORM_PER_HEAD, .mrope = MROPE_INTERLEAVED, .deepstack = true},
     /* Granite 4.0-H (granite-hybrid.cpp, mamba-base.cpp's build_mamba2_layer): granite's layer and
      * multipliers, Mamba-2 in the layers whose KV head count is 0 */
     {.name = "granitehybrid", .granite_scales = true, .recurrent = LAYER_MAMBA2},
@@ -313,7 +319,7 @@ static const arch_info *arch_find(gguf_str name) {
 
 /* The names, for messages: "llama, qwen2, …" */
 static const char *arch_names(void) {
-    static char list[256];
+    static char list[512];
     if (!list[0])
         for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
             snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", archs[i].name);
@@ -578,6 +584,36 @@ static int read_yarn(const gguf_file *g, const char *a, const arch_info *ai, mod
     attn *= c->rope_attn_factor;
     c->rope_attn_factor = attn * (1.0f + 0.1f * logf(1.0f / c->rope_scale));
     c->rope_attn_factor_swa = attn * (1.0f + 0.1f * logf(1.0f / c->rope_scale_swa));
+    return 0;
+}
+
+/* M-RoPE (qwen2vl, qwen3vl, qwen35): rope.dimension_sections, up to four counts of rotated pairs
+ * (llama.cpp's get_key_or_arr, required; ggml's rope_multi takes their sum up to the head size);
+ * qwen3vl: n_deepstack_layers (optional, 0). */
+static int read_mrope(const gguf_file *g, const char *a, const arch_info *ai, model_config *c, errmsg *err) {
+    c->mrope = ai->mrope;
+    if (ai->mrope == MROPE_NONE) return 0;
+    char key[128];
+    snprintf(key, sizeof key, "%s.rope.dimension_sections", a);
+    const gguf_kv *kv = gguf_find(g, key);
+    if (!kv) return errorf(err, WICK_ERR_FORMAT, "metadata %s is missing (M-RoPE's sections)", key);
+    if (kv->type != GGUF_ARRAY || kv->arr_type == GGUF_STRING || kv->arr_type == GGUF_ARRAY || kv->arr_len < 1 ||
+        kv->arr_len > 4)
+        return errorf(err, WICK_ERR_FORMAT, "%s: not an array of 1 to 4 numbers", key);
+    int64_t sum = 0;
+    for (uint64_t i = 0; i < kv->arr_len; i++) {
+        int64_t v = gguf_arr_i64(kv, i);
+        if (v < 0 || v > c->head_dim) return errorf(err, WICK_ERR_FORMAT, "%s[%llu] = %lld out of range", key, (unsigned long long)i, (long long)v);
+        c->rope_sections[i] = (int32_t)v;
+        sum += v;
+    }
+    if (sum < 1 || sum > c->head_dim)
+        return errorf(err, WICK_ERR_FORMAT, "%s: %lld rotated pairs in all (1 … the head size %d)", key, (long long)sum, c->head_dim);
+    int64_t v;
+    if (ai->deepstack && meta_int(g, a, "n_deepstack_layers", &v)) {
+        if (check_range("n_deepstack_layers", v, 0, c->n_layers, err)) return -1;
+        c->n_deepstack = (int32_t)v;
+    }
     return 0;
 }
 
@@ -891,7 +927,7 @@ static int read_gguf_config(struct wick_model *m, errmsg *err) {
         period = v;
     }
     c->rope_scale_swa = ai->swa_unscaled ? 1.0f : c->rope_scale;
-    if (read_yarn(g, a, ai, c, err)) return -1;
+    if (read_yarn(g, a, ai, c, err) || read_mrope(g, a, ai, c, err)) return -1;
     c->rope_base_swa = ai->swa_base_own ? 10000.0f : c->rope_base;
     if (c->n_swa > 0 && meta_float(g, a, "rope.freq_base_swa", &f)) c->rope_base_swa = (float)f;
     if (!(c->rope_base_swa > 0 && isfinite(c->rope_base_swa)))

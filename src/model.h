@@ -108,6 +108,10 @@ typedef enum { ACT_SILU, ACT_GELU_TANH } ffn_activation;
  * values, as <arch>.pooling_type holds them */
 typedef enum { POOL_UNSPECIFIED = -1, POOL_NONE = 0, POOL_MEAN = 1, POOL_CLS = 2, POOL_LAST = 3, POOL_RANK = 4 } pooling_kind;
 typedef enum { QK_NORM_NONE, QK_NORM_PER_HEAD, QK_NORM_FULL } qk_norm_kind;
+/* Multi-axis rotary positions (Qwen-VL's M-RoPE, llama.cpp's GGML_ROPE_TYPE_MROPE / _IMROPE): each
+ * rotated pair takes one of a token's four positions (time, height, width, extra) by the file's
+ * rope.dimension_sections, in runs (qwen2vl) or in turn (qwen3vl, qwen35) */
+typedef enum { MROPE_NONE, MROPE_SECTIONS, MROPE_INTERLEAVED } mrope_kind;
 
 typedef struct {
     char arch[32];
@@ -129,6 +133,12 @@ typedef struct {
     bool rope_yarn;       /* rope.scaling.type yarn: each pair's angle mixes the scaled and unscaled
                            * one by a ramp over its frequency (rope.c) */
     float yarn_beta_fast, yarn_beta_slow; /* the ramp's ends, in rotations over n_ctx_orig (32, 1) */
+    mrope_kind mrope;     /* M-RoPE: a text token's four positions are its position (the fourth 0), an
+                           * image's are 2-D (images.h images_positions) */
+    int32_t rope_sections[4]; /* M-RoPE: how many rotated pairs take each position (sum ≤ rope_dim/2; the
+                           * pairs repeat the pattern beyond it) */
+    int32_t n_deepstack;  /* qwen3vl: image rows carry n_deepstack more rows of dim, added to the hidden
+                           * state after layers 0 … n_deepstack − 1 (<arch>.n_deepstack_layers) */
     float attn_temp_scale; /* mistral3: queries × (1 + this · ln(⌊pos / n_ctx_orig⌋ + 1)); 0 = off */
     float rms_eps;
     ffn_activation act;   /* gated FFN: act(gate) ⊙ up */

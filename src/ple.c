@@ -7,7 +7,8 @@
  *     x += rmsnorm(proj · (gelu(inp_gate · v) ⊙ in_l)) ⊙ post_norm
  * with v = x (gemma4), or for gemma3n v the active AltUp stream and the sum added to the others
  * (altup.c). The table is most of an E2B/E4B file: it may be left outside wasm memory, its rows of
- * each batch read in (model_read_rows), converted as the rows in the buffer are. */
+ * each batch read in (model_read_rows), converted as the rows in the buffer are. An image position's
+ * x0 is its row unscaled and its E the padding token's (id 0; gemma4.cpp's build_inp_per_layer). */
 #include "elementwise.h"
 #include "matmul.h"
 #include "ple.h"
@@ -19,9 +20,12 @@ int ple_inputs(struct wick_ctx *c, const int32_t *tokens, int n_tok, errmsg *err
     const struct wick_model *m = c->model;
     const model_config *mc = &m->config;
     int n = mc->n_ple, width = mc->n_layers * n;
-    /* the table's rows of the batch: in the file buffer, or read in from outside it (model_read_rows) */
+    /* the table's rows of the batch: in the file buffer, or read in from outside it (model_read_rows);
+     * an image position takes the padding token's (id 0), as llama.cpp's multimodal path does */
+    int32_t ids[n_tok > 0 ? n_tok : 1];
+    for (int t = 0; t < n_tok; t++) ids[t] = tokens[t] < 0 ? 0 : tokens[t];
     const row_place *outside = m->ple_place.outside ? &m->ple_place : NULL;
-    if (outside && model_read_rows(m, &m->ple_embd, outside, tokens, n_tok, c->ple_raw, err)) return -1;
+    if (outside && model_read_rows(m, &m->ple_embd, outside, ids, n_tok, c->ple_raw, err)) return -1;
     act_rows in;
     act_init(&in, c, c->x, n_tok, mc->dim);
     matmul(c, &m->ple_model_proj, &in, c->ple, width, NULL);
@@ -30,7 +34,7 @@ int ple_inputs(struct wick_ctx *c, const int32_t *tokens, int n_tok, errmsg *err
     for (int t = 0; t < n_tok; t++) {
         float *p = c->ple + (size_t)t * width;
         const uint8_t *row = outside ? c->ple_raw + (size_t)t * m->ple_embd.row_bytes
-                                     : (const uint8_t *)m->ple_embd.data + (size_t)tokens[t] * m->ple_embd.row_bytes;
+                                     : (const uint8_t *)m->ple_embd.data + (size_t)ids[t] * m->ple_embd.row_bytes;
         et->to_float(row, c->ple_row, width);
         for (int l = 0; l < mc->n_layers; l++) {
             float *pl = p + (size_t)l * n;

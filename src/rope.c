@@ -8,15 +8,31 @@
 
 #define YARN_PI 3.14159265358979323846f /* π as ggml's (float)M_PI */
 
+/* the position (0 … 3: time, height, width, extra) M-RoPE pair i turns by */
+static int mrope_pick(const model_config *mc, int i) {
+    const int32_t *s = mc->rope_sections;
+    int sector = i % (s[0] + s[1] + s[2] + s[3]);
+    if (mc->mrope == MROPE_INTERLEAVED) { /* t, h, w in turn while each section lasts */
+        if (sector % 3 == 1 && sector < 3 * s[1]) return 1;
+        if (sector % 3 == 2 && sector < 3 * s[2]) return 2;
+        if (sector % 3 == 0 && sector < 3 * s[0]) return 0;
+        return 3;
+    }
+    return sector < s[0] ? 0 : sector < s[0] + s[1] ? 1 : sector < s[0] + s[1] + s[2] ? 2 : 3;
+}
+
 /* cos/sin of every rotated pair for n positions from pos0, rope base `base`: as llama.cpp's rope
  * forms them (ggml_rope_cache_init), θ_i = pos · base^(−2i/rope_dim) by repeated multiplication,
  * divided by the pair's frequency factor (Llama 3's rope_freqs, phi3's short or long set), times
  * the linear position scale `scale` (with YaRN, only partly: below); cos and sin are then
  * multiplied by mscale (phi3's attn_factor, YaRN's magnitude correction; 1 for a cache shift).
  * The sliding layers' tables take their own rope_dim, and no factors where those are the full
- * layers' alone (gemma4). */
-void rope_tables(const struct wick_ctx *c, bool sliding, float base, float scale, float mscale, int pos0, int n, float *cs,
-                 float *sn) {
+ * layers' alone (gemma4).
+ * M-RoPE (mpos given: token t's four positions at mpos[4t …]): pair i turns by the position its
+ * sector (i mod the sections' sum) picks, as ggml's ggml_mrope_cache_init picks it, each of the four
+ * angles by its own repeated multiplication. */
+void rope_tables(const struct wick_ctx *c, bool sliding, float base, float scale, float mscale, int pos0, int n,
+                 const int32_t *mpos, float *cs, float *sn) {
     const model_config *mc = &c->model->config;
     int rope_dim = sliding ? mc->rope_dim_swa : mc->rope_dim, half = rope_dim / 2;
     const float *factors = sliding && mc->rope_freqs_full ? NULL : c->rope_factors;
@@ -32,8 +48,10 @@ void rope_tables(const struct wick_ctx *c, bool sliding, float base, float scale
 #undef YARN_CORR_DIM
     }
     for (int t = 0; t < n; t++) {
-        float theta = (float)(pos0 + t);
+        float thetas[4];
+        for (int k = 0; k < 4; k++) thetas[k] = (float)(mpos ? mpos[4 * t + k] : pos0 + t);
         for (int i = 0; i < half; i++) {
+            float theta = thetas[mpos ? mrope_pick(mc, i) : 0];
             float ff = factors ? factors[i] : 1.0f;
             float angle = scale * (theta / ff);
             if (mc->rope_yarn) {
@@ -44,7 +62,7 @@ void rope_tables(const struct wick_ctx *c, bool sliding, float base, float scale
             /* in double, rounded once: the float cosf/sinf of glibc and musl differ in the last bit */
             cs[t * half + i] = (float)cos((double)angle) * mscale;
             sn[t * half + i] = (float)sin((double)angle) * mscale;
-            theta *= theta_scale;
+            for (int k = 0; k < 4; k++) thetas[k] *= theta_scale;
         }
     }
 }

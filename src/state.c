@@ -10,6 +10,8 @@
  *            vocabulary size; zero padding to HEADER_BYTES
  *   layers   per layer u32 kind (LAYER_ROWS_*), u32 bytes of a K row, u32 bytes of a V row
  *   tokens   n_past i32: the ids whose keys and values the cache holds, in position order
+ *   mrope    (FLAG_MROPE) n_past i32: an M-RoPE model's rope position after each (context.h
+ *            mrope_next; a state without it holds text alone, one position after another)
  *   cache    per layer that keeps rows: its K rows, then its V rows, of positions first … n_past − 1
  *            (first: 0, or a ring's first held position), raw as the cache stores them
  *   state    the recurrent state (f32), then per snapshot u32 position and its copy of the state
@@ -28,7 +30,10 @@ static const char STATE_MAGIC[8] = {'W', 'I', 'C', 'K', 'S', 'T', 'A', 'T'};
 #define HEADER_BYTES 80
 #define LAYER_ENTRY_BYTES 12
 #define CHECK_BYTES 8
-enum { FLAG_LONG_ROPE = 1 }; /* phi3's long-context rope factors were in effect (the keys are rotated by them) */
+enum {
+    FLAG_LONG_ROPE = 1, /* phi3's long-context rope factors were in effect (the keys are rotated by them) */
+    FLAG_MROPE = 2      /* the mrope section follows the tokens */
+};
 enum { LAYER_ROWS_NONE = 0, LAYER_ROWS_ALL = 1, LAYER_ROWS_RING = 2 };
 
 /* ---- hashing: a word at a time, each step a bijection of the running value, so that a blob
@@ -81,7 +86,7 @@ static int rows_kind(const struct wick_ctx *c, int l) {
 
 static uint32_t ctx_flags(const struct wick_ctx *c) {
     const struct wick_model *m = c->model;
-    return m->rope_factors_long && c->rope_factors == m->rope_factors_long ? FLAG_LONG_ROPE : 0;
+    return (m->rope_factors_long && c->rope_factors == m->rope_factors_long ? FLAG_LONG_ROPE : 0) | (c->mrope_next ? FLAG_MROPE : 0);
 }
 
 static int32_t ring_first(const struct wick_ctx *c) { return c->ring ? c->swa_lo : 0; }
@@ -94,8 +99,9 @@ static int32_t snapshots_to_save(const struct wick_ctx *c) {
 }
 
 /* bytes of a blob with this geometry (64-bit: a hostile header cannot wrap it around) */
-static uint64_t blob_bytes(const struct wick_ctx *c, const int *kinds, int32_t n_past, int32_t first, uint64_t rs_floats, int32_t n_snap) {
-    uint64_t n = HEADER_BYTES + (uint64_t)c->model->config.n_layers * LAYER_ENTRY_BYTES + (uint64_t)n_past * 4;
+static uint64_t blob_bytes(const struct wick_ctx *c, const int *kinds, int32_t n_past, int32_t first, uint64_t rs_floats, int32_t n_snap,
+                           bool mrope) {
+    uint64_t n = HEADER_BYTES + (uint64_t)c->model->config.n_layers * LAYER_ENTRY_BYTES + (uint64_t)n_past * (mrope ? 8 : 4);
     for (int l = 0; l < c->model->config.n_layers; l++) {
         if (kinds[l] == LAYER_ROWS_NONE) continue;
         uint64_t rows = (uint64_t)(n_past - (kinds[l] == LAYER_ROWS_RING ? first : 0));
@@ -109,7 +115,7 @@ uint64_t state_blob_bytes(const struct wick_ctx *c) {
     int n_layers = c->model->config.n_layers;
     int kinds[n_layers > 0 ? n_layers : 1];
     for (int l = 0; l < n_layers; l++) kinds[l] = rows_kind(c, l);
-    return blob_bytes(c, kinds, c->n_past, ring_first(c), c->rs_floats, snapshots_to_save(c));
+    return blob_bytes(c, kinds, c->n_past, ring_first(c), c->rs_floats, snapshots_to_save(c), c->mrope_next != NULL);
 }
 
 static void put_u32(uint8_t **p, uint32_t v) { memcpy(*p, &v, 4); *p += 4; }
@@ -150,6 +156,7 @@ int state_save(const struct wick_ctx *c, const int32_t *tokens, int32_t n_tokens
         put_u32(&p, kind == LAYER_ROWS_NONE ? 0 : (uint32_t)kv_row_bytes(c, c->v_cache, l));
     }
     put_bytes(&p, tokens, (size_t)n_past * 4);
+    if (c->mrope_next) put_bytes(&p, c->mrope_next, (size_t)n_past * 4);
     for (int l = 0; l < n_layers; l++) {
         int kind = rows_kind(c, l);
         if (kind == LAYER_ROWS_NONE) continue;
@@ -214,8 +221,11 @@ int state_load(struct wick_ctx *c, const void *blob, size_t len, int32_t *tokens
     if (type_k != (uint32_t)c->kv_type || type_v != (uint32_t)c->kv_type_v)
         return errorf(err, WICK_ERR_INVALID_ARG, "saved state: its KV cache is %s/%s (K/V), this context's is %s/%s: make the context with the same kvType",
                       kv_type_name(type_k), kv_type_name(type_v), kv_type_name((uint32_t)c->kv_type), kv_type_name((uint32_t)c->kv_type_v));
-    if (flags & ~(uint32_t)FLAG_LONG_ROPE) return errorf(err, WICK_ERR_FORMAT, "saved state: unknown flags 0x%x", flags);
-    if (flags != ctx_flags(c))
+    if (flags & ~(uint32_t)(FLAG_LONG_ROPE | FLAG_MROPE)) return errorf(err, WICK_ERR_FORMAT, "saved state: unknown flags 0x%x", flags);
+    const bool mrope = flags & FLAG_MROPE;
+    if (mrope && !c->mrope_next) return errorf(err, WICK_ERR_FORMAT, "saved state: M-RoPE positions for a model without M-RoPE");
+    flags &= ~(uint32_t)FLAG_MROPE;
+    if (flags != (ctx_flags(c) & ~(uint32_t)FLAG_MROPE))
         return errorf(err, WICK_ERR_INVALID_ARG, "saved state: its keys were rotated with phi3's %s rope factors (a context of %u tokens), this "
                       "context uses the %s ones", flags ? "long" : "short", n_ctx_saved, ctx_flags(c) ? "long" : "short");
     if (n_past > (uint32_t)c->n_ctx)
@@ -263,7 +273,7 @@ int state_load(struct wick_ctx *c, const void *blob, size_t len, int32_t *tokens
             return errorf(err, WICK_ERR_INVALID_ARG, "saved state: its sliding layers hold positions %u to %u only, and this context keeps every position "
                           "(make it with the contextSize the state was saved with, %u)", first, n_past, n_ctx_saved);
     }
-    uint64_t expect = blob_bytes(c, kinds, (int32_t)n_past, (int32_t)first, rs_floats, (int32_t)n_snap);
+    uint64_t expect = blob_bytes(c, kinds, (int32_t)n_past, (int32_t)first, rs_floats, (int32_t)n_snap, mrope);
     if (expect != len)
         return errorf(err, WICK_ERR_FORMAT, "saved state: %zu bytes, but its header describes %llu (wrong sizes)", len, (unsigned long long)expect);
     const uint8_t *tok = lt + (size_t)mc->n_layers * LAYER_ENTRY_BYTES;
@@ -273,7 +283,16 @@ int state_load(struct wick_ctx *c, const void *blob, size_t len, int32_t *tokens
         /* a negative id is an image position (wick.h WICK_IMAGE_TOKEN): its keys and values are cached like a token's */
         if (t >= mc->n_vocab) return errorf(err, WICK_ERR_FORMAT, "saved state: token %u is %d, outside the vocabulary of %d", i, t, mc->n_vocab);
     }
-    const uint8_t *rows = tok + (size_t)n_past * 4, *rs = rows;
+    /* M-RoPE positions: each after the previous, none past what an int can add to */
+    const uint8_t *mpos = tok + (size_t)n_past * 4;
+    for (uint32_t i = 0; mrope && i < n_past; i++) {
+        int32_t p, prev = 0;
+        memcpy(&p, mpos + (size_t)i * 4, 4);
+        if (i) memcpy(&prev, mpos + (size_t)(i - 1) * 4, 4);
+        if (p < prev || p > (1 << 30))
+            return errorf(err, WICK_ERR_FORMAT, "saved state: M-RoPE position %d after position %u goes backwards or too far", p, i);
+    }
+    const uint8_t *rows = mpos + (mrope ? (size_t)n_past * 4 : 0), *rs = rows;
     for (int l = 0; l < mc->n_layers; l++)
         if (kinds[l] != LAYER_ROWS_NONE)
             rs += (size_t)(n_past - (kinds[l] == LAYER_ROWS_RING ? first : 0)) * (kv_row_bytes(c, c->k_cache, l) + kv_row_bytes(c, c->v_cache, l));
@@ -313,6 +332,11 @@ int state_load(struct wick_ctx *c, const void *blob, size_t len, int32_t *tokens
             c->rs_snap_pos[i] = snap_pos[i];
             c->rs_snap_used[i] = ++c->rs_clock;
         }
+    }
+    if (c->mrope_next) {
+        if (mrope) memcpy(c->mrope_next, mpos, (size_t)n_past * 4);
+        else
+            for (int32_t i = 0; i < np; i++) c->mrope_next[i] = i + 1;
     }
     c->n_past = np;
     c->swa_lo = c->ring ? lo : 0;

@@ -103,7 +103,13 @@ enum {
                                 * Laurel and the sparse FFN gate of the first 10 layers */
     F_DENSE = 1u << 17,        /* gemma-embedding: dense_2 [dim → 4·dim] and dense_3 [4·dim → dim] after pooling
                                 * (EmbeddingGemma's 2_Dense and 3_Dense, 768 → 3072 → 768), mean pooling */
+    F_MROPE = 1u << 18,        /* rope.dimension_sections: M-RoPE's time, height and width thirds of the pairs */
+    F_ATTN_BIAS = 1u << 19,    /* attn_q/k/v biases (qwen2vl) */
+    F_DEEPSTACK = 1u << 20,    /* n_deepstack_layers = SYNTH_DEEPSTACK (qwen3vl) */
 };
+
+/* qwen3vl: the image rows' deepstack rows a synth text model takes (the synth qwen3vl mmproj's count) */
+#define SYNTH_DEEPSTACK 2
 
 /* lfm2's attention layers in a synth file: every third (LFM2-350M has 6 of 16, spread out) */
 #define LFM2_ATTENTION_EVERY 3
@@ -225,8 +231,16 @@ static const synth_family families[] = {
      .logit_std = 3.0f},
     {.name = "lfm2", .arch = "lfm2", .flags = F_TIED | F_PRE_NORM | F_QK_NORM_HEAD | F_SHORTCONV, .min_layers = 4,
      .head_factor = 1, .ctx_train = 128000, .rope_base = 1000000.0f, .rms_eps = 1e-5f, .logit_std = 3.0f},
-    {.name = "qwen35", .arch = "qwen35", .flags = F_PRE_NORM | F_QK_NORM_HEAD | F_ROPE_DIM_KEY | F_DELTANET, .min_layers = 4,
+    {.name = "qwen35", .arch = "qwen35", .flags = F_PRE_NORM | F_QK_NORM_HEAD | F_ROPE_DIM_KEY | F_DELTANET | F_MROPE, .min_layers = 4,
      .head_factor = 2, .ctx_train = 262144, .rope_base = 10000000.0f, .rms_eps = 1e-6f, .logit_std = 3.0f},
+    /* the Qwen-VL text models: Qwen2.5-VL's (qwen2's layer with attention biases) and Qwen3-VL's
+     * (qwen3's, deepstack rows for its first two layers), each with M-RoPE */
+    {.name = "qwen2vl", .arch = "qwen2vl", .flags = F_PRE_NORM | F_ROPE_DIM_KEY | F_MROPE | F_ATTN_BIAS, .head_factor = 1,
+     .ctx_train = 128000, .rope_base = 10000.0f, .rms_eps = 1e-6f, .logit_std = 3.0f},
+    /* more layers than deepstack rows: llama.cpp adds the last layer's deepstack row before it drops
+     * the rows without logits, so a deepstack row on the last layer fails there */
+    {.name = "qwen3vl", .arch = "qwen3vl", .flags = F_TIED | F_PRE_NORM | F_QK_NORM_HEAD | F_ROPE_DIM_KEY | F_MROPE | F_DEEPSTACK,
+     .min_layers = 4, .head_factor = 2, .ctx_train = 262144, .rope_base = 5000000.0f, .rms_eps = 1e-6f, .logit_std = 3.0f},
     /* Ministral 3 3B's text model: factor 16, beta 32/1, log multiplier 1 as its file carries; the
      * original context is 16 (16384 there) so that the ramp and the query temperature act within a
      * short prompt, and the temperature 0.5 (0.1 there) so that it moves the logits measurably */
@@ -707,7 +721,7 @@ static int synth_write_bert(const synth_shape *sh, const synth_quant *q, const c
 
 /* ---- mmproj files (vision) --------------------------------------------------------------------- */
 
-/* `wick synth --mmproj idefics3|gemma3|lfm2`: an mmproj of a tiny shape with clip.cpp's keys and tensor
+/* `wick synth --mmproj idefics3|gemma3|lfm2|qwen2.5vl|qwen3vl|gemma4v`: an mmproj of a tiny shape with clip.cpp's keys and tensor
  * names: 2 layers of width 64 with 4 heads and an MLP of 128, to a text width of 96; idefics3's and
  * gemma3's images 64 × 64, 16 positions out.
  *  - idefics3 (SmolVLM, conversion/smolvlm.py's layout): 8 × 8 patches, a pixel shuffle of 2 and
@@ -727,6 +741,26 @@ static int synth_write_bert(const synth_shape *sh, const synth_quant *q, const c
  *    512² pixels) and its tiles (512²: 1024 patches, 256 positions each, for a picture above about
  *    724² pixels): both as a real file's, and small enough at this width. The patch kernel F16
  *    (F32 for --type f32), as idefics3's.
+ *  - qwen2.5vl (Qwen2.5-VL, conversion/qwenvl.py's layout): 14 × 14 patches (Qwen2.5-VL's), so that
+ *    clip.cpp's windows of 112 pixels are 4 × 4 merged positions, smaller than a picture of 200 ×
+ *    150 (7 × 5 positions); n_wa_pattern 2, so layer 0 attends within windows and layer 1 fully;
+ *    the two frames' patch kernels, no patch bias nor position table, RMS norms without biases,
+ *    the gated SiLU MLP (clip.use_silu) with biases, the merger mm.0 (256 → 256) and mm.2 (→ 96).
+ *  - qwen3vl (Qwen3-VL, conversion/qwen3vl.py's layout): 16 × 16 patches, image_size 128 (a position
+ *    table of 8 × 8, resized to each picture's grid), the patch bias, LayerNorms, the fused
+ *    attn_qkv, the GELU MLP, 3 layers with deepstack mergers after layers 0 and 1 (the key
+ *    is_deepstack_layers says so), so positions of 96 · 3; the merger as qwen2.5vl's.
+ *    The qwen budget is clip.cpp's (8 to 4096 positions), so a tiny picture becomes 8 positions or more.
+ *  - gemma4v (Gemma 4, conversion/gemma.py's Gemma4VisionAudioModel layout): 16 × 16 patches,
+ *    image_size 224 (as its converter writes it, unused), no scale_factor key (clip.cpp's pooling
+ *    window of 3) and neither use_gelu nor use_silu (so llama.cpp's GELU-quick, as for a real file),
+ *    no patch bias, the position table [64, MMPROJ_GEMMA4V_POS, 2] (an x table, then a y table),
+ *    RMS norms without biases (ln1, ln2, attn_post_norm, ffn_post_norm), per-head query and key
+ *    norms (about 0.5, so that the unscaled scores keep a standard deviation of about 1), the layer's
+ *    out_scale (one value), the gated MLP without biases, v.std_bias and v.std_scale, and
+ *    mm.input_projection [96 rows of 64]; clamps (Gemma4ClippableLinear's scalars) that bite:
+ *    layer 0's query input within ±1.5 and its ffn_down output within ±0.5, the input projection's
+ *    input within ±2. Its budget is clip.cpp's (70 to 1120 positions of 48² pixels).
  * Every step counts as in the text families: the patch kernel gives the patches about unit size,
  * position embeddings of 0.5 are added, attention scores have a standard deviation of SCORE_STD,
  * the LayerNorms' weights are about 1 and every bias is 0.2; image_mean and image_std differ per
@@ -740,27 +774,39 @@ static int synth_write_bert(const synth_shape *sh, const synth_quant *q, const c
 #define MMPROJ_TEXT 96
 #define MMPROJ_BIAS_STD 0.2f
 #define MMPROJ_LFM2_MM 192 /* lfm2's projector MLP width: neither its input (256) nor its output (96) */
+#define MMPROJ_QWEN3_LAYERS 3 /* qwen3vl: deepstack mergers after layers 0 and 1, none after 2 */
+#define MMPROJ_GEMMA4V_POS 512 /* gemma4v: each position table's entries (a real file's: 10240) */
 
-/* what differs per projector: the image side, the patch side, the merge (shuffle or pooling) and whether the file says it, the longest side */
+/* what differs per projector: the name on the command line and in the file, the image side, the
+ * patch side, the merge (shuffle or pooling) and whether the file says it, the longest side, the layers */
 typedef struct {
-    const char *name;
+    const char *name, *type;
     int image, patch, merge;
     bool merge_key;
-    int longest;
+    int longest, layers;
 } mmproj_shape;
 
 static const mmproj_shape mmproj_shapes[] = {
-    {"idefics3", MMPROJ_IMAGE, 8, 2, true, 128},
-    {"gemma3", MMPROJ_IMAGE, 4, 4, false, 0},
-    {"lfm2", 256, 16, 2, true, 0},
+    {"idefics3", "idefics3", MMPROJ_IMAGE, 8, 2, true, 128, MMPROJ_LAYERS},
+    {"gemma3", "gemma3", MMPROJ_IMAGE, 4, 4, false, 0, MMPROJ_LAYERS},
+    {"lfm2", "lfm2", 256, 16, 2, true, 0, MMPROJ_LAYERS},
+    {"qwen2.5vl", "qwen2.5vl_merger", 112, 14, 2, false, 0, MMPROJ_LAYERS},
+    {"qwen3vl", "qwen3vl_merger", 128, 16, 2, true, 0, MMPROJ_QWEN3_LAYERS},
+    {"gemma4v", "gemma4v", 224, 16, 3, false, 0, MMPROJ_LAYERS},
 };
 
 int synth_write_mmproj(const char *projector, const char *type, const char *out_path, unsigned long long seed, errmsg *err) {
     const mmproj_shape *sh = NULL;
     for (size_t i = 0; projector && i < sizeof mmproj_shapes / sizeof mmproj_shapes[0]; i++)
         if (!strcmp(projector, mmproj_shapes[i].name)) sh = &mmproj_shapes[i];
-    if (!sh) return errorf(err, WICK_ERR_INVALID_ARG, "--mmproj '%s' is not supported (supported: idefics3, gemma3, lfm2)", projector ? projector : "");
+    if (!sh)
+        return errorf(err, WICK_ERR_INVALID_ARG, "--mmproj '%s' is not supported (supported: idefics3, gemma3, lfm2, qwen2.5vl, qwen3vl, gemma4v)",
+                      projector ? projector : "");
     const bool gemma3 = !strcmp(sh->name, "gemma3"), lfm2 = !strcmp(sh->name, "lfm2");
+    const bool qwen25 = !strcmp(sh->name, "qwen2.5vl"), qwen3 = !strcmp(sh->name, "qwen3vl"), qwen = qwen25 || qwen3;
+    const bool gemma4v = !strcmp(sh->name, "gemma4v");
+    /* gemma4v's clamp bounds: [0] ±1.5, [1] ±0.5, [2] ±2 (one value each, as its converter unsqueezes them) */
+    static const float clamp_bounds[][2] = {{-1.5f, 1.5f}, {-0.5f, 0.5f}, {-2.0f, 2.0f}};
     uint32_t mtype, ftype;
     if (!strcmp(type, "f32")) mtype = WICK_TYPE_F32, ftype = FTYPE_F32;
     else if (!strcmp(type, "f16")) mtype = WICK_TYPE_F16, ftype = FTYPE_F16;
@@ -771,34 +817,86 @@ int synth_write_mmproj(const char *projector, const char *type, const char *out_
     const uint32_t float_type = mtype == WICK_TYPE_F32 ? WICK_TYPE_F32 : WICK_TYPE_F16;
     const float qk_std = sqrtf(SCORE_STD) / (sqrtf((float)dim) * 1.0408f); /* as the bert encoder's: inputs LayerNormed */
     int n_t = 0;
-    synth_tensor *ts = calloc(12 + 16 * MMPROJ_LAYERS, sizeof *ts), *t;
+    synth_tensor *ts = calloc(12 + 24 * (size_t)sh->layers, sizeof *ts), *t;
     if (!ts) return errorf(err, WICK_ERR_NOMEM, "out of memory");
 #define TENSOR(type_, std_, ne0_, ne1_, ...) \
     (t = &ts[n_t++], t->type = (type_), t->std = (std_), t->ne0 = (ne0_), t->ne1 = (ne1_), snprintf(t->name, sizeof t->name, __VA_ARGS__))
 #define NORM(ne0_, ...) (TENSOR(WICK_TYPE_F32, 0, ne0_, 1, __VA_ARGS__), t->norm = true, t->centre = 1.0f)
 #define BIAS(ne0_, ...) TENSOR(WICK_TYPE_F32, MMPROJ_BIAS_STD, ne0_, 1, __VA_ARGS__)
-    TENSOR(gemma3 ? WICK_TYPE_F32 : float_type, 1.0f / sqrtf(3.0f * P * P), P, (int64_t)P * 3 * dim, "v.patch_embd.weight");
-    t->ne4[0] = P, t->ne4[1] = P, t->ne4[2] = 3, t->ne4[3] = dim;
-    BIAS(dim, "v.patch_embd.bias");
-    TENSOR(WICK_TYPE_F32, 0.5f, dim, n_patches, "v.position_embd.weight");
-    static const char *const attn[] = {"attn_q", "attn_k", "attn_v", "attn_out"};
-    for (int l = 0; l < MMPROJ_LAYERS; l++) {
-        for (int i = 0; i < 4; i++) {
-            TENSOR(mtype, i < 2 ? qk_std : 1.0f / sqrtf((float)dim), dim, dim, "v.blk.%d.%s.weight", l, attn[i]);
-            BIAS(dim, "v.blk.%d.%s.bias", l, attn[i]);
-        }
-        NORM(dim, "v.blk.%d.ln1.weight", l);
-        BIAS(dim, "v.blk.%d.ln1.bias", l);
-        TENSOR(mtype, 1.0f / sqrtf((float)dim), dim, ff, "v.blk.%d.ffn_up.weight", l);
-        BIAS(ff, "v.blk.%d.ffn_up.bias", l);
-        TENSOR(mtype, 1.0f / sqrtf((float)ff), ff, dim, "v.blk.%d.ffn_down.weight", l);
-        BIAS(dim, "v.blk.%d.ffn_down.bias", l);
-        NORM(dim, "v.blk.%d.ln2.weight", l);
-        BIAS(dim, "v.blk.%d.ln2.bias", l);
+#define SCALAR(value_, ...) (TENSOR(WICK_TYPE_F32, 0, 1, 1, __VA_ARGS__), t->values = (value_))
+    /* qwen: the two frames' kernels (a still picture is both: llama.cpp adds their products), each of half the scale */
+    for (int frame = 0; frame < (qwen ? 2 : 1); frame++) {
+        TENSOR(gemma3 ? WICK_TYPE_F32 : float_type, (qwen ? 0.7071f : 1.0f) / sqrtf(3.0f * P * P), P, (int64_t)P * 3 * dim,
+               frame ? "v.patch_embd.weight.1" : "v.patch_embd.weight");
+        t->ne4[0] = P, t->ne4[1] = P, t->ne4[2] = 3, t->ne4[3] = dim;
     }
-    NORM(dim, "v.post_ln.weight");
-    BIAS(dim, "v.post_ln.bias");
-    if (gemma3) {
+    /* qwen2.5vl: neither (rotary positions only), as qwen2vl.cpp's graph takes them; gemma4v: its two tables */
+    if (gemma4v) {
+        TENSOR(WICK_TYPE_F32, 0.5f, dim, MMPROJ_GEMMA4V_POS, "v.position_embd.weight");
+        t->ne2 = 2;
+    } else if (!qwen25) {
+        BIAS(dim, "v.patch_embd.bias");
+        TENSOR(WICK_TYPE_F32, 0.5f, dim, n_patches, "v.position_embd.weight");
+    }
+    static const char *const attn[] = {"attn_q", "attn_k", "attn_v", "attn_out"};
+    for (int l = 0; l < sh->layers; l++) {
+        if (qwen3) { /* one matrix [3·dim][dim]: the query's rows, the key's, the value's */
+            TENSOR(mtype, qk_std, dim, 3 * dim, "v.blk.%d.attn_qkv.weight", l);
+            t->v_row0 = 2 * dim, t->v_std = 1.0f / sqrtf((float)dim);
+            BIAS(3 * dim, "v.blk.%d.attn_qkv.bias", l);
+        }
+        for (int i = qwen3 ? 3 : 0; i < 4; i++) {
+            /* gemma4v's queries and keys are RMS-normed per head: weights of unit rows */
+            TENSOR(mtype, i < 2 && !gemma4v ? qk_std : 1.0f / sqrtf((float)dim), dim, dim, "v.blk.%d.%s.weight", l, attn[i]);
+            if (!gemma4v) BIAS(dim, "v.blk.%d.%s.bias", l, attn[i]);
+        }
+        if (gemma4v) {
+            for (int i = 0; i < 2; i++) {
+                NORM(dim / MMPROJ_HEADS, "v.blk.%d.%s_norm.weight", l, attn[i]);
+                t->centre = 0.5f;
+            }
+            NORM(dim, "v.blk.%d.attn_post_norm.weight", l);
+            NORM(dim, "v.blk.%d.ffn_post_norm.weight", l);
+            NORM(1, "v.blk.%d.out_scale.weight", l);
+            if (l == 0) {
+                SCALAR(&clamp_bounds[0][0], "v.blk.0.attn_q.input_min");
+                SCALAR(&clamp_bounds[0][1], "v.blk.0.attn_q.input_max");
+                SCALAR(&clamp_bounds[1][0], "v.blk.0.ffn_down.output_min");
+                SCALAR(&clamp_bounds[1][1], "v.blk.0.ffn_down.output_max");
+            }
+        }
+        /* qwen2.5vl's and gemma4v's norms are RMS norms without a bias */
+        const bool rms = qwen25 || gemma4v;
+        NORM(dim, "v.blk.%d.ln1.weight", l);
+        if (!rms) BIAS(dim, "v.blk.%d.ln1.bias", l);
+        if (rms) { /* the gated MLP: act(gate) ⊙ up */
+            TENSOR(mtype, 1.0f / sqrtf((float)dim), dim, ff, "v.blk.%d.ffn_gate.weight", l);
+            if (!gemma4v) BIAS(ff, "v.blk.%d.ffn_gate.bias", l);
+        }
+        TENSOR(mtype, 1.0f / sqrtf((float)dim), dim, ff, "v.blk.%d.ffn_up.weight", l);
+        if (!gemma4v) BIAS(ff, "v.blk.%d.ffn_up.bias", l);
+        TENSOR(mtype, 1.0f / sqrtf((float)ff), ff, dim, "v.blk.%d.ffn_down.weight", l);
+        if (!gemma4v) BIAS(dim, "v.blk.%d.ffn_down.bias", l);
+        NORM(dim, "v.blk.%d.ln2.weight", l);
+        if (!rms) BIAS(dim, "v.blk.%d.ln2.bias", l);
+        if (qwen3 && l < MMPROJ_QWEN3_LAYERS - 1) { /* the deepstack merger: its norm over the merged rows, fc1, GELU, fc2 */
+            NORM(merged, "v.deepstack.%d.norm.weight", l);
+            BIAS(merged, "v.deepstack.%d.norm.bias", l);
+            TENSOR(mtype, 1.0f / sqrtf((float)merged), merged, merged, "v.deepstack.%d.fc1.weight", l);
+            BIAS(merged, "v.deepstack.%d.fc1.bias", l);
+            TENSOR(mtype, 1.0f / sqrtf((float)merged), merged, MMPROJ_TEXT, "v.deepstack.%d.fc2.weight", l);
+            BIAS(MMPROJ_TEXT, "v.deepstack.%d.fc2.bias", l);
+        }
+    }
+    if (!gemma4v) NORM(dim, "v.post_ln.weight");
+    if (!qwen25 && !gemma4v) BIAS(dim, "v.post_ln.bias");
+    if (gemma4v) { /* the pooled rows' standardization, then the projection and its input clamp */
+        BIAS(dim, "v.std_bias");
+        NORM(dim, "v.std_scale");
+        TENSOR(mtype, 1.0f / sqrtf((float)dim), dim, MMPROJ_TEXT, "mm.input_projection.weight");
+        SCALAR(&clamp_bounds[2][0], "mm.input_projection.input_min");
+        SCALAR(&clamp_bounds[2][1], "mm.input_projection.input_max");
+    } else if (gemma3) {
         NORM(dim, "mm.soft_emb_norm.weight");
         TENSOR(float_type, 1.0f / sqrtf((float)dim), MMPROJ_TEXT, dim, "mm.input_projection.weight");
     } else if (lfm2) {
@@ -808,9 +906,15 @@ int synth_write_mmproj(const char *projector, const char *type, const char *out_
         BIAS(MMPROJ_LFM2_MM, "mm.1.bias");
         TENSOR(mtype, 1.0f / sqrtf((float)MMPROJ_LFM2_MM), MMPROJ_LFM2_MM, MMPROJ_TEXT, "mm.2.weight");
         BIAS(MMPROJ_TEXT, "mm.2.bias");
+    } else if (qwen) { /* the merger mm.0 (dim·4 → dim·4, as Qwen's), GELU, mm.2 */
+        TENSOR(mtype, 1.0f / sqrtf((float)merged), merged, merged, "mm.0.weight");
+        BIAS(merged, "mm.0.bias");
+        TENSOR(mtype, 1.0f / sqrtf((float)merged), merged, MMPROJ_TEXT, "mm.2.weight");
+        BIAS(MMPROJ_TEXT, "mm.2.bias");
     } else {
         TENSOR(mtype, 1.0f / sqrtf((float)merged), merged, MMPROJ_TEXT, "mm.model.fc.weight");
     }
+#undef SCALAR
 #undef BIAS
 #undef NORM
 #undef TENSOR
@@ -822,20 +926,26 @@ int synth_write_mmproj(const char *projector, const char *type, const char *out_
     kv_str(&mb, NULL, "general.name", name);
     kv_u32(&mb, NULL, "general.file_type", ftype);
     kv_bool(&mb, NULL, "clip.has_vision_encoder", true);
-    kv_str(&mb, NULL, "clip.projector_type", projector);
-    kv_bool(&mb, NULL, "clip.use_gelu", true);
+    kv_str(&mb, NULL, "clip.projector_type", sh->type);
+    if (!gemma4v) kv_bool(&mb, NULL, qwen25 ? "clip.use_silu" : "clip.use_gelu", true);
     kv_u32(&mb, "clip.vision", "image_size", (uint32_t)sh->image);
     if (sh->longest) kv_u32(&mb, "clip.vision", "preproc_image_size", (uint32_t)sh->longest);
     kv_u32(&mb, "clip.vision", "patch_size", P);
     kv_u32(&mb, "clip.vision", "embedding_length", dim);
     kv_u32(&mb, "clip.vision", "feed_forward_length", ff);
-    kv_u32(&mb, "clip.vision", "block_count", MMPROJ_LAYERS);
+    kv_u32(&mb, "clip.vision", "block_count", (uint32_t)sh->layers);
     kv_u32(&mb, "clip.vision", "projection_dim", MMPROJ_TEXT);
     kv_u32(&mb, "clip.vision", "attention.head_count", MMPROJ_HEADS);
     kv_f32(&mb, "clip.vision", "attention.layer_norm_epsilon", 1e-6f);
     kv_f32_array(&mb, "clip.vision", "image_mean", mean, 3);
     kv_f32_array(&mb, "clip.vision", "image_std", std, 3);
-    if (sh->merge_key) kv_u32(&mb, "clip.vision", "projector.scale_factor", (uint32_t)sh->merge);
+    if (sh->merge_key) kv_u32(&mb, "clip.vision", qwen ? "spatial_merge_size" : "projector.scale_factor", (uint32_t)sh->merge);
+    /* qwen2.5vl: layer 1 attends fully, layer 0 within windows of 112 pixels (4 × 4 positions of 28²) */
+    if (qwen25) kv_u32(&mb, "clip.vision", "n_wa_pattern", 2);
+    if (qwen3) {
+        const bool deepstack[MMPROJ_QWEN3_LAYERS] = {true, true, false};
+        kv_bool_array(&mb, "clip.vision", "is_deepstack_layers", deepstack, MMPROJ_QWEN3_LAYERS);
+    }
     int rc = mb.oom ? errorf(err, WICK_ERR_NOMEM, "out of memory") : write_synth_file(out_path, ts, n_t, &mb, seed, false, err);
     free(mb.p);
     free(ts);
@@ -1058,6 +1168,11 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
             if (own_kv) MATRIX(R_OTHER, l, qk_std, dim, l_kvd, "blk.%d.attn_k.weight", l);
             if (fl & F_HEAD_GAIN) t->head_rows = head_dim, t->n_head_groups = n_kv_heads;
             if (own_kv && !G4_FULL(l)) MATRIX(R_ATTN_V, l, v_std, dim, l_kvd, "blk.%d.attn_v.weight", l);
+            if (fl & F_ATTN_BIAS) { /* small beside the projections' unit outputs */
+                RANDOM_F32(0.2f, l_q, 1, "blk.%d.attn_q.bias", l);
+                RANDOM_F32(0.2f, l_kvd, 1, "blk.%d.attn_k.bias", l);
+                RANDOM_F32(0.2f, l_kvd, 1, "blk.%d.attn_v.bias", l);
+            }
         }
         if (layer_recurrent(fl, l)) {
             /* no attention tensors */
@@ -1171,10 +1286,16 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
     } else if (!ple) {
         kv_u32(&mb, a, "attention.head_count_kv", (uint32_t)n_kv_heads);
     }
-    if (fl & F_DELTANET) {
-        /* the IMROPE sections of the rotated pairs (text tokens give each the same position) */
+    if (fl & F_MROPE) {
+        /* M-RoPE's sections of the rotated pairs (text tokens give each the same position); in runs
+         * (qwen2vl) the time section is one pair, so that height and width take the faster-turning
+         * pairs, on which a small picture's 2-D positions show */
         int32_t pairs = n_rot / 2, third = (pairs + 2) / 3, sections[4] = {third, third, pairs - 2 * third, 0};
+        if (!strcmp(fam->arch, "qwen2vl")) sections[0] = 1, sections[1] = (pairs - 1) / 2, sections[2] = pairs - 1 - sections[1];
         kv_i32_array(&mb, a, "rope.dimension_sections", sections, 4);
+    }
+    if (fl & F_DEEPSTACK) kv_u32(&mb, a, "n_deepstack_layers", SYNTH_DEEPSTACK);
+    if (fl & F_DELTANET) {
         kv_u32(&mb, a, "ssm.conv_kernel", QWEN35_CONV_KERNEL);
         kv_u32(&mb, a, "ssm.state_size", (uint32_t)ssm_state);
         kv_u32(&mb, a, "ssm.group_count", (uint32_t)ssm_k_heads);

@@ -2,7 +2,7 @@
  * the file read and checked as clip.cpp's clip_model_loader reads it (keys clip.* and
  * clip.vision.*, tensors v.* and mm.*: clip-impl.h's KEY_ and TN_ names), the SigLIP vision
  * transformer of clip_graph::build_vit, and the projectors of models/siglip.cpp: idefics3 (SmolVLM),
- * gemma3 (Gemma 3) and lfm2 (LFM2-VL). With x the image's patches (P × P pixels of 3 channels,
+ * gemma3 (Gemma 3) and lfm2 (LFM2-VL); and the Qwen-VL towers (below). With x the image's patches (P × P pixels of 3 channels,
  * flattened per patch):
  *     x = x·W_patchᵀ + b_patch + pos_embd[p]             (the patch convolution as a matrix product)
  *     x = LayerNorm(x) (pre_ln, where the file has one)
@@ -33,6 +33,30 @@
  * (Y·k + dy, X·k + dx), summed in float with dy outer and dx inner, then divided by k² (as
  * ggml-cpu's ops.cpp sums it); the RMS norm's eps is the tower's layer_norm_epsilon.
  *
+ * The qwen projectors (models/qwen2vl.cpp for qwen2vl_merger and qwen2.5vl_merger, models/qwen3vl.cpp
+ * for qwen3vl_merger) run the tower at each picture's own size (gx × gy patches, both even), its
+ * patches taken 2 × 2: each merged position's four patches (dy outer, dx inner) consecutive,
+ * positions row by row of the (gx/2) × (gy/2) grid:
+ *     x = p·W_0ᵀ + p·W_1ᵀ (+ b_patch) (+ pos_embd resized)  the two frames' kernels of a still picture
+ *                                                            (v.patch_embd.weight, .weight.1); qwen3vl's
+ *                                                            bias and table, bilinear with aligned corners
+ *     for each layer:
+ *         h = Norm(x) (ln1: RMS for qwen2.5vl, LayerNorm for the others)
+ *         q, k, v = h·Wqᵀ + bq, … (qwen3vl: one attn_qkv matrix, its rows q, k, v)
+ *         q, k = rope2d(q), rope2d(k)                     ggml's rope_multi, GGML_ROPE_TYPE_VISION
+ *         x = x + softmax(q·Kᵀ / √head_dim)·V·Woᵀ + bo      qwen2.5vl: within windows, but in layers
+ *                                                            with (l + 1) % n_wa_pattern = 0
+ *         h = Norm(x) (ln2)
+ *         x = x + act(h·W_upᵀ + b_up)·W_downᵀ + b_down     act as the file says (GELU, SiLU, GELU-quick), or
+ *                                                            gated: act(h·W_gateᵀ + b_gate) ⊙ (h·W_upᵀ + b_up)
+ *         qwen3vl, a deepstack layer: d_l = fc2(GELU(fc1(Norm(x merged 4 to a row))))
+ *     y = mm.2(GELU(mm.0(Norm(x) (post_ln) merged 4 to a row)))  then qwen3vl's d_l after it, in layer order
+ * The rope turns pair k of each head, (x[k], x[k + head_dim/2]), by the patch's row times s^k in
+ * the first quarter of the pairs and by its column times s^(k − head_dim/4) in the second, s =
+ * 10000^(−4/head_dim). qwen2.5vl's windows (clip.cpp's window index and mask) are squares of 112
+ * pixels (window² merged positions) from the top left, row by row: the tower takes the positions
+ * window by window (each window's row by row), and its output is put back in raster order.
+ *
  * The matrix products are the engine's (matmul.c: every weight type of the quant table, its SIMD
  * kernels and threads), on a context (context.c) made for the tower as for an encoder: a window
  * and a batch of all the patches, keys and values in F32. Attention is the decoders' (attention.c)
@@ -58,7 +82,9 @@
  * bilinearly (no padding); unless the picture rounded to whole blocks holds more than twice the
  * budget's pixels: then it is tiled, LFM2_TILE² per tile, the grid of 2 to 10 tiles whose aspect
  * is nearest the picture's (find_closest_aspect_ratio), resized bilinearly to the whole grid with
- * PAD_CEIL, the tiles row by row, then the thumbnail (the smart size) last.
+ * PAD_CEIL, the tiles row by row, then the thumbnail (the smart size) last. The qwen projectors
+ * (mtmd_image_preprocessor_dyn_size): one image at the smart size in blocks of 2P within clip.cpp's
+ * budget of 8 to 4096 positions, resized bicubic with PAD_CEIL on black.
  * Each resize is Pillow's separable resampling (libImaging/Resample.c, as img_tool::resize_pillow
  * follows it). */
 #include "vision.h"
@@ -70,6 +96,7 @@
 #include "matmul.h"
 #include "quant.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,6 +110,18 @@
 #define LFM2_MIN_TOKENS 64
 #define LFM2_MAX_TOKENS 256
 #define LFM2_MAX_PIXELS_TOLERANCE 2.0
+/* qwen2vl, qwen2.5vl, qwen3vl: clip.cpp's set_limit_image_tokens(8, 4096) (Qwen2.5-VL's
+ * preprocessor_config.json), whatever the file says; qwen2.5vl's window, clip.cpp's default
+ * attn_window_size of 112 pixels (Qwen2.5-VL's window_size) */
+#define QWEN_MIN_TOKENS 8
+#define QWEN_MAX_TOKENS 4096
+#define QWEN25_WINDOW_PIXELS 112
+/* gemma4v: clip.cpp's set_limit_image_tokens(70, 1120), its pooling window of 3 where the file has no
+ * projector.scale_factor, and its rope base of 100 (hparams.rope_theta: no key is read) */
+#define GEMMA4V_MIN_TOKENS 70
+#define GEMMA4V_MAX_TOKENS 1120
+#define GEMMA4V_POOL 3
+#define GEMMA4V_ROPE_THETA 100.0f
 /* mm.input_norm's eps: clip.cpp's ggml_norm(…, 1e-5) (torch's nn.LayerNorm default) */
 #define LFM2_INPUT_NORM_EPS 1e-5f
 
@@ -91,6 +130,10 @@ const char *vision_projector_name(vision_projector p) {
     case PROJECTOR_IDEFICS3: return "idefics3";
     case PROJECTOR_GEMMA3: return "gemma3";
     case PROJECTOR_LFM2: return "lfm2";
+    case PROJECTOR_QWEN2VL: return "qwen2vl_merger";
+    case PROJECTOR_QWEN25VL: return "qwen2.5vl_merger";
+    case PROJECTOR_QWEN3VL: return "qwen3vl_merger";
+    case PROJECTOR_GEMMA4V: return "gemma4v";
     }
     return "?";
 }
@@ -120,6 +163,48 @@ static int key_triple(const gguf_file *g, const char *key, bool nonzero, float o
     return 0;
 }
 
+/* qwen: the merger of 2 × 2 (qwen2vl.cpp and qwen3vl.cpp build no other), the token budget
+ * (clip.cpp: set_limit_image_tokens(8, 4096) for the three, whatever the file says) and qwen2.5vl's
+ * window attention: clip.vision.n_wa_pattern (required, as clip.cpp requires it of 2.5) and the
+ * window of clip.cpp's attn_window_size default, 112 pixels (it reads no key for 2.5), in merged
+ * positions: 112 / P / 2, rounded down as clip.cpp divides. qwen2vl with a window pattern is
+ * refused: llama.cpp would build windows for it without filling their indices. */
+static int read_qwen_config(vision_model *v, errmsg *err) {
+    const gguf_file *g = &v->tower.gguf;
+    if (v->n_merge != 2)
+        return errorf(err, WICK_ERR_UNSUPPORTED, "mmproj: spatial_merge_size %d (the qwen merger takes 2 × 2 patches only)", v->n_merge);
+    const int64_t block = 2LL * v->patch_size, area = block * block;
+    if (QWEN_MAX_TOKENS * area > 1 << 30)
+        return errorf(err, WICK_ERR_UNSUPPORTED, "mmproj: patches of %d pixels make the qwen token budget too large", v->patch_size);
+    v->min_pixels = (int32_t)(QWEN_MIN_TOKENS * area);
+    v->max_pixels = (int32_t)(QWEN_MAX_TOKENS * area);
+    v->max_patches = 4 * QWEN_MAX_TOKENS;
+    if (v->projector == PROJECTOR_QWEN3VL) return 0;
+    const bool qwen25 = v->projector == PROJECTOR_QWEN25VL;
+    if (key_int(g, "clip.vision.n_wa_pattern", 0, 1 << 20, !qwen25, &v->n_wa_pattern, err)) return -1;
+    if (!qwen25 && v->n_wa_pattern)
+        return errorf(err, WICK_ERR_UNSUPPORTED, "mmproj: qwen2vl_merger with window attention (n_wa_pattern %d) is not supported", v->n_wa_pattern);
+    v->window = QWEN25_WINDOW_PIXELS / v->patch_size / 2;
+    if (v->n_wa_pattern && v->window < 1)
+        return errorf(err, WICK_ERR_UNSUPPORTED, "mmproj: patches of %d pixels leave no window of %d pixels", v->patch_size, QWEN25_WINDOW_PIXELS);
+    return 0;
+}
+
+/* gemma4v: the pooling window (n_merge), the token budget (clip.cpp: set_limit_image_tokens(70,
+ * 1120), whatever the file says) in pixels of (P·n_merge)² per position, and the rope's base. Each
+ * head's rope turns two quarters of pairs (x, then y): a head size of a multiple of 4 (read_config
+ * asks for 8). */
+static int read_gemma4v_config(vision_model *v, errmsg *err) {
+    const int64_t block = (int64_t)v->patch_size * v->n_merge, area = block * block;
+    if (GEMMA4V_MAX_TOKENS * area > 1 << 30)
+        return errorf(err, WICK_ERR_UNSUPPORTED, "mmproj: blocks of %lld pixels make gemma4v's token budget too large", (long long)block);
+    v->min_pixels = (int32_t)(GEMMA4V_MIN_TOKENS * area);
+    v->max_pixels = (int32_t)(GEMMA4V_MAX_TOKENS * area);
+    v->max_patches = GEMMA4V_MAX_TOKENS * v->n_merge * v->n_merge;
+    v->rope_theta = GEMMA4V_ROPE_THETA;
+    return 0;
+}
+
 /* The keys: the projector first (an unknown one is refused by name), then the tower's shape. */
 static int read_config(vision_model *v, errmsg *err) {
     const gguf_file *g = &v->tower.gguf;
@@ -132,21 +217,29 @@ static int read_config(vision_model *v, errmsg *err) {
     /* clip.projector_type, or clip.vision.projector_type in a file of several modalities */
     if (!gguf_get_str(g, "clip.projector_type", &s) && !gguf_get_str(g, "clip.vision.projector_type", &s))
         return errorf(err, WICK_ERR_FORMAT, "mmproj: key clip.projector_type is missing");
-    if (gguf_str_eq(s, "idefics3")) v->projector = PROJECTOR_IDEFICS3;
-    else if (gguf_str_eq(s, "gemma3")) v->projector = PROJECTOR_GEMMA3;
-    else if (gguf_str_eq(s, "lfm2")) v->projector = PROJECTOR_LFM2;
-    else
-        return errorf(err, WICK_ERR_UNSUPPORTED, "mmproj: projector '%.*s' is not supported (supported: idefics3, gemma3, lfm2)",
+    bool known = false;
+    for (int p = PROJECTOR_IDEFICS3; p <= PROJECTOR_GEMMA4V; p++)
+        if (gguf_str_eq(s, vision_projector_name((vision_projector)p))) v->projector = (vision_projector)p, known = true;
+    if (!known)
+        return errorf(err, WICK_ERR_UNSUPPORTED,
+                      "mmproj: projector '%.*s' is not supported (supported: idefics3, gemma3, lfm2, qwen2vl_merger, qwen2.5vl_merger, qwen3vl_merger, gemma4v)",
                       (int)(s.len < 64 ? s.len : 64), s.ptr);
-    const bool idefics3 = v->projector == PROJECTOR_IDEFICS3, lfm2 = v->projector == PROJECTOR_LFM2;
+    const bool idefics3 = v->projector == PROJECTOR_IDEFICS3, lfm2 = v->projector == PROJECTOR_LFM2, qwen = vision_is_qwen(v);
+    const bool gemma4v = v->projector == PROJECTOR_GEMMA4V, dyn = vision_dyn_size(v);
     const bool shuffles = idefics3 || lfm2; /* a pixel (un)shuffle whose factor the file must give */
-    /* gemma3: clip.cpp's default pooling window of 4 (every Gemma 3 size), the key only in test models */
-    v->n_merge = idefics3 ? 0 : 4;
+    /* gemma3: clip.cpp's default pooling window of 4 (every Gemma 3 size), the key only in test models;
+     * qwen: the merger's 2 × 2; gemma4v: clip.cpp's default of 3 */
+    v->n_merge = idefics3 ? 0 : qwen ? 2 : gemma4v ? GEMMA4V_POOL : 4;
     bool gelu = false, silu = false;
     gguf_get_bool(g, "clip.use_gelu", &gelu);
     gguf_get_bool(g, "clip.use_silu", &silu);
-    if (!gelu || silu)
+    if (gelu && silu) return errorf(err, WICK_ERR_FORMAT, "mmproj: both clip.use_gelu and clip.use_silu are set");
+    /* clip.cpp's hparams.ffn_op: GELU, SiLU, else GELU-quick; the SigLIP towers here are GELU's
+     * (gemma4v's converter writes neither key: llama.cpp runs its gated MLP with GELU-quick) */
+    v->ffn_op = gelu ? VISION_FFN_GELU : silu ? VISION_FFN_SILU : VISION_FFN_GELU_QUICK;
+    if (!dyn && v->ffn_op != VISION_FFN_GELU)
         return errorf(err, WICK_ERR_UNSUPPORTED, "mmproj: the tower's MLP must use GELU (clip.use_gelu); GELU-quick and SiLU are not supported");
+    v->rms_norm = v->projector == PROJECTOR_QWEN25VL || gemma4v; /* build_vit's NORM_TYPE_RMS */
 
     int32_t dim = 0, n_heads = 0, n_layers = 0, proj_dim = 0, kv_heads = -1, head_dim = -1;
     if (key_int(g, "clip.vision.embedding_length", 8, 1 << 16, false, &dim, err) ||
@@ -158,7 +251,8 @@ static int read_config(vision_model *v, errmsg *err) {
         key_int(g, "clip.vision.projection_dim", 1, 1 << 20, false, &proj_dim, err) ||
         key_int(g, "clip.vision.image_size", 1, 8192, false, &v->image_size, err) ||
         key_int(g, "clip.vision.patch_size", 1, 1024, false, &v->patch_size, err) ||
-        key_int(g, "clip.vision.projector.scale_factor", shuffles ? 2 : 1, 64, !shuffles, &v->n_merge, err) ||
+        (!qwen && key_int(g, "clip.vision.projector.scale_factor", shuffles ? 2 : 1, gemma4v ? 16 : 64, !shuffles, &v->n_merge, err)) ||
+        (qwen && key_int(g, "clip.vision.spatial_merge_size", 1, 64, true, &v->n_merge, err)) ||
         (idefics3 && key_int(g, "clip.vision.preproc_image_size", 1, 8192, true, &v->longest_edge, err)))
         return -1;
     double eps;
@@ -178,7 +272,7 @@ static int read_config(vision_model *v, errmsg *err) {
         return errorf(err, WICK_ERR_FORMAT, "mmproj: image size %d is not a multiple of the patch size %d", v->image_size, v->patch_size);
     v->n_side = v->image_size / v->patch_size;
     v->n_patches = v->n_side * v->n_side;
-    if (v->n_side % v->n_merge)
+    if (!dyn && v->n_side % v->n_merge)
         return errorf(err, WICK_ERR_UNSUPPORTED, "mmproj: %d patches per side do not divide by the %s %d", v->n_side,
                       shuffles ? "scale factor" : "pooling window", v->n_merge);
     if (v->n_patches > 1 << 16) return errorf(err, WICK_ERR_UNSUPPORTED, "mmproj: %d patches per image are too many", v->n_patches);
@@ -200,6 +294,8 @@ static int read_config(vision_model *v, errmsg *err) {
         v->max_patches = (int32_t)(tile > most ? tile : most);
         if (v->max_patches > 1 << 16) return errorf(err, WICK_ERR_UNSUPPORTED, "mmproj: lfm2 images of %d patches are too many", v->max_patches);
     }
+    if (qwen && read_qwen_config(v, err)) return -1;
+    if (gemma4v && read_gemma4v_config(v, err)) return -1;
 
     /* the tower as an encoder's config (context.c sizes the context by it) */
     model_config *mc = &v->tower.config;
@@ -212,7 +308,7 @@ static int read_config(vision_model *v, errmsg *err) {
     /* hidden_dim sizes the context's scratch rows: the widest input of any product here (the MLP,
      * a flattened patch, a pixel-shuffled row) */
     int64_t widest = v->n_ff, patch_cols = 3LL * v->patch_size * v->patch_size;
-    int64_t merged = shuffles ? (int64_t)dim * v->n_merge * v->n_merge : dim;
+    int64_t merged = shuffles || qwen ? (int64_t)dim * v->n_merge * v->n_merge : dim;
     if (patch_cols > widest) widest = patch_cols;
     if (merged > widest) widest = merged;
     /* the context's scratch holds n_patches rows of the widest: kept under 2^28 floats (1 GiB), so
@@ -222,7 +318,8 @@ static int read_config(vision_model *v, errmsg *err) {
     mc->hidden_dim = (int32_t)widest;
     mc->n_ctx_train = v->max_patches;
     mc->rms_eps = (float)eps;
-    mc->attn_scale = 1.0f / sqrtf((float)mc->head_dim); /* clip_graph's kq_scale */
+    /* clip_graph's kq_scale; gemma4v's graph sets it to 1 (its queries and keys are RMS-normed per head) */
+    mc->attn_scale = gemma4v ? 1.0f : 1.0f / sqrtf((float)mc->head_dim);
     mc->encoder = mc->layernorm = true;
     mc->causal = false;
     mc->pooling = POOL_NONE;
@@ -242,8 +339,7 @@ static int bind_matrix(vision_model *v, const char *name, int64_t rows, int64_t 
 
 /* The patch convolution's kernel [P, P, 3, dim] (ggml's conv_2d order: x fastest, then y, then the
  * channel) as a matrix of dim rows of 3·P² */
-static int bind_patch_embd(vision_model *v, errmsg *err) {
-    const char *name = "v.patch_embd.weight";
+static int bind_patch_embd(vision_model *v, const char *name, weight *w, errmsg *err) {
     const gguf_tensor *t = model_find_tensor(&v->tower, name);
     int64_t p = v->patch_size, dim = v->tower.config.dim;
     if (!t) return errorf(err, WICK_ERR_FORMAT, "tensor %s is missing", name);
@@ -255,7 +351,6 @@ static int bind_patch_embd(vision_model *v, errmsg *err) {
     if (!qt->vec_dot || !qt->to_float || (3 * p * p) % qt->block_size)
         return errorf(err, WICK_ERR_UNSUPPORTED, "tensor %s: type %s is not supported for the patch kernel", name, qt->name);
     if (t->outside || !t->data) return errorf(err, WICK_ERR_FORMAT, "tensor %s: its data is not in the file", name);
-    weight *w = &v->patch_embd;
     w->data = t->data;
     w->type = t->type;
     w->rows = dim;
@@ -265,16 +360,44 @@ static int bind_patch_embd(vision_model *v, errmsg *err) {
     return check_weight(w, name, err);
 }
 
-/* Tensors of other towers a file may hold, which this graph would leave out: refused rather than ignored */
+/* Tensors of other towers a file may hold, which this graph would leave out: refused rather than
+ * ignored, each by the projectors whose graph leaves it out (a bit per vision_projector) */
+#define BY(p) (1u << (p))
+#define SIGLIP (BY(PROJECTOR_IDEFICS3) | BY(PROJECTOR_GEMMA3) | BY(PROJECTOR_LFM2))
+#define QWEN2 (BY(PROJECTOR_QWEN2VL) | BY(PROJECTOR_QWEN25VL))
+#define QWEN (QWEN2 | BY(PROJECTOR_QWEN3VL))
+#define GEMMA4V BY(PROJECTOR_GEMMA4V)
 static int refuse_unknown(vision_model *v, errmsg *err) {
-    static const char *const names[] = {"v.class_embd", "v.patch_embd.weight.1", "v.blk.0.attn_qkv.weight", "v.blk.0.attn_q_norm.weight",
-                                        "v.blk.0.attn_k_norm.weight", "v.blk.0.ffn_gate.weight", "v.blk.0.ls1.weight",
-                                        "v.blk.0.attn_post_norm.weight", "v.blk.0.ffn_post_norm.weight"};
+    static const struct {
+        const char *name;
+        unsigned refused_by;
+    } names[] = {
+        {"v.class_embd", SIGLIP | QWEN | GEMMA4V},
+        {"v.blk.0.ls1.weight", SIGLIP | QWEN | GEMMA4V},
+        /* gemma4v's layer norms and output scale */
+        {"v.blk.0.attn_q_norm.weight", SIGLIP | QWEN},
+        {"v.blk.0.attn_k_norm.weight", SIGLIP | QWEN},
+        {"v.blk.0.attn_post_norm.weight", SIGLIP | QWEN},
+        {"v.blk.0.ffn_post_norm.weight", SIGLIP | QWEN},
+        {"v.blk.0.out_scale.weight", SIGLIP | QWEN},
+        /* the qwen towers' second frame and fused attention (qwen3vl), gated MLPs */
+        {"v.patch_embd.weight.1", SIGLIP | GEMMA4V},
+        {"v.blk.0.attn_qkv.weight", SIGLIP | GEMMA4V},
+        {"v.blk.0.ffn_gate.weight", SIGLIP},
+        /* qwen2vl.cpp's graph takes no patch bias (it asserts so) nor a position table; gemma4v.cpp no patch bias */
+        {"v.patch_embd.bias", QWEN2 | GEMMA4V},
+        {"v.position_embd.weight", QWEN2},
+    };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (model_find_tensor(&v->tower, names[i]))
-            return errorf(err, WICK_ERR_UNSUPPORTED, "mmproj: tensor %s is not supported for %s", names[i], vision_projector_name(v->projector));
+        if ((names[i].refused_by & BY(v->projector)) && model_find_tensor(&v->tower, names[i].name))
+            return errorf(err, WICK_ERR_UNSUPPORTED, "mmproj: tensor %s is not supported for %s", names[i].name, vision_projector_name(v->projector));
     return 0;
 }
+#undef BY
+#undef SIGLIP
+#undef QWEN2
+#undef QWEN
+#undef GEMMA4V
 
 /* gemma3: the soft-embedding norm's weight (its converter has added Gemma's 1 already) and the input
  * projection, stored [dim rows of n_embd_text] (ne = [n_embd_text, dim]) and multiplied transposed
@@ -315,33 +438,204 @@ static int bind_gemma3(vision_model *v, errmsg *err) {
     return check_weight(w, name, err);
 }
 
-/* lfm2: the optional LayerNorm over the unshuffled rows (mm.input_norm, weight and bias), the MLP
- * mm.1 (dim·s² → n_mm) and mm.2 (n_mm → n_embd_text) with their biases, as clip.cpp loads them */
-static int bind_lfm2(vision_model *v, errmsg *err) {
+/* gemma4v: the clamps around the product by tensor `weight` (a name ending in .weight), where the
+ * file gives them: clip.cpp's clamp_info_map reads <name>.input_max, .input_min, .output_max,
+ * .output_min (the converter's Gemma4ClippableLinear scalars) with get_scalar, which takes an F32
+ * tensor of exactly one value and leaves an absent bound at ±FLT_MAX. A NaN bound is refused
+ * (ggml_clamp would turn every value into the other bound). */
+static int read_clamp(vision_model *v, const char *weight, vision_clamp *cl, errmsg *err) {
+    static const char *const parts[] = {"input_min", "input_max", "output_min", "output_max"};
+    float *bounds[] = {&cl->in_min, &cl->in_max, &cl->out_min, &cl->out_max};
+    const size_t stem = strlen(weight) - strlen(".weight");
+    char name[128];
+    for (int i = 0; i < 4; i++) {
+        *bounds[i] = i % 2 ? FLT_MAX : -FLT_MAX;
+        snprintf(name, sizeof name, "%.*s.%s", (int)stem, weight, parts[i]);
+        const gguf_tensor *t = model_find_tensor(&v->tower, name);
+        if (!t) continue;
+        if (t->type != WICK_TYPE_F32) return errorf(err, WICK_ERR_FORMAT, "tensor %s: type %s where f32 was expected", name, quant_get(t->type)->name);
+        if (t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3] != 1) return errorf(err, WICK_ERR_FORMAT, "tensor %s: a clamp bound must be one value", name);
+        if (t->outside || !t->data) return errorf(err, WICK_ERR_FORMAT, "tensor %s: its data is not in the file", name);
+        memcpy(bounds[i], t->data, sizeof(float));
+        if (isnan(*bounds[i])) return errorf(err, WICK_ERR_FORMAT, "tensor %s: the clamp bound is NaN", name);
+        if (i < 2) cl->in = true;
+        else cl->out = true;
+    }
+    v->clamps |= cl->in || cl->out;
+    return 0;
+}
+
+/* gemma4v: the position table v.position_embd.weight, [dim, pos_size, 2] (gemma4v.cpp's two views:
+ * the x table, then the y table; F32, as its converter forces it) */
+static int bind_gemma4v_positions(vision_model *v, errmsg *err) {
+    const char *name = "v.position_embd.weight";
+    const gguf_tensor *t = model_find_tensor(&v->tower, name);
+    const int64_t dim = v->tower.config.dim;
+    if (!t) return errorf(err, WICK_ERR_FORMAT, "tensor %s is missing", name);
+    if (t->n_dims != 3 || t->ne[0] != (uint64_t)dim || t->ne[1] < 1 || t->ne[1] > 1 << 20 || t->ne[2] != 2)
+        return errorf(err, WICK_ERR_FORMAT, "tensor %s: shape [%llu, %llu, %llu] where [%lld, positions, 2] was expected", name,
+                      (unsigned long long)t->ne[0], (unsigned long long)t->ne[1], (unsigned long long)t->ne[2], (long long)dim);
+    if (t->type != WICK_TYPE_F32) return errorf(err, WICK_ERR_UNSUPPORTED, "tensor %s: type %s is not supported (f32)", name, quant_get(t->type)->name);
+    if (t->outside || !t->data || ((uintptr_t)t->data & 3)) return errorf(err, WICK_ERR_FORMAT, "tensor %s: its data is not in the file", name);
+    v->pos_embd = t->data;
+    v->pos_size = (int32_t)t->ne[1];
+    return 0;
+}
+
+/* gemma4v: layer l's additions (see vision_layer_norms): the query and key norms over each head or
+ * the whole row (clip.cpp's norm_per_head: the weight's length tells), the post norms, the output
+ * scale, and the clamps of its seven products */
+static int bind_gemma4v_layer(vision_model *v, int l, errmsg *err) {
     struct wick_model *m = &v->tower;
-    const int64_t merged = (int64_t)m->config.dim * v->n_merge * v->n_merge;
-    const gguf_tensor *t1 = model_find_tensor(m, "mm.1.weight"), *t2 = model_find_tensor(m, "mm.2.weight");
-    if (!t1) return errorf(err, WICK_ERR_FORMAT, "tensor mm.1.weight is missing");
+    vision_layer_norms *n = &v->norms[l];
+    const int64_t dim = m->config.dim, hd = m->config.head_dim;
+    char name[96];
+#define NAME(part) (snprintf(name, sizeof name, "v.blk.%d." part, l), name)
+    const gguf_tensor *qn = model_find_tensor(m, NAME("attn_q_norm.weight"));
+    n->qk_norm_width = (int32_t)(qn && qn->ne[0] == (uint64_t)dim ? dim : hd);
+    if (model_bind_floats(m, NAME("attn_q_norm.weight"), n->qk_norm_width, 1, true, &n->q_norm, err) ||
+        model_bind_floats(m, NAME("attn_k_norm.weight"), n->qk_norm_width, 1, true, &n->k_norm, err) ||
+        model_bind_floats(m, NAME("attn_post_norm.weight"), dim, 1, true, &n->attn_post_norm, err) ||
+        model_bind_floats(m, NAME("ffn_post_norm.weight"), dim, 1, true, &n->ffn_post_norm, err))
+        return -1;
+    const gguf_tensor *os = model_find_tensor(m, NAME("out_scale.weight"));
+    n->out_scale_len = (int32_t)(os && os->ne[0] == 1 ? 1 : dim);
+    if (model_bind_floats(m, name, n->out_scale_len, 1, true, &n->out_scale, err)) return -1;
+    static const char *const products[CLAMP_LAYER_N] = {"attn_q", "attn_k", "attn_v", "attn_out", "ffn_gate", "ffn_up", "ffn_down"};
+    for (int i = 0; i < CLAMP_LAYER_N; i++) {
+        snprintf(name, sizeof name, "v.blk.%d.%s.weight", l, products[i]);
+        if (read_clamp(v, name, &n->clamp[i], err)) return -1;
+    }
+#undef NAME
+    return 0;
+}
+
+/* gemma4v: the standardization (v.std_bias, v.std_scale: gemma4v.cpp applies it only where both are
+ * there) and the input projection mm.input_projection [n_embd_text][dim] (a plain product, unlike
+ * gemma3's: clip_n_mmproj_embd takes its ne[1]) with its clamps */
+static int bind_gemma4v(vision_model *v, errmsg *err) {
+    struct wick_model *m = &v->tower;
+    const int64_t dim = m->config.dim;
+    const char *name = "mm.input_projection.weight";
+    if (model_bind_floats(m, "v.std_bias", dim, 1, true, &v->std_bias, err) || model_bind_floats(m, "v.std_scale", dim, 1, true, &v->std_scale, err))
+        return -1;
+    if (!v->std_bias || !v->std_scale) v->std_bias = v->std_scale = NULL;
+    const gguf_tensor *t = model_find_tensor(m, name);
+    if (!t) return errorf(err, WICK_ERR_FORMAT, "tensor %s is missing", name);
+    if (t->ne[1] < 1 || t->ne[1] > 1 << 20) return errorf(err, WICK_ERR_FORMAT, "tensor %s: %llu output rows", name, (unsigned long long)t->ne[1]);
+    v->n_embd_text = (int32_t)t->ne[1];
+    return bind_matrix(v, name, v->n_embd_text, dim, &v->input_proj, err) || read_clamp(v, name, &v->input_proj_clamp, err) ? -1 : 0;
+}
+
+/* A hidden width the context's scratch rows must hold (an MLP's between its two matrices) */
+static int widen_hidden(vision_model *v, int64_t width, errmsg *err) {
+    model_config *mc = &v->tower.config;
+    if (width <= mc->hidden_dim) return 0;
+    if (width * v->max_patches > 1 << 28)
+        return errorf(err, WICK_ERR_UNSUPPORTED, "mmproj: %d patches of rows of %lld values are too large", v->max_patches, (long long)width);
+    mc->hidden_dim = (int32_t)width;
+    return 0;
+}
+
+/* The projector's MLP of lfm2 and qwen: mm.<first> (in_width → n_mm, its rows the file's) into *w1
+ * and *b1, then mm.2 (n_mm → n_embd_text, which it sets) into mm_2, each with its bias, as clip.cpp
+ * loads them (lfm2: mm.1, qwen: mm.0, TN_LLAVA_PROJ); the hidden rows are an input of a product
+ * too: the context's scratch rows hold them */
+static int bind_mm_mlp(vision_model *v, const char *first, int64_t in_width, weight *w1, const float **b1, errmsg *err) {
+    struct wick_model *m = &v->tower;
+    char w1_name[32], b1_name[32];
+    snprintf(w1_name, sizeof w1_name, "mm.%s.weight", first);
+    snprintf(b1_name, sizeof b1_name, "mm.%s.bias", first);
+    const gguf_tensor *t1 = model_find_tensor(m, w1_name), *t2 = model_find_tensor(m, "mm.2.weight");
+    if (!t1) return errorf(err, WICK_ERR_FORMAT, "tensor %s is missing", w1_name);
     if (!t2) return errorf(err, WICK_ERR_FORMAT, "tensor mm.2.weight is missing");
-    if (t1->ne[1] < 1 || t1->ne[1] > 1 << 18)
-        return errorf(err, WICK_ERR_FORMAT, "tensor mm.1.weight: %llu output rows", (unsigned long long)t1->ne[1]);
+    if (t1->ne[1] < 1 || t1->ne[1] > 1 << 18) return errorf(err, WICK_ERR_FORMAT, "tensor %s: %llu output rows", w1_name, (unsigned long long)t1->ne[1]);
     if (t2->ne[1] < 1 || t2->ne[1] > 1 << 20)
         return errorf(err, WICK_ERR_FORMAT, "tensor mm.2.weight: %llu output rows", (unsigned long long)t2->ne[1]);
     const int64_t n_mm = (int64_t)t1->ne[1];
     v->n_embd_text = (int32_t)t2->ne[1];
-    if (model_bind_floats(m, "mm.input_norm.weight", merged, 1, true, &v->input_norm_w, err) ||
-        model_bind_floats(m, "mm.input_norm.bias", merged, 1, true, &v->input_norm_b, err) ||
-        bind_matrix(v, "mm.1.weight", n_mm, merged, &v->mm_1, err) || model_bind_floats(m, "mm.1.bias", n_mm, 1, false, &v->mm_1_b, err) ||
+    if (bind_matrix(v, w1_name, n_mm, in_width, w1, err) || model_bind_floats(m, b1_name, n_mm, 1, false, b1, err) ||
         bind_matrix(v, "mm.2.weight", v->n_embd_text, n_mm, &v->mm_2, err) ||
         model_bind_floats(m, "mm.2.bias", v->n_embd_text, 1, false, &v->mm_2_b, err))
         return -1;
-    /* the MLP's hidden rows are an input of a product too: the context's scratch rows hold them */
-    model_config *mc = &m->config;
-    if (n_mm > mc->hidden_dim) {
-        if (n_mm * v->max_patches > 1 << 28)
-            return errorf(err, WICK_ERR_UNSUPPORTED, "mmproj: %d patches of rows of %lld values are too large", v->max_patches, (long long)n_mm);
-        mc->hidden_dim = (int32_t)n_mm;
+    return widen_hidden(v, n_mm, err);
+}
+
+/* lfm2: the optional LayerNorm over the unshuffled rows (mm.input_norm, weight and bias) and the MLP
+ * mm.1 (dim·s² → n_mm), mm.2 */
+static int bind_lfm2(vision_model *v, errmsg *err) {
+    struct wick_model *m = &v->tower;
+    const int64_t merged = (int64_t)m->config.dim * v->n_merge * v->n_merge;
+    if (bind_mm_mlp(v, "1", merged, &v->mm_1, &v->mm_1_b, err)) return -1;
+    return model_bind_floats(m, "mm.input_norm.weight", merged, 1, true, &v->input_norm_w, err) ||
+                   model_bind_floats(m, "mm.input_norm.bias", merged, 1, true, &v->input_norm_b, err)
+               ? -1
+               : 0;
+}
+
+/* qwen3vl: layer l's attention as one matrix v.blk.l.attn_qkv [3·dim][dim] with its bias, the
+ * query's rows first, then the key's, then the value's (qwen3vl.cpp's views at 0, dim and 2·dim): here
+ * three views of it, each a product of its own, as one output column of ggml's is one dot product */
+static int bind_qkv(vision_model *v, int l, layer_weights *w, errmsg *err) {
+    struct wick_model *m = &v->tower;
+    const int64_t dim = m->config.dim;
+    char name[64];
+    weight qkv;
+    const float *b;
+    snprintf(name, sizeof name, "v.blk.%d.attn_qkv.weight", l);
+    if (bind_matrix(v, name, 3 * dim, dim, &qkv, err)) return -1;
+    snprintf(name, sizeof name, "v.blk.%d.attn_qkv.bias", l);
+    if (model_bind_floats(m, name, 3 * dim, 1, true, &b, err)) return -1;
+    weight *parts[] = {&w->wq, &w->wk, &w->wv};
+    const float **biases[] = {&w->bq, &w->bk, &w->bv};
+    for (int i = 0; i < 3; i++) {
+        *parts[i] = qkv;
+        parts[i]->rows = dim;
+        parts[i]->data = (const uint8_t *)qkv.data + (size_t)i * dim * qkv.row_bytes;
+        parts[i]->offset = qkv.offset + (uint64_t)i * dim * qkv.row_bytes;
+        *biases[i] = b ? b + i * dim : NULL;
     }
+    return 0;
+}
+
+/* qwen3vl: layer l's deepstack merger where the file has v.deepstack.l.fc1 (clip.cpp's has_deepstack),
+ * all six tensors then; the key clip.vision.is_deepstack_layers, where the file has it, must say the same */
+static int bind_deepstack(vision_model *v, int l, errmsg *err) {
+    struct wick_model *m = &v->tower;
+    const int64_t merged = 4LL * m->config.dim;
+    char name[64];
+    if (!v->deepstack && !(v->deepstack = calloc((size_t)m->config.n_layers, sizeof *v->deepstack)))
+        return errorf(err, WICK_ERR_NOMEM, "out of memory");
+    vision_deepstack *d = &v->deepstack[l];
+    snprintf(name, sizeof name, "v.deepstack.%d.fc1.weight", l);
+    const gguf_tensor *fc1 = model_find_tensor(m, name), *fc2;
+    const gguf_kv *flags = gguf_get_arr(&m->gguf, "clip.vision.is_deepstack_layers", GGUF_BOOL);
+    if (flags && (flags->arr_len != (uint64_t)m->config.n_layers || (gguf_arr_i64(flags, (uint64_t)l) != 0) != (fc1 != NULL)))
+        return errorf(err, WICK_ERR_FORMAT, "mmproj: clip.vision.is_deepstack_layers does not match the deepstack tensors (layer %d)", l);
+    if (!fc1) return 0;
+    if (fc1->ne[1] < 1 || fc1->ne[1] > 1 << 18) return errorf(err, WICK_ERR_FORMAT, "tensor %s: %llu output rows", name, (unsigned long long)fc1->ne[1]);
+    const int64_t hidden = (int64_t)fc1->ne[1];
+    if (bind_matrix(v, name, hidden, merged, &d->fc1, err)) return -1;
+    snprintf(name, sizeof name, "v.deepstack.%d.fc2.weight", l);
+    if (!(fc2 = model_find_tensor(m, name))) return errorf(err, WICK_ERR_FORMAT, "tensor %s is missing", name);
+    if (bind_matrix(v, name, (int64_t)fc2->ne[1], hidden, &d->fc2, err)) return -1;
+#define DS(part, n_, out) (snprintf(name, sizeof name, "v.deepstack.%d." part, l), model_bind_floats(m, name, n_, 1, false, out, err))
+    if (DS("norm.weight", merged, &d->norm_w) || DS("norm.bias", merged, &d->norm_b) || DS("fc1.bias", hidden, &d->fc1_b) ||
+        DS("fc2.bias", d->fc2.rows, &d->fc2_b))
+        return -1;
+#undef DS
+    v->n_deepstack++;
+    return widen_hidden(v, hidden, err);
+}
+
+/* qwen: the merger mm.0 (dim·4 → n_mm), GELU, mm.2; qwen3vl's deepstack mergers give rows of n_embd_text too */
+static int bind_qwen_merger(vision_model *v, errmsg *err) {
+    struct wick_model *m = &v->tower;
+    if (bind_mm_mlp(v, "0", 4LL * m->config.dim, &v->mm_0, &v->mm_0_b, err)) return -1;
+    for (int l = 0; v->deepstack && l < m->config.n_layers; l++)
+        if (v->deepstack[l].fc1.data && v->deepstack[l].fc2.rows != v->n_embd_text)
+            return errorf(err, WICK_ERR_FORMAT, "tensor v.deepstack.%d.fc2.weight: %lld output rows where mm.2 has %d", l,
+                          (long long)v->deepstack[l].fc2.rows, v->n_embd_text);
     return 0;
 }
 
@@ -349,9 +643,11 @@ static int bind_weights(vision_model *v, errmsg *err) {
     struct wick_model *m = &v->tower;
     const int64_t dim = m->config.dim, ff = v->n_ff;
     char name[96], up[96], down[96];
-    if (refuse_unknown(v, err) || bind_patch_embd(v, err) ||
-        model_bind_floats(m, "v.patch_embd.bias", dim, 1, true, &v->patch_b, err) ||
-        model_bind_floats(m, "v.position_embd.weight", dim, v->n_patches, true, &v->pos_embd, err) ||
+    const bool qwen = vision_is_qwen(v), qwen3 = v->projector == PROJECTOR_QWEN3VL, gemma4v = v->projector == PROJECTOR_GEMMA4V;
+    if (refuse_unknown(v, err) || bind_patch_embd(v, "v.patch_embd.weight", &v->patch_embd, err) ||
+        (qwen && bind_patch_embd(v, "v.patch_embd.weight.1", &v->patch_embd_1, err)) ||
+        model_bind_floats(m, "v.patch_embd.bias", dim, 1, !qwen3, &v->patch_b, err) ||
+        (gemma4v ? bind_gemma4v_positions(v, err) : model_bind_floats(m, "v.position_embd.weight", dim, v->n_patches, !qwen3, &v->pos_embd, err)) ||
         model_bind_floats(m, "v.post_ln.weight", dim, 1, true, &v->post_ln_w, err) ||
         model_bind_floats(m, "v.post_ln.bias", dim, 1, true, &v->post_ln_b, err) ||
         model_bind_floats(m, "v.pre_ln.weight", dim, 1, true, &m->embd_norm, err) ||
@@ -364,25 +660,31 @@ static int bind_weights(vision_model *v, errmsg *err) {
         layer_weights *w = &m->layers[l];
         vision_layer_norms *n = &v->norms[l];
         w->kind = LAYER_ATTENTION;
-        w->kv_layer = l;
+        /* a layer's keys and values serve only its own attention, over before the next layer's: one
+         * cache, layer 0's, serves every layer in turn (the context keeps none for the others, as for
+         * forward.c's layers that read another's), a tower's cache the size of one layer's */
+        w->kv_layer = 0;
 #define NAME(part) (snprintf(name, sizeof name, "v.blk.%d." part, l), name)
-        if (bind_matrix(v, NAME("attn_q.weight"), dim, dim, &w->wq, err) ||
-            bind_matrix(v, NAME("attn_k.weight"), dim, dim, &w->wk, err) ||
-            bind_matrix(v, NAME("attn_v.weight"), dim, dim, &w->wv, err) ||
-            bind_matrix(v, NAME("attn_out.weight"), dim, dim, &w->wo, err) ||
-            model_bind_floats(m, NAME("attn_q.bias"), dim, 1, true, &w->bq, err) ||
-            model_bind_floats(m, NAME("attn_k.bias"), dim, 1, true, &w->bk, err) ||
-            model_bind_floats(m, NAME("attn_v.bias"), dim, 1, true, &w->bv, err) ||
+        if (qwen3 ? bind_qkv(v, l, w, err)
+                  : bind_matrix(v, NAME("attn_q.weight"), dim, dim, &w->wq, err) ||
+                        bind_matrix(v, NAME("attn_k.weight"), dim, dim, &w->wk, err) ||
+                        bind_matrix(v, NAME("attn_v.weight"), dim, dim, &w->wv, err) ||
+                        model_bind_floats(m, NAME("attn_q.bias"), dim, 1, true, &w->bq, err) ||
+                        model_bind_floats(m, NAME("attn_k.bias"), dim, 1, true, &w->bk, err) ||
+                        model_bind_floats(m, NAME("attn_v.bias"), dim, 1, true, &w->bv, err))
+            return -1;
+        if (bind_matrix(v, NAME("attn_out.weight"), dim, dim, &w->wo, err) ||
             model_bind_floats(m, NAME("attn_out.bias"), dim, 1, true, &w->bo, err) ||
             model_bind_floats(m, NAME("ln1.weight"), dim, 1, false, &n->ln1_w, err) ||
             model_bind_floats(m, NAME("ln1.bias"), dim, 1, true, &n->ln1_b, err) ||
             model_bind_floats(m, NAME("ln2.weight"), dim, 1, false, &n->ln2_w, err) ||
             model_bind_floats(m, NAME("ln2.bias"), dim, 1, true, &n->ln2_b, err))
             return -1;
-        /* clip.cpp swaps ffn_up and ffn_down (weights and biases) in idefics3 files whose
-         * ffn_down takes rows of dim (older conversions named them the other way round) */
+        /* clip.cpp swaps ffn_up and ffn_down (weights and biases) in idefics3, gemma3, qwen2vl and
+         * qwen2.5vl files whose ffn_down takes rows of dim (older conversions named them the other
+         * way round); not in lfm2's, qwen3vl's nor gemma4v's */
         const gguf_tensor *d = model_find_tensor(m, NAME("ffn_down.weight"));
-        bool swapped = d && d->ne[0] == (uint64_t)dim;
+        bool swapped = d && d->ne[0] == (uint64_t)dim && v->projector != PROJECTOR_LFM2 && !qwen3 && !gemma4v;
         snprintf(up, sizeof up, "v.blk.%d.%s", l, swapped ? "ffn_down" : "ffn_up");
         snprintf(down, sizeof down, "v.blk.%d.%s", l, swapped ? "ffn_up" : "ffn_down");
 #undef NAME
@@ -395,9 +697,22 @@ static int bind_weights(vision_model *v, errmsg *err) {
             model_bind_floats(m, upb, ff, 1, true, &w->ffn_up_b, err) ||
             model_bind_floats(m, downb, dim, 1, true, &w->ffn_down_b, err))
             return -1;
+        /* qwen, gemma4v: a gated MLP where the file has ffn_gate (qwen2.5vl, gemma4v): act(gate) ⊙ up */
+        snprintf(name, sizeof name, "v.blk.%d.ffn_gate.weight", l);
+        if ((qwen || gemma4v) && model_find_tensor(m, name)) {
+            if (qwen && v->ffn_op == VISION_FFN_GELU_QUICK)
+                return errorf(err, WICK_ERR_UNSUPPORTED, "mmproj: a gated MLP with GELU-quick (neither clip.use_gelu nor clip.use_silu) is not supported");
+            if (bind_matrix(v, name, ff, dim, &w->w_gate, err)) return -1;
+            snprintf(name, sizeof name, "v.blk.%d.ffn_gate.bias", l);
+            if (model_bind_floats(m, name, ff, 1, true, &n->ffn_gate_b, err)) return -1;
+        }
+        if (qwen3 && bind_deepstack(v, l, err)) return -1;
+        if (gemma4v && bind_gemma4v_layer(v, l, err)) return -1;
     }
     if (v->projector == PROJECTOR_GEMMA3) return bind_gemma3(v, err);
+    if (gemma4v) return bind_gemma4v(v, err);
     if (v->projector == PROJECTOR_LFM2) return bind_lfm2(v, err);
+    if (qwen) return bind_qwen_merger(v, err);
     /* idefics3: one linear map from the shuffled rows to the text model's width (mm.model.fc, no bias) */
     const gguf_tensor *fc = model_find_tensor(m, "mm.model.fc.weight");
     if (!fc) return errorf(err, WICK_ERR_FORMAT, "tensor mm.model.fc.weight is missing");
@@ -422,6 +737,7 @@ int vision_load(vision_model *v, const uint8_t *buf, size_t size, errmsg *err) {
 
 void vision_release(vision_model *v) {
     free(v->norms);
+    free(v->deepstack);
     free(v->input_proj_rows);
     model_release(&v->tower);
     memset(v, 0, sizeof *v);
@@ -618,11 +934,12 @@ static int idefics3_aligned(int side, int S) {
     return n > S ? n : S;
 }
 
-/* lfm2: img_tool::calc_size_preserved_ratio with the budget (min_pixels … max_pixels), aligned to
+/* lfm2, qwen (mtmd_image_preprocessor_lfm2's thumbnail, mtmd_image_preprocessor_dyn_size):
+ * img_tool::calc_size_preserved_ratio with the budget (min_pixels … max_pixels), aligned to
  * blocks of f = P·s, in float as llama.cpp computes it: each side rounded to whole blocks (at least
  * one); above the budget both scaled down by β = √(w·h / max) and floored to blocks (at least one),
  * below it scaled up by β = √(min / (w·h)) and ceiled to blocks */
-static void lfm2_smart_size(const vision_model *v, int w, int h, int *ow, int *oh) {
+static void smart_size(const vision_model *v, int w, int h, int *ow, int *oh) {
     const int f = v->patch_size * v->n_merge;
     const float ff = (float)f;
     int wb = (int)roundf((float)w / ff) * f, hb = (int)roundf((float)h / ff) * f;
@@ -701,15 +1018,25 @@ int vision_plan_picture(const vision_model *v, int32_t width, int32_t height, vi
         }
         gx = (rw + S - 1) / S, gy = (rh + S - 1) / S;
         break;
+    case PROJECTOR_QWEN2VL:
+    case PROJECTOR_QWEN25VL:
+    case PROJECTOR_QWEN3VL:
+    case PROJECTOR_GEMMA4V:
     case PROJECTOR_LFM2: {
         int ow, oh;
-        lfm2_smart_size(v, width, height, &ow, &oh);
+        smart_size(v, width, height, &ow, &oh);
         /* a picture far from square can make a long thin image: within the sides and patches taken */
         const int64_t patches = ((int64_t)ow / v->patch_size) * (oh / v->patch_size);
         if (ow > VISION_MAX_SIDE || oh > VISION_MAX_SIDE || patches > v->max_patches)
             return errorf(err, WICK_ERR_INVALID_ARG, "image: %d × %d pixels make an image of %d × %d, more than an image may be (%d patches)",
                           width, height, ow, oh, v->max_patches);
+        /* gemma4v: each patch's column and row index its position tables */
+        if (v->projector == PROJECTOR_GEMMA4V && (ow / v->patch_size > v->pos_size || oh / v->patch_size > v->pos_size))
+            return errorf(err, WICK_ERR_INVALID_ARG, "image: %d × %d pixels make an image of %d × %d patches, more than the %d positions of the file's tables",
+                          width, height, ow / v->patch_size, oh / v->patch_size, v->pos_size);
         plan->last_nx = ow, plan->last_ny = oh;
+        /* qwen, gemma4v: the one image at the smart size */
+        if (v->projector != PROJECTOR_LFM2) break;
         tile = LFM2_TILE;
         if (lfm2_should_tile(v, width, height)) lfm2_grid(width, height, &gx, &gy);
         break;
@@ -728,10 +1055,24 @@ int vision_plan_picture(const vision_model *v, int32_t width, int32_t height, vi
     return 0;
 }
 
-int32_t vision_positions_of(const vision_model *v, int32_t nx, int32_t ny) {
-    if (v->projector != PROJECTOR_LFM2) return v->n_out;
+void vision_grid_of(const vision_model *v, int32_t nx, int32_t ny, int32_t *gx, int32_t *gy) {
     const int32_t block = v->patch_size * v->n_merge;
-    return ((nx + block - 1) / block) * ((ny + block - 1) / block);
+    if (vision_dyn_size(v)) { /* clip_n_output_tokens_x / _y (qwen), the pooled grid (gemma4v): whole blocks, rounded down */
+        *gx = nx / block;
+        *gy = ny / block;
+    } else if (v->projector == PROJECTOR_LFM2) {
+        *gx = (nx + block - 1) / block;
+        *gy = (ny + block - 1) / block;
+    } else {
+        *gx = *gy = v->n_side / v->n_merge;
+    }
+}
+
+int32_t vision_positions_of(const vision_model *v, int32_t nx, int32_t ny) {
+    if (v->projector != PROJECTOR_LFM2 && !vision_dyn_size(v)) return v->n_out;
+    int32_t gx, gy;
+    vision_grid_of(v, nx, ny, &gx, &gy);
+    return gx * gy;
 }
 
 size_t vision_batch_offset(const vision_batch *b, int32_t i) {
@@ -800,6 +1141,16 @@ static int prepare_lfm2(const vision_model *v, const uint8_t *rgb, int32_t width
     return rc;
 }
 
+/* one image: the picture resized into nx × ny with img_tool::resize's PAD_CEIL on black, normalized into out */
+static int prepare_one(const vision_model *v, const uint8_t *rgb, int32_t width, int32_t height, int nx, int ny, resample_filter f,
+                       float *out, errmsg *err) {
+    uint8_t *img = NULL;
+    if (resize_padded(rgb, width, height, nx, ny, f, &img, err)) return -1;
+    normalize_rect(v, img, nx, 0, 0, nx, ny, out);
+    free(img);
+    return 0;
+}
+
 int vision_prepare(const vision_model *v, const uint8_t *rgb, int32_t width, int32_t height, vision_batch *out, errmsg *err) {
     memset(out, 0, sizeof *out);
     if (!v->tower.has_weights) return errorf(err, WICK_ERR_INVALID_ARG, "vision: no mmproj loaded");
@@ -831,14 +1182,18 @@ int vision_prepare(const vision_model *v, const uint8_t *rgb, int32_t width, int
     switch (v->projector) {
     case PROJECTOR_IDEFICS3: rc = prepare_idefics3(v, rgb, width, height, &b, err); break;
     case PROJECTOR_LFM2: rc = prepare_lfm2(v, rgb, width, height, &b, err); break;
-    case PROJECTOR_GEMMA3: {
+    case PROJECTOR_GEMMA3:
         /* mtmd_image_preprocessor_fixed_size with clip.cpp's gemma3 settings: bilinear, PAD_CEIL on black */
-        uint8_t *img = NULL;
-        rc = resize_padded(rgb, width, height, S, S, RESAMPLE_BILINEAR, &img, err);
-        if (!rc) normalize_rect(v, img, S, 0, 0, S, S, b.pixels);
-        free(img);
+        rc = prepare_one(v, rgb, width, height, S, S, RESAMPLE_BILINEAR, b.pixels, err);
         break;
-    }
+    case PROJECTOR_QWEN2VL:
+    case PROJECTOR_QWEN25VL:
+    case PROJECTOR_QWEN3VL:
+    case PROJECTOR_GEMMA4V:
+        /* mtmd_image_preprocessor_dyn_size with clip.cpp's qwen and gemma4v settings: the smart size,
+         * bicubic, PAD_CEIL on black (which pads only where the smart size's aspect is not the picture's) */
+        rc = prepare_one(v, rgb, width, height, plan.last_nx, plan.last_ny, RESAMPLE_BICUBIC, b.pixels, err);
+        break;
     }
     if (rc) {
         vision_batch_free(&b);
@@ -851,17 +1206,18 @@ int vision_prepare(const vision_model *v, const uint8_t *rgb, int32_t width, int
 /* ---- the encoder ------------------------------------------------------------------------------ */
 
 /* The patches of the image ([3][ny][nx], gx × gy patches) flattened as the kernel's rows are
- * (channel, y, x), one row of 3·P² per patch, patches in rows top to bottom */
-static void flatten_patches(const vision_model *v, const float *pixels, int nx, int ny, float *rows) {
-    const int P = v->patch_size, gx = nx / P, gy = ny / P;
-    for (int py = 0; py < gy; py++)
-        for (int px = 0; px < gx; px++) {
-            float *r = rows + ((size_t)py * gx + px) * 3 * P * P;
-            for (int c = 0; c < 3; c++)
-                for (int ky = 0; ky < P; ky++)
-                    memcpy(r + ((size_t)c * P + ky) * P, pixels + ((size_t)c * ny + (size_t)py * P + ky) * nx + (size_t)px * P,
-                           (size_t)P * sizeof(float));
-        }
+ * (channel, y, x), one row of 3·P² per patch: row r the patch patch_of[r] (py·gx + px), or with
+ * patch_of NULL the patches in rows top to bottom */
+static void flatten_patches(const vision_model *v, const float *pixels, int nx, int ny, const int32_t *patch_of, float *rows) {
+    const int P = v->patch_size, gx = nx / P, n = gx * (ny / P);
+    for (int i = 0; i < n; i++) {
+        const int patch = patch_of ? patch_of[i] : i, py = patch / gx, px = patch % gx;
+        float *r = rows + (size_t)i * 3 * P * P;
+        for (int c = 0; c < 3; c++)
+            for (int ky = 0; ky < P; ky++)
+                memcpy(r + ((size_t)c * P + ky) * P, pixels + ((size_t)c * ny + (size_t)py * P + ky) * nx + (size_t)px * P,
+                       (size_t)P * sizeof(float));
+    }
 }
 
 /* the pixel shuffle (see the top): x [gy][gx][dim] → out [(gy/s)·(gx/s)][dim·s²] */
@@ -912,60 +1268,412 @@ static void resize_positions(const float *table, int side, int dim, int gx, int 
     }
 }
 
-/* gemma3's average pooling (see the top): x [n_side²][dim] → out [(n_side/k)²][dim] */
-static void avg_pool(const float *x, int n_side, int dim, int k, float *out) {
-    const int n_out_side = n_side / k;
+/* gemma3's and gemma4v's average pooling (see the top): x [gy][gx][dim] → out [(gy/k)·(gx/k)][dim] */
+static void avg_pool(const float *x, int gx, int gy, int dim, int k, float *out) {
+    const int ox = gx / k, oy = gy / k;
     const float window = (float)(k * k);
-    for (int Y = 0; Y < n_out_side; Y++)
-        for (int X = 0; X < n_out_side; X++) {
-            float *row = out + ((size_t)Y * n_out_side + X) * dim;
+    for (int Y = 0; Y < oy; Y++)
+        for (int X = 0; X < ox; X++) {
+            float *row = out + ((size_t)Y * ox + X) * dim;
             memset(row, 0, (size_t)dim * sizeof *row);
             for (int dy = 0; dy < k; dy++)
-                for (int dx = 0; dx < k; dx++) add_rows(row, x + ((size_t)(Y * k + dy) * n_side + (size_t)(X * k + dx)) * dim, (size_t)dim);
+                for (int dx = 0; dx < k; dx++) add_rows(row, x + ((size_t)(Y * k + dy) * gx + (size_t)(X * k + dx)) * dim, (size_t)dim);
             for (int d = 0; d < dim; d++) row[d] /= window;
         }
 }
 
-/* the tower's layers over c->x (n patches of dim), its final norm included */
-static void tower_layers(const vision_model *v, struct wick_ctx *c, int n) {
-    const model_config *mc = &v->tower.config;
-    const int dim = mc->dim, ff = v->n_ff;
-    const float eps = mc->rms_eps;
+/* rows of width values normed in place as the file's tower norms them: RMS (qwen2.5vl) or LayerNorm,
+ * then ⊙ w (where given) and + b (where given), as clip_graph::build_norm */
+static void norm_rows(const vision_model *v, float *x, const float *w, const float *b, int n, int width) {
+    const float eps = v->tower.config.rms_eps;
+    if (!v->rms_norm) {
+        layernorm_rows(x, w, b, n, width, eps);
+        return;
+    }
+    for (int t = 0; t < n; t++) {
+        float *r = x + (size_t)t * width;
+        double ss = 0; /* ggml_rms_norm: the sum of squares in ggml_float (double), the scale in float */
+        for (int i = 0; i < width; i++) ss += (double)r[i] * r[i];
+        const float scale = 1.0f / sqrtf((float)(ss / width) + eps);
+        for (int i = 0; i < width; i++) r[i] = w ? r[i] * scale * w[i] : r[i] * scale;
+        if (b) add_rows(r, b, (size_t)width);
+    }
+}
+
+/* GELU-quick as llama.cpp's CPU backend computes it (ggml-cpu/vec.h, GGML_GELU_QUICK_FP16): x·σ(1.702·x)
+ * of the input rounded to F16, the result rounded to F16 */
+static float gelu_quick_f16(float x) {
+    const float h = quant_round_f16(x);
+    return quant_round_f16(h * (1.0f / (1.0f + expf(-1.702f * h))));
+}
+
+/* What the qwen towers and gemma4v add to a pass of the layers: each row's rotary angles, the windows, the deepstack rows */
+typedef struct {
+    const float *rope_cos, *rope_sin; /* [n][head_dim/2], or NULL: no rotary positions */
+    int32_t rope_span;                /* the rotated pairs' span (rope_vision_apply); 0: head_dim/2 */
+    float *clamped;                   /* gemma4v: room for a product's clamped input (n rows of the widest) */
+    const int32_t *win_start;         /* qwen2.5vl: window i holds rows win_start[i] … win_start[i + 1] − 1; NULL: none */
+    int32_t n_windows;
+    float *deepstack_out;             /* qwen3vl: deepstack layer k's rows at columns (1 + k)·n_embd_text of rows of out_stride */
+    int32_t out_stride;
+} tower_pass;
+
+/* The 2-D rotary positions: each head's head_dim/2 pairs in two sections of head_dim/4, the first
+ * turned by the patch's `first` position, the second by its `second`, pair j of a section by
+ * θ = pos·s^j (the section starts its θ afresh), s = base^(−2/(head_dim/2)); θ multiplied on as
+ * ggml does, in float; cos and sin in double, rounded once (glibc's and musl's cosf differ).
+ *  - qwen: ggml's rope_multi in GGML_ROPE_TYPE_VISION mode (ggml-cpu/ops.cpp) as qwen2vl.cpp asks
+ *    for it (n_dims = head_dim/2, four sections of head_dim/4, base 10000, no YaRN): first the row,
+ *    second the column (clip.cpp's positions: the first two of its four); pair k is (x[k], x[k + head_dim/2]);
+ *  - gemma4v: two ggml_rope_ext in NEOX mode of n_dims = head_dim/2 (gemma4v.cpp's add_pos), base
+ *    100, the first on the head's first half by the column (pos_x), the second on its second half
+ *    (ggml_rope_set_offset) by the row (pos_y): pair j of a half is (x[j], x[j + head_dim/4]) within it. */
+static void rope_vision_tables(int head_dim, float base, int n, const int32_t *first, const int32_t *second, float *cs, float *sn) {
+    const int half = head_dim / 2, sect = head_dim / 4;
+    const float scale = powf(base, -2.0f / (float)half);
+    for (int t = 0; t < n; t++) {
+        float theta_a = (float)first[t], theta_b = 0.0f;
+        for (int k = 0; k < half; k++) {
+            if (k == sect) theta_b = (float)second[t];
+            const float theta = k < sect ? theta_a : theta_b;
+            cs[(size_t)t * half + k] = (float)cos((double)theta);
+            sn[(size_t)t * half + k] = (float)sin((double)theta);
+            theta_a *= scale;
+            theta_b *= scale;
+        }
+    }
+}
+
+/* rows (n of n_heads · head_dim) rotated in place by the tables: pair k turns (x[i], x[i + span]),
+ * i = (k / span)·2·span + k % span (span head_dim/2: qwen's (k, k + head_dim/2); span head_dim/4:
+ * gemma4v's two halves, each NEOX) */
+static void rope_vision_apply(float *rows, int n, int n_heads, int head_dim, int span, const float *cs, const float *sn) {
+    const int half = head_dim / 2;
+    for (int t = 0; t < n; t++)
+        for (int h = 0; h < n_heads; h++) {
+            float *x = rows + ((size_t)t * n_heads + h) * head_dim;
+            const float *c = cs + (size_t)t * half, *s = sn + (size_t)t * half;
+            for (int k = 0; k < half; k++) {
+                const int i = k / span * 2 * span + k % span;
+                const float x0 = x[i], x1 = x[i + span];
+                x[i] = x0 * c[k] - x1 * s[k];
+                x[i + span] = x0 * s[k] + x1 * c[k];
+            }
+        }
+}
+
+/* rows first … first + n − 1 of c->k and c->v into cache layer l at positions 0 … n − 1 */
+static void store_kv(struct wick_ctx *c, int l, int first, int n, int dim) {
+    for (int p = 0; p < n; p++) {
+        void *kc = kv_at(c, c->k_cache, l, p), *vc = kv_at(c, c->v_cache, l, p);
+        for (int i = 0; i < dim; i++) {
+            kv_store(c, kc, (size_t)i, c->k[(size_t)(first + p) * dim + i]);
+            kv_store(c, vc, (size_t)i, c->v[(size_t)(first + p) * dim + i]);
+        }
+    }
+}
+
+/* layer l's attention of the n rows of c->q against c->k, c->v, into c->xb2: every row sees every
+ * row; in a windowed layer (qwen2.5vl: windows given and (l + 1) % n_wa_pattern ≠ 0) only the rows
+ * of its window (clip.cpp's window_mask; the rows come grouped by window). A window runs as a batch
+ * of its own: its keys and values at the cache's first positions, c->q and c->xb2 pointed at its rows
+ * for the call, then put back. */
+static void tower_attention(const vision_model *v, struct wick_ctx *c, int l, int n, const tower_pass *tp) {
+    const int dim = v->tower.config.dim, kl = v->tower.layers[l].kv_layer; /* the cache it uses (bind_weights) */
+    if (!tp || !tp->win_start || (l + 1) % v->n_wa_pattern == 0) {
+        store_kv(c, kl, 0, n, dim);
+        attention(c, kl, 0, n, false);
+        return;
+    }
+    float *q = c->q, *out = c->xb2;
+    for (int i = 0; i < tp->n_windows; i++) {
+        const int first = tp->win_start[i], len = tp->win_start[i + 1] - first;
+        store_kv(c, kl, first, len, dim);
+        c->q = q + (size_t)first * dim;
+        c->xb2 = out + (size_t)first * dim;
+        attention(c, kl, 0, len, false);
+    }
+    c->q = q;
+    c->xb2 = out;
+}
+
+/* qwen3vl: layer l's deepstack merger over c->x (n rows of dim, merged 4 to a row) into tp's rows:
+ * the norm over dim·4 (into c->hb), fc1, GELU, fc2 */
+static void deepstack_rows(const vision_model *v, struct wick_ctx *c, int l, int k, int n, const tower_pass *tp) {
+    const vision_deepstack *d = &v->deepstack[l];
+    const int merged = 4 * v->tower.config.dim, m = n / 4, hidden = (int)d->fc1.rows;
     act_rows in;
-    for (int l = 0; l < mc->n_layers; l++) {
+    memcpy(c->hb, c->x, (size_t)n * v->tower.config.dim * sizeof(float));
+    norm_rows(v, c->hb, d->norm_w, d->norm_b, m, merged);
+    act_init(&in, c, c->hb, m, merged);
+    matmul(c, &d->fc1, &in, c->hb2, hidden, d->fc1_b);
+    for (size_t i = 0; i < (size_t)m * hidden; i++) c->hb2[i] = gelu_f16(c->hb2[i]);
+    act_init(&in, c, c->hb2, m, hidden);
+    matmul(c, &d->fc2, &in, tp->deepstack_out + (size_t)(1 + k) * v->n_embd_text, tp->out_stride, d->fc2_b);
+}
+
+/* out (n rows of out_stride) = x·Wᵀ (+ bias), x n rows of w->cols, as build_mm gives it; with a
+ * clamp (gemma4v's Gemma4ClippableLinear), x clamped into tp->clamped first and the product
+ * clamped before the bias is added (build_vit adds it after build_mm) */
+static void clamp_rows(float *x, size_t n, float lo, float hi) {
+    for (size_t i = 0; i < n; i++) {
+        const float m = x[i] < hi ? x[i] : hi; /* ggml_clamp: MAX(MIN(x, hi), lo) */
+        x[i] = m > lo ? m : lo;
+    }
+}
+
+static void product(struct wick_ctx *c, const weight *w, const vision_clamp *cl, const float *x, int n, float *out, int out_stride,
+                    const float *bias, const tower_pass *tp) {
+    const int cols = (int)w->cols;
+    act_rows in;
+    if (cl && cl->in) {
+        memcpy(tp->clamped, x, (size_t)n * cols * sizeof(float));
+        clamp_rows(tp->clamped, (size_t)n * cols, cl->in_min, cl->in_max);
+        x = tp->clamped;
+    }
+    act_init(&in, c, x, n, cols);
+    const bool after = cl && cl->out;
+    matmul(c, w, &in, out, out_stride, after ? NULL : bias);
+    if (!after) return;
+    for (int t = 0; t < n; t++) {
+        float *row = out + (size_t)t * out_stride;
+        clamp_rows(row, (size_t)w->rows, cl->out_min, cl->out_max);
+        if (bias) add_rows(row, bias, (size_t)w->rows);
+    }
+}
+
+/* the tower's layers over c->x (n patches of dim), its final norm included; tp: the qwen towers' and
+ * gemma4v's additions, or NULL. gemma4v's layer (clip_graph::build_vit with its extras): the
+ * products each through product() with its clamps, the query and key RMS-normed (q_norm, k_norm)
+ * before the rope, the value RMS-normed per head without weight, attention unscaled (kq_scale 1),
+ * attn_post_norm on the attention's output and ffn_post_norm on the MLP's before each residual
+ * add, and the layer's output (the residual stream) multiplied by out_scale */
+static void tower_layers(const vision_model *v, struct wick_ctx *c, int n, const tower_pass *tp) {
+    const model_config *mc = &v->tower.config;
+    const int dim = mc->dim, ff = v->n_ff, hd = mc->head_dim;
+    const bool separate = v->clamps; /* products one by one (each its own clamped input) */
+    act_rows in;
+    for (int l = 0, k = 0; l < mc->n_layers; l++) {
         const layer_weights *w = &v->tower.layers[l];
         const vision_layer_norms *nm = &v->norms[l];
+        const vision_clamp *cl = separate ? nm->clamp : NULL;
         memcpy(c->xb, c->x, (size_t)n * dim * sizeof(float));
-        layernorm_rows(c->xb, nm->ln1_w, nm->ln1_b, n, dim, eps);
-        act_init(&in, c, c->xb, n, dim);
+        norm_rows(v, c->xb, nm->ln1_w, nm->ln1_b, n, dim);
         const weight *ws[] = {&w->wq, &w->wk, &w->wv};
         float *outs[] = {c->q, c->k, c->v};
         const int strides[] = {dim, dim, dim};
         const float *biases[] = {w->bq, w->bk, w->bv};
-        matmul_group(c, &in, 3, ws, outs, strides, biases, false, ACT_SILU);
-        /* the keys and values of every patch into the layer's cache, then every patch's query against them all */
-        for (int p = 0; p < n; p++) {
-            void *kc = kv_at(c, c->k_cache, l, p), *vc = kv_at(c, c->v_cache, l, p);
-            for (int i = 0; i < dim; i++) {
-                kv_store(c, kc, (size_t)i, c->k[(size_t)p * dim + i]);
-                kv_store(c, vc, (size_t)i, c->v[(size_t)p * dim + i]);
-            }
+        if (separate) {
+            for (int i = 0; i < 3; i++) product(c, ws[i], &cl[CLAMP_Q + i], c->xb, n, outs[i], dim, biases[i], tp);
+        } else {
+            act_init(&in, c, c->xb, n, dim);
+            matmul_group(c, &in, 3, ws, outs, strides, biases, false, ACT_SILU);
         }
-        attention(c, l, 0, n, false);
-        act_init(&in, c, c->xb2, n, dim);
-        matmul(c, &w->wo, &in, c->xb, dim, w->bo);
+        if (nm->q_norm) norm_rows(v, c->q, nm->q_norm, NULL, n * dim / nm->qk_norm_width, nm->qk_norm_width);
+        if (nm->k_norm) norm_rows(v, c->k, nm->k_norm, NULL, n * dim / nm->qk_norm_width, nm->qk_norm_width);
+        if (tp && tp->rope_cos) {
+            const int span = tp->rope_span ? tp->rope_span : hd / 2;
+            rope_vision_apply(c->q, n, mc->n_heads, hd, span, tp->rope_cos, tp->rope_sin);
+            rope_vision_apply(c->k, n, mc->n_heads, hd, span, tp->rope_cos, tp->rope_sin);
+        }
+        if (v->projector == PROJECTOR_GEMMA4V) norm_rows(v, c->v, NULL, NULL, n * mc->n_heads, hd);
+        tower_attention(v, c, l, n, tp);
+        product(c, &w->wo, cl ? &cl[CLAMP_O] : NULL, c->xb2, n, c->xb, dim, w->bo, tp);
+        if (nm->attn_post_norm) norm_rows(v, c->xb, nm->attn_post_norm, NULL, n, dim);
         add_rows(c->x, c->xb, (size_t)n * dim);
 
+        /* the MLP: down(act(up)), or gated (qwen2.5vl, gemma4v) down(act(gate) ⊙ up) */
         memcpy(c->xb, c->x, (size_t)n * dim * sizeof(float));
-        layernorm_rows(c->xb, nm->ln2_w, nm->ln2_b, n, dim, eps);
-        act_init(&in, c, c->xb, n, dim);
-        matmul(c, &w->w_up, &in, c->hb, ff, w->ffn_up_b);
-        for (size_t i = 0; i < (size_t)n * ff; i++) c->hb[i] = gelu_f16(c->hb[i]);
-        act_init(&in, c, c->hb, n, ff);
-        matmul(c, &w->w_down, &in, c->xb, dim, w->ffn_down_b);
+        norm_rows(v, c->xb, nm->ln2_w, nm->ln2_b, n, dim);
+        if (w->w_gate.data && (separate || v->ffn_op == VISION_FFN_GELU_QUICK)) {
+            /* act(gate) ⊙ up as ggml's geglu_quick / geglu / swiglu split ops give it */
+            product(c, &w->w_gate, cl ? &cl[CLAMP_GATE] : NULL, c->xb, n, c->hb, ff, nm->ffn_gate_b, tp);
+            product(c, &w->w_up, cl ? &cl[CLAMP_UP] : NULL, c->xb, n, c->hb2, ff, w->ffn_up_b, tp);
+            for (size_t i = 0; i < (size_t)n * ff; i++) {
+                const float g = c->hb[i];
+                c->hb[i] = (v->ffn_op == VISION_FFN_GELU ? gelu_f16(g) : v->ffn_op == VISION_FFN_SILU ? silu(g) : gelu_quick_f16(g)) * c->hb2[i];
+            }
+        } else if (w->w_gate.data) {
+            act_init(&in, c, c->xb, n, dim);
+            const weight *gu[] = {&w->w_gate, &w->w_up};
+            float *gu_out[] = {c->hb, c->hb2};
+            const int gu_strides[] = {ff, ff};
+            const float *gu_b[] = {nm->ffn_gate_b, w->ffn_up_b};
+            matmul_group(c, &in, 2, gu, gu_out, gu_strides, gu_b, true, v->ffn_op == VISION_FFN_SILU ? ACT_SILU : ACT_GELU_TANH);
+        } else {
+            product(c, &w->w_up, cl ? &cl[CLAMP_UP] : NULL, c->xb, n, c->hb, ff, w->ffn_up_b, tp);
+            for (size_t i = 0; i < (size_t)n * ff; i++)
+                c->hb[i] = v->ffn_op == VISION_FFN_GELU ? gelu_f16(c->hb[i]) : v->ffn_op == VISION_FFN_SILU ? silu(c->hb[i]) : gelu_quick_f16(c->hb[i]);
+        }
+        product(c, &w->w_down, cl ? &cl[CLAMP_DOWN] : NULL, c->hb, n, c->xb, dim, w->ffn_down_b, tp);
+        if (nm->ffn_post_norm) norm_rows(v, c->xb, nm->ffn_post_norm, NULL, n, dim);
         add_rows(c->x, c->xb, (size_t)n * dim);
+        if (nm->out_scale)
+            for (size_t i = 0; i < (size_t)n * dim; i++) c->x[i] *= nm->out_scale[nm->out_scale_len == 1 ? 0 : i % (size_t)dim];
+        if (v->deepstack && v->deepstack[l].fc1.data) deepstack_rows(v, c, l, k++, n, tp);
     }
-    if (v->post_ln_w) layernorm_rows(c->x, v->post_ln_w, v->post_ln_b, n, dim, eps);
+    if (v->post_ln_w) norm_rows(v, c->x, v->post_ln_w, v->post_ln_b, n, dim);
+}
+
+/* qwen3vl: the position table (side² rows of dim) resized to gx × gy as ggml_interpolate's bilinear
+ * mode with GGML_SCALE_FLAG_ALIGN_CORNERS computes it (ggml-cpu's upscale): output (i0, i1) reads the
+ * table at (i0 / sf0, i1 / sf1), sf = (out − 1) / (side − 1) (out / side where a side is 1), from
+ * its four neighbours clamped to the table, the weights from the clamped corner, in float and in
+ * ggml's order; into out [gy][gx][dim] */
+/* one axis of it: output i of n reads i / sf, between *lo and *hi (clamped to the table's side), at *frac */
+static void bilinear_axis(int i, float sf, int side, int *lo, int *hi, float *frac) {
+    const float at = (float)i / sf;
+    int a = (int)floorf(at), b = a + 1;
+    *lo = a < 0 ? 0 : a > side - 1 ? side - 1 : a;
+    *hi = b < 0 ? 0 : b > side - 1 ? side - 1 : b;
+    *frac = fminf(fmaxf(at - (float)*lo, 0.0f), 1.0f);
+}
+
+static void resize_positions_bilinear(const float *table, int side, int dim, int gx, int gy, float *out) {
+    const float sf0 = gx > 1 && side > 1 ? (float)(gx - 1) / (float)(side - 1) : (float)gx / (float)side;
+    const float sf1 = gy > 1 && side > 1 ? (float)(gy - 1) / (float)(side - 1) : (float)gy / (float)side;
+    for (int i1 = 0; i1 < gy; i1++) {
+        int y0, y1, x0, x1;
+        float dy, dx;
+        bilinear_axis(i1, sf1, side, &y0, &y1, &dy);
+        for (int i0 = 0; i0 < gx; i0++) {
+            bilinear_axis(i0, sf0, side, &x0, &x1, &dx);
+            const float *a = table + ((size_t)y0 * side + x0) * dim, *b = table + ((size_t)y0 * side + x1) * dim;
+            const float *c = table + ((size_t)y1 * side + x0) * dim, *d = table + ((size_t)y1 * side + x1) * dim;
+            float *o = out + ((size_t)i1 * gx + i0) * dim;
+            for (int e = 0; e < dim; e++) o[e] = a[e] * (1 - dx) * (1 - dy) + b[e] * dx * (1 - dy) + c[e] * (1 - dx) * dy + d[e] * dx * dy;
+        }
+    }
+}
+
+/* qwen: the order the tower takes the merged positions in (order[k]: the raster index, on the
+ * mx × my grid, of the k-th), and qwen2.5vl's windows: clip.cpp's window index, the grid cut into
+ * windows of window² positions (the last row and column of windows cut short), window by window
+ * row by row, within each its positions row by row; without windows, the raster order. win_start
+ * (n_windows + 1 entries, in patches: 4 per position) where windows are in effect. */
+static int qwen_order(const vision_model *v, int mx, int my, int32_t *order, int32_t *win_start) {
+    const int W = v->n_wa_pattern ? v->window : (mx > my ? mx : my);
+    int k = 0, n_windows = 0;
+    for (int y = 0; y < my; y += W)
+        for (int x = 0; x < mx; x += W) {
+            if (win_start) win_start[n_windows] = 4 * k;
+            n_windows++;
+            for (int dy = 0; dy < W && y + dy < my; dy++)
+                for (int dx = 0; dx < W && x + dx < mx; dx++) order[k++] = (y + dy) * mx + x + dx;
+        }
+    if (win_start) win_start[n_windows] = 4 * k;
+    return n_windows;
+}
+
+/* qwen: the tower over the image's patches taken 2 × 2 (qwen2vl.cpp's "second conv dimension": each
+ * merged position's four patches, dy outer, dx inner, consecutive), positions in qwen_order, then
+ * the merger (mm.0, GELU, mm.2 on each position's four rows as one of dim·4) and qwen3vl's deepstack
+ * rows after it, each position's row put back at its raster index (clip.cpp's window_idx) */
+static int encode_qwen(const vision_model *v, struct wick_ctx *c, const float *pixels, int nx, int ny, float *out, errmsg *err) {
+    const model_config *mc = &v->tower.config;
+    const int P = v->patch_size, dim = mc->dim, gx = nx / P, gy = ny / P, mx = gx / 2, my = gy / 2, m = mx * my, n = 4 * m;
+    const int width = vision_out_width(v), half = mc->head_dim / 2;
+    const size_t rope_floats = (size_t)n * half;
+    int32_t *order = malloc((size_t)m * sizeof *order), *win_start = malloc((size_t)(m + 1) * sizeof *win_start);
+    int32_t *patch_of = malloc((size_t)n * 3 * sizeof *patch_of); /* then each row's y and x */
+    float *rope = malloc(2 * rope_floats * sizeof *rope);
+    float *pos = v->pos_embd ? malloc((size_t)n * dim * sizeof *pos) : NULL;
+    /* windows: the merger's rows in window order, then put back; else straight into out */
+    float *rows = v->n_wa_pattern ? malloc((size_t)m * width * sizeof *rows) : out;
+    const bool ready = order && win_start && patch_of && rope && (!v->pos_embd || pos) && rows;
+    if (ready) {
+        int32_t *pos_y = patch_of + n, *pos_x = patch_of + 2 * n;
+        tower_pass tp = {rope, rope + rope_floats, 0, NULL, NULL, 0, rows, width};
+        tp.n_windows = qwen_order(v, mx, my, order, win_start);
+        if (v->n_wa_pattern) tp.win_start = win_start;
+        for (int i = 0; i < n; i++) {
+            const int at = order[i / 4], py = at / mx * 2 + (i % 4) / 2, px = at % mx * 2 + i % 2;
+            patch_of[i] = py * gx + px;
+            pos_y[i] = py;
+            pos_x[i] = px;
+        }
+        rope_vision_tables(mc->head_dim, 10000.0f, n, pos_y, pos_x, rope, rope + rope_floats);
+        /* x = W_0·p + W_1·p (the two frames' convolutions, added as qwen2vl.cpp adds them), + b_patch, + the
+         * position table resized to the grid (qwen3vl) */
+        act_rows in;
+        flatten_patches(v, pixels, nx, ny, patch_of, c->hb);
+        act_init(&in, c, c->hb, n, (int)v->patch_embd.cols);
+        matmul(c, &v->patch_embd, &in, c->x, dim, NULL);
+        matmul(c, &v->patch_embd_1, &in, c->xb, dim, NULL);
+        add_rows(c->x, c->xb, (size_t)n * dim);
+        for (int i = 0; v->patch_b && i < n; i++) add_rows(c->x + (size_t)i * dim, v->patch_b, (size_t)dim);
+        if (pos) {
+            resize_positions_bilinear(v->pos_embd, v->n_side, dim, gx, gy, pos);
+            for (int i = 0; i < n; i++) add_rows(c->x + (size_t)i * dim, pos + (size_t)patch_of[i] * dim, (size_t)dim);
+        }
+        if (v->tower.embd_norm) norm_rows(v, c->x, v->tower.embd_norm, v->tower.embd_norm_b, n, dim);
+        tower_layers(v, c, n, &tp);
+        /* the merger: the rows 4 to a row of dim·4 (c->x as it lies), mm.0 into c->hb, GELU, mm.2 */
+        const int n_mm = (int)v->mm_0.rows;
+        act_init(&in, c, c->x, m, 4 * dim);
+        matmul(c, &v->mm_0, &in, c->hb, n_mm, v->mm_0_b);
+        for (size_t i = 0; i < (size_t)m * n_mm; i++) c->hb[i] = gelu_f16(c->hb[i]);
+        act_init(&in, c, c->hb, m, n_mm);
+        matmul(c, &v->mm_2, &in, rows, width, v->mm_2_b);
+        if (rows != out)
+            for (int k = 0; k < m; k++) memcpy(out + (size_t)order[k] * width, rows + (size_t)k * width, (size_t)width * sizeof *out);
+    }
+    if (rows != out) free(rows);
+    free(order);
+    free(win_start);
+    free(patch_of);
+    free(rope);
+    free(pos);
+    return ready ? 0 : errorf(err, WICK_ERR_NOMEM, "out of memory for an image of %d × %d patches", gx, gy);
+}
+
+/* gemma4v (models/gemma4v.cpp): the tower over the image's gx × gy patches in raster order, then
+ * the pooling and projection:
+ *     x = (2·pixels − 1)·W_patchᵀ + T_x[px] + T_y[py]     no patch bias; T_x, T_y the position
+ *                                                            table's two halves, by column and row
+ *     the layers (tower_layers: RMS norms, clamps, the 2-D rope, unscaled attention)
+ *     y = avg_pool(x, k)·√dim                               k = n_merge over the patch grid (gemma3's)
+ *     y = (y − std_bias) ⊙ std_scale                        where the file has both
+ *     out = RMSNorm(y) (no weight, the tower's eps)·W_inᵀ   mm.input_projection, with its clamps */
+static int encode_gemma4v(const vision_model *v, struct wick_ctx *c, const float *pixels, int nx, int ny, float *out, errmsg *err) {
+    const model_config *mc = &v->tower.config;
+    const int P = v->patch_size, dim = mc->dim, gx = nx / P, gy = ny / P, n = gx * gy, k = v->n_merge, m = (gx / k) * (gy / k);
+    const size_t plane = (size_t)3 * nx * ny, rope_floats = (size_t)n * (mc->head_dim / 2);
+    const int widest = v->n_ff > dim ? v->n_ff : dim;
+    float *scaled = malloc(plane * sizeof *scaled), *rope = malloc(2 * rope_floats * sizeof *rope);
+    float *clamped = v->clamps ? malloc((size_t)n * widest * sizeof *clamped) : NULL;
+    int32_t *pos = malloc(2 * (size_t)n * sizeof *pos); /* each patch's column, then each one's row */
+    const bool ready = scaled && rope && pos && (!v->clamps || clamped);
+    if (ready) {
+        int32_t *pos_x = pos, *pos_y = pos + n;
+        for (int i = 0; i < n; i++) pos_x[i] = i % gx, pos_y[i] = i / gx;
+        /* the graph's input: 2·x − 1 (ggml_scale_bias) of the normalized pixels */
+        for (size_t i = 0; i < plane; i++) scaled[i] = pixels[i] * 2.0f - 1.0f;
+        act_rows in;
+        flatten_patches(v, scaled, nx, ny, NULL, c->hb);
+        act_init(&in, c, c->hb, n, (int)v->patch_embd.cols);
+        matmul(c, &v->patch_embd, &in, c->x, dim, NULL);
+        const float *tx = v->pos_embd, *ty = v->pos_embd + (size_t)v->pos_size * dim;
+        for (int i = 0; i < n; i++) add_rows(c->x + (size_t)i * dim, tx + (size_t)pos_x[i] * dim, (size_t)dim);
+        for (int i = 0; i < n; i++) add_rows(c->x + (size_t)i * dim, ty + (size_t)pos_y[i] * dim, (size_t)dim);
+        if (v->tower.embd_norm) norm_rows(v, c->x, v->tower.embd_norm, v->tower.embd_norm_b, n, dim);
+        rope_vision_tables(mc->head_dim, v->rope_theta, n, pos_x, pos_y, rope, rope + rope_floats);
+        tower_pass tp = {rope, rope + rope_floats, mc->head_dim / 4, clamped, NULL, 0, NULL, 0};
+        tower_layers(v, c, n, &tp);
+        avg_pool(c->x, gx, gy, dim, k, c->hb);
+        const float gain = sqrtf((float)dim);
+        for (size_t i = 0; i < (size_t)m * dim; i++) c->hb[i] *= gain;
+        if (v->std_bias)
+            for (size_t i = 0; i < (size_t)m * dim; i++) c->hb[i] = (c->hb[i] - v->std_bias[i % dim]) * v->std_scale[i % dim];
+        norm_rows(v, c->hb, NULL, NULL, m, dim);
+        product(c, &v->input_proj, v->input_proj_clamp.in || v->input_proj_clamp.out ? &v->input_proj_clamp : NULL, c->hb, m, out,
+                v->n_embd_text, NULL, &tp);
+    }
+    free(scaled);
+    free(rope);
+    free(clamped);
+    free(pos);
+    return ready ? 0 : errorf(err, WICK_ERR_NOMEM, "out of memory for an image of %d × %d patches", gx, gy);
 }
 
 /* lfm2's projector over the tower's output c->x (gx × gy patches) into out: the unshuffled rows
@@ -993,11 +1701,13 @@ int vision_encode(const vision_model *v, const float *pixels, int32_t nx, int32_
     if (!v->tower.has_weights) return errorf(err, WICK_ERR_INVALID_ARG, "vision: no mmproj loaded");
     if (!pixels || !out) return errorf(err, WICK_ERR_INVALID_ARG, "vision: no image or no output");
     const int P = v->patch_size, dim = v->tower.config.dim, s = v->n_merge;
-    const bool lfm2 = v->projector == PROJECTOR_LFM2;
-    /* lfm2's images are whole blocks of P·s of any shape within max_patches; the others' image_size² */
-    const int64_t block = lfm2 ? (int64_t)P * s : v->image_size;
-    if (nx < 1 || ny < 1 || nx % block || ny % block || (!lfm2 && (nx != v->image_size || ny != v->image_size)) ||
-        ((int64_t)nx / P) * (ny / P) > v->max_patches)
+    const bool lfm2 = v->projector == PROJECTOR_LFM2, qwen = vision_is_qwen(v), sized = lfm2 || vision_dyn_size(v);
+    /* lfm2's, qwen's and gemma4v's images are whole blocks of P·s of any shape within max_patches
+     * (gemma4v's sides within its position tables); the others' image_size² */
+    const int64_t block = sized ? (int64_t)P * s : v->image_size;
+    if (nx < 1 || ny < 1 || nx % block || ny % block || (!sized && (nx != v->image_size || ny != v->image_size)) ||
+        ((int64_t)nx / P) * (ny / P) > v->max_patches ||
+        (v->projector == PROJECTOR_GEMMA4V && (nx / P > v->pos_size || ny / P > v->pos_size)))
         return errorf(err, WICK_ERR_INVALID_ARG, "vision: an image of %d × %d pixels is not one this encoder takes", nx, ny);
     const int gx = nx / P, gy = ny / P, n = gx * gy;
     wick_ctx_params p = {0};
@@ -1005,6 +1715,11 @@ int vision_encode(const vision_model *v, const float *pixels, int32_t nx, int32_
     p.n_threads = n_threads;
     struct wick_ctx c;
     if (ctx_init(&c, &v->tower, &p, err)) return -1;
+    if (qwen || v->projector == PROJECTOR_GEMMA4V) {
+        int rc = qwen ? encode_qwen(v, &c, pixels, nx, ny, out, err) : encode_gemma4v(v, &c, pixels, nx, ny, out, err);
+        ctx_release(&c);
+        return rc;
+    }
     /* x = patches·W_patchᵀ + b_patch, + the position embeddings (resized to the grid where it is not
      * the table's), then pre_ln where the file has one; the flattened patches take c->hb, as wide as
      * the widest row (read_config) */
@@ -1020,17 +1735,17 @@ int vision_encode(const vision_model *v, const float *pixels, int32_t nx, int32_
         resize_positions(v->pos_embd, v->n_side, dim, gx, gy, resized);
         pos = resized;
     }
-    flatten_patches(v, pixels, nx, ny, c.hb);
+    flatten_patches(v, pixels, nx, ny, NULL, c.hb);
     act_init(&in, &c, c.hb, n, (int)v->patch_embd.cols);
     matmul(&c, &v->patch_embd, &in, c.x, dim, v->patch_b);
     if (pos) add_rows(c.x, pos, (size_t)n * dim);
     free(resized);
     if (v->tower.embd_norm) layernorm_rows(c.x, v->tower.embd_norm, v->tower.embd_norm_b, n, dim, v->tower.config.rms_eps);
-    tower_layers(v, &c, n);
+    tower_layers(v, &c, n, NULL);
     int rc = 0;
     if (v->projector == PROJECTOR_GEMMA3) {
         /* gemma3: the pooled rows (into c->hb), RMS-normed, through the input projection into out */
-        avg_pool(c.x, v->n_side, dim, s, c.hb);
+        avg_pool(c.x, v->n_side, v->n_side, dim, s, c.hb);
         for (int q = 0; q < v->n_out; q++) rmsnorm(c.hb + (size_t)q * dim, c.hb + (size_t)q * dim, v->soft_emb_norm, dim, v->tower.config.rms_eps);
         act_init(&in, &c, c.hb, v->n_out, dim);
         matmul(&c, &v->input_proj, &in, out, v->n_embd_text, NULL);

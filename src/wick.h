@@ -255,10 +255,14 @@ wick_status wick_vision_layout(const wick_vision *v, const wick_model *m, int32_
  * projector makes of it, in the order wick_vision_layout places them. */
 wick_status wick_vision_encode(const wick_vision *v, wick_ctx *c, const uint8_t *rgb, int32_t width, int32_t height, int32_t slot);
 /* Gives the context n_rows rows of the text model's width for slot (copied), as wick_vision_encode
- * does; flags WICK_IMAGE_NONCAUSAL: the slot's positions see each other both ways (Gemma 3's
- * images, as llama.cpp evaluates them), so a run of them is evaluated as one batch. */
+ * does (a qwen3vl model's rows are (1 + its n_deepstack_layers) times that width: the deepstack
+ * rows after the embedding); flags WICK_IMAGE_NONCAUSAL: the slot's positions see each other both
+ * ways (Gemma 3's images, as llama.cpp evaluates them), so a run of them is evaluated as one batch. */
 enum { WICK_IMAGE_NONCAUSAL = 1 };
 wick_status wick_ctx_set_image(wick_ctx *c, int32_t slot, const float *rows, int32_t n_rows, int32_t flags);
+/* An M-RoPE model's (Qwen-VL's) image positions are 2-D: the slot's n_rows positions lie row by
+ * row on a grid_x × grid_y grid (0 × 0: in a line, as text; wick_vision_encode sets it). */
+wick_status wick_ctx_set_image_grid(wick_ctx *c, int32_t slot, int32_t grid_x, int32_t grid_y);
 /* Forgets a slot's rows (-1: every slot's); cached positions stay. */
 wick_status wick_ctx_drop_image(wick_ctx *c, int32_t slot);
 /* Whether the context holds rows for the slot. */

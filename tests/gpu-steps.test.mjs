@@ -21,7 +21,9 @@ after(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
 // the families the GPU path runs (gpu-forward.test.mjs compares each with llama.cpp) and, for the
 // others, exactly the steps it lacks
-const TAKEN = ['llama', 'llama3', 'qwen3', 'gemma2', 'gemma3', 'phi3', 'smollm3', 'granite', 'olmo2', 'lfm2', 'qwen35'];
+// (the Qwen-VL text models qwen2vl and qwen3vl are qwen2's and qwen3's layers for text: M-RoPE and
+// deepstack act on image positions alone, which run on the CPU only)
+const TAKEN = ['llama', 'llama3', 'qwen3', 'gemma2', 'gemma3', 'phi3', 'smollm3', 'granite', 'olmo2', 'lfm2', 'qwen35', 'qwen2vl', 'qwen3vl'];
 const REFUSED = {
   'granite-hybrid': ['mamba2'],
   mistral3: ['rope_yarn', 'attn_temp_scale'],
@@ -107,8 +109,10 @@ const PLAIN = new Set([
   'arch', 'dim', 'n_layers', 'n_heads', 'n_kv_heads', 'head_dim', 'hidden_dim', 'n_vocab', 'n_ctx_train', 'q_dim',
   'rope_base', 'n_ctx_orig', 'yarn_beta_fast', 'yarn_beta_slow', 'rms_eps', 'n_recurrent', 'conv_kernel',
   'ssm_state', 'ssm_k_heads', 'ssm_v_heads', 'ssm_inner', 'rope_dim_swa', 'n_swa',
-  // how image rows are scaled (src/images.c): images run on the CPU only (an external context refuses them)
-  'embd_scale_tokens',
+  // how image rows are scaled (src/images.c), M-RoPE's sections (a text token's four positions are one,
+  // which turns every pair as NEOX does) and qwen3vl's deepstack rows (image rows only): images run on
+  // the CPU only (an external context refuses them)
+  'embd_scale_tokens', 'mrope', 'rope_sections', 'n_deepstack',
   // layer_weights: the llama layer's own tensors, and the tensors of steps named by their kind
   'kind', 'attn_norm', 'wq', 'wk', 'wv', 'wo', 'ffn_norm', 'w_gate', 'w_down', 'w_up',
   'sc_in', 'sc_out', 'conv_w', 'dn_qkv', 'dn_gate', 'dn_alpha', 'dn_beta', 'dn_out', 'dn_dt', 'dn_a', 'dn_norm',

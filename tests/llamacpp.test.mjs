@@ -2,8 +2,10 @@
 // node-llama-cpp (its prebuilt CPU binary, never a download or a build):
 //  - the llama architecture at each type (f16, q8_0, q4_0, q4_k_m, q5_k_m, q6_k, shape mini);
 //  - each family of `wick synth --arch` (llama3, qwen3, gemma2, gemma3, phi3, smollm3, granite,
-//    olmo2, gemma4, gemma3n, mistral3, and the hybrids lfm2, qwen35 and granite-hybrid) at f16 and one quantized type, with a
-//    prompt longer than the sliding windows.
+//    olmo2, gemma4, gemma3n, mistral3, the Qwen-VL text models qwen2vl and qwen3vl (M-RoPE, which a
+//    text-only prompt turns like NEOX rope; their image positions are tests/vision-prompt.test.mjs's),
+//    and the hybrids lfm2, qwen35 and granite-hybrid) at f16 and one quantized type, with a prompt
+//    longer than the sliding windows.
 // For each file llama.cpp loads it and generates (one test), both wick builds (native and wasm)
 // agree with llama.cpp's logits within the tolerances of ../shared/README.md (a test per build),
 // and for each family llama.cpp's own logits move far when the family's distinctive step is
@@ -52,6 +54,9 @@ const families = [
   { arch: 'granite-hybrid', quant: 'q8_0' },
   // YaRN and the query temperature
   { arch: 'mistral3', quant: 'q4_k_m' },
+  // M-RoPE's sections (every pair at the one position of a text token), attention biases, deepstack rows (none for text)
+  { arch: 'qwen2vl', quant: 'q8_0' },
+  { arch: 'qwen3vl', quant: 'q4_k_m' },
 ];
 // 42 tokens with BOS: past gemma2's window (8) and gemma3's (12) several times over
 const familyPrompt = 'The quick brown fox jumps over the lazy dog, and then it sleeps. Later that evening the old farmer ' +
@@ -319,6 +324,8 @@ const featureEdits = {
   },
   llama3: { 'without rope_freqs.weight (Llama 3 rope factors)': (g) => { g.tensors = g.tensors.filter((t) => t.name !== 'rope_freqs.weight'); } },
   qwen3: { 'with attn_q_norm/attn_k_norm weights of 1': (g) => ones(g, /attn_[qk]_norm/) },
+  qwen2vl: { 'without the attention biases (zeroed)': (g) => zeros(g, /attn_[qkv]\.bias$/) },
+  qwen3vl: { 'with attn_q_norm/attn_k_norm weights of 1': (g) => ones(g, /attn_[qk]_norm/) },
   gemma2: {
     'without attn_logit_softcapping (llama.cpp then caps at 50)': (g) => dropKv(g, 'gemma2.attn_logit_softcapping'),
     'without final_logit_softcapping (then 30)': (g) => dropKv(g, 'gemma2.final_logit_softcapping'),

@@ -44,13 +44,18 @@ static clip_image_u8 read_image(const char * path) {
 // The preprocessor mtmd.cpp's mtmd_context picks for the projector, and whether it puts the overview
 // before the tiles (ov_img_first): idefics3 and lfm2 put the tiles first, the overview last; gemma3
 // makes one image, and so does lfm2 for a picture it does not tile (its one image, of the picture's
-// aspect, is then an entry, not an overview)
+// aspect, is then an entry, not an overview), and the qwen projectors and gemma4v (dyn_size: the
+// picture at its smart size)
 static std::unique_ptr<mtmd_image_preprocessor> preprocessor(clip_ctx * ctx, bool & ov_first) {
     ov_first = false;
     switch (clip_get_projector_type(ctx)) {
         case PROJECTOR_TYPE_IDEFICS3: return std::make_unique<mtmd_image_preprocessor_idefics3>(ctx);
         case PROJECTOR_TYPE_GEMMA3: return std::make_unique<mtmd_image_preprocessor_fixed_size>(ctx);
         case PROJECTOR_TYPE_LFM2: return std::make_unique<mtmd_image_preprocessor_lfm2>(ctx);
+        case PROJECTOR_TYPE_QWEN2VL:
+        case PROJECTOR_TYPE_QWEN25VL:
+        case PROJECTOR_TYPE_QWEN3VL:
+        case PROJECTOR_TYPE_GEMMA4V: return std::make_unique<mtmd_image_preprocessor_dyn_size>(ctx);
         default: throw std::runtime_error("projector not handled by mtmd_ref");
     }
 }

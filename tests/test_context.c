@@ -10,8 +10,13 @@
  * (`wick synth --arch gemma4`: layers of two shapes, the last ones reading earlier layers'
  * caches): the cache holds the layers with a cache of their own only, a shift leaves layer 0's
  * keys equal to fresh ones, and generation goes on through shifts; the same for a gemma3n model
- * (AltUp's streams around the layers). Usage: test_context MODEL.gguf [GEMMA3.gguf [GEMMA4.gguf
- * [GEMMA3N.gguf]]]. Output and exit status: tests/check.h. */
+ * (AltUp's streams around the layers). With a qwen2vl model (M-RoPE): a picture's positions (an
+ * image slot with a grid) take 2-D rope positions and move the text after it by the grid's longer
+ * side, so a shift that drops a picture moves the kept keys by that much (they equal a fresh
+ * evaluation of the kept tokens), one that keeps it moves it whole, and a saved state carries the
+ * positions (the next token's logits after a load equal the saving context's). Usage:
+ * test_context MODEL.gguf [GEMMA3.gguf [GEMMA4.gguf [GEMMA3N.gguf [LFM2.gguf [QWEN2VL.gguf]]]]].
+ * Output and exit status: tests/check.h. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -656,6 +661,90 @@ static void status_cases(wick_model *m) {
     wick_ctx_free(b);
 }
 
+/* A context holding image slot 0 of n_rows random rows on a grid_x-wide grid (qwen2vl: no deepstack) */
+static wick_ctx *mrope_ctx(wick_model *m, int n_rows, int grid_x) {
+    wick_ctx *c = new_ctx(m, 128, 32);
+    if (!c) return NULL;
+    int dim = m->config.dim;
+    float *rows = malloc((size_t)n_rows * dim * sizeof *rows);
+    unsigned x = 12345;
+    for (int i = 0; rows && i < n_rows * dim; i++) {
+        x = x * 1103515245u + 12345u;
+        rows[i] = ((float)(x >> 8) / 16777216.0f - 0.5f) * 0.5f;
+    }
+    bool ok = rows && wick_ctx_set_image(c, 0, rows, n_rows, 0) == WICK_OK &&
+              wick_ctx_set_image_grid(c, 0, grid_x, n_rows / grid_x) == WICK_OK;
+    free(rows);
+    if (!ok) {
+        check_note("image slot: %s", wick_last_error());
+        wick_ctx_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* qwen2vl: a prompt of 5 tokens, a picture of 4 × 3 positions, 7 tokens */
+static void mrope_cases(wick_model *m) {
+    enum { GX = 4, GY = 3, PIC = GX * GY, BEFORE = 5, AFTER = 7, N = BEFORE + PIC + AFTER };
+    int32_t toks[N];
+    for (int i = 0; i < N; i++) toks[i] = i < BEFORE ? token_at(i) : i < BEFORE + PIC ? WICK_IMAGE_TOKEN(0, i - BEFORE) : token_at(i);
+    wick_ctx *a = mrope_ctx(m, PIC, GX), *b = mrope_ctx(m, PIC, GX);
+    if (!check(a && b, "context.qwen2vl.mrope.contexts", "contexts with an image slot")) goto done;
+    check(wick_ctx_set_image_grid(a, 0, 5, 3) != WICK_OK, "context.qwen2vl.mrope.grid-refused", "a grid of 5 × 3 for 12 positions is refused");
+    check(m->config.mrope == MROPE_SECTIONS && m->config.rope_sections[1] > 0, "context.qwen2vl.mrope.config",
+          "qwen2vl's M-RoPE sections (%d, %d, %d, %d)", m->config.rope_sections[0], m->config.rope_sections[1], m->config.rope_sections[2],
+          m->config.rope_sections[3]);
+    /* a shift that drops the picture and the token before it: the text after it moves down by
+     * 1 + max(GX, GY) rope positions, not by 1 + PIC, and its keys equal a fresh evaluation's */
+    wick_eval(a, toks, N, 0);
+    check(a->mrope_next[BEFORE + PIC - 1] == BEFORE + GX && a->mrope_next[N - 1] == BEFORE + GX + AFTER, "context.qwen2vl.mrope.positions",
+          "after the picture the next position is %d (want %d), after the prompt %d (want %d)", a->mrope_next[BEFORE + PIC - 1], BEFORE + GX,
+          a->mrope_next[N - 1], BEFORE + GX + AFTER);
+    check(wick_kv_shift(a, BEFORE - 1, 1 + PIC) == WICK_OK, "context.qwen2vl.mrope.shift", "the shift over the picture is taken");
+    int32_t kept[N];
+    int n = 0;
+    for (int i = 0; i < N; i++)
+        if (i < BEFORE - 1 || i >= BEFORE + PIC) kept[n++] = toks[i];
+    wick_eval(b, kept, n, 0);
+    double d = key_difference(a, b, 0, n);
+    /* the default F16 cache: keys rounded again after the rotation (shift_case's bound) */
+    check(d < 2e-3, "context.qwen2vl.mrope.shift-keys", "keys after dropping the picture equal fresh ones (max diff %.2e, bound 2e-3)", d);
+    /* a shift that drops text before the picture: the picture and what follows move as one */
+    wick_kv_trim(a, 0);
+    wick_kv_trim(b, 0);
+    wick_eval(a, toks, N, 0);
+    check(wick_kv_shift(a, 1, 3) == WICK_OK, "context.qwen2vl.mrope.shift-before", "the shift before the picture is taken");
+    n = 0;
+    for (int i = 0; i < N; i++)
+        if (i < 1 || i >= 4) kept[n++] = toks[i];
+    wick_eval(b, kept, n, 0);
+    d = key_difference(a, b, 0, n);
+    check(d < 2e-3, "context.qwen2vl.mrope.shift-before-keys", "keys of the moved picture and text equal fresh ones (max diff %.2e, bound 2e-3)", d);
+    /* a saved state carries the positions: the next token's logits after a load equal the saver's */
+    wick_kv_trim(a, 0);
+    wick_eval(a, toks, N, 0);
+    size_t need = 0;
+    wick_state_save(a, toks, N, NULL, 0, &need);
+    void *blob = malloc(need);
+    int32_t back[N];
+    int32_t n_back = 0, next = token_at(99);
+    wick_kv_trim(b, 0);
+    bool saved = blob && wick_state_save(a, toks, N, blob, need, &need) == WICK_OK && wick_state_load(b, blob, need, back, N, &n_back) == WICK_OK;
+    free(blob);
+    if (check(saved && n_back == N, "context.qwen2vl.mrope.state", "the state saves and loads: %s", saved ? "yes" : wick_last_error())) {
+        wick_eval(a, &next, 1, 0);
+        wick_eval(b, &next, 1, 0);
+        float la[4096];
+        int nv = m->config.n_vocab < 4096 ? m->config.n_vocab : 4096;
+        memcpy(la, wick_get_logits(a, -1), (size_t)nv * sizeof(float));
+        check(!memcmp(la, wick_get_logits(b, -1), (size_t)nv * sizeof(float)), "context.qwen2vl.mrope.state-logits",
+              "the next token's logits after the load equal the saving context's");
+    }
+done:
+    if (a) wick_ctx_free(a);
+    if (b) wick_ctx_free(b);
+}
+
 /* reads and loads the model file at path: the checks context.NAME.read and context.NAME.load */
 static wick_model *load(const char *path, const char *name, unsigned char **buf) {
     size_t n;
@@ -700,5 +789,6 @@ int main(int argc, char **argv) {
     if (argc > 3) family_cases(argv[3], "gemma4", shared_kv_cases);
     if (argc > 4) family_cases(argv[4], "gemma3n", shared_kv_cases);
     if (argc > 5) family_cases(argv[5], "lfm2", external_hybrid_case);
+    if (argc > 6) family_cases(argv[6], "qwen2vl", mrope_cases);
     return check_summary();
 }

@@ -57,7 +57,7 @@ static outcome try_mmproj(const uint8_t *buf, size_t size, int threads, char *re
     float *out = NULL;
     int rc = vision_prepare(&v, image, IMAGE_W, IMAGE_H, &b, &err);
     for (int32_t i = 0; !rc && i < b.n; i++) {
-        size_t n_out = (size_t)vision_positions_of(&v, b.nx[i], b.ny[i]) * v.n_embd_text;
+        size_t n_out = (size_t)vision_positions_of(&v, b.nx[i], b.ny[i]) * (size_t)vision_out_width(&v);
         free(out);
         out = malloc(n_out * sizeof *out);
         rc = !out ? errorf(&err, WICK_ERR_NOMEM, "out of memory for %zu output values", n_out)

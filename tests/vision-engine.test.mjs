@@ -6,6 +6,9 @@
 //  - a second question about the same picture in the same conversation encodes nothing (the
 //    response's wick.images says encoded: false) and the prompt counts its positions; a new picture
 //    is encoded;
+//  - Qwen3-VL (qwen3vl + qwen3vl: M-RoPE's 2-D positions, deepstack rows): the API's greedy answer
+//    equals the CLI's, and so does the second turn's, which reuses the picture's cached positions
+//    (the rope positions after it carried by the cache, not evaluated again);
 //  - refusals: an image part without an mmproj (E_NO_VISION), an unknown projector named at load,
 //    an mmproj of another width, a picture of zero size or a truncated file (E_BAD_IMAGE).
 import { test, before, after } from 'node:test';
@@ -103,6 +106,40 @@ test('a second question about the same picture encodes nothing; a new picture is
   for await (const c of await ask([{ role: 'user', content: [{ type: 'image_url', image_url: { url: pngUrl(pixels(12, 50, 6)) } }] }], { stream: true })) last = c;
   assert.equal(last.wick.images.length, 1);
   assert.equal(last.wick.images[0].encoded, true);
+});
+
+/** the native CLI's greedy answer to a rendered prompt with one picture */
+function nativeAnswer(text, mmproj, px, prompt, n) {
+  const file = path.join(tmp, `native-${px.width}x${px.height}.ppm`);
+  fs.writeFileSync(file, Buffer.concat([Buffer.from(`P6\n${px.width} ${px.height}\n255\n`), px.rgb]));
+  const r = runWick('native', ['generate', '-m', text, '--mmproj', mmproj, '--image', file, '-p', prompt, '-n', String(n), '--temp', '0', '--ignore-eos']);
+  assert.equal(r.code, 0, r.stderr);
+  return r.stdout.replace(/\n$/, '');
+}
+
+test('Qwen3-VL: the API\'s greedy answers equal the CLI\'s, the second turn reusing the picture\'s cached positions', async () => {
+  const text = path.join(tmp, 'text-qwen3vl-f16.gguf'), mmproj = path.join(tmp, 'mmproj-qwen3vl-f16.gguf');
+  let r = runWick('native', ['synth', '--shape', 'vl', '--arch', 'qwen3vl', '--type', 'f16', '--vocab', path.join(tmp, 'vocab.gguf'), '-o', text]);
+  assert.equal(r.code, 0, r.stderr);
+  r = runWick('native', ['synth', '--mmproj', 'qwen3vl', '--type', 'f16', '-o', mmproj]);
+  assert.equal(r.code, 0, r.stderr);
+  const qwen = await Wick.load(text, { mmproj, threads: 1 });
+  try {
+    assert.equal(qwen.info.vision.projector, 'qwen3vl_merger');
+    const px = pixels(90, 60, 7);
+    const turn1 = [{ role: 'user', content: [{ type: 'image_url', image_url: { url: pngUrl(px) } }, { type: 'text', text: 'What is this?' }] }];
+    const a = await qwen.chat.completions.create({ messages: turn1, max_tokens: 6, temperature: 0 });
+    assert.equal(a.wick.images[0].encoded, true);
+    assert.equal(a.choices[0].message.content, nativeAnswer(text, mmproj, px, a.wick.prompt, 6), 'turn 1: the answers differ');
+    const turn2 = [...turn1, { role: 'assistant', content: a.choices[0].message.content }, { role: 'user', content: 'And the shapes?' }];
+    const b = await qwen.chat.completions.create({ messages: turn2, max_tokens: 6, temperature: 0 });
+    assert.equal(b.wick.images[0].encoded, false, 'the picture was encoded again');
+    assert.ok(b.timings.cachedPromptTokens >= a.usage.prompt_tokens - 1, `only ${b.timings.cachedPromptTokens} positions reused`);
+    assert.equal(b.choices[0].message.content, nativeAnswer(text, mmproj, px, b.wick.prompt, 6), 'turn 2 (cached picture): the answers differ');
+    process.stdout.write(`# qwen3vl answers (random weights): ${JSON.stringify(a.choices[0].message.content)}, ${JSON.stringify(b.choices[0].message.content)}\n`);
+  } finally {
+    await qwen.unload();
+  }
 });
 
 test('refusals: no mmproj, unknown projector, another width, bad pictures', async () => {

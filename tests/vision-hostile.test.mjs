@@ -7,8 +7,12 @@
 //    a patch size that does not divide it, heads that do not divide the width, scale factor 0 …),
 //    tensors of the wrong shape or type, offsets past the end, broken headers — and from `wick
 //    synth --mmproj lfm2` files, its projector's (mm.1, mm.2, mm.input_norm, the scale factor, blocks
-//    that do not divide its 512² tiles) — each with the message it must give (or "encodes"), loaded
-//    and encoded in one process by tests/test_vision.c;
+//    that do not divide its 512² tiles) and from `wick synth --mmproj qwen2.5vl|qwen3vl` files (the
+//    window pattern, the merge size, the activation, the second frame's kernel, the gate, the fused
+//    qkv, the deepstack mergers and is_deepstack_layers, mm.0 / mm.2) and `wick synth --mmproj
+//    gemma4v` files (its two position tables, the clamp scalars: type, size, NaN; the query/key
+//    norms, out_scale, the input projection, the tensors its graph leaves out) — each with the
+//    message it must give (or "encodes"), loaded and encoded in one process by tests/test_vision.c;
 //    then test_vision's --mutate mode: truncations at random offsets and 1–4 bit flips in the
 //    header, key/value and tensor-information region of the F32, F16 and Q8_0 files, each refused
 //    with a message or encoded (checks vision.mutate.*);
@@ -36,11 +40,12 @@ before(() => {
     const r = runWick('native', ['synth', '--mmproj', 'idefics3', '--type', type, '-o', files[type]]);
     assert.equal(r.code, 0, r.stderr);
   }
-  for (const type of ['f16', 'q8_0']) {
-    files[`lfm2-${type}`] = path.join(dir, `mmproj-lfm2-${type}.gguf`);
-    const r = runWick('native', ['synth', '--mmproj', 'lfm2', '--type', type, '-o', files[`lfm2-${type}`]]);
-    assert.equal(r.code, 0, r.stderr);
-  }
+  for (const proj of ['lfm2', 'qwen2.5vl', 'qwen3vl', 'gemma4v'])
+    for (const type of ['f16', 'q8_0']) {
+      files[`${proj}-${type}`] = path.join(dir, `mmproj-${proj}-${type}.gguf`);
+      const r = runWick('native', ['synth', '--mmproj', proj, '--type', type, '-o', files[`${proj}-${type}`]]);
+      assert.equal(r.code, 0, r.stderr);
+    }
 });
 after(() => fs.rmSync(dir, { recursive: true, force: true }));
 
@@ -74,12 +79,14 @@ function namedMutants(type) {
   add('architecture-llama', variant((g) => setKv(g, 'general.architecture', T.STRING, 'llama')), /general.architecture is not 'clip'/);
   add('architecture-missing', variant((g) => dropKv(g, 'general.architecture')), /general.architecture is not 'clip'/);
   add('no-vision-encoder', variant((g) => setKv(g, 'clip.has_vision_encoder', T.BOOL, false)), /no vision encoder/);
-  add('projector-unknown', variant((g) => setKv(g, 'clip.projector_type', T.STRING, 'xyz')), /projector 'xyz' is not supported \(supported: idefics3, gemma3, lfm2\)/);
+  add('projector-unknown', variant((g) => setKv(g, 'clip.projector_type', T.STRING, 'xyz')), /projector 'xyz' is not supported \(supported: idefics3, gemma3, lfm2, qwen2vl_merger, qwen2\.5vl_merger, qwen3vl_merger, gemma4v\)/);
   add('projector-missing', variant((g) => dropKv(g, 'clip.projector_type')), /clip.projector_type is missing/);
   add('projector-as-number', variant((g) => setKv(g, 'clip.projector_type', T.U32, 3)), /clip.projector_type is missing/);
   add('projector-under-vision-key', variant((g) => { dropKv(g, 'clip.projector_type'); setKv(g, 'clip.vision.projector_type', T.STRING, 'idefics3'); }), ENCODES);
   add('gelu-off', variant((g) => setKv(g, 'clip.use_gelu', T.BOOL, false)), /must use GELU/);
-  add('silu-on', variant((g) => setKv(g, 'clip.use_silu', T.BOOL, true)), /must use GELU/);
+  // both set: clip.cpp refuses the file so too
+  add('silu-on', variant((g) => setKv(g, 'clip.use_silu', T.BOOL, true)), /both clip\.use_gelu and clip\.use_silu are set/);
+  add('silu-instead-of-gelu', variant((g) => { setKv(g, 'clip.use_gelu', T.BOOL, false); setKv(g, 'clip.use_silu', T.BOOL, true); }), /must use GELU/);
 
   // the tower's shape keys, out of range or not agreeing with each other
   key('image_size=0', T.U32, 0, /image_size = 0 is out of range/);
@@ -200,9 +207,135 @@ function lfm2Mutants(type) {
   return cases;
 }
 
+/** The named mutants of a qwen2.5vl or qwen3vl file (`wick synth --mmproj PROJ` of `type`): their
+ * keys (the window pattern, the merge size, the activation) and tensors (the second frame's kernel,
+ * the gate, the fused qkv, the deepstack mergers, the merger mm.0 / mm.2). */
+function qwenMutants(proj, type) {
+  const base = readGguf(files[`${proj}-${type}`]);
+  const cases = [];
+  const add = (name, fn, expect) => { const g = clone(base); fn(g); cases.push({ name: `${proj}-${type}-${name}`, bytes: writeGguf(g), expect }); };
+  const drop = (...names) => (g) => { g.tensors = g.tensors.filter((t) => !names.includes(t.name)); };
+  const tensor = (g, name) => { const t = g.tensors.find((x) => x.name === name); assert.ok(t, name); return t; };
+  const extra = (name, ne) => (g) => g.tensors.push({ name, ne: ne.map(BigInt), type: 0, data: Buffer.alloc(4 * ne.reduce((a, b) => a * b, 1)) });
+  const common = () => {
+    add('as-is', () => {}, ENCODES);
+    add('tensor-patch_embd-1-missing', drop('v.patch_embd.weight.1'), /v\.patch_embd\.weight\.1 is missing/);
+    add('tensor-patch_embd-1-shape', (g) => { tensor(g, 'v.patch_embd.weight.1').ne = [8n, 8n, 12n, 64n]; }, /v\.patch_embd\.weight\.1: shape/);
+    add('tensor-mm0-missing', drop('mm.0.weight'), /mm\.0\.weight is missing/);
+    add('tensor-mm2-missing', drop('mm.2.weight'), /mm\.2\.weight is missing/);
+    add('tensor-mm0-bias-missing', drop('mm.0.bias'), /mm\.0\.bias is missing/);
+    add('tensor-mm0-columns', (g) => { tensor(g, 'mm.0.weight').ne = [128n, 512n]; }, /mm\.0\.weight: shape/);
+    add('tensor-mm2-rows-huge', (g) => { tensor(g, 'mm.2.weight').ne = [256n, 1n << 21n]; }, /mm\.2\.weight: .*(output rows|past end)/);
+    add('tensor-class_embd-extra', extra('v.class_embd', [64]), /v\.class_embd is not supported/);
+    add('tensor-q_norm-extra', extra('v.blk.0.attn_q_norm.weight', [16]), /attn_q_norm\.weight is not supported/);
+    add('key-spatial_merge_size=3', (g) => setKv(g, 'clip.vision.spatial_merge_size', T.U32, 3), /spatial_merge_size 3 \(the qwen merger takes 2 × 2 patches only\)/);
+    add('key-spatial_merge_size=0', (g) => setKv(g, 'clip.vision.spatial_merge_size', T.U32, 0), /spatial_merge_size = 0 is out of range/);
+    add('key-gelu-and-silu', (g) => { setKv(g, 'clip.use_gelu', T.BOOL, true); setKv(g, 'clip.use_silu', T.BOOL, true); }, /both clip\.use_gelu and clip\.use_silu/);
+    add('key-patch_size=huge', (g) => setKv(g, 'clip.vision.patch_size', T.U32, 1000), /image size .* is not a multiple of the patch size 1000|patch_size = 1000/);
+  };
+  common();
+  if (proj === 'qwen2.5vl') {
+    add('key-n_wa_pattern-missing', (g) => dropKv(g, 'clip.vision.n_wa_pattern'), /clip\.vision\.n_wa_pattern is missing/);
+    add('key-n_wa_pattern=0', (g) => setKv(g, 'clip.vision.n_wa_pattern', T.U32, 0), ENCODES);
+    add('key-n_wa_pattern=1', (g) => setKv(g, 'clip.vision.n_wa_pattern', T.U32, 1), ENCODES);
+    add('key-n_wa_pattern=huge', (g) => setKv(g, 'clip.vision.n_wa_pattern', T.U32, 1 << 30), /n_wa_pattern = 1073741824 is out of range/);
+    // patches of 112 pixels: 112 / 112 / 2 leaves a window of no position
+    add('key-patch_size=112', (g) => setKv(g, 'clip.vision.patch_size', T.U32, 112), /patches of 112 pixels leave no window of 112 pixels/);
+    add('key-silu-off', (g) => setKv(g, 'clip.use_silu', T.BOOL, false), /gated MLP with GELU-quick/);
+    add('key-gelu-instead-of-silu', (g) => { setKv(g, 'clip.use_silu', T.BOOL, false); setKv(g, 'clip.use_gelu', T.BOOL, true); }, ENCODES);
+    add('tensor-ffn_gate-missing', drop('v.blk.0.ffn_gate.weight', 'v.blk.0.ffn_gate.bias'), ENCODES);
+    add('tensor-ffn_gate-shape', (g) => { tensor(g, 'v.blk.1.ffn_gate.weight').ne = [128n, 64n]; }, /v\.blk\.1\.ffn_gate\.weight: shape/);
+    add('tensor-patch_embd-bias-extra', extra('v.patch_embd.bias', [64]), /v\.patch_embd\.bias is not supported for qwen2\.5vl_merger/);
+    add('tensor-position_embd-extra', extra('v.position_embd.weight', [64, 64]), /v\.position_embd\.weight is not supported for qwen2\.5vl_merger/);
+    add('tensor-attn_qkv-extra', extra('v.blk.0.attn_qkv.weight', [64, 192]), ENCODES);
+    // as Qwen2-VL: LayerNorms (the RMS norms' weights serve), no windows
+    add('projector-qwen2vl', (g) => { setKv(g, 'clip.projector_type', T.STRING, 'qwen2vl_merger'); setKv(g, 'clip.vision.n_wa_pattern', T.U32, 0); }, ENCODES);
+    add('projector-qwen2vl-windows', (g) => setKv(g, 'clip.projector_type', T.STRING, 'qwen2vl_merger'), /qwen2vl_merger with window attention \(n_wa_pattern 2\) is not supported/);
+  } else {
+    add('tensor-attn_qkv-missing', drop('v.blk.1.attn_qkv.weight'), /v\.blk\.1\.attn_qkv\.weight is missing/);
+    add('tensor-attn_qkv-shape', (g) => { tensor(g, 'v.blk.0.attn_qkv.weight').ne = [64n, 128n]; }, /v\.blk\.0\.attn_qkv\.weight: shape/);
+    add('tensor-attn_qkv-bias-short', (g) => { tensor(g, 'v.blk.0.attn_qkv.bias').ne = [64n]; }, /v\.blk\.0\.attn_qkv\.bias/);
+    add('tensor-patch_embd-bias-missing', drop('v.patch_embd.bias'), /v\.patch_embd\.bias is missing/);
+    add('tensor-position_embd-missing', drop('v.position_embd.weight'), /v\.position_embd\.weight is missing/);
+    add('tensor-deepstack-fc2-missing', drop('v.deepstack.0.fc2.weight'), /v\.deepstack\.0\.fc2\.weight is missing/);
+    add('tensor-deepstack-norm-missing', drop('v.deepstack.1.norm.weight'), /v\.deepstack\.1\.norm\.weight is missing/);
+    add('tensor-deepstack-fc1-columns', (g) => { tensor(g, 'v.deepstack.0.fc1.weight').ne = [128n, 512n]; }, /v\.deepstack\.0\.fc1\.weight: shape/);
+    add('tensor-deepstack-fc2-rows', (g) => { tensor(g, 'v.deepstack.1.fc2.weight').ne = [256n, 95n]; tensor(g, 'v.deepstack.1.fc2.bias').ne = [95n]; },
+      /v\.deepstack\.1\.fc2\.weight: 95 output rows where mm\.2 has 96/);
+    add('key-is_deepstack_layers-disagrees', (g) => setKv(g, 'clip.vision.is_deepstack_layers', T.ARRAY, { arrayOf: T.BOOL, items: [true, false, false] }),
+      /is_deepstack_layers does not match the deepstack tensors \(layer 1\)/);
+    add('key-is_deepstack_layers-short', (g) => setKv(g, 'clip.vision.is_deepstack_layers', T.ARRAY, { arrayOf: T.BOOL, items: [true, true] }),
+      /is_deepstack_layers does not match/);
+    add('key-is_deepstack_layers-missing', (g) => dropKv(g, 'clip.vision.is_deepstack_layers'), ENCODES);
+    // one deepstack layer fewer (the key says so too): a narrower output, still encoded
+    add('deepstack-layer-1-removed', (g) => {
+      drop(...['norm.weight', 'norm.bias', 'fc1.weight', 'fc1.bias', 'fc2.weight', 'fc2.bias'].map((p) => `v.deepstack.1.${p}`))(g);
+      setKv(g, 'clip.vision.is_deepstack_layers', T.ARRAY, { arrayOf: T.BOOL, items: [true, false, false] });
+    }, ENCODES);
+    add('key-gelu-off', (g) => setKv(g, 'clip.use_gelu', T.BOOL, false), ENCODES); // GELU-quick, as Qwen2-VL's
+    add('tensor-ffn_gate-extra', extra('v.blk.0.ffn_gate.weight', [64, 128]), ENCODES);
+  }
+  return cases;
+}
+
+/** The named mutants of a gemma4v file (`wick synth --mmproj gemma4v` of `type`): its position
+ * tables, clamps, per-layer norms and scale, input projection, and what its graph leaves out. */
+function gemma4vMutants(type) {
+  const base = readGguf(files[`gemma4v-${type}`]);
+  const cases = [];
+  const add = (name, fn, expect) => { const g = clone(base); fn(g); cases.push({ name: `gemma4v-${type}-${name}`, bytes: writeGguf(g), expect }); };
+  const drop = (...names) => (g) => { g.tensors = g.tensors.filter((t) => !names.includes(t.name)); };
+  const tensor = (g, name) => { const t = g.tensors.find((x) => x.name === name); assert.ok(t, name); return t; };
+  const f32 = (values) => Buffer.from(new Float32Array(values).buffer);
+  const extra = (name, ne, data = null) => (g) => g.tensors.push({ name, ne: ne.map(BigInt), type: 0, data: data ?? Buffer.alloc(4 * ne.reduce((a, b) => a * b, 1)) });
+  add('as-is', () => {}, ENCODES);
+  add('projector-under-vision-key', (g) => { dropKv(g, 'clip.projector_type'); setKv(g, 'clip.vision.projector_type', T.STRING, 'gemma4v'); }, ENCODES);
+  // the position tables: [64, 512, 2], F32
+  add('tensor-position_embd-missing', drop('v.position_embd.weight'), /v\.position_embd\.weight is missing/);
+  add('tensor-position_embd-2d', (g) => { tensor(g, 'v.position_embd.weight').ne = [64n, 1024n]; }, /v\.position_embd\.weight: shape/);
+  add('tensor-position_embd-width', (g) => { tensor(g, 'v.position_embd.weight').ne = [32n, 1024n, 2n]; }, /v\.position_embd\.weight: shape/);
+  add('tensor-position_embd-f16', (g) => { const t = tensor(g, 'v.position_embd.weight'); t.type = 1; t.data = t.data.subarray(0, t.data.length / 2); },
+    /v\.position_embd\.weight: type f16 is not supported/);
+  // the clamps: one F32 value each, not NaN; absent ones are no clamp
+  add('clamp-f16', (g) => { const t = tensor(g, 'v.blk.0.attn_q.input_min'); t.type = 1; t.data = Buffer.alloc(2); }, /v\.blk\.0\.attn_q\.input_min: type f16 where f32/);
+  add('clamp-two-values', (g) => { const t = tensor(g, 'v.blk.0.ffn_down.output_max'); t.ne = [2n]; t.data = f32([1, 2]); },
+    /v\.blk\.0\.ffn_down\.output_max: a clamp bound must be one value/);
+  add('clamp-nan', (g) => { tensor(g, 'mm.input_projection.input_max').data = f32([NaN]); }, /mm\.input_projection\.input_max: the clamp bound is NaN/);
+  add('clamp-infinite', (g) => { tensor(g, 'mm.input_projection.input_max').data = f32([Infinity]); }, ENCODES);
+  add('clamps-removed', (g) => { g.tensors = g.tensors.filter((t) => !/_(min|max)$/.test(t.name)); }, ENCODES);
+  add('clamp-extra-on-gate', extra('v.blk.1.ffn_gate.output_min', [1], f32([-0.25])), ENCODES);
+  add('clamp-min-above-max', (g) => { tensor(g, 'v.blk.0.attn_q.input_min').data = f32([3]); }, ENCODES);
+  // the layer's norms and scale
+  add('tensor-q_norm-width', (g) => { const t = tensor(g, 'v.blk.0.attn_q_norm.weight'); t.ne = [32n]; t.data = Buffer.alloc(128); }, /v\.blk\.0\.attn_q_norm\.weight: shape/);
+  add('tensor-q_norm-whole-row', (g) => { for (const n of ['attn_q_norm', 'attn_k_norm']) { const t = tensor(g, `v.blk.1.${n}.weight`); t.ne = [64n]; t.data = f32(Array(64).fill(0.5)); } }, ENCODES);
+  add('tensor-qk_norm-missing', drop('v.blk.0.attn_q_norm.weight', 'v.blk.0.attn_k_norm.weight'), ENCODES);
+  add('tensor-post-norms-missing', drop('v.blk.1.attn_post_norm.weight', 'v.blk.1.ffn_post_norm.weight'), ENCODES);
+  add('tensor-out_scale-per-dim', (g) => { const t = tensor(g, 'v.blk.0.out_scale.weight'); t.ne = [64n]; t.data = f32(Array(64).fill(0.9)); }, ENCODES);
+  add('tensor-out_scale-shape', (g) => { const t = tensor(g, 'v.blk.0.out_scale.weight'); t.ne = [3n]; t.data = f32([1, 1, 1]); }, /v\.blk\.0\.out_scale\.weight: shape/);
+  add('tensor-ffn_gate-missing', drop('v.blk.0.ffn_gate.weight'), ENCODES);
+  add('tensor-std_scale-missing', drop('v.std_scale'), ENCODES);
+  add('tensor-std_bias-short', (g) => { const t = tensor(g, 'v.std_bias'); t.ne = [32n]; t.data = t.data.subarray(0, 128); }, /v\.std_bias: shape/);
+  add('tensor-input_projection-missing', drop('mm.input_projection.weight'), /mm\.input_projection\.weight is missing/);
+  add('tensor-input_projection-columns', (g) => { tensor(g, 'mm.input_projection.weight').ne = [128n, 48n]; }, /mm\.input_projection\.weight: shape/);
+  // what gemma4v.cpp's graph leaves out
+  add('tensor-patch_embd-bias-extra', extra('v.patch_embd.bias', [64]), /v\.patch_embd\.bias is not supported for gemma4v/);
+  add('tensor-attn_qkv-extra', extra('v.blk.0.attn_qkv.weight', [64, 192]), /v\.blk\.0\.attn_qkv\.weight is not supported for gemma4v/);
+  add('tensor-ls1-extra', extra('v.blk.0.ls1.weight', [64]), /v\.blk\.0\.ls1\.weight is not supported for gemma4v/);
+  // keys: the pooling window, the activation
+  add('key-scale_factor=2', (g) => setKv(g, 'clip.vision.projector.scale_factor', T.U32, 2), ENCODES);
+  add('key-scale_factor=0', (g) => setKv(g, 'clip.vision.projector.scale_factor', T.U32, 0), /scale_factor = 0 is out of range/);
+  add('key-scale_factor=huge', (g) => setKv(g, 'clip.vision.projector.scale_factor', T.U32, 1000), /scale_factor = 1000 is out of range/);
+  add('key-gelu', (g) => setKv(g, 'clip.use_gelu', T.BOOL, true), ENCODES);
+  add('key-silu', (g) => setKv(g, 'clip.use_silu', T.BOOL, true), ENCODES);
+  add('key-head_count=8', (g) => setKv(g, 'clip.vision.attention.head_count', T.U32, 8), /attn_q_norm\.weight: shape/);
+  return cases;
+}
+
 /** Writes the named mutants of every base file; returns them with their paths. */
 function writeNamed() {
-  const cases = [...['f16', 'q8_0'].flatMap(namedMutants), ...['f16', 'q8_0'].flatMap(lfm2Mutants)];
+  const cases = [...['f16', 'q8_0'].flatMap(namedMutants), ...['f16', 'q8_0'].flatMap(lfm2Mutants),
+    ...['qwen2.5vl', 'qwen3vl'].flatMap((proj) => ['f16', 'q8_0'].flatMap((type) => qwenMutants(proj, type))),
+    ...['f16', 'q8_0'].flatMap(gemma4vMutants)];
   for (const c of cases) {
     c.file = path.join(dir, `${c.name}.gguf`);
     fs.writeFileSync(c.file, c.bytes);
@@ -210,8 +343,9 @@ function writeNamed() {
   return cases;
 }
 
-/** The --mutate runs: [base file, truncations and flips each, seed] — 2 × 365 variants in all (lfm2's too) */
-const MUTATE_RUNS = [['f16', 150, 7], ['q8_0', 150, 11], ['f32', 25, 13], ['lfm2-f16', 40, 17]];
+/** The --mutate runs: [base file, truncations and flips each, seed] — 2 × 445 variants in all (lfm2's, qwen's and gemma4v's too) */
+const MUTATE_RUNS = [['f16', 150, 7], ['q8_0', 150, 11], ['f32', 25, 13], ['lfm2-f16', 40, 17], ['qwen2.5vl-f16', 30, 19], ['qwen3vl-q8_0', 30, 23],
+  ['gemma4v-q8_0', 20, 29]];
 
 for (const build of ['native', 'wasm']) {
   test(`${build}: named mmproj mutants are refused with the message for their defect, or encode`, () => {

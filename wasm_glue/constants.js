@@ -14,7 +14,7 @@
   // wick_gen_finish → finishReason (WICK_FINISH_NONE = 0: still generating)
   const FINISH_REASONS = { 1: 'eog', 2: 'stop', 3: 'length', 4: 'grammar' };
   // the mmproj projectors src/vision.c reads (an mmproj with another is refused from its header)
-  const VISION_PROJECTORS = ['idefics3', 'gemma3', 'lfm2'];
+  const VISION_PROJECTORS = ['idefics3', 'gemma3', 'lfm2', 'qwen2vl_merger', 'qwen2.5vl_merger', 'qwen3vl_merger', 'gemma4v'];
 
   // GGUF tensor type id (ggml's enum ggml_type) → its name and the elements of one block
   const TENSOR_TYPES = {

@@ -243,7 +243,7 @@
   // families with sliding-window layers: llama.cpp's default window and layer pattern period
   const SLIDING = { gemma2: { window: 4096, period: 2 }, gemma3: { window: 0, period: 6 }, olmo2: { window: 0, period: 4 } };
   // the architectures the engine runs (src/model.c)
-  const ARCHITECTURES = ['llama', 'qwen2', 'qwen3', 'gemma2', 'gemma3', 'phi3', 'smollm3', 'granite', 'olmo2', 'lfm2', 'qwen35', 'granitehybrid', 'mistral3', 'gemma4', 'bert', 'gemma3n', 'nomic-bert', 'modern-bert', 'gemma-embedding'];
+  const ARCHITECTURES = ['llama', 'qwen2', 'qwen3', 'gemma2', 'gemma3', 'phi3', 'smollm3', 'granite', 'olmo2', 'lfm2', 'qwen35', 'qwen2vl', 'qwen3vl', 'granitehybrid', 'mistral3', 'gemma4', 'bert', 'gemma3n', 'nomic-bert', 'modern-bert', 'gemma-embedding'];
 
   /**
    * gemma4's and gemma3n's layers with a cache of their own (src/model.c, read_layer_shapes): the last

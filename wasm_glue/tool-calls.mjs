@@ -58,7 +58,7 @@ export function toolCallFormat(template, arch) {
   if (arch === 'gemma4') return 'gemma4';
   if (arch === 'mistral3') return 'mistral';
   // Granite 4.0-H's template writes Hermes calls (<tool_call>), unlike Granite 3's
-  return ['qwen2', 'qwen3', 'smollm3', 'granitehybrid'].includes(arch) ? 'hermes' : null;
+  return ['qwen2', 'qwen3', 'qwen2vl', 'qwen3vl', 'smollm3', 'granitehybrid'].includes(arch) ? 'hermes' : null;
 }
 
 const GRANITE_CALL = '<|tool_call|>';

@@ -38,7 +38,8 @@ export type KvType = 'f16' | 'f32' | 'q8_0' | 'q4_0';
 export interface LoadOptions {
   /** compute threads (default: half the logical cores, 1…8); 1 in the single-threaded build */
   threads?: number;
-  /** the model's image encoder (an mmproj GGUF: projectors idefics3 (SmolVLM) and gemma3), a source of
+  /** the model's image encoder (an mmproj GGUF: projectors idefics3 (SmolVLM), gemma3 (Gemma 3), lfm2 (LFM2-VL),
+   *  qwen2vl_merger, qwen2.5vl_merger and qwen3vl_merger (Qwen-VL, Qwen3.5), gemma4v (Gemma 4)), a source of
    *  the same kinds as the model's; read (and kept) as the model is, its header checked before the
    *  rest arrives (an unknown projector is refused by name). Images run on the CPU: with an mmproj,
    *  device 'auto' takes the CPU and 'gpu' is refused. info.vision describes it. */
