@@ -626,7 +626,165 @@ static int attention_decode_heads(const struct wick_ctx *c, int layer) {
     return best;
 }
 
+/* Non-causal attention over an F32 cache (the encoders: a vision tower's patches, an embedding
+ * model's text) as tiles, the way flash attention runs: a work item is one query head and a block
+ * of up to ATT_TILE_Q queries, which walk the keys in blocks of ATT_TILE_K. Each key block is
+ * transposed into the thread's scratch once for all the item's queries, four queries at a time
+ * score it with the keys across the lanes (a query value splatted against eight keys: no
+ * horizontal sums, no row copies), keep a running maximum and sum of e^(s − max) per query
+ * (the sums so far and the partial outputs scaled by e^(old max − new max) when it grows), and
+ * add P·V with the value rows read in place; each output is divided by its sum at the end. The
+ * K and V of a head are read once per query block (attend_heads read them once per query, through
+ * a row copy: a 4,096-patch tower streamed megabytes per query). Every exponential is
+ * exp_f32x4's, so native and wasm agree bit for bit; a query's result depends only on the keys
+ * (not on the other queries of its block), so it does not depend on the thread count either. */
+#define ATT_TILE_Q 64
+#define ATT_TILE_K 32
+
+/* the queries per item that fit the thread's scratch (a multiple of 4), 0 where fewer than 4 do */
+static int tiled_queries(const struct wick_ctx *c, int hd, int n_tok) {
+    long avail = (long)attention_scratch_floats(c->n_ctx) - (long)hd * ATT_TILE_K - 4L * ATT_TILE_K;
+    long q = avail > 0 ? avail / (hd + 2) : 0;
+    if (q > ATT_TILE_Q) q = ATT_TILE_Q;
+    if (q > ((n_tok + 3) & ~3)) q = (n_tok + 3) & ~3;
+    return (int)(q & ~3L);
+}
+
+/* The tiled form takes a non-causal batch of at least 16 tokens over an F32 cache, on a layer
+ * without a sliding window or a soft cap (every query sees the same keys), heads of a multiple of
+ * 8 values (all that wick takes). */
+static int attention_tiles(const struct wick_ctx *c, int layer, int n_tok, bool causal) {
+    const model_config *mc = model_layer_config(c->model, layer);
+    if (causal || n_tok < 16 || c->kv_type != WICK_KV_F32 || c->kv_type_v != WICK_KV_F32 || c->model->layers[layer].sliding ||
+        mc->attn_softcap > 0 || mc->head_dim % 8)
+        return 0;
+    return tiled_queries(c, mc->head_dim, n_tok);
+}
+
+/* s[t][0 .. 32) = scale · q_t · k_j for four queries q[t] and the key block kt (hd rows of
+ * ATT_TILE_K: component i of every key of the block) */
+static __attribute__((noinline)) void tile_scores(const float *const q[4], const float *kt, int hd, float scale, float *s) {
+    for (int jb = 0; jb < ATT_TILE_K; jb += 8) {
+        v128_t a[4][2];
+        for (int t = 0; t < 4; t++) a[t][0] = a[t][1] = wasm_f32x4_splat(0);
+        const float *k = kt + jb;
+        for (int i = 0; i < hd; i++, k += ATT_TILE_K) {
+            v128_t k0 = wasm_v128_load(k), k1 = wasm_v128_load(k + 4);
+            for (int t = 0; t < 4; t++) {
+                v128_t qi = wasm_v128_load32_splat(q[t] + i);
+                a[t][0] = wasm_f32x4_add(a[t][0], wasm_f32x4_mul(qi, k0));
+                a[t][1] = wasm_f32x4_add(a[t][1], wasm_f32x4_mul(qi, k1));
+            }
+        }
+        v128_t sc = wasm_f32x4_splat(scale);
+        for (int t = 0; t < 4; t++) {
+            wasm_v128_store(s + t * ATT_TILE_K + jb, wasm_f32x4_mul(a[t][0], sc));
+            wasm_v128_store(s + t * ATT_TILE_K + jb + 4, wasm_f32x4_mul(a[t][1], sc));
+        }
+    }
+}
+
+/* o[t][0 .. hd) += Σ_j p[t][j] · v_j over the nk value rows from v (stride floats apart), four
+ * queries at a time, eight values of each row per pass */
+static __attribute__((noinline)) void tile_values(float *o, const float *p, const float *v, size_t stride, int nk, int hd) {
+    for (int i = 0; i < hd; i += 8) {
+        v128_t a[4][2];
+        for (int t = 0; t < 4; t++) a[t][0] = wasm_v128_load(o + t * hd + i), a[t][1] = wasm_v128_load(o + t * hd + i + 4);
+        const float *vj = v + i;
+        for (int j = 0; j < nk; j++, vj += stride) {
+            v128_t v0 = wasm_v128_load(vj), v1 = wasm_v128_load(vj + 4);
+            for (int t = 0; t < 4; t++) {
+                v128_t pj = wasm_v128_load32_splat(p + t * ATT_TILE_K + j);
+                a[t][0] = wasm_f32x4_add(a[t][0], wasm_f32x4_mul(pj, v0));
+                a[t][1] = wasm_f32x4_add(a[t][1], wasm_f32x4_mul(pj, v1));
+            }
+        }
+        for (int t = 0; t < 4; t++) wasm_v128_store(o + t * hd + i, a[t][0]), wasm_v128_store(o + t * hd + i + 4, a[t][1]);
+    }
+}
+
+/* the running softmax of four queries over a key block's scores s (nk of ATT_TILE_K valid): m[t]
+ * the largest score so far, l[t] the sum of e^(s − m[t]); s becomes e^(s − m[t]) (0 past nk) and
+ * the partial outputs o[t] are rescaled when m[t] grows */
+static void tile_softmax(float *s, int nk, float *m, float *l, float *o, int hd) {
+    for (int t = 0; t < 4; t++) {
+        float *st = s + t * ATT_TILE_K, mx = m[t];
+        if (nk == ATT_TILE_K) { /* a whole block: the largest four lanes at a time */
+            v128_t v = wasm_v128_load(st);
+            for (int j = 4; j < ATT_TILE_K; j += 4) v = wasm_f32x4_pmax(v, wasm_v128_load(st + j));
+            const float l0 = wasm_f32x4_extract_lane(v, 0), l1 = wasm_f32x4_extract_lane(v, 1);
+            const float l2 = wasm_f32x4_extract_lane(v, 2), l3 = wasm_f32x4_extract_lane(v, 3);
+            const float a = l0 > l1 ? l0 : l1, b = l2 > l3 ? l2 : l3, ab = a > b ? a : b;
+            mx = ab > mx ? ab : mx;
+        } else
+            for (int j = 0; j < nk; j++) mx = st[j] > mx ? st[j] : mx;
+        if (mx > m[t]) { /* e^(old − new): 0 the first time (old −∞) */
+            float f = wasm_f32x4_extract_lane(exp_f32x4(wasm_f32x4_splat(m[t] - mx)), 0);
+            l[t] *= f;
+            v128_t fv = wasm_f32x4_splat(f);
+            for (int i = 0; i < hd; i += 4) wasm_v128_store(o + t * hd + i, wasm_f32x4_mul(wasm_v128_load(o + t * hd + i), fv));
+            m[t] = mx;
+        }
+        v128_t mv = wasm_f32x4_splat(mx);
+        for (int j = 0; j < ATT_TILE_K; j += 4) wasm_v128_store(st + j, exp_f32x4(wasm_f32x4_sub(wasm_v128_load(st + j), mv)));
+        for (int j = nk; j < ATT_TILE_K; j++) st[j] = 0;
+        v128_t sum = wasm_v128_load(st); /* four lanes, then across them: the same order in every build */
+        for (int j = 4; j < ATT_TILE_K; j += 4) sum = wasm_f32x4_add(sum, wasm_v128_load(st + j));
+        l[t] += (wasm_f32x4_extract_lane(sum, 0) + wasm_f32x4_extract_lane(sum, 1)) +
+                (wasm_f32x4_extract_lane(sum, 2) + wasm_f32x4_extract_lane(sum, 3));
+    }
+}
+
+static void attention_tiles_task(void *arg, int ith, int nth) {
+    attn_args *a = arg;
+    struct wick_ctx *c = a->c;
+    const model_config *mc = model_layer_config(c->model, a->layer);
+    const int hd = mc->head_dim, group = mc->n_heads / mc->n_kv_heads, qb = a->heads;
+    const int last = att_last(a, a->pos0), n_blocks = (a->n_tok + qb - 1) / qb;
+    const size_t stride = (size_t)kv_dim(mc);
+    float *kt = c->att + (size_t)ith * attention_scratch_floats(c->n_ctx); /* hd rows of ATT_TILE_K */
+    float *s = kt + (size_t)hd * ATT_TILE_K, *m = s + 4 * ATT_TILE_K, *l = m + qb, *o = l + qb;
+    for (long item = ith; item < (long)n_blocks * mc->n_heads; item += nth) {
+        const int h = (int)(item % mc->n_heads), t0 = (int)(item / mc->n_heads) * qb;
+        const int nq = a->n_tok - t0 < qb ? a->n_tok - t0 : qb;
+        const float *kbase = (const float *)kv_at(c, c->k_cache, a->layer, 0) + (size_t)(h / group) * hd;
+        const float *vbase = (const float *)kv_at(c, c->v_cache, a->layer, 0) + (size_t)(h / group) * hd;
+        for (int t = 0; t < qb; t++) m[t] = -INFINITY, l[t] = 0;
+        memset(o, 0, (size_t)qb * hd * sizeof(float));
+        for (int j0 = 0; j0 <= last; j0 += ATT_TILE_K) {
+            const int nk = last + 1 - j0 < ATT_TILE_K ? last + 1 - j0 : ATT_TILE_K;
+            for (int jj = 0; jj < ATT_TILE_K; jj++) {
+                if (jj >= nk) { /* past the last key: zeros, their scores dropped */
+                    for (int i = 0; i < hd; i++) kt[(size_t)i * ATT_TILE_K + jj] = 0;
+                    continue;
+                }
+                const float *kr = kbase + (size_t)(j0 + jj) * stride;
+                for (int i = 0; i < hd; i++) kt[(size_t)i * ATT_TILE_K + jj] = kr[i];
+            }
+            for (int u = 0; u < nq; u += 4) {
+                const float *q[4];
+                for (int t = 0; t < 4; t++) /* past the block's last query: its first again, dropped */
+                    q[t] = c->q + (size_t)(t0 + (u + t < nq ? u + t : u)) * mc->q_dim + (size_t)h * hd;
+                tile_scores(q, kt, hd, mc->attn_scale, s);
+                tile_softmax(s, nk, m + u, l + u, o + (size_t)u * hd, hd);
+                tile_values(o + (size_t)u * hd, s, vbase + (size_t)j0 * stride, stride, nk, hd);
+            }
+        }
+        for (int t = 0; t < nq; t++) {
+            float *out = c->xb2 + (size_t)(t0 + t) * mc->q_dim + (size_t)h * hd;
+            v128_t inv = wasm_f32x4_splat(1.0f / l[t]);
+            for (int i = 0; i < hd; i += 4) wasm_v128_store(out + i, wasm_f32x4_mul(wasm_v128_load(o + (size_t)t * hd + i), inv));
+        }
+    }
+}
+
 void attention(struct wick_ctx *c, int layer, int pos0, int n_tok, bool causal) {
+    int tiles = attention_tiles(c, layer, n_tok, causal);
+    if (tiles) {
+        attn_args a = {c, layer, pos0, n_tok, causal, tiles};
+        pool_run(c->pool, attention_tiles_task, &a);
+        return;
+    }
     int decode_heads = n_tok == 1 ? attention_decode_heads(c, layer) : 0;
     if (decode_heads) {
         attn_args a = {c, layer, pos0, n_tok, causal, decode_heads};

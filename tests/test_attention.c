@@ -42,6 +42,7 @@ typedef struct {
     /* decode only: also evaluate the token as the second of a batch of two (the prefill paths) and
      * require the same output bit for bit (*same: 1 when equal, 0 when not) */
     int *same;
+    int n_ctx, n_batch; /* the context's; 0: 64 and 16 */
 } attn_case;
 
 /* relative error of the case, or -1 when the context cannot be made */
@@ -51,9 +52,10 @@ static double run_case(const attn_case *k, errmsg *err) {
     model_config *mc = &m.config;
     mc->n_layers = 1, mc->n_kv_heads = k->n_kv_heads, mc->n_heads = k->group * k->n_kv_heads;
     mc->head_dim = k->head_dim, mc->q_dim = mc->n_heads * k->head_dim, mc->dim = mc->q_dim, mc->hidden_dim = mc->q_dim;
-    mc->n_vocab = 1, mc->n_ctx_train = 64, mc->rope_dim = k->head_dim;
+    mc->n_vocab = 1, mc->n_ctx_train = k->n_ctx > 64 ? k->n_ctx : 64, mc->rope_dim = k->head_dim;
     mc->attn_scale = 1.0f / sqrtf((float)k->head_dim), mc->attn_softcap = k->softcap, mc->n_swa = k->n_swa;
-    wick_ctx_params p = {.n_ctx = 64, .n_batch = 16, .n_threads = k->threads, .kv_type = k->kv_type, .kv_type_v = k->kv_type_v};
+    wick_ctx_params p = {.n_ctx = k->n_ctx ? k->n_ctx : 64, .n_batch = k->n_batch ? k->n_batch : 16, .n_threads = k->threads,
+                         .kv_type = k->kv_type, .kv_type_v = k->kv_type_v};
     struct wick_ctx c;
     if (ctx_init(&c, &m, &p, err)) return -1;
     int kvd = kv_dim(mc), last = k->pos0 + k->n_tok - 1;
@@ -253,6 +255,20 @@ int main(void) {
                               k.head_dim, group, k.n_kv_heads, kv_names(&k), swa ? ", sliding window" : "", k.pos0);
                     }
                 }
+    /* the encoders' tiles (attention.c attention_tiles_task: non-causal, F32, 16 tokens or more):
+     * heads of 8k values (k odd and even), a short block of queries and of keys, blocks of 4 queries
+     * where the scratch of a 64-position context holds no more (a head of 256), several blocks of
+     * 64 queries and a short last one in a longer context, one and two threads, grouped-query */
+    static const int tile_dims[] = {32, 40, 72, 80, 128, 256};
+    static const int tile_toks[][3] = {{16, 0, 64}, {37, 3, 64}, {150, 0, 512}}; /* tokens, first position, context */
+    n = 0;
+    for (size_t d = 0; d < sizeof tile_dims / sizeof tile_dims[0]; d++)
+        for (size_t r = 0; r < sizeof tile_toks / sizeof tile_toks[0]; r++, n++) {
+            attn_case k = {.head_dim = tile_dims[d], .group = 1 + n % 2, .n_kv_heads = 1 + n / 2 % 2, .n_tok = tile_toks[r][0],
+                           .pos0 = tile_toks[r][1], .threads = 1 + n % max_threads, .kv_type = WICK_KV_F32, .causal = false,
+                           .q_scale = 1, .n_ctx = tile_toks[r][2], .n_batch = tile_toks[r][0]};
+            case_check(&k);
+        }
     causal_check();
     return check_summary();
 }
