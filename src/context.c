@@ -493,8 +493,12 @@ int kv_cache_shift(struct wick_ctx *c, int32_t n_keep, int32_t n_discard, errmsg
         shift = c->mrope_next[n_keep + n_discard - 1] - (n_keep ? c->mrope_next[n_keep - 1] : 0);
         for (int j = 0; j < moved; j++) c->mrope_next[n_keep + j] = c->mrope_next[n_keep + n_discard + j] - shift;
     }
-    rope_tables(c, false, mc->rope_base, mc->rope_scale, 1.0f, -shift, 1, NULL, cs, sn);
-    rope_tables(c, true, mc->rope_base_swa, mc->rope_scale_swa, 1.0f, -shift, 1, NULL, cs_swa, sn_swa);
+    /* (M-RoPE: the first three of a key's positions move; the fourth is 0 for text and image
+     * tokens alike, so the pairs it picks, Qwen3-VL's last interleaved ones, do not turn) */
+    const int32_t mshift[4] = {-shift, -shift, -shift, 0};
+    const int32_t *mpos = c->mrope_next ? mshift : NULL;
+    rope_tables(c, false, mc->rope_base, mc->rope_scale, 1.0f, -shift, 1, mpos, cs, sn);
+    rope_tables(c, true, mc->rope_base_swa, mc->rope_scale_swa, 1.0f, -shift, 1, mpos, cs_swa, sn_swa);
     uint8_t *ring_k = NULL, *ring_v = NULL;
     int ring_lo = c->ring ? ring_first_after_shift(c, n_keep, n_discard) : 0;
     if (c->ring) { /* rows of the widest layer */

@@ -347,7 +347,10 @@ int64_t gguf_arr_i64(const gguf_kv *kv, uint64_t i) {
     gguf_kv tmp = {.type = kv->arr_type};
     if (kv->arr_type >= GGUF_VALUE_TYPE_COUNT || !scalar_size[kv->arr_type]) return 0;
     decode_scalar(&tmp, kv->arr_data + i * scalar_size[kv->arr_type]);
-    if (tmp.type == GGUF_F32 || tmp.type == GGUF_F64) return (int64_t)tmp.val.f64;
+    if (tmp.type == GGUF_F32 || tmp.type == GGUF_F64) { /* (NaN and out-of-range values: converting them is undefined) */
+        double f = tmp.val.f64;
+        return f != f ? 0 : f >= 0x1p63 ? INT64_MAX : f < -0x1p63 ? INT64_MIN : (int64_t)f;
+    }
     if (tmp.type == GGUF_BOOL) return tmp.val.b;
     return is_signed(tmp.type) ? tmp.val.i64 : (int64_t)tmp.val.u64;
 }

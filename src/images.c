@@ -51,7 +51,9 @@ wick_status wick_ctx_set_image(wick_ctx *c, int32_t slot, const float *rows, int
     if (mc->encoder) return api_fail(WICK_ERR_INVALID_ARG, "%s is an embedding model (an encoder): it takes no images", mc->arch);
     if (mc->n_altup)
         return api_fail(WICK_ERR_UNSUPPORTED, "images in %s's prompts (AltUp streams made from image rows) are not supported yet", mc->arch);
-    size_t bytes = (size_t)n_rows * (size_t)images_row_width(c->model) * sizeof(float);
+    uint64_t bytes64 = (uint64_t)n_rows * (uint64_t)images_row_width(c->model) * sizeof(float);
+    if (bytes64 > SIZE_MAX) return api_fail(WICK_ERR_NOMEM, "an image of %d positions does not fit this build's memory", n_rows);
+    size_t bytes = (size_t)bytes64;
     float *copy = malloc(bytes);
     if (!copy) return api_fail(WICK_ERR_NOMEM, "out of memory for an image of %d positions", n_rows);
     memcpy(copy, rows, bytes);
@@ -76,7 +78,7 @@ wick_status wick_ctx_set_image_grid(wick_ctx *c, int32_t slot, int32_t grid_x, i
     if (!c) return api_fail(WICK_ERR_INVALID_ARG, "wick_ctx_set_image_grid: NULL context");
     ctx_image *im = image_slot_find(c, slot);
     if (!im) return api_fail(WICK_ERR_INVALID_ARG, "image slot %d holds no picture", slot);
-    if (grid_x < 0 || grid_y < 0 || (int64_t)grid_x * grid_y != (grid_x ? im->n_rows : 0))
+    if (grid_x < 0 || grid_y < 0 || (grid_x == 0) != (grid_y == 0) || (int64_t)grid_x * grid_y != (grid_x ? im->n_rows : 0))
         return api_fail(WICK_ERR_INVALID_ARG, "a grid of %d × %d for the %d positions of image slot %d", grid_x, grid_y, im->n_rows, slot);
     im->grid_x = grid_x;
     im->grid_y = grid_y;

@@ -1010,14 +1010,13 @@ static ALWAYS_INLINE void gemm_k(enum k_kind k, const int NT, int n, const void 
  * exactly as gemm's one-token tile computes it. */
 static ALWAYS_INLINE void gemv8_k(enum k_kind k, int n, const void *w, size_t w_stride, const void *a, float out[8])
 {
-    const uint8_t *rows0[4], *rows1[4];
-    tile_rows(w, w_stride, 4, rows0);
-    tile_rows((const uint8_t *)w + 4 * w_stride, w_stride, 4, rows1);
+    const uint8_t *rows[8];
+    gemv8_rows(w, w_stride, rows);
     v128_t acc0 = wasm_f32x4_splat(0.0f), acc1 = acc0;
     for (int i = 0; i < n / QK_K; i++) {
         const block_q8_K *y[1] = { (const block_q8_K *)a + i };
-        k_block(k, 1, rows0, (size_t)i * k_size(k), y, &acc0);
-        k_block(k, 1, rows1, (size_t)i * k_size(k), y, &acc1);
+        k_block(k, 1, rows, (size_t)i * k_size(k), y, &acc0);
+        k_block(k, 1, rows + 4, (size_t)i * k_size(k), y, &acc1);
     }
     wasm_v128_store(out, acc0);
     wasm_v128_store(out + 4, acc1);

@@ -135,8 +135,8 @@ typedef struct {
     float yarn_beta_fast, yarn_beta_slow; /* the ramp's ends, in rotations over n_ctx_orig (32, 1) */
     mrope_kind mrope;     /* M-RoPE: a text token's four positions are its position (the fourth 0), an
                            * image's are 2-D (images.h images_positions) */
-    int32_t rope_sections[4]; /* M-RoPE: how many rotated pairs take each position (sum ≤ rope_dim/2; the
-                           * pairs repeat the pattern beyond it) */
+    int32_t rope_sections[4]; /* M-RoPE: how many rotated pairs take each position (each and their sum ≤
+                           * head_dim, read_mrope; pair i takes sector i mod the sum) */
     int32_t n_deepstack;  /* qwen3vl: image rows carry n_deepstack more rows of dim, added to the hidden
                            * state after layers 0 … n_deepstack − 1 (<arch>.n_deepstack_layers) */
     float attn_temp_scale; /* mistral3: queries × (1 + this · ln(⌊pos / n_ctx_orig⌋ + 1)); 0 = off */

@@ -15,6 +15,7 @@
 #include "quant.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 int ple_inputs(struct wick_ctx *c, const int32_t *tokens, int n_tok, errmsg *err) {
     const struct wick_model *m = c->model;
@@ -22,10 +23,14 @@ int ple_inputs(struct wick_ctx *c, const int32_t *tokens, int n_tok, errmsg *err
     int n = mc->n_ple, width = mc->n_layers * n;
     /* the table's rows of the batch: in the file buffer, or read in from outside it (model_read_rows);
      * an image position takes the padding token's (id 0), as llama.cpp's multimodal path does */
-    int32_t ids[n_tok > 0 ? n_tok : 1];
+    int32_t *ids = malloc((size_t)(n_tok > 0 ? n_tok : 1) * sizeof *ids); /* (a batch's worth: not on wasm's 1 MB stack) */
+    if (!ids) return errorf(err, WICK_ERR_NOMEM, "out of memory for a batch of %d per-layer inputs", n_tok);
     for (int t = 0; t < n_tok; t++) ids[t] = tokens[t] < 0 ? 0 : tokens[t];
     const row_place *outside = m->ple_place.outside ? &m->ple_place : NULL;
-    if (outside && model_read_rows(m, &m->ple_embd, outside, ids, n_tok, c->ple_raw, err)) return -1;
+    if (outside && model_read_rows(m, &m->ple_embd, outside, ids, n_tok, c->ple_raw, err)) {
+        free(ids);
+        return -1;
+    }
     act_rows in;
     act_init(&in, c, c->x, n_tok, mc->dim);
     matmul(c, &m->ple_model_proj, &in, c->ple, width, NULL);
@@ -43,6 +48,7 @@ int ple_inputs(struct wick_ctx *c, const int32_t *tokens, int n_tok, errmsg *err
         }
         for (int i = 0; i < width; i++) p[i] = (p[i] + c->ple_row[i] * embd_scale) * input_scale;
     }
+    free(ids);
     return 0;
 }
 

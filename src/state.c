@@ -227,7 +227,7 @@ int state_load(struct wick_ctx *c, const void *blob, size_t len, int32_t *tokens
     flags &= ~(uint32_t)FLAG_MROPE;
     if (flags != (ctx_flags(c) & ~(uint32_t)FLAG_MROPE))
         return errorf(err, WICK_ERR_INVALID_ARG, "saved state: its keys were rotated with phi3's %s rope factors (a context of %u tokens), this "
-                      "context uses the %s ones", flags ? "long" : "short", n_ctx_saved, ctx_flags(c) ? "long" : "short");
+                      "context uses the %s ones", flags ? "long" : "short", n_ctx_saved, (ctx_flags(c) & FLAG_LONG_ROPE) ? "long" : "short");
     if (n_past > (uint32_t)c->n_ctx)
         return errorf(err, WICK_ERR_CONTEXT_FULL, "saved state: it holds %u positions, this context only %d (make it with a larger contextSize)",
                       n_past, c->n_ctx);

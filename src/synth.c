@@ -1289,9 +1289,12 @@ int synth_write(const char *arch_name, const char *shape_name, const char *type,
     if (fl & F_MROPE) {
         /* M-RoPE's sections of the rotated pairs (text tokens give each the same position); in runs
          * (qwen2vl) the time section is one pair, so that height and width take the faster-turning
-         * pairs, on which a small picture's 2-D positions show */
+         * pairs, on which a small picture's 2-D positions show; qwen3vl's are Qwen3-VL's (24, 20, 20
+         * of 64 pairs) for any count, (p − 4) / 3 for height and width: their interleaving leaves
+         * pairs to the fourth position (0 for every token: they do not turn), as the real files do */
         int32_t pairs = n_rot / 2, third = (pairs + 2) / 3, sections[4] = {third, third, pairs - 2 * third, 0};
         if (!strcmp(fam->arch, "qwen2vl")) sections[0] = 1, sections[1] = (pairs - 1) / 2, sections[2] = pairs - 1 - sections[1];
+        if (!strcmp(fam->arch, "qwen3vl")) sections[1] = sections[2] = (pairs - 4) / 3, sections[0] = pairs - 2 * sections[1];
         kv_i32_array(&mb, a, "rope.dimension_sections", sections, 4);
     }
     if (fl & F_DEEPSTACK) kv_u32(&mb, a, "n_deepstack_layers", SYNTH_DEEPSTACK);

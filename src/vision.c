@@ -44,8 +44,8 @@
  *         h = Norm(x) (ln1: RMS for qwen2.5vl, LayerNorm for the others)
  *         q, k, v = h·Wqᵀ + bq, … (qwen3vl: one attn_qkv matrix, its rows q, k, v)
  *         q, k = rope2d(q), rope2d(k)                     ggml's rope_multi, GGML_ROPE_TYPE_VISION
- *         x = x + softmax(q·Kᵀ / √head_dim)·V·Woᵀ + bo      qwen2.5vl: within windows, but in layers
- *                                                            with (l + 1) % n_wa_pattern = 0
+ *         x = x + softmax(q·Kᵀ / √head_dim)·V·Woᵀ + bo      qwen2.5vl: within windows, except in layers
+ *                                                            with (l + 1) % n_wa_pattern = 0 (whole picture)
  *         h = Norm(x) (ln2)
  *         x = x + act(h·W_upᵀ + b_up)·W_downᵀ + b_down     act as the file says (GELU, SiLU, GELU-quick), or
  *                                                            gated: act(h·W_gateᵀ + b_gate) ⊙ (h·W_upᵀ + b_up)
@@ -982,7 +982,7 @@ static const int8_t lfm2_grids[][2] = {{2, 1}, {1, 2}, {1, 3}, {3, 1}, {2, 2}, {
  * where the picture's area is more than half the grid's pixels */
 static void lfm2_grid(int w, int h, int *gx, int *gy) {
     const float aspect = (float)w / (float)h, area = (float)(w * h);
-    float best_diff = 3.402823466e38f; /* FLT_MAX: every candidate is nearer */
+    float best_diff = FLT_MAX; /* every candidate is nearer */
     int bx = 1, by = 1;
     for (size_t i = 0; i < sizeof lfm2_grids / sizeof lfm2_grids[0]; i++) {
         const int rx = lfm2_grids[i][0], ry = lfm2_grids[i][1];
@@ -1282,8 +1282,8 @@ static void avg_pool(const float *x, int gx, int gy, int dim, int k, float *out)
         }
 }
 
-/* rows of width values normed in place as the file's tower norms them: RMS (qwen2.5vl) or LayerNorm,
- * then ⊙ w (where given) and + b (where given), as clip_graph::build_norm */
+/* rows of width values normed in place as the file's tower norms them: RMS (qwen2.5vl, gemma4v) or
+ * LayerNorm, then ⊙ w and + b (where given), as clip_graph::build_norm; the LayerNorm takes w always */
 static void norm_rows(const vision_model *v, float *x, const float *w, const float *b, int n, int width) {
     const float eps = v->tower.config.rms_eps;
     if (!v->rms_norm) {
@@ -1292,7 +1292,8 @@ static void norm_rows(const vision_model *v, float *x, const float *w, const flo
     }
     for (int t = 0; t < n; t++) {
         float *r = x + (size_t)t * width;
-        double ss = 0; /* ggml_rms_norm: the sum of squares in ggml_float (double), the scale in float */
+        double ss = 0; /* the sum of squares in double, the scale in float (ggml_rms_norm sums float products
+                        * in ggml_float: the last bits may differ, as with the text model's rmsnorm) */
         for (int i = 0; i < width; i++) ss += (double)r[i] * r[i];
         const float scale = 1.0f / sqrtf((float)(ss / width) + eps);
         for (int i = 0; i < width; i++) r[i] = w ? r[i] * scale * w[i] : r[i] * scale;

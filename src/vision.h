@@ -93,7 +93,7 @@ typedef struct {
     const float *mm_1_b, *mm_2_b;
     /* qwen2vl, qwen2.5vl, qwen3vl */
     vision_ffn_op ffn_op;
-    bool rms_norm;                   /* qwen2.5vl: every norm is an RMS norm (the others' LayerNorms) */
+    bool rms_norm;                   /* qwen2.5vl, gemma4v: every norm is an RMS norm (the others' LayerNorms) */
     weight patch_embd_1;             /* the second frame's kernel: a still picture is both frames, so x = W_0·p + W_1·p */
     int32_t n_wa_pattern;            /* qwen2.5vl: layers l with (l + 1) % n_wa_pattern == 0 attend fully, the others
                                       * within windows; 0: every layer fully */

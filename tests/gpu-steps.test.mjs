@@ -109,9 +109,11 @@ const PLAIN = new Set([
   'arch', 'dim', 'n_layers', 'n_heads', 'n_kv_heads', 'head_dim', 'hidden_dim', 'n_vocab', 'n_ctx_train', 'q_dim',
   'rope_base', 'n_ctx_orig', 'yarn_beta_fast', 'yarn_beta_slow', 'rms_eps', 'n_recurrent', 'conv_kernel',
   'ssm_state', 'ssm_k_heads', 'ssm_v_heads', 'ssm_inner', 'rope_dim_swa', 'n_swa',
-  // how image rows are scaled (src/images.c), M-RoPE's sections (a text token's four positions are one,
-  // which turns every pair as NEOX does) and qwen3vl's deepstack rows (image rows only): images run on
-  // the CPU only (an external context refuses them)
+  // how image rows are scaled (src/images.c), M-RoPE's sections and qwen3vl's deepstack rows (image
+  // rows only): images run on the CPU only (an external context refuses them). A text token's first
+  // three positions are one and its fourth 0: the GPU turns every pair as NEOX does, also those that
+  // Qwen3-VL's interleaved sections leave to the fourth position (pairs 61 and 62 of its 64), which
+  // llama.cpp leaves unturned; their angle is 4e-7 rad per position (1.7e-3 at 4,096 tokens)
   'embd_scale_tokens', 'mrope', 'rope_sections', 'n_deepstack',
   // layer_weights: the llama layer's own tensors, and the tensors of steps named by their kind
   'kind', 'attn_norm', 'wq', 'wk', 'wv', 'wo', 'ffn_norm', 'w_gate', 'w_down', 'w_up',

@@ -129,8 +129,10 @@ for (const build of ['native', 'wasm']) {
     const gemma4 = synthFile('gemma4', path.join(shared, 'vocab', 'ggml-vocab-llama-spm.gguf'));
     const gemma3n = synthFile('gemma3n', path.join(shared, 'models', 'stories260K.gguf'));
     const qwen2vl = synthFile('qwen2vl', path.join(shared, 'vocab', 'ggml-vocab-llama-spm.gguf'));
+    const qwen3vl = synthFile('qwen3vl', path.join(shared, 'vocab', 'ggml-vocab-llama-spm.gguf'));
     const r = runProgram(build, 'test_context', [path.join(shared, 'models', 'stories260K.gguf'),
-      path.join(shared, 'models', 'families', 'mini-gemma3-f16.gguf'), gemma4, gemma3n, path.join(shared, 'models', 'families', 'mini-lfm2-f16.gguf'), qwen2vl]);
+      path.join(shared, 'models', 'families', 'mini-gemma3-f16.gguf'), gemma4, gemma3n, path.join(shared, 'models', 'families', 'mini-lfm2-f16.gguf'), qwen2vl,
+      qwen3vl]);
     // every part ran (the list): the shifts, the external context (the WebGPU path's), the status
     // codes, gemma3's rings (their memory, their logits, the shift past the window), gemma4's shared
     // caches and gemma3n's (layers 20 to 24 read the caches of 18 and 19), and a hybrid's external

@@ -48,7 +48,7 @@ static double key_difference(const wick_ctx *a, const wick_ctx *b, int from, int
     return worst / (scale > 0 ? scale : 1);
 }
 
-static void shift_case(wick_model *m, int kv_type, int n_keep, int n_discard, double tol) {
+static void shift_case(wick_model *m, const char *name, int kv_type, int n_keep, int n_discard, double tol) {
     enum { N = 60 };
     int32_t toks[N];
     for (int i = 0; i < N; i++) toks[i] = i == 0 ? 1 : 3 + (i * 37) % 500;
@@ -58,7 +58,7 @@ static void shift_case(wick_model *m, int kv_type, int n_keep, int n_discard, do
     p.kv_type = kv_type;
     wick_ctx *shifted, *fresh;
     char id[64];
-    snprintf(id, sizeof id, "context.shift.%s.keep%d-drop%d", kv_type == WICK_KV_F16 ? "f16" : "f32", n_keep, n_discard);
+    snprintf(id, sizeof id, "context.%s.%s.keep%d-drop%d", name, kv_type == WICK_KV_F16 ? "f16" : "f32", n_keep, n_discard);
     if (wick_ctx_new(m, &p, &shifted) || wick_ctx_new(m, &p, &fresh)) {
         check(0, check_id("%s.contexts", id), "%s", wick_last_error());
         return;
@@ -745,6 +745,54 @@ done:
     if (b) wick_ctx_free(b);
 }
 
+/* qwen3vl, text alone: its interleaved sections leave pairs to the fourth position, which is 0
+ * for every token, so a shift must not turn them (the others move by the dropped count) */
+static void mrope_text_cases(wick_model *m) {
+    const int32_t *s = m->config.rope_sections;
+    int unturned = 0; /* the sectors ggml's interleaved M-RoPE gives none of t, h, w */
+    for (int j = 0; j < s[0] + s[1] + s[2] + s[3]; j++)
+        unturned += !((j % 3 == 0 && j < 3 * s[0]) || (j % 3 == 1 && j < 3 * s[1]) || (j % 3 == 2 && j < 3 * s[2]));
+    check(m->config.mrope == MROPE_INTERLEAVED && m->config.rope_neox && unturned > 0, "context.qwen3vl.mrope.config",
+          "qwen3vl's interleaved sections (%d, %d, %d, %d) leave %d pairs to the fourth position", s[0], s[1], s[2], s[3], unturned);
+    shift_case(m, "qwen3vl.shift", WICK_KV_F32, 4, 50, 1e-5);
+    /* those pairs turn by nothing, before and after the shift: their cached values equal a fresh
+     * evaluation's bit for bit (turned by the dropped count they would differ by ~1e-6 of |k|
+     * here, under shift_case's bound) */
+    enum { N = 60, KEEP = 4, DROP = 50 };
+    int32_t toks[N], kept[N];
+    int n = 0;
+    for (int i = 0; i < N; i++) {
+        toks[i] = i == 0 ? 1 : 3 + (i * 37) % 500;
+        if (i < KEEP || i >= KEEP + DROP) kept[n++] = toks[i];
+    }
+    wick_ctx_params p;
+    wick_ctx_default_params(&p);
+    p.n_ctx = 64;
+    p.kv_type = WICK_KV_F32;
+    wick_ctx *a = NULL, *b = NULL;
+    if (!check(wick_ctx_new(m, &p, &a) == WICK_OK && wick_ctx_new(m, &p, &b) == WICK_OK, "context.qwen3vl.unturned.contexts", "%s",
+               wick_last_error()))
+        goto done;
+    wick_eval(a, toks, N, 0);
+    wick_kv_shift(a, KEEP, DROP);
+    wick_eval(b, kept, n, 0);
+    const model_config *mc = &m->config;
+    int half = mc->rope_dim / 2, differ = 0, compared = 0, sum = s[0] + s[1] + s[2] + s[3];
+    for (int t = 0; t < n; t++)
+        for (int h = 0; h < mc->n_kv_heads; h++)
+            for (int i = 0; i < half; i++) {
+                int j = i % sum;
+                if ((j % 3 == 0 && j < 3 * s[0]) || (j % 3 == 1 && j < 3 * s[1]) || (j % 3 == 2 && j < 3 * s[2])) continue;
+                for (int d = i; d < 2 * half; d += half, compared++)
+                    differ += cached_key(a, t, h * mc->head_dim + d) != cached_key(b, t, h * mc->head_dim + d);
+            }
+    check(compared > 0 && differ == 0, "context.qwen3vl.unturned.keys", "%d of %d values of the unturned pairs differ from a fresh evaluation's",
+          differ, compared);
+done:
+    if (a) wick_ctx_free(a);
+    if (b) wick_ctx_free(b);
+}
+
 /* reads and loads the model file at path: the checks context.NAME.read and context.NAME.load */
 static wick_model *load(const char *path, const char *name, unsigned char **buf) {
     size_t n;
@@ -777,9 +825,9 @@ int main(int argc, char **argv) {
     unsigned char *buf;
     wick_model *m = load(path, "model", &buf);
     if (!m) return check_summary();
-    shift_case(m, WICK_KV_F32, 1, 29, 1e-5);
-    shift_case(m, WICK_KV_F32, 4, 7, 1e-5);
-    shift_case(m, WICK_KV_F16, 1, 29, 2e-3); /* keys re-rounded to F16 after the rotation */
+    shift_case(m, "shift", WICK_KV_F32, 1, 29, 1e-5);
+    shift_case(m, "shift", WICK_KV_F32, 4, 7, 1e-5);
+    shift_case(m, "shift", WICK_KV_F16, 1, 29, 2e-3); /* keys re-rounded to F16 after the rotation */
     external_case(m);
     external_top_case(m);
     status_cases(m);
@@ -790,5 +838,6 @@ int main(int argc, char **argv) {
     if (argc > 4) family_cases(argv[4], "gemma3n", shared_kv_cases);
     if (argc > 5) family_cases(argv[5], "lfm2", external_hybrid_case);
     if (argc > 6) family_cases(argv[6], "qwen2vl", mrope_cases);
+    if (argc > 7) family_cases(argv[7], "qwen3vl", mrope_text_cases);
     return check_summary();
 }
