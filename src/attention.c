@@ -361,8 +361,8 @@ static void attend_heads(const attn_args *a, int t, int kvh, int h0, int heads, 
 
 /* Decode over an F16 (query folded, fold_query) or Q8_0 cache, one query head per item (a KV head
  * per query head, or grouped-query heads, each reading its KV head kv(h)): query heads kvh0 …
- * kvh0 + n_kv − 1 of token t, the cache read across all of them (a cached row is one position's every KV head side by side, so the range's part of it is one
- * stretch of memory, where a pass per head steps through the whole layer's cache once per head:
+ * kvh0 + n_kv − 1 of token t, the cache read across all of them (a cached row is one position's
+ * every KV head side by side, so the range's part of it is one stretch of memory, where a pass per head steps through the whole layer's cache once per head:
  * 8.2 against 13.0 ms for a 134m decode step's attention at 2,048 tokens, F16, wasm). Each score
  * and each output element goes through the operations of the other paths in their order (the
  * same sums bit for bit, so a head's result does not depend on the path, the range or the

@@ -745,13 +745,17 @@ done:
     if (b) wick_ctx_free(b);
 }
 
+/* whether ggml's interleaved M-RoPE gives sector j none of t, h, w (sections s): the fourth position's */
+static bool mrope_unturned(const int32_t *s, int j) {
+    return !((j % 3 == 0 && j < 3 * s[0]) || (j % 3 == 1 && j < 3 * s[1]) || (j % 3 == 2 && j < 3 * s[2]));
+}
+
 /* qwen3vl, text alone: its interleaved sections leave pairs to the fourth position, which is 0
  * for every token, so a shift must not turn them (the others move by the dropped count) */
 static void mrope_text_cases(wick_model *m) {
     const int32_t *s = m->config.rope_sections;
-    int unturned = 0; /* the sectors ggml's interleaved M-RoPE gives none of t, h, w */
-    for (int j = 0; j < s[0] + s[1] + s[2] + s[3]; j++)
-        unturned += !((j % 3 == 0 && j < 3 * s[0]) || (j % 3 == 1 && j < 3 * s[1]) || (j % 3 == 2 && j < 3 * s[2]));
+    int unturned = 0;
+    for (int j = 0; j < s[0] + s[1] + s[2] + s[3]; j++) unturned += mrope_unturned(s, j);
     check(m->config.mrope == MROPE_INTERLEAVED && m->config.rope_neox && unturned > 0, "context.qwen3vl.mrope.config",
           "qwen3vl's interleaved sections (%d, %d, %d, %d) leave %d pairs to the fourth position", s[0], s[1], s[2], s[3], unturned);
     shift_case(m, "qwen3vl.shift", WICK_KV_F32, 4, 50, 1e-5);
@@ -781,8 +785,7 @@ static void mrope_text_cases(wick_model *m) {
     for (int t = 0; t < n; t++)
         for (int h = 0; h < mc->n_kv_heads; h++)
             for (int i = 0; i < half; i++) {
-                int j = i % sum;
-                if ((j % 3 == 0 && j < 3 * s[0]) || (j % 3 == 1 && j < 3 * s[1]) || (j % 3 == 2 && j < 3 * s[2])) continue;
+                if (!mrope_unturned(s, i % sum)) continue;
                 for (int d = i; d < 2 * half; d += half, compared++)
                     differ += cached_key(a, t, h * mc->head_dim + d) != cached_key(b, t, h * mc->head_dim + d);
             }
