@@ -1,7 +1,8 @@
 // tests/check-gpu-real.test.mjs — `npm run check:gpu-real` (tools/check-gpu-real.mjs) end to end on
 // SwiftShader: refused without --allow-software when the only adapter is a software one (exit 2,
 // saying so), and with it, --quick (134m Q4_0, a 16-token prompt, 4 tokens, the gpu-kernels suite)
-// runs the suite, measures both paths and prints the table; the numbers mean nothing here.
+// runs the suite, measures the CPU path and the GPU path with two decode kernels (rows, mv) and
+// prints the table; the numbers mean nothing here.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
@@ -23,13 +24,21 @@ test('check:gpu-real --quick --allow-software runs end to end on SwiftShader: a 
   const r = spawnSync(process.execPath, [script, '--quick', '--allow-software'], { cwd: root, env: swiftshader, encoding: 'utf8' });
   assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
   const lines = r.stdout.split('\n');
-  assert.match(lines[0], /^\| model \| MiB \| CPU prefill tok\/s \| GPU prefill tok\/s \| CPU decode tok\/s \| GPU decode tok\/s \|/);
-  const row = lines.find((l) => l.startsWith('| 134m Q4_0 |'));
-  assert.ok(row, r.stdout);
-  const cells = row.split('|').map((c) => c.trim()).filter(Boolean);
-  for (const c of cells.slice(2, 7)) assert.ok(Number(c) > 0, `a measured figure: ${row}`);
-  // greedy on both paths: the GPU reads back the best logit only (8 + 8 bytes per token)
-  assert.match(cells[7], /^16 B; greedy tokens equal \d of 4$/);
+  assert.match(lines[0], /^\| model \| MiB \| path \| prefill tok\/s \| decode tok\/s \| decode ÷ CPU \|/);
+  const cells = (p) => {
+    const row = lines.find((l) => l.startsWith(`| 134m Q4_0 |`) && l.includes(`| ${p} |`));
+    assert.ok(row, `no ${p} row: ${r.stdout}`);
+    return row.split('|').map((c) => c.trim()).filter(Boolean);
+  };
+  const cpu = cells('CPU');
+  for (const c of cpu.slice(3, 5)) assert.ok(Number(c) > 0, `a measured figure: ${cpu}`);
+  // the GPU path with the kernel of before (main on a software adapter) and the one-token kernel main_mv
+  for (const p of ['GPU rows', 'GPU mv']) {
+    const g = cells(p);
+    for (const c of g.slice(3, 6)) assert.ok(Number(c) > 0, `a measured figure: ${g}`);
+    // greedy on both paths: the GPU reads back the best logit only (8 + 8 bytes per token)
+    assert.match(g[6], /^16 B; greedy tokens equal \d of 4$/);
+  }
   assert.match(r.stdout, /adapter: .*swiftshader.*a software adapter/i);
   assert.match(r.stdout, /gpu-kernels \d+ passed, 0 failed, 0 skipped/);
 });

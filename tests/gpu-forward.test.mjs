@@ -17,9 +17,9 @@ const { device } = await gpuDevice();
 const dequantize = dequantizer(M);
 const heap = () => M.HEAPU8;
 
-async function forwardOf(file, nCtx = 256, software = true) {
+async function forwardOf(file, nCtx = 256, software = true, decodeKernel = 'auto') {
   const { model, tensors } = loadModel(M, file);
-  const f = await backend.GpuForward.create(device, { tensors, heap, dequantize, nCtx, software });
+  const f = await backend.GpuForward.create(device, { tensors, heap, dequantize, nCtx, software, decodeKernel });
   return { f, model, tensors };
 }
 
@@ -59,6 +59,8 @@ test("a hardware adapter's plan (matmul.wgsl's workgroup-per-row entry point): m
   const { f } = await forwardOf(path.join(models, 'mini', 'mini-q4_k_m.gguf'), 128, false);
   try {
     assert.equal(f.matmulEntry, 'main_wg');
+    // decode steps through the one-token kernel: its subgroup variant where the device has subgroups
+    assert.equal(f.decodeKernel, device.features.has('subgroups') ? 'mv_sg' : 'mv');
     const n = ref.prompt_tokens.length, V = ref.n_vocab;
     const logits = await f.eval(ref.prompt_tokens, 0, true);
     const rows = Array.from({ length: n }, (_, i) => logits.subarray(i * V, (i + 1) * V));
@@ -72,6 +74,31 @@ test("a hardware adapter's plan (matmul.wgsl's workgroup-per-row entry point): m
     f.destroy();
   }
 });
+
+// the one-token kernels (matmul.wgsl main_mv, main_mv_sg) in the software plan: the prompt through
+// main, each greedy step through the decode kernel, for files of each GPU type (F16, Q4_0, Q8_0,
+// Q4_K with Q6_K, Q5_K with Q6_K, Q6_K; gemma3's head_dim and tied output)
+for (const decodeKernel of ['mv', ...(device.features.has('subgroups') ? ['mv_sg'] : [])]) {
+  test(`the decode kernel ${decodeKernel}: greedy steps of seven files match llama.cpp's`, { timeout: 300000 }, async () => {
+    const problems = [];
+    for (const file of ['mini/mini-f16', 'mini/mini-q4_0', 'mini/mini-q8_0', 'mini/mini-q4_k_m', 'mini/mini-q5_k_m', 'mini/mini-q6_k', 'families/mini-gemma3-q4_k_m']) {
+      const name = path.basename(file);
+      const ref = loadReference(`${name}.json`);
+      const { f } = await forwardOf(path.join(models, `${file}.gguf`), 128, true, decodeKernel);
+      try {
+        assert.equal(f.decodeKernel, decodeKernel);
+        const n = ref.prompt_tokens.length;
+        const steps = [await f.eval(ref.prompt_tokens, 0, false)];
+        for (let s = 1; s < ref.greedy_step_logits.length; s++) steps.push(await f.eval([ref.greedy_tokens[s - 1]], n + s - 1, false));
+        problems.push(...compareRows(steps, ref.greedy_step_logits, toleranceFor(name), `${name} greedy`));
+        assert.ok(f.stats.activationBytesRead > 0);
+      } finally {
+        f.destroy();
+      }
+    }
+    assert.deepEqual(problems, []);
+  });
+}
 
 test('stories260K: the 240 greedy tokens on the GPU path are the published ones', { timeout: 600000 }, async () => {
   const ref = loadReference('stories260K.json');

@@ -4,14 +4,19 @@
 // dequantization (wick_dequantize, summed in float64) within float rounding, and against the
 // engine's kernel (wick_row_dot: the activation row quantized to 8-bit blocks first, as the CPU
 // forward pass does) within that quantization's error. One token (decode) and eleven (a token
-// tile of 8 and a partial one), a row count over several workgroups, on SwiftShader; both entry
-// points (main: an invocation per row, main_wg: a workgroup per row).
+// tile of 8 and a partial one), a row count over several workgroups, on SwiftShader; every entry
+// point (main: an invocation per row, main_wg: a workgroup per row, main_mv: the one-token kernel
+// with 4 rows per workgroup, and main_mv_sg, its subgroup variant, where the device has subgroups),
+// with rows longer than 2,048 and, for the decode kernels, more rows than one y step of the dispatch.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { backend, loadEngine, gpuDevice } from './gpu-helpers.mjs';
 
 const M = await loadEngine();
 const { device } = await gpuDevice();
+const SUBGROUPS = device.features.has('subgroups');
+const ENTRIES = ['main', 'main_wg', 'main_mv', ...(SUBGROUPS ? ['main_mv_sg'] : [])];
+const ONE_TOKEN = (entry) => entry.startsWith('main_mv');
 
 // block bytes, elements and the offsets of the f16 scales in each block (ggml-common.h layouts)
 const TYPES = {
@@ -47,7 +52,7 @@ function randomRows(t, rows, cols) {
 }
 
 async function gpuMatmul(type, wBytes, rows, cols, x, nTok, entry) {
-  const pipe = await backend.makePipeline(device, await backend.matmulSource(type), entry, `matmul ${type}`);
+  const pipe = await backend.makePipeline(device, await backend.matmulSource(type, { subgroups: entry === 'main_mv_sg' }), entry, `matmul ${type}`);
   const S = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
   const mk = (size, usage) => device.createBuffer({ size: Math.ceil(size / 4) * 4, usage });
   const W = mk(wBytes.length, S), X = mk(x.byteLength, S), Y = mk(nTok * rows * 4, S), B = mk(rows * 4, S);
@@ -61,13 +66,20 @@ async function gpuMatmul(type, wBytes, rows, cols, x, nTok, entry) {
   device.queue.writeBuffer(St, 0, new Uint32Array([nTok, 0, nTok, 0]));
   const bind = device.createBindGroup({
     layout: pipe.getBindGroupLayout(0),
-    entries: [W, X, Y, P, St, B].map((buffer, binding) => ({ binding, resource: { buffer } })),
+    // the one-token kernels read no Step (binding 4)
+    entries: [W, X, Y, P, St, B].map((buffer, binding) => ({ binding, resource: { buffer } })).filter((e) => !(ONE_TOKEN(entry) && e.binding === 4)),
   });
   const enc = device.createCommandEncoder();
   const pass = enc.beginComputePass();
   pass.setPipeline(pipe);
   pass.setBindGroup(0, bind);
-  pass.dispatchWorkgroups(entry === 'main' ? Math.ceil(rows / 64) : rows, 1, Math.ceil(nTok / 8));
+  if (ONE_TOKEN(entry)) {
+    // matmul.wgsl MV_ROWS rows per workgroup, MV_GROUPS_PER_Y workgroups per y step
+    const g = Math.ceil(rows / 4);
+    pass.dispatchWorkgroups(Math.min(g, 8192), Math.ceil(g / 8192), 1);
+  } else {
+    pass.dispatchWorkgroups(entry === 'main' ? Math.ceil(rows / 64) : rows, 1, Math.ceil(nTok / 8));
+  }
   pass.end();
   enc.copyBufferToBuffer(Y, 0, R, 0, nTok * rows * 4);
   device.queue.submit([enc.finish()]);
@@ -88,12 +100,13 @@ function withHeap(bytes, fn) {
   }
 }
 
-for (const [name, t] of Object.entries(TYPES)) for (const entry of ['main', 'main_wg']) {
+for (const [name, t] of Object.entries(TYPES)) for (const entry of ENTRIES) {
   test(`matmul shader ${name} (${entry}): equals the engine's dequantization and its kernel on random blocks`, { timeout: 120000 }, async () => {
-    const rows = 70, cols = 512;
+    // 70 rows: the decode kernels' last group of 4 is partial; 2,304 columns: rows past 2,048
+    const rows = 70, cols = ONE_TOKEN(entry) ? 2304 : 512;
     const w = randomRows(t, rows, cols);
     const rowBytes = w.length / rows;
-    for (const nTok of [1, 11]) {
+    for (const nTok of ONE_TOKEN(entry) ? [1] : [1, 11]) {
       const x = new Float32Array(nTok * cols).map(() => rand() * 2 - 1);
       const gpu = await gpuMatmul(t.id, w, rows, cols, x, nTok, entry);
       let checked = 0;
@@ -142,3 +155,110 @@ test('a wrong layout is caught: Q4_K blocks with their nibbles swapped give othe
   for (let r = 0; r < rows; r++) if (Math.abs(good[r] - bad[r]) > 1e-3 * Math.abs(good[r]) + 1e-6) differ++;
   assert.ok(differ >= 3, `${differ} of ${rows} rows changed when the nibbles were swapped`);
 });
+
+for (const entry of ENTRIES.filter(ONE_TOKEN)) {
+  test(`matmul shader q4_0 (${entry}): 32,801 rows, past one y step of the dispatch (8,192 groups of 4)`, { timeout: 300000 }, async () => {
+    const rows = 32801, cols = 64, t = TYPES.q4_0;
+    const w = randomRows(t, rows, cols);
+    const rowBytes = w.length / rows;
+    const x = new Float32Array(cols).map(() => rand() * 2 - 1);
+    const gpu = await gpuMatmul(t.id, w, rows, cols, x, 1, entry);
+    const all = M._malloc(rows * cols * 4) >>> 0;
+    withHeap(w, (wp) => assert.equal(M._wick_dequantize(t.id, wp, rows * cols, all), 0));
+    const deq = M.HEAPF32.slice(all >>> 2, (all >>> 2) + rows * cols);
+    M._free(all);
+    let bad = 0;
+    for (let r = 0; r < rows; r++) {
+      let exact = 0, mag = 0;
+      for (let i = 0; i < cols; i++) {
+        exact += deq[r * cols + i] * x[i];
+        mag += Math.abs(deq[r * cols + i] * x[i]);
+      }
+      if (!(Math.abs(gpu[r] - exact) <= 1e-5 * mag + 1e-30)) bad++;
+    }
+    assert.equal(bad, 0, `${bad} of ${rows} rows differ from the exact product`);
+  });
+}
+
+// attention.wgsl for one token: main (a workgroup per head over the whole context) and the split
+// pair (split_attend over chunks of 256 positions, split_reduce) against softmax(q·Kᵀ·scale)·V in
+// float64, for contexts of 1, 63 and 4,097 positions, grouped-query heads, a sliding window and a softcap
+async function gpuAttention(entry, { nHeads, nKv, headDim, pos, window, scale, softcap }, q, kc, vc) {
+  const S = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
+  const mk = (size, usage = S) => device.createBuffer({ size: Math.max(16, Math.ceil(size / 4) * 4), usage });
+  const qd = nHeads * headDim, kvd = nKv * headDim;
+  const chunks = Math.floor((pos - (window > 0 && pos >= window ? pos - window + 1 : 0)) / 256) + 1;
+  const Q = mk(qd * 4), K = mk(kc.byteLength), V = mk(vc.byteLength), O = mk(qd * 4), Part = mk(nHeads * chunks * (headDim + 2) * 4);
+  const P = mk(32, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST), St = mk(16, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST);
+  const R = mk(qd * 4, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST);
+  for (const [b, v] of [[Q, q], [K, kc], [V, vc]]) device.queue.writeBuffer(b, 0, v);
+  const params = new DataView(new ArrayBuffer(32));
+  [nHeads, nKv, headDim, qd, kvd, window].forEach((v, i) => params.setUint32(4 * i, v, true));
+  params.setFloat32(24, scale, true);
+  params.setFloat32(28, softcap, true);
+  device.queue.writeBuffer(P, 0, params.buffer);
+  device.queue.writeBuffer(St, 0, new Uint32Array([1, pos, 1, 0]));
+  const code = await backend.readShaderText('attention');
+  const enc = device.createCommandEncoder();
+  const pass = enc.beginComputePass();
+  const steps = entry === 'main' ? [['main', [Q, K, V, O, P, St, null], nHeads]]
+    : [['split_attend', [Q, K, V, null, P, St, Part], nHeads * chunks], ['split_reduce', [null, null, null, O, P, St, Part], nHeads]];
+  for (const [name, bufs, groups] of steps) {
+    const pipe = await backend.makePipeline(device, code, name, `attention ${name}`);
+    const entries = bufs.map((buffer, binding) => buffer && { binding, resource: { buffer } }).filter(Boolean);
+    pass.setPipeline(pipe);
+    pass.setBindGroup(0, device.createBindGroup({ layout: pipe.getBindGroupLayout(0), entries }));
+    pass.dispatchWorkgroups(groups, 1, 1);
+  }
+  pass.end();
+  enc.copyBufferToBuffer(O, 0, R, 0, qd * 4);
+  device.queue.submit([enc.finish()]);
+  await R.mapAsync(GPUMapMode.READ);
+  const out = new Float32Array(R.getMappedRange().slice(0));
+  R.unmap();
+  for (const b of [Q, K, V, O, Part, P, St, R]) b.destroy();
+  return out;
+}
+
+const ATTENTION_CASES = [
+  { nHeads: 4, nKv: 2, headDim: 64, pos: 0, window: 0, scale: 0.125, softcap: 0 },
+  { nHeads: 4, nKv: 2, headDim: 64, pos: 62, window: 0, scale: 0.125, softcap: 0 },
+  { nHeads: 4, nKv: 1, headDim: 128, pos: 4096, window: 0, scale: 1 / Math.sqrt(128), softcap: 0 },
+  { nHeads: 2, nKv: 2, headDim: 256, pos: 4096, window: 600, scale: 0.0625, softcap: 50 },
+];
+for (const entry of ['main', 'split']) {
+  test(`attention shader (${entry === 'main' ? 'main' : 'split_attend + split_reduce'}): one token over 1, 63 and 4,097 positions equals the float64 softmax`, { timeout: 300000 }, async () => {
+    for (const cs of ATTENTION_CASES) {
+      const { nHeads, nKv, headDim, pos, window, scale, softcap } = cs;
+      const kvd = nKv * headDim, n = pos + 1;
+      const q = new Float32Array(nHeads * headDim).map(() => rand() * 2 - 1);
+      // keys large enough that the softmax is far from uniform
+      const kc = new Float32Array(n * kvd).map(() => (rand() * 2 - 1) * 3);
+      const vc = new Float32Array(n * kvd).map(() => rand() * 2 - 1);
+      const got = await gpuAttention(entry, cs, q, kc, vc);
+      const first = window > 0 && pos >= window ? pos - window + 1 : 0;
+      let worst = 0;
+      for (let h = 0; h < nHeads; h++) {
+        const kh = Math.floor(h / (nHeads / nKv));
+        const s = [];
+        for (let p = first; p <= pos; p++) {
+          let d = 0;
+          for (let i = 0; i < headDim; i++) d += q[h * headDim + i] * kc[p * kvd + kh * headDim + i];
+          d *= scale;
+          if (softcap > 0) d = Math.tanh(d / softcap) * softcap;
+          s.push(d);
+        }
+        const mx = Math.max(...s);
+        const e = s.map((x) => Math.exp(x - mx));
+        const sum = e.reduce((a, b) => a + b, 0);
+        for (let i = 0; i < headDim; i++) {
+          let o = 0;
+          for (let p = first; p <= pos; p++) o += e[p - first] * vc[p * kvd + kh * headDim + i];
+          o /= sum;
+          worst = Math.max(worst, Math.abs(got[h * headDim + i] - o));
+        }
+      }
+      assert.ok(worst <= 2e-5, `${JSON.stringify(cs)}: largest difference ${worst}`);
+    }
+  });
+}

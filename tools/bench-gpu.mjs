@@ -5,7 +5,7 @@
 // synthetic 134m and 1b files in Q4_0 and Q4_K_M; with the adapter it ran on and its decode
 // tokens/s (meaningless on a software adapter such as SwiftShader, which computes on the CPU).
 // `npm run bench` runs it after the CPU tables (unless --no-gpu); alone:
-//   node tools/bench-gpu.mjs [--models models/synth-1b-q4_0.gguf,…] [--tokens 3] [--record]
+//   node tools/bench-gpu.mjs [--models models/synth-1b-q4_0.gguf,…] [--tokens 3] [--decode-kernels rows,auto] [--record]
 // Under Node the adapter comes from the npm package webgpu (Dawn); without a GPU, Chromium's
 // SwiftShader driver (VK_ICD_FILENAMES=/usr/lib/chromium/vk_swiftshader_icd.json, set here when unset).
 import fs from 'node:fs';
@@ -18,6 +18,7 @@ const MiB = 1024 * 1024;
 export const GPU_DEFAULTS = {
   models: 'models/synth-134m-q4_0.gguf,models/synth-134m-q4_k_m.gguf,models/synth-1b-q4_0.gguf,models/synth-1b-q4_k_m.gguf',
   tokens: 3,
+  decodeKernels: 'rows,auto',
   record: false,
 };
 
@@ -61,40 +62,52 @@ export async function gpuBench(opts) {
     check(M, M._wick_model_tensors_json(handle, buf, need, out));
     const tensors = JSON.parse(M.UTF8ToString(buf));
     M._free(buf);
-    process.stderr.write(`bench-gpu: ${modelLabel(model)}: uploading to ${found.description}\n`);
-    const f = await gpu.GpuForward.create(device, { tensors, heap: () => M.HEAPU8, dequantize, nCtx: 64, software: found.software });
     try {
-      await f.eval([1, 2, 3, 4], 0, false);
-      const before = { ...f.stats };
-      const t0 = performance.now();
-      for (let i = 0; i < opts.tokens; i++) await f.eval([5 + i], 4 + i, false);
-      const seconds = (performance.now() - t0) / 1000;
-      const per = (k) => (f.stats[k] - before[k]) / opts.tokens;
-      const s = f.structure();
-      rows.push([
-        modelLabel(model),
-        fmt(s.weightBytes / MiB),
-        fmt(per('weightBytesRead') / MiB),
-        fmt(per('weightBytesRead') / s.weightBytes, 3),
-        fmt(per('dispatches'), 0),
-        fmt(s.copiesPerToken, 0),
-        fmt(per('submissions'), 0),
-        fmt(per('readbackBytes') / 1024, 1),
-        `${s.buffers} (largest ${fmt(s.largestBuffer / MiB)} MiB)`,
-        fmt(opts.tokens / seconds, 2),
-      ]);
+      for (const decodeKernel of list(opts.decodeKernels)) {
+        process.stderr.write(`bench-gpu: ${modelLabel(model)}: uploading to ${found.description} (decode kernel ${decodeKernel})\n`);
+        // 'auto' as a GPU takes it (a software adapter's own plan keeps 'rows'); batches go through
+        // the adapter's own entry point (main on a software adapter), which changes no count
+        const kernel = decodeKernel === 'auto' && found.software ? (device.features.has('subgroups') ? 'mv_sg' : 'mv') : decodeKernel;
+        const f = await gpu.GpuForward.create(device, { tensors, heap: () => M.HEAPU8, dequantize, nCtx: 64, software: found.software, decodeKernel: kernel });
+        try {
+          await f.eval([1, 2, 3, 4], 0, false);
+          const before = { ...f.stats };
+          const t0 = performance.now();
+          for (let i = 0; i < opts.tokens; i++) await f.eval([5 + i], 4 + i, false);
+          const seconds = (performance.now() - t0) / 1000;
+          const per = (k) => (f.stats[k] - before[k]) / opts.tokens;
+          const s = f.structure();
+          rows.push([
+            modelLabel(model),
+            s.decodeKernel,
+            fmt(s.weightBytes / MiB),
+            fmt(per('weightBytesRead') / MiB),
+            fmt(per('weightBytesRead') / s.weightBytes, 3),
+            fmt(per('activationBytesRead') / per('weightsRead'), 2),
+            fmt(per('dispatches'), 0),
+            fmt(s.copiesPerToken, 0),
+            fmt(per('submissions'), 0),
+            fmt(per('readbackBytes') / 1024, 1),
+            `${s.buffers} (largest ${fmt(s.largestBuffer / MiB)} MiB)`,
+            fmt(opts.tokens / seconds, 2),
+          ]);
+        } finally {
+          f.destroy();
+        }
+      }
     } finally {
-      f.destroy();
       M._wick_model_free(handle);
       M._free(ptr);
       M._free(out);
     }
   }
   device.destroy();
-  const table = markdownTable(['model', 'weights on GPU MiB', 'weight MiB read per token', 'read / weights', 'dispatches per token', 'buffer copies per token', 'submissions per token', 'readback KiB per token', 'buffers', 'decode tok/s'], rows);
+  const table = markdownTable(['model', 'decode kernel', 'weights on GPU MiB', 'weight MiB read per token', 'read / weights', 'activation bytes per weight', 'dispatches per token', 'buffer copies per token', 'submissions per token', 'readback KiB per token', 'buffers', 'decode tok/s'], rows);
   const notes = `GPU path (wasm_glue/gpu/backend.mjs), adapter: ${found.description}${found.software ? ' (a software adapter: computes on the CPU, its tokens/s say nothing about a GPU)' : ''}; ` +
     `maxStorageBufferBindingSize ${fmt(device.limits.maxStorageBufferBindingSize / MiB, 0)} MiB (tensors above it are split by rows); ` +
-    `figures counted over ${opts.tokens} decode steps after a 4-token prompt, context 64. The embedding table stays on the CPU side ` +
+    `figures counted over ${opts.tokens} decode steps after a 4-token prompt, context 64; decode kernel rows: matmul.wgsl main_wg on a GPU, main on a software adapter (a row per workgroup or invocation, 8 token slots), ` +
+    'mv: main_mv (4 rows per 256-thread workgroup, the activations loaded once for the 4), mv_sg: main_mv with subgroupAdd; activation bytes per weight: ' +
+    'f32 activations the matrix products load over the weights they multiply. The embedding table stays on the CPU side ' +
     '(one row dequantized per token) unless the output shares it; buffer copies are the K and V rows into each layer\'s cache.';
   return `${table}\n\n${notes}`;
 }

@@ -10,12 +10,16 @@
 //
 //   node tools/check-gpu-real.mjs [--allow-software] [--quick] [--suites gpu-kernels,gpu-glue | none]
 //        [--models models/synth-134m-q4_0.gguf,…] [--prompt-tokens 128] [--tokens 32] [--threads N]
-//        [--budget 540] [--record]
+//        [--paths cpu,rows,auto] [--budget 540] [--record]
 //   node tools/check-gpu-real.mjs --bundle wick-gpu-check.tar.gz   (for a machine with no registry)
 //
-// --quick: the 134m Q4_0 file only, a 16-token prompt, 4 decoded tokens, the gpu-kernels suite
+// --quick: the 134m Q4_0 file only, a 16-token prompt, 4 decoded tokens, the gpu-kernels suite,
+// the CPU and the decode kernels rows and mv
 // (a run of the whole script in a minute or two; tests/check-gpu-real.test.mjs runs it so on
-// SwiftShader). --record appends the table to BENCHMARKS.md. --budget: seconds after which the
+// SwiftShader). --paths: what is measured on each file, in this order: cpu (the wasm build), and the
+// GPU path with each decode kernel named (backend.mjs DECODE_KERNELS: rows, the workgroup-per-row
+// kernel of before; mv and mv_sg, the one-token kernels; auto, what a load takes: mv_sg where the
+// device has subgroups). --record appends the table to BENCHMARKS.md. --budget: seconds after which the
 // models not yet measured are skipped (said in the table). Exit status: 0 when every suite passed
 // and every measurement ran, 1 otherwise, 2 when refused (no adapter, or only a software one).
 // --bundle FILE writes a .tar.gz with what the check needs and nothing else to install but Node and
@@ -39,11 +43,12 @@ const DEFAULTS = {
   promptTokens: 128,
   tokens: 32,
   threads: 0,
+  paths: 'cpu,rows,auto',
   budget: 540,
   record: false,
   bundle: '',
 };
-const QUICK = { models: 'models/synth-134m-q4_0.gguf', promptTokens: 16, tokens: 4, suites: 'gpu-kernels' };
+const QUICK = { models: 'models/synth-134m-q4_0.gguf', promptTokens: 16, tokens: 4, suites: 'gpu-kernels', paths: 'cpu,rows,mv' };
 const MiB = 1024 * 1024;
 // two decimals, or two significant digits below 0.1 (a software adapter's 0.0035)
 const ratio = (x) => (Number.isFinite(x) && x > 0 && x < 0.1 ? x.toPrecision(2) : fmt(x, 2));
@@ -113,9 +118,9 @@ async function runSuites(names, env) {
 }
 
 /** Prefill and decode tokens/s of one file on one device, greedy: {prefill, decode, tokens, readback}. */
-async function measure(Wick, file, device, opts, software) {
+async function measure(Wick, file, device, opts, software, decodeKernel = 'auto') {
   const engine = await Wick.load(file, {
-    device, gpuAllowSoftware: software, contextSize: Math.max(256, opts.promptTokens + opts.tokens + 16),
+    device, gpuAllowSoftware: software, contextSize: Math.max(256, opts.promptTokens + opts.tokens + 16), gpuDecodeKernel: decodeKernel,
     ...(opts.threads ? { threads: opts.threads } : {}),
   });
   try {
@@ -136,7 +141,7 @@ async function measure(Wick, file, device, opts, software) {
     return {
       prefill: r.timings.prefillTokensPerSecond, decode: r.timings.decodeTokensPerSecond, tokens: r.tokens,
       evaluated: r.timings.promptEvalTokens, readback: r.timings.gpuReadbackBytes,
-      threads: engine.info.threads, build: engine.info.build,
+      threads: engine.info.threads, build: engine.info.build, decodeKernel: engine.device.decodeKernel,
     };
   } finally {
     await engine.unload();
@@ -189,38 +194,53 @@ async function main(argv) {
   const rows = [];
   let cpuBuild = 'the wasm build';
   let failures = suites.filter((s) => s.fail !== 0 || s.code !== 0).length;
+  const paths = list(opts.paths);
+  for (const p of paths) if (p !== 'cpu' && !['auto', 'rows', 'mv', 'mv_sg'].includes(p)) throw new Error(`--paths: ${p} is not cpu or a decode kernel (rows, mv, mv_sg, auto)`);
   for (const file of list(opts.models)) {
     const label = modelLabel(file);
     if ((performance.now() - t0) / 1000 > opts.budget) {
-      rows.push([label, '—', '—', '—', '—', '—', '—', `skipped: past the ${opts.budget} s budget`]);
+      rows.push([label, '—', '—', '—', '—', '—', `skipped: past the ${opts.budget} s budget`]);
       continue;
     }
+    let model, cpu = null, first = null;
     try {
-      const model = ensureModel(file);
-      log(`${label}: CPU path`);
-      const cpu = await measure(Wick, model, 'cpu', opts, false);
-      log(`${label}: GPU path`);
-      const gpu = await measure(Wick, model, 'gpu', opts, adapter.software);
-      const same = cpu.tokens.findIndex((t, i) => t !== gpu.tokens[i]);
-      cpuBuild = `${cpu.build}, ${cpu.threads} thread${cpu.threads === 1 ? "" : "s"}`;
-      rows.push([
-        label, fmt(fs.statSync(model).size / MiB, 0),
-        fmt(cpu.prefill), fmt(gpu.prefill), fmt(cpu.decode, 2), fmt(gpu.decode, 2), ratio(gpu.decode / cpu.decode),
-        `${fmt(gpu.readback / (gpu.tokens.length || 1), 0)} B; greedy tokens equal ${same < 0 ? cpu.tokens.length : same} of ${cpu.tokens.length}`,
-      ]);
+      model = ensureModel(file);
     } catch (e) {
       failures++;
-      rows.push([label, '—', '—', '—', '—', '—', '—', `failed: ${e.message}`]);
+      rows.push([label, '—', '—', '—', '—', '—', `failed: ${e.message}`]);
+      continue;
+    }
+    const mib = fmt(fs.statSync(model).size / MiB, 0);
+    for (const p of paths) {
+      try {
+        log(`${label}: ${p === 'cpu' ? 'CPU path' : `GPU path, decode kernel ${p}`}`);
+        const r = p === 'cpu' ? await measure(Wick, model, 'cpu', opts, false) : await measure(Wick, model, 'gpu', opts, adapter.software, p);
+        let notes;
+        if (p === 'cpu') {
+          cpu = r;
+          cpuBuild = `${r.build}, ${r.threads} thread${r.threads === 1 ? '' : 's'}`;
+          notes = '';
+        } else {
+          const ref = cpu || first;
+          const same = ref ? ref.tokens.findIndex((t, i) => t !== r.tokens[i]) : -1;
+          notes = `${fmt(r.readback / (r.tokens.length || 1), 0)} B${ref ? `; greedy tokens equal ${same < 0 ? ref.tokens.length : same} of ${ref.tokens.length}${cpu ? '' : ' (the first GPU row\'s)'}` : ''}`;
+          first ??= r;
+        }
+        rows.push([label, mib, p === 'cpu' ? 'CPU' : `GPU ${r.decodeKernel}`, fmt(r.prefill), fmt(r.decode, 2), cpu && p !== 'cpu' ? ratio(r.decode / cpu.decode) : '—', notes]);
+      } catch (e) {
+        failures++;
+        rows.push([label, mib, p === 'cpu' ? 'CPU' : `GPU ${p}`, '—', '—', '—', `failed: ${e.message}`]);
+      }
     }
   }
-  const table = markdownTable(['model', 'MiB', 'CPU prefill tok/s', 'GPU prefill tok/s', 'CPU decode tok/s', 'GPU decode tok/s', 'GPU ÷ CPU decode', 'GPU readback per token; notes'], rows);
+  const table = markdownTable(['model', 'MiB', 'path', 'prefill tok/s', 'decode tok/s', 'decode ÷ CPU', 'GPU readback per token; notes'], rows);
   const suiteLine = suites.length
     ? suites.map((s) => `${s.name} ${s.pass} passed, ${s.fail} failed, ${s.skipped} skipped (${fmt(s.seconds, 0)} s)${s.failed.length ? `: ${s.failed.join('; ')}` : ''}`).join('; ')
     : 'none run';
   const notes = [
     `- adapter: ${adapter.description}${adapter.software ? ' — a software adapter (SwiftShader computes on the CPU): these tokens/s say nothing about a GPU' : ''}`,
     `- GPU suites (Node, this adapter): ${suiteLine}`,
-    `- prompt ${opts.promptTokens} tokens (one batch), then ${opts.tokens} greedy tokens; CPU: the wasm build under Node (${cpuBuild}; --threads sets them); GPU: device 'gpu' (the top-k readback on); machine: ${machineInfo()}; ${fmt((performance.now() - t0) / 1000, 0)} s in all`,
+    `- prompt ${opts.promptTokens} tokens (batches of 32 on the GPU), then ${opts.tokens} greedy tokens; GPU rows by decode kernel (rows: matmul.wgsl main_wg, a workgroup per row; mv: main_mv, 4 rows per 256-thread workgroup; mv_sg: main_mv with subgroupAdd); CPU: the wasm build under Node (${cpuBuild}; --threads sets them); GPU: device 'gpu' (the top-k readback on); machine: ${machineInfo()}; ${fmt((performance.now() - t0) / 1000, 0)} s in all`,
   ].join('\n');
   const text = `${table}\n\n${notes}`;
   process.stdout.write(`${text}\n`);

@@ -357,6 +357,7 @@ class Engine {
       gpuVerdicts: verdicts && gpuVerify === 'once' ? await verdicts.list() : [],
       gpuTestHooks: options.gpuTestHooks || null,
       gpuTopK: options.gpuTopK !== false,
+      gpuDecodeKernel: options.gpuDecodeKernel || 'auto',
     }, { onProgress: report });
     const onAbort = () => this._abort(request.id);
     options.signal?.addEventListener('abort', onAbort);
@@ -929,6 +930,8 @@ async function load(source, options = {}) {
   checkGpuTestHooks(options.gpuTestHooks);
   if (options.maxHeapBytes !== undefined && options.maxHeapBytes !== 0) checkNumber('maxHeapBytes', options.maxHeapBytes, { min: 1 << 20, max: 2 ** 32, integer: true });
   if (options.gpuTopK !== undefined && typeof options.gpuTopK !== 'boolean') throw invalid(`gpuTopK must be true or false (got ${JSON.stringify(options.gpuTopK)})`);
+  if (options.gpuDecodeKernel !== undefined && !['auto', 'rows', 'mv', 'mv_sg'].includes(options.gpuDecodeKernel))
+    throw invalid(`gpuDecodeKernel must be 'auto', 'rows', 'mv' or 'mv_sg' (got ${JSON.stringify(options.gpuDecodeKernel)})`);
   checkSignal(options.signal);
   const mt = options.multiThreaded !== false && canUseThreads();
   const relaxed = options.relaxedSimd !== false && hasRelaxedSimd();

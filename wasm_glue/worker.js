@@ -234,7 +234,7 @@
         state.gpu = gpu;
         gpu.topK = msg.gpuTopK !== false; // the top-k readback (runGpuOps)
         state.ctx = gpu.ctx;
-        state.device = { type: 'gpu', adapter: gpu.description, software: gpu.software, converted: gpu.forward.converted, ...(gpu.verify ? { verify: gpu.verify } : {}) };
+        state.device = { type: 'gpu', adapter: gpu.description, software: gpu.software, converted: gpu.forward.converted, decodeKernel: gpu.forward.decodeKernel, ...(gpu.verify ? { verify: gpu.verify } : {}) };
         withScratch(4, (out) => { check(M._wick_gen_new(state.ctx, out)); state.gen = u32At(out); });
       } else {
         // the GPU path refused the model after its weights were left for it: the CPU reads them again
@@ -571,6 +571,7 @@
         },
         maxBatch: gpuMaxBatch || 32,
         software: probe.software,
+        decodeKernel: msg.gpuDecodeKernel || 'auto',
         testHooks: msg.gpuTestHooks || null,
       });
       if (device === 'auto' && msg.gpuVerify !== 'never') {

@@ -30,24 +30,23 @@ var<workgroup> prob: array<f32, 64>;
 
 fn tanh_exp(x: f32) -> f32 { return 1.0 - 2.0 / (exp(2.0 * x) + 1.0); }
 
-@compute @workgroup_size(64)
-fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid: u32) {
-  let h = wid.x % P.n_heads;
-  let t = wid.x / P.n_heads;
-  let pos = S.pos0 + t;
+// The online softmax of query head h of token t over cached positions lo ..= hi: the running
+// maximum m, the sum l of exp(s − m), and this thread's output dims lid, lid + 64, … (head_dim ≤ 256)
+// of Σ exp(s − m) · V, not yet divided by l.
+struct Partial { m: f32, l: f32, acc: array<f32, 4> }
+
+fn attend(t: u32, h: u32, lo: u32, hi: u32, lid: u32) -> Partial {
   let kvh = h / (P.n_heads / P.n_kv_heads);
-  var first = 0u;
-  if (P.window > 0u && pos >= P.window) { first = pos - P.window + 1u; }
   for (var d = lid; d < P.head_dim; d += WG) { q[d] = Q[t * P.q_stride + h * P.head_dim + d]; }
   workgroupBarrier();
-  var acc: array<f32, 4>;   // output dims lid, lid + 64, … (head_dim ≤ 256)
+  var acc: array<f32, 4>;
   for (var j = 0u; j < 4u; j++) { acc[j] = 0.0; }
   var m = -3.0e38;
   var l = 0.0;
-  for (var c0 = first; c0 <= pos; c0 += WG) {
+  for (var c0 = lo; c0 <= hi; c0 += WG) {
     let p = c0 + lid;
     var s = -3.0e38;
-    if (p <= pos) {
+    if (p <= hi) {
       let kb = p * P.kv_dim + kvh * P.head_dim;
       var dot = 0.0;
       for (var d = 0u; d < P.head_dim; d++) { dot += q[d] * K[kb + d]; }
@@ -57,11 +56,11 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid:
     prob[lid] = s;
     workgroupBarrier();
     var cm = m;
-    let n_here = min(WG, pos + 1u - c0);
+    let n_here = min(WG, hi + 1u - c0);
     for (var i = 0u; i < n_here; i++) { cm = max(cm, prob[i]); }
     let corr = exp(m - cm);
     workgroupBarrier();
-    prob[lid] = select(0.0, exp(s - cm), p <= pos);
+    prob[lid] = select(0.0, exp(s - cm), p <= hi);
     workgroupBarrier();
     var sum = 0.0;
     for (var i = 0u; i < n_here; i++) { sum += prob[i]; }
@@ -77,8 +76,67 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid:
     m = cm;
     workgroupBarrier();
   }
+  return Partial(m, l, acc);
+}
+
+// the first cached position that position pos sees
+fn first_seen(pos: u32) -> u32 {
+  if (P.window > 0u && pos >= P.window) { return pos - P.window + 1u; }
+  return 0u;
+}
+
+@compute @workgroup_size(64)
+fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid: u32) {
+  let h = wid.x % P.n_heads;
+  let t = wid.x / P.n_heads;
+  let pos = S.pos0 + t;
+  let r = attend(t, h, first_seen(pos), pos, lid);
   for (var j = 0u; j < 4u; j++) {
     let d = lid + j * WG;
-    if (d < P.head_dim) { O[t * P.q_stride + h * P.head_dim + d] = acc[j] / l; }
+    if (d < P.head_dim) { O[t * P.q_stride + h * P.head_dim + d] = r.acc[j] / r.l; }
+  }
+}
+
+// ---- one token (decode): the context split over workgroups, then a reduce pass ----
+// split_attend: workgroup (h, c) takes positions first + SPLIT·c … of head h and writes its Partial to
+// Part[(c · n_heads + h) · (head_dim + 2)]: the head_dim sums, then m and l; a workgroup
+// per head (split_reduce) weighs each chunk's sums by exp(m_c − M) (M: the largest m) and divides by the weighed l.
+// The host dispatches n_heads · ceil(positions seen / SPLIT) split workgroups (backend.mjs ATT_SPLIT).
+const SPLIT: u32 = 256u;
+@group(0) @binding(6) var<storage, read_write> Part: array<f32>;
+
+@compute @workgroup_size(64)
+fn split_attend(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid: u32) {
+  let h = wid.x % P.n_heads;
+  let c = wid.x / P.n_heads;
+  let pos = S.pos0;
+  let lo = first_seen(pos) + c * SPLIT;
+  let r = attend(0u, h, lo, min(pos, lo + SPLIT - 1u), lid);
+  let base = (c * P.n_heads + h) * (P.head_dim + 2u);
+  for (var j = 0u; j < 4u; j++) {
+    let d = lid + j * WG;
+    if (d < P.head_dim) { Part[base + d] = r.acc[j]; }
+  }
+  if (lid == 0u) {
+    Part[base + P.head_dim] = r.m;
+    Part[base + P.head_dim + 1u] = r.l;
+  }
+}
+
+@compute @workgroup_size(64)
+fn split_reduce(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid: u32) {
+  let h = wid.x;
+  let pos = S.pos0;
+  let chunks = (pos - first_seen(pos)) / SPLIT + 1u;
+  let stride = P.n_heads * (P.head_dim + 2u);
+  let b0 = h * (P.head_dim + 2u);
+  var mx = -3.0e38;
+  for (var c = 0u; c < chunks; c++) { mx = max(mx, Part[b0 + c * stride + P.head_dim]); }
+  var l = 0.0;
+  for (var c = 0u; c < chunks; c++) { l += Part[b0 + c * stride + P.head_dim + 1u] * exp(Part[b0 + c * stride + P.head_dim] - mx); }
+  for (var d = lid; d < P.head_dim; d += WG) {
+    var o = 0.0;
+    for (var c = 0u; c < chunks; c++) { o += Part[b0 + c * stride + d] * exp(Part[b0 + c * stride + P.head_dim] - mx); }
+    O[h * P.head_dim + d] = o / l;
   }
 }

@@ -137,11 +137,29 @@ export async function readShaderText(name) {
   return (await shaders())[name];
 }
 
-/** The WGSL of the matrix product for GGUF type `type` (one of GPU_TYPES). */
-export async function matmulSource(type) {
+/** The WGSL of the matrix product for GGUF type `type` (one of GPU_TYPES); with subgroups, the
+ * module enables them and holds main_mv_sg (a device opened with the `subgroups` feature). */
+export async function matmulSource(type, { subgroups = false } = {}) {
   const s = await shaders();
-  return s.matmul.replace('//DEQUANT//', s.dequant).replace(/UNIT_FN\(/g, `unit_${GPU_TYPES.get(type)}(`);
+  const name = GPU_TYPES.get(type);
+  let code = s.matmul.replace('//DEQUANT//', s.dequant).replace(/UNIT_FN\(/g, `unit_${name}(`)
+    .replace(/PIECE_FN\(/g, `piece_${name}(`).replace(/PIECE_X_FN\(/g, `piece_x_${name}(`);
+  if (subgroups) code = `enable subgroups;\n${code}`;
+  else code = code.replace(/\/\/SUBGROUPS_BEGIN\/\/[\s\S]*\/\/SUBGROUPS_END\/\//, '');
+  return code;
 }
+
+// matmul.wgsl's decode kernel: rows per workgroup, row groups per y step of the dispatch
+const MV_ROWS = 4;
+const MV_GROUPS_PER_Y = 8192;
+// attention.wgsl SPLIT: positions per workgroup of the one-token attention
+const ATT_SPLIT = 256;
+/** The decode kernels (one token): 'rows' is matmul.wgsl main / main_wg (a row per invocation or
+ * per workgroup, the token tile of 8) and attention.wgsl main (a workgroup per head walks the whole
+ * context); 'mv' is main_mv (4 rows per 256-thread workgroup, activations loaded once for the 4)
+ * with the split attention (split_attend over chunks of 256 positions, split_reduce); 'mv_sg' is
+ * 'mv' with main_mv_sg (subgroupAdd; needs the `subgroups` feature). */
+export const DECODE_KERNELS = ['auto', 'rows', 'mv', 'mv_sg'];
 
 /** Runs fn inside validation and out-of-memory error scopes; a GPU error becomes a GpuError. */
 async function checked(device, what, fn) {
@@ -172,7 +190,17 @@ export async function makePipeline(device, code, entryPoint, label) {
 /** A device with WebGPU's default limits, which every adapter grants (maxStorageBufferBindingSize
  * 128 MiB, maxBufferSize 256 MiB): the backend splits larger tensors to fit. */
 export async function openDevice(adapter) {
-  return adapter.requestDevice({ label: 'wick' });
+  // the adapter's own limits where they are larger (a real GPU binds far more than 128 MiB at once,
+  // which splits fewer weights into row chunks), and its subgroups (main_mv_sg)
+  const want = ['maxStorageBufferBindingSize', 'maxBufferSize', 'maxComputeWorkgroupStorageSize', 'maxComputeInvocationsPerWorkgroup', 'maxComputeWorkgroupSizeX'];
+  const requiredLimits = {};
+  for (const k of want) if (adapter.limits?.[k] !== undefined) requiredLimits[k] = adapter.limits[k];
+  const requiredFeatures = ['subgroups'].filter((f) => adapter.features?.has(f));
+  try {
+    return await adapter.requestDevice({ label: 'wick', requiredLimits, requiredFeatures });
+  } catch {
+    return adapter.requestDevice({ label: 'wick' });
+  }
 }
 
 function align(n, a) {
@@ -208,11 +236,17 @@ function bufferFrom(device, bytes, usage, label) {
  * (by default both read wasm memory: heap() and dequantize).
  */
 export class GpuForward {
-  static async create(device, { tensors, heap, dequantize, nCtx, maxBatch = 32, maxBinding, software = false, testHooks = null, bytesOf, rowsOf, onUploaded }) {
+  static async create(device, { tensors, heap, dequantize, nCtx, maxBatch = 32, maxBinding, software = false, decodeKernel = 'auto', testHooks = null, bytesOf, rowsOf, onUploaded }) {
     const f = new GpuForward(device, tensors, nCtx, maxBatch, maxBinding);
     f.hooks = testHooks || {};
     // matmul.wgsl: a workgroup per row on a GPU, an invocation per row on a software adapter
     f.matmulEntry = software ? 'main' : 'main_wg';
+    // one token (decode, and the output head's one row): main_mv on a GPU, main_mv_sg where the
+    // device has subgroups; a software adapter keeps main (its barriers are slow)
+    if (!DECODE_KERNELS.includes(decodeKernel)) throw new GpuError(`decodeKernel must be one of ${DECODE_KERNELS.join(', ')} (got ${JSON.stringify(decodeKernel)})`, 'E_INVALID_ARG');
+    const subgroups = !!device.features?.has('subgroups');
+    if (decodeKernel === 'mv_sg' && !subgroups) throw new GpuError('decodeKernel mv_sg needs a device with the subgroups feature', 'E_UNSUPPORTED');
+    f.decodeKernel = decodeKernel === 'auto' ? (software ? 'rows' : subgroups ? 'mv_sg' : 'mv') : decodeKernel;
     f.bytesOf = bytesOf || ((w, from, n) => heap().subarray(w.ptr + from, w.ptr + from + n));
     f.rowsOf = rowsOf || ((w, r0, n) => dequantize(w.type, w.ptr + r0 * w.row_bytes, n * w.cols));
     f.onUploaded = onUploaded || (() => {});
@@ -246,7 +280,7 @@ export class GpuForward {
     this.converted = [];      // names of the tensors converted to F32 at load
     this.weightBytes = 0;     // bytes of weights on the GPU
     this.buffers = [];
-    this.stats = { submissions: 0, dispatches: 0, weightBytesRead: 0, readbackBytes: 0, tokens: 0 };
+    this.stats = { submissions: 0, dispatches: 0, weightBytesRead: 0, readbackBytes: 0, tokens: 0, activationBytesRead: 0, weightsRead: 0 };
     this.hooks = {};          // create()'s testHooks
     this.evaluations = 0;     // evaluate() calls (testHooks.nanAtStep counts them)
     device.lost.then((info) => {
@@ -426,10 +460,22 @@ export class GpuForward {
     const types = new Set([...this.layers.flatMap((l) => LAYER_MATRICES.filter((n) => l[n]).map((n) => l[n].type)), this.output.type]);
     this.pipes = { matmul: new Map() };
     for (const ty of types) this.pipes.matmul.set(ty, await makePipeline(d, await matmulSource(ty), this.matmulEntry, `matmul ${GPU_TYPES.get(ty)}`));
+    this.pipes.matmulMv = new Map();
+    if (this.decodeKernel !== 'rows') {
+      const sg = this.decodeKernel === 'mv_sg';
+      for (const ty of types)
+        this.pipes.matmulMv.set(ty, await makePipeline(d, await matmulSource(ty, { subgroups: sg }), sg ? 'main_mv_sg' : 'main_mv', `matmul ${GPU_TYPES.get(ty)} ${this.decodeKernel}`));
+    }
     this.pipes.norm = await makePipeline(d, s.norm, 'main', 'norm');
     this.pipes.normInPlace = await makePipeline(d, s.norm, 'in_place', 'norm in place');
     this.pipes.rope = await makePipeline(d, s.rope, 'main', 'rope');
     this.pipes.attention = await makePipeline(d, s.attention, 'main', 'attention');
+    if (this.decodeKernel !== 'rows') {
+      // one token: attention.wgsl's split_attend over chunks of ATT_SPLIT positions, then split_reduce
+      this.pipes.attSplit = await makePipeline(d, s.attention, 'split_attend', 'attention split');
+      this.pipes.attReduce = await makePipeline(d, s.attention, 'split_reduce', 'attention reduce');
+      this.attPart = this.#buffer(c.n_heads * Math.ceil(this.nCtx / ATT_SPLIT) * (c.head_dim + 2) * 4, GPUBufferUsage.STORAGE, 'attention partials');
+    }
     this.pipes.glu = await makePipeline(d, s.elementwise, 'glu', 'glu');
     this.pipes.residual = await makePipeline(d, s.elementwise, 'residual', 'residual');
     this.pipes.logits = await makePipeline(d, s.elementwise, 'logits', 'logits');
@@ -475,7 +521,13 @@ export class GpuForward {
           this.matmulEntry === 'main'
             ? (n, nOut) => [Math.ceil(ch.rows / WG), 1, Math.ceil((head ? nOut : n) / TOKEN_TILE)]
             : (n, nOut) => [Math.min(ch.rows, ROWS_PER_Y), Math.ceil(ch.rows / ROWS_PER_Y), Math.ceil((head ? nOut : n) / TOKEN_TILE)],
-          { weightBytes: ch.bytes, head });
+          { weightBytes: ch.bytes, head, weights: ch.rows * w.cols });
+        const mv = this.pipes.matmulMv.get(w.type);
+        if (mv) {
+          // the one-token kernel beside it, taken when the op has one token (encode); it reads no Step
+          const g = Math.ceil(ch.rows / MV_ROWS);
+          ops[ops.length - 1].one = [{ pipe: mv, entries: [ch.buffer, X, Y, P(48, off), null, this.vectors], groups: () => [Math.min(g, MV_GROUPS_PER_Y), Math.ceil(g / MV_GROUPS_PER_Y), 1] }];
+        }
       }
     };
     const norm = (X, Y, wOff, n, groups, stride, { head = false } = {}) => {
@@ -558,6 +610,15 @@ export class GpuForward {
       ops.push({ copyKV: i });
       const aOff = uniform(u32f32([[c.n_heads, 'u'], [c.n_kv_heads, 'u'], [c.head_dim, 'u'], [qd, 'u'], [kvd, 'u'], [L.sliding ? c.n_swa : 0, 'u'], [c.attn_scale, 'f'], [c.attn_softcap, 'f']]));
       op(this.pipes.attention, [this.q, this.kc[i], this.vc[i], this.att, P(32, aOff), 'step'], (nt) => [nt * c.n_heads, 1, 1]);
+      if (this.pipes.attSplit) {
+        // one token: the positions it sees split over workgroups of ATT_SPLIT, then combined
+        const window = L.sliding ? c.n_swa : 0;
+        const chunks = (pos) => Math.floor((pos - (window > 0 && pos >= window ? pos - window + 1 : 0)) / ATT_SPLIT) + 1;
+        ops[ops.length - 1].one = [
+          { pipe: this.pipes.attSplit, entries: [this.q, this.kc[i], this.vc[i], null, P(32, aOff), 'step', this.attPart], groups: (pos) => [c.n_heads * chunks(pos), 1, 1] },
+          { pipe: this.pipes.attReduce, entries: [null, null, null, this.att, P(32, aOff), 'step', this.attPart], groups: () => [c.n_heads, 1, 1] },
+        ];
+      }
       if (c.attn_out_gate) rec('out_gate', { 0: this.proj, 1: this.att }, { n: qd, size: c.head_dim }, (nt) => nt * qd);
       this.#blockOut(mm, norm, elementwise, l.wo, this.att, qd, l.attn_post);
     };
@@ -595,16 +656,20 @@ export class GpuForward {
     const all = new Uint8Array(Math.max(1, params.length) * UNIFORM_SLOT);
     params.forEach((buf, k) => all.set(new Uint8Array(buf), k * UNIFORM_SLOT));
     d.queue.writeBuffer(this.params, 0, all);
-    for (const o of ops) {
-      if (!o.pipe) continue;
+    const bindings = (list) => {
       const entries = [];
-      o.entries.forEach((e, binding) => {
+      list.forEach((e, binding) => {
         if (e === null) return;
         if (e === 'step') entries.push({ binding, resource: { buffer: this.step } });
         else if (e.kind === 'params') entries.push({ binding, resource: { buffer: this.params, offset: e.off, size: e.size } });
         else entries.push({ binding, resource: { buffer: e } });
       });
-      o.bindGroup = d.createBindGroup({ layout: o.pipe.getBindGroupLayout(0), entries });
+      return entries;
+    };
+    for (const o of ops) {
+      if (!o.pipe) continue;
+      o.bindGroup = d.createBindGroup({ layout: o.pipe.getBindGroupLayout(0), entries: bindings(o.entries) });
+      for (const a of o.one || []) a.bindGroup = d.createBindGroup({ layout: a.pipe.getBindGroupLayout(0), entries: bindings(a.entries) });
     }
   }
 
@@ -896,26 +961,41 @@ export class GpuForward {
         pass = enc.beginComputePass();
         continue;
       }
-      const [x, y, z] = o.groups(nt, nOut);
-      if (x === 0 || z === 0) continue;
-      pass.setPipeline(o.pipe);
-      pass.setBindGroup(0, o.bindGroup);
-      pass.dispatchWorkgroups(x, y, z);
-      this.stats.dispatches++;
-      if (o.weightBytes) this.stats.weightBytesRead += o.weightBytes * Math.ceil((o.head ? nOut : nt) / TOKEN_TILE);
+      const tokens = o.head ? nOut : nt;
+      const one = o.one && tokens === 1;
+      for (const a of one ? o.one : [o]) {
+        const [x, y, z] = one ? a.groups(pos) : o.groups(nt, nOut);
+        if (x === 0 || z === 0) continue;
+        pass.setPipeline(a.pipe);
+        pass.setBindGroup(0, a.bindGroup);
+        pass.dispatchWorkgroups(x, y, z);
+        this.stats.dispatches++;
+      }
+      if (o.weightBytes && tokens > 0) {
+        this.stats.weightBytesRead += o.weightBytes * Math.ceil(tokens / TOKEN_TILE);
+        // f32 activations loaded: each weight's once per token (main, main_wg), once per MV_ROWS rows (main_mv)
+        this.stats.activationBytesRead += (one ? 4 / MV_ROWS : 4 * tokens) * o.weights;
+        this.stats.weightsRead += o.weights;
+      }
     }
     pass.end();
   }
 
   /** Structural figures of one decode step (one token), counted from the plan. */
   structure() {
-    let dispatches = 0, weightBytesRead = 0;
+    let dispatches = 0, weightBytesRead = 0, activationBytes = 0, weights = 0;
     for (const o of this.ops) {
       if (o.copyKV !== undefined) continue;
       dispatches++;
-      if (o.weightBytes) weightBytesRead += o.weightBytes;
+      if (o.weightBytes) {
+        weightBytesRead += o.weightBytes;
+        activationBytes += (o.one ? 4 / MV_ROWS : 4) * o.weights;
+        weights += o.weights;
+      }
     }
     return {
+      decodeKernel: this.decodeKernel,
+      activationBytesPerWeight: activationBytes / weights,
       weightBytes: this.weightBytes,
       weightBytesReadPerToken: weightBytesRead,
       dispatchesPerToken: dispatches,

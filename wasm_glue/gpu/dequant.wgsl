@@ -114,3 +114,102 @@ fn unit_q6_K(base: u32, u: u32) {
     }
   }
 }
+
+// ---- pieces: 8 weights of a unit for the decode kernel (matmul.wgsl main_mv) ----
+// piece k (0..3) of unit u into pw[0..8); piece_x_T(k) says where its weights' activations lie in
+// the unit: pw[0..4) pair with the 4 floats from .x, pw[4..8) with the 4 from .y. Same layouts as
+// the unit functions above; each piece reads two of its block's words of quants.
+
+fn piece_x_f32(k: u32) -> vec2u { return vec2u(8u * k, 8u * k + 4u); }
+fn piece_f32(base: u32, u: u32, k: u32) {
+  let w0 = (base >> 2u) + u * 32u + 8u * k;
+  for (var i = 0u; i < 8u; i++) { pw[i] = bitcast<f32>(W[w0 + i]); }
+}
+
+fn piece_x_f16(k: u32) -> vec2u { return vec2u(8u * k, 8u * k + 4u); }
+fn piece_f16(base: u32, u: u32, k: u32) {
+  let w0 = (base >> 2u) + u * 16u + 4u * k;
+  for (var i = 0u; i < 4u; i++) {
+    let h = unpack2x16float(W[w0 + i]);
+    pw[2u * i] = h.x;
+    pw[2u * i + 1u] = h.y;
+  }
+}
+
+// Q4_0: the 4 bytes qs[4k..4k+4) hold elements 4k..4k+4 (low nibbles) and 16+4k.. (high)
+fn piece_x_q4_0(k: u32) -> vec2u { return vec2u(4u * k, 16u + 4u * k); }
+fn piece_q4_0(base: u32, u: u32, k: u32) {
+  let off = base + u * 18u;
+  let d = f16_at(off);
+  let w = bytes4_at(off + 2u + 4u * k);
+  for (var b = 0u; b < 4u; b++) {
+    let q = (w >> (8u * b)) & 0xffu;
+    pw[b] = d * (f32(q & 15u) - 8.0);
+    pw[b + 4u] = d * (f32(q >> 4u) - 8.0);
+  }
+}
+
+fn piece_x_q8_0(k: u32) -> vec2u { return vec2u(8u * k, 8u * k + 4u); }
+fn piece_q8_0(base: u32, u: u32, k: u32) {
+  let off = base + u * 34u;
+  let d = f16_at(off);
+  for (var h = 0u; h < 2u; h++) {
+    let w = bytes4_at(off + 2u + 8u * k + 4u * h);
+    for (var b = 0u; b < 4u; b++) { pw[4u * h + b] = d * f32((i32(w << (24u - 8u * b))) >> 24u); }
+  }
+}
+
+fn piece_x_q4_K(k: u32) -> vec2u { return vec2u(8u * k, 8u * k + 4u); }
+fn piece_q4_K(base: u32, u: u32, k: u32) {
+  let off = base + (u / 8u) * 144u;
+  let j = u % 8u;
+  let sm = scale_min_k4(off + 4u, j);
+  let d = f16_at(off) * sm.x;
+  let m = f16_at(off + 2u) * sm.y;
+  let qs = off + 16u + 32u * (j / 2u) + 8u * k;
+  let shift = (j & 1u) * 4u;
+  for (var h = 0u; h < 2u; h++) {
+    let w = bytes4_at(qs + 4u * h);
+    for (var b = 0u; b < 4u; b++) { pw[4u * h + b] = d * f32((w >> (8u * b + shift)) & 15u) - m; }
+  }
+}
+
+fn piece_x_q5_K(k: u32) -> vec2u { return vec2u(8u * k, 8u * k + 4u); }
+fn piece_q5_K(base: u32, u: u32, k: u32) {
+  let off = base + (u / 8u) * 176u;
+  let j = u % 8u;
+  let sm = scale_min_k4(off + 4u, j);
+  let d = f16_at(off) * sm.x;
+  let m = f16_at(off + 2u) * sm.y;
+  let qs = off + 48u + 32u * (j / 2u) + 8u * k;
+  let shift = (j & 1u) * 4u;
+  for (var h = 0u; h < 2u; h++) {
+    let w = bytes4_at(qs + 4u * h);
+    let hb = bytes4_at(off + 16u + 8u * k + 4u * h);
+    for (var b = 0u; b < 4u; b++) {
+      let q = ((w >> (8u * b + shift)) & 15u) | (((hb >> (8u * b + j)) & 1u) << 4u);
+      pw[4u * h + b] = d * f32(q) - m;
+    }
+  }
+}
+
+fn piece_x_q6_K(k: u32) -> vec2u { return vec2u(8u * k, 8u * k + 4u); }
+fn piece_q6_K(base: u32, u: u32, k: u32) {
+  let off = base + (u / 8u) * 210u;
+  let e0 = (u % 8u) * 32u;
+  let h = e0 / 128u;
+  let kk = (e0 % 128u) / 32u;
+  // elements 8k..8k+8 of the unit share one of its two 16-element scales
+  let dg = f16_at(off + 208u) * f32(sbyte_at(off + 192u + e0 / 16u + k / 2u));
+  let ql = off + 64u * h + 32u * (kk & 1u) + 8u * k;
+  let qh = off + 128u + 32u * h + 8u * k;
+  let lshift = select(4u, 0u, kk < 2u);
+  for (var g = 0u; g < 2u; g++) {
+    let lo = bytes4_at(ql + 4u * g);
+    let hi = bytes4_at(qh + 4u * g);
+    for (var b = 0u; b < 4u; b++) {
+      let q = ((lo >> (8u * b + lshift)) & 15u) | (((hi >> (8u * b + 2u * kk)) & 3u) << 4u);
+      pw[4u * g + b] = dg * (f32(q) - 32.0);
+    }
+  }
+}

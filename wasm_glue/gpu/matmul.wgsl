@@ -135,3 +135,85 @@ fn main_wg(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) l
   }
   if (lid < TILE && row < P.rows && t0 + lid < n) { store(t0 + lid, row, partial[lid * WG]); }
 }
+
+// ---- decode: one token, MV_ROWS rows per workgroup of MV_WG threads ----
+// Each thread takes 8-weight pieces of the rows in turn (neighbouring threads: neighbouring
+// pieces, so neighbouring words of a block), loads the piece's 8 activations once as two vec4f
+// and uses them for all MV_ROWS rows: a quarter of an f32 load per weight, where main_wg loads
+// one. No 8-token partials: each thread holds MV_ROWS sums, added up across the workgroup in two
+// barriers (main_mv) or by subgroupAdd where the device has the `subgroups` feature (main_mv_sg).
+const MV_WG: u32 = 256u;
+const MV_ROWS: u32 = 4u;
+// row groups per y step of the dispatch (x at most 65535)
+const MV_GROUPS_PER_Y: u32 = 8192u;
+
+@group(0) @binding(1) var<storage, read> X4: array<vec4f>;
+var<private> pw: array<f32, 8>;
+var<workgroup> mv_part: array<f32, 1024>;  // MV_ROWS * MV_WG
+var<workgroup> mv_part2: array<f32, 64>;   // MV_ROWS * 16
+
+// this thread's partial sums of the rows of group g (token 0 of X: the batch's one token, or the
+// output head's one row)
+fn mv_sums(g: u32, lid: u32) -> array<f32, 4> {
+  var acc = array<f32, 4>(0.0, 0.0, 0.0, 0.0);
+  let r0 = g * MV_ROWS;
+  let pieces = P.cols / 8u;
+  for (var p = lid; p < pieces; p += MV_WG) {
+    let u = p / 4u;
+    let k = p % 4u;
+    let xo = PIECE_X_FN(k);
+    let x0 = X4[(u * 32u + xo.x) / 4u];
+    let x1 = X4[(u * 32u + xo.y) / 4u];
+    for (var r = 0u; r < MV_ROWS; r++) {
+      let row = r0 + r;
+      if (row < P.rows) {
+        PIECE_FN(row * P.row_bytes, u, k);
+        acc[r] += dot(vec4f(pw[0], pw[1], pw[2], pw[3]), x0) + dot(vec4f(pw[4], pw[5], pw[6], pw[7]), x1);
+      }
+    }
+  }
+  return acc;
+}
+
+@compute @workgroup_size(256)
+fn main_mv(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid: u32) {
+  let g = wid.x + wid.y * MV_GROUPS_PER_Y;
+  let acc = mv_sums(g, lid);
+  for (var r = 0u; r < MV_ROWS; r++) { mv_part[r * MV_WG + lid] = acc[r]; }
+  workgroupBarrier();
+  if (lid < MV_ROWS * 16u) {
+    let base = (lid / 16u) * MV_WG + (lid % 16u) * 16u;
+    var s = 0.0;
+    for (var i = 0u; i < 16u; i++) { s += mv_part[base + i]; }
+    mv_part2[lid] = s;
+  }
+  workgroupBarrier();
+  let row = g * MV_ROWS + lid;
+  if (lid < MV_ROWS && row < P.rows) {
+    var s = 0.0;
+    for (var i = 0u; i < 16u; i++) { s += mv_part2[lid * 16u + i]; }
+    store(0u, row, s);
+  }
+}
+
+//SUBGROUPS_BEGIN//
+// main_mv with the sums added across each subgroup first (its lanes are consecutive invocation
+// indices, as Vulkan, Metal and D3D lay out a one-dimensional workgroup), then across subgroups
+@compute @workgroup_size(256)
+fn main_mv_sg(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid: u32,
+              @builtin(subgroup_invocation_id) lane: u32, @builtin(subgroup_size) sg_size: u32) {
+  let g = wid.x + wid.y * MV_GROUPS_PER_Y;
+  let acc = mv_sums(g, lid);
+  for (var r = 0u; r < MV_ROWS; r++) {
+    let s = subgroupAdd(acc[r]);
+    if (lane == 0u) { mv_part[r * MV_WG + lid / sg_size] = s; }
+  }
+  workgroupBarrier();
+  let row = g * MV_ROWS + lid;
+  if (lid < MV_ROWS && row < P.rows) {
+    var s = 0.0;
+    for (var i = 0u; i < MV_WG / sg_size; i++) { s += mv_part[lid * MV_WG + i]; }
+    store(0u, row, s);
+  }
+}
+//SUBGROUPS_END//
