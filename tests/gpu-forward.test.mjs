@@ -100,6 +100,29 @@ for (const decodeKernel of ['mv', ...(device.features.has('subgroups') ? ['mv_sg
   });
 }
 
+test('the decode kernels past one attention chunk: a step at 300 positions through split attention equals the rows plan', { timeout: 300000 }, async () => {
+  // both plans are f32 throughout: the same logits up to the order of the sums
+  const file = path.join(models, 'mini', 'mini-q4_0.gguf');
+  const prompt = Array.from({ length: 300 }, (_, i) => 1 + ((i * 7919) % 200));
+  const last = [];
+  for (const decodeKernel of ['rows', 'mv', ...(device.features.has('subgroups') ? ['mv_sg'] : [])]) {
+    const { f } = await forwardOf(file, 512, true, decodeKernel);
+    try {
+      await f.eval(prompt, 0, false);
+      last.push(await f.eval([5], 300, false));
+    } finally {
+      f.destroy();
+    }
+  }
+  const [ref, ...others] = last;
+  const scale = Math.max(...ref.map(Math.abs));
+  for (const got of others) {
+    let worst = 0;
+    for (let i = 0; i < ref.length; i++) worst = Math.max(worst, Math.abs(got[i] - ref[i]));
+    assert.ok(worst <= 1e-4 * scale, `largest difference ${worst} (largest logit ${scale})`);
+  }
+});
+
 test('stories260K: the 240 greedy tokens on the GPU path are the published ones', { timeout: 600000 }, async () => {
   const ref = loadReference('stories260K.json');
   const { f } = await forwardOf(path.join(models, 'stories260K.gguf'), 512);

@@ -66,8 +66,7 @@ async function gpuMatmul(type, wBytes, rows, cols, x, nTok, entry) {
   device.queue.writeBuffer(St, 0, new Uint32Array([nTok, 0, nTok, 0]));
   const bind = device.createBindGroup({
     layout: pipe.getBindGroupLayout(0),
-    // the one-token kernels read no Step (binding 4)
-    entries: [W, X, Y, P, St, B].map((buffer, binding) => ({ binding, resource: { buffer } })).filter((e) => !(ONE_TOKEN(entry) && e.binding === 4)),
+    entries: [W, X, Y, P, St, B].map((buffer, binding) => ({ binding, resource: { buffer } })),
   });
   const enc = device.createCommandEncoder();
   const pass = enc.beginComputePass();
@@ -259,6 +258,75 @@ for (const entry of ['main', 'split']) {
         }
       }
       assert.ok(worst <= 2e-5, `${JSON.stringify(cs)}: largest difference ${worst}`);
+    }
+  });
+}
+
+// matmul.wgsl main_mv_glu (and _sg): one token's gate and up products with act(gate) · up in the
+// epilogue, against the exact products of the engine's dequantization, SiLU and GELU (tanh form)
+async function gpuGlu(type, gate, up, rows, cols, x, entry, gelu) {
+  const pipe = await backend.makePipeline(device, await backend.matmulSource(type, { subgroups: entry.endsWith('_sg') }), entry, `glu ${type}`);
+  const S = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
+  const mk = (size, usage = S) => device.createBuffer({ size: Math.ceil(size / 4) * 4, usage });
+  const padded = (b) => {
+    const p = new Uint8Array(Math.ceil(b.length / 4) * 4);
+    p.set(b);
+    return p;
+  };
+  const W = mk(gate.length), W2 = mk(up.length), X = mk(x.byteLength), Y = mk(rows * 4), R = mk(rows * 4, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST);
+  const P = mk(48, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST);
+  device.queue.writeBuffer(W, 0, padded(gate));
+  device.queue.writeBuffer(W2, 0, padded(up));
+  device.queue.writeBuffer(X, 0, x);
+  device.queue.writeBuffer(P, 0, new Uint32Array([rows, cols, gate.length / rows, 0, cols, rows, gelu ? 16 : 0, 0, 0, 0, 0, 0]));
+  const enc = device.createCommandEncoder();
+  const pass = enc.beginComputePass();
+  pass.setPipeline(pipe);
+  pass.setBindGroup(0, device.createBindGroup({ layout: pipe.getBindGroupLayout(0), entries: [[0, W], [1, X], [2, Y], [3, P], [6, W2]].map(([binding, buffer]) => ({ binding, resource: { buffer } })) }));
+  pass.dispatchWorkgroups(Math.ceil(rows / 2), 1, 1);
+  pass.end();
+  enc.copyBufferToBuffer(Y, 0, R, 0, rows * 4);
+  device.queue.submit([enc.finish()]);
+  await R.mapAsync(GPUMapMode.READ);
+  const out = new Float32Array(R.getMappedRange().slice(0));
+  R.unmap();
+  for (const b of [W, W2, X, Y, P, R]) b.destroy();
+  return out;
+}
+
+for (const entry of ['main_mv_glu', ...(SUBGROUPS ? ['main_mv_glu_sg'] : [])]) {
+  test(`matmul shader ${entry}: act(gate) · up of one token equals the exact products on random blocks`, { timeout: 120000 }, async () => {
+    const rows = 71, cols = 2304;
+    const silu = (v) => v / (1 + Math.exp(-v));
+    const gelu = (v) => 0.5 * v * (1 + Math.tanh(0.7978845608028654 * v * (1 + 0.044715 * v * v)));
+    for (const name of ['f16', 'q4_0', 'q8_0', 'q4_K', 'q6_K']) {
+      const t = TYPES[name];
+      const gate = randomRows(t, rows, cols), up = randomRows(t, rows, cols);
+      const x = new Float32Array(cols).map(() => rand() * 2 - 1);
+      const rowBytes = gate.length / rows;
+      for (const useGelu of [false, true]) {
+        const got = await gpuGlu(t.id, gate, up, rows, cols, x, entry, useGelu);
+        const exact = (w, r) => withHeap(w, (wp) => {
+          const deq = M._malloc(cols * 4) >>> 0;
+          assert.equal(M._wick_dequantize(t.id, wp + r * rowBytes, cols, deq), 0);
+          let s = 0, mag = 0;
+          for (let i = 0; i < cols; i++) {
+            const p = M.HEAPF32[(deq >>> 2) + i] * x[i];
+            s += p;
+            mag += Math.abs(p);
+          }
+          M._free(deq);
+          return [s, mag];
+        });
+        for (let r = 0; r < rows; r++) {
+          const [g, mg] = exact(gate, r), [u, mu] = exact(up, r);
+          const a = useGelu ? gelu(g) : silu(g);
+          const want = a * u;
+          // the products' float rounding (1e-5 of their magnitudes), carried through act and the product
+          const tol = 1e-5 * (1.2 * mg * Math.abs(u) + Math.abs(a) * mu) + 1e-30;
+          assert.ok(Math.abs(got[r] - want) <= tol, `${name} ${useGelu ? 'GELU' : 'SiLU'} row ${r}: gpu ${got[r]}, exact ${want}`);
+        }
+      }
     }
   });
 }

@@ -15,7 +15,9 @@ test('1b Q4_K_M loads on the GPU within 128 MiB bindings, splits tensors under a
   const file = ensureModel('models/synth-1b-q4_k_m.gguf');
   const M = await loadEngine();
   const { device } = await gpuDevice();
-  assert.equal(device.limits.maxStorageBufferBindingSize, 128 * MiB); // WebGPU's default, what a page gets without asking
+  // openDevice asks for the adapter's own limits (1 GiB on SwiftShader); the plan below is held to
+  // WebGPU's default of 128 MiB, what an adapter that grants no more gives, through maxBinding
+  assert.ok(device.limits.maxStorageBufferBindingSize >= 128 * MiB);
   const { model, tensors } = loadModel(M, file);
   assert.equal(tensors.config.dim, 2048);
   assert.equal(tensors.config.n_layers, 22);
@@ -49,7 +51,8 @@ test('1b Q4_K_M loads on the GPU within 128 MiB bindings, splits tensors under a
       f.destroy();
     }
   };
-  const whole = await run(undefined, false);
+  // WebGPU's default binding limit (openDevice asks for the adapter's own, 1 GiB on SwiftShader)
+  const whole = await run(128 * MiB, false);
   assert.equal(whole.limit, 128 * MiB);
   assert.ok(whole.s.largestBuffer <= 128 * MiB, `largest buffer ${whole.s.largestBuffer}`);
   // the weights on the GPU are the file's (Q4_K and Q6_K read as they are, no conversion), read once per token

@@ -142,8 +142,12 @@ export async function readShaderText(name) {
 export async function matmulSource(type, { subgroups = false } = {}) {
   const s = await shaders();
   const name = GPU_TYPES.get(type);
-  let code = s.matmul.replace('//DEQUANT//', s.dequant).replace(/UNIT_FN\(/g, `unit_${name}(`)
-    .replace(/PIECE_FN\(/g, `piece_${name}(`).replace(/PIECE_X_FN\(/g, `piece_x_${name}(`);
+  // a second copy of the byte helpers and the type's functions, reading W2 (main_mv_glu's up rows)
+  const helpers = /\/\/HELPERS_BEGIN\/\/([\s\S]*)\/\/HELPERS_END\/\//.exec(s.matmul)[1];
+  const onW2 = (helpers + s.dequant).replace(/\bW\[/g, 'W2[')
+    .replace(/\b(byte_at|sbyte_at|u16_at|bytes4_at|f16_at|scale_min_k4|unit_\w+|piece_x_\w+|piece_\w+)\(/g, '$1_w2(');
+  let code = s.matmul.replace('//DEQUANT//', `${s.dequant}\n${onW2}`).replace(/UNIT_FN\(/g, `unit_${name}(`)
+    .replace(/PIECE_FN_W2\(/g, `piece_${name}_w2(`).replace(/PIECE_FN\(/g, `piece_${name}(`).replace(/PIECE_X_FN\(/g, `piece_x_${name}(`);
   if (subgroups) code = `enable subgroups;\n${code}`;
   else code = code.replace(/\/\/SUBGROUPS_BEGIN\/\/[\s\S]*\/\/SUBGROUPS_END\/\//, '');
   return code;
@@ -280,7 +284,7 @@ export class GpuForward {
     this.converted = [];      // names of the tensors converted to F32 at load
     this.weightBytes = 0;     // bytes of weights on the GPU
     this.buffers = [];
-    this.stats = { submissions: 0, dispatches: 0, weightBytesRead: 0, readbackBytes: 0, tokens: 0, activationBytesRead: 0, weightsRead: 0 };
+    this.stats = { submissions: 0, computePasses: 0, dispatches: 0, weightBytesRead: 0, readbackBytes: 0, tokens: 0, activationBytesRead: 0, weightsRead: 0 };
     this.hooks = {};          // create()'s testHooks
     this.evaluations = 0;     // evaluate() calls (testHooks.nanAtStep counts them)
     device.lost.then((info) => {
@@ -436,8 +440,6 @@ export class GpuForward {
       this.x = f(B * dim, 'x');
       this.xn = f(B * dim, 'xn');
       this.q = f(B * qd, 'q');
-      this.k = f(B * kvd, 'k');
-      this.v = f(B * kvd, 'v');
       this.att = f(B * qd, 'att');
       this.y = f(B * dim, 'y');
       this.g = f(B * hid, 'gate');
@@ -461,10 +463,15 @@ export class GpuForward {
     this.pipes = { matmul: new Map() };
     for (const ty of types) this.pipes.matmul.set(ty, await makePipeline(d, await matmulSource(ty), this.matmulEntry, `matmul ${GPU_TYPES.get(ty)}`));
     this.pipes.matmulMv = new Map();
+    this.pipes.matmulGlu = new Map();
     if (this.decodeKernel !== 'rows') {
-      const sg = this.decodeKernel === 'mv_sg';
-      for (const ty of types)
-        this.pipes.matmulMv.set(ty, await makePipeline(d, await matmulSource(ty, { subgroups: sg }), sg ? 'main_mv_sg' : 'main_mv', `matmul ${GPU_TYPES.get(ty)} ${this.decodeKernel}`));
+      const sg = this.decodeKernel === 'mv_sg' ? '_sg' : '';
+      for (const ty of types) {
+        const code = await matmulSource(ty, { subgroups: !!sg });
+        this.pipes.matmulMv.set(ty, await makePipeline(d, code, `main_mv${sg}`, `matmul ${GPU_TYPES.get(ty)} ${this.decodeKernel}`));
+        if (this.layers.some((l) => l.w_gate?.type === ty))
+          this.pipes.matmulGlu.set(ty, await makePipeline(d, code, `main_mv_glu${sg}`, `matmul ${GPU_TYPES.get(ty)} glu ${this.decodeKernel}`));
+      }
     }
     this.pipes.norm = await makePipeline(d, s.norm, 'main', 'norm');
     this.pipes.normInPlace = await makePipeline(d, s.norm, 'in_place', 'norm in place');
@@ -491,7 +498,7 @@ export class GpuForward {
   #plan() {
     const c = this.c, d = this.device;
     const params = [];                 // each op's uniforms (an ArrayBuffer), one UNIFORM_SLOT apart
-    const ops = [];                    // dispatches {pipe, entries, groups(n_tok, n_out)} and KV copies {copyKV}
+    const ops = [];                    // dispatches {pipe, entries, groups(n_tok, n_out), one: the dispatches of a one-token batch}
     const uniform = (words) => {
       const off = params.length * UNIFORM_SLOT;
       params.push(words);
@@ -512,10 +519,11 @@ export class GpuForward {
     // testHooks.perturb: one matrix product made wrong on purpose (a faulty GPU, for tests)
     const perturbed = this.hooks.perturb === 'matmul-scale' ? this.layers[0]?.w_down : null;
     // `at`: where the product's rows start in each Y row (a part of the rows of several products)
-    const mm = (w, X, Y, xStride, yStride, { bias = -1, acc = false, scale = 1, head = false, at = 0 } = {}) => {
+    // atPos: token t's output row is row pos0 + t of Y (K and V straight into a layer's cache)
+    const mm = (w, X, Y, xStride, yStride, { bias = -1, acc = false, scale = 1, head = false, at = 0, atPos = false } = {}) => {
       if (w === perturbed && acc) scale *= 1.25;
       for (const ch of w.chunks) {
-        const flags = (bias >= 0 ? 1 : 0) | (acc ? 2 : 0) | (head ? 4 : 0);
+        const flags = (bias >= 0 ? 1 : 0) | (acc ? 2 : 0) | (head ? 4 : 0) | (atPos ? 8 : 0);
         const off = uniform(u32f32([[ch.rows, 'u'], [w.cols, 'u'], [w.rowBytes, 'u'], [at + ch.row0, 'u'], [xStride, 'u'], [yStride, 'u'], [flags, 'u'], [scale, 'f'], [Math.max(0, bias), 'u'], [0, 'u'], [0, 'u'], [0, 'u']]));
         op(this.pipes.matmul.get(w.type), [ch.buffer, X, Y, P(48, off), 'step', this.vectors],
           this.matmulEntry === 'main'
@@ -524,15 +532,15 @@ export class GpuForward {
           { weightBytes: ch.bytes, head, weights: ch.rows * w.cols });
         const mv = this.pipes.matmulMv.get(w.type);
         if (mv) {
-          // the one-token kernel beside it, taken when the op has one token (encode); it reads no Step
+          // the one-token kernel beside it, taken when the op has one token (encode)
           const g = Math.ceil(ch.rows / MV_ROWS);
-          ops[ops.length - 1].one = [{ pipe: mv, entries: [ch.buffer, X, Y, P(48, off), null, this.vectors], groups: () => [Math.min(g, MV_GROUPS_PER_Y), Math.ceil(g / MV_GROUPS_PER_Y), 1] }];
+          ops[ops.length - 1].one = [{ pipe: mv, entries: [ch.buffer, X, Y, P(48, off), 'step', this.vectors], groups: () => [Math.min(g, MV_GROUPS_PER_Y), Math.ceil(g / MV_GROUPS_PER_Y), 1] }];
         }
       }
     };
-    const norm = (X, Y, wOff, n, groups, stride, { head = false } = {}) => {
-      const off = uniform(u32f32([[n, 'u'], [groups, 'u'], [stride, 'u'], [wOff, 'u'], [c.rms_eps, 'f'], [head ? 1 : 0, 'u'], [0, 'u'], [0, 'u']]));
-      if (X === Y) op(this.pipes.normInPlace, [null, Y, this.vectors, P(32, off)], (nt, nOut) => [(head ? nOut : nt) * groups, 1, 1]);
+    const norm = (X, Y, wOff, n, groups, stride, { head = false, atPos = false } = {}) => {
+      const off = uniform(u32f32([[n, 'u'], [groups, 'u'], [stride, 'u'], [wOff, 'u'], [c.rms_eps, 'f'], [head ? 1 : 0, 'u'], [atPos ? 1 : 0, 'u'], [0, 'u']]));
+      if (X === Y) op(this.pipes.normInPlace, [null, Y, this.vectors, P(32, off), 'step'], (nt, nOut) => [(head ? nOut : nt) * groups, 1, 1]);
       else op(this.pipes.norm, [X, Y, this.vectors, P(32, off), 'step'], (nt, nOut) => [(head ? nOut : nt) * groups, 1, 1]);
     };
     const elementwise = (pipe, A, Bb, n, stride, { act = 0, scale = 1, cap = 0, head = false } = {}) => {
@@ -544,10 +552,11 @@ export class GpuForward {
       op(pipe, [A, Bb, P(32, off), 'step'], groups);
     };
     const ownSwaTable = c.n_swa > 0 && (c.rope_base_swa !== c.rope_base || c.rope_scale_swa !== c.rope_scale);
-    const rope = (Y, nHeads, stride, sliding) => {
+    // the queries (Q, stride floats per token) and the keys in the cache K, in one dispatch
+    const rope = (Q, K, stride, sliding) => {
       const table = sliding && ownSwaTable ? 2 * this.B * this.half : 0;
-      const off = uniform(u32f32([[nHeads, 'u'], [c.head_dim, 'u'], [c.rope_dim, 'u'], [c.rope_neox ? 1 : 0, 'u'], [stride, 'u'], [table, 'u'], [0, 'u'], [0, 'u']]));
-      op(this.pipes.rope, [Y, this.rope, P(32, off), 'step'], (nt) => [Math.ceil((nt * nHeads * this.half) / WG), 1, 1]);
+      const off = uniform(u32f32([[c.n_heads, 'u'], [c.head_dim, 'u'], [c.rope_dim, 'u'], [c.rope_neox ? 1 : 0, 'u'], [stride, 'u'], [table, 'u'], [c.n_kv_heads, 'u'], [this.kvDim, 'u']]));
+      op(this.pipes.rope, [Q, this.rope, P(32, off), 'step', K], (nt) => [Math.ceil((nt * (c.n_heads + c.n_kv_heads) * this.half) / WG), 1, 1]);
     };
 
     const dim = c.dim, qd = c.q_dim, kvd = this.kvDim, hid = this.hidStride;
@@ -594,29 +603,29 @@ export class GpuForward {
       } else {
         mm(l.wq, input, this.q, dim, qd, { bias: l.bq });
       }
-      mm(l.wk, input, this.k, dim, kvd, { bias: l.bk });
-      mm(l.wv, input, this.v, dim, kvd, { bias: l.bv });
+      // K and V straight into the layer's cache at the batch's positions (normed and rotated there)
+      mm(l.wk, input, this.kc[i], dim, kvd, { bias: l.bk, atPos: true });
+      mm(l.wv, input, this.vc[i], dim, kvd, { bias: l.bv, atPos: true });
       if (c.qk_norm === 'per_head') {
         norm(this.q, this.q, l.q_norm, c.head_dim, c.n_heads, qd);
-        norm(this.k, this.k, l.k_norm, c.head_dim, c.n_kv_heads, kvd);
+        norm(this.kc[i], this.kc[i], l.k_norm, c.head_dim, c.n_kv_heads, kvd, { atPos: true });
       } else if (c.qk_norm === 'full') {
         norm(this.q, this.q, l.q_norm, qd, 1, qd);
-        norm(this.k, this.k, l.k_norm, kvd, 1, kvd);
+        norm(this.kc[i], this.kc[i], l.k_norm, kvd, 1, kvd, { atPos: true });
       }
-      if (L.rotate) {
-        rope(this.q, c.n_heads, qd, L.sliding);
-        rope(this.k, c.n_kv_heads, kvd, L.sliding);
-      }
-      ops.push({ copyKV: i });
+      if (L.rotate) rope(this.q, this.kc[i], qd, L.sliding);
       const aOff = uniform(u32f32([[c.n_heads, 'u'], [c.n_kv_heads, 'u'], [c.head_dim, 'u'], [qd, 'u'], [kvd, 'u'], [L.sliding ? c.n_swa : 0, 'u'], [c.attn_scale, 'f'], [c.attn_softcap, 'f']]));
       op(this.pipes.attention, [this.q, this.kc[i], this.vc[i], this.att, P(32, aOff), 'step'], (nt) => [nt * c.n_heads, 1, 1]);
       if (this.pipes.attSplit) {
-        // one token: the positions it sees split over workgroups of ATT_SPLIT, then combined
+        // one token: past ATT_SPLIT positions seen, they are split over workgroups of ATT_SPLIT and
+        // combined; up to it, main's one workgroup per head (the dispatches that do not apply are empty)
         const window = L.sliding ? c.n_swa : 0;
         const chunks = (pos) => Math.floor((pos - (window > 0 && pos >= window ? pos - window + 1 : 0)) / ATT_SPLIT) + 1;
+        const entries = [this.q, this.kc[i], this.vc[i], this.att, P(32, aOff), 'step'];
         ops[ops.length - 1].one = [
-          { pipe: this.pipes.attSplit, entries: [this.q, this.kc[i], this.vc[i], null, P(32, aOff), 'step', this.attPart], groups: (pos) => [c.n_heads * chunks(pos), 1, 1] },
-          { pipe: this.pipes.attReduce, entries: [null, null, null, this.att, P(32, aOff), 'step', this.attPart], groups: () => [c.n_heads, 1, 1] },
+          { pipe: this.pipes.attention, entries, groups: (pos) => [chunks(pos) === 1 ? c.n_heads : 0, 1, 1] },
+          { pipe: this.pipes.attSplit, entries: [this.q, this.kc[i], this.vc[i], null, P(32, aOff), 'step', this.attPart], groups: (pos) => [chunks(pos) > 1 ? c.n_heads * chunks(pos) : 0, 1, 1] },
+          { pipe: this.pipes.attReduce, entries: [null, null, null, this.att, P(32, aOff), 'step', this.attPart], groups: (pos) => [chunks(pos) > 1 ? c.n_heads : 0, 1, 1] },
         ];
       }
       if (c.attn_out_gate) rec('out_gate', { 0: this.proj, 1: this.att }, { n: qd, size: c.head_dim }, (nt) => nt * qd);
@@ -638,9 +647,19 @@ export class GpuForward {
         norm(this.x, this.xn, l.ffn_norm, dim, 1, dim);
         fIn = this.xn;
       }
+      const first = ops.length;
       mm(l.w_gate, fIn, this.g, dim, hid);
       mm(l.w_up, fIn, this.u, dim, hid);
       elementwise(this.pipes.glu, this.g, this.u, c.hidden_dim, hid, { act: c.act === 'gelu_tanh' ? 1 : 0 });
+      const glu = this.pipes.matmulGlu.get(l.w_gate.type);
+      if (glu && l.w_up.type === l.w_gate.type && l.w_gate.chunks.length === 1 && l.w_up.chunks.length === 1) {
+        // one token: gate, up and the GLU in one dispatch (matmul.wgsl main_mv_glu)
+        const rows = l.w_gate.rows, g = Math.ceil(rows / 2);
+        const off = uniform(u32f32([[rows, 'u'], [l.w_gate.cols, 'u'], [l.w_gate.rowBytes, 'u'], [0, 'u'], [dim, 'u'], [hid, 'u'], [c.act === 'gelu_tanh' ? 16 : 0, 'u'], [1, 'f'], [0, 'u'], [0, 'u'], [0, 'u'], [0, 'u']]));
+        ops[first].one = [{ pipe: glu, entries: [l.w_gate.chunks[0].buffer, fIn, this.g, P(48, off), null, null, l.w_up.chunks[0].buffer], groups: () => [Math.min(g, MV_GROUPS_PER_Y), Math.ceil(g / MV_GROUPS_PER_Y), 1] }];
+        ops[first + 1].one = [];
+        ops[first + 2].one = [];
+      }
       this.#blockOut(mm, norm, elementwise, l.w_down, this.g, hid, l.ffn_post);
     });
     this.layerOps = ops.length;
@@ -776,13 +795,17 @@ export class GpuForward {
         // a vocabulary too large for all rows in one logits buffer takes several head passes
         const nOut = wantRows ? Math.min(this.logitRows, nt - first) : 0;
         d.queue.writeBuffer(this.step, 0, new Uint32Array([nt, pos0 + done, nOut, first]));
+        // one compute pass: the layers, the output head, the top-k ranking; then the readback copies
         const enc = d.createCommandEncoder();
-        if (layers) this.#encode(enc, this.ops.slice(0, this.layerOps), nt, nOut, pos0 + done);
-        if (nOut) {
-          this.#encode(enc, this.ops.slice(this.layerOps), nt, nOut, pos0 + done);
-          if (sparse) this.#encodeTopK(enc, topK);
-          else enc.copyBufferToBuffer(this.logits, 0, this.readback, 0, nOut * V * 4);
-        }
+        if (nOut && sparse) this.#topKPrepare(enc, topK);
+        const pass = enc.beginComputePass();
+        if (layers) this.#encode(pass, this.ops.slice(0, this.layerOps), nt, nOut, pos0 + done);
+        if (nOut) this.#encode(pass, this.ops.slice(this.layerOps), nt, nOut, pos0 + done);
+        if (nOut && sparse) this.#encodeTopK(pass, topK);
+        pass.end();
+        this.stats.computePasses++;
+        if (nOut && sparse) this.#topKCopies(enc, topK);
+        else if (nOut) enc.copyBufferToBuffer(this.logits, 0, this.readback, 0, nOut * V * 4);
         d.queue.submit([enc.finish()]);
         this.stats.submissions++;
         if (this.hooks.submitDelayMs > 0) await new Promise((r) => setTimeout(r, this.hooks.submitDelayMs));
@@ -860,7 +883,7 @@ export class GpuForward {
   }
 
   /** After the output head: the last row's k best into the top-k readback (the count first). */
-  #encodeTopK(enc, k) {
+  #topKPrepare(enc, k) {
     const passes = this.#topKPasses(k);
     if (this.topkParamsK !== k) {
       const words = new Uint32Array((passes.length * UNIFORM_SLOT) / 4);
@@ -869,16 +892,21 @@ export class GpuForward {
       this.topkParamsK = k;
     }
     enc.clearBuffer(this.topkCount);
-    const pass = enc.beginComputePass();
+  }
+
+  /** The ranking's dispatches, in the batch's compute pass (after #topKPrepare on its encoder). */
+  #encodeTopK(pass, k) {
     pass.setPipeline(this.pipes.topk);
-    passes.forEach((p, i) => {
+    this.#topKPasses(k).forEach((p, i) => {
       pass.setBindGroup(0, this.topkGroups[i]);
       pass.dispatchWorkgroups(p.groups);
       this.stats.dispatches++;
     });
-    pass.end();
+  }
+
+  #topKCopies(enc, k) {
     enc.copyBufferToBuffer(this.topkCount, 0, this.topkReadback, 0, TOPK_HEADER);
-    enc.copyBufferToBuffer(this.topkLists[(passes.length - 1) % 2], 0, this.topkReadback, TOPK_HEADER, 8 * k);
+    enc.copyBufferToBuffer(this.topkLists[(this.#topKPasses(k).length - 1) % 2], 0, this.topkReadback, TOPK_HEADER, 8 * k);
   }
 
   /** The k pairs read back ({ids, values}), or null when the row held Inf or NaN. */
@@ -950,17 +978,8 @@ export class GpuForward {
   }
 
   /** Records ops into one compute pass (the KV copies between passes). */
-  #encode(enc, ops, nt, nOut, pos) {
-    let pass = enc.beginComputePass();
+  #encode(pass, ops, nt, nOut, pos) {
     for (const o of ops) {
-      if (o.copyKV !== undefined) {
-        pass.end();
-        const bytes = nt * this.kvDim * 4, at = pos * this.kvDim * 4;
-        enc.copyBufferToBuffer(this.k, 0, this.kc[o.copyKV], at, bytes);
-        enc.copyBufferToBuffer(this.v, 0, this.vc[o.copyKV], at, bytes);
-        pass = enc.beginComputePass();
-        continue;
-      }
       const tokens = o.head ? nOut : nt;
       const one = o.one && tokens === 1;
       for (const a of one ? o.one : [o]) {
@@ -978,14 +997,12 @@ export class GpuForward {
         this.stats.weightsRead += o.weights;
       }
     }
-    pass.end();
   }
 
   /** Structural figures of one decode step (one token), counted from the plan. */
   structure() {
     let dispatches = 0, weightBytesRead = 0, activationBytes = 0, weights = 0;
     for (const o of this.ops) {
-      if (o.copyKV !== undefined) continue;
       dispatches++;
       if (o.weightBytes) {
         weightBytesRead += o.weightBytes;
@@ -999,7 +1016,7 @@ export class GpuForward {
       weightBytes: this.weightBytes,
       weightBytesReadPerToken: weightBytesRead,
       dispatchesPerToken: dispatches,
-      copiesPerToken: 2 * this.kc.filter((b) => b).length + 1,
+      kvBytesPerPosition: 2 * this.kvDim * 4 * this.kc.filter((b) => b).length,
       submissionsPerToken: 1,
       readbackBytesPerToken: 4 * this.c.n_vocab,
       buffers: this.buffers.length,

@@ -17,7 +17,8 @@ struct Params {
   row0: u32,        // the chunk's first row in the whole matrix (where its outputs go)
   x_stride: u32,    // floats between tokens in X
   y_stride: u32,    // floats between tokens in Y
-  flags: u32,       // 1: add B[row] (bias); 2: accumulate Y += scale·result; 4: the output head (n_out rows of X)
+  flags: u32,       // 1: add B[row] (bias); 2: accumulate Y += scale·result; 4: the output head (n_out rows of X);
+                    // 8: token t's row of Y is row pos0 + t (K and V straight into the layer's cache)
   scale: f32,
   bias_off: u32,    // where the bias starts in B, in floats
   pad0: u32, pad1: u32, pad2: u32,
@@ -45,6 +46,7 @@ const ROWS_PER_Y: u32 = 32768u;
 var<private> wv: array<f32, 32>;
 var<workgroup> partial: array<f32, 512>; // TILE * WG
 
+//HELPERS_BEGIN//
 // byte `off` of W, and the little-endian 16-bit values the block formats hold (2-byte aligned)
 fn byte_at(off: u32) -> u32 { return (W[off >> 2u] >> ((off & 3u) * 8u)) & 0xffu; }
 fn sbyte_at(off: u32) -> i32 { return (i32(byte_at(off)) << 24u) >> 24u; }
@@ -67,6 +69,7 @@ fn f16_at(off: u32) -> f32 {
   return select(v, -v, (h & 0x8000u) != 0u);
 }
 
+//HELPERS_END//
 //DEQUANT//
 
 @compute @workgroup_size(64)
@@ -98,7 +101,7 @@ fn store(t: u32, row: u32, sum: f32) {
   let r = P.row0 + row;
   var v = sum;
   if ((P.flags & 1u) != 0u) { v += B[P.bias_off + r]; }
-  let yi = t * P.y_stride + r;
+  let yi = (t + select(0u, S.pos0, (P.flags & 8u) != 0u)) * P.y_stride + r;
   if ((P.flags & 2u) != 0u) { Y[yi] = Y[yi] + P.scale * v; } else { Y[yi] = v; }
 }
 
@@ -142,6 +145,9 @@ fn main_wg(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) l
 // and uses them for all MV_ROWS rows: a quarter of an f32 load per weight, where main_wg loads
 // one. No 8-token partials: each thread holds MV_ROWS sums, added up across the workgroup in two
 // barriers (main_mv) or by subgroupAdd where the device has the `subgroups` feature (main_mv_sg).
+// main_mv_glu (and _sg): the gated FFN's gate and up products of one token in one dispatch, the
+// GLU in the epilogue: a workgroup takes gate rows 2g, 2g+1 from W and the same up rows from W2
+// (both of the same type) and writes act(gate) · up (P.flags 16: GELU in its tanh form, else SiLU).
 const MV_WG: u32 = 256u;
 const MV_ROWS: u32 = 4u;
 // row groups per y step of the dispatch (x at most 65535)
@@ -151,34 +157,37 @@ const MV_GROUPS_PER_Y: u32 = 8192u;
 var<private> pw: array<f32, 8>;
 var<workgroup> mv_part: array<f32, 1024>;  // MV_ROWS * MV_WG
 var<workgroup> mv_part2: array<f32, 64>;   // MV_ROWS * 16
+var<workgroup> mv_tot: array<f32, 4>;      // MV_ROWS
 
-// this thread's partial sums of the rows of group g (token 0 of X: the batch's one token, or the
-// output head's one row)
+// the 8 activations of piece k of unit u (token 0 of X: the batch's one token, or the head's one row)
+fn mv_x(u: u32, k: u32) -> array<vec4f, 2> {
+  let xo = PIECE_X_FN(k);
+  return array<vec4f, 2>(X4[(u * 32u + xo.x) / 4u], X4[(u * 32u + xo.y) / 4u]);
+}
+fn pw_dot(x: array<vec4f, 2>) -> f32 {
+  return dot(vec4f(pw[0], pw[1], pw[2], pw[3]), x[0]) + dot(vec4f(pw[4], pw[5], pw[6], pw[7]), x[1]);
+}
+
+// this thread's partial sums of the rows of group g
 fn mv_sums(g: u32, lid: u32) -> array<f32, 4> {
   var acc = array<f32, 4>(0.0, 0.0, 0.0, 0.0);
   let r0 = g * MV_ROWS;
-  let pieces = P.cols / 8u;
-  for (var p = lid; p < pieces; p += MV_WG) {
+  for (var p = lid; p < P.cols / 8u; p += MV_WG) {
     let u = p / 4u;
     let k = p % 4u;
-    let xo = PIECE_X_FN(k);
-    let x0 = X4[(u * 32u + xo.x) / 4u];
-    let x1 = X4[(u * 32u + xo.y) / 4u];
+    let x = mv_x(u, k);
     for (var r = 0u; r < MV_ROWS; r++) {
-      let row = r0 + r;
-      if (row < P.rows) {
-        PIECE_FN(row * P.row_bytes, u, k);
-        acc[r] += dot(vec4f(pw[0], pw[1], pw[2], pw[3]), x0) + dot(vec4f(pw[4], pw[5], pw[6], pw[7]), x1);
+      if (r0 + r < P.rows) {
+        PIECE_FN((r0 + r) * P.row_bytes, u, k);
+        acc[r] += pw_dot(x);
       }
     }
   }
   return acc;
 }
 
-@compute @workgroup_size(256)
-fn main_mv(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid: u32) {
-  let g = wid.x + wid.y * MV_GROUPS_PER_Y;
-  let acc = mv_sums(g, lid);
+// the workgroup's totals of the MV_ROWS sums into mv_tot (every invocation calls it)
+fn mv_total(acc: array<f32, 4>, lid: u32) {
   for (var r = 0u; r < MV_ROWS; r++) { mv_part[r * MV_WG + lid] = acc[r]; }
   workgroupBarrier();
   if (lid < MV_ROWS * 16u) {
@@ -188,32 +197,98 @@ fn main_mv(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) l
     mv_part2[lid] = s;
   }
   workgroupBarrier();
-  let row = g * MV_ROWS + lid;
-  if (lid < MV_ROWS && row < P.rows) {
+  if (lid < MV_ROWS) {
     var s = 0.0;
     for (var i = 0u; i < 16u; i++) { s += mv_part2[lid * 16u + i]; }
-    store(0u, row, s);
+    mv_tot[lid] = s;
+  }
+  workgroupBarrier();
+}
+
+@compute @workgroup_size(256)
+fn main_mv(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid: u32) {
+  let g = wid.x + wid.y * MV_GROUPS_PER_Y;
+  mv_total(mv_sums(g, lid), lid);
+  let row = g * MV_ROWS + lid;
+  if (lid < MV_ROWS && row < P.rows) { store(0u, row, mv_tot[lid]); }
+}
+
+@group(0) @binding(6) var<storage, read> W2: array<u32>;
+
+// gate rows 2g, 2g+1 (W) into acc[0], acc[1]; the same up rows (W2) into acc[2], acc[3]
+fn glu_sums(g: u32, lid: u32) -> array<f32, 4> {
+  var acc = array<f32, 4>(0.0, 0.0, 0.0, 0.0);
+  let r0 = g * 2u;
+  for (var p = lid; p < P.cols / 8u; p += MV_WG) {
+    let u = p / 4u;
+    let k = p % 4u;
+    let x = mv_x(u, k);
+    for (var r = 0u; r < 2u; r++) {
+      if (r0 + r < P.rows) {
+        PIECE_FN((r0 + r) * P.row_bytes, u, k);
+        acc[r] += pw_dot(x);
+        PIECE_FN_W2((r0 + r) * P.row_bytes, u, k);
+        acc[r + 2u] += pw_dot(x);
+      }
+    }
+  }
+  return acc;
+}
+
+fn tanh_exp(x: f32) -> f32 { return 1.0 - 2.0 / (exp(2.0 * x) + 1.0); }
+// act(gate) · up, as elementwise.wgsl glu computes it
+fn glu_store(g: u32, lid: u32) {
+  let row = g * 2u + lid;
+  if (lid < 2u && row < P.rows) {
+    let x = mv_tot[lid];
+    var a: f32;
+    if ((P.flags & 16u) != 0u) {
+      a = 0.5 * x * (1.0 + tanh_exp(0.79788456080286535588 * x * (1.0 + 0.044715 * x * x)));
+    } else {
+      a = x / (1.0 + exp(-x));
+    }
+    Y[P.row0 + row] = a * mv_tot[lid + 2u];
   }
 }
 
-//SUBGROUPS_BEGIN//
-// main_mv with the sums added across each subgroup first (its lanes are consecutive invocation
-// indices, as Vulkan, Metal and D3D lay out a one-dimensional workgroup), then across subgroups
 @compute @workgroup_size(256)
-fn main_mv_sg(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid: u32,
-              @builtin(subgroup_invocation_id) lane: u32, @builtin(subgroup_size) sg_size: u32) {
+fn main_mv_glu(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid: u32) {
   let g = wid.x + wid.y * MV_GROUPS_PER_Y;
-  let acc = mv_sums(g, lid);
+  mv_total(glu_sums(g, lid), lid);
+  glu_store(g, lid);
+}
+
+//SUBGROUPS_BEGIN//
+// the totals by subgroupAdd within each subgroup (its lanes are consecutive invocation indices,
+// as Vulkan, Metal and D3D lay out a one-dimensional workgroup), then across the subgroups
+fn mv_total_sg(acc: array<f32, 4>, lid: u32, lane: u32, sg_size: u32) {
   for (var r = 0u; r < MV_ROWS; r++) {
     let s = subgroupAdd(acc[r]);
     if (lane == 0u) { mv_part[r * MV_WG + lid / sg_size] = s; }
   }
   workgroupBarrier();
-  let row = g * MV_ROWS + lid;
-  if (lid < MV_ROWS && row < P.rows) {
+  if (lid < MV_ROWS) {
     var s = 0.0;
     for (var i = 0u; i < MV_WG / sg_size; i++) { s += mv_part[lid * MV_WG + i]; }
-    store(0u, row, s);
+    mv_tot[lid] = s;
   }
+  workgroupBarrier();
+}
+
+@compute @workgroup_size(256)
+fn main_mv_sg(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid: u32,
+              @builtin(subgroup_invocation_id) lane: u32, @builtin(subgroup_size) sg_size: u32) {
+  let g = wid.x + wid.y * MV_GROUPS_PER_Y;
+  mv_total_sg(mv_sums(g, lid), lid, lane, sg_size);
+  let row = g * MV_ROWS + lid;
+  if (lid < MV_ROWS && row < P.rows) { store(0u, row, mv_tot[lid]); }
+}
+
+@compute @workgroup_size(256)
+fn main_mv_glu_sg(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid: u32,
+                  @builtin(subgroup_invocation_id) lane: u32, @builtin(subgroup_size) sg_size: u32) {
+  let g = wid.x + wid.y * MV_GROUPS_PER_Y;
+  mv_total_sg(glu_sums(g, lid), lid, lane, sg_size);
+  glu_store(g, lid);
 }
 //SUBGROUPS_END//
