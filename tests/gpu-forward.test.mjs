@@ -53,12 +53,14 @@ for (const file of files) {
   });
 }
 
-test("a hardware adapter's plan (matmul.wgsl's workgroup-per-row entry point): mini-q4_k_m's logits match too", { timeout: 300000 }, async () => {
+test("a hardware adapter's plan (matmul.wgsl's tiled product and one-token kernel): mini-q4_k_m's logits match too", { timeout: 300000 }, async () => {
   // SwiftShader runs this plan about 30 times slower than its own: the prompt and two steps only
   const ref = loadReference('mini-q4_k_m.json');
   const { f } = await forwardOf(path.join(models, 'mini', 'mini-q4_k_m.gguf'), 128, false);
   try {
-    assert.equal(f.matmulEntry, 'main_wg');
+    // batches through the tiled product, 256 tokens at a time
+    assert.equal(f.matmulEntry, 'main_gemm');
+    assert.equal(f.B, 128);
     // decode steps through the one-token kernel: its subgroup variant where the device has subgroups
     assert.equal(f.decodeKernel, device.features.has('subgroups') ? 'mv_sg' : 'mv');
     const n = ref.prompt_tokens.length, V = ref.n_vocab;

@@ -7,7 +7,8 @@
 // tile of 8 and a partial one), a row count over several workgroups, on SwiftShader; every entry
 // point (main: an invocation per row, main_wg: a workgroup per row, main_mv: the one-token kernel
 // with 4 rows per workgroup, and main_mv_sg, its subgroup variant, where the device has subgroups),
-// with rows longer than 2,048 and, for the decode kernels, more rows than one y step of the dispatch.
+// with rows longer than 2,048 and, for the decode kernels, more rows than one y step of the dispatch;
+// main_gemm, the tiled product of prompts (64 rows × 64 tokens per workgroup), on 1, 7, 64 and 300 tokens.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { backend, loadEngine, gpuDevice } from './gpu-helpers.mjs';
@@ -15,7 +16,7 @@ import { backend, loadEngine, gpuDevice } from './gpu-helpers.mjs';
 const M = await loadEngine();
 const { device } = await gpuDevice();
 const SUBGROUPS = device.features.has('subgroups');
-const ENTRIES = ['main', 'main_wg', 'main_mv', ...(SUBGROUPS ? ['main_mv_sg'] : [])];
+const ENTRIES = ['main', 'main_wg', 'main_gemm', 'main_mv', ...(SUBGROUPS ? ['main_mv_sg'] : [])];
 const ONE_TOKEN = (entry) => entry.startsWith('main_mv');
 
 // block bytes, elements and the offsets of the f16 scales in each block (ggml-common.h layouts)
@@ -76,6 +77,9 @@ async function gpuMatmul(type, wBytes, rows, cols, x, nTok, entry) {
     // matmul.wgsl MV_ROWS rows per workgroup, MV_GROUPS_PER_Y workgroups per y step
     const g = Math.ceil(rows / 4);
     pass.dispatchWorkgroups(Math.min(g, 8192), Math.ceil(g / 8192), 1);
+  } else if (entry === 'main_gemm') {
+    // tiles of 64 rows × 64 tokens
+    pass.dispatchWorkgroups(Math.ceil(rows / 64), Math.ceil(nTok / 64), 1);
   } else {
     pass.dispatchWorkgroups(entry === 'main' ? Math.ceil(rows / 64) : rows, 1, Math.ceil(nTok / 8));
   }
@@ -105,7 +109,8 @@ for (const [name, t] of Object.entries(TYPES)) for (const entry of ENTRIES) {
     const rows = 70, cols = ONE_TOKEN(entry) ? 2304 : 512;
     const w = randomRows(t, rows, cols);
     const rowBytes = w.length / rows;
-    for (const nTok of ONE_TOKEN(entry) ? [1] : [1, 11]) {
+    // the tiled product: prompts of 1, 7, 64 and 300 tokens (partial and several token tiles)
+    for (const nTok of ONE_TOKEN(entry) ? [1] : entry === 'main_gemm' ? [1, 7, 64, 300] : [1, 11]) {
       const x = new Float32Array(nTok * cols).map(() => rand() * 2 - 1);
       const gpu = await gpuMatmul(t.id, w, rows, cols, x, nTok, entry);
       let checked = 0;

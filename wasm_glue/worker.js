@@ -569,7 +569,7 @@
           left.delete(`${w.offset}:${w.rows}`);
           if (!left.size && holeKey(w) !== keep) image(w).release(image(w).holeAt(w.offset));
         },
-        maxBatch: gpuMaxBatch || 32,
+        maxBatch: gpuMaxBatch || undefined, // backend.mjs: 256 tokens with the tiled product, else 32
         software: probe.software,
         decodeKernel: msg.gpuDecodeKernel || 'auto',
         testHooks: msg.gpuTestHooks || null,

@@ -156,6 +156,9 @@ export async function matmulSource(type, { subgroups = false } = {}) {
 // matmul.wgsl's decode kernel: rows per workgroup, row groups per y step of the dispatch
 const MV_ROWS = 4;
 const MV_GROUPS_PER_Y = 8192;
+// matmul.wgsl main_gemm's tile: rows and tokens per workgroup
+const GEMM_ROWS = 64;
+const GEMM_TOKS = 64;
 // attention.wgsl SPLIT: positions per workgroup of the one-token attention
 const ATT_SPLIT = 256;
 /** The decode kernels (one token): 'rows' is matmul.wgsl main / main_wg (a row per invocation or
@@ -240,17 +243,22 @@ function bufferFrom(device, bytes, usage, label) {
  * (by default both read wasm memory: heap() and dequantize).
  */
 export class GpuForward {
-  static async create(device, { tensors, heap, dequantize, nCtx, maxBatch = 32, maxBinding, software = false, decodeKernel = 'auto', testHooks = null, bytesOf, rowsOf, onUploaded }) {
-    const f = new GpuForward(device, tensors, nCtx, maxBatch, maxBinding);
-    f.hooks = testHooks || {};
-    // matmul.wgsl: a workgroup per row on a GPU, an invocation per row on a software adapter
-    f.matmulEntry = software ? 'main' : 'main_wg';
+  static async create(device, { tensors, heap, dequantize, nCtx, maxBatch, maxBinding, software = false, decodeKernel = 'auto', testHooks = null, bytesOf, rowsOf, onUploaded }) {
     // one token (decode, and the output head's one row): main_mv on a GPU, main_mv_sg where the
     // device has subgroups; a software adapter keeps main (its barriers are slow)
     if (!DECODE_KERNELS.includes(decodeKernel)) throw new GpuError(`decodeKernel must be one of ${DECODE_KERNELS.join(', ')} (got ${JSON.stringify(decodeKernel)})`, 'E_INVALID_ARG');
     const subgroups = !!device.features?.has('subgroups');
     if (decodeKernel === 'mv_sg' && !subgroups) throw new GpuError('decodeKernel mv_sg needs a device with the subgroups feature', 'E_UNSUPPORTED');
-    f.decodeKernel = decodeKernel === 'auto' ? (software ? 'rows' : subgroups ? 'mv_sg' : 'mv') : decodeKernel;
+    const kernel = decodeKernel === 'auto' ? (software ? 'rows' : subgroups ? 'mv_sg' : 'mv') : decodeKernel;
+    // batches: an invocation per row on a software adapter (main); on a GPU the tiled product
+    // (main_gemm, 64 rows × 64 tokens per workgroup) with batches of 256 tokens, or with the
+    // kernels of before ('rows') a workgroup per row (main_wg) with batches of 32
+    const gemm = !software && kernel !== 'rows';
+    const f = new GpuForward(device, tensors, nCtx, maxBatch ?? (gemm ? 256 : 32), maxBinding);
+    f.hooks = testHooks || {};
+    f.matmulEntry = software ? 'main' : gemm ? 'main_gemm' : 'main_wg';
+    f.tokenTile = gemm ? GEMM_TOKS : TOKEN_TILE;
+    f.decodeKernel = kernel;
     f.bytesOf = bytesOf || ((w, from, n) => heap().subarray(w.ptr + from, w.ptr + from + n));
     f.rowsOf = rowsOf || ((w, r0, n) => dequantize(w.type, w.ptr + r0 * w.row_bytes, n * w.cols));
     f.onUploaded = onUploaded || (() => {});
@@ -528,7 +536,9 @@ export class GpuForward {
         op(this.pipes.matmul.get(w.type), [ch.buffer, X, Y, P(48, off), 'step', this.vectors],
           this.matmulEntry === 'main'
             ? (n, nOut) => [Math.ceil(ch.rows / WG), 1, Math.ceil((head ? nOut : n) / TOKEN_TILE)]
-            : (n, nOut) => [Math.min(ch.rows, ROWS_PER_Y), Math.ceil(ch.rows / ROWS_PER_Y), Math.ceil((head ? nOut : n) / TOKEN_TILE)],
+            : this.matmulEntry === 'main_gemm'
+              ? (n, nOut) => [Math.ceil(ch.rows / GEMM_ROWS), Math.ceil((head ? nOut : n) / GEMM_TOKS), 1]
+              : (n, nOut) => [Math.min(ch.rows, ROWS_PER_Y), Math.ceil(ch.rows / ROWS_PER_Y), Math.ceil((head ? nOut : n) / TOKEN_TILE)],
           { weightBytes: ch.bytes, head, weights: ch.rows * w.cols });
         const mv = this.pipes.matmulMv.get(w.type);
         if (mv) {
@@ -991,7 +1001,7 @@ export class GpuForward {
         this.stats.dispatches++;
       }
       if (o.weightBytes && tokens > 0) {
-        this.stats.weightBytesRead += o.weightBytes * Math.ceil(tokens / TOKEN_TILE);
+        this.stats.weightBytesRead += o.weightBytes * (one ? 1 : Math.ceil(tokens / this.tokenTile));
         // f32 activations loaded: each weight's once per token (main, main_wg), once per MV_ROWS rows (main_mv)
         this.stats.activationBytesRead += (one ? 4 / MV_ROWS : 4 * tokens) * o.weights;
         this.stats.weightsRead += o.weights;

@@ -258,6 +258,65 @@ fn main_mv_glu(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_inde
   glu_store(g, lid);
 }
 
+// ---- prefill: a tiled product, GEMM_ROWS rows × GEMM_TOKS tokens per workgroup of 256 threads ----
+// Per 32-element unit, the workgroup dequantizes its 64 rows' pieces into workgroup memory once
+// (each thread one 8-weight piece) and loads the 64 tokens' activations beside them; each thread
+// then computes a 4 × 4 block of outputs from them. Each weight is read once per 64 tokens (main_wg:
+// once per 8), each activation once per 64 rows.
+const GEMM_ROWS: u32 = 64u;
+const GEMM_TOKS: u32 = 64u;
+var<workgroup> gw: array<f32, 2048>;   // [row][32]: the unit of each row of the tile
+var<workgroup> gx: array<f32, 2048>;   // [token][32]: the unit's activations of each token
+
+@compute @workgroup_size(256)
+fn main_gemm(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid: u32) {
+  let n = select(S.n_tok, S.n_out, (P.flags & 4u) != 0u);
+  let row0 = wid.x * GEMM_ROWS;
+  let tok0 = wid.y * GEMM_TOKS;
+  let ty = lid / 16u;      // rows row0 + 4·ty …
+  let tx = lid % 16u;      // tokens tok0 + 4·tx …
+  var acc: array<vec4f, 4>;
+  for (var i = 0u; i < 4u; i++) { acc[i] = vec4f(0.0); }
+  // the piece this thread dequantizes: row row0 + lid / 4, piece lid % 4; and its activations: token
+  // tok0 + lid / 4, the 8 floats lid % 4 · 8 … of the unit
+  let prow = row0 + lid / 4u;
+  let k = lid % 4u;
+  let xo = PIECE_X_FN(k);
+  let xt = tok0 + lid / 4u;
+  for (var u = 0u; u < P.cols / 32u; u++) {
+    if (prow < P.rows) {
+      PIECE_FN(prow * P.row_bytes, u, k);
+    } else {
+      for (var i = 0u; i < 8u; i++) { pw[i] = 0.0; }
+    }
+    let wb = (lid / 4u) * 32u;
+    for (var i = 0u; i < 4u; i++) {
+      gw[wb + xo.x + i] = pw[i];
+      gw[wb + xo.y + i] = pw[4u + i];
+    }
+    let xb = (lid / 4u) * 32u + k * 8u;
+    if (xt < n) {
+      let xi = xt * P.x_stride + u * 32u + k * 8u;
+      for (var i = 0u; i < 8u; i++) { gx[xb + i] = X[xi + i]; }
+    } else {
+      for (var i = 0u; i < 8u; i++) { gx[xb + i] = 0.0; }
+    }
+    workgroupBarrier();
+    for (var e = 0u; e < 32u; e++) {
+      let b = vec4f(gx[(4u * tx) * 32u + e], gx[(4u * tx + 1u) * 32u + e], gx[(4u * tx + 2u) * 32u + e], gx[(4u * tx + 3u) * 32u + e]);
+      for (var i = 0u; i < 4u; i++) { acc[i] += gw[(4u * ty + i) * 32u + e] * b; }
+    }
+    workgroupBarrier();
+  }
+  for (var i = 0u; i < 4u; i++) {
+    let row = row0 + 4u * ty + i;
+    for (var j = 0u; j < 4u; j++) {
+      let t = tok0 + 4u * tx + j;
+      if (row < P.rows && t < n) { store(t, row, acc[i][j]); }
+    }
+  }
+}
+
 //SUBGROUPS_BEGIN//
 // the totals by subgroupAdd within each subgroup (its lanes are consecutive invocation indices,
 // as Vulkan, Metal and D3D lay out a one-dimensional workgroup), then across the subgroups
