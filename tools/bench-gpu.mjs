@@ -78,6 +78,13 @@ export async function gpuBench(opts) {
           const seconds = (performance.now() - t0) / 1000;
           const per = (k) => (f.stats[k] - before[k]) / opts.tokens;
           const s = f.structure();
+          // the plan a GPU takes (on a software adapter the batches run main, 32 at a time): built, not run
+          let gpuPlan = s;
+          if (found.software) {
+            const g = await gpu.GpuForward.create(device, { tensors, heap: () => M.HEAPU8, dequantize, nCtx: 512, software: false, decodeKernel: kernel });
+            gpuPlan = g.structure();
+            g.destroy();
+          }
           rows.push([
             modelLabel(model),
             s.decodeKernel,
@@ -85,6 +92,7 @@ export async function gpuBench(opts) {
             fmt(per('weightBytesRead') / MiB),
             fmt(per('weightBytesRead') / s.weightBytes, 3),
             fmt(per('activationBytesRead') / per('weightsRead'), 2),
+            `${gpuPlan.batchEntry}, ${gpuPlan.batch}: 1/${fmt(gpuPlan.layerWeightBytes / gpuPlan.prefillWeightBytesPerToken, 0)}`,
             fmt(per('dispatches'), 0),
             fmt(per('computePasses'), 0),
             fmt(per('submissions'), 0),
@@ -104,7 +112,7 @@ export async function gpuBench(opts) {
     }
   }
   device.destroy();
-  const table = markdownTable(['model', 'decode kernel', 'weights on GPU MiB', 'weight MiB read per token', 'read / weights', 'activation bytes per weight', 'dispatches per token', 'compute passes per token', 'submissions per token', 'readback bytes per greedy token', 'KV bytes per position', 'buffers', 'decode tok/s'], rows);
+  const table = markdownTable(['model', 'decode kernel', 'weights on GPU MiB', 'weight MiB read per token', 'read / weights', 'activation bytes per weight', 'prefill: kernel, batch: layer weights read per token', 'dispatches per token', 'compute passes per token', 'submissions per token', 'readback bytes per greedy token', 'KV bytes per position', 'buffers', 'decode tok/s'], rows);
   const notes = `GPU path (wasm_glue/gpu/backend.mjs), adapter: ${found.description}${found.software ? ' (a software adapter: computes on the CPU, its tokens/s say nothing about a GPU)' : ''}; ` +
     `maxStorageBufferBindingSize ${fmt(device.limits.maxStorageBufferBindingSize / MiB, 0)} MiB (tensors above it are split by rows); ` +
     `figures counted over ${opts.tokens} decode steps after a 4-token prompt, context 64; decode kernel rows: matmul.wgsl main_wg on a GPU, main on a software adapter (a row per workgroup or invocation, 8 token slots), ` +

@@ -88,6 +88,11 @@ export interface LoadOptions {
    * depends only on the k best logits (greedy, or top_k ≤ 256 without penalties, logit bias or
    * grammar), the GPU ranks the row and only those k are read back: the same tokens, fewer bytes. */
   gpuTopK?: boolean;
+  /** The GPU path's one-token kernels: 'auto' (default: 'mv_sg' where the device has subgroups, else
+   * 'mv'; 'rows' on a software adapter), 'mv' (4 rows per workgroup, with the tiled product for
+   * batches of 256 and the split attention), 'mv_sg' (the same with subgroupAdd), or 'rows' (the
+   * kernels of before: a workgroup per row, batches of 32), for comparisons. */
+  gpuDecodeKernel?: 'auto' | 'rows' | 'mv' | 'mv_sg';
   /** URL of the WebGPU backend module (default: gpu/backend.mjs beside wick.mjs) */
   gpuModuleUrl?: string | URL;
   /** on the GPU path the weight matrices go from the download (or the kept copy) straight into
@@ -107,7 +112,7 @@ export interface LoadOptions {
  * when no check was asked for or the GPU was refused before it: no adapter, a software one, a
  * family the GPU path does not run). */
 export type Device =
-  | { type: 'gpu'; /** the adapter's description */ adapter: string; software: boolean; /** tensors converted to F32 at load */ converted: string[]; verify?: GpuVerdict }
+  | { type: 'gpu'; /** the adapter's description */ adapter: string; software: boolean; /** tensors converted to F32 at load */ converted: string[]; /** the decode kernel taken (gpuDecodeKernel) */ decodeKernel: 'rows' | 'mv' | 'mv_sg'; verify?: GpuVerdict }
   | { type: 'cpu'; /** why not the GPU ('asked for' when device was 'cpu'; a failed or slower check names its figures) */ reason: string; verify?: GpuVerdict };
 
 /** Speeds of one path in the GPU check. */

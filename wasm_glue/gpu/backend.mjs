@@ -1011,17 +1011,23 @@ export class GpuForward {
 
   /** Structural figures of one decode step (one token), counted from the plan. */
   structure() {
-    let dispatches = 0, weightBytesRead = 0, activationBytes = 0, weights = 0;
+    let dispatches = 0, weightBytesRead = 0, activationBytes = 0, weights = 0, layerWeightBytes = 0;
     for (const o of this.ops) {
       dispatches++;
       if (o.weightBytes) {
         weightBytesRead += o.weightBytes;
+        if (!o.head) layerWeightBytes += o.weightBytes;
         activationBytes += (o.one ? 4 / MV_ROWS : 4) * o.weights;
         weights += o.weights;
       }
     }
     return {
       decodeKernel: this.decodeKernel,
+      batchEntry: this.matmulEntry,
+      batch: this.B,
+      // a full batch of a prompt: the layers' weight bytes read per token (the head reads its rows for one)
+      prefillWeightBytesPerToken: (layerWeightBytes * Math.ceil(this.B / this.tokenTile)) / this.B,
+      layerWeightBytes,
       activationBytesPerWeight: activationBytes / weights,
       weightBytes: this.weightBytes,
       weightBytesReadPerToken: weightBytesRead,
