@@ -145,7 +145,7 @@ export async function matmulSource(type, { subgroups = false } = {}) {
   // a second copy of the byte helpers and the type's functions, reading W2 (main_mv_glu's up rows)
   const helpers = /\/\/HELPERS_BEGIN\/\/([\s\S]*)\/\/HELPERS_END\/\//.exec(s.matmul)[1];
   const onW2 = (helpers + s.dequant).replace(/\bW\[/g, 'W2[')
-    .replace(/\b(byte_at|sbyte_at|u16_at|bytes4_at|f16_at|scale_min_k4|unit_\w+|piece_x_\w+|piece_\w+)\(/g, '$1_w2(');
+    .replace(/\b(byte_at|sbyte_at|u16_at|bytes4_at|f16_at|scale_min_k4|k_scale_min|unit_\w+|piece_x_\w+|piece_\w+)\(/g, '$1_w2(');
   let code = s.matmul.replace('//DEQUANT//', `${s.dequant}\n${onW2}`).replace(/UNIT_FN\(/g, `unit_${name}(`)
     .replace(/PIECE_FN_W2\(/g, `piece_${name}_w2(`).replace(/PIECE_FN\(/g, `piece_${name}(`).replace(/PIECE_X_FN\(/g, `piece_x_${name}(`);
   if (subgroups) code = `enable subgroups;\n${code}`;

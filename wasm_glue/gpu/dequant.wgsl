@@ -53,20 +53,24 @@ fn scale_min_k4(sc: u32, j: u32) -> vec2f {
   return vec2f(f32(s), f32(m));
 }
 
+// the scale d · sc_j and the min dmin · m_j of sub-block j of the Q4_K / Q5_K super-block at `off`
+fn k_scale_min(off: u32, j: u32) -> vec2f {
+  let sm = scale_min_k4(off + 4u, j);
+  return vec2f(f16_at(off) * sm.x, f16_at(off + 2u) * sm.y);
+}
+
 // Q4_K, 144 bytes per 256: d, dmin (f16), 12 bytes of scales/mins, 128 bytes of nibbles. Unit j
 // of 8 is sub-block j: its element l is the low (j even) or high (j odd) nibble of
 // qs[32·(j/2) + l]; x = d · sc_j · q − dmin · m_j
 fn unit_q4_K(base: u32, u: u32) {
   let off = base + (u / 8u) * 144u;
   let j = u % 8u;
-  let sm = scale_min_k4(off + 4u, j);
-  let d = f16_at(off) * sm.x;
-  let m = f16_at(off + 2u) * sm.y;
+  let dm = k_scale_min(off, j);
   let qs = off + 16u + 32u * (j / 2u);
   let shift = (j & 1u) * 4u;
   for (var k = 0u; k < 8u; k++) {
     let w = bytes4_at(qs + 4u * k);
-    for (var b = 0u; b < 4u; b++) { wv[4u * k + b] = d * f32((w >> (8u * b + shift)) & 15u) - m; }
+    for (var b = 0u; b < 4u; b++) { wv[4u * k + b] = dm.x * f32((w >> (8u * b + shift)) & 15u) - dm.y; }
   }
 }
 
@@ -75,9 +79,7 @@ fn unit_q4_K(base: u32, u: u32) {
 fn unit_q5_K(base: u32, u: u32) {
   let off = base + (u / 8u) * 176u;
   let j = u % 8u;
-  let sm = scale_min_k4(off + 4u, j);
-  let d = f16_at(off) * sm.x;
-  let m = f16_at(off + 2u) * sm.y;
+  let dm = k_scale_min(off, j);
   let qs = off + 48u + 32u * (j / 2u);
   let shift = (j & 1u) * 4u;
   for (var k = 0u; k < 8u; k++) {
@@ -85,7 +87,7 @@ fn unit_q5_K(base: u32, u: u32) {
     let h = bytes4_at(off + 16u + 4u * k);
     for (var b = 0u; b < 4u; b++) {
       let q = ((w >> (8u * b + shift)) & 15u) | (((h >> (8u * b + j)) & 1u) << 4u);
-      wv[4u * k + b] = d * f32(q) - m;
+      wv[4u * k + b] = dm.x * f32(q) - dm.y;
     }
   }
 }
@@ -163,14 +165,12 @@ fn piece_x_q4_K(k: u32) -> vec2u { return vec2u(8u * k, 8u * k + 4u); }
 fn piece_q4_K(base: u32, u: u32, k: u32) {
   let off = base + (u / 8u) * 144u;
   let j = u % 8u;
-  let sm = scale_min_k4(off + 4u, j);
-  let d = f16_at(off) * sm.x;
-  let m = f16_at(off + 2u) * sm.y;
+  let dm = k_scale_min(off, j);
   let qs = off + 16u + 32u * (j / 2u) + 8u * k;
   let shift = (j & 1u) * 4u;
   for (var h = 0u; h < 2u; h++) {
     let w = bytes4_at(qs + 4u * h);
-    for (var b = 0u; b < 4u; b++) { pw[4u * h + b] = d * f32((w >> (8u * b + shift)) & 15u) - m; }
+    for (var b = 0u; b < 4u; b++) { pw[4u * h + b] = dm.x * f32((w >> (8u * b + shift)) & 15u) - dm.y; }
   }
 }
 
@@ -178,9 +178,7 @@ fn piece_x_q5_K(k: u32) -> vec2u { return vec2u(8u * k, 8u * k + 4u); }
 fn piece_q5_K(base: u32, u: u32, k: u32) {
   let off = base + (u / 8u) * 176u;
   let j = u % 8u;
-  let sm = scale_min_k4(off + 4u, j);
-  let d = f16_at(off) * sm.x;
-  let m = f16_at(off + 2u) * sm.y;
+  let dm = k_scale_min(off, j);
   let qs = off + 48u + 32u * (j / 2u) + 8u * k;
   let shift = (j & 1u) * 4u;
   for (var h = 0u; h < 2u; h++) {
@@ -188,7 +186,7 @@ fn piece_q5_K(base: u32, u: u32, k: u32) {
     let hb = bytes4_at(off + 16u + 8u * k + 4u * h);
     for (var b = 0u; b < 4u; b++) {
       let q = ((w >> (8u * b + shift)) & 15u) | (((hb >> (8u * b + j)) & 1u) << 4u);
-      pw[4u * h + b] = d * f32(q) - m;
+      pw[4u * h + b] = dm.x * f32(q) - dm.y;
     }
   }
 }
