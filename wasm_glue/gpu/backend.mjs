@@ -194,8 +194,9 @@ export async function makePipeline(device, code, entryPoint, label) {
   });
 }
 
-/** A device with WebGPU's default limits, which every adapter grants (maxStorageBufferBindingSize
- * 128 MiB, maxBufferSize 256 MiB): the backend splits larger tensors to fit. */
+/** A device with the adapter's own limits (at least WebGPU's defaults, which every adapter grants:
+ * maxStorageBufferBindingSize 128 MiB, maxBufferSize 256 MiB; the backend splits larger tensors
+ * to fit) and its `subgroups` feature where it has one; the defaults alone if that is refused. */
 export async function openDevice(adapter) {
   // the adapter's own limits where they are larger (a real GPU binds far more than 128 MiB at once,
   // which splits fewer weights into row chunks), and its subgroups (main_mv_sg)
