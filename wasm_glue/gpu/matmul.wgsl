@@ -9,6 +9,9 @@
 //   main     one invocation per output row, no workgroup barrier: the way for a software
 //            adapter (SwiftShader runs a barrier as a switch between all 64 invocations, which
 //            made main_wg some 30 times slower there).
+// What a GPU takes now (the load option gpuDecodeKernel 'rows' keeps main_wg): main_gemm for
+// batches (a tile of 64 rows × 64 tokens per workgroup), main_mv / main_mv_sg for one token (4 rows
+// per workgroup) and main_mv_glu / main_mv_glu_sg for the gated FFN's one token; below.
 
 struct Params {
   rows: u32,        // rows of this weight chunk (a matrix larger than one buffer is split by rows)
