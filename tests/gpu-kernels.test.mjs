@@ -52,45 +52,60 @@ function randomRows(t, rows, cols) {
   return bytes;
 }
 
-async function gpuMatmul(type, wBytes, rows, cols, x, nTok, entry) {
-  const pipe = await backend.makePipeline(device, await backend.matmulSource(type, { subgroups: entry === 'main_mv_sg' }), entry, `matmul ${type}`);
-  const S = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
-  const mk = (size, usage) => device.createBuffer({ size: Math.ceil(size / 4) * 4, usage });
-  const W = mk(wBytes.length, S), X = mk(x.byteLength, S), Y = mk(nTok * rows * 4, S), B = mk(rows * 4, S);
-  const P = mk(48, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST), St = mk(16, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST);
-  const R = mk(nTok * rows * 4, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST);
-  const padded = new Uint8Array(Math.ceil(wBytes.length / 4) * 4);
-  padded.set(wBytes);
-  device.queue.writeBuffer(W, 0, padded);
-  device.queue.writeBuffer(X, 0, x);
-  device.queue.writeBuffer(P, 0, new Uint32Array([rows, cols, wBytes.length / rows, 0, cols, rows, 0, 0, 0, 0, 0, 0]));
-  device.queue.writeBuffer(St, 0, new Uint32Array([nTok, 0, nTok, 0]));
-  const bind = device.createBindGroup({
-    layout: pipe.getBindGroupLayout(0),
-    entries: [W, X, Y, P, St, B].map((buffer, binding) => ({ binding, resource: { buffer } })),
-  });
+const STORAGE = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
+const UNIFORM = GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST;
+
+/** A buffer for a kernel test: `data` (bytes or a typed array, padded to whole words) or a size in bytes. */
+function gpuBuffer(data, usage = STORAGE) {
+  const bytes = typeof data === 'number' ? null : new Uint8Array(data.buffer || data, data.byteOffset || 0, data.byteLength);
+  const b = device.createBuffer({ size: Math.max(16, Math.ceil((bytes ? bytes.length : data) / 4) * 4), usage });
+  if (bytes) {
+    const padded = new Uint8Array(Math.ceil(bytes.length / 4) * 4);
+    padded.set(bytes);
+    device.queue.writeBuffer(b, 0, padded);
+  }
+  return b;
+}
+
+/** One compute pass of steps [pipeline, [buffer or null per binding], [x, y, z]], then the first
+ * `bytes` of `out` read back as floats; `buffers` destroyed after. */
+async function runPass(steps, out, bytes, buffers) {
+  const R = device.createBuffer({ size: bytes, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
   const enc = device.createCommandEncoder();
   const pass = enc.beginComputePass();
-  pass.setPipeline(pipe);
-  pass.setBindGroup(0, bind);
+  for (const [pipe, bufs, groups] of steps) {
+    const entries = bufs.map((buffer, binding) => buffer && { binding, resource: { buffer } }).filter(Boolean);
+    pass.setPipeline(pipe);
+    pass.setBindGroup(0, device.createBindGroup({ layout: pipe.getBindGroupLayout(0), entries }));
+    pass.dispatchWorkgroups(...groups);
+  }
+  pass.end();
+  enc.copyBufferToBuffer(out, 0, R, 0, bytes);
+  device.queue.submit([enc.finish()]);
+  await R.mapAsync(GPUMapMode.READ);
+  const result = new Float32Array(R.getMappedRange().slice(0));
+  R.unmap();
+  for (const b of [...buffers, R]) b.destroy();
+  return result;
+}
+
+async function gpuMatmul(type, wBytes, rows, cols, x, nTok, entry) {
+  const pipe = await backend.makePipeline(device, await backend.matmulSource(type, { subgroups: entry === 'main_mv_sg' }), entry, `matmul ${type}`);
+  const W = gpuBuffer(wBytes), X = gpuBuffer(x), Y = gpuBuffer(nTok * rows * 4), B = gpuBuffer(rows * 4);
+  const P = gpuBuffer(new Uint32Array([rows, cols, wBytes.length / rows, 0, cols, rows, 0, 0, 0, 0, 0, 0]), UNIFORM);
+  const St = gpuBuffer(new Uint32Array([nTok, 0, nTok, 0]), UNIFORM);
+  let groups;
   if (ONE_TOKEN(entry)) {
     // matmul.wgsl MV_ROWS rows per workgroup, MV_GROUPS_PER_Y workgroups per y step
     const g = Math.ceil(rows / 4);
-    pass.dispatchWorkgroups(Math.min(g, 8192), Math.ceil(g / 8192), 1);
+    groups = [Math.min(g, 8192), Math.ceil(g / 8192), 1];
   } else if (entry === 'main_gemm') {
     // tiles of 64 rows × 64 tokens
-    pass.dispatchWorkgroups(Math.ceil(rows / 64), Math.ceil(nTok / 64), 1);
+    groups = [Math.ceil(rows / 64), Math.ceil(nTok / 64), 1];
   } else {
-    pass.dispatchWorkgroups(entry === 'main' ? Math.ceil(rows / 64) : rows, 1, Math.ceil(nTok / 8));
+    groups = [entry === 'main' ? Math.ceil(rows / 64) : rows, 1, Math.ceil(nTok / 8)];
   }
-  pass.end();
-  enc.copyBufferToBuffer(Y, 0, R, 0, nTok * rows * 4);
-  device.queue.submit([enc.finish()]);
-  await R.mapAsync(GPUMapMode.READ);
-  const out = new Float32Array(R.getMappedRange().slice(0));
-  R.unmap();
-  for (const b of [W, X, Y, B, P, St, R]) b.destroy();
-  return out;
+  return runPass([[pipe, [W, X, Y, P, St, B], groups]], Y, nTok * rows * 4, [W, X, Y, B, P, St]);
 }
 
 function withHeap(bytes, fn) {
@@ -188,40 +203,19 @@ for (const entry of ENTRIES.filter(ONE_TOKEN)) {
 // pair (split_attend over chunks of 256 positions, split_reduce) against softmax(q·Kᵀ·scale)·V in
 // float64, for contexts of 1, 63 and 4,097 positions, grouped-query heads, a sliding window and a softcap
 async function gpuAttention(entry, { nHeads, nKv, headDim, pos, window, scale, softcap }, q, kc, vc) {
-  const S = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
-  const mk = (size, usage = S) => device.createBuffer({ size: Math.max(16, Math.ceil(size / 4) * 4), usage });
   const qd = nHeads * headDim, kvd = nKv * headDim;
   const chunks = Math.floor((pos - (window > 0 && pos >= window ? pos - window + 1 : 0)) / 256) + 1;
-  const Q = mk(qd * 4), K = mk(kc.byteLength), V = mk(vc.byteLength), O = mk(qd * 4), Part = mk(nHeads * chunks * (headDim + 2) * 4);
-  const P = mk(32, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST), St = mk(16, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST);
-  const R = mk(qd * 4, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST);
-  for (const [b, v] of [[Q, q], [K, kc], [V, vc]]) device.queue.writeBuffer(b, 0, v);
+  const Q = gpuBuffer(q), K = gpuBuffer(kc), V = gpuBuffer(vc), O = gpuBuffer(qd * 4), Part = gpuBuffer(nHeads * chunks * (headDim + 2) * 4);
   const params = new DataView(new ArrayBuffer(32));
   [nHeads, nKv, headDim, qd, kvd, window].forEach((v, i) => params.setUint32(4 * i, v, true));
   params.setFloat32(24, scale, true);
   params.setFloat32(28, softcap, true);
-  device.queue.writeBuffer(P, 0, params.buffer);
-  device.queue.writeBuffer(St, 0, new Uint32Array([1, pos, 1, 0]));
+  const P = gpuBuffer(params, UNIFORM), St = gpuBuffer(new Uint32Array([1, pos, 1, 0]), UNIFORM);
   const code = await backend.readShaderText('attention');
-  const enc = device.createCommandEncoder();
-  const pass = enc.beginComputePass();
-  const steps = entry === 'main' ? [['main', [Q, K, V, O, P, St, null], nHeads]]
-    : [['split_attend', [Q, K, V, null, P, St, Part], nHeads * chunks], ['split_reduce', [null, null, null, O, P, St, Part], nHeads]];
-  for (const [name, bufs, groups] of steps) {
-    const pipe = await backend.makePipeline(device, code, name, `attention ${name}`);
-    const entries = bufs.map((buffer, binding) => buffer && { binding, resource: { buffer } }).filter(Boolean);
-    pass.setPipeline(pipe);
-    pass.setBindGroup(0, device.createBindGroup({ layout: pipe.getBindGroupLayout(0), entries }));
-    pass.dispatchWorkgroups(groups, 1, 1);
-  }
-  pass.end();
-  enc.copyBufferToBuffer(O, 0, R, 0, qd * 4);
-  device.queue.submit([enc.finish()]);
-  await R.mapAsync(GPUMapMode.READ);
-  const out = new Float32Array(R.getMappedRange().slice(0));
-  R.unmap();
-  for (const b of [Q, K, V, O, Part, P, St, R]) b.destroy();
-  return out;
+  const pipe = (name) => backend.makePipeline(device, code, name, `attention ${name}`);
+  const steps = entry === 'main' ? [[await pipe('main'), [Q, K, V, O, P, St], [nHeads, 1, 1]]]
+    : [[await pipe('split_attend'), [Q, K, V, null, P, St, Part], [nHeads * chunks, 1, 1]], [await pipe('split_reduce'), [null, null, null, O, P, St, Part], [nHeads, 1, 1]]];
+  return runPass(steps, O, qd * 4, [Q, K, V, O, Part, P, St]);
 }
 
 const ATTENTION_CASES = [
@@ -271,32 +265,9 @@ for (const entry of ['main', 'split']) {
 // epilogue, against the exact products of the engine's dequantization, SiLU and GELU (tanh form)
 async function gpuGlu(type, gate, up, rows, cols, x, entry, gelu) {
   const pipe = await backend.makePipeline(device, await backend.matmulSource(type, { subgroups: entry.endsWith('_sg') }), entry, `glu ${type}`);
-  const S = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
-  const mk = (size, usage = S) => device.createBuffer({ size: Math.ceil(size / 4) * 4, usage });
-  const padded = (b) => {
-    const p = new Uint8Array(Math.ceil(b.length / 4) * 4);
-    p.set(b);
-    return p;
-  };
-  const W = mk(gate.length), W2 = mk(up.length), X = mk(x.byteLength), Y = mk(rows * 4), R = mk(rows * 4, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST);
-  const P = mk(48, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST);
-  device.queue.writeBuffer(W, 0, padded(gate));
-  device.queue.writeBuffer(W2, 0, padded(up));
-  device.queue.writeBuffer(X, 0, x);
-  device.queue.writeBuffer(P, 0, new Uint32Array([rows, cols, gate.length / rows, 0, cols, rows, gelu ? 16 : 0, 0, 0, 0, 0, 0]));
-  const enc = device.createCommandEncoder();
-  const pass = enc.beginComputePass();
-  pass.setPipeline(pipe);
-  pass.setBindGroup(0, device.createBindGroup({ layout: pipe.getBindGroupLayout(0), entries: [[0, W], [1, X], [2, Y], [3, P], [6, W2]].map(([binding, buffer]) => ({ binding, resource: { buffer } })) }));
-  pass.dispatchWorkgroups(Math.ceil(rows / 2), 1, 1);
-  pass.end();
-  enc.copyBufferToBuffer(Y, 0, R, 0, rows * 4);
-  device.queue.submit([enc.finish()]);
-  await R.mapAsync(GPUMapMode.READ);
-  const out = new Float32Array(R.getMappedRange().slice(0));
-  R.unmap();
-  for (const b of [W, W2, X, Y, P, R]) b.destroy();
-  return out;
+  const W = gpuBuffer(gate), W2 = gpuBuffer(up), X = gpuBuffer(x), Y = gpuBuffer(rows * 4);
+  const P = gpuBuffer(new Uint32Array([rows, cols, gate.length / rows, 0, cols, rows, gelu ? 16 : 0, 0, 0, 0, 0, 0]), UNIFORM);
+  return runPass([[pipe, [W, X, Y, P, null, null, W2], [Math.ceil(rows / 2), 1, 1]]], Y, rows * 4, [W, W2, X, Y, P]);
 }
 
 for (const entry of ['main_mv_glu', ...(SUBGROUPS ? ['main_mv_glu_sg'] : [])]) {
