@@ -195,7 +195,8 @@ async function main(argv) {
   let cpuBuild = 'the wasm build';
   let failures = suites.filter((s) => s.fail !== 0 || s.code !== 0).length;
   const paths = list(opts.paths);
-  for (const p of paths) if (p !== 'cpu' && !['auto', 'rows', 'mv', 'mv_sg'].includes(p)) throw new Error(`--paths: ${p} is not cpu or a decode kernel (rows, mv, mv_sg, auto)`);
+  const { DECODE_KERNELS } = await import('../wasm_glue/gpu/backend.mjs');
+  for (const p of paths) if (p !== 'cpu' && !DECODE_KERNELS.includes(p)) throw new Error(`--paths: ${p} is not cpu or a decode kernel (${DECODE_KERNELS.join(', ')})`);
   for (const file of list(opts.models)) {
     const label = modelLabel(file);
     if ((performance.now() - t0) / 1000 > opts.budget) {
@@ -240,7 +241,7 @@ async function main(argv) {
   const notes = [
     `- adapter: ${adapter.description}${adapter.software ? ' — a software adapter (SwiftShader computes on the CPU): these tokens/s say nothing about a GPU' : ''}`,
     `- GPU suites (Node, this adapter): ${suiteLine}`,
-    `- prompt ${opts.promptTokens} tokens (batches of 32 on the GPU), then ${opts.tokens} greedy tokens; GPU rows by decode kernel (rows: matmul.wgsl main_wg, a workgroup per row; mv: main_mv, 4 rows per 256-thread workgroup; mv_sg: main_mv with subgroupAdd); CPU: the wasm build under Node (${cpuBuild}; --threads sets them); GPU: device 'gpu' (the top-k readback on); machine: ${machineInfo()}; ${fmt((performance.now() - t0) / 1000, 0)} s in all`,
+    `- prompt ${opts.promptTokens} tokens, then ${opts.tokens} greedy tokens; GPU rows by decode kernel (rows: matmul.wgsl main_wg, a workgroup per row, prompts in batches of 32; mv: main_mv, 4 rows per 256-thread workgroup, prompts through main_gemm in batches of 256; mv_sg: main_mv with subgroupAdd; on a software adapter prompts go through main in batches of 32); CPU: the wasm build under Node (${cpuBuild}; --threads sets them); GPU: device 'gpu' (the top-k readback on); machine: ${machineInfo()}; ${fmt((performance.now() - t0) / 1000, 0)} s in all`,
   ].join('\n');
   const text = `${table}\n\n${notes}`;
   process.stdout.write(`${text}\n`);
