@@ -8,7 +8,9 @@
 // point (main: an invocation per row, main_wg: a workgroup per row, main_mv: the one-token kernel
 // with 4 rows per workgroup, and main_mv_sg, its subgroup variant, where the device has subgroups),
 // with rows longer than 2,048 and, for the decode kernels, more rows than one y step of the dispatch;
-// main_gemm, the tiled product of prompts (64 rows × 64 tokens per workgroup), on 1, 7, 64 and 300 tokens.
+// main_gemm, the tiled product of prompts (64 rows × 64 tokens per workgroup), on 1, 7, 64 and 300 tokens;
+// the fused one-token kernels (main_mv_glu: gate, up and the GLU; main_mv3: q, k and v of three
+// types) with the RMS norm folded in; attention over the F16 cache, main and split.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { backend, loadEngine, gpuDevice } from './gpu-helpers.mjs';
@@ -16,8 +18,16 @@ import { backend, loadEngine, gpuDevice } from './gpu-helpers.mjs';
 const M = await loadEngine();
 const { device } = await gpuDevice();
 const SUBGROUPS = device.features.has('subgroups');
-const ENTRIES = ['main', 'main_wg', 'main_gemm', 'main_mv', ...(SUBGROUPS ? ['main_mv_sg'] : [])];
+const INT8 = await backend.int8Supported(device);
+// the decode kernels with 8-bit activations (dot4I8Packed) where the device's WGSL has them
+const q8 = (entry) => (INT8 ? [`${entry}_q8`] : []);
+// an entry point and its subgroup variant where the device has subgroups
+const sg = (entry) => (SUBGROUPS ? [entry, `${entry}_sg`] : [entry]);
+const ENTRIES = ['main', 'main_wg', 'main_gemm', ...['main_mv', ...q8('main_mv')].flatMap(sg)];
 const ONE_TOKEN = (entry) => entry.startsWith('main_mv');
+const INT8_ENTRY = (entry) => entry.includes('_q8');
+// types with an 8-bit form (dequant.wgsl qpiece_T)
+const Q8_TYPES = ['q4_0', 'q8_0', 'q4_K', 'q5_K', 'q6_K'];
 
 // block bytes, elements and the offsets of the f16 scales in each block (ggml-common.h layouts)
 const TYPES = {
@@ -32,6 +42,32 @@ const TYPES = {
 
 let seed = 12345;
 const rand = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32);
+
+/** The int8 kernels' activations in float64: x in blocks of 32, each d · round(x / d) with
+ * d = max|x| / 127 in f32 and round half to even, as matmul.wgsl mv_quantize computes them; and
+ * each element's step d. The exact product of a row with these is what those kernels compute. */
+function q8Activations(x) {
+  const out = new Float64Array(x.length), step = new Float64Array(x.length);
+  for (let b = 0; b < x.length; b += 32) {
+    let amax = 0;
+    for (let i = b; i < b + 32; i++) amax = Math.max(amax, Math.abs(x[i]));
+    const d = Math.fround(amax / 127), id = d > 0 ? Math.fround(1 / d) : 0;
+    for (let i = b; i < b + 32; i++) {
+      const v = Math.fround(x[i] * id), fl = Math.floor(v), frac = v - fl;
+      const q = frac > 0.5 || (frac === 0.5 && fl % 2 !== 0) ? fl + 1 : fl;
+      out[i] = d * q;
+      step[i] = d;
+    }
+  }
+  return { out, step };
+}
+
+/** the value of half h */
+function halfValue(h) {
+  const e = (h >> 10) & 31, m = h & 1023;
+  const v = e ? (1 + m / 1024) * 2 ** (e - 15) : m * 2 ** -24;
+  return h & 0x8000 ? -v : v;
+}
 
 /** a random half: sign, exponent in [lo, hi] (0: subnormal), mantissa */
 function randomHalf(lo, hi) {
@@ -90,9 +126,9 @@ async function runPass(steps, out, bytes, buffers) {
 }
 
 async function gpuMatmul(type, wBytes, rows, cols, x, nTok, entry) {
-  const pipe = await backend.makePipeline(device, await backend.matmulSource(type, { subgroups: entry === 'main_mv_sg' }), entry, `matmul ${type}`);
+  const pipe = await backend.makePipeline(device, await backend.matmulSource(type, { subgroups: entry.endsWith('_sg'), int8: INT8_ENTRY(entry) }), entry, `matmul ${type}`);
   const W = gpuBuffer(wBytes), X = gpuBuffer(x), Y = gpuBuffer(nTok * rows * 4), B = gpuBuffer(rows * 4);
-  const P = gpuBuffer(new Uint32Array([rows, cols, wBytes.length / rows, 0, cols, rows, 0, 0, 0, 0, 0, 0]), UNIFORM);
+  const P = gpuBuffer(backend.matmulParams({ rows, cols, rowBytes: wBytes.length / rows, xStride: cols, yStride: rows }), UNIFORM);
   const St = gpuBuffer(new Uint32Array([nTok, 0, nTok, 0]), UNIFORM);
   let groups;
   if (ONE_TOKEN(entry)) {
@@ -105,7 +141,9 @@ async function gpuMatmul(type, wBytes, rows, cols, x, nTok, entry) {
   } else {
     groups = [entry === 'main' ? Math.ceil(rows / 64) : rows, 1, Math.ceil(nTok / 8)];
   }
-  return runPass([[pipe, [W, X, Y, P, St, B], groups]], Y, nTok * rows * 4, [W, X, Y, B, P, St]);
+  // the one-token kernels read no Step, and W2 and W3 only in main_mv3's branches (bound to W here)
+  const bindings = ONE_TOKEN(entry) ? [W, X, Y, P, null, B, W, W] : [W, X, Y, P, St, B];
+  return runPass([[pipe, bindings, groups]], Y, nTok * rows * 4, [W, X, Y, B, P, St]);
 }
 
 function withHeap(bytes, fn) {
@@ -118,7 +156,7 @@ function withHeap(bytes, fn) {
   }
 }
 
-for (const [name, t] of Object.entries(TYPES)) for (const entry of ENTRIES) {
+for (const [name, t] of Object.entries(TYPES)) for (const entry of ENTRIES.filter((e) => !INT8_ENTRY(e) || Q8_TYPES.includes(name))) {
   test(`matmul shader ${name} (${entry}): equals the engine's dequantization and its kernel on random blocks`, { timeout: 120000 }, async () => {
     // 70 rows: the decode kernels' last group of 4 is partial; 2,304 columns: rows past 2,048
     const rows = 70, cols = ONE_TOKEN(entry) ? 2304 : 512;
@@ -135,19 +173,27 @@ for (const [name, t] of Object.entries(TYPES)) for (const entry of ENTRIES) {
           assert.equal(M._wick_dequantize(t.id, wp + r * rowBytes, cols, deq), 0);
           const wr = M.HEAPF32.subarray(deq >>> 2, (deq >>> 2) + cols);
           for (let tk = 0; tk < nTok; tk++) {
-            let exact = 0, mag = 0;
+            // the int8 kernels: against the exact product with their 8-bit activations, within float
+            // rounding and two elements quantized one step apart (their 1/d may differ in an ulp)
+            const xt = x.subarray(tk * cols, (tk + 1) * cols);
+            const { out: xe, step } = INT8_ENTRY(entry) ? q8Activations(xt) : { out: xt, step: null };
+            let exact = 0, mag = 0, slack = 0;
             for (let i = 0; i < cols; i++) {
-              exact += wr[i] * x[tk * cols + i];
-              mag += Math.abs(wr[i] * x[tk * cols + i]);
+              exact += wr[i] * xe[i];
+              mag += Math.abs(wr[i] * xe[i]);
+              if (step) slack = Math.max(slack, 2 * Math.abs(wr[i]) * step[i]);
             }
             const got = gpu[tk * rows + r];
-            assert.ok(Math.abs(got - exact) <= 1e-5 * mag + 1e-30, `${name} row ${r} token ${tk}: gpu ${got}, exact ${exact} (magnitude ${mag})`);
+            assert.ok(Math.abs(got - exact) <= 1e-5 * mag + slack + 1e-30, `${name} row ${r} token ${tk}: gpu ${got}, exact ${exact} (magnitude ${mag})`);
             assert.equal(M._wick_row_dot(t.id, wp + r * rowBytes, xp + tk * cols * 4, cols, out), 0);
             const cpu = M.HEAPF32[out >>> 2];
             // the CPU kernel's 8-bit activation blocks: an error of about 1/127 of each block's largest;
             // for F16 weights its activations rounded to F16 (as llama.cpp's CPU backend rounds them):
             // at most half an F16 step, 2^-11 of each product
-            const tol = t.id === 0 ? 1e-5 * mag : t.id === 1 ? (2 ** -11 + 1e-5) * mag : 0.02 * mag;
+            // the int8 kernel on Q4_0 and Q8_0 rows quantizes the activations as that kernel does (blocks
+            // of 32), so the two agree within float rounding; the CPU's K-quant kernels take blocks of 256
+            const same = INT8_ENTRY(entry) && (name === 'q4_0' || name === 'q8_0');
+            const tol = same ? 1e-4 * mag : t.id === 0 ? 1e-5 * mag : t.id === 1 ? (2 ** -11 + 1e-5) * mag : 0.02 * mag;
             assert.ok(Math.abs(got - cpu) <= tol + 1e-30, `${name} row ${r} token ${tk}: gpu ${got}, cpu kernel ${cpu}`);
             checked++;
           }
@@ -175,7 +221,7 @@ test('a wrong layout is caught: Q4_K blocks with their nibbles swapped give othe
   assert.ok(differ >= 3, `${differ} of ${rows} rows changed when the nibbles were swapped`);
 });
 
-for (const entry of ENTRIES.filter(ONE_TOKEN)) {
+for (const entry of ENTRIES.filter((e) => ONE_TOKEN(e) && !INT8_ENTRY(e))) {
   test(`matmul shader q4_0 (${entry}): 32,801 rows, past one y step of the dispatch (8,192 groups of 4)`, { timeout: 300000 }, async () => {
     const rows = 32801, cols = 64, t = TYPES.q4_0;
     const w = randomRows(t, rows, cols);
@@ -200,8 +246,8 @@ for (const entry of ENTRIES.filter(ONE_TOKEN)) {
 }
 
 // attention.wgsl for one token: main (a workgroup per head over the whole context) and the split
-// pair (split_attend over chunks of 256 positions, split_reduce) against softmax(q·Kᵀ·scale)·V in
-// float64, for contexts of 1, 63 and 4,097 positions, grouped-query heads, a sliding window and a softcap
+// pair (split_attend over chunks of 256 positions, split_reduce), over an F16 cache (halves packed
+// two per word), against softmax(q·Kᵀ·scale)·V in float64, for contexts of 1, 63 and 4,097 positions, grouped-query heads, a sliding window and a softcap
 async function gpuAttention(entry, { nHeads, nKv, headDim, pos, window, scale, softcap }, q, kc, vc) {
   const qd = nHeads * headDim, kvd = nKv * headDim;
   const chunks = Math.floor((pos - (window > 0 && pos >= window ? pos - window + 1 : 0)) / 256) + 1;
@@ -230,10 +276,11 @@ for (const entry of ['main', 'split']) {
       const { nHeads, nKv, headDim, pos, window, scale, softcap } = cs;
       const kvd = nKv * headDim, n = pos + 1;
       const q = new Float32Array(nHeads * headDim).map(() => rand() * 2 - 1);
-      // keys large enough that the softmax is far from uniform
-      const kc = new Float32Array(n * kvd).map(() => (rand() * 2 - 1) * 3);
-      const vc = new Float32Array(n * kvd).map(() => rand() * 2 - 1);
-      const got = await gpuAttention(entry, cs, q, kc, vc);
+      // the cache's halves (normal ones: a GPU's unpack2x16float may flush subnormals), keys up to
+      // ±4 so that the softmax is far from uniform
+      const kh16 = new Uint16Array(n * kvd).map(() => randomHalf(5, 16)), vh16 = new Uint16Array(n * kvd).map(() => randomHalf(5, 15));
+      const kc = Float64Array.from(kh16, halfValue), vc = Float64Array.from(vh16, halfValue);
+      const got = await gpuAttention(entry, cs, q, kh16, vh16);
       const first = window > 0 && pos >= window ? pos - window + 1 : 0;
       let worst = 0;
       for (let h = 0; h < nHeads; h++) {
@@ -261,46 +308,107 @@ for (const entry of ['main', 'split']) {
   });
 }
 
-// matmul.wgsl main_mv_glu (and _sg): one token's gate and up products with act(gate) · up in the
-// epilogue, against the exact products of the engine's dequantization, SiLU and GELU (tanh form)
-async function gpuGlu(type, gate, up, rows, cols, x, entry, gelu) {
-  const pipe = await backend.makePipeline(device, await backend.matmulSource(type, { subgroups: entry.endsWith('_sg') }), entry, `glu ${type}`);
-  const W = gpuBuffer(gate), W2 = gpuBuffer(up), X = gpuBuffer(x), Y = gpuBuffer(rows * 4);
-  const P = gpuBuffer(new Uint32Array([rows, cols, gate.length / rows, 0, cols, rows, gelu ? 16 : 0, 0, 0, 0, 0, 0]), UNIFORM);
-  return runPass([[pipe, [W, X, Y, P, null, null, W2], [Math.ceil(rows / 2), 1, 1]]], Y, rows * 4, [W, W2, X, Y, P]);
+// The one-token kernels' folded RMS norm (P.flags 32): x given as the residual stream, the norm's
+// weights in B; the exact reference normalizes x first, in float64
+function rmsNormed(x, w, eps) {
+  let ss = 0;
+  for (const v of x) ss += v * v;
+  const inv = 1 / Math.sqrt(ss / x.length + eps);
+  return Float64Array.from(x, (v, i) => v * inv * w[i]);
 }
 
-for (const entry of ['main_mv_glu', ...(SUBGROUPS ? ['main_mv_glu_sg'] : [])]) {
-  test(`matmul shader ${entry}: act(gate) · up of one token equals the exact products on random blocks`, { timeout: 120000 }, async () => {
+/** Σ_i W[r][i]·x[i] in float64 over the engine's dequantization of row r, Σ|…|, and with the int8
+ * kernels' activation steps (q8Activations) the slack of two elements a step apart */
+function exactRow(typeId, w, r, rowBytes, x, step = null) {
+  const cols = x.length;
+  return withHeap(w, (wp) => {
+    const deq = M._malloc(cols * 4) >>> 0;
+    assert.equal(M._wick_dequantize(typeId, wp + r * rowBytes, cols, deq), 0);
+    let s = 0, mag = 0, slack = 0;
+    for (let i = 0; i < cols; i++) {
+      const wi = M.HEAPF32[(deq >>> 2) + i];
+      s += wi * x[i];
+      mag += Math.abs(wi * x[i]);
+      if (step) slack = Math.max(slack, 2 * Math.abs(wi) * step[i]);
+    }
+    M._free(deq);
+    return [s, mag, slack];
+  });
+}
+
+// matmul.wgsl main_mv_glu (and _sg): one token's gate and up products with act(gate) · up in the
+// epilogue, against the exact products of the engine's dequantization, SiLU and GELU (tanh form);
+// the GELU case with the FFN's RMS norm folded in
+async function gpuGlu(type, gate, up, rows, cols, x, entry, gelu, normW) {
+  const pipe = await backend.makePipeline(device, await backend.matmulSource(type, { subgroups: entry.endsWith('_sg'), int8: INT8_ENTRY(entry) }), entry, `glu ${type}`);
+  const W = gpuBuffer(gate), W2 = gpuBuffer(up), X = gpuBuffer(x), Y = gpuBuffer(rows * 4), B = gpuBuffer(normW || 16);
+  const P = gpuBuffer(backend.matmulParams({ rows, cols, rowBytes: gate.length / rows, xStride: cols, yStride: rows, flags: (gelu ? 16 : 0) | (normW ? 32 : 0), eps: 1e-5 }), UNIFORM);
+  return runPass([[pipe, [W, X, Y, P, null, B, W2], [Math.ceil(rows / 2), 1, 1]]], Y, rows * 4, [W, W2, X, Y, B, P]);
+}
+
+for (const entry of ['main_mv_glu', ...q8('main_mv_glu')].flatMap(sg)) {
+  test(`matmul shader ${entry}: act(gate) · up of one token equals the exact products on random blocks, with and without the norm folded in`, { timeout: 120000 }, async () => {
     const rows = 71, cols = 2304;
     const silu = (v) => v / (1 + Math.exp(-v));
     const gelu = (v) => 0.5 * v * (1 + Math.tanh(0.7978845608028654 * v * (1 + 0.044715 * v * v)));
-    for (const name of ['f16', 'q4_0', 'q8_0', 'q4_K', 'q6_K']) {
+    for (const name of ['f16', 'q4_0', 'q8_0', 'q4_K', 'q6_K'].filter((n) => !INT8_ENTRY(entry) || Q8_TYPES.includes(n))) {
       const t = TYPES[name];
       const gate = randomRows(t, rows, cols), up = randomRows(t, rows, cols);
-      const x = new Float32Array(cols).map(() => rand() * 2 - 1);
+      const x = new Float32Array(cols).map(() => (rand() * 2 - 1) * 4);
+      const normW = new Float32Array(cols).map(() => 0.5 + rand());
       const rowBytes = gate.length / rows;
       for (const useGelu of [false, true]) {
-        const got = await gpuGlu(t.id, gate, up, rows, cols, x, entry, useGelu);
-        const exact = (w, r) => withHeap(w, (wp) => {
-          const deq = M._malloc(cols * 4) >>> 0;
-          assert.equal(M._wick_dequantize(t.id, wp + r * rowBytes, cols, deq), 0);
-          let s = 0, mag = 0;
-          for (let i = 0; i < cols; i++) {
-            const p = M.HEAPF32[(deq >>> 2) + i] * x[i];
-            s += p;
-            mag += Math.abs(p);
-          }
-          M._free(deq);
-          return [s, mag];
-        });
+        const got = await gpuGlu(t.id, gate, up, rows, cols, x, entry, useGelu, useGelu ? normW : null);
+        const xn = useGelu ? rmsNormed(x, normW, 1e-5) : x;
+        const { out: xr, step } = INT8_ENTRY(entry) ? q8Activations(xn) : { out: xn, step: null };
         for (let r = 0; r < rows; r++) {
-          const [g, mg] = exact(gate, r), [u, mu] = exact(up, r);
+          const [g, mg, sg] = exactRow(t.id, gate, r, rowBytes, xr, step), [u, mu, su] = exactRow(t.id, up, r, rowBytes, xr, step);
           const a = useGelu ? gelu(g) : silu(g);
           const want = a * u;
-          // the products' float rounding (1e-5 of their magnitudes), carried through act and the product
-          const tol = 1e-5 * (1.2 * mg * Math.abs(u) + Math.abs(a) * mu) + 1e-30;
-          assert.ok(Math.abs(got[r] - want) <= tol, `${name} ${useGelu ? 'GELU' : 'SiLU'} row ${r}: gpu ${got[r]}, exact ${want}`);
+          // the products' float rounding (1e-5 of their magnitudes) and the int8 slack, carried through act and the product
+          const tol = 1.2 * (1e-5 * mg + sg) * Math.abs(u) + Math.abs(a) * (1e-5 * mu + su) + 1e-30;
+          assert.ok(Math.abs(got[r] - want) <= tol, `${name} ${useGelu ? 'GELU, normed' : 'SiLU'} row ${r}: gpu ${got[r]}, exact ${want}`);
+        }
+      }
+    }
+  });
+}
+
+// matmul.wgsl main_mv3 (and _sg): an attention layer's q, k and v of one token in one dispatch,
+// each matrix of its own type (Q4_K_M files keep some v in Q6_K), the RMS norm folded in, biases on
+// k and v only; row counts whose last group of 4 is partial at each matrix's end
+for (const entry of ['main_mv3', ...q8('main_mv3')].flatMap(sg)) {
+  test(`matmul shader ${entry}: q, k and v of one token, of three types, equal the exact products of the normed row`, { timeout: 120000 }, async () => {
+    const cols = 2304, eps = 1e-6;
+    for (const names of [['q4_K', 'q4_K', 'q6_K'], INT8_ENTRY(entry) ? ['q8_0', 'q5_K', 'q4_0'] : ['q8_0', 'f16', 'q4_0']]) {
+      const rows = [70, 37, 37];
+      const ts = names.map((n) => TYPES[n]);
+      const ws = ts.map((t, m) => randomRows(t, rows[m], cols));
+      const x = new Float32Array(cols).map(() => (rand() * 2 - 1) * 4);
+      // B: the norm's weights, then k's and v's biases
+      const vec = new Float32Array(cols + rows[1] + rows[2]).map((_, i) => (i < cols ? 0.5 + rand() : rand() * 2 - 1));
+      const pipe = await backend.makePipeline(device, await backend.matmulSource(ts[0].id, { subgroups: entry.endsWith('_sg'), w2: ts[1].id, w3: ts[2].id, int8: INT8_ENTRY(entry) }), entry, `mv3 ${names}`);
+      const [W, W2, W3] = ws.map((w) => gpuBuffer(w));
+      const X = gpuBuffer(x), B = gpuBuffer(vec), Ys = rows.map((r) => gpuBuffer(r * 4));
+      const P = gpuBuffer(backend.matmulParams({
+        rows: rows[0], cols, rowBytes: ws[0].length / rows[0], xStride: cols, yStride: rows[0], flags: 32 | 64 | 128, normOff: 0, eps,
+        rows2: rows[1], rows3: rows[2], rowBytes2: ws[1].length / rows[1], rowBytes3: ws[2].length / rows[2], bias2: cols, bias3: cols + rows[1],
+      }), UNIFORM);
+      const groups = rows.reduce((a, r) => a + Math.ceil(r / 4), 0);
+      const got = [];
+      for (let m = 0; m < 3; m++) {
+        // one dispatch, its three outputs read back in turn (runPass reads one buffer)
+        const out = await runPass([[pipe, [W, X, Ys[0], P, null, B, W2, W3, Ys[1], Ys[2]], [groups, 1, 1]]], Ys[m], rows[m] * 4, []);
+        got.push(out);
+      }
+      for (const b of [W, W2, W3, X, B, P, ...Ys]) b.destroy();
+      const xn = rmsNormed(x, vec, eps);
+      const { out: xr, step } = INT8_ENTRY(entry) ? q8Activations(xn) : { out: xn, step: null };
+      for (let m = 0; m < 3; m++) {
+        for (let r = 0; r < rows[m]; r++) {
+          const [want, mag, slack] = exactRow(ts[m].id, ws[m], r, ws[m].length / rows[m], xr, step);
+          const bias = m === 0 ? 0 : vec[cols + (m === 2 ? rows[1] : 0) + r];
+          assert.ok(Math.abs(got[m][r] - (want + bias)) <= 1e-5 * mag + slack + 1e-6, `${names[m]} (matrix ${m}) row ${r}: gpu ${got[m][r]}, exact ${want + bias}`);
         }
       }
     }

@@ -92,6 +92,7 @@ export async function gpuBench(opts) {
             fmt(per('weightBytesRead') / MiB),
             fmt(per('weightBytesRead') / s.weightBytes, 3),
             fmt(per('activationBytesRead') / per('weightsRead'), 2),
+            fmt(s.int8WeightShare, 2),
             `${gpuPlan.batchEntry}, ${gpuPlan.batch}: 1/${fmt(gpuPlan.layerWeightBytes / gpuPlan.prefillWeightBytesPerToken, 0)}`,
             fmt(per('dispatches'), 0),
             fmt(per('computePasses'), 0),
@@ -112,12 +113,14 @@ export async function gpuBench(opts) {
     }
   }
   device.destroy();
-  const table = markdownTable(['model', 'decode kernel', 'weights on GPU MiB', 'weight MiB read per token', 'read / weights', 'activation bytes per weight', 'prefill: kernel, batch: layer weights read per token', 'dispatches per token', 'compute passes per token', 'submissions per token', 'readback bytes per greedy token', 'KV bytes per position', 'buffers', 'decode tok/s'], rows);
+  const table = markdownTable(['model', 'decode kernel', 'weights on GPU MiB', 'weight MiB read per token', 'read / weights', 'activation bytes per weight', 'int8 share of weights', 'prefill: kernel, batch: layer weights read per token', 'dispatches per token', 'compute passes per token', 'submissions per token', 'readback bytes per greedy token', 'KV bytes per position', 'buffers', 'decode tok/s'], rows);
   const notes = `GPU path (wasm_glue/gpu/backend.mjs), adapter: ${found.description}${found.software ? ' (a software adapter: computes on the CPU, its tokens/s say nothing about a GPU)' : ''}; ` +
     `maxStorageBufferBindingSize ${fmt(device.limits.maxStorageBufferBindingSize / MiB, 0)} MiB (tensors above it are split by rows); ` +
     `figures counted over ${opts.tokens} decode steps after a 4-token prompt, context 64; decode kernel rows: matmul.wgsl main_wg on a GPU, main on a software adapter (a row per workgroup or invocation, 8 token slots), ` +
-    'mv: main_mv (4 rows per 256-thread workgroup, the activations loaded once for the 4), mv_sg: main_mv with subgroupAdd; activation bytes per weight: ' +
-    'f32 activations the matrix products load over the weights they multiply. The embedding table stays on the CPU side ' +
+    'mv: main_mv (4 rows per 256-thread workgroup, the activations loaded once for the 4), main_mv3 (q, k and v in one dispatch) and main_mv_glu (gate, up and the GLU), ' +
+    'the RMS norms before those two folded in; mv_sg: those with subgroupAdd; mv_q8, mv_q8_sg: those with 8-bit activations and dot4I8Packed on quantized matrices; ' +
+    'activation bytes per weight: f32 activations the matrix products load from memory over the weights they multiply; int8 share: of the weights a step reads, those the int8 kernels read. ' +
+    'The embedding table stays on the CPU side ' +
     '(one row dequantized per token) unless the output shares it; KV bytes per position: all layers\' K and V caches.';
   return `${table}\n\n${notes}`;
 }

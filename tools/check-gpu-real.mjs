@@ -18,7 +18,8 @@
 // (a run of the whole script in a minute or two; tests/check-gpu-real.test.mjs runs it so on
 // SwiftShader). --paths: what is measured on each file, in this order: cpu (the wasm build), and the
 // GPU path with each decode kernel named (backend.mjs DECODE_KERNELS: rows, the workgroup-per-row
-// kernel of before; mv and mv_sg, the one-token kernels; auto, what a load takes: mv_sg where the
+// kernel of before; mv and mv_sg, the one-token kernels; mv_q8 and mv_q8_sg, those with 8-bit
+// activations; auto, what a load takes: mv_q8_sg on AMD, Intel and NVIDIA, else mv_sg where the
 // device has subgroups). --record appends the table to BENCHMARKS.md. --budget: seconds after which the
 // models not yet measured are skipped (said in the table). Exit status: 0 when every suite passed
 // and every measurement ran, 1 otherwise, 2 when refused (no adapter, or only a software one).

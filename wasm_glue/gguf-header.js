@@ -346,7 +346,7 @@
    * weights: the GPU path's weight matrices (gpuWeights); with weightsOutside (the GPU path
    * chosen) they stay outside too, and the KV cache and scratch are the GPU's. needsGpu: the model
    * does not fit with its weights inside but would with them on the GPU. gpuBytes: an estimate of
-   * the GPU memory that path takes (weights, F32 KV cache, activations). maxHeapBytes: a cap below
+   * the GPU memory that path takes (weights, F16 KV cache, activations). maxHeapBytes: a cap below
    * wasm32's 4 GiB (tests).
    */
   function checkFits({ fileBytes, metadata = null, contextSize = 0, kvType = 'f16', kvTypeK, kvTypeV, threads = 1, tables = [], tablesOutside,
@@ -366,7 +366,7 @@
     const cpuNeeded = fileBytes - cpuTables + rest;
     const gpu = weightsOutside && weightBytes > 0;
     const needed = gpu ? gpuNeeded : cpuNeeded, outsideBytes = gpu ? weightBytes + gpuTables : cpuTables;
-    const gpuKv = hp ? (hp.layers - (hp.recurrentLayers || 0)) * nCtx * hp.kvHeads * (hp.keyLength + hp.valueLength) * 4 : 0;
+    const gpuKv = hp ? (hp.layers - (hp.recurrentLayers || 0)) * nCtx * hp.kvHeads * (hp.keyLength + hp.valueLength) * 2 : 0;
     const gpuBytes = weightBytes ? weightBytes + gpuKv + 4 * (hp?.vocab || 0) * 32 + (hp ? 4 * 32 * (8 * hp.embd + 3 * hp.ffn) : 0) : 0;
     return { fits: needed <= available, needed, available, capped, fileBytes, kvBytes, outsideBytes, contextSize: nCtx,
       needsGpu: cpuNeeded > available && weightBytes > 0 && gpuNeeded <= available, gpuBytes };

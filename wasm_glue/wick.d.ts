@@ -88,11 +88,14 @@ export interface LoadOptions {
    * depends only on the k best logits (greedy, or top_k ≤ 256 without penalties, logit bias or
    * grammar), the GPU ranks the row and only those k are read back: the same tokens, fewer bytes. */
   gpuTopK?: boolean;
-  /** The GPU path's one-token kernels: 'auto' (default: 'mv_sg' where the device has subgroups, else
-   * 'mv'; 'rows' on a software adapter), 'mv' (4 rows per workgroup, with the tiled product for
-   * batches of 256 and the split attention), 'mv_sg' (the same with subgroupAdd), or 'rows' (the
-   * kernels of before: a workgroup per row, batches of 32), for comparisons. */
-  gpuDecodeKernel?: 'auto' | 'rows' | 'mv' | 'mv_sg';
+  /** The GPU path's one-token kernels: 'auto' (default: 'mv_q8_sg' / 'mv_q8' on AMD, Intel and
+   * NVIDIA GPUs whose WGSL has dot4I8Packed, else 'mv_sg' where the device has subgroups, else 'mv';
+   * 'rows' on a software adapter), 'mv' (4 rows per workgroup; q, k and v in one dispatch, gate, up
+   * and the GLU in one, the RMS norms folded into them; with the tiled product for batches of 256
+   * and the split attention), 'mv_sg' (the same with subgroupAdd), 'mv_q8' / 'mv_q8_sg' (those with
+   * 8-bit activations and dot4I8Packed on quantized matrices), or 'rows' (the kernels of before: a
+   * workgroup per row, batches of 32), for comparisons. */
+  gpuDecodeKernel?: 'auto' | 'rows' | 'mv' | 'mv_sg' | 'mv_q8' | 'mv_q8_sg';
   /** URL of the WebGPU backend module (default: gpu/backend.mjs beside wick.mjs) */
   gpuModuleUrl?: string | URL;
   /** on the GPU path the weight matrices go from the download (or the kept copy) straight into
@@ -112,7 +115,7 @@ export interface LoadOptions {
  * when no check was asked for or the GPU was refused before it: no adapter, a software one, a
  * family the GPU path does not run). */
 export type Device =
-  | { type: 'gpu'; /** the adapter's description */ adapter: string; software: boolean; /** tensors converted to F32 at load */ converted: string[]; /** the decode kernel taken (gpuDecodeKernel) */ decodeKernel: 'rows' | 'mv' | 'mv_sg'; verify?: GpuVerdict }
+  | { type: 'gpu'; /** the adapter's description */ adapter: string; software: boolean; /** tensors converted to F32 at load */ converted: string[]; /** the decode kernel taken (gpuDecodeKernel) */ decodeKernel: 'rows' | 'mv' | 'mv_sg' | 'mv_q8' | 'mv_q8_sg'; verify?: GpuVerdict }
   | { type: 'cpu'; /** why not the GPU ('asked for' when device was 'cpu'; a failed or slower check names its figures) */ reason: string; verify?: GpuVerdict };
 
 /** Speeds of one path in the GPU check. */
@@ -570,7 +573,7 @@ export interface CacheEntry {
   total?: number;
 }
 
-export interface FitCheck { fits: boolean; needed: number; available: number; fileBytes: number; kvBytes: number; contextSize: number; /** of fileBytes, the row tables (and with weightsOutside the weight matrices) a load keeps outside wasm memory (not in needed) */ outsideBytes: number; /** the model fits only on the GPU path (its weights outside wasm memory: over 4 GiB, or above maxHeapBytes) */ needsGpu: boolean; /** about the GPU memory the GPU path takes (weights, F32 KV cache, activations) */ gpuBytes: number; /** Wick.inspect: why a load would refuse the model, naming it (too large for wasm32, a mixture of experts, an architecture not run yet) */ reason?: string }
+export interface FitCheck { fits: boolean; needed: number; available: number; fileBytes: number; kvBytes: number; contextSize: number; /** of fileBytes, the row tables (and with weightsOutside the weight matrices) a load keeps outside wasm memory (not in needed) */ outsideBytes: number; /** the model fits only on the GPU path (its weights outside wasm memory: over 4 GiB, or above maxHeapBytes) */ needsGpu: boolean; /** about the GPU memory the GPU path takes (weights, F16 KV cache, activations) */ gpuBytes: number; /** Wick.inspect: why a load would refuse the model, naming it (too large for wasm32, a mixture of experts, an architecture not run yet) */ reason?: string }
 
 export interface InspectResult { url: string; bytes: number; version: number; tensorCount: number; metadata: Record<string, unknown>; /** the tables read one row per token, which may stay outside wasm memory */ tables: { name: string; offset: number; bytes: number }[]; fits: FitCheck }
 

@@ -930,8 +930,9 @@ async function load(source, options = {}) {
   checkGpuTestHooks(options.gpuTestHooks);
   if (options.maxHeapBytes !== undefined && options.maxHeapBytes !== 0) checkNumber('maxHeapBytes', options.maxHeapBytes, { min: 1 << 20, max: 2 ** 32, integer: true });
   if (options.gpuTopK !== undefined && typeof options.gpuTopK !== 'boolean') throw invalid(`gpuTopK must be true or false (got ${JSON.stringify(options.gpuTopK)})`);
-  if (options.gpuDecodeKernel !== undefined && !['auto', 'rows', 'mv', 'mv_sg'].includes(options.gpuDecodeKernel))
-    throw invalid(`gpuDecodeKernel must be 'auto', 'rows', 'mv' or 'mv_sg' (got ${JSON.stringify(options.gpuDecodeKernel)})`);
+  const kernels = ['auto', 'rows', 'mv', 'mv_sg', 'mv_q8', 'mv_q8_sg']; // gpu/backend.mjs DECODE_KERNELS (not imported: a CPU load never reads it)
+  if (options.gpuDecodeKernel !== undefined && !kernels.includes(options.gpuDecodeKernel))
+    throw invalid(`gpuDecodeKernel must be one of ${kernels.join(', ')} (got ${JSON.stringify(options.gpuDecodeKernel)})`);
   checkSignal(options.signal);
   const mt = options.multiThreaded !== false && canUseThreads();
   const relaxed = options.relaxedSimd !== false && hasRelaxedSimd();

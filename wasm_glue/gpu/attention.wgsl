@@ -2,7 +2,8 @@
 // cached positions the token sees (all before it and itself, or the last `window` of them on a
 // sliding-window layer), with the softmax taken online over chunks of 64 positions (running
 // maximum and sum, earlier partial sums rescaled), so no score row is stored. Grouped-query
-// attention: query head h reads KV head h / (n_heads / n_kv_heads).
+// attention: query head h reads KV head h / (n_heads / n_kv_heads). The cache holds F16 halves, two
+// per word (rope.wgsl packs them; unpack2x16float here).
 
 struct Params {
   n_heads: u32,
@@ -17,8 +18,8 @@ struct Params {
 struct Step { n_tok: u32, pos0: u32, n_out: u32, first_out: u32 }
 
 @group(0) @binding(0) var<storage, read> Q: array<f32>;
-@group(0) @binding(1) var<storage, read> K: array<f32>;
-@group(0) @binding(2) var<storage, read> Vc: array<f32>;
+@group(0) @binding(1) var<storage, read> K: array<u32>;
+@group(0) @binding(2) var<storage, read> Vc: array<u32>;
 @group(0) @binding(3) var<storage, read_write> O: array<f32>;
 @group(0) @binding(4) var<uniform> P: Params;
 @group(0) @binding(5) var<uniform> S: Step;
@@ -29,6 +30,11 @@ var<workgroup> q: array<f32, 256>;
 var<workgroup> prob: array<f32, 64>;
 
 fn tanh_exp(x: f32) -> f32 { return 1.0 - 2.0 / (exp(2.0 * x) + 1.0); }
+// element i of the value cache (kv_dim and head_dim are even: a head's halves start a word)
+fn v_at(i: u32) -> f32 {
+  let v = unpack2x16float(Vc[i >> 1u]);
+  return select(v.x, v.y, (i & 1u) == 1u);
+}
 
 // The online softmax of query head h of token t over cached positions lo ..= hi: the running
 // maximum m, the sum l of exp(s − m), and this thread's output dims lid, lid + 64, … (head_dim ≤ 256)
@@ -47,9 +53,13 @@ fn attend(t: u32, h: u32, lo: u32, hi: u32, lid: u32) -> Partial {
     let p = c0 + lid;
     var s = -3.0e38;
     if (p <= hi) {
-      let kb = p * P.kv_dim + kvh * P.head_dim;
+      let kb = (p * P.kv_dim + kvh * P.head_dim) / 2u;
       var dot = 0.0;
-      for (var d = 0u; d < P.head_dim; d++) { dot += q[d] * K[kb + d]; }
+      for (var d = 0u; d < P.head_dim; d += 2u) {
+        let k = unpack2x16float(K[kb + d / 2u]);
+        dot += q[d] * k.x;
+        dot += q[d + 1u] * k.y;
+      }
       s = dot * P.scale;
       if (P.softcap > 0.0) { s = tanh_exp(s / P.softcap) * P.softcap; }
     }
@@ -69,7 +79,7 @@ fn attend(t: u32, h: u32, lo: u32, hi: u32, lid: u32) -> Partial {
       let d = lid + j * WG;
       if (d < P.head_dim) {
         var a = acc[j] * corr;
-        for (var i = 0u; i < n_here; i++) { a += prob[i] * Vc[(c0 + i) * P.kv_dim + kvh * P.head_dim + d]; }
+        for (var i = 0u; i < n_here; i++) { a += prob[i] * v_at((c0 + i) * P.kv_dim + kvh * P.head_dim + d); }
         acc[j] = a;
       }
     }

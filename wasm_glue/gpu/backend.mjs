@@ -10,8 +10,11 @@
 // (wick_gen_candidates: greedy, or top_k without penalties, bias or grammar), topk.wgsl ranks the
 // row on the GPU and only those k (id, logit) pairs are read back. Sampling, grammar and stop strings stay in C: the worker drives an
 // external context (src/wick.h, wick_ctx_new_external) whose evaluations this backend carries out.
-// Numbers: activations, KV cache and accumulation in f32 (no shader-f16 needed); they differ
-// from the CPU path's (8-bit activation blocks, F16 cache) in the low bits.
+// Numbers: activations and accumulation in f32, the KV cache in F16 as the CPU path's (halves
+// packed two per word with pack2x16float: no shader-f16 needed); they differ from the CPU path's
+// (8-bit activation blocks) in the low bits. One token (decode) on a GPU: the RMS norms before
+// attention and the FFN are folded into the products after them (matmul.wgsl main_mv3: q, k and v
+// in one dispatch; main_mv_glu: gate, up and the GLU in one).
 
 const SHADER_FILES = ['matmul', 'dequant', 'norm', 'rope', 'attention', 'elementwise', 'recurrent', 'topk'];
 
@@ -139,23 +142,55 @@ export async function readShaderText(name) {
 
 /** The WGSL of the matrix product for GGUF type `type` (one of GPU_TYPES); with subgroups, the
  * module enables them and holds main_mv_sg (a device opened with the `subgroups` feature). */
-export async function matmulSource(type, { subgroups = false } = {}) {
+export async function matmulSource(type, { subgroups = false, w2 = type, w3 = type, int8 = false } = {}) {
   const s = await shaders();
-  const name = GPU_TYPES.get(type);
-  // a second copy of the byte helpers and the type's functions, reading W2 (main_mv_glu's up rows)
+  const name = (ty) => GPU_TYPES.get(ty);
+  // second and third copies of the byte helpers and a type's functions, reading W2 and W3
+  // (main_mv_glu's up rows; main_mv3's k and v rows, each of its own type)
   const helpers = /\/\/HELPERS_BEGIN\/\/([\s\S]*)\/\/HELPERS_END\/\//.exec(s.matmul)[1];
-  const onW2 = (helpers + s.dequant).replace(/\bW\[/g, 'W2[')
-    .replace(/\b(byte_at|sbyte_at|u16_at|bytes4_at|f16_at|scale_min_k4|k_scale_min|unit_\w+|piece_x_\w+|piece_\w+)\(/g, '$1_w2(');
-  let code = s.matmul.replace('//DEQUANT//', `${s.dequant}\n${onW2}`).replace(/UNIT_FN\(/g, `unit_${name}(`)
-    .replace(/PIECE_FN_W2\(/g, `piece_${name}_w2(`).replace(/PIECE_FN\(/g, `piece_${name}(`).replace(/PIECE_X_FN\(/g, `piece_x_${name}(`);
+  const on = (W) => (helpers + s.dequant).replace(/\bW\[/g, `${W}[`)
+    .replace(/\b(byte_at|sbyte_at|u16_at|bytes4_at|f16_at|scale_min_k4|k_scale_min|q6_piece|unit_\w+|piece_x_\w+|piece_\w+|qpiece_\w+)\(/g, `$1_${W.toLowerCase()}(`)
+    .replace(/\bQ6Piece\b/g, `Q6Piece_${W.toLowerCase()}`);
+  const act = /\/\/ACT_BEGIN\/\/([\s\S]*)\/\/ACT_END\/\//.exec(s.elementwise)[1];
+  let code = s.matmul.replace('//DEQUANT//', `${s.dequant}\n${on('W2')}\n${on('W3')}`).replace('//ACT//', act)
+    .replace(/\bUNIT_FN\(/g, `unit_${name(type)}(`)
+    .replace(/\b(Q?PIECE|PIECE_X)_FN_W([23])\(/g, (_, f, k) => `${f === 'PIECE_X' ? 'piece_x' : f.toLowerCase()}_${name(k === '2' ? w2 : w3)}_w${k}(`)
+    .replace(/\b(Q?PIECE|PIECE_X)_FN\(/g, (_, f) => `${f === 'PIECE_X' ? 'piece_x' : f.toLowerCase()}_${name(type)}(`);
+  // the int8 kernels where asked (every type of the module quantized: Q8_TYPES), else not a line of them
+  if (!int8) code = code.replace(/\/\/INT8_BEGIN\/\/[\s\S]*?\/\/INT8_END\/\//g, '');
   if (subgroups) code = `enable subgroups;\n${code}`;
-  else code = code.replace(/\/\/SUBGROUPS_BEGIN\/\/[\s\S]*\/\/SUBGROUPS_END\/\//, '');
+  else code = code.replace(/\/\/SUBGROUPS_BEGIN\/\/[\s\S]*?\/\/SUBGROUPS_END\/\//g, '');
   return code;
 }
 
 // matmul.wgsl's decode kernel: rows per workgroup, row groups per y step of the dispatch
 const MV_ROWS = 4;
 const MV_GROUPS_PER_Y = 8192;
+// the int8 kernels (matmul.wgsl MV_Q8_COLS): rows at most this long; the types they read (qpiece_T)
+const MV_Q8_COLS = 8192;
+const Q8_TYPES = new Set([2, 8, 12, 13, 14]);
+const INT8_VENDORS = /^(nvidia|amd|ati|intel)$/i;
+const mvGroups = (g) => [Math.min(g, MV_GROUPS_PER_Y), Math.ceil(g / MV_GROUPS_PER_Y), 1];
+// matmul.wgsl's Params: 20 words
+const MATMUL_PARAMS = 80;
+/** matmul.wgsl's Params as bytes (fields not given: 0; scale 1). */
+export function matmulParams({ rows, cols, rowBytes, row0 = 0, xStride, yStride, flags = 0, scale = 1, bias = 0, normOff = 0, eps = 0, rows2 = 0, rows3 = 0, rowBytes2 = 0, rowBytes3 = 0, bias2 = 0, bias3 = 0 }) {
+  const dv = new DataView(new ArrayBuffer(MATMUL_PARAMS));
+  [rows, cols, rowBytes, row0, xStride, yStride, flags].forEach((v, i) => dv.setUint32(4 * i, v, true));
+  dv.setFloat32(28, scale, true);
+  dv.setUint32(32, bias, true);
+  dv.setUint32(36, normOff, true);
+  dv.setFloat32(40, eps, true);
+  [rows2, rows3, rowBytes2, rowBytes3, bias2, bias3].forEach((v, i) => dv.setUint32(44 + 4 * i, v, true));
+  return dv.buffer;
+}
+/** 'q,k,v' types of an attention layer whose one token can take main_mv3 (each matrix in one
+ * buffer, x as wide as q's rows are long), else null. */
+function qkvKey(l) {
+  const ws = [l.wq, l.wk, l.wv];
+  if (l.L.kind !== 'attention' || ws.some((w) => !w || w.chunks.length !== 1 || w.cols !== ws[0].cols)) return null;
+  return ws.map((w) => w.type).join(',');
+}
 // matmul.wgsl main_gemm's tile: rows and tokens per workgroup
 const GEMM_ROWS = 64;
 const GEMM_TOKS = 64;
@@ -163,10 +198,16 @@ const GEMM_TOKS = 64;
 const ATT_SPLIT = 256;
 /** The decode kernels (one token): 'rows' is matmul.wgsl main / main_wg (a row per invocation or
  * per workgroup, the token tile of 8) and attention.wgsl main (a workgroup per head walks the whole
- * context); 'mv' is main_mv (4 rows per 256-thread workgroup, activations loaded once for the 4)
- * with the split attention (split_attend over chunks of 256 positions, split_reduce); 'mv_sg' is
- * 'mv' with main_mv_sg (subgroupAdd; needs the `subgroups` feature). */
-export const DECODE_KERNELS = ['auto', 'rows', 'mv', 'mv_sg'];
+ * context); 'mv' is main_mv (4 rows per 256-thread workgroup, activations loaded once for the 4),
+ * main_mv3 (an attention layer's q, k and v) and main_mv_glu (gate, up and the GLU), those two with
+ * the RMS norm before them folded in, and the split attention (split_attend over chunks of 256
+ * positions, split_reduce); 'mv_sg' is 'mv' with their subgroupAdd variants (needs the `subgroups`
+ * feature); 'mv_q8' and 'mv_q8_sg' are those with the activations quantized to 8-bit blocks in
+ * each workgroup and the products by dot4I8Packed where the matrices are quantized (main_mv_q8,
+ * main_mv3_q8, main_mv_glu_q8; needs WGSL's packed_4x8_integer_dot_product). 'auto' takes 'rows' on
+ * a software adapter, else mv_q8(_sg) on AMD, Intel and NVIDIA GPUs that have int8 dot products,
+ * mv(_sg) on the others. */
+export const DECODE_KERNELS = ['auto', 'rows', 'mv', 'mv_sg', 'mv_q8', 'mv_q8_sg'];
 
 /** Runs fn inside validation and out-of-memory error scopes; a GPU error becomes a GpuError. */
 async function checked(device, what, fn) {
@@ -192,6 +233,25 @@ export async function makePipeline(device, code, entryPoint, label) {
     if (errors.length) throw new GpuError(`shader ${label} does not compile: ${errors.map((m) => `${m.lineNum}:${m.linePos} ${m.message}`).join('; ')}`);
     return device.createComputePipelineAsync({ layout: 'auto', compute: { module, entryPoint }, label });
   });
+}
+
+/** Whether the device's WGSL has dot4I8Packed and pack4xI8 (the language feature
+ * packed_4x8_integer_dot_product: matmul.wgsl's int8 decode kernels), by compiling a line of it
+ * (asked once per device). */
+const int8Known = new WeakMap();
+export async function int8Supported(device) {
+  if (!int8Known.has(device)) {
+    int8Known.set(device, (async () => {
+      try {
+        await makePipeline(device, `@group(0) @binding(0) var<storage, read_write> O: array<i32>;
+@compute @workgroup_size(1) fn main() { O[0] = dot4I8Packed(pack4xI8(vec4i(O[1])), 0x01010101u); }`, 'main', 'int8 probe');
+        return true;
+      } catch {
+        return false;
+      }
+    })());
+  }
+  return int8Known.get(device);
 }
 
 /** A device with the adapter's own limits (at least WebGPU's defaults, which every adapter grants:
@@ -249,8 +309,13 @@ export class GpuForward {
     // device has subgroups; a software adapter keeps main (its barriers are slow)
     if (!DECODE_KERNELS.includes(decodeKernel)) throw new GpuError(`decodeKernel must be one of ${DECODE_KERNELS.join(', ')} (got ${JSON.stringify(decodeKernel)})`, 'E_INVALID_ARG');
     const subgroups = !!device.features?.has('subgroups');
-    if (decodeKernel === 'mv_sg' && !subgroups) throw new GpuError('decodeKernel mv_sg needs a device with the subgroups feature', 'E_UNSUPPORTED');
-    const kernel = decodeKernel === 'auto' ? (software ? 'rows' : subgroups ? 'mv_sg' : 'mv') : decodeKernel;
+    if (decodeKernel.endsWith('_sg') && !subgroups) throw new GpuError(`decodeKernel ${decodeKernel} needs a device with the subgroups feature`, 'E_UNSUPPORTED');
+    const int8 = await int8Supported(device);
+    if (decodeKernel.includes('_q8') && !int8) throw new GpuError(`decodeKernel ${decodeKernel} needs WGSL's packed_4x8_integer_dot_product (dot4I8Packed), which this device lacks`, 'E_UNSUPPORTED');
+    // int8 where the GPU has dot products of packed bytes in hardware (AMD, Intel, NVIDIA; Apple's
+    // and a software adapter's would compute them in steps)
+    const q8 = int8 && INT8_VENDORS.test(device.adapterInfo?.vendor || '') ? '_q8' : '';
+    const kernel = decodeKernel === 'auto' ? (software ? 'rows' : `mv${q8}${subgroups ? '_sg' : ''}`) : decodeKernel;
     // batches: an invocation per row on a software adapter (main); on a GPU the tiled product
     // (main_gemm, 64 rows × 64 tokens per workgroup) with batches of 256 tokens, or with the
     // kernels of before ('rows') a workgroup per row (main_wg) with batches of 32
@@ -279,8 +344,8 @@ export class GpuForward {
     this.B = Math.max(1, Math.min(maxBatch, nCtx));
     this.limit = Math.min(maxBinding || Infinity, device.limits.maxStorageBufferBindingSize, device.limits.maxBufferSize);
     this.kvDim = c.n_kv_heads * c.head_dim;
-    if (nCtx * this.kvDim * 4 > this.limit)
-      throw new GpuError(`the KV cache of one layer (${nCtx} positions × ${this.kvDim} floats) exceeds the GPU's ${this.limit} bytes per buffer: ask for a smaller context`);
+    if (nCtx * this.kvDim * 2 > this.limit)
+      throw new GpuError(`the KV cache of one layer (${nCtx} positions × ${this.kvDim} halves) exceeds the GPU's ${this.limit} bytes per buffer: ask for a smaller context`);
     this.half = c.rope_dim / 2;
     // the FFN's hidden rows padded to whole 32-element units (the padding stays zero)
     this.hidStride = align(c.hidden_dim, 32);
@@ -459,27 +524,46 @@ export class GpuForward {
       this.readback = this.#buffer(4 * this.logitRows * c.n_vocab, GPUBufferUsage.MAP_READ | CD, 'readback');
       this.rope = f(2 * 2 * B * Math.max(1, this.half), 'rope tables');
       const attention = (l) => l.L.kind === 'attention';
-      this.kc = layers.map((l, i) => (attention(l) ? f(this.nCtx * kvd, `k cache ${i}`) : null));
-      this.vc = layers.map((l, i) => (attention(l) ? f(this.nCtx * kvd, `v cache ${i}`) : null));
+      // the cache in F16, two halves per word (rope.wgsl stores the batch's new rows, kn and vn, there)
+      this.kc = layers.map((l, i) => (attention(l) ? f((this.nCtx * kvd) / 2, `k cache ${i}`) : null));
+      this.vc = layers.map((l, i) => (attention(l) ? f((this.nCtx * kvd) / 2, `v cache ${i}`) : null));
+      this.kn = f(B * kvd, 'new keys');
+      this.vn = f(B * kvd, 'new values');
       this.#recurrentBuffers(f);
       this.step = this.#buffer(16, GPUBufferUsage.UNIFORM | CD, 'step');
     });
-    this.kvBytes = 2 * this.nCtx * this.kvDim * 4 * this.kc.filter((b) => b).length;
+    this.kvBytes = 2 * this.nCtx * this.kvDim * 2 * this.kc.filter((b) => b).length;
 
     // pipelines
     const s = await shaders();
     const types = new Set([...this.layers.flatMap((l) => LAYER_MATRICES.filter((n) => l[n]).map((n) => l[n].type)), this.output.type]);
     this.pipes = { matmul: new Map() };
     for (const ty of types) this.pipes.matmul.set(ty, await makePipeline(d, await matmulSource(ty), this.matmulEntry, `matmul ${GPU_TYPES.get(ty)}`));
-    this.pipes.matmulMv = new Map();
-    this.pipes.matmulGlu = new Map();
+    this.pipes.matmulMv = new Map();     // by type: the f32 one-token kernel
+    this.pipes.matmulMvQ8 = new Map();   // by type: its int8 variant (the _q8 decode kernels)
+    this.pipes.matmulGlu = new Map();    // by type
+    this.pipes.matmulMv3 = new Map();    // by the types of q, k and v: 'q,k,v'
     if (this.decodeKernel !== 'rows') {
-      const sg = this.decodeKernel === 'mv_sg' ? '_sg' : '';
+      const sg = this.decodeKernel.endsWith('_sg') ? '_sg' : '';
+      const q8 = this.decodeKernel.includes('_q8');
+      // the int8 kernels take products whose matrices are all quantized and whose rows fit
+      // mv_quantize's workgroup memory; the others stay in f32
+      this.int8 = (...ws) => q8 && ws.every((w) => Q8_TYPES.has(w.type) && w.cols <= MV_Q8_COLS);
+      const label = (ty) => `matmul ${GPU_TYPES.get(ty)}`;
       for (const ty of types) {
-        const code = await matmulSource(ty, { subgroups: !!sg });
-        this.pipes.matmulMv.set(ty, await makePipeline(d, code, `main_mv${sg}`, `matmul ${GPU_TYPES.get(ty)} ${this.decodeKernel}`));
-        if (this.layers.some((l) => l.w_gate?.type === ty))
-          this.pipes.matmulGlu.set(ty, await makePipeline(d, code, `main_mv_glu${sg}`, `matmul ${GPU_TYPES.get(ty)} glu ${this.decodeKernel}`));
+        const code = await matmulSource(ty, { subgroups: !!sg, int8: q8 && Q8_TYPES.has(ty) });
+        this.pipes.matmulMv.set(ty, await makePipeline(d, code, `main_mv${sg}`, `${label(ty)} ${this.decodeKernel}`));
+        if (q8 && Q8_TYPES.has(ty)) this.pipes.matmulMvQ8.set(ty, await makePipeline(d, code, `main_mv_q8${sg}`, `${label(ty)} int8 ${this.decodeKernel}`));
+        const gate = this.layers.find((l) => l.w_gate?.type === ty)?.w_gate;
+        if (gate) this.pipes.matmulGlu.set(ty, await makePipeline(d, code, `main_mv_glu${this.int8(gate) ? '_q8' : ''}${sg}`, `${label(ty)} glu ${this.decodeKernel}`));
+      }
+      for (const l of this.layers) {
+        const key = qkvKey(l);
+        if (key && !this.c.attn_out_gate && !this.pipes.matmulMv3.has(key)) {
+          const int8 = this.int8(l.wq, l.wk, l.wv);
+          const code = await matmulSource(l.wq.type, { subgroups: !!sg, w2: l.wk.type, w3: l.wv.type, int8 });
+          this.pipes.matmulMv3.set(key, await makePipeline(d, code, `main_mv3${int8 ? '_q8' : ''}${sg}`, `matmul q,k,v ${key} ${this.decodeKernel}`));
+        }
       }
     }
     this.pipes.norm = await makePipeline(d, s.norm, 'main', 'norm');
@@ -528,30 +612,32 @@ export class GpuForward {
     // testHooks.perturb: one matrix product made wrong on purpose (a faulty GPU, for tests)
     const perturbed = this.hooks.perturb === 'matmul-scale' ? this.layers[0]?.w_down : null;
     // `at`: where the product's rows start in each Y row (a part of the rows of several products)
-    // atPos: token t's output row is row pos0 + t of Y (K and V straight into a layer's cache)
-    const mm = (w, X, Y, xStride, yStride, { bias = -1, acc = false, scale = 1, head = false, at = 0, atPos = false } = {}) => {
+    const mm = (w, X, Y, xStride, yStride, { bias = -1, acc = false, scale = 1, head = false, at = 0 } = {}) => {
       if (w === perturbed && acc) scale *= 1.25;
       for (const ch of w.chunks) {
-        const flags = (bias >= 0 ? 1 : 0) | (acc ? 2 : 0) | (head ? 4 : 0) | (atPos ? 8 : 0);
-        const off = uniform(u32f32([[ch.rows, 'u'], [w.cols, 'u'], [w.rowBytes, 'u'], [at + ch.row0, 'u'], [xStride, 'u'], [yStride, 'u'], [flags, 'u'], [scale, 'f'], [Math.max(0, bias), 'u'], [0, 'u'], [0, 'u'], [0, 'u']]));
-        op(this.pipes.matmul.get(w.type), [ch.buffer, X, Y, P(48, off), 'step', this.vectors],
+        const flags = (bias >= 0 ? 1 : 0) | (acc ? 2 : 0) | (head ? 4 : 0);
+        const off = uniform(matmulParams({ rows: ch.rows, cols: w.cols, rowBytes: w.rowBytes, row0: at + ch.row0, xStride, yStride, flags, scale, bias: Math.max(0, bias) }));
+        op(this.pipes.matmul.get(w.type), [ch.buffer, X, Y, P(MATMUL_PARAMS, off), 'step', this.vectors],
           this.matmulEntry === 'main'
             ? (n, nOut) => [Math.ceil(ch.rows / WG), 1, Math.ceil((head ? nOut : n) / TOKEN_TILE)]
             : this.matmulEntry === 'main_gemm'
               ? (n, nOut) => [Math.ceil(ch.rows / GEMM_ROWS), Math.ceil((head ? nOut : n) / GEMM_TOKS), 1]
               : (n, nOut) => [Math.min(ch.rows, ROWS_PER_Y), Math.ceil(ch.rows / ROWS_PER_Y), Math.ceil((head ? nOut : n) / TOKEN_TILE)],
           { weightBytes: ch.bytes, head, weights: ch.rows * w.cols });
-        const mv = this.pipes.matmulMv.get(w.type);
+        const q8 = !!this.int8?.(w);
+        const mv = (q8 ? this.pipes.matmulMvQ8 : this.pipes.matmulMv).get(w.type);
         if (mv) {
+          ops[ops.length - 1].q8 = q8;
           // the one-token kernel beside it, taken when the op has one token (encode)
           const g = Math.ceil(ch.rows / MV_ROWS);
-          ops[ops.length - 1].one = [{ pipe: mv, entries: [ch.buffer, X, Y, P(48, off), 'step', this.vectors], groups: () => [Math.min(g, MV_GROUPS_PER_Y), Math.ceil(g / MV_GROUPS_PER_Y), 1] }];
+          // (main_mv reads W2 and W3 in main_mv3's branches: bound to W, never read)
+          ops[ops.length - 1].one = [{ pipe: mv, entries: [ch.buffer, X, Y, P(MATMUL_PARAMS, off), null, this.vectors, ch.buffer, ch.buffer], groups: () => mvGroups(g) }];
         }
       }
     };
-    const norm = (X, Y, wOff, n, groups, stride, { head = false, atPos = false } = {}) => {
-      const off = uniform(u32f32([[n, 'u'], [groups, 'u'], [stride, 'u'], [wOff, 'u'], [c.rms_eps, 'f'], [head ? 1 : 0, 'u'], [atPos ? 1 : 0, 'u'], [0, 'u']]));
-      if (X === Y) op(this.pipes.normInPlace, [null, Y, this.vectors, P(32, off), 'step'], (nt, nOut) => [(head ? nOut : nt) * groups, 1, 1]);
+    const norm = (X, Y, wOff, n, groups, stride, { head = false } = {}) => {
+      const off = uniform(u32f32([[n, 'u'], [groups, 'u'], [stride, 'u'], [wOff, 'u'], [c.rms_eps, 'f'], [head ? 1 : 0, 'u'], [0, 'u'], [0, 'u']]));
+      if (X === Y) op(this.pipes.normInPlace, [null, Y, this.vectors, P(32, off), null], (nt, nOut) => [(head ? nOut : nt) * groups, 1, 1]);
       else op(this.pipes.norm, [X, Y, this.vectors, P(32, off), 'step'], (nt, nOut) => [(head ? nOut : nt) * groups, 1, 1]);
     };
     const elementwise = (pipe, A, Bb, n, stride, { act = 0, scale = 1, cap = 0, head = false } = {}) => {
@@ -563,11 +649,14 @@ export class GpuForward {
       op(pipe, [A, Bb, P(32, off), 'step'], groups);
     };
     const ownSwaTable = c.n_swa > 0 && (c.rope_base_swa !== c.rope_base || c.rope_scale_swa !== c.rope_scale);
-    // the queries (Q, stride floats per token) and the keys in the cache K, in one dispatch
-    const rope = (Q, K, stride, sliding) => {
+    // the queries (Q, stride floats per token) rotated, and the new keys and values (kn, vn) into
+    // layer i's cache, the keys rotated: one dispatch (rope.wgsl)
+    const rope = (Q, i, stride, sliding, rotate) => {
       const table = sliding && ownSwaTable ? 2 * this.B * this.half : 0;
-      const off = uniform(u32f32([[c.n_heads, 'u'], [c.head_dim, 'u'], [c.rope_dim, 'u'], [c.rope_neox ? 1 : 0, 'u'], [stride, 'u'], [table, 'u'], [c.n_kv_heads, 'u'], [this.kvDim, 'u']]));
-      op(this.pipes.rope, [Q, this.rope, P(32, off), 'step', K], (nt) => [Math.ceil((nt * (c.n_heads + c.n_kv_heads) * this.half) / WG), 1, 1]);
+      const ropeDim = rotate ? c.rope_dim : 0;
+      const off = uniform(u32f32([[c.n_heads, 'u'], [c.head_dim, 'u'], [ropeDim, 'u'], [c.rope_neox ? 1 : 0, 'u'], [stride, 'u'], [table, 'u'], [c.n_kv_heads, 'u'], [this.kvDim, 'u']]));
+      op(this.pipes.rope, [Q, this.rope, P(32, off), 'step', this.kc[i], this.kn, this.vc[i], this.vn],
+        (nt) => [Math.ceil((nt * (c.n_heads * (ropeDim / 2) + this.kvDim)) / WG), 1, 1]);
     };
 
     const dim = c.dim, qd = c.q_dim, kvd = this.kvDim, hid = this.hidStride;
@@ -605,26 +694,46 @@ export class GpuForward {
       this.#blockOut(mm, norm, elementwise, l.dn_out, this.mix2, vd, l.attn_post);
     };
 
-    // softmax(q·Kᵀ)·V with the cache; qwen35's attn_q holds each head's query then its output gate
-    const attention = (l, i, input) => {
+    // softmax(q·Kᵀ)·V with the cache; qwen35's attn_q holds each head's query then its output gate.
+    // normOp: the index of the norm before it (its output is input), -1 without one
+    const attention = (l, i, input, normOp) => {
       const L = l.L;
+      const first = ops.length;
       if (c.attn_out_gate) {
         mm(l.wq, input, this.proj, dim, 2 * qd);
         rec('split_q', { 0: this.proj, 1: this.q }, { n: qd, size: c.head_dim }, (nt) => nt * qd);
       } else {
         mm(l.wq, input, this.q, dim, qd, { bias: l.bq });
       }
-      // K and V straight into the layer's cache at the batch's positions (normed and rotated there)
-      mm(l.wk, input, this.kc[i], dim, kvd, { bias: l.bk, atPos: true });
-      mm(l.wv, input, this.vc[i], dim, kvd, { bias: l.bv, atPos: true });
+      // the batch's new keys and values, normed and rotated there, then stored in the cache (rope)
+      mm(l.wk, input, this.kn, dim, kvd, { bias: l.bk });
+      mm(l.wv, input, this.vn, dim, kvd, { bias: l.bv });
+      const mv3 = this.pipes.matmulMv3.get(qkvKey(l));
+      if (mv3 && !c.attn_out_gate) {
+        // one token: q, k and v in one dispatch (matmul.wgsl main_mv3) from x, the norm folded in
+        const fold = normOp >= 0;
+        const g = [l.wq, l.wk, l.wv].reduce((a, w) => a + Math.ceil(w.rows / MV_ROWS), 0);
+        const off = uniform(matmulParams({
+          rows: qd, cols: dim, rowBytes: l.wq.rowBytes, xStride: dim, yStride: qd,
+          flags: (l.bq >= 0 ? 1 : 0) | (fold ? 32 : 0) | (l.bk >= 0 ? 64 : 0) | (l.bv >= 0 ? 128 : 0), bias: Math.max(0, l.bq),
+          normOff: fold ? l.attn_norm : 0, eps: c.rms_eps, rows2: kvd, rows3: kvd, rowBytes2: l.wk.rowBytes, rowBytes3: l.wv.rowBytes,
+          bias2: Math.max(0, l.bk), bias3: Math.max(0, l.bv),
+        }));
+        const w = (m) => m.chunks[0].buffer;
+        for (let k = 0; k < 3; k++) ops[first + k].q8 = this.int8(l.wq, l.wk, l.wv);
+        ops[first].one = [{ pipe: mv3, entries: [w(l.wq), fold ? this.x : input, this.q, P(MATMUL_PARAMS, off), null, this.vectors, w(l.wk), w(l.wv), this.kn, this.vn], groups: () => mvGroups(g) }];
+        ops[first + 1].one = [];
+        ops[first + 2].one = [];
+        if (fold) ops[normOp].one = [];
+      }
       if (c.qk_norm === 'per_head') {
         norm(this.q, this.q, l.q_norm, c.head_dim, c.n_heads, qd);
-        norm(this.kc[i], this.kc[i], l.k_norm, c.head_dim, c.n_kv_heads, kvd, { atPos: true });
+        norm(this.kn, this.kn, l.k_norm, c.head_dim, c.n_kv_heads, kvd);
       } else if (c.qk_norm === 'full') {
         norm(this.q, this.q, l.q_norm, qd, 1, qd);
-        norm(this.kc[i], this.kc[i], l.k_norm, kvd, 1, kvd, { atPos: true });
+        norm(this.kn, this.kn, l.k_norm, kvd, 1, kvd);
       }
-      if (L.rotate) rope(this.q, this.kc[i], qd, L.sliding);
+      rope(this.q, i, qd, L.sliding, L.rotate);
       const aOff = uniform(u32f32([[c.n_heads, 'u'], [c.n_kv_heads, 'u'], [c.head_dim, 'u'], [qd, 'u'], [kvd, 'u'], [L.sliding ? c.n_swa : 0, 'u'], [c.attn_scale, 'f'], [c.attn_softcap, 'f']]));
       op(this.pipes.attention, [this.q, this.kc[i], this.vc[i], this.att, P(32, aOff), 'step'], (nt) => [nt * c.n_heads, 1, 1]);
       if (this.pipes.attSplit) {
@@ -645,16 +754,18 @@ export class GpuForward {
 
     this.layers.forEach((l, i) => {
       const L = l.L;
-      let input = this.x;
+      let input = this.x, normOp = -1;
       if (l.attn_norm >= 0) {
+        normOp = ops.length;
         norm(this.x, this.xn, l.attn_norm, dim, 1, dim);
         input = this.xn;
       }
       if (L.kind === 'shortconv') shortconv(l, i, input);
       else if (L.kind === 'deltanet') deltanet(l, i, input);
-      else attention(l, i, input);
-      let fIn = this.x;
+      else attention(l, i, input, normOp);
+      let fIn = this.x, ffnNormOp = -1;
       if (l.ffn_norm >= 0) {
+        ffnNormOp = ops.length;
         norm(this.x, this.xn, l.ffn_norm, dim, 1, dim);
         fIn = this.xn;
       }
@@ -664,12 +775,16 @@ export class GpuForward {
       elementwise(this.pipes.glu, this.g, this.u, c.hidden_dim, hid, { act: c.act === 'gelu_tanh' ? 1 : 0 });
       const glu = this.pipes.matmulGlu.get(l.w_gate.type);
       if (glu && l.w_up.type === l.w_gate.type && l.w_gate.chunks.length === 1 && l.w_up.chunks.length === 1) {
-        // one token: gate, up and the GLU in one dispatch (matmul.wgsl main_mv_glu)
-        const rows = l.w_gate.rows, g = Math.ceil(rows / 2);
-        const off = uniform(u32f32([[rows, 'u'], [l.w_gate.cols, 'u'], [l.w_gate.rowBytes, 'u'], [0, 'u'], [dim, 'u'], [hid, 'u'], [c.act === 'gelu_tanh' ? 16 : 0, 'u'], [1, 'f'], [0, 'u'], [0, 'u'], [0, 'u'], [0, 'u']]));
-        ops[first].one = [{ pipe: glu, entries: [l.w_gate.chunks[0].buffer, fIn, this.g, P(48, off), null, null, l.w_up.chunks[0].buffer], groups: () => [Math.min(g, MV_GROUPS_PER_Y), Math.ceil(g / MV_GROUPS_PER_Y), 1] }];
+        // one token: gate, up and the GLU in one dispatch (matmul.wgsl main_mv_glu) from x, the
+        // norm folded in
+        const rows = l.w_gate.rows, g = Math.ceil(rows / 2), fold = ffnNormOp >= 0;
+        const off = uniform(matmulParams({ rows, cols: l.w_gate.cols, rowBytes: l.w_gate.rowBytes, xStride: dim, yStride: hid,
+          flags: (c.act === 'gelu_tanh' ? 16 : 0) | (fold ? 32 : 0), normOff: fold ? l.ffn_norm : 0, eps: c.rms_eps }));
+        ops[first].q8 = ops[first + 1].q8 = this.int8(l.w_gate);
+        ops[first].one = [{ pipe: glu, entries: [l.w_gate.chunks[0].buffer, this.x, this.g, P(MATMUL_PARAMS, off), null, this.vectors, l.w_up.chunks[0].buffer], groups: () => mvGroups(g) }];
         ops[first + 1].one = [];
         ops[first + 2].one = [];
+        if (fold) ops[ffnNormOp].one = [];
       }
       this.#blockOut(mm, norm, elementwise, l.w_down, this.g, hid, l.ffn_post);
     });
@@ -1012,7 +1127,7 @@ export class GpuForward {
 
   /** Structural figures of one decode step (one token), counted from the plan. */
   structure() {
-    let dispatches = 0, weightBytesRead = 0, activationBytes = 0, weights = 0, layerWeightBytes = 0;
+    let dispatches = 0, weightBytesRead = 0, activationBytes = 0, weights = 0, layerWeightBytes = 0, int8Weights = 0;
     for (const o of this.ops) {
       dispatches++;
       if (o.weightBytes) {
@@ -1020,6 +1135,7 @@ export class GpuForward {
         if (!o.head) layerWeightBytes += o.weightBytes;
         activationBytes += (o.one ? 4 / MV_ROWS : 4) * o.weights;
         weights += o.weights;
+        if (o.q8) int8Weights += o.weights;
       }
     }
     return {
@@ -1030,10 +1146,12 @@ export class GpuForward {
       prefillWeightBytesPerToken: (layerWeightBytes * Math.ceil(this.B / this.tokenTile)) / this.B,
       layerWeightBytes,
       activationBytesPerWeight: activationBytes / weights,
+      // of the weights a decode step reads, the share read by the int8 kernels (the _q8 decode kernels)
+      int8WeightShare: int8Weights / weights,
       weightBytes: this.weightBytes,
       weightBytesReadPerToken: weightBytesRead,
       dispatchesPerToken: dispatches,
-      kvBytesPerPosition: 2 * this.kvDim * 4 * this.kc.filter((b) => b).length,
+      kvBytesPerPosition: 2 * this.kvDim * 2 * this.kc.filter((b) => b).length,
       submissionsPerToken: 1,
       readbackBytesPerToken: 4 * this.c.n_vocab,
       buffers: this.buffers.length,

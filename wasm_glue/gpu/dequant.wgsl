@@ -191,23 +191,78 @@ fn piece_q5_K(base: u32, u: u32, k: u32) {
   }
 }
 
-fn piece_x_q6_K(k: u32) -> vec2u { return vec2u(8u * k, 8u * k + 4u); }
-fn piece_q6_K(base: u32, u: u32, k: u32) {
+// where piece k of unit u of a Q6_K row lies: its ql and qh bytes, the shifts of its low 4 and
+// high 2 bits there, and its scale d · scales[e/16] (elements 8k..8k+8 of the unit share one of its
+// two 16-element scales)
+struct Q6Piece { ql: u32, qh: u32, lshift: u32, hshift: u32, d: f32 }
+fn q6_piece(base: u32, u: u32, k: u32) -> Q6Piece {
   let off = base + (u / 8u) * 210u;
   let e0 = (u % 8u) * 32u;
   let h = e0 / 128u;
   let kk = (e0 % 128u) / 32u;
-  // elements 8k..8k+8 of the unit share one of its two 16-element scales
-  let dg = f16_at(off + 208u) * f32(sbyte_at(off + 192u + e0 / 16u + k / 2u));
-  let ql = off + 64u * h + 32u * (kk & 1u) + 8u * k;
-  let qh = off + 128u + 32u * h + 8u * k;
-  let lshift = select(4u, 0u, kk < 2u);
+  return Q6Piece(off + 64u * h + 32u * (kk & 1u) + 8u * k, off + 128u + 32u * h + 8u * k, select(4u, 0u, kk < 2u), 2u * kk,
+                 f16_at(off + 208u) * f32(sbyte_at(off + 192u + e0 / 16u + k / 2u)));
+}
+
+fn piece_x_q6_K(k: u32) -> vec2u { return vec2u(8u * k, 8u * k + 4u); }
+fn piece_q6_K(base: u32, u: u32, k: u32) {
+  let p = q6_piece(base, u, k);
   for (var g = 0u; g < 2u; g++) {
-    let lo = bytes4_at(ql + 4u * g);
-    let hi = bytes4_at(qh + 4u * g);
+    let lo = bytes4_at(p.ql + 4u * g);
+    let hi = bytes4_at(p.qh + 4u * g);
     for (var b = 0u; b < 4u; b++) {
-      let q = ((lo >> (8u * b + lshift)) & 15u) | (((hi >> (8u * b + 2u * kk)) & 3u) << 4u);
-      pw[4u * g + b] = dg * (f32(q) - 32.0);
+      let q = ((lo >> (8u * b + p.lshift)) & 15u) | (((hi >> (8u * b + p.hshift)) & 3u) << 4u);
+      pw[4u * g + b] = p.d * (f32(q) - 32.0);
     }
   }
+}
+
+// ---- 8-bit pieces: the same 8 weights as piece_T(base, u, k), for the int8 decode kernels
+// (matmul.wgsl main_mv_q8 …): their quants as unsigned bytes, four per word (the order of piece_x_T:
+// pq.x with the 4 activations from .x, pq.y with those from .y; each at most 63, so also a valid
+// signed byte for dot4I8Packed), and the piece's scale and offset in ps: w = ps.x · q + ps.y.
+// With activations in 8-bit blocks (x = d · a): Σ w·x = d · (ps.x · Σ q·a + ps.y · Σ a).
+
+fn qpiece_q4_0(base: u32, u: u32, k: u32) {
+  let off = base + u * 18u;
+  let d = f16_at(off);
+  let w = bytes4_at(off + 2u + 4u * k);
+  pq = vec2u(w & 0x0f0f0f0fu, (w >> 4u) & 0x0f0f0f0fu);
+  ps = vec2f(d, -8.0 * d);
+}
+
+// (Q8_0's quants are signed: the one type whose bytes go to dot4I8Packed as they are)
+fn qpiece_q8_0(base: u32, u: u32, k: u32) {
+  let off = base + u * 34u;
+  pq = vec2u(bytes4_at(off + 2u + 8u * k), bytes4_at(off + 6u + 8u * k));
+  ps = vec2f(f16_at(off), 0.0);
+}
+
+fn qpiece_q4_K(base: u32, u: u32, k: u32) {
+  let off = base + (u / 8u) * 144u;
+  let j = u % 8u;
+  let dm = k_scale_min(off, j);
+  let qs = off + 16u + 32u * (j / 2u) + 8u * k;
+  let shift = (j & 1u) * 4u;
+  pq = vec2u((bytes4_at(qs) >> shift) & 0x0f0f0f0fu, (bytes4_at(qs + 4u) >> shift) & 0x0f0f0f0fu);
+  ps = vec2f(dm.x, -dm.y);
+}
+
+fn qpiece_q5_K(base: u32, u: u32, k: u32) {
+  let off = base + (u / 8u) * 176u;
+  let j = u % 8u;
+  let dm = k_scale_min(off, j);
+  let qs = off + 48u + 32u * (j / 2u) + 8u * k;
+  let qh = off + 16u + 8u * k;
+  let shift = (j & 1u) * 4u;
+  pq = vec2u(((bytes4_at(qs) >> shift) & 0x0f0f0f0fu) | (((bytes4_at(qh) >> j) & 0x01010101u) << 4u),
+             ((bytes4_at(qs + 4u) >> shift) & 0x0f0f0f0fu) | (((bytes4_at(qh + 4u) >> j) & 0x01010101u) << 4u));
+  ps = vec2f(dm.x, -dm.y);
+}
+
+fn qpiece_q6_K(base: u32, u: u32, k: u32) {
+  let p = q6_piece(base, u, k);
+  pq = vec2u(((bytes4_at(p.ql) >> p.lshift) & 0x0f0f0f0fu) | (((bytes4_at(p.qh) >> p.hshift) & 0x03030303u) << 4u),
+             ((bytes4_at(p.ql + 4u) >> p.lshift) & 0x0f0f0f0fu) | (((bytes4_at(p.qh + 4u) >> p.hshift) & 0x03030303u) << 4u));
+  ps = vec2f(p.d, -32.0 * p.d);
 }

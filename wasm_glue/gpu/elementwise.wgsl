@@ -20,7 +20,15 @@ struct Step { n_tok: u32, pos0: u32, n_out: u32, first_out: u32 }
 @group(0) @binding(2) var<uniform> P: Params;
 @group(0) @binding(3) var<uniform> S: Step;
 
+//ACT_BEGIN//
+// (matmul.wgsl's main_mv_glu gets this piece spliced in by the glue: one GLU activation for both)
 fn tanh_exp(x: f32) -> f32 { return 1.0 - 2.0 / (exp(2.0 * x) + 1.0); }
+// the gated FFN's activation: GELU in its tanh form, else SiLU
+fn glu_act(x: f32, gelu: bool) -> f32 {
+  if (gelu) { return 0.5 * x * (1.0 + tanh_exp(0.79788456080286535588 * x * (1.0 + 0.044715 * x * x))); }
+  return x / (1.0 + exp(-x));
+}
+//ACT_END//
 
 // gid: x + y · 2097152 (32768 workgroups of 64 in x, the glue goes on in y)
 fn index(gid: u32) -> i32 {
@@ -34,14 +42,7 @@ fn index(gid: u32) -> i32 {
 fn glu(@builtin(global_invocation_id) gid: vec3u) {
   let i = index(gid.x + gid.y * 2097152u);
   if (i < 0) { return; }
-  let x = A[i];
-  var a: f32;
-  if (P.act == 1u) {
-    a = 0.5 * x * (1.0 + tanh_exp(0.79788456080286535588 * x * (1.0 + 0.044715 * x * x)));
-  } else {
-    a = x / (1.0 + exp(-x));
-  }
-  A[i] = a * B[i];
+  A[i] = glu_act(A[i], P.act == 1u) * B[i];
 }
 
 @compute @workgroup_size(64)

@@ -11,7 +11,8 @@
 //            made main_wg some 30 times slower there).
 // What a GPU takes now (the load option gpuDecodeKernel 'rows' keeps main_wg): main_gemm for
 // batches (a tile of 64 rows × 64 tokens per workgroup), main_mv / main_mv_sg for one token (4 rows
-// per workgroup) and main_mv_glu / main_mv_glu_sg for the gated FFN's one token; below.
+// per workgroup), main_mv_glu / main_mv_glu_sg for the gated FFN's one token and main_mv3 /
+// main_mv3_sg for an attention layer's q, k and v of one token; below.
 
 struct Params {
   rows: u32,        // rows of this weight chunk (a matrix larger than one buffer is split by rows)
@@ -21,9 +22,17 @@ struct Params {
   x_stride: u32,    // floats between tokens in X
   y_stride: u32,    // floats between tokens in Y
   flags: u32,       // 1: add B[row] (bias); 2: accumulate Y += scale·result; 4: the output head (n_out rows of X);
-                    // 8: token t's row of Y is row pos0 + t (K and V straight into the layer's cache)
+                    // 16, 32, 64, 128: the one-token kernels' (below)
   scale: f32,
   bias_off: u32,    // where the bias starts in B, in floats
+  // the one-token kernels, flags 32: X is the residual stream and its RMS norm is folded in (the
+  // weights B[norm_off …], the factor (mean(x²) + eps)^(-1/2) from the kernel's own loads of X)
+  norm_off: u32,
+  eps: f32,
+  // main_mv3: rows, bytes per row and bias (flags 64, 128) of W2 and W3
+  rows2: u32, rows3: u32,
+  row_bytes2: u32, row_bytes3: u32,
+  bias_off2: u32, bias_off3: u32,
   pad0: u32, pad1: u32, pad2: u32,
 }
 
@@ -104,7 +113,7 @@ fn store(t: u32, row: u32, sum: f32) {
   let r = P.row0 + row;
   var v = sum;
   if ((P.flags & 1u) != 0u) { v += B[P.bias_off + r]; }
-  let yi = (t + select(0u, S.pos0, (P.flags & 8u) != 0u)) * P.y_stride + r;
+  let yi = t * P.y_stride + r;
   if ((P.flags & 2u) != 0u) { Y[yi] = Y[yi] + P.scale * v; } else { Y[yi] = v; }
 }
 
@@ -148,59 +157,98 @@ fn main_wg(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) l
 // and uses them for all MV_ROWS rows: a quarter of an f32 load per weight, where main_wg loads
 // one. No 8-token partials: each thread holds MV_ROWS sums, added up across the workgroup in two
 // barriers (main_mv) or by subgroupAdd where the device has the `subgroups` feature (main_mv_sg).
+// With P.flags 32 the input is the residual stream x and the RMS norm before the product is folded
+// in: each piece's activations are multiplied by the norm's weights as they are loaded, the
+// thread also sums their squares (a fifth sum, added up with the others), and the row totals are
+// multiplied by (Σx²/cols + eps)^(-1/2): no norm dispatch and no normed copy of x for one token.
 // main_mv_glu (and _sg): the gated FFN's gate and up products of one token in one dispatch, the
 // GLU in the epilogue: a workgroup takes gate rows 2g, 2g+1 from W and the same up rows from W2
 // (both of the same type) and writes act(gate) · up (P.flags 16: GELU in its tanh form, else SiLU).
+// main_mv3 (and _sg): three products of one input in one dispatch (an attention layer's q, k and v:
+// W → Y, W2 → Y2, W3 → Y3, each matrix of its own type); the first ceil(rows / 4) workgroups take
+// W's rows, the next W2's, the rest W3's.
 const MV_WG: u32 = 256u;
 const MV_ROWS: u32 = 4u;
+const MV_SUMS: u32 = 5u;   // MV_ROWS row sums and Σx²
 // row groups per y step of the dispatch (x at most 65535)
 const MV_GROUPS_PER_Y: u32 = 8192u;
 
 @group(0) @binding(1) var<storage, read> X4: array<vec4f>;
+@group(0) @binding(6) var<storage, read> W2: array<u32>;
+@group(0) @binding(7) var<storage, read> W3: array<u32>;
+@group(0) @binding(8) var<storage, read_write> Y2: array<f32>;
+@group(0) @binding(9) var<storage, read_write> Y3: array<f32>;
 var<private> pw: array<f32, 8>;
-var<workgroup> mv_part: array<f32, 1024>;  // MV_ROWS * MV_WG
-var<workgroup> mv_part2: array<f32, 64>;   // MV_ROWS * 16
-var<workgroup> mv_tot: array<f32, 4>;      // MV_ROWS
+// a piece's quants and scale for the int8 kernels (dequant.wgsl qpiece_T, below)
+var<private> pq: vec2u;
+var<private> ps: vec2f;
+var<workgroup> mv_part: array<f32, 1280>;  // MV_SUMS * MV_WG
+var<workgroup> mv_part2: array<f32, 80>;   // MV_SUMS * 16
+var<workgroup> mv_tot: array<f32, 5>;      // MV_SUMS
 
-// the 8 activations of piece k of unit u (token 0 of X: the batch's one token, or the head's one row)
-fn mv_x(u: u32, k: u32) -> array<vec4f, 2> {
-  let xo = PIECE_X_FN(k);
-  return array<vec4f, 2>(X4[(u * 32u + xo.x) / 4u], X4[(u * 32u + xo.y) / 4u]);
+fn norm_w(i: u32) -> vec4f {
+  let o = P.norm_off + i;
+  return vec4f(B[o], B[o + 1u], B[o + 2u], B[o + 3u]);
+}
+// the 8 activations of a piece of unit u at offsets xo (its type's piece_x function) of token 0 of X (the
+// batch's one token, or the head's one row), times the norm's weights under flags 32, their
+// squares added to *ss
+fn mv_x(u: u32, xo: vec2u, ss: ptr<function, f32>) -> array<vec4f, 2> {
+  let i0 = u * 32u + xo.x;
+  let i1 = u * 32u + xo.y;
+  let a = X4[i0 / 4u];
+  let b = X4[i1 / 4u];
+  if ((P.flags & 32u) == 0u) { return array<vec4f, 2>(a, b); }
+  *ss += dot(a, a) + dot(b, b);
+  return array<vec4f, 2>(a * norm_w(i0), b * norm_w(i1));
 }
 fn pw_dot(x: array<vec4f, 2>) -> f32 {
   return dot(vec4f(pw[0], pw[1], pw[2], pw[3]), x[0]) + dot(vec4f(pw[4], pw[5], pw[6], pw[7]), x[1]);
 }
+// the factor of the folded norm (1 without it, or where the int8 kernels normed the activations
+// before quantizing them: prenormed), from the workgroup's Σx²
+var<private> prenormed = false;
+fn mv_norm() -> f32 {
+  if ((P.flags & 32u) == 0u || prenormed) { return 1.0; }
+  return inverseSqrt(mv_tot[MV_ROWS] / f32(P.cols) + P.eps);
+}
 
-// this thread's partial sums of the rows of group g
-fn mv_sums(g: u32, lid: u32) -> array<f32, 4> {
-  var acc = array<f32, 4>(0.0, 0.0, 0.0, 0.0);
+// this thread's partial sums of the rows of group g of matrix m (0: W, 1: W2, 2: W3), and Σx²
+fn mv_sums(m: u32, g: u32, lid: u32) -> array<f32, 5> {
+  var acc = array<f32, 5>(0.0, 0.0, 0.0, 0.0, 0.0);
+  var ss = 0.0;
   let r0 = g * MV_ROWS;
+  let rows = select(select(P.rows3, P.rows2, m == 1u), P.rows, m == 0u);
+  let rb = select(select(P.row_bytes3, P.row_bytes2, m == 1u), P.row_bytes, m == 0u);
   for (var p = lid; p < P.cols / 8u; p += MV_WG) {
     let u = p / 4u;
     let k = p % 4u;
-    let x = mv_x(u, k);
+    var xo = PIECE_X_FN(k);
+    if (m == 1u) { xo = PIECE_X_FN_W2(k); } else if (m == 2u) { xo = PIECE_X_FN_W3(k); }
+    let x = mv_x(u, xo, &ss);
     for (var r = 0u; r < MV_ROWS; r++) {
-      if (r0 + r < P.rows) {
-        PIECE_FN((r0 + r) * P.row_bytes, u, k);
+      if (r0 + r < rows) {
+        if (m == 0u) { PIECE_FN((r0 + r) * rb, u, k); } else if (m == 1u) { PIECE_FN_W2((r0 + r) * rb, u, k); } else { PIECE_FN_W3((r0 + r) * rb, u, k); }
         acc[r] += pw_dot(x);
       }
     }
   }
+  acc[MV_ROWS] = ss;
   return acc;
 }
 
-// the workgroup's totals of the MV_ROWS sums into mv_tot (every invocation calls it)
-fn mv_total(acc: array<f32, 4>, lid: u32) {
-  for (var r = 0u; r < MV_ROWS; r++) { mv_part[r * MV_WG + lid] = acc[r]; }
+// the workgroup's totals of the MV_SUMS sums into mv_tot (every invocation calls it)
+fn mv_total(acc: array<f32, 5>, lid: u32) {
+  for (var r = 0u; r < MV_SUMS; r++) { mv_part[r * MV_WG + lid] = acc[r]; }
   workgroupBarrier();
-  if (lid < MV_ROWS * 16u) {
+  if (lid < MV_SUMS * 16u) {
     let base = (lid / 16u) * MV_WG + (lid % 16u) * 16u;
     var s = 0.0;
     for (var i = 0u; i < 16u; i++) { s += mv_part[base + i]; }
     mv_part2[lid] = s;
   }
   workgroupBarrier();
-  if (lid < MV_ROWS) {
+  if (lid < MV_SUMS) {
     var s = 0.0;
     for (var i = 0u; i < 16u; i++) { s += mv_part2[lid * 16u + i]; }
     mv_tot[lid] = s;
@@ -208,24 +256,27 @@ fn mv_total(acc: array<f32, 4>, lid: u32) {
   workgroupBarrier();
 }
 
+fn mv_store(g: u32, lid: u32) {
+  let row = g * MV_ROWS + lid;
+  if (lid < MV_ROWS && row < P.rows) { store(0u, row, mv_tot[lid] * mv_norm()); }
+}
+
 @compute @workgroup_size(256)
 fn main_mv(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid: u32) {
   let g = wid.x + wid.y * MV_GROUPS_PER_Y;
-  mv_total(mv_sums(g, lid), lid);
-  let row = g * MV_ROWS + lid;
-  if (lid < MV_ROWS && row < P.rows) { store(0u, row, mv_tot[lid]); }
+  mv_total(mv_sums(0u, g, lid), lid);
+  mv_store(g, lid);
 }
 
-@group(0) @binding(6) var<storage, read> W2: array<u32>;
-
-// gate rows 2g, 2g+1 (W) into acc[0], acc[1]; the same up rows (W2) into acc[2], acc[3]
-fn glu_sums(g: u32, lid: u32) -> array<f32, 4> {
-  var acc = array<f32, 4>(0.0, 0.0, 0.0, 0.0);
+// gate rows 2g, 2g+1 (W) into acc[0], acc[1]; the same up rows (W2) into acc[2], acc[3]; Σx²
+fn glu_sums(g: u32, lid: u32) -> array<f32, 5> {
+  var acc = array<f32, 5>(0.0, 0.0, 0.0, 0.0, 0.0);
+  var ss = 0.0;
   let r0 = g * 2u;
   for (var p = lid; p < P.cols / 8u; p += MV_WG) {
     let u = p / 4u;
     let k = p % 4u;
-    let x = mv_x(u, k);
+    let x = mv_x(u, PIECE_X_FN(k), &ss);
     for (var r = 0u; r < 2u; r++) {
       if (r0 + r < P.rows) {
         PIECE_FN((r0 + r) * P.row_bytes, u, k);
@@ -235,22 +286,17 @@ fn glu_sums(g: u32, lid: u32) -> array<f32, 4> {
       }
     }
   }
+  acc[MV_ROWS] = ss;
   return acc;
 }
 
-fn tanh_exp(x: f32) -> f32 { return 1.0 - 2.0 / (exp(2.0 * x) + 1.0); }
-// act(gate) · up, as elementwise.wgsl glu computes it
+//ACT//
+// act(gate) · up, with elementwise.wgsl's activation (glu_act, spliced in above by the glue)
 fn glu_store(g: u32, lid: u32) {
   let row = g * 2u + lid;
   if (lid < 2u && row < P.rows) {
-    let x = mv_tot[lid];
-    var a: f32;
-    if ((P.flags & 16u) != 0u) {
-      a = 0.5 * x * (1.0 + tanh_exp(0.79788456080286535588 * x * (1.0 + 0.044715 * x * x)));
-    } else {
-      a = x / (1.0 + exp(-x));
-    }
-    Y[P.row0 + row] = a * mv_tot[lid + 2u];
+    let f = mv_norm();
+    Y[P.row0 + row] = glu_act(mv_tot[lid] * f, (P.flags & 16u) != 0u) * (mv_tot[lid + 2u] * f);
   }
 }
 
@@ -259,6 +305,35 @@ fn main_mv_glu(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_inde
   let g = wid.x + wid.y * MV_GROUPS_PER_Y;
   mv_total(glu_sums(g, lid), lid);
   glu_store(g, lid);
+}
+
+// main_mv3's workgroup g: (matrix, its row group)
+fn mv3_group(g: u32) -> vec2u {
+  let g1 = (P.rows + MV_ROWS - 1u) / MV_ROWS;
+  let g2 = (P.rows2 + MV_ROWS - 1u) / MV_ROWS;
+  if (g < g1) { return vec2u(0u, g); }
+  if (g < g1 + g2) { return vec2u(1u, g - g1); }
+  return vec2u(2u, g - g1 - g2);
+}
+// row lid of the group into its matrix's output, with its bias
+fn mv3_store(mg: vec2u, lid: u32) {
+  let row = mg.y * MV_ROWS + lid;
+  if (lid >= MV_ROWS) { return; }
+  let v = mv_tot[lid] * mv_norm();
+  if (mg.x == 0u) {
+    if (row < P.rows) { Y[row] = v + select(0.0, B[P.bias_off + row], (P.flags & 1u) != 0u); }
+  } else if (mg.x == 1u) {
+    if (row < P.rows2) { Y2[row] = v + select(0.0, B[P.bias_off2 + row], (P.flags & 64u) != 0u); }
+  } else if (row < P.rows3) {
+    Y3[row] = v + select(0.0, B[P.bias_off3 + row], (P.flags & 128u) != 0u);
+  }
+}
+
+@compute @workgroup_size(256)
+fn main_mv3(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid: u32) {
+  let mg = mv3_group(wid.x + wid.y * MV_GROUPS_PER_Y);
+  mv_total(mv_sums(mg.x, mg.y, lid), lid);
+  mv3_store(mg, lid);
 }
 
 // ---- prefill: a tiled product, GEMM_ROWS rows × GEMM_TOKS tokens per workgroup of 256 threads ----
@@ -323,13 +398,13 @@ fn main_gemm(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index)
 //SUBGROUPS_BEGIN//
 // the totals by subgroupAdd within each subgroup (its lanes are consecutive invocation indices,
 // as Vulkan, Metal and D3D lay out a one-dimensional workgroup), then across the subgroups
-fn mv_total_sg(acc: array<f32, 4>, lid: u32, lane: u32, sg_size: u32) {
-  for (var r = 0u; r < MV_ROWS; r++) {
+fn mv_total_sg(acc: array<f32, 5>, lid: u32, lane: u32, sg_size: u32) {
+  for (var r = 0u; r < MV_SUMS; r++) {
     let s = subgroupAdd(acc[r]);
     if (lane == 0u) { mv_part[r * MV_WG + lid / sg_size] = s; }
   }
   workgroupBarrier();
-  if (lid < MV_ROWS) {
+  if (lid < MV_SUMS) {
     var s = 0.0;
     for (var i = 0u; i < MV_WG / sg_size; i++) { s += mv_part[lid * MV_WG + i]; }
     mv_tot[lid] = s;
@@ -341,9 +416,8 @@ fn mv_total_sg(acc: array<f32, 4>, lid: u32, lane: u32, sg_size: u32) {
 fn main_mv_sg(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid: u32,
               @builtin(subgroup_invocation_id) lane: u32, @builtin(subgroup_size) sg_size: u32) {
   let g = wid.x + wid.y * MV_GROUPS_PER_Y;
-  mv_total_sg(mv_sums(g, lid), lid, lane, sg_size);
-  let row = g * MV_ROWS + lid;
-  if (lid < MV_ROWS && row < P.rows) { store(0u, row, mv_tot[lid]); }
+  mv_total_sg(mv_sums(0u, g, lid), lid, lane, sg_size);
+  mv_store(g, lid);
 }
 
 @compute @workgroup_size(256)
@@ -353,4 +427,166 @@ fn main_mv_glu_sg(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_i
   mv_total_sg(glu_sums(g, lid), lid, lane, sg_size);
   glu_store(g, lid);
 }
+
+@compute @workgroup_size(256)
+fn main_mv3_sg(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid: u32,
+               @builtin(subgroup_invocation_id) lane: u32, @builtin(subgroup_size) sg_size: u32) {
+  let mg = mv3_group(wid.x + wid.y * MV_GROUPS_PER_Y);
+  mv_total_sg(mv_sums(mg.x, mg.y, lid), lid, lane, sg_size);
+  mv3_store(mg, lid);
+}
 //SUBGROUPS_END//
+
+//INT8_BEGIN//
+// ---- decode with 8-bit activations: main_mv_q8, main_mv3_q8, main_mv_glu_q8 (and _sg) ----
+// As main_mv, main_mv3 and main_mv_glu, but each workgroup first quantizes the token's activations
+// (normed first under flags 32) into 8-bit blocks of 32 in workgroup memory, as the CPU path's
+// kernels do (x = d · a, d = max|x| / 127), and the products take 4 bytes at a time with
+// dot4I8Packed on the weights' quants (dequant.wgsl qpiece_T): Σ w·x = d · (s · Σ q·a + m · Σ a).
+// The glue takes them where every matrix of the product is quantized, the row is at most
+// MV_Q8_COLS long and the WGSL of the device has packed_4x8_integer_dot_product.
+const MV_Q8_COLS: u32 = 8192u;
+var<workgroup> xq: array<u32, 2048>;   // MV_Q8_COLS / 4: the activations, 4 signed bytes per word
+var<workgroup> xs: array<f32, 256>;    // MV_Q8_COLS / 32: their blocks' scales
+
+// the token's row of X into xq, xs (every invocation calls it); flags 32: normed first, its factor
+// (mean(x²) + eps)^(-1/2) from a sum over the workgroup
+fn mv_quantize(lid: u32) {
+  let fold = (P.flags & 32u) != 0u;
+  prenormed = true;
+  var f = 1.0;
+  if (fold) {
+    var ss = 0.0;
+    for (var i = lid; i < P.cols / 4u; i += MV_WG) { let v = X4[i]; ss += dot(v, v); }
+    mv_part[lid] = ss;
+    workgroupBarrier();
+    if (lid < 16u) {
+      var s = 0.0;
+      for (var i = 0u; i < 16u; i++) { s += mv_part[lid * 16u + i]; }
+      mv_part2[lid] = s;
+    }
+    workgroupBarrier();
+    var total = 0.0;
+    for (var i = 0u; i < 16u; i++) { total += mv_part2[i]; }
+    f = inverseSqrt(total / f32(P.cols) + P.eps);
+  }
+  for (var b = lid; b < P.cols / 32u; b += MV_WG) {
+    var v: array<vec4f, 8>;
+    var amax = 0.0;
+    for (var i = 0u; i < 8u; i++) {
+      var a = X4[b * 8u + i];
+      if (fold) { a = a * f * norm_w(b * 32u + 4u * i); }
+      v[i] = a;
+      let m = abs(a);
+      amax = max(amax, max(max(m.x, m.y), max(m.z, m.w)));
+    }
+    let d = amax / 127.0;
+    let id = select(0.0, 1.0 / d, d > 0.0);
+    for (var i = 0u; i < 8u; i++) { xq[b * 8u + i] = pack4xI8(vec4i(round(v[i] * id))); }
+    xs[b] = d;
+  }
+  workgroupBarrier();
+}
+
+// the piece in pq, ps (qpiece) against the activations of unit u at offsets xo
+fn q8_dot(u: u32, xo: vec2u) -> f32 {
+  let a = xq[(u * 32u + xo.x) / 4u];
+  let b = xq[(u * 32u + xo.y) / 4u];
+  let qa = dot4I8Packed(pq.x, a) + dot4I8Packed(pq.y, b);
+  let sa = dot4I8Packed(0x01010101u, a) + dot4I8Packed(0x01010101u, b);
+  return xs[u] * (ps.x * f32(qa) + ps.y * f32(sa));
+}
+
+// as mv_sums, over xq (no Σx²: the norm is in the quantized activations)
+fn mv_sums_q8(m: u32, g: u32, lid: u32) -> array<f32, 5> {
+  var acc = array<f32, 5>(0.0, 0.0, 0.0, 0.0, 0.0);
+  let r0 = g * MV_ROWS;
+  let rows = select(select(P.rows3, P.rows2, m == 1u), P.rows, m == 0u);
+  let rb = select(select(P.row_bytes3, P.row_bytes2, m == 1u), P.row_bytes, m == 0u);
+  for (var p = lid; p < P.cols / 8u; p += MV_WG) {
+    let u = p / 4u;
+    let k = p % 4u;
+    var xo = PIECE_X_FN(k);
+    if (m == 1u) { xo = PIECE_X_FN_W2(k); } else if (m == 2u) { xo = PIECE_X_FN_W3(k); }
+    for (var r = 0u; r < MV_ROWS; r++) {
+      if (r0 + r < rows) {
+        if (m == 0u) { QPIECE_FN((r0 + r) * rb, u, k); } else if (m == 1u) { QPIECE_FN_W2((r0 + r) * rb, u, k); } else { QPIECE_FN_W3((r0 + r) * rb, u, k); }
+        acc[r] += q8_dot(u, xo);
+      }
+    }
+  }
+  return acc;
+}
+
+fn glu_sums_q8(g: u32, lid: u32) -> array<f32, 5> {
+  var acc = array<f32, 5>(0.0, 0.0, 0.0, 0.0, 0.0);
+  let r0 = g * 2u;
+  for (var p = lid; p < P.cols / 8u; p += MV_WG) {
+    let u = p / 4u;
+    let k = p % 4u;
+    let xo = PIECE_X_FN(k);
+    for (var r = 0u; r < 2u; r++) {
+      if (r0 + r < P.rows) {
+        QPIECE_FN((r0 + r) * P.row_bytes, u, k);
+        acc[r] += q8_dot(u, xo);
+        QPIECE_FN_W2((r0 + r) * P.row_bytes, u, k);
+        acc[r + 2u] += q8_dot(u, xo);
+      }
+    }
+  }
+  return acc;
+}
+
+@compute @workgroup_size(256)
+fn main_mv_q8(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid: u32) {
+  let g = wid.x + wid.y * MV_GROUPS_PER_Y;
+  mv_quantize(lid);
+  mv_total(mv_sums_q8(0u, g, lid), lid);
+  mv_store(g, lid);
+}
+
+@compute @workgroup_size(256)
+fn main_mv3_q8(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid: u32) {
+  let mg = mv3_group(wid.x + wid.y * MV_GROUPS_PER_Y);
+  mv_quantize(lid);
+  mv_total(mv_sums_q8(mg.x, mg.y, lid), lid);
+  mv3_store(mg, lid);
+}
+
+@compute @workgroup_size(256)
+fn main_mv_glu_q8(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid: u32) {
+  let g = wid.x + wid.y * MV_GROUPS_PER_Y;
+  mv_quantize(lid);
+  mv_total(glu_sums_q8(g, lid), lid);
+  glu_store(g, lid);
+}
+
+//SUBGROUPS_BEGIN//
+@compute @workgroup_size(256)
+fn main_mv_q8_sg(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid: u32,
+                 @builtin(subgroup_invocation_id) lane: u32, @builtin(subgroup_size) sg_size: u32) {
+  let g = wid.x + wid.y * MV_GROUPS_PER_Y;
+  mv_quantize(lid);
+  mv_total_sg(mv_sums_q8(0u, g, lid), lid, lane, sg_size);
+  mv_store(g, lid);
+}
+
+@compute @workgroup_size(256)
+fn main_mv3_q8_sg(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid: u32,
+                  @builtin(subgroup_invocation_id) lane: u32, @builtin(subgroup_size) sg_size: u32) {
+  let mg = mv3_group(wid.x + wid.y * MV_GROUPS_PER_Y);
+  mv_quantize(lid);
+  mv_total_sg(mv_sums_q8(mg.x, mg.y, lid), lid, lane, sg_size);
+  mv3_store(mg, lid);
+}
+
+@compute @workgroup_size(256)
+fn main_mv_glu_q8_sg(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid: u32,
+                     @builtin(subgroup_invocation_id) lane: u32, @builtin(subgroup_size) sg_size: u32) {
+  let g = wid.x + wid.y * MV_GROUPS_PER_Y;
+  mv_quantize(lid);
+  mv_total_sg(glu_sums_q8(g, lid), lid, lane, sg_size);
+  glu_store(g, lid);
+}
+//SUBGROUPS_END//
+//INT8_END//

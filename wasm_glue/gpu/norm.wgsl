@@ -11,7 +11,7 @@ struct Params {
   w_off: u32,        // the weights' first float in V (the model's vectors)
   eps: f32,
   head: u32,         // 1: the output head's rows (n_out of them from first_out, written from row 0)
-  at_pos: u32,       // in_place, 1: token t's row is row pos0 + t (the keys in a layer's cache)
+  pad0: u32,
   pad1: u32,
 }
 struct Step { n_tok: u32, pos0: u32, n_out: u32, first_out: u32 }
@@ -53,7 +53,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid:
 fn in_place(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid: u32) {
   let t = wid.x / P.groups_per_tok;
   let g = wid.x % P.groups_per_tok;
-  let at = (t + select(0u, S.pos0, P.at_pos == 1u)) * P.stride + g * P.n;
+  let at = t * P.stride + g * P.n;
   var ss = 0.0;
   for (var i = lid; i < P.n; i += WG) { let v = Y[at + i]; ss += v * v; }
   let scale = inverseSqrt(reduce(lid, ss) / f32(P.n) + P.eps);
