@@ -82,13 +82,13 @@ test("a hardware adapter's plan (matmul.wgsl's tiled product and one-token kerne
 // the software plan: the prompt through main, each greedy step through the decode kernel; files
 // whose layers differ where those kernels do: q4_K q/k with Q6_K v (q4_k_m), biases on q, k and v and
 // NEOX rotation (qwen2), per-head q/k norms (qwen3), GELU, post norms and a sliding window (gemma3),
-// Q8_0 and Q6_K throughout, F16 (in f32 under the int8 kernels). The kernels themselves are checked
-// on every GPU type by gpu-kernels.test.mjs.
+// Q4_0, Q8_0, Q5_K and Q6_K throughout, F16 (in f32 under the int8 kernels). The kernels themselves
+// are checked on every GPU type by gpu-kernels.test.mjs.
 const INT8 = await backend.int8Supported(device);
 const DECODE_FILES = {
   mv: ['mini/mini-q4_k_m', 'families/mini-gemma3-q4_k_m'],
-  mv_sg: ['mini/mini-qwen2-q4_k_m', 'families/mini-qwen3-f16'],
-  mv_q8: ['mini/mini-q6_k', 'families/mini-gemma3-q4_k_m', 'families/mini-qwen3-f16'],
+  mv_sg: ['mini/mini-q4_0', 'mini/mini-qwen2-q4_k_m', 'families/mini-qwen3-f16'],
+  mv_q8: ['mini/mini-q6_k', 'mini/mini-q5_k_m', 'families/mini-gemma3-q4_k_m', 'families/mini-qwen3-f16'],
   mv_q8_sg: ['mini/mini-q8_0', 'mini/mini-qwen2-q4_k_m'],
 };
 for (const [decodeKernel, names] of Object.entries(DECODE_FILES)) {
