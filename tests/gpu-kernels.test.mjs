@@ -224,28 +224,27 @@ test('a wrong layout is caught: Q4_K blocks with their nibbles swapped give othe
   assert.ok(differ >= 3, `${differ} of ${rows} rows changed when the nibbles were swapped`);
 });
 
-for (const entry of ENTRIES.filter((e) => ONE_TOKEN(e) && !(INT8_ENTRY(e) && e.endsWith('_sg')))) {
+// (main_mv_sg, main_mv_q8 and main_mv3 take their workgroup's group from wid the same way: main_mv
+// here; main_mv_q8's 8,201 quantizing workgroups took 80 s on SwiftShader)
+for (const entry of ['main_mv']) {
   test(`matmul shader q4_0 (${entry}): 32,801 rows, past one y step of the dispatch (8,192 groups of 4)`, { timeout: 300000 }, async () => {
     const rows = 32801, cols = 64, t = TYPES.q4_0;
     const w = randomRows(t, rows, cols);
     const rowBytes = w.length / rows;
     const x = new Float32Array(cols).map(() => rand() * 2 - 1);
     const gpu = await gpuMatmul(t.id, w, rows, cols, x, 1, entry);
-    // the int8 kernel: against the product with its own 8-bit activations, a step of slack
-    const { out: xe, step } = INT8_ENTRY(entry) ? q8Activations(x) : { out: x, step: null };
     const all = M._malloc(rows * cols * 4) >>> 0;
     withHeap(w, (wp) => assert.equal(M._wick_dequantize(t.id, wp, rows * cols, all), 0));
     const deq = M.HEAPF32.slice(all >>> 2, (all >>> 2) + rows * cols);
     M._free(all);
     let bad = 0;
     for (let r = 0; r < rows; r++) {
-      let exact = 0, mag = 0, slack = 0;
+      let exact = 0, mag = 0;
       for (let i = 0; i < cols; i++) {
-        exact += deq[r * cols + i] * xe[i];
-        mag += Math.abs(deq[r * cols + i] * xe[i]);
-        if (step) slack = Math.max(slack, 2 * Math.abs(deq[r * cols + i]) * step[i]);
+        exact += deq[r * cols + i] * x[i];
+        mag += Math.abs(deq[r * cols + i] * x[i]);
       }
-      if (!(Math.abs(gpu[r] - exact) <= 1e-5 * mag + slack + 1e-30)) bad++;
+      if (!(Math.abs(gpu[r] - exact) <= 1e-5 * mag + 1e-30)) bad++;
     }
     assert.equal(bad, 0, `${bad} of ${rows} rows differ from the exact product`);
   });
@@ -357,7 +356,8 @@ for (const entry of ['main_mv_glu', ...q8('main_mv_glu')].flatMap(sg)) {
     const rows = 71, cols = 2304;
     const silu = (v) => v / (1 + Math.exp(-v));
     const gelu = (v) => 0.5 * v * (1 + Math.tanh(0.7978845608028654 * v * (1 + 0.044715 * v * v)));
-    for (const name of ['f16', 'q4_0', 'q8_0', 'q4_K', 'q6_K'].filter((n) => !INT8_ENTRY(entry) || Q8_TYPES.includes(n))) {
+    // (the int8 kernels on two types here: every quantized type is checked by main_mv_q8's test above)
+    for (const name of INT8_ENTRY(entry) ? ['q4_K', 'q6_K'] : ['f16', 'q4_0', 'q8_0', 'q4_K', 'q6_K']) {
       const t = TYPES[name];
       const gate = randomRows(t, rows, cols), up = randomRows(t, rows, cols);
       const x = new Float32Array(cols).map(() => (rand() * 2 - 1) * 4);
