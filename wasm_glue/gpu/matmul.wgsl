@@ -458,17 +458,9 @@ fn mv_quantize(lid: u32) {
   if (fold) {
     var ss = 0.0;
     for (var i = lid; i < P.cols / 4u; i += MV_WG) { let v = X4[i]; ss += dot(v, v); }
-    mv_part[lid] = ss;
-    workgroupBarrier();
-    if (lid < 16u) {
-      var s = 0.0;
-      for (var i = 0u; i < 16u; i++) { s += mv_part[lid * 16u + i]; }
-      mv_part2[lid] = s;
-    }
-    workgroupBarrier();
-    var total = 0.0;
-    for (var i = 0u; i < 16u; i++) { total += mv_part2[i]; }
-    f = inverseSqrt(total / f32(P.cols) + P.eps);
+    // the workgroup's total by the row sums' reduction (its first sum; the others 0)
+    mv_total(array<f32, 5>(ss, 0.0, 0.0, 0.0, 0.0), lid);
+    f = inverseSqrt(mv_tot[0] / f32(P.cols) + P.eps);
   }
   for (var b = lid; b < P.cols / 32u; b += MV_WG) {
     var v: array<vec4f, 8>;
