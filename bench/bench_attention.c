@@ -54,7 +54,14 @@ static int fail(const char *what, const char *why) {
     return 1;
 }
 
-int main(int argc, char **argv) {
+/* the relaxed-SIMD build links without binaryen: main's export name set by hand, as in bench_kernels.c */
+#if defined(__EMSCRIPTEN__) && defined(__wasm_relaxed_simd__)
+__attribute__((export_name("main")))
+#endif
+int bench_main(int argc, char **argv);
+int main(int argc, char **argv) { return bench_main(argc, argv); }
+
+int bench_main(int argc, char **argv) {
     const char *model = NULL, *contexts = "512,2048,8192", *kv = "f16";
     int steps = 5, threads = 1;
     for (int i = 1; i + 1 < argc; i += 2) {

@@ -88,3 +88,7 @@ RELAXED_BUILDS += build/native/wick-relaxed
 # the kernel micro-benchmark in the relaxed build, beside the plain one (make bench-kernels)
 build/wasm/bench_kernels-relaxed.js: bench/bench_kernels.c $(WASM_RX_LIB) $(HEADERS)
 	$(EMCC_RELAXED) $(RELAXED_CFLAGS) -DWICK_NO_THREADS -o $@ $< $(WASM_RX_LIB) $(WASM_TEST_FLAGS) $(RELAXED_LINK)
+
+# the long-context attention micro-benchmark in the relaxed build (issue 33; by hand: BENCHMARKS.md)
+build/wasm/bench_attention-relaxed.js: bench/bench_attention.c $(WASM_RX_LIB) $(HEADERS)
+	$(EMCC_RELAXED) $(RELAXED_CFLAGS) -DWICK_NO_THREADS -o $@ $< $(WASM_RX_LIB) $(WASM_TEST_FLAGS) $(RELAXED_LINK)

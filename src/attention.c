@@ -5,9 +5,11 @@
  * The fast paths share the conversion of each cached key and value between several query heads
  * (grouped-query) or several tokens (prefill with one head per item), and fold the F16 cache's
  * rebias into the query. Against a Q8_0 or Q4_0 key cache each query is rounded to Q8_0 once and
- * scored with the quant table's integer tile kernels; Q8_0 / Q4_0 values are converted a row at a
- * time. Decode with a KV head per query head over an F16 or Q8_0 cache (attend_decode) reads
- * the cache across a range of heads, position by position, touching rows ahead of use.
+ * scored with the quant table's integer tile kernels (in decode over Q8_0, q8_0_keys4: the same
+ * operations inline); Q8_0 values are summed with their scales split (q8_0_values_block), Q4_0
+ * values converted a row at a time. Decode with a KV head per query head over an F16 or Q8_0
+ * cache (attend_decode) reads the cache across a range of heads, position by position, touching
+ * rows ahead of use.
  * attention_ref is the plain scalar form the tests compare them against.
  * Work items are spread over the pool's threads, each output computed by one thread in a fixed
  * order, so a token's numbers do not depend on the thread count or the batch it is in. */
@@ -60,21 +62,32 @@ static inline float att_score(const model_config *mc, float dot) {
 /* sc[lo..hi] = softmax of the scores there (max: their largest): e^(s − max) four at a time
  * (exp_f32x4, the sampler's: the same operations in every build and lane, so a value does not
  * depend on the lanes around it; libm's expf, one call per score, was a few percent of a long
- * context's decode), the sum in order, then each divided through */
+ * context's decode), their sum in four lanes (position lo + 4i + r in lane r, the lanes then
+ * added as (l0 + l1) + (l2 + l3)), then each times 1 / sum. Every path that attends goes through
+ * here with the same lo and hi, so the sums do not depend on the path. */
 static __attribute__((noinline)) void softmax_scores(float *sc, int lo, int hi, float max) {
-    v128_t m = wasm_f32x4_splat(max);
+    v128_t m = wasm_f32x4_splat(max), sum4 = wasm_f32x4_splat(0);
     int j = lo;
-    for (; j + 3 <= hi; j += 4) wasm_v128_store(sc + j, exp_f32x4(wasm_f32x4_sub(wasm_v128_load(sc + j), m)));
-    if (j <= hi) { /* the last one to three, through the same lanes */
+    for (; j + 3 <= hi; j += 4) {
+        v128_t e = exp_f32x4(wasm_f32x4_sub(wasm_v128_load(sc + j), m));
+        wasm_v128_store(sc + j, e);
+        sum4 = wasm_f32x4_add(sum4, e);
+    }
+    if (j <= hi) { /* the last one to three, through the same lanes; the lanes past hi add 0 */
         float tail[4] = {max, max, max, max};
         memcpy(tail, sc + j, (size_t)(hi - j + 1) * sizeof(float));
-        wasm_v128_store(tail, exp_f32x4(wasm_f32x4_sub(wasm_v128_load(tail), m)));
+        v128_t e = exp_f32x4(wasm_f32x4_sub(wasm_v128_load(tail), m));
+        wasm_v128_store(tail, e);
         memcpy(sc + j, tail, (size_t)(hi - j + 1) * sizeof(float));
+        for (int r = hi - j + 1; r < 4; r++) tail[r] = 0;
+        sum4 = wasm_f32x4_add(sum4, wasm_v128_load(tail));
     }
-    float sum = 0;
-    for (j = lo; j <= hi; j++) sum += sc[j];
+    float sum = (wasm_f32x4_extract_lane(sum4, 0) + wasm_f32x4_extract_lane(sum4, 1)) +
+                (wasm_f32x4_extract_lane(sum4, 2) + wasm_f32x4_extract_lane(sum4, 3));
     float inv_sum = 1.0f / sum;
-    for (j = lo; j <= hi; j++) sc[j] *= inv_sum;
+    v128_t inv = wasm_f32x4_splat(inv_sum);
+    for (j = lo; j + 3 <= hi; j += 4) wasm_v128_store(sc + j, wasm_f32x4_mul(wasm_v128_load(sc + j), inv));
+    for (; j <= hi; j++) sc[j] *= inv_sum;
 }
 
 /* sc[lo..hi]: q·k dots → scores (att_score) → probabilities (softmax_scores), times 2^112 where
@@ -129,12 +142,31 @@ static __attribute__((noinline)) int fold_query(const float *q, float *out, int 
 
 /* sc[lo..hi] (probabilities, at most 1) times 2^112: exact */
 static __attribute__((noinline)) void rebias_probs(float *sc, int lo, int hi) {
-    for (int j = lo; j <= hi; j++) sc[j] *= F16_REBIAS;
+    int j = lo;
+    for (; j + 3 <= hi; j += 4) wasm_v128_store(sc + j, wasm_f32x4_mul(wasm_v128_load(sc + j), wasm_f32x4_splat(F16_REBIAS)));
+    for (; j <= hi; j++) sc[j] *= F16_REBIAS;
 }
 
+/* The scores (dots times the scale, or soft-capped) and their largest. Without a cap, four at a
+ * time: the same multiply per score, and a maximum that does not depend on the order (a NaN score
+ * is passed over, as the comparison in order passes it over). */
 static void scores_to_probs(const model_config *mc, float *sc, int lo, int hi, int folded) {
     float max = -INFINITY;
-    for (int j = lo; j <= hi; j++) {
+    int j = lo;
+    if (!(mc->attn_softcap > 0)) {
+        v128_t scale = wasm_f32x4_splat(mc->attn_scale), m4 = wasm_f32x4_splat(-INFINITY);
+        for (; j + 3 <= hi; j += 4) {
+            v128_t s = wasm_f32x4_mul(wasm_v128_load(sc + j), scale);
+            wasm_v128_store(sc + j, s);
+            m4 = wasm_f32x4_pmax(m4, s); /* m4 < s ? s : m4 */
+        }
+        for (int r = 0; r < 4; r++) {
+            float x = wasm_f32x4_extract_lane(m4, 0);
+            if (x > max) max = x;
+            m4 = wasm_i32x4_shuffle(m4, m4, 1, 2, 3, 0);
+        }
+    }
+    for (; j <= hi; j++) {
         float s = att_score(mc, sc[j]);
         sc[j] = s;
         if (s > max) max = s;
@@ -368,12 +400,23 @@ static void attend_heads(const attn_args *a, int t, int kvh, int h0, int heads, 
  * same sums bit for bit, so a head's result does not depend on the path, the range or the
  * thread count):
  *  - F16 scores four positions at a time per head, their lanes summed by two transposes
- *    ((l0 + l1) + (l2 + l3), as attend_f16_body's extracts); Q8_0 scores by the key type's tile
- *    kernel, as block_keys_dots;
+ *    ((l0 + l1) + (l2 + l3), as attend_f16_body's extracts); Q8_0 scores four positions at a
+ *    time by q8_0_keys4, the key type's tile kernel's operations (block_keys_dots) inline;
  *  - the outputs over blocks of ATT_DECODE_BLOCK positions, per head and 32 dimensions kept in
  *    registers over the block (head sizes that are multiples of 32);
  *  - before each block, a burst of loads touches the next block's rows (touch_rows). */
 #define ATT_DECODE_BLOCK 32
+
+/* the loops over a block's four vectors unrolled, so that its eight sums stay in registers (LLVM
+ * 19, the relaxed build's, left them in memory); the loop over rows kept rolled, so that no more
+ * than a row's values are in registers at once (V8 spilled four rows' worth) */
+#if defined(__clang__)
+#define UNROLL_4 _Pragma("clang loop unroll(full)")
+#define NO_UNROLL _Pragma("clang loop unroll(disable)")
+#else
+#define UNROLL_4 _Pragma("GCC unroll 4")
+#define NO_UNROLL
+#endif
 
 /* four score vectors (s0 + s1 of positions a … d) → their four sums, lane r for position r */
 static inline __attribute__((always_inline)) v128_t sum4_scores(v128_t a, v128_t b, v128_t c, v128_t d) {
@@ -387,9 +430,9 @@ static __attribute__((noinline)) void f16_values_block(float *o, const float *p,
     enum { W = 32 };
     v128_t acc[8];
     for (int r = 0; r < W / 4; r++) acc[r] = wasm_v128_load(o + 4 * r);
-    for (int j = 0; j < n; j++, v += stride) {
+    NO_UNROLL for (int j = 0; j < n; j++, v += stride) {
         v128_t pj = wasm_f32x4_splat(p[j]);
-        for (int i = 0; i < W; i += 8) {
+        UNROLL_4 for (int i = 0; i < W; i += 8) {
             v128_t lo8, hi8;
             f16x8_to_f32(v + i, &lo8, &hi8, 1);
             acc[i / 4] = wasm_f32x4_add(acc[i / 4], wasm_f32x4_mul(pj, lo8));
@@ -399,23 +442,108 @@ static __attribute__((noinline)) void f16_values_block(float *o, const float *p,
     for (int r = 0; r < W / 4; r++) wasm_v128_store(o + 4 * r, acc[r]);
 }
 
-/* o[0 .. 32) += Σ p[j] · v_j over n Q8_0 blocks from b (stride in bytes), each value d · q as
- * kv_row_to_f32 converts it and added as axpy_f32 adds it (attend_heads' sums) */
-static __attribute__((noinline)) void q8_0_values_block(float *o, const float *p, const uint8_t *b, size_t stride, int n) {
-    v128_t acc[8];
-    for (int r = 0; r < 8; r++) acc[r] = wasm_v128_load(o + 4 * r);
+/* o[0 .. 32) += the terms of n rows from b (stride bytes apart) the first way: p · (d · q). Out of
+ * line: a rare path, which LLVM would otherwise compute beside the other and select from. */
+static __attribute__((noinline)) void q8_0_rows_plain(float *o, const uint8_t *b, size_t stride, const float *p, int n) {
     for (int j = 0; j < n; j++, b += stride) {
         const block_q8_0 *x = (const block_q8_0 *)b;
         v128_t d = wasm_f32x4_splat(quant_f16_to_f32_inline(x->d)), pj = wasm_f32x4_splat(p[j]);
-        for (int i = 0; i < 2; i++) {
-            v128_t q = wasm_v128_load(x->qs + 16 * i), l = wasm_i16x8_extend_low_i8x16(q), h = wasm_i16x8_extend_high_i8x16(q);
-            v128_t v[4] = {wasm_i32x4_extend_low_i16x8(l), wasm_i32x4_extend_high_i16x8(l), wasm_i32x4_extend_low_i16x8(h),
-                           wasm_i32x4_extend_high_i16x8(h)};
-            for (int k = 0; k < 4; k++)
-                acc[4 * i + k] = wasm_f32x4_add(acc[4 * i + k], wasm_f32x4_mul(pj, wasm_f32x4_mul(small_int_to_f32(v[k]), d)));
+        for (int r = 0; r < 4; r++) {
+            v128_t q = wasm_i16x8_load8x8((const int8_t *)x->qs + 8 * r);
+            v128_t lo = wasm_f32x4_mul(pj, wasm_f32x4_mul(small_int_to_f32(wasm_i32x4_extend_low_i16x8(q)), d));
+            v128_t hi = wasm_f32x4_mul(pj, wasm_f32x4_mul(small_int_to_f32(wasm_i32x4_extend_high_i16x8(q)), d));
+            wasm_v128_store(o + 8 * r, wasm_f32x4_add(wasm_v128_load(o + 8 * r), lo));
+            wasm_v128_store(o + 8 * r + 4, wasm_f32x4_add(wasm_v128_load(o + 8 * r + 4), hi));
         }
     }
-    for (int r = 0; r < 8; r++) wasm_v128_store(o + 4 * r, acc[r]);
+}
+
+/* o's 32 floats ↔ their even and odd elements */
+static inline __attribute__((always_inline)) void split_even_odd(const float *o, v128_t ev[4], v128_t od[4]) {
+    UNROLL_4 for (int r = 0; r < 4; r++) {
+        v128_t x = wasm_v128_load(o + 8 * r), y = wasm_v128_load(o + 8 * r + 4);
+        ev[r] = wasm_i32x4_shuffle(x, y, 0, 2, 4, 6);
+        od[r] = wasm_i32x4_shuffle(x, y, 1, 3, 5, 7);
+    }
+}
+static inline __attribute__((always_inline)) void join_even_odd(float *o, const v128_t ev[4], const v128_t od[4]) {
+    UNROLL_4 for (int r = 0; r < 4; r++) {
+        wasm_v128_store(o + 8 * r, wasm_i32x4_shuffle(ev[r], od[r], 0, 4, 1, 5));
+        wasm_v128_store(o + 8 * r + 4, wasm_i32x4_shuffle(ev[r], od[r], 2, 6, 3, 7));
+    }
+}
+
+/* o[0 .. 32) += Σ p[j] · v_j over n Q8_0 blocks from b (stride in bytes), each term the float
+ * p · (d · q) that kv_row_to_f32 (d · q, exact: an 11-bit significand times a 7-bit integer) and
+ * axpy_f32 make, added in the order of j. The scale d = M · 2^E (M the half's significand as an
+ * integer, sign included; E its exponent) splits the same real product p · d · q into
+ * (p · 2^E) · (M · q): p · 2^E is exact while it stays a normal float, M · q an exact integer
+ * (|M · q| < 2^18, a float exactly), so the one rounding of the product is the same and the sums
+ * are the same bit for bit. M · q comes from the integer dot product of the block's values
+ * (i16) with (M, 0, M, 0 …) and (0, M, 0, M …): the even elements' products in one vector, the
+ * odd ones' in another, so the sums are kept as even and odd halves (ev, od: o[2i], o[2i + 1]).
+ * A row whose scale is not finite, or whose p · 2^E would not be a normal float (p below 2^-100:
+ * a weight of no consequence, but the bits must agree), takes the product the first way, as
+ * every row does in build/native/wick-nofold (tests/consistency.test.mjs compares the two).
+ * Rows go in passes of 32: their scales split four at a time into pe = p · 2^E, me and mo, then
+ * each row's 32 values with the eight sums in registers (an integer product, a conversion, a
+ * multiply and an add per four values, where the first way takes two multiplies, two integer
+ * extends and a two-operation conversion). */
+static __attribute__((noinline)) void q8_0_values_block(float *o, const float *p, const uint8_t *b, size_t stride, int n) {
+    enum { R = 32 }; /* rows per pass: their scales split first, into pe, me and mo */
+    _Alignas(16) float pe[R];
+    _Alignas(16) int32_t me[R], mo[R];
+    for (int j0 = 0; j0 < n; j0 += R, b += R * stride) {
+        int m = n - j0 < R ? n - j0 : R, j = 0;
+        const float *pj = p + j0;
+        /* M (sign included) as (M, 0) and (0, M) in an i32 lane, 2^E: E = e − 25 for a normal
+         * half, −24 for a subnormal one; four rows at a time, the last one to three alone */
+        v128_t bad = wasm_i32x4_splat(0);
+        for (; j + 4 <= m; j += 4) {
+            const uint8_t *r0 = b + (size_t)j * stride;
+            v128_t h = wasm_i32x4_make(((const block_q8_0 *)r0)->d, ((const block_q8_0 *)(r0 + stride))->d,
+                                       ((const block_q8_0 *)(r0 + 2 * stride))->d, ((const block_q8_0 *)(r0 + 3 * stride))->d);
+            v128_t e = wasm_v128_and(wasm_u32x4_shr(h, 10), wasm_i32x4_splat(31)), sub = wasm_i32x4_eq(e, wasm_i32x4_splat(0));
+            v128_t mant = wasm_v128_or(wasm_v128_and(h, wasm_i32x4_splat(0x3ff)), wasm_v128_andnot(wasm_i32x4_splat(0x400), sub));
+            v128_t neg = wasm_i32x4_ne(wasm_v128_and(h, wasm_i32x4_splat(0x8000)), wasm_i32x4_splat(0));
+            mant = wasm_i32x4_sub(wasm_v128_xor(mant, neg), neg);
+            v128_t pow2 = wasm_i32x4_shl(wasm_i32x4_sub(wasm_i32x4_add(e, wasm_i32x4_splat(127 - 25)), sub), 23), pv = wasm_v128_load(pj + j);
+            bad = wasm_v128_or(bad, wasm_v128_or(wasm_i32x4_eq(e, wasm_i32x4_splat(31)), wasm_f32x4_lt(pv, wasm_f32x4_splat(0x1p-100f))));
+            bad = wasm_v128_or(bad, wasm_f32x4_ne(pv, pv)); /* NaN */
+            wasm_v128_store(pe + j, wasm_f32x4_mul(pv, pow2));
+            wasm_v128_store(me + j, wasm_v128_and(mant, wasm_i32x4_splat(0xffff)));
+            wasm_v128_store(mo + j, wasm_i32x4_shl(mant, 16));
+        }
+        int ok = !wasm_v128_any_true(bad);
+        for (; j < m; j++) {
+            uint16_t h = ((const block_q8_0 *)(b + (size_t)j * stride))->d;
+            int e = (h >> 10) & 31, mant = e ? (h & 0x3ff) | 0x400 : h & 0x3ff;
+            if (h & 0x8000) mant = -mant;
+            union { uint32_t u; float f; } pow2 = {(uint32_t)((e ? e - 25 : -24) + 127) << 23};
+            ok &= e != 31 && pj[j] >= 0x1p-100f;
+            pe[j] = pj[j] * pow2.f, me[j] = mant & 0xffff, mo[j] = (int32_t)((uint32_t)mant << 16);
+        }
+#ifdef WICK_NO_FOLD /* build/native/wick-nofold: every row the first way (tests/consistency.test.mjs) */
+        ok = 0;
+#endif
+        if (!ok) {
+            q8_0_rows_plain(o, b, stride, pj, m);
+            continue;
+        }
+        v128_t ev[4], od[4];
+        split_even_odd(o, ev, od);
+        const uint8_t *x = b;
+        NO_UNROLL for (j = 0; j < m; j++, x += stride) {
+            v128_t pw = wasm_v128_load32_splat(pe + j), mw = wasm_v128_load32_splat(me + j), ow = wasm_v128_load32_splat(mo + j);
+            const int8_t *qs = (const int8_t *)((const block_q8_0 *)x)->qs;
+            UNROLL_4 for (int r = 0; r < 4; r++) {
+                v128_t q = wasm_i16x8_load8x8(qs + 8 * r);
+                ev[r] = wasm_f32x4_add(ev[r], wasm_f32x4_mul(pw, wasm_f32x4_convert_i32x4(wasm_i32x4_dot_i16x8(q, mw))));
+                od[r] = wasm_f32x4_add(od[r], wasm_f32x4_mul(pw, wasm_f32x4_convert_i32x4(wasm_i32x4_dot_i16x8(q, ow))));
+            }
+        }
+        join_even_odd(o, ev, od);
+    }
 }
 
 /* out[0 .. hd) = Σ p[j] · v_j over positions lo … hi of a Q8_0 value cache, for one query head
@@ -453,6 +581,40 @@ static inline int ahead_rows(int slot, int n_slots) {
     return n < 0 ? 0 : n < ATT_DECODE_BLOCK ? n : ATT_DECODE_BLOCK;
 }
 
+/* Scores of four consecutive Q8_0 key rows (k, k_row bytes apart) against one query rounded to
+ * Q8_0 (qq: hd / 32 blocks) into s[0 .. 4): per block, the integer dot product of each row with
+ * the query (i16 lanes, exact), the four rows' sums side by side, then acc + (float)isum · (d_k ·
+ * d_q), block after block from acc = 0: the operations of the Q8_0 tile kernel (gemm_b32 in
+ * kernels_simd.c; block_keys_dots) for a 4-row tile and one token, so the same scores bit for bit.
+ * The keys' scales convert as halves in the high 16 bits of a lane do (f16_high_to_f32); a block
+ * with an Inf or NaN scale among the four (exponent 31) makes it return 0, with s not written,
+ * and the caller takes the tile kernel. */
+static __attribute__((noinline)) int q8_0_keys4(const uint8_t *k, size_t k_row, const block_q8_0 *qq, int hd, float *s) {
+    v128_t acc = wasm_f32x4_splat(0);
+    for (int b = 0; b < hd / QK8_0; b++, k += sizeof(block_q8_0)) {
+        const block_q8_0 *x0 = (const block_q8_0 *)k, *x1 = (const block_q8_0 *)(k + k_row);
+        const block_q8_0 *x2 = (const block_q8_0 *)(k + 2 * k_row), *x3 = (const block_q8_0 *)(k + 3 * k_row);
+        v128_t h = wasm_i32x4_make(x0->d, x1->d, x2->d, x3->d);
+        if (wasm_v128_any_true(wasm_i32x4_eq(wasm_v128_and(h, wasm_i32x4_splat(0x7c00)), wasm_i32x4_splat(0x7c00)))) return 0;
+        const int8_t *y = qq[b].qs;
+        v128_t y0 = wasm_i16x8_load8x8(y), y1 = wasm_i16x8_load8x8(y + 8), y2 = wasm_i16x8_load8x8(y + 16), y3 = wasm_i16x8_load8x8(y + 24);
+        v128_t d[4];
+        const block_q8_0 *x[4] = {x0, x1, x2, x3};
+        UNROLL_4 for (int r = 0; r < 4; r++) {
+            const int8_t *q = x[r]->qs;
+            d[r] = wasm_i32x4_add(wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_load8x8(q), y0), wasm_i32x4_dot_i16x8(wasm_i16x8_load8x8(q + 8), y1)),
+                                  wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_load8x8(q + 16), y2), wasm_i32x4_dot_i16x8(wasm_i16x8_load8x8(q + 24), y3)));
+        }
+        v128_t ab = wasm_i32x4_add(wasm_i32x4_shuffle(d[0], d[1], 0, 4, 1, 5), wasm_i32x4_shuffle(d[0], d[1], 2, 6, 3, 7));
+        v128_t cd = wasm_i32x4_add(wasm_i32x4_shuffle(d[2], d[3], 0, 4, 1, 5), wasm_i32x4_shuffle(d[2], d[3], 2, 6, 3, 7));
+        v128_t isum = wasm_i32x4_add(wasm_i32x4_shuffle(ab, cd, 0, 1, 4, 5), wasm_i32x4_shuffle(ab, cd, 2, 3, 6, 7));
+        v128_t dk = f16_high_to_f32(wasm_i32x4_shl(h, 16), 0);
+        acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(isum), wasm_f32x4_mul(dk, wasm_f32x4_splat(quant_f16_to_f32_inline(qq[b].d)))));
+    }
+    wasm_v128_store(s, acc);
+    return 1;
+}
+
 /* q: the range's queries, folded (F16) or as they are (Q8_0) */
 static void attend_decode(const attn_args *a, int t, int h0, int nq, const float *q, float *scores) {
     struct wick_ctx *c = a->c;
@@ -470,7 +632,7 @@ static void attend_decode(const attn_args *a, int t, int h0, int nq, const float
     const uint8_t *vbase = (const uint8_t *)kv_at(c, c->v_cache, layer, 0) + (size_t)kvh0 * v_head;
     int n_slots = c->kv_slots[layer], slot0 = kv_slot(c, layer, lo);
     v128_t touch = wasm_i32x4_splat(0);
-    if (q8) { /* Q8_0: block_keys_dots' integer tiles, a run of GEMM_MAX_ROWS slots across the range at a time */
+    if (q8) { /* Q8_0: four slots across the range at a time (q8_0_keys4; the tile kernel for a shorter run) */
         const quant_type *kt = quant_get(kv_quant_type(c->kv_type));
         size_t q_row = (size_t)hd / QK8_0 * sizeof(block_q8_0);
         uint8_t *qq = (uint8_t *)(scores + (size_t)ATT_SCORE_ROWS * n_ctx + MAX_HEAD_DIM);
@@ -482,7 +644,8 @@ static void attend_decode(const attn_args *a, int t, int h0, int nq, const float
             const uint8_t *k = kbase + (size_t)slot * k_row;
             if ((j - lo) % ATT_DECODE_BLOCK == 0) touch_rows(k + ATT_DECODE_BLOCK * k_row, k_row, ahead_rows(slot, n_slots), (size_t)n_kv * k_head, &touch);
             for (int h = 0; h < nq; h++)
-                kt->gemm(hd, k + kv(h) * k_head, k_row, run, qq + (size_t)h * q_row, q_row, 1, scores + (size_t)h * n_ctx + j, n_ctx);
+                if (run != 4 || !q8_0_keys4(k + kv(h) * k_head, k_row, (const block_q8_0 *)(qq + (size_t)h * q_row), hd, scores + (size_t)h * n_ctx + j))
+                    kt->gemm(hd, k + kv(h) * k_head, k_row, run, qq + (size_t)h * q_row, q_row, 1, scores + (size_t)h * n_ctx + j, n_ctx);
             j += run, slot += run;
             if (slot == n_slots) slot = 0;
         }
@@ -497,10 +660,10 @@ static void attend_decode(const attn_args *a, int t, int h0, int nq, const float
                 const float *qh = q + (size_t)h * hd;
                 const uint16_t *kh = (const uint16_t *)(k + kv(h) * k_head);
                 v128_t s[4][2];
-                for (int r = 0; r < 4; r++) s[r][0] = s[r][1] = wasm_f32x4_splat(0);
+                UNROLL_4 for (int r = 0; r < 4; r++) s[r][0] = s[r][1] = wasm_f32x4_splat(0);
                 for (int i = 0; i < hd; i += 8) {
                     v128_t q0 = wasm_v128_load(qh + i), q1 = wasm_v128_load(qh + i + 4);
-                    for (int r = 0; r < 4; r++) {
+                    UNROLL_4 for (int r = 0; r < 4; r++) {
                         v128_t lo8, hi8;
                         f16x8_to_f32(kh + (size_t)r * stride + i, &lo8, &hi8, 1);
                         s[r][0] = wasm_f32x4_add(s[r][0], wasm_f32x4_mul(lo8, q0));
