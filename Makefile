@@ -83,7 +83,9 @@ build/native/obj/%.o: src/%.c $(HEADERS) | build/.setup-stamp
 # side of the types (reference dots, quantizers, whole-row conversions): its hot work is a row of the
 # embedding table per token and a tile of F16 rows per batch, 25.6 KB gzip of the page at -O3 and no
 # slower measured at -Os (bge-small F16 embedding, wasm relaxed: 334 → 370 tokens/s, a shared machine).
-WASM_SIZE_OPT := gguf model tokenizer unicode synth wick altup quant state encoder ple vision images
+# rerank.c (a pair's prompt and the classification head, whose products go through matmul.c) and
+# image_slots.c (the bookkeeping of an image's rows) are cold too: 0.4 KB gzip of each build.
+WASM_SIZE_OPT := gguf model tokenizer unicode synth wick altup quant state encoder ple vision images rerank image_slots
 wasm_opt = $(if $(filter $(basename $(notdir $@)),$(WASM_SIZE_OPT)),-Os)
 
 build/wasm/obj/%.o: src/%.c $(HEADERS) | build/.setup-stamp

@@ -67,26 +67,27 @@ static inline float att_score(const model_config *mc, float dot) {
  * here with the same lo and hi, so the sums do not depend on the path. */
 static __attribute__((noinline)) void softmax_scores(float *sc, int lo, int hi, float max) {
     v128_t m = wasm_f32x4_splat(max), sum4 = wasm_f32x4_splat(0);
-    int j = lo;
-    for (; j + 3 <= hi; j += 4) {
-        v128_t e = exp_f32x4(wasm_f32x4_sub(wasm_v128_load(sc + j), m));
-        wasm_v128_store(sc + j, e);
-        sum4 = wasm_f32x4_add(sum4, e);
-    }
-    if (j <= hi) { /* the last one to three, through the same lanes; the lanes past hi add 0 */
+    for (int j = lo; j <= hi; j += 4) {
+        /* the last one to three through the same lanes, from a copy padded with max (e^0 = 1,
+         * then 0 in the sum's lanes past hi) */
+        int n = hi - j + 1 < 4 ? hi - j + 1 : 4;
         float tail[4] = {max, max, max, max};
-        memcpy(tail, sc + j, (size_t)(hi - j + 1) * sizeof(float));
-        v128_t e = exp_f32x4(wasm_f32x4_sub(wasm_v128_load(tail), m));
-        wasm_v128_store(tail, e);
-        memcpy(sc + j, tail, (size_t)(hi - j + 1) * sizeof(float));
-        for (int r = hi - j + 1; r < 4; r++) tail[r] = 0;
-        sum4 = wasm_f32x4_add(sum4, wasm_v128_load(tail));
+        float *x = n == 4 ? sc + j : tail;
+        if (n < 4) memcpy(tail, sc + j, (size_t)n * sizeof(float));
+        v128_t e = exp_f32x4(wasm_f32x4_sub(wasm_v128_load(x), m));
+        wasm_v128_store(x, e);
+        if (n < 4) {
+            memcpy(sc + j, tail, (size_t)n * sizeof(float));
+            e = wasm_v128_and(e, wasm_i32x4_gt(wasm_i32x4_splat(n), wasm_i32x4_make(0, 1, 2, 3)));
+        }
+        sum4 = wasm_f32x4_add(sum4, e);
     }
     float sum = (wasm_f32x4_extract_lane(sum4, 0) + wasm_f32x4_extract_lane(sum4, 1)) +
                 (wasm_f32x4_extract_lane(sum4, 2) + wasm_f32x4_extract_lane(sum4, 3));
     float inv_sum = 1.0f / sum;
     v128_t inv = wasm_f32x4_splat(inv_sum);
-    for (j = lo; j + 3 <= hi; j += 4) wasm_v128_store(sc + j, wasm_f32x4_mul(wasm_v128_load(sc + j), inv));
+    int j = lo;
+    for (; j + 3 <= hi; j += 4) wasm_v128_store(sc + j, wasm_f32x4_mul(wasm_v128_load(sc + j), inv));
     for (; j <= hi; j++) sc[j] *= inv_sum;
 }
 
@@ -115,14 +116,6 @@ static inline __attribute__((always_inline)) void f16x8_to_f32(const uint16_t *h
     *hi = f16_high_to_f32(wasm_i16x8_shuffle(zero, x, 4, 12, 5, 13, 6, 14, 7, 15), folded);
 }
 
-/* i32 lanes of magnitude below 2^22 → their floats, exactly: x + 1.5 · 2^23 in a float's bits is
- * the float 1.5 · 2^23 + x, less 1.5 · 2^23. The same values as f32x4.convert_i32x4_s; LLVM folds
- * that conversion of sign-extended bytes into one from i16, which it lowers to scalar code. */
-static inline __attribute__((always_inline)) v128_t small_int_to_f32(v128_t x) {
-    const v128_t magic = wasm_f32x4_splat(0x1.8p23f);
-    return wasm_f32x4_sub(wasm_i32x4_add(x, magic), magic);
-}
-
 /* Attention over the F16 cache moves the rebias (× 2^112) out of the conversion of every cached
  * key and value into the query and the probabilities: (k·2^-112)(q·2^112) and (p·2^112)(v·2^-112)
  * are the same real products as k·q and p·v, so they round to the same floats and every sum is
@@ -142,9 +135,7 @@ static __attribute__((noinline)) int fold_query(const float *q, float *out, int 
 
 /* sc[lo..hi] (probabilities, at most 1) times 2^112: exact */
 static __attribute__((noinline)) void rebias_probs(float *sc, int lo, int hi) {
-    int j = lo;
-    for (; j + 3 <= hi; j += 4) wasm_v128_store(sc + j, wasm_f32x4_mul(wasm_v128_load(sc + j), wasm_f32x4_splat(F16_REBIAS)));
-    for (; j <= hi; j++) sc[j] *= F16_REBIAS;
+    for (int j = lo; j <= hi; j++) sc[j] *= F16_REBIAS;
 }
 
 /* The scores (dots times the scale, or soft-capped) and their largest. Without a cap, four at a
@@ -442,19 +433,14 @@ static __attribute__((noinline)) void f16_values_block(float *o, const float *p,
     for (int r = 0; r < W / 4; r++) wasm_v128_store(o + 4 * r, acc[r]);
 }
 
-/* o[0 .. 32) += the terms of n rows from b (stride bytes apart) the first way: p · (d · q). Out of
- * line: a rare path, which LLVM would otherwise compute beside the other and select from. */
+/* o[0 .. 32) += the terms of n rows from b (stride bytes apart) the first way: p · (d · q), as
+ * kv_row_to_f32 and axpy_f32 form them (out of line: a rare path, which LLVM would otherwise
+ * compute beside the other and select from) */
 static __attribute__((noinline)) void q8_0_rows_plain(float *o, const uint8_t *b, size_t stride, const float *p, int n) {
+    _Alignas(16) float row[QK8_0];
     for (int j = 0; j < n; j++, b += stride) {
-        const block_q8_0 *x = (const block_q8_0 *)b;
-        v128_t d = wasm_f32x4_splat(quant_f16_to_f32_inline(x->d)), pj = wasm_f32x4_splat(p[j]);
-        for (int r = 0; r < 4; r++) {
-            v128_t q = wasm_i16x8_load8x8((const int8_t *)x->qs + 8 * r);
-            v128_t lo = wasm_f32x4_mul(pj, wasm_f32x4_mul(small_int_to_f32(wasm_i32x4_extend_low_i16x8(q)), d));
-            v128_t hi = wasm_f32x4_mul(pj, wasm_f32x4_mul(small_int_to_f32(wasm_i32x4_extend_high_i16x8(q)), d));
-            wasm_v128_store(o + 8 * r, wasm_f32x4_add(wasm_v128_load(o + 8 * r), lo));
-            wasm_v128_store(o + 8 * r + 4, wasm_f32x4_add(wasm_v128_load(o + 8 * r + 4), hi));
-        }
+        kv_row_to_f32(WICK_KV_Q8_0, b, row, QK8_0, 0);
+        axpy_f32(o, p[j], row, QK8_0);
     }
 }
 
@@ -497,7 +483,7 @@ static __attribute__((noinline)) void q8_0_values_block(float *o, const float *p
         int m = n - j0 < R ? n - j0 : R, j = 0;
         const float *pj = p + j0;
         /* M (sign included) as (M, 0) and (0, M) in an i32 lane, 2^E: E = e − 25 for a normal
-         * half, −24 for a subnormal one; four rows at a time, the last one to three alone */
+         * half, −24 for a subnormal one; four rows at a time (the last one to three go the first way) */
         v128_t bad = wasm_i32x4_splat(0);
         for (; j + 4 <= m; j += 4) {
             const uint8_t *r0 = b + (size_t)j * stride;
@@ -508,21 +494,13 @@ static __attribute__((noinline)) void q8_0_values_block(float *o, const float *p
             v128_t neg = wasm_i32x4_ne(wasm_v128_and(h, wasm_i32x4_splat(0x8000)), wasm_i32x4_splat(0));
             mant = wasm_i32x4_sub(wasm_v128_xor(mant, neg), neg);
             v128_t pow2 = wasm_i32x4_shl(wasm_i32x4_sub(wasm_i32x4_add(e, wasm_i32x4_splat(127 - 25)), sub), 23), pv = wasm_v128_load(pj + j);
-            bad = wasm_v128_or(bad, wasm_v128_or(wasm_i32x4_eq(e, wasm_i32x4_splat(31)), wasm_f32x4_lt(pv, wasm_f32x4_splat(0x1p-100f))));
-            bad = wasm_v128_or(bad, wasm_f32x4_ne(pv, pv)); /* NaN */
+            /* an Inf or NaN scale; p below 2^-100, or NaN */
+            bad = wasm_v128_or(bad, wasm_v128_or(wasm_i32x4_eq(e, wasm_i32x4_splat(31)), wasm_v128_not(wasm_f32x4_ge(pv, wasm_f32x4_splat(0x1p-100f)))));
             wasm_v128_store(pe + j, wasm_f32x4_mul(pv, pow2));
             wasm_v128_store(me + j, wasm_v128_and(mant, wasm_i32x4_splat(0xffff)));
             wasm_v128_store(mo + j, wasm_i32x4_shl(mant, 16));
         }
         int ok = !wasm_v128_any_true(bad);
-        for (; j < m; j++) {
-            uint16_t h = ((const block_q8_0 *)(b + (size_t)j * stride))->d;
-            int e = (h >> 10) & 31, mant = e ? (h & 0x3ff) | 0x400 : h & 0x3ff;
-            if (h & 0x8000) mant = -mant;
-            union { uint32_t u; float f; } pow2 = {(uint32_t)((e ? e - 25 : -24) + 127) << 23};
-            ok &= e != 31 && pj[j] >= 0x1p-100f;
-            pe[j] = pj[j] * pow2.f, me[j] = mant & 0xffff, mo[j] = (int32_t)((uint32_t)mant << 16);
-        }
 #ifdef WICK_NO_FOLD /* build/native/wick-nofold: every row the first way (tests/consistency.test.mjs) */
         ok = 0;
 #endif
@@ -530,10 +508,11 @@ static __attribute__((noinline)) void q8_0_values_block(float *o, const float *p
             q8_0_rows_plain(o, b, stride, pj, m);
             continue;
         }
+        int m4 = j; /* the last one to three rows the first way, after these */
         v128_t ev[4], od[4];
         split_even_odd(o, ev, od);
         const uint8_t *x = b;
-        NO_UNROLL for (j = 0; j < m; j++, x += stride) {
+        NO_UNROLL for (j = 0; j < m4; j++, x += stride) {
             v128_t pw = wasm_v128_load32_splat(pe + j), mw = wasm_v128_load32_splat(me + j), ow = wasm_v128_load32_splat(mo + j);
             const int8_t *qs = (const int8_t *)((const block_q8_0 *)x)->qs;
             UNROLL_4 for (int r = 0; r < 4; r++) {
@@ -543,6 +522,7 @@ static __attribute__((noinline)) void q8_0_values_block(float *o, const float *p
             }
         }
         join_even_odd(o, ev, od);
+        if (m4 < m) q8_0_rows_plain(o, x, stride, pj + m4, m - m4);
     }
 }
 
@@ -586,16 +566,12 @@ static inline int ahead_rows(int slot, int n_slots) {
  * the query (i16 lanes, exact), the four rows' sums side by side, then acc + (float)isum · (d_k ·
  * d_q), block after block from acc = 0: the operations of the Q8_0 tile kernel (gemm_b32 in
  * kernels_simd.c; block_keys_dots) for a 4-row tile and one token, so the same scores bit for bit.
- * The keys' scales convert as halves in the high 16 bits of a lane do (f16_high_to_f32); a block
- * with an Inf or NaN scale among the four (exponent 31) makes it return 0, with s not written,
- * and the caller takes the tile kernel. */
-static __attribute__((noinline)) int q8_0_keys4(const uint8_t *k, size_t k_row, const block_q8_0 *qq, int hd, float *s) {
+ * The scales convert through quant_f16_table, as the tile kernel's do. */
+static __attribute__((noinline)) void q8_0_keys4(const uint8_t *k, size_t k_row, const block_q8_0 *qq, int hd, float *s) {
     v128_t acc = wasm_f32x4_splat(0);
     for (int b = 0; b < hd / QK8_0; b++, k += sizeof(block_q8_0)) {
         const block_q8_0 *x0 = (const block_q8_0 *)k, *x1 = (const block_q8_0 *)(k + k_row);
         const block_q8_0 *x2 = (const block_q8_0 *)(k + 2 * k_row), *x3 = (const block_q8_0 *)(k + 3 * k_row);
-        v128_t h = wasm_i32x4_make(x0->d, x1->d, x2->d, x3->d);
-        if (wasm_v128_any_true(wasm_i32x4_eq(wasm_v128_and(h, wasm_i32x4_splat(0x7c00)), wasm_i32x4_splat(0x7c00)))) return 0;
         const int8_t *y = qq[b].qs;
         v128_t y0 = wasm_i16x8_load8x8(y), y1 = wasm_i16x8_load8x8(y + 8), y2 = wasm_i16x8_load8x8(y + 16), y3 = wasm_i16x8_load8x8(y + 24);
         v128_t d[4];
@@ -608,11 +584,10 @@ static __attribute__((noinline)) int q8_0_keys4(const uint8_t *k, size_t k_row, 
         v128_t ab = wasm_i32x4_add(wasm_i32x4_shuffle(d[0], d[1], 0, 4, 1, 5), wasm_i32x4_shuffle(d[0], d[1], 2, 6, 3, 7));
         v128_t cd = wasm_i32x4_add(wasm_i32x4_shuffle(d[2], d[3], 0, 4, 1, 5), wasm_i32x4_shuffle(d[2], d[3], 2, 6, 3, 7));
         v128_t isum = wasm_i32x4_add(wasm_i32x4_shuffle(ab, cd, 0, 1, 4, 5), wasm_i32x4_shuffle(ab, cd, 2, 3, 6, 7));
-        v128_t dk = f16_high_to_f32(wasm_i32x4_shl(h, 16), 0);
-        acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(isum), wasm_f32x4_mul(dk, wasm_f32x4_splat(quant_f16_to_f32_inline(qq[b].d)))));
+        v128_t dk = wasm_f32x4_make(quant_f16_table[x0->d], quant_f16_table[x1->d], quant_f16_table[x2->d], quant_f16_table[x3->d]);
+        acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(isum), wasm_f32x4_mul(dk, wasm_f32x4_splat(quant_f16_table[qq[b].d]))));
     }
     wasm_v128_store(s, acc);
-    return 1;
 }
 
 /* q: the range's queries, folded (F16) or as they are (Q8_0) */
@@ -644,7 +619,9 @@ static void attend_decode(const attn_args *a, int t, int h0, int nq, const float
             const uint8_t *k = kbase + (size_t)slot * k_row;
             if ((j - lo) % ATT_DECODE_BLOCK == 0) touch_rows(k + ATT_DECODE_BLOCK * k_row, k_row, ahead_rows(slot, n_slots), (size_t)n_kv * k_head, &touch);
             for (int h = 0; h < nq; h++)
-                if (run != 4 || !q8_0_keys4(k + kv(h) * k_head, k_row, (const block_q8_0 *)(qq + (size_t)h * q_row), hd, scores + (size_t)h * n_ctx + j))
+                if (run == 4)
+                    q8_0_keys4(k + kv(h) * k_head, k_row, (const block_q8_0 *)(qq + (size_t)h * q_row), hd, scores + (size_t)h * n_ctx + j);
+                else
                     kt->gemm(hd, k + kv(h) * k_head, k_row, run, qq + (size_t)h * q_row, q_row, 1, scores + (size_t)h * n_ctx + j, n_ctx);
             j += run, slot += run;
             if (slot == n_slots) slot = 0;
