@@ -545,13 +545,14 @@ static void q8_0_values(const attn_args *a, size_t v_off, int lo, int hi, const 
 }
 
 /* Loads a vector from every 64 bytes of `span` bytes of the n rows at p (stride bytes apart) into
- * *touch. WebAssembly has no prefetch instruction: a burst of loads whose results nothing waits
+ * *touch, in ascending order (LLVM 19 unrolled the loop by four with each four's loads in
+ * descending order, which cost the relaxed build about a millisecond a step at 2,048 positions). WebAssembly has no prefetch instruction: a burst of loads whose results nothing waits
  * for puts many cache misses in flight at once, where the kernels' own loads, spread through
  * their arithmetic, would have a few; attend_decode touches the next block's rows so. */
 static __attribute__((noinline)) void touch_rows(const uint8_t *p, size_t stride, int n, size_t span, v128_t *touch) {
     v128_t t = *touch;
     for (int r = 0; r < n; r++, p += stride)
-        for (size_t i = 0; i + 16 <= span; i += 64) t = wasm_v128_or(t, wasm_v128_load(p + i));
+        NO_UNROLL for (size_t i = 0; i + 16 <= span; i += 64) t = wasm_v128_or(t, wasm_v128_load(p + i));
     *touch = t;
 }
 
