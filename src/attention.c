@@ -473,8 +473,8 @@ static inline __attribute__((always_inline)) void join_even_odd(float *o, const 
  * every row does in build/native/wick-nofold (tests/consistency.test.mjs compares the two).
  * Rows go in passes of 32: their scales split four at a time into pe = p · 2^E, me and mo, then
  * each row's 32 values with the eight sums in registers (an integer product, a conversion, a
- * multiply and an add per four values, where the first way takes two multiplies, two integer
- * extends and a two-operation conversion). */
+ * multiply and an add per four values, where the kernel before it took two multiplies, two
+ * integer extends and a two-operation conversion). */
 static __attribute__((noinline)) void q8_0_values_block(float *o, const float *p, const uint8_t *b, size_t stride, int n) {
     enum { R = 32 }; /* rows per pass: their scales split first, into pe, me and mo */
     _Alignas(16) float pe[R];
@@ -582,9 +582,7 @@ static __attribute__((noinline)) void q8_0_keys4(const uint8_t *k, size_t k_row,
             d[r] = wasm_i32x4_add(wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_load8x8(q), y0), wasm_i32x4_dot_i16x8(wasm_i16x8_load8x8(q + 8), y1)),
                                   wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_load8x8(q + 16), y2), wasm_i32x4_dot_i16x8(wasm_i16x8_load8x8(q + 24), y3)));
         }
-        v128_t ab = wasm_i32x4_add(wasm_i32x4_shuffle(d[0], d[1], 0, 4, 1, 5), wasm_i32x4_shuffle(d[0], d[1], 2, 6, 3, 7));
-        v128_t cd = wasm_i32x4_add(wasm_i32x4_shuffle(d[2], d[3], 0, 4, 1, 5), wasm_i32x4_shuffle(d[2], d[3], 2, 6, 3, 7));
-        v128_t isum = wasm_i32x4_add(wasm_i32x4_shuffle(ab, cd, 0, 1, 4, 5), wasm_i32x4_shuffle(ab, cd, 2, 3, 6, 7));
+        v128_t isum = sum4_lanes(d[0], d[1], d[2], d[3]);
         v128_t dk = wasm_f32x4_make(quant_f16_table[x0->d], quant_f16_table[x1->d], quant_f16_table[x2->d], quant_f16_table[x3->d]);
         acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(isum), wasm_f32x4_mul(dk, wasm_f32x4_splat(quant_f16_table[qq[b].d]))));
     }

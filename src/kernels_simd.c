@@ -145,14 +145,6 @@ void quant_q8_K_from_float_simd(const float *src, void *dst, int64_t n)
 
 /* ---- unpacking shared by the tile kernels ------------------------------------------------- */
 
-/* [sum of a, sum of b, sum of c, sum of d]: four blocks' integer sums side by side */
-static inline v128_t sum4_lanes(v128_t a, v128_t b, v128_t c, v128_t d)
-{
-    v128_t ab = wasm_i32x4_add(wasm_i32x4_shuffle(a, b, 0, 4, 1, 5), wasm_i32x4_shuffle(a, b, 2, 6, 3, 7));
-    v128_t cd = wasm_i32x4_add(wasm_i32x4_shuffle(c, d, 0, 4, 1, 5), wasm_i32x4_shuffle(c, d, 2, 6, 3, 7));
-    return wasm_i32x4_add(wasm_i32x4_shuffle(ab, cd, 0, 1, 4, 5), wasm_i32x4_shuffle(ab, cd, 2, 3, 6, 7));
-}
-
 /* The 5th bits of a Q5 block: bit j of the little-endian u32 qh belongs to element j. Spread
  * bytes 0,1 (elements 0..15) and 2,3 (16..31) over 16 lanes each, test one bit per lane and
  * return 0x10 where it is set. */

@@ -11,6 +11,14 @@
 #include <simde/wasm/simd128.h>
 #endif
 
+/* [sum of a, sum of b, sum of c, sum of d]: four i32x4 partial sums (of four blocks or rows)
+ * side by side, by two transposes (the tile kernels, attention's q8_0_keys4) */
+static inline v128_t sum4_lanes(v128_t a, v128_t b, v128_t c, v128_t d) {
+    v128_t ab = wasm_i32x4_add(wasm_i32x4_shuffle(a, b, 0, 4, 1, 5), wasm_i32x4_shuffle(a, b, 2, 6, 3, 7));
+    v128_t cd = wasm_i32x4_add(wasm_i32x4_shuffle(c, d, 0, 4, 1, 5), wasm_i32x4_shuffle(c, d, 2, 6, 3, 7));
+    return wasm_i32x4_add(wasm_i32x4_shuffle(ab, cd, 0, 1, 4, 5), wasm_i32x4_shuffle(ab, cd, 2, 3, 6, 7));
+}
+
 /* e^x in 4 lanes, for x <= 0: Cephes expf (S. Moshier). x = k ln2 + r with |r| <= ln2/2 (ln 2
  * split in a short high part, so k·C1 is exact, and a correction); e^r = 1 + r + r²·P(r) with
  * Cephes' degree-5 P; 2^k assembled from its bits. Lanes below -86 (and NaN lanes) give 0:
