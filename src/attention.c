@@ -5,11 +5,11 @@
  * The fast paths share the conversion of each cached key and value between several query heads
  * (grouped-query) or several tokens (prefill with one head per item), and fold the F16 cache's
  * rebias into the query. Against a Q8_0 or Q4_0 key cache each query is rounded to Q8_0 once and
- * scored with the quant table's integer tile kernels (in decode over Q8_0, q8_0_keys4: the same
- * operations inline); Q8_0 values are summed with their scales split (q8_0_values_block), Q4_0
- * values converted a row at a time. Decode with a KV head per query head over an F16 or Q8_0
- * cache (attend_decode) reads the cache across a range of heads, position by position, touching
- * rows ahead of use.
+ * scored with the quant table's integer tile kernels (in decode over Q8_0, q8_0_keys: the same
+ * operations inline); Q8_0 values are summed in integers against 16-bit weights, a pass of 32
+ * positions at a time (q8_0_values_pass), Q4_0 values converted a row at a time. Decode with a
+ * KV head per query head over an F16 or Q8_0 cache (attend_decode) reads the cache across a range
+ * of heads, position by position, touching rows ahead of use.
  * attention_ref is the plain scalar form the tests compare them against.
  * Work items are spread over the pool's threads, each output computed by one thread in a fixed
  * order, so a token's numbers do not depend on the thread count or the batch it is in. */
@@ -173,7 +173,7 @@ static __attribute__((noinline)) void kv_row_to_f32(int32_t type, const void *sr
         memcpy(dst, src, (size_t)n * sizeof(float));
         return;
     }
-    if (kv_type_is_block(type)) { /* Q8_0, Q4_0: the quant table's conversion (attention sums Q8_0 values in q8_0_values_block) */
+    if (kv_type_is_block(type)) { /* Q8_0, Q4_0: the quant table's conversion (attention sums Q8_0 values in q8_0_values_pass) */
         quant_get(kv_quant_type(type))->to_float(src, dst, n);
         return;
     }
@@ -391,10 +391,12 @@ static void attend_heads(const attn_args *a, int t, int kvh, int h0, int heads, 
  * same sums bit for bit, so a head's result does not depend on the path, the range or the
  * thread count):
  *  - F16 scores four positions at a time per head, their lanes summed by two transposes
- *    ((l0 + l1) + (l2 + l3), as attend_f16_body's extracts); Q8_0 scores four positions at a
- *    time by q8_0_keys4, the key type's tile kernel's operations (block_keys_dots) inline;
+ *    ((l0 + l1) + (l2 + l3), as attend_f16_body's extracts); Q8_0 scores a block of positions
+ *    per head by q8_0_keys, four at a time, the key type's tile kernel's operations
+ *    (block_keys_dots) inline;
  *  - the outputs over blocks of ATT_DECODE_BLOCK positions, per head and 32 dimensions kept in
- *    registers over the block (head sizes that are multiples of 32);
+ *    registers over the block (head sizes that are multiples of 32); a Q8_0 block is one pass of
+ *    q8_0_values_pass's integer sums, as in attend_heads;
  *  - before each block, a burst of loads touches the next block's rows (touch_rows). */
 #define ATT_DECODE_BLOCK 32
 
@@ -433,9 +435,9 @@ static __attribute__((noinline)) void f16_values_block(float *o, const float *p,
     for (int r = 0; r < W / 4; r++) wasm_v128_store(o + 4 * r, acc[r]);
 }
 
-/* o[0 .. 32) += the terms of n rows from b (stride bytes apart) the first way: p · (d · q), as
- * kv_row_to_f32 and axpy_f32 form them (out of line: a rare path, which LLVM would otherwise
- * compute beside the other and select from) */
+/* o[0 .. 32) += the terms of n rows from b (stride bytes apart) as floats: p · (d · q), as
+ * kv_row_to_f32 and axpy_f32 form them (out of line: a rare path, a pass whose weights are not
+ * all finite) */
 static __attribute__((noinline)) void q8_0_rows_plain(float *o, const uint8_t *b, size_t stride, const float *p, int n) {
     _Alignas(16) float row[QK8_0];
     for (int j = 0; j < n; j++, b += stride) {
@@ -444,103 +446,171 @@ static __attribute__((noinline)) void q8_0_rows_plain(float *o, const uint8_t *b
     }
 }
 
-/* o's 32 floats ↔ their even and odd elements */
-static inline __attribute__((always_inline)) void split_even_odd(const float *o, v128_t ev[4], v128_t od[4]) {
-    UNROLL_4 for (int r = 0; r < 4; r++) {
-        v128_t x = wasm_v128_load(o + 8 * r), y = wasm_v128_load(o + 8 * r + 4);
-        ev[r] = wasm_i32x4_shuffle(x, y, 0, 2, 4, 6);
-        od[r] = wasm_i32x4_shuffle(x, y, 1, 3, 5, 7);
-    }
-}
-static inline __attribute__((always_inline)) void join_even_odd(float *o, const v128_t ev[4], const v128_t od[4]) {
-    UNROLL_4 for (int r = 0; r < 4; r++) {
-        wasm_v128_store(o + 8 * r, wasm_i32x4_shuffle(ev[r], od[r], 0, 4, 1, 5));
-        wasm_v128_store(o + 8 * r + 4, wasm_i32x4_shuffle(ev[r], od[r], 2, 6, 3, 7));
-    }
+/* The values of a Q8_0 cache are summed in integers, a pass of up to Q8_0_PASS rows at a time.
+ * Row t's weight is w_t = p_t · d_t (its probability times its block's scale, one float
+ * multiply); the pass's largest |w| = f · 2^e (1 ≤ f < 2) sets its scale 2^(14 − e), and each
+ * weight becomes the 16-bit integer W_t = nearest(w_t · 2^(14 − e)) (|W_t| ≤ 2^15, saturated at
+ * 32,767). Each output is then the exact integer Σ W_t · q_t (|Σ| < 32 · 2^15 · 127 < 2^31) times
+ * 2^(e − 14), added to the float sum of the passes before. A weight is off by at most half a unit
+ * in 2^15 of the pass's largest: up to 1.3 · 10^-4 of a head's largest output where the terms
+ * cancel (tests/test_attention.c, random values), against the 4 · 10^-3 of the values' own
+ * rounding to Q8_0, and inside the 5% of tests/kvquant.test.mjs against llama.cpp. An integer
+ * sum has no order, so every path (attend_decode, attend_heads' q8_0_values, any thread count,
+ * native and wasm) gets the same bits, as long as it cuts a range into the same passes: every
+ * Q8_0_PASS positions from the range's first, whatever slots hold them (a pass that wraps in a
+ * sliding layer's ring reads its rows from two places), so a ring gives what a whole cache
+ * gives (tests/test_context.c). A pass whose largest weight is below 2^-112 adds
+ * nothing; one with an Inf or NaN weight goes through q8_0_rows_plain, so it gives Inf or NaN as
+ * a float sum would. Per two rows and eight values the kernel takes two widening loads, two
+ * interleaves, two integer dot products and two adds (the float form took twice as many
+ * operations); q8_0_pass_ref is the same in scalar C, used by build/native/wick-nofold, which
+ * tests/consistency.test.mjs compares with this build bit for bit. */
+#define Q8_0_PASS 32
+_Static_assert(Q8_0_PASS == ATT_DECODE_BLOCK, "attend_decode's blocks are q8_0_values' passes");
+
+/* the bits of a float */
+static inline float f32_of_bits(uint32_t u) {
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
 }
 
-/* o[0 .. 32) += Σ p[j] · v_j over n Q8_0 blocks from b (stride in bytes), each term the float
- * p · (d · q) that kv_row_to_f32 (d · q, exact: an 11-bit significand times a 7-bit integer) and
- * axpy_f32 make, added in the order of j. The scale d = M · 2^E (M the half's significand as an
- * integer, sign included; E its exponent) splits the same real product p · d · q into
- * (p · 2^E) · (M · q): p · 2^E is exact while it stays a normal float, M · q an exact integer
- * (|M · q| < 2^18, a float exactly), so the one rounding of the product is the same and the sums
- * are the same bit for bit. M · q comes from the integer dot product of the block's values
- * (i16) with (M, 0, M, 0 …) and (0, M, 0, M …): the even elements' products in one vector, the
- * odd ones' in another, so the sums are kept as even and odd halves (ev, od: o[2i], o[2i + 1]).
- * A row whose scale is not finite, or whose p · 2^E would not be a normal float (p below 2^-100:
- * a weight of no consequence, but the bits must agree), takes the product the first way, as
- * every row does in build/native/wick-nofold (tests/consistency.test.mjs compares the two).
- * Rows go in passes of 32: their scales split four at a time into pe = p · 2^E, me and mo, then
- * each row's 32 values with the eight sums in registers (an integer product, a conversion, a
- * multiply and an add per four values, where the kernel before it took two multiplies, two
- * integer extends and a two-operation conversion). */
-static __attribute__((noinline)) void q8_0_values_block(float *o, const float *p, const uint8_t *b, size_t stride, int n) {
-    enum { R = 32 }; /* rows per pass: their scales split first, into pe, me and mo */
-    _Alignas(16) float pe[R];
-    _Alignas(16) int32_t me[R], mo[R];
-    for (int j0 = 0; j0 < n; j0 += R, b += R * stride) {
-        int m = n - j0 < R ? n - j0 : R, j = 0;
-        const float *pj = p + j0;
-        /* M (sign included) as (M, 0) and (0, M) in an i32 lane, 2^E: E = e − 25 for a normal
-         * half, −24 for a subnormal one; four rows at a time (the last one to three go the first way) */
-        v128_t bad = wasm_i32x4_splat(0);
-        for (; j + 4 <= m; j += 4) {
-            const uint8_t *r0 = b + (size_t)j * stride;
-            v128_t h = wasm_i32x4_make(((const block_q8_0 *)r0)->d, ((const block_q8_0 *)(r0 + stride))->d,
-                                       ((const block_q8_0 *)(r0 + 2 * stride))->d, ((const block_q8_0 *)(r0 + 3 * stride))->d);
-            v128_t e = wasm_v128_and(wasm_u32x4_shr(h, 10), wasm_i32x4_splat(31)), sub = wasm_i32x4_eq(e, wasm_i32x4_splat(0));
-            v128_t mant = wasm_v128_or(wasm_v128_and(h, wasm_i32x4_splat(0x3ff)), wasm_v128_andnot(wasm_i32x4_splat(0x400), sub));
-            v128_t neg = wasm_i32x4_ne(wasm_v128_and(h, wasm_i32x4_splat(0x8000)), wasm_i32x4_splat(0));
-            mant = wasm_i32x4_sub(wasm_v128_xor(mant, neg), neg);
-            v128_t pow2 = wasm_i32x4_shl(wasm_i32x4_sub(wasm_i32x4_add(e, wasm_i32x4_splat(127 - 25)), sub), 23), pv = wasm_v128_load(pj + j);
-            /* an Inf or NaN scale; p below 2^-100, or NaN */
-            bad = wasm_v128_or(bad, wasm_v128_or(wasm_i32x4_eq(e, wasm_i32x4_splat(31)), wasm_v128_not(wasm_f32x4_ge(pv, wasm_f32x4_splat(0x1p-100f)))));
-            wasm_v128_store(pe + j, wasm_f32x4_mul(pv, pow2));
-            wasm_v128_store(me + j, wasm_v128_and(mant, wasm_i32x4_splat(0xffff)));
-            wasm_v128_store(mo + j, wasm_i32x4_shl(mant, 16));
-        }
-        int ok = !wasm_v128_any_true(bad);
-#ifdef WICK_NO_FOLD /* build/native/wick-nofold: every row the first way (tests/consistency.test.mjs) */
-        ok = 0;
-#endif
-        if (!ok) {
-            q8_0_rows_plain(o, b, stride, pj, m);
-            continue;
-        }
-        int m4 = j; /* the last one to three rows the first way, after these */
-        v128_t ev[4], od[4];
-        split_even_odd(o, ev, od);
-        const uint8_t *x = b;
-        NO_UNROLL for (j = 0; j < m4; j++, x += stride) {
-            v128_t pw = wasm_v128_load32_splat(pe + j), mw = wasm_v128_load32_splat(me + j), ow = wasm_v128_load32_splat(mo + j);
-            const int8_t *qs = (const int8_t *)((const block_q8_0 *)x)->qs;
-            UNROLL_4 for (int r = 0; r < 4; r++) {
-                v128_t q = wasm_i16x8_load8x8(qs + 8 * r);
-                ev[r] = wasm_f32x4_add(ev[r], wasm_f32x4_mul(pw, wasm_f32x4_convert_i32x4(wasm_i32x4_dot_i16x8(q, mw))));
-                od[r] = wasm_f32x4_add(od[r], wasm_f32x4_mul(pw, wasm_f32x4_convert_i32x4(wasm_i32x4_dot_i16x8(q, ow))));
-            }
-        }
-        join_even_odd(o, ev, od);
-        if (m4 < m) q8_0_rows_plain(o, x, stride, pj + m4, m - m4);
+/* the scales of four Q8_0 blocks (b, stride bytes apart) as floats, through quant_f16_table */
+static inline __attribute__((always_inline)) v128_t q8_0_scales4(const uint8_t *b, size_t stride) {
+    v128_t d = wasm_v128_load32_zero(&quant_f16_table[((const block_q8_0 *)b)->d]);
+    d = wasm_v128_load32_lane(&quant_f16_table[((const block_q8_0 *)(b + stride))->d], d, 1);
+    d = wasm_v128_load32_lane(&quant_f16_table[((const block_q8_0 *)(b + 2 * stride))->d], d, 2);
+    return wasm_v128_load32_lane(&quant_f16_table[((const block_q8_0 *)(b + 3 * stride))->d], d, 3);
+}
+
+/* A pass's rows: the first n1 from b1, the rest from b2 (slot 0 of a ring the pass wraps in), stride
+ * bytes apart: row t of the pass */
+typedef struct {
+    const uint8_t *b1, *b2;
+    int n1;
+    size_t stride;
+} q8_0_rows;
+static inline const uint8_t *q8_0_row(const q8_0_rows *r, int t) {
+    return t < r->n1 ? r->b1 + (size_t)t * r->stride : r->b2 + (size_t)(t - r->n1) * r->stride;
+}
+
+#ifndef WICK_NO_FOLD
+/* W[0 .. Q8_0_PASS) of a whole pass (rows b, stride bytes apart) and *inv = 2^(e − 14); 1, or 0
+ * where the pass adds nothing, −1 where a weight is not finite */
+static int q8_0_pass_weights(const float *p, const uint8_t *b, size_t stride, int16_t *W, float *inv) {
+    _Alignas(16) float w[Q8_0_PASS];
+    /* the largest |w| by its bits (a NaN's are above Inf's, above every finite one's) */
+    v128_t mx = wasm_i32x4_splat(0), abs = wasm_i32x4_splat(0x7fffffff);
+    for (int t = 0; t < Q8_0_PASS; t += 4, b += 4 * stride) {
+        v128_t x = wasm_f32x4_mul(wasm_v128_load(p + t), q8_0_scales4(b, stride));
+        wasm_v128_store(w + t, x);
+        mx = wasm_i32x4_max(mx, wasm_v128_and(x, abs));
     }
+    mx = wasm_i32x4_max(mx, wasm_i32x4_shuffle(mx, mx, 2, 3, 0, 1));
+    mx = wasm_i32x4_max(mx, wasm_i32x4_shuffle(mx, mx, 1, 0, 3, 2));
+    int32_t top = wasm_i32x4_extract_lane(mx, 0), e = top >> 23; /* biased: 2^(e − 127) ≤ |w| */
+    if (top >= 0x7f800000) return -1;
+    if (e < 15) return 0;
+    v128_t scale = wasm_f32x4_splat(f32_of_bits((uint32_t)(268 - e) << 23)); /* 2^(14 − (e − 127)) */
+    *inv = f32_of_bits((uint32_t)(e - 14) << 23);
+    /* nearest (ties to even) by adding 1.5 · 2^23 (|w · scale| < 2^15): the integer is in the sum's low bits */
+    v128_t magic = wasm_f32x4_splat(0x1.8p23f);
+    for (int t = 0; t < Q8_0_PASS; t += 8) {
+        v128_t lo = wasm_i32x4_sub(wasm_f32x4_add(wasm_f32x4_mul(wasm_v128_load(w + t), scale), magic), magic);
+        v128_t hi = wasm_i32x4_sub(wasm_f32x4_add(wasm_f32x4_mul(wasm_v128_load(w + t + 4), scale), magic), magic);
+        wasm_v128_store(W + t, wasm_i16x8_narrow_i32x4(lo, hi));
+    }
+    return 1;
+}
+
+/* o[0 .. 32) += inv · Σ W_t · q_t over a whole pass, two rows at a time: their values
+ * interleaved into (a_i, b_i) pairs against (W_a, W_b), so one integer dot product takes both */
+static __attribute__((noinline)) void q8_0_pass_sums(float *o, const int16_t *W, float inv, const uint8_t *b, size_t stride) {
+    v128_t acc[8];
+    UNROLL_4 for (int r = 0; r < 8; r++) acc[r] = wasm_i32x4_splat(0);
+    NO_UNROLL for (int t = 0; t < Q8_0_PASS; t += 2, b += 2 * stride) {
+        v128_t w = wasm_v128_load32_splat(W + t);
+        const int8_t *qa = ((const block_q8_0 *)b)->qs, *qb = ((const block_q8_0 *)(b + stride))->qs;
+        UNROLL_4 for (int r = 0; r < 4; r++) {
+            v128_t x = wasm_i16x8_load8x8(qa + 8 * r), y = wasm_i16x8_load8x8(qb + 8 * r);
+            acc[2 * r] = wasm_i32x4_add(acc[2 * r], wasm_i32x4_dot_i16x8(wasm_i16x8_shuffle(x, y, 0, 8, 1, 9, 2, 10, 3, 11), w));
+            acc[2 * r + 1] = wasm_i32x4_add(acc[2 * r + 1], wasm_i32x4_dot_i16x8(wasm_i16x8_shuffle(x, y, 4, 12, 5, 13, 6, 14, 7, 15), w));
+        }
+    }
+    v128_t s = wasm_f32x4_splat(inv);
+    UNROLL_4 for (int r = 0; r < 8; r++)
+        wasm_v128_store(o + 4 * r, wasm_f32x4_add(wasm_v128_load(o + 4 * r), wasm_f32x4_mul(wasm_f32x4_convert_i32x4(acc[r]), s)));
+}
+
+#else
+/* q8_0_pass_weights and q8_0_pass_sums in scalar C (build/native/wick-nofold) */
+static void q8_0_pass_ref(float *o, const float *p, const q8_0_rows *rows, int m) {
+    float w[Q8_0_PASS];
+    uint32_t top = 0;
+    for (int t = 0; t < m; t++) {
+        w[t] = p[t] * quant_f16_to_f32(((const block_q8_0 *)q8_0_row(rows, t))->d);
+        uint32_t u;
+        memcpy(&u, &w[t], sizeof u);
+        if ((u & 0x7fffffffu) > top) top = u & 0x7fffffffu;
+    }
+    if (top >= 0x7f800000u) {
+        for (int t = 0; t < m; t++) q8_0_rows_plain(o, q8_0_row(rows, t), rows->stride, p + t, 1);
+        return;
+    }
+    int e = (int)(top >> 23);
+    if (e < 15) return;
+    float scale = f32_of_bits((uint32_t)(268 - e) << 23), inv = f32_of_bits((uint32_t)(e - 14) << 23);
+    int32_t W[Q8_0_PASS], sum[QK8_0] = {0};
+    for (int t = 0; t < m; t++) {
+        float r = nearbyintf(w[t] * scale);
+        W[t] = r > 32767.0f ? 32767 : (int32_t)r;
+    }
+    for (int t = 0; t < m; t++)
+        for (int i = 0; i < QK8_0; i++) sum[i] += W[t] * ((const block_q8_0 *)q8_0_row(rows, t))->qs[i];
+    for (int i = 0; i < QK8_0; i++) o[i] += (float)sum[i] * inv;
+}
+#endif
+
+/* o[0 .. 32) += Σ p[t] · v_t over one pass of m ≤ Q8_0_PASS Q8_0 blocks: the first n1 from b1,
+ * the rest from b2 (stride bytes apart) */
+static __attribute__((noinline)) void q8_0_values_pass(float *o, const float *p, const uint8_t *b1, int n1, const uint8_t *b2, int m, size_t stride) {
+    q8_0_rows rows = {b1, b2, n1, stride};
+#ifdef WICK_NO_FOLD
+    q8_0_pass_ref(o, p, &rows, m);
+#else
+    _Alignas(16) int16_t W[Q8_0_PASS];
+    _Alignas(16) float pp[Q8_0_PASS];
+    block_q8_0 tmp[Q8_0_PASS];
+    if (m < Q8_0_PASS || n1 < m) { /* a short pass (a range's last) or one that wraps: its rows side by side, zeros after */
+        for (int t = 0; t < Q8_0_PASS; t++) {
+            if (t < m) memcpy(&tmp[t], q8_0_row(&rows, t), sizeof tmp[t]);
+            else memset(&tmp[t], 0, sizeof tmp[t]);
+            pp[t] = t < m ? p[t] : 0.0f;
+        }
+        b1 = (const uint8_t *)tmp, stride = sizeof tmp[0], p = pp;
+    }
+    float inv;
+    int k = q8_0_pass_weights(p, b1, stride, W, &inv);
+    if (k > 0) q8_0_pass_sums(o, W, inv, b1, stride);
+    else if (k < 0) q8_0_rows_plain(o, b1, stride, p, m);
+#endif
 }
 
 /* out[0 .. hd) = Σ p[j] · v_j over positions lo … hi of a Q8_0 value cache, for one query head
- * (attend_heads): q8_0_values_block over each run of slots that follow one another, so the sums
- * are kv_row_to_f32 + axpy_f32's bit for bit, without a row of floats written and read per position */
+ * (attend_heads): passes of Q8_0_PASS positions from lo, whatever slots hold them (a pass may wrap
+ * in a sliding layer's ring), as attend_decode's blocks run, so the two give the same bits, and a
+ * ring the same as a whole cache */
 static void q8_0_values(const attn_args *a, size_t v_off, int lo, int hi, const float *p, float *out, int hd) {
     const struct wick_ctx *c = a->c;
-    /* positions lo … hi from their slots: a sliding layer's ring wraps back to slot 0 */
     const uint8_t *base = (const uint8_t *)kv_at(c, c->v_cache, a->layer, 0) + v_off;
     size_t row = kv_row_bytes(c, c->v_cache, a->layer);
     int n_slots = c->kv_slots[a->layer];
     memset(out, 0, (size_t)hd * sizeof(float));
-    for (int j = lo, slot = kv_slot(c, a->layer, lo); j <= hi;) {
-        int n = hi - j + 1 < n_slots - slot ? hi - j + 1 : n_slots - slot;
+    for (int j = lo; j <= hi; j += Q8_0_PASS) {
+        int m = hi - j + 1 < Q8_0_PASS ? hi - j + 1 : Q8_0_PASS, slot = kv_slot(c, a->layer, j);
+        int n1 = m < n_slots - slot ? m : n_slots - slot; /* a sliding layer's ring wraps back to slot 0 */
         for (int b = 0; b < hd / QK8_0; b++)
-            q8_0_values_block(out + QK8_0 * b, p + j, base + (size_t)slot * row + b * sizeof(block_q8_0), row, n);
-        j += n, slot = 0;
+            q8_0_values_pass(out + QK8_0 * b, p + j, base + (size_t)slot * row + b * sizeof(block_q8_0), n1, base + b * sizeof(block_q8_0), m, row);
     }
 }
 
@@ -562,31 +632,32 @@ static inline int ahead_rows(int slot, int n_slots) {
     return n < 0 ? 0 : n < ATT_DECODE_BLOCK ? n : ATT_DECODE_BLOCK;
 }
 
-/* Scores of four consecutive Q8_0 key rows (k, k_row bytes apart) against one query rounded to
- * Q8_0 (qq: hd / 32 blocks) into s[0 .. 4): per block, the integer dot product of each row with
- * the query (i16 lanes, exact), the four rows' sums side by side, then acc + (float)isum · (d_k ·
- * d_q), block after block from acc = 0: the operations of the Q8_0 tile kernel (gemm_b32 in
- * kernels_simd.c; block_keys_dots) for a 4-row tile and one token, so the same scores bit for bit.
- * The scales convert through quant_f16_table, as the tile kernel's do. */
-static __attribute__((noinline)) void q8_0_keys4(const uint8_t *k, size_t k_row, const block_q8_0 *qq, int hd, float *s) {
-    v128_t acc = wasm_f32x4_splat(0);
+/* Scores of 4 · n4 consecutive Q8_0 key rows (k, k_row bytes apart) against one query rounded to
+ * Q8_0 (qq: hd / 32 blocks) into s[0 .. 4 · n4): per block and four rows, the integer dot product
+ * of each row with the query (i16 lanes, exact), the four rows' sums side by side, then s + (float)
+ * isum · (d_k · d_q), block after block from 0: the operations of the Q8_0 tile kernel (gemm_b32 in
+ * kernels_simd.c; block_keys_dots) for 4-row tiles and one token, so the same scores bit for bit.
+ * The scales convert through quant_f16_table, as the tile kernel's do. A block of the query is
+ * widened once for all the rows; the loop over rows is kept rolled (V8 spilled the rows' values
+ * where LLVM had put all the loads of two groups first). */
+static __attribute__((noinline)) void q8_0_keys(const uint8_t *k, size_t k_row, const block_q8_0 *qq, int hd, float *s, int n4) {
     for (int b = 0; b < hd / QK8_0; b++, k += sizeof(block_q8_0)) {
-        const block_q8_0 *x0 = (const block_q8_0 *)k, *x1 = (const block_q8_0 *)(k + k_row);
-        const block_q8_0 *x2 = (const block_q8_0 *)(k + 2 * k_row), *x3 = (const block_q8_0 *)(k + 3 * k_row);
         const int8_t *y = qq[b].qs;
         v128_t y0 = wasm_i16x8_load8x8(y), y1 = wasm_i16x8_load8x8(y + 8), y2 = wasm_i16x8_load8x8(y + 16), y3 = wasm_i16x8_load8x8(y + 24);
-        v128_t d[4];
-        const block_q8_0 *x[4] = {x0, x1, x2, x3};
-        UNROLL_4 for (int r = 0; r < 4; r++) {
-            const int8_t *q = x[r]->qs;
-            d[r] = wasm_i32x4_add(wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_load8x8(q), y0), wasm_i32x4_dot_i16x8(wasm_i16x8_load8x8(q + 8), y1)),
-                                  wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_load8x8(q + 16), y2), wasm_i32x4_dot_i16x8(wasm_i16x8_load8x8(q + 24), y3)));
+        v128_t dq = wasm_f32x4_splat(quant_f16_table[qq[b].d]);
+        const uint8_t *x = k;
+        NO_UNROLL for (int g = 0; g < n4; g++, x += 4 * k_row) {
+            v128_t d[4];
+            UNROLL_4 for (int r = 0; r < 4; r++) {
+                const int8_t *q = ((const block_q8_0 *)(x + (size_t)r * k_row))->qs;
+                d[r] = wasm_i32x4_add(wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_load8x8(q), y0), wasm_i32x4_dot_i16x8(wasm_i16x8_load8x8(q + 8), y1)),
+                                      wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_load8x8(q + 16), y2), wasm_i32x4_dot_i16x8(wasm_i16x8_load8x8(q + 24), y3)));
+            }
+            v128_t isum = sum4_lanes(d[0], d[1], d[2], d[3]);
+            v128_t acc = b ? wasm_v128_load(s + 4 * g) : wasm_f32x4_splat(0);
+            wasm_v128_store(s + 4 * g, wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(isum), wasm_f32x4_mul(q8_0_scales4(x, k_row), dq))));
         }
-        v128_t isum = sum4_lanes(d[0], d[1], d[2], d[3]);
-        v128_t dk = wasm_f32x4_make(quant_f16_table[x0->d], quant_f16_table[x1->d], quant_f16_table[x2->d], quant_f16_table[x3->d]);
-        acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(isum), wasm_f32x4_mul(dk, wasm_f32x4_splat(quant_f16_table[qq[b].d]))));
     }
-    wasm_v128_store(s, acc);
 }
 
 /* q: the range's queries, folded (F16) or as they are (Q8_0) */
@@ -606,23 +677,25 @@ static void attend_decode(const attn_args *a, int t, int h0, int nq, const float
     const uint8_t *vbase = (const uint8_t *)kv_at(c, c->v_cache, layer, 0) + (size_t)kvh0 * v_head;
     int n_slots = c->kv_slots[layer], slot0 = kv_slot(c, layer, lo);
     v128_t touch = wasm_i32x4_splat(0);
-    if (q8) { /* Q8_0: four slots across the range at a time (q8_0_keys4; the tile kernel for a shorter run) */
+    if (q8) { /* Q8_0: a block of slots across the range at a time (q8_0_keys, four rows at a time; the tile kernel for the last one to three) */
         const quant_type *kt = quant_get(kv_quant_type(c->kv_type));
         size_t q_row = (size_t)hd / QK8_0 * sizeof(block_q8_0);
         uint8_t *qq = (uint8_t *)(scores + (size_t)ATT_SCORE_ROWS * n_ctx + MAX_HEAD_DIM);
         for (int h = 0; h < nq; h++) quant_q8_0_from_float_simd(q + (size_t)h * hd, qq + (size_t)h * q_row, hd);
         for (int j = lo, slot = slot0; j <= hi;) {
-            int run = hi - j + 1;
-            if (run > GEMM_MAX_ROWS) run = GEMM_MAX_ROWS;
-            if (run > n_slots - slot) run = n_slots - slot; /* a ring's rows wrap back to slot 0 */
+            int n = hi - j + 1;
+            if (n > ATT_DECODE_BLOCK) n = ATT_DECODE_BLOCK;
+            if (n > n_slots - slot) n = n_slots - slot; /* a ring's rows wrap back to slot 0 */
             const uint8_t *k = kbase + (size_t)slot * k_row;
-            if ((j - lo) % ATT_DECODE_BLOCK == 0) touch_rows(k + ATT_DECODE_BLOCK * k_row, k_row, ahead_rows(slot, n_slots), (size_t)n_kv * k_head, &touch);
-            for (int h = 0; h < nq; h++)
-                if (run == 4)
-                    q8_0_keys4(k + kv(h) * k_head, k_row, (const block_q8_0 *)(qq + (size_t)h * q_row), hd, scores + (size_t)h * n_ctx + j);
-                else
-                    kt->gemm(hd, k + kv(h) * k_head, k_row, run, qq + (size_t)h * q_row, q_row, 1, scores + (size_t)h * n_ctx + j, n_ctx);
-            j += run, slot += run;
+            touch_rows(k + ATT_DECODE_BLOCK * k_row, k_row, ahead_rows(slot, n_slots), (size_t)n_kv * k_head, &touch);
+            int n4 = n & ~3;
+            for (int h = 0; h < nq; h++) {
+                const uint8_t *qh = qq + (size_t)h * q_row;
+                float *sh = scores + (size_t)h * n_ctx + j;
+                if (n4) q8_0_keys(k + kv(h) * k_head, k_row, (const block_q8_0 *)qh, hd, sh, n4 / 4);
+                if (n > n4) kt->gemm(hd, k + (size_t)n4 * k_row + kv(h) * k_head, k_row, n - n4, qh, q_row, 1, sh + n4, n_ctx);
+            }
+            j += n, slot += n;
             if (slot == n_slots) slot = 0;
         }
     }
@@ -663,22 +736,26 @@ static void attend_decode(const attn_args *a, int t, int h0, int nq, const float
     }
     for (int h = 0; h < nq; h++) scores_to_probs(mc, scores + (size_t)h * n_ctx, lo, hi, !q8);
     memset(out, 0, (size_t)nq * hd * sizeof(float));
+    /* blocks of ATT_DECODE_BLOCK positions from lo (Q8_0: q8_0_values' passes), the first n1 rows
+     * from slot, the rest from slot 0 where a ring wraps inside the block */
     for (int j = lo, slot = slot0; j <= hi;) {
-        int n = hi - j + 1;
-        if (n > ATT_DECODE_BLOCK) n = ATT_DECODE_BLOCK;
-        if (n > n_slots - slot) n = n_slots - slot; /* a ring's rows wrap back to slot 0 */
+        int m = hi - j + 1 < ATT_DECODE_BLOCK ? hi - j + 1 : ATT_DECODE_BLOCK, n1 = m < n_slots - slot ? m : n_slots - slot;
         const uint8_t *v = vbase + (size_t)slot * v_row;
         touch_rows(v + ATT_DECODE_BLOCK * v_row, v_row, ahead_rows(slot, n_slots), (size_t)n_kv * v_head, &touch);
         for (int h = 0; h < nq; h++) {
             const float *p = scores + (size_t)h * n_ctx + j;
             float *o = out + (size_t)h * hd;
-            const uint8_t *vh = v + kv(h) * v_head;
+            const uint8_t *vh = v + kv(h) * v_head, *vh0 = vbase + kv(h) * v_head;
             for (int b = 0; b < hd / 32; b++)
-                if (q8) q8_0_values_block(o + 32 * b, p, vh + b * sizeof(block_q8_0), v_row, n);
-                else f16_values_block(o + 32 * b, p, (const uint16_t *)vh + 32 * b, stride, n);
+                if (q8)
+                    q8_0_values_pass(o + 32 * b, p, vh + b * sizeof(block_q8_0), n1, vh0 + b * sizeof(block_q8_0), m, v_row);
+                else {
+                    f16_values_block(o + 32 * b, p, (const uint16_t *)vh + 32 * b, stride, n1);
+                    if (m > n1) f16_values_block(o + 32 * b, p + n1, (const uint16_t *)vh0 + 32 * b, stride, m - n1);
+                }
         }
-        j += n, slot += n;
-        if (slot == n_slots) slot = 0;
+        j += m, slot += m;
+        if (slot >= n_slots) slot -= n_slots;
     }
 #undef kv
     wasm_v128_store(scores + (size_t)ATT_SCORE_ROWS * n_ctx, touch); /* kept: the loads stay */

@@ -108,13 +108,13 @@ for (const { name, file: fileOf } of cases.filter((c) => /synth mini q4_k_m|synt
       assert.ok(folded.stdout === plain.stdout, 'the logits differ');
     });
 
-// A Q8_0 cache's values are summed with each block's scale split into its significand and its
-// power of two (src/attention.c, q8_0_values_block); wick-nofold takes every row the first way,
-// p · (d · q). The same real products, so again the same logits bit for bit: decode over a KV head
-// per query head (mini-mha, attend_decode, whose keys go through q8_0_keys4) and grouped-query
-// (mini, attend_heads), the prompt and the steps.
+// A Q8_0 cache's values are summed in integers against 16-bit weights, 32 positions a pass
+// (src/attention.c, q8_0_values_block: two rows' values interleaved into one integer dot product);
+// wick-nofold sums the same passes in scalar C (q8_0_pass_ref). Integer sums have no order, so the
+// logits are the same bit for bit: decode over a KV head per query head (mini-mha, attend_decode,
+// whose keys go through q8_0_keys) and grouped-query (mini, attend_heads), the prompt and the steps.
 for (const { name, file: fileOf } of cases.filter((c) => /synth mini q4_k_m|synth mini-mha q4_0/.test(c.name)))
-  test(`native: ${name}: a Q8_0 cache's values with the scales split equal them unsplit bit for bit`, () => {
+  test(`native: ${name}: a Q8_0 cache's values summed by the SIMD kernel equal the scalar sums bit for bit`, () => {
     const args = ['logits', '-m', fileOf(), '--kv', 'q8_0', '--tokens', longIds.join(','), '--steps', '4'];
     const split = spawnSync(nativeCli, args, { encoding: 'utf8', maxBuffer: 1 << 30 });
     const plain = spawnSync(nofold, args, { encoding: 'utf8', maxBuffer: 1 << 30 });

@@ -22,6 +22,11 @@
  * F16: the cached values are the same halves for both, converted exactly, so the same bound,
  * far inside the 2e-3 that tests/test_context.c allows an F16 cache (re-rounded keys). */
 #define TOL 1e-6
+/* Q8_0 values: attention sums them in integers, each position's weight rounded to 16 bits of its
+ * pass's largest (src/attention.c, Q8_0_PASS): up to about 1e-4 of an output where its terms
+ * cancel (the largest seen, 1.3e-4, for 8 heads of 128 over 33 positions); the cache's own
+ * rounding of the values is 4e-3 */
+#define TOL_Q8_0_VALUES 5e-4
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
@@ -124,13 +129,13 @@ static const char *kv_names(const attn_case *k) {
 static void case_check(const attn_case *k) {
     errmsg err = {0};
     char what[900];
-    double e = run_case(k, &err);
+    double e = run_case(k, &err), tol = (k->kv_type_v ? k->kv_type_v : k->kv_type) == WICK_KV_Q8_0 ? TOL_Q8_0_VALUES : TOL;
     snprintf(what, sizeof what,
              "head %d, %d per KV head x %d, %d token(s) from %d, %s, %s, %d thread(s)%s%s%s: fast = ref (rel. error %.2e, bound %.0e)%s%s",
              k->head_dim, k->group, k->n_kv_heads, k->n_tok, k->pos0, kv_names(k),
              k->causal ? "causal" : "non-causal", k->threads, k->n_swa ? ", sliding window" : "",
-             k->softcap > 0 ? ", soft cap" : "", k->huge_query ? ", unfolded" : "", e, TOL, err.text[0] ? ": " : "", err.text);
-    check(e >= 0 && e <= TOL,
+             k->softcap > 0 ? ", soft cap" : "", k->huge_query ? ", unfolded" : "", e, tol, err.text[0] ? ": " : "", err.text);
+    check(e >= 0 && e <= tol,
           check_id("attention.d%d.g%d.kv%d.%s.%s.t%d@%d%s%s%s", k->head_dim, k->group, k->n_kv_heads,
                    kv_names(k), k->causal ? "causal" : "noncausal", k->n_tok, k->pos0,
                    k->n_swa ? ".swa" : "", k->softcap > 0 ? ".softcap" : "", k->huge_query ? ".unfolded" : ""),
