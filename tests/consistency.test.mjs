@@ -109,7 +109,7 @@ for (const { name, file: fileOf } of cases.filter((c) => /synth mini q4_k_m|synt
     });
 
 // A Q8_0 cache's values are summed in integers against 16-bit weights, 32 positions a pass
-// (src/attention.c, q8_0_values_block: two rows' values interleaved into one integer dot product);
+// (src/attention.c, q8_0_values_pass: two rows' values interleaved into one integer dot product);
 // wick-nofold sums the same passes in scalar C (q8_0_pass_ref). Integer sums have no order, so the
 // logits are the same bit for bit: decode over a KV head per query head (mini-mha, attend_decode,
 // whose keys go through q8_0_keys) and grouped-query (mini, attend_heads), the prompt and the steps.
