@@ -641,9 +641,10 @@ static inline int ahead_rows(int slot, int n_slots) {
  * of each row with the query (i16 lanes, exact), the four rows' sums side by side, then s + (float)
  * isum · (d_k · d_q), block after block from 0: the operations of the Q8_0 tile kernel (gemm_b32 in
  * kernels_simd.c; block_keys_dots) for 4-row tiles and one token, so the same scores bit for bit.
- * The scales convert through quant_f16_table, as the tile kernel's do. A block of the query is
- * widened once for all the rows; the loop over rows is kept rolled (V8 spilled the rows' values
- * where LLVM had put all the loads of two groups first). */
+ * The scales convert through quant_f16_table, as the tile kernel's do. One call takes a head's
+ * rows of a whole block, so the query's blocks are widened and the call made once a block, not
+ * once per four rows; the loop over the groups of four stays rolled. (V8 still puts a group's
+ * sixteen loads first and spills about six vectors: about a tenth of the keys' time.) */
 static __attribute__((noinline)) void q8_0_keys(const uint8_t *k, size_t k_row, const block_q8_0 *qq, int hd, float *s, int n4) {
     for (int b = 0; b < hd / QK8_0; b++, k += sizeof(block_q8_0)) {
         const int8_t *y = qq[b].qs;

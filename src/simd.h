@@ -12,7 +12,7 @@
 #endif
 
 /* [sum of a, sum of b, sum of c, sum of d]: four i32x4 partial sums (of four blocks or rows)
- * side by side, by two transposes (the tile kernels, attention's q8_0_keys4) */
+ * side by side, by two transposes (the tile kernels, attention's q8_0_keys) */
 static inline v128_t sum4_lanes(v128_t a, v128_t b, v128_t c, v128_t d) {
     v128_t ab = wasm_i32x4_add(wasm_i32x4_shuffle(a, b, 0, 4, 1, 5), wasm_i32x4_shuffle(a, b, 2, 6, 3, 7));
     v128_t cd = wasm_i32x4_add(wasm_i32x4_shuffle(c, d, 0, 4, 1, 5), wasm_i32x4_shuffle(c, d, 2, 6, 3, 7));
